@@ -1,0 +1,525 @@
+//! Rust trait objects → ABI objects. Plugins export their components through these wrappers;
+//! the host exports its sessions and host services through them. Every method body runs under
+//! [`guard`](super::guard), so a panic or a bad value becomes a [`PluginError`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, ROption, RResult, RStr, RString};
+use async_ffi::{FfiFuture, FutureExt as _};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::guard::{async_call, sync_call};
+use super::import::{import_ctx, import_session};
+use super::*;
+use crate::contracts::LogLevel;
+use crate::sdk::{
+    Benchmark, Ctx, EnvironmentProvider, Harness, HarnessFreeBenchmark, HarnessSession, Recipe,
+    SessionRef,
+};
+use crate::{Error, Result};
+
+/// Serialises a value for the boundary.
+pub fn to_json<T: Serialize>(value: &T) -> Result<RString> {
+    serde_json::to_string(value)
+        .map(RString::from)
+        .map_err(|e| Error::invalid_input(format!("cannot encode value: {e}")))
+}
+
+/// Decodes a value received over the boundary; `what` names it in the error.
+pub fn from_json<T: DeserializeOwned>(json: &str, what: &str) -> Result<T> {
+    serde_json::from_str(json).map_err(|e| Error::invalid_input(format!("invalid {what}: {e}")))
+}
+
+fn host_handle() -> Option<tokio::runtime::Handle> {
+    tokio::runtime::Handle::try_current().ok()
+}
+
+/// Wraps a session for the boundary. A session that already is an ABI object is passed on as
+/// it is; a native one captures the current tokio runtime (if any) to run its futures on.
+pub fn export_session(session: &SessionRef) -> SessionBox {
+    if let Some(object) = session.abi_object() {
+        return object;
+    }
+    SessionAbi_TO::from_ptr(
+        RArc::new(SessionExport {
+            inner: session.clone(),
+            handle: host_handle(),
+        }),
+        TD_Opaque,
+    )
+}
+
+/// Wraps a call context for the boundary.
+pub fn export_ctx(ctx: &Ctx) -> HostBox {
+    HostServicesAbi_TO::from_ptr(
+        RArc::new(HostExport {
+            ctx: ctx.clone(),
+            handle: host_handle(),
+        }),
+        TD_Opaque,
+    )
+}
+
+#[derive(Clone)]
+struct HostExport {
+    ctx: Ctx,
+    handle: Option<tokio::runtime::Handle>,
+}
+
+impl HostServicesAbi for HostExport {
+    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {
+        let level = LogLevel::from_u8(level).unwrap_or(LogLevel::Info);
+        self.ctx.host().log(level, target.as_str(), message.as_str());
+    }
+
+    fn emit_progress(&self, payload_json: RStr<'_>) {
+        if let Ok(payload) = serde_json::from_str::<serde_json::Value>(payload_json.as_str()) {
+            self.ctx.host().emit_progress(&payload);
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.ctx.is_cancelled()
+    }
+
+    fn cancelled(&self) -> FfiFuture<()> {
+        let cancelled = self.ctx.cancelled();
+        match &self.handle {
+            None => cancelled.into_ffi(),
+            Some(handle) => {
+                let fut = async_call(Some(handle), async move {
+                    cancelled.await;
+                    Ok(())
+                });
+                async move {
+                    let _ = fut.await;
+                }
+                .into_ffi()
+            }
+        }
+    }
+
+    fn call(&self, service: RStr<'_>, request_json: RString) -> JsonFuture {
+        let ctx = self.ctx.clone();
+        let service = service.as_str().to_string();
+        async_call(self.handle.as_ref(), async move {
+            let request = from_json(&request_json, "service request")?;
+            to_json(&ctx.call(&service, request).await?)
+        })
+    }
+}
+
+#[derive(Clone)]
+struct SessionExport {
+    inner: SessionRef,
+    handle: Option<tokio::runtime::Handle>,
+}
+
+impl SessionExport {
+    fn run<T, F>(&self, body: impl FnOnce(SessionRef) -> F) -> FfiFuture<RResult<T, PluginError>>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
+        async_call(self.handle.as_ref(), body(self.inner.clone()))
+    }
+}
+
+impl SessionAbi for SessionExport {
+    fn info(&self) -> RString {
+        to_json(&self.inner.info()).unwrap_or_default()
+    }
+
+    fn exec(&self, request_json: RString) -> JsonFuture {
+        self.run(|s| async move {
+            let request = from_json(&request_json, "exec request")?;
+            to_json(&s.exec(request).await?)
+        })
+    }
+
+    fn upload(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.upload(&PathBuf::from(src.as_str()), &dst).await })
+    }
+
+    fn download(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.download(&src, &PathBuf::from(dst.as_str())).await })
+    }
+
+    fn upload_dir(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.upload_dir(&PathBuf::from(src.as_str()), &dst).await })
+    }
+
+    fn download_dir(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.download_dir(&src, &PathBuf::from(dst.as_str())).await })
+    }
+
+    fn read_text(&self, path: RString) -> JsonFuture {
+        self.run(|s| async move { s.read_text(&path).await.map(RString::from) })
+    }
+
+    fn write_text(&self, path: RString, content: RString) -> UnitFuture {
+        self.run(|s| async move { s.write_text(&path, &content).await })
+    }
+
+    fn is_file(&self, path: RString) -> BoolFuture {
+        self.run(|s| async move { s.is_file(&path).await })
+    }
+
+    fn is_dir(&self, path: RString) -> BoolFuture {
+        self.run(|s| async move { s.is_dir(&path).await })
+    }
+
+    fn endpoint(&self) -> JsonFuture {
+        self.run(|s| async move { to_json(&s.endpoint().await?) })
+    }
+
+    fn set_network_policy(&self, policy_json: RString) -> UnitFuture {
+        self.run(|s| async move {
+            let policy = from_json(&policy_json, "network policy")?;
+            s.set_network_policy(&policy).await
+        })
+    }
+
+    fn close(&self) -> UnitFuture {
+        self.run(|s| async move { s.close().await })
+    }
+}
+
+/// A benchmark exported over the ABI.
+pub struct BenchmarkExport {
+    benchmark: Arc<dyn Benchmark>,
+    harness_free: Option<Arc<dyn HarnessFreeBenchmark>>,
+}
+
+impl BenchmarkExport {
+    /// Wraps a benchmark (and its harness-free side, if it has one) into an ABI object.
+    pub fn boxed(
+        benchmark: Arc<dyn Benchmark>,
+        harness_free: Option<Arc<dyn HarnessFreeBenchmark>>,
+    ) -> BenchmarkBox {
+        BenchmarkAbi_TO::from_value(
+            BenchmarkExport {
+                benchmark,
+                harness_free,
+            },
+            TD_Opaque,
+        )
+    }
+}
+
+fn optional_session(env: ROption<SessionBox>) -> Option<SessionRef> {
+    env.into_option().map(import_session)
+}
+
+impl BenchmarkAbi for BenchmarkExport {
+    fn evaluation_environment_mode(&self, req: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let req = from_json(req.as_str(), "run request")?;
+            to_json(&self.benchmark.evaluation_environment_mode(&req)?)
+        })
+    }
+
+    fn metric_contract(&self) -> JsonResult {
+        sync_call(|| to_json(&self.benchmark.metric_contract()?))
+    }
+
+    fn load_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let req = from_json(&req, "run request")?;
+            to_json(&b.load_tasks(&import_ctx(ctx), &req).await?)
+        })
+    }
+
+    fn select_tasks(&self, ctx: HostBox, tasks: RString, req: RString) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let tasks = from_json(&tasks, "task list")?;
+            let req = from_json(&req, "run request")?;
+            to_json(&b.select_tasks(&import_ctx(ctx), tasks, &req).await?)
+        })
+    }
+
+    fn build_plan(&self, task: RStr<'_>, req: RStr<'_>, environment: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let task = from_json(task.as_str(), "task")?;
+            let req = from_json(req.as_str(), "run request")?;
+            let environment = from_json(environment.as_str(), "environment spec")?;
+            to_json(&self.benchmark.build_plan(&task, &req, &environment)?)
+        })
+    }
+
+    fn resolve_artifacts(&self, task: RStr<'_>, req: RStr<'_>, plan: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let task = from_json(task.as_str(), "task")?;
+            let req = from_json(req.as_str(), "run request")?;
+            let plan = from_json(plan.as_str(), "execution plan")?;
+            to_json(&self.benchmark.resolve_artifacts(&task, &req, &plan)?)
+        })
+    }
+
+    fn prepare_task(
+        &self,
+        ctx: HostBox,
+        task: RString,
+        env: SessionBox,
+        req: RString,
+        plan: RString,
+    ) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let task = from_json(&task, "task")?;
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "benchmark plan")?;
+            let env = import_session(env);
+            to_json(&b.prepare_task(&import_ctx(ctx), &task, &env, &req, &plan).await?)
+        })
+    }
+
+    fn evaluate(
+        &self,
+        ctx: HostBox,
+        task: RString,
+        prepared: RString,
+        result: RString,
+        req: RString,
+        plan: RString,
+        env: ROption<SessionBox>,
+    ) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let task = from_json(&task, "task")?;
+            let prepared = from_json(&prepared, "prepared task")?;
+            let result = from_json(&result, "run result")?;
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "execution plan")?;
+            let env = optional_session(env);
+            let ctx = import_ctx(ctx);
+            to_json(
+                &b.evaluate(&ctx, &task, &prepared, result, &req, &plan, env.as_ref())
+                    .await?,
+            )
+        })
+    }
+
+    fn aggregate_metrics(&self, ctx: HostBox, results: RString, req: RString) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let results: Vec<_> = from_json(&results, "task results")?;
+            let req = from_json(&req, "run request")?;
+            to_json(&b.aggregate_metrics(&import_ctx(ctx), &results, &req).await?)
+        })
+    }
+
+    fn run_task(
+        &self,
+        ctx: HostBox,
+        task: RString,
+        prepared: RString,
+        req: RString,
+        plan: RString,
+        env: ROption<SessionBox>,
+    ) -> JsonFuture {
+        let b = self.harness_free.clone();
+        async_call(None, async move {
+            let b = b.ok_or_else(|| Error::unsupported("run_task: not a harness-free benchmark"))?;
+            let task = from_json(&task, "task")?;
+            let prepared = from_json(&prepared, "prepared task")?;
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "execution plan")?;
+            let env = optional_session(env);
+            let ctx = import_ctx(ctx);
+            to_json(
+                &b.run_task(&ctx, &task, &prepared, &req, &plan, env.as_ref())
+                    .await?,
+            )
+        })
+    }
+}
+
+/// A harness exported over the ABI.
+pub struct HarnessExport {
+    harness: Arc<dyn Harness>,
+}
+
+impl HarnessExport {
+    /// Wraps a harness into an ABI object.
+    pub fn boxed(harness: Arc<dyn Harness>) -> HarnessBox {
+        HarnessAbi_TO::from_value(HarnessExport { harness }, TD_Opaque)
+    }
+}
+
+impl HarnessAbi for HarnessExport {
+    fn supports(&self, environment: RStr<'_>, model: RStr<'_>) -> RResult<bool, PluginError> {
+        sync_call(|| {
+            let environment = from_json(environment.as_str(), "environment spec")?;
+            let model = from_json(model.as_str(), "model spec")?;
+            self.harness.supports(&environment, &model)
+        })
+    }
+
+    fn build_plan(&self, req: RStr<'_>, environment: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let req = from_json(req.as_str(), "run request")?;
+            let environment = from_json(environment.as_str(), "environment spec")?;
+            to_json(&self.harness.build_plan(&req, &environment)?)
+        })
+    }
+
+    fn start_session(
+        &self,
+        ctx: HostBox,
+        env: SessionBox,
+        req: RString,
+        plan: RString,
+    ) -> FfiFuture<RResult<HarnessSessionBox, PluginError>> {
+        let harness = self.harness.clone();
+        async_call(None, async move {
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "harness plan")?;
+            let env = import_session(env);
+            let state = harness
+                .start_session(&import_ctx(ctx), &env, &req, &plan)
+                .await?;
+            Ok(HarnessSessionAbi_TO::from_value(
+                HarnessSessionExport { harness, state },
+                TD_Opaque,
+            ))
+        })
+    }
+}
+
+struct HarnessSessionExport {
+    harness: Arc<dyn Harness>,
+    state: HarnessSession,
+}
+
+impl HarnessSessionAbi for HarnessSessionExport {
+    fn execute_task(
+        &self,
+        ctx: HostBox,
+        prepared: RString,
+        req: RString,
+        plan: RString,
+    ) -> JsonFuture {
+        let (harness, state) = (self.harness.clone(), self.state.clone());
+        async_call(None, async move {
+            let prepared = from_json(&prepared, "prepared task")?;
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "harness plan")?;
+            let ctx = import_ctx(ctx);
+            to_json(
+                &harness
+                    .execute_task(&ctx, &state, &prepared, &req, &plan)
+                    .await?,
+            )
+        })
+    }
+
+    fn collect_result(
+        &self,
+        ctx: HostBox,
+        prepared: RString,
+        req: RString,
+        plan: RString,
+        result: RString,
+    ) -> JsonFuture {
+        let (harness, state) = (self.harness.clone(), self.state.clone());
+        async_call(None, async move {
+            let prepared = from_json(&prepared, "prepared task")?;
+            let req = from_json(&req, "run request")?;
+            let plan = from_json(&plan, "harness plan")?;
+            let result = from_json(&result, "run result")?;
+            let ctx = import_ctx(ctx);
+            to_json(
+                &harness
+                    .collect_result(&ctx, &state, &prepared, &req, &plan, result)
+                    .await?,
+            )
+        })
+    }
+
+    fn close(&self, ctx: HostBox) -> UnitFuture {
+        let (harness, state) = (self.harness.clone(), self.state.clone());
+        async_call(None, async move {
+            harness.close_session(&import_ctx(ctx), state).await
+        })
+    }
+}
+
+/// An environment provider exported over the ABI.
+pub struct EnvironmentExport {
+    provider: Arc<dyn EnvironmentProvider>,
+}
+
+impl EnvironmentExport {
+    /// Wraps a provider into an ABI object.
+    pub fn boxed(provider: Arc<dyn EnvironmentProvider>) -> EnvironmentBox {
+        EnvironmentAbi_TO::from_value(EnvironmentExport { provider }, TD_Opaque)
+    }
+}
+
+impl EnvironmentAbi for EnvironmentExport {
+    fn capabilities(&self) -> JsonResult {
+        sync_call(|| to_json(&self.provider.capabilities()?))
+    }
+
+    fn validate_plan(&self, plan: RStr<'_>) -> RResult<(), PluginError> {
+        sync_call(|| {
+            let plan = from_json(plan.as_str(), "execution plan")?;
+            self.provider.validate_plan(&plan)
+        })
+    }
+
+    fn open(&self, ctx: HostBox, request: RString) -> FfiFuture<RResult<SessionBox, PluginError>> {
+        let provider = self.provider.clone();
+        async_call(None, async move {
+            let request = from_json(&request, "open-environment request")?;
+            let session = provider.open(&import_ctx(ctx), &request).await?;
+            Ok(export_session(&session))
+        })
+    }
+
+    fn close(&self, ctx: HostBox, close_params: RString) -> UnitFuture {
+        let provider = self.provider.clone();
+        async_call(None, async move {
+            let params = from_json(&close_params, "close params")?;
+            provider.close(&import_ctx(ctx), &params).await
+        })
+    }
+}
+
+/// A recipe exported over the ABI.
+pub struct RecipeExport {
+    recipe: Arc<dyn Recipe>,
+}
+
+impl RecipeExport {
+    /// Wraps a recipe into an ABI object.
+    pub fn boxed(recipe: Arc<dyn Recipe>) -> RecipeBox {
+        RecipeAbi_TO::from_value(RecipeExport { recipe }, TD_Opaque)
+    }
+}
+
+impl RecipeAbi for RecipeExport {
+    fn matches(&self, req: RStr<'_>, task: RStr<'_>, plan: RStr<'_>) -> RResult<bool, PluginError> {
+        sync_call(|| {
+            let req = from_json(req.as_str(), "run request")?;
+            let task = from_json(task.as_str(), "task")?;
+            let plan = from_json(plan.as_str(), "execution plan")?;
+            self.recipe.matches(&req, &task, &plan)
+        })
+    }
+
+    fn apply(&self, plan: RStr<'_>, req: RStr<'_>, task: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let plan = from_json(plan.as_str(), "execution plan")?;
+            let req = from_json(req.as_str(), "run request")?;
+            let task = from_json(task.as_str(), "task")?;
+            to_json(&self.recipe.apply(plan, &req, &task)?)
+        })
+    }
+}

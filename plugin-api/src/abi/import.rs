@@ -1,0 +1,562 @@
+//! ABI objects → Rust trait objects. The host wraps every loaded plugin component in one of
+//! these adapters (so nothing past the registry knows where a component came from); plugins
+//! use the same adapters for the sessions and host services they receive.
+//!
+//! Every foreign future is polled through [`CatchUnwind`], and every error is prefixed with
+//! the component's label (for example `plugin example-pack@0.1.0 harness example_calculator`)
+//! and the method name, so a failure always names the plugin it came from.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use abi_stable::std_types::{ROption, RResult, RStr, RString};
+use async_ffi::FfiFuture;
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+
+use super::export::{export_ctx, export_session, from_json, to_json};
+use super::guard::CatchUnwind;
+use super::*;
+use crate::contracts::{
+    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
+    ExecResult, ExecutionPlan, HarnessPlan, LogLevel, MetricContract, MetricReport, ModelSpec,
+    NetworkPolicy, OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest,
+    RunResult, SessionInfo, TaskAttempts, TaskSpec,
+};
+use crate::sdk::{
+    Benchmark, BoxFuture, Ctx, EnvironmentProvider, EnvironmentSession, Harness,
+    HarnessFreeBenchmark, HarnessSession, HostApi, Recipe, SessionRef,
+};
+use crate::{Error, Result};
+
+/// Awaits a foreign future, containing a panic re-raised by async-ffi.
+async fn await_foreign<T>(future: FfiFuture<RResult<T, PluginError>>) -> Result<T> {
+    match CatchUnwind::new(future).await {
+        Ok(RResult::ROk(value)) => Ok(value),
+        Ok(RResult::RErr(err)) => Err(err.into()),
+        Err(panic) => Err(panic),
+    }
+}
+
+fn sync_result<T>(result: RResult<T, PluginError>) -> Result<T> {
+    result.into_result().map_err(Error::from)
+}
+
+/// Where an imported object came from, used as the prefix of every error it returns.
+#[derive(Clone, Debug)]
+pub struct Label(Arc<str>);
+
+impl Label {
+    /// A label such as `plugin example-pack@0.1.0 benchmark example_exact_match`.
+    pub fn new(text: impl Into<String>) -> Self {
+        Label(Arc::from(text.into()))
+    }
+
+    fn err(&self, method: &str) -> impl Fn(Error) -> Error + '_ {
+        let method = method.to_string();
+        move |err| err.context(format_args!("{}: {method}", self.0))
+    }
+
+    fn decode<T: DeserializeOwned>(&self, method: &str, json: &str) -> Result<T> {
+        from_json(json, "return value").map_err(self.err(method))
+    }
+
+    /// The label text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Host services received over the ABI, as a [`Ctx`].
+pub fn import_ctx(host: HostBox) -> Ctx {
+    Ctx::new(Arc::new(ImportedHost(host)))
+}
+
+struct ImportedHost(HostBox);
+
+impl HostApi for ImportedHost {
+    fn log(&self, level: LogLevel, target: &str, message: &str) {
+        self.0.log(level as u8, RStr::from(target), RStr::from(message));
+    }
+
+    fn emit_progress(&self, payload: &serde_json::Value) {
+        if let Ok(json) = serde_json::to_string(payload) {
+            self.0.emit_progress(RStr::from(json.as_str()));
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        let future = self.0.cancelled();
+        Box::pin(async move {
+            // A panic while waiting is treated as cancellation.
+            let _ = CatchUnwind::new(future).await;
+        })
+    }
+
+    fn call(&self, service: &str, request: serde_json::Value) -> BoxFuture<Result<serde_json::Value>> {
+        let host = self.0.clone();
+        let service = service.to_string();
+        Box::pin(async move {
+            let request = to_json(&request)?;
+            let reply = await_foreign(host.call(RStr::from(service.as_str()), request)).await?;
+            from_json(&reply, "service reply")
+        })
+    }
+}
+
+/// A session received over the ABI.
+pub fn import_session(object: SessionBox) -> SessionRef {
+    let info: SessionInfo = from_json(&object.info(), "session info").unwrap_or_default();
+    let label = Label::new(format!("environment {} session {}", info.provider, info.id));
+    Arc::new(ImportedSession {
+        object,
+        info,
+        label,
+    })
+}
+
+struct ImportedSession {
+    object: SessionBox,
+    info: SessionInfo,
+    label: Label,
+}
+
+fn path_string(path: &Path) -> RString {
+    path.to_string_lossy().into_owned().into()
+}
+
+#[async_trait]
+impl EnvironmentSession for ImportedSession {
+    fn info(&self) -> SessionInfo {
+        self.info.clone()
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
+        let json = await_foreign(self.object.exec(to_json(&request)?))
+            .await
+            .map_err(self.label.err("exec"))?;
+        self.label.decode("exec", &json)
+    }
+
+    async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
+        await_foreign(self.object.upload(path_string(src), dst.into()))
+            .await
+            .map_err(self.label.err("upload"))
+    }
+
+    async fn download(&self, src: &str, dst: &Path) -> Result<()> {
+        await_foreign(self.object.download(src.into(), path_string(dst)))
+            .await
+            .map_err(self.label.err("download"))
+    }
+
+    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
+        await_foreign(self.object.upload_dir(path_string(src), dst.into()))
+            .await
+            .map_err(self.label.err("upload_dir"))
+    }
+
+    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
+        await_foreign(self.object.download_dir(src.into(), path_string(dst)))
+            .await
+            .map_err(self.label.err("download_dir"))
+    }
+
+    async fn read_text(&self, path: &str) -> Result<String> {
+        await_foreign(self.object.read_text(path.into()))
+            .await
+            .map(RString::into_string)
+            .map_err(self.label.err("read_text"))
+    }
+
+    async fn write_text(&self, path: &str, content: &str) -> Result<()> {
+        await_foreign(self.object.write_text(path.into(), content.into()))
+            .await
+            .map_err(self.label.err("write_text"))
+    }
+
+    async fn is_file(&self, path: &str) -> Result<bool> {
+        await_foreign(self.object.is_file(path.into()))
+            .await
+            .map_err(self.label.err("is_file"))
+    }
+
+    async fn is_dir(&self, path: &str) -> Result<bool> {
+        await_foreign(self.object.is_dir(path.into()))
+            .await
+            .map_err(self.label.err("is_dir"))
+    }
+
+    async fn endpoint(&self) -> Result<Option<String>> {
+        let json = await_foreign(self.object.endpoint())
+            .await
+            .map_err(self.label.err("endpoint"))?;
+        self.label.decode("endpoint", &json)
+    }
+
+    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
+        await_foreign(self.object.set_network_policy(to_json(policy)?))
+            .await
+            .map_err(self.label.err("set_network_policy"))
+    }
+
+    async fn close(&self) -> Result<()> {
+        await_foreign(self.object.close())
+            .await
+            .map_err(self.label.err("close"))
+    }
+
+    fn abi_object(&self) -> Option<SessionBox> {
+        Some(self.object.clone())
+    }
+}
+
+fn optional_env(env: Option<&SessionRef>) -> ROption<SessionBox> {
+    env.map(export_session).into()
+}
+
+/// A benchmark loaded from a plugin.
+pub struct ImportedBenchmark {
+    object: BenchmarkBox,
+    label: Label,
+}
+
+impl ImportedBenchmark {
+    /// Wraps a plugin benchmark object.
+    pub fn new(object: BenchmarkBox, label: Label) -> Self {
+        ImportedBenchmark { object, label }
+    }
+}
+
+#[async_trait]
+impl Benchmark for ImportedBenchmark {
+    fn evaluation_environment_mode(&self, req: &RunRequest) -> Result<EvaluationEnvironmentMode> {
+        let m = "evaluation_environment_mode";
+        let req = to_json(req)?;
+        let json = sync_result(self.object.evaluation_environment_mode(req.as_rstr()))
+            .map_err(self.label.err(m))?;
+        self.label.decode(m, &json)
+    }
+
+    fn metric_contract(&self) -> Result<MetricContract> {
+        let json = sync_result(self.object.metric_contract())
+            .map_err(self.label.err("metric_contract"))?;
+        self.label.decode("metric_contract", &json)
+    }
+
+    async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let json = await_foreign(self.object.load_tasks(export_ctx(ctx), to_json(req)?))
+            .await
+            .map_err(self.label.err("load_tasks"))?;
+        self.label.decode("load_tasks", &json)
+    }
+
+    async fn select_tasks(
+        &self,
+        ctx: &Ctx,
+        tasks: Vec<TaskSpec>,
+        req: &RunRequest,
+    ) -> Result<Vec<TaskSpec>> {
+        let call = self
+            .object
+            .select_tasks(export_ctx(ctx), to_json(&tasks)?, to_json(req)?);
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("select_tasks"))?;
+        self.label.decode("select_tasks", &json)
+    }
+
+    fn build_plan(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+        environment: &EnvironmentSpec,
+    ) -> Result<BenchmarkPlan> {
+        let (task, req, env) = (to_json(task)?, to_json(req)?, to_json(environment)?);
+        let json = sync_result(self.object.build_plan(
+            task.as_rstr(),
+            req.as_rstr(),
+            env.as_rstr(),
+        ))
+        .map_err(self.label.err("build_plan"))?;
+        self.label.decode("build_plan", &json)
+    }
+
+    fn resolve_artifacts(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+        plan: &ExecutionPlan,
+    ) -> Result<Option<Vec<ArtifactSpec>>> {
+        let (task, req, plan) = (to_json(task)?, to_json(req)?, to_json(plan)?);
+        let json = sync_result(self.object.resolve_artifacts(
+            task.as_rstr(),
+            req.as_rstr(),
+            plan.as_rstr(),
+        ))
+        .map_err(self.label.err("resolve_artifacts"))?;
+        self.label.decode("resolve_artifacts", &json)
+    }
+
+    async fn prepare_task(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let call = self.object.prepare_task(
+            export_ctx(ctx),
+            to_json(task)?,
+            export_session(env),
+            to_json(req)?,
+            to_json(plan)?,
+        );
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("prepare_task"))?;
+        self.label.decode("prepare_task", &json)
+    }
+
+    async fn evaluate(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        prepared: &PreparedTask,
+        result: RunResult,
+        req: &RunRequest,
+        plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let call = self.object.evaluate(
+            export_ctx(ctx),
+            to_json(task)?,
+            to_json(prepared)?,
+            to_json(&result)?,
+            to_json(req)?,
+            to_json(plan)?,
+            optional_env(env),
+        );
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("evaluate"))?;
+        self.label.decode("evaluate", &json)
+    }
+
+    async fn aggregate_metrics(
+        &self,
+        ctx: &Ctx,
+        results: &[TaskAttempts],
+        req: &RunRequest,
+    ) -> Result<MetricReport> {
+        let call = self
+            .object
+            .aggregate_metrics(export_ctx(ctx), to_json(&results)?, to_json(req)?);
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("aggregate_metrics"))?;
+        self.label.decode("aggregate_metrics", &json)
+    }
+}
+
+#[async_trait]
+impl HarnessFreeBenchmark for ImportedBenchmark {
+    async fn run_task(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let call = self.object.run_task(
+            export_ctx(ctx),
+            to_json(task)?,
+            to_json(prepared)?,
+            to_json(req)?,
+            to_json(plan)?,
+            optional_env(env),
+        );
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("run_task"))?;
+        self.label.decode("run_task", &json)
+    }
+}
+
+/// A harness loaded from a plugin.
+pub struct ImportedHarness {
+    object: HarnessBox,
+    label: Label,
+}
+
+impl ImportedHarness {
+    /// Wraps a plugin harness object.
+    pub fn new(object: HarnessBox, label: Label) -> Self {
+        ImportedHarness { object, label }
+    }
+
+    fn session<'a>(&self, session: &'a HarnessSession, method: &str) -> Result<&'a HarnessSessionBox> {
+        session.downcast_ref::<HarnessSessionBox>().ok_or_else(|| {
+            Error::invalid_input(format!(
+                "{}: {method}: the session was not started by this harness",
+                self.label.as_str()
+            ))
+        })
+    }
+}
+
+#[async_trait]
+impl Harness for ImportedHarness {
+    fn supports(&self, environment: &EnvironmentSpec, model: &ModelSpec) -> Result<bool> {
+        let (env, model) = (to_json(environment)?, to_json(model)?);
+        sync_result(self.object.supports(env.as_rstr(), model.as_rstr()))
+            .map_err(self.label.err("supports"))
+    }
+
+    fn build_plan(&self, req: &RunRequest, environment: &EnvironmentSpec) -> Result<HarnessPlan> {
+        let (req, env) = (to_json(req)?, to_json(environment)?);
+        let json = sync_result(self.object.build_plan(req.as_rstr(), env.as_rstr()))
+            .map_err(self.label.err("build_plan"))?;
+        self.label.decode("build_plan", &json)
+    }
+
+    async fn start_session(
+        &self,
+        ctx: &Ctx,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<HarnessSession> {
+        let call = self.object.start_session(
+            export_ctx(ctx),
+            export_session(env),
+            to_json(req)?,
+            to_json(plan)?,
+        );
+        let session = await_foreign(call)
+            .await
+            .map_err(self.label.err("start_session"))?;
+        Ok(Arc::new(session))
+    }
+
+    async fn execute_task(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<RunResult> {
+        let call = self.session(session, "execute_task")?.execute_task(
+            export_ctx(ctx),
+            to_json(prepared)?,
+            to_json(req)?,
+            to_json(plan)?,
+        );
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("execute_task"))?;
+        self.label.decode("execute_task", &json)
+    }
+
+    async fn collect_result(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+        result: RunResult,
+    ) -> Result<RunResult> {
+        let call = self.session(session, "collect_result")?.collect_result(
+            export_ctx(ctx),
+            to_json(prepared)?,
+            to_json(req)?,
+            to_json(plan)?,
+            to_json(&result)?,
+        );
+        let json = await_foreign(call)
+            .await
+            .map_err(self.label.err("collect_result"))?;
+        self.label.decode("collect_result", &json)
+    }
+
+    async fn close_session(&self, ctx: &Ctx, session: HarnessSession) -> Result<()> {
+        let call = self.session(&session, "close_session")?.close(export_ctx(ctx));
+        await_foreign(call)
+            .await
+            .map_err(self.label.err("close_session"))
+    }
+}
+
+/// An environment provider loaded from a plugin.
+pub struct ImportedEnvironment {
+    object: EnvironmentBox,
+    label: Label,
+}
+
+impl ImportedEnvironment {
+    /// Wraps a plugin provider object.
+    pub fn new(object: EnvironmentBox, label: Label) -> Self {
+        ImportedEnvironment { object, label }
+    }
+}
+
+#[async_trait]
+impl EnvironmentProvider for ImportedEnvironment {
+    fn capabilities(&self) -> Result<ProviderCapabilities> {
+        let json = sync_result(self.object.capabilities()).map_err(self.label.err("capabilities"))?;
+        self.label.decode("capabilities", &json)
+    }
+
+    fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
+        let plan = to_json(plan)?;
+        sync_result(self.object.validate_plan(plan.as_rstr())).map_err(self.label.err("validate_plan"))
+    }
+
+    async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
+        let call = self.object.open(export_ctx(ctx), to_json(request)?);
+        let session = await_foreign(call).await.map_err(self.label.err("open"))?;
+        Ok(import_session(session))
+    }
+
+    async fn close(&self, ctx: &Ctx, close_params: &serde_json::Value) -> Result<()> {
+        let call = self.object.close(export_ctx(ctx), to_json(close_params)?);
+        await_foreign(call).await.map_err(self.label.err("close"))
+    }
+}
+
+/// A recipe loaded from a plugin.
+pub struct ImportedRecipe {
+    object: RecipeBox,
+    label: Label,
+}
+
+impl ImportedRecipe {
+    /// Wraps a plugin recipe object.
+    pub fn new(object: RecipeBox, label: Label) -> Self {
+        ImportedRecipe { object, label }
+    }
+}
+
+impl Recipe for ImportedRecipe {
+    fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool> {
+        let (req, task, plan) = (to_json(req)?, to_json(task)?, to_json(plan)?);
+        sync_result(self.object.matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()))
+            .map_err(self.label.err("matches"))
+    }
+
+    fn apply(&self, plan: ExecutionPlan, req: &RunRequest, task: &TaskSpec) -> Result<ExecutionPlan> {
+        let (plan, req, task) = (to_json(&plan)?, to_json(req)?, to_json(task)?);
+        let json = sync_result(self.object.apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()))
+            .map_err(self.label.err("apply"))?;
+        self.label.decode("apply", &json)
+    }
+}

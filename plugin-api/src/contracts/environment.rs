@@ -1,0 +1,202 @@
+//! Environment-provider contracts: capabilities, open requests and session descriptions.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{EnvironmentSpec, NetworkMode, NetworkPolicy, RedactedMap};
+
+/// What an environment provider supports (checked during planning, failing closed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProviderCapabilities {
+    /// Enforceable network modes.
+    pub network_modes: Vec<NetworkMode>,
+    /// Accepted allowlist entry types (see [`super::HostPattern::entry_type`]).
+    pub allowlist_entry_types: Vec<String>,
+    /// Can switch policies on a live session.
+    pub dynamic_network_policy: bool,
+    /// Supported [`super::ResourceRequirements`] field names.
+    pub resource_fields: Vec<String>,
+    /// Supported operating systems (empty: no OS selection).
+    pub operating_systems: Vec<String>,
+    /// Supports per-task environment variables.
+    pub task_env: bool,
+    /// Can inject variables at startup.
+    pub startup_env: bool,
+}
+
+impl Default for ProviderCapabilities {
+    fn default() -> Self {
+        ProviderCapabilities {
+            network_modes: vec![NetworkMode::Public],
+            allowlist_entry_types: Vec::new(),
+            dynamic_network_policy: false,
+            resource_fields: Vec::new(),
+            operating_systems: Vec::new(),
+            task_env: false,
+            startup_env: false,
+        }
+    }
+}
+
+impl ProviderCapabilities {
+    /// Public network only, nothing else (the default).
+    pub fn public_only() -> Self {
+        ProviderCapabilities::default()
+    }
+
+    /// Whether `mode` can be enforced.
+    pub fn supports_mode(&self, mode: NetworkMode) -> bool {
+        self.network_modes.contains(&mode)
+    }
+}
+
+/// Which environment of an attempt is being opened.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvironmentRole {
+    /// The task (agent) environment.
+    #[default]
+    Task,
+    /// A fresh evaluation environment.
+    Evaluation,
+}
+
+/// Everything a provider needs to open one environment. `Debug` hides `resolved_env` values.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpenEnvironmentRequest {
+    /// Run id.
+    pub run_id: String,
+    /// Task id.
+    pub task_id: String,
+    /// Semantic attempt number.
+    #[serde(default = "default_attempt")]
+    pub attempt: u32,
+    /// Which environment.
+    #[serde(default)]
+    pub role: EnvironmentRole,
+    /// The resolved environment spec.
+    pub environment: EnvironmentSpec,
+    /// Policy to apply at creation.
+    #[serde(default)]
+    pub baseline_network_policy: NetworkPolicy,
+    /// Run directory on the host, when inside a run.
+    #[serde(default)]
+    pub run_dir: Option<String>,
+    /// Already-resolved common bindings. These are secret values: providers must never log them.
+    #[serde(default)]
+    pub resolved_env: BTreeMap<String, String>,
+}
+
+fn default_attempt() -> u32 {
+    1
+}
+
+impl OpenEnvironmentRequest {
+    /// A task-environment request for the first attempt, with a public baseline.
+    pub fn new(
+        run_id: impl Into<String>,
+        task_id: impl Into<String>,
+        environment: EnvironmentSpec,
+    ) -> Self {
+        OpenEnvironmentRequest {
+            run_id: run_id.into(),
+            task_id: task_id.into(),
+            attempt: default_attempt(),
+            role: EnvironmentRole::Task,
+            environment,
+            baseline_network_policy: NetworkPolicy::public(),
+            run_dir: None,
+            resolved_env: BTreeMap::new(),
+        }
+    }
+}
+
+impl fmt::Debug for OpenEnvironmentRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenEnvironmentRequest")
+            .field("run_id", &self.run_id)
+            .field("task_id", &self.task_id)
+            .field("attempt", &self.attempt)
+            .field("role", &self.role)
+            .field("environment", &self.environment)
+            .field("baseline_network_policy", &self.baseline_network_policy)
+            .field("run_dir", &self.run_dir)
+            .field("resolved_env", &RedactedMap(&self.resolved_env))
+            .finish()
+    }
+}
+
+/// Description of an open environment session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// Session id.
+    pub id: String,
+    /// Provider id.
+    pub provider: String,
+    /// Default working directory for commands.
+    #[serde(default)]
+    pub default_workdir: Option<String>,
+    /// JSON-serialisable parameters sufficient to close the environment later.
+    #[serde(default)]
+    pub close_params: serde_json::Value,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn capabilities_defaults() {
+        let caps: ProviderCapabilities = serde_json::from_str("{}").unwrap();
+        assert_eq!(caps, ProviderCapabilities::public_only());
+        assert!(caps.supports_mode(NetworkMode::Public));
+        assert!(!caps.supports_mode(NetworkMode::NoNetwork));
+        let caps: ProviderCapabilities = serde_json::from_value(
+            json!({"network_modes": ["public", "no-network"], "task_env": true}),
+        )
+        .unwrap();
+        assert!(caps.supports_mode(NetworkMode::NoNetwork) && caps.task_env);
+    }
+
+    #[test]
+    fn open_request_round_trip_and_redaction() {
+        let mut req = OpenEnvironmentRequest::new("r", "t", EnvironmentSpec::new("docker"));
+        req.role = EnvironmentRole::Evaluation;
+        req.resolved_env
+            .insert("API_KEY".into(), "very-secret".into());
+        let printed = format!("{req:?}");
+        assert!(
+            printed.contains("API_KEY") && !printed.contains("very-secret"),
+            "{printed}"
+        );
+        let value = serde_json::to_value(&req).unwrap();
+        assert_eq!(value["role"], "evaluation");
+        let back: OpenEnvironmentRequest = serde_json::from_value(value).unwrap();
+        assert_eq!(back, req);
+        let minimal: OpenEnvironmentRequest = serde_json::from_value(
+            json!({"run_id": "r", "task_id": "t", "environment": {"id": "docker"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            minimal,
+            OpenEnvironmentRequest::new("r", "t", EnvironmentSpec::new("docker"))
+        );
+    }
+
+    #[test]
+    fn session_info_round_trip() {
+        let info = SessionInfo {
+            id: "s".into(),
+            provider: "docker".into(),
+            default_workdir: Some("/app".into()),
+            close_params: json!({"container": "abc"}),
+        };
+        let back: SessionInfo =
+            serde_json::from_value(serde_json::to_value(&info).unwrap()).unwrap();
+        assert_eq!(back, info);
+    }
+}

@@ -1,0 +1,269 @@
+//! Metric declarations and the request-level metric report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::{AttemptStrategy, JsonMap, RunResult};
+
+/// The kind of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MetricKind {
+    /// A strict boolean per attempt (reducers `avg`, `pass`).
+    BinarySuccess,
+    /// A finite number per attempt (reducer `avg`).
+    Scalar,
+}
+
+/// One declared metric.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetricSpec {
+    /// Metric id (`correct` / `score` are reserved for the primary).
+    pub id: String,
+    /// Kind.
+    pub kind: MetricKind,
+    /// Whether this is the headline metric.
+    #[serde(default)]
+    pub primary: bool,
+    /// Display label.
+    #[serde(default)]
+    pub label: String,
+    /// Description.
+    #[serde(default)]
+    pub description: String,
+}
+
+impl MetricSpec {
+    /// A non-primary metric labelled with its id.
+    pub fn new(id: impl Into<String>, kind: MetricKind) -> Self {
+        let id = id.into();
+        MetricSpec {
+            label: id.clone(),
+            id,
+            kind,
+            primary: false,
+            description: String::new(),
+        }
+    }
+}
+
+/// The metrics a benchmark declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricContract {
+    /// Declared metrics (exactly one primary).
+    pub metrics: Vec<MetricSpec>,
+}
+
+impl MetricContract {
+    /// The default contract: a single primary binary metric `correct`.
+    pub fn correct() -> Self {
+        MetricContract {
+            metrics: vec![MetricSpec {
+                primary: true,
+                label: "Correct".to_string(),
+                ..MetricSpec::new("correct", MetricKind::BinarySuccess)
+            }],
+        }
+    }
+
+    /// The primary metric.
+    pub fn primary(&self) -> Option<&MetricSpec> {
+        self.metrics.iter().find(|m| m.primary)
+    }
+
+    /// Looks a metric up by id.
+    pub fn get(&self, id: &str) -> Option<&MetricSpec> {
+        self.metrics.iter().find(|m| m.id == id)
+    }
+}
+
+/// Per-series task counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SeriesCounts {
+    /// Tasks considered.
+    pub total: u64,
+    /// Tasks with a value.
+    pub evaluated: u64,
+    /// Tasks that errored.
+    pub error: u64,
+    /// Tasks without a value for other reasons.
+    pub unavailable: u64,
+    /// Tasks invalidated by a fatal issue.
+    pub invalidated: u64,
+}
+
+/// One reduced metric series (`<metric>.<reducer>@<k>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricSeries {
+    /// Series id, e.g. `correct.avg@4`.
+    pub series_id: String,
+    /// Metric id.
+    pub metric_id: String,
+    /// Metric kind.
+    pub kind: MetricKind,
+    /// Reducer (`native`, `avg`, `pass`).
+    #[serde(default)]
+    pub reducer: String,
+    /// `headline` or `auxiliary`.
+    #[serde(default)]
+    pub role: String,
+    /// Aggregated value (`None` when unavailable or evaluation failed).
+    #[serde(default)]
+    pub value: Option<f64>,
+    /// Value over non-invalidated tasks when evaluation failed.
+    #[serde(default)]
+    pub reference_value: Option<f64>,
+    /// Task counts.
+    #[serde(default)]
+    pub counts: SeriesCounts,
+    /// Per-category values.
+    #[serde(default)]
+    pub categories: BTreeMap<String, Option<f64>>,
+}
+
+impl MetricSeries {
+    /// A series `<metric_id>.<reducer>@<k>` with no values yet.
+    pub fn new(
+        metric_id: impl Into<String>,
+        kind: MetricKind,
+        reducer: impl Into<String>,
+        k: u32,
+    ) -> Self {
+        let (metric_id, reducer) = (metric_id.into(), reducer.into());
+        MetricSeries {
+            series_id: format!("{metric_id}.{reducer}@{k}"),
+            metric_id,
+            kind,
+            reducer,
+            role: String::new(),
+            value: None,
+            reference_value: None,
+            counts: SeriesCounts::default(),
+            categories: BTreeMap::new(),
+        }
+    }
+}
+
+/// The default metric report schema version.
+pub const METRIC_REPORT_SCHEMA_VERSION: &str = "agentcompass.metrics.v1";
+
+/// The request-level metric report (`metrics.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricReport {
+    /// Schema version.
+    pub schema_version: String,
+    /// Attempts per task.
+    pub k: u32,
+    /// Attempt strategy.
+    pub strategy: AttemptStrategy,
+    /// Aggregation (`micro_weighted`, `category_mean`, `category_hierarchy`).
+    pub aggregation: String,
+    /// Series.
+    pub series: Vec<MetricSeries>,
+    /// Some task was invalidated; values moved to `reference_value`.
+    pub evaluation_failed: bool,
+    /// Benchmark-specific extras.
+    pub extra: JsonMap,
+}
+
+impl Default for MetricReport {
+    fn default() -> Self {
+        MetricReport {
+            schema_version: METRIC_REPORT_SCHEMA_VERSION.to_string(),
+            k: 1,
+            strategy: AttemptStrategy::default(),
+            aggregation: "micro_weighted".to_string(),
+            series: Vec::new(),
+            evaluation_failed: false,
+            extra: JsonMap::new(),
+        }
+    }
+}
+
+impl MetricReport {
+    /// The headline series, if any.
+    pub fn headline(&self) -> Option<&MetricSeries> {
+        self.series.iter().find(|s| s.role == "headline")
+    }
+}
+
+/// All attempts of one task (input of metric aggregation).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskAttempts {
+    /// Task id.
+    pub task_id: String,
+    /// Category.
+    #[serde(default)]
+    pub category: String,
+    /// Attempt results in order.
+    #[serde(default)]
+    pub attempts: Vec<RunResult>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn contract_and_report() {
+        let contract = MetricContract::correct();
+        let primary = contract.primary().unwrap();
+        assert_eq!(
+            (primary.id.as_str(), primary.kind),
+            ("correct", MetricKind::BinarySuccess)
+        );
+        assert_eq!(
+            serde_json::to_value(primary.kind).unwrap(),
+            "binary_success"
+        );
+        let back: MetricContract =
+            serde_json::from_value(serde_json::to_value(&contract).unwrap()).unwrap();
+        assert_eq!(back, contract);
+
+        let report: MetricReport = serde_json::from_str("{}").unwrap();
+        assert_eq!(report, MetricReport::default());
+        assert_eq!(report.schema_version, "agentcompass.metrics.v1");
+        let mut report = MetricReport {
+            k: 4,
+            strategy: AttemptStrategy::Pass,
+            ..Default::default()
+        };
+        let mut series = MetricSeries::new("correct", MetricKind::BinarySuccess, "pass", 4);
+        assert_eq!(series.series_id, "correct.pass@4");
+        series.role = "headline".into();
+        series.value = Some(0.5);
+        series.counts = SeriesCounts {
+            total: 2,
+            evaluated: 2,
+            ..Default::default()
+        };
+        series.categories = BTreeMap::from([("a".into(), Some(1.0)), ("b".into(), None)]);
+        report.series.push(series);
+        let value = serde_json::to_value(&report).unwrap();
+        assert_eq!(value["strategy"], "pass");
+        assert_eq!(
+            value["series"][0]["categories"],
+            json!({"a": 1.0, "b": null})
+        );
+        let back: MetricReport = serde_json::from_value(value).unwrap();
+        assert_eq!(back, report);
+        assert_eq!(back.headline().unwrap().value, Some(0.5));
+    }
+
+    #[test]
+    fn task_attempts_round_trip() {
+        let attempts = TaskAttempts {
+            task_id: "t".into(),
+            category: "c".into(),
+            attempts: vec![RunResult::new("t")],
+        };
+        let back: TaskAttempts =
+            serde_json::from_value(serde_json::to_value(&attempts).unwrap()).unwrap();
+        assert_eq!(back, attempts);
+    }
+}

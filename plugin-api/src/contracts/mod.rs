@@ -1,0 +1,45 @@
+//! Serde contract types shared by the host and every plugin.
+//!
+//! These are the Rust counterparts of the Python AgentCompass runtime data carriers
+//! (`RunRequest`, `TaskSpec`, `ExecutionPlan`, `RunResult`, …). They are persisted as JSON, so
+//! field names are stable snake_case, every non-essential field has a serde default (adding a
+//! field never breaks older JSON) and unknown fields are ignored on deserialisation.
+
+pub mod artifacts;
+pub mod component;
+pub mod environment;
+pub mod metrics;
+pub mod network;
+pub mod plan;
+pub mod progress;
+pub mod request;
+pub mod result;
+pub mod task;
+
+pub use artifacts::*;
+pub use component::*;
+pub use environment::*;
+pub use metrics::*;
+pub use network::*;
+pub use plan::*;
+pub use progress::*;
+pub use request::*;
+pub use result::*;
+pub use task::*;
+
+/// A free-form JSON object (component params, metadata, telemetry, …).
+pub type JsonMap = serde_json::Map<String, serde_json::Value>;
+
+/// The text printed in place of a secret value.
+pub const REDACTED: &str = "********";
+
+/// Formats a string map for `Debug` with every value replaced by [`REDACTED`].
+pub(crate) struct RedactedMap<'a>(pub(crate) &'a std::collections::BTreeMap<String, String>);
+
+impl std::fmt::Debug for RedactedMap<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, REDACTED)))
+            .finish()
+    }
+}

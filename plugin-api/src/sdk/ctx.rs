@@ -1,0 +1,107 @@
+//! The per-call context: host services seen from a component.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::contracts::LogLevel;
+use crate::Result;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What the host offers a component during a call. The host implements it; plugins reach it
+/// through the ABI (see [`crate::abi::import`]).
+pub trait HostApi: Send + Sync {
+    /// Forwards a log record into the host's `tracing`.
+    fn log(&self, level: LogLevel, target: &str, message: &str);
+    /// Emits a progress event payload for the current task.
+    fn emit_progress(&self, payload: &serde_json::Value);
+    /// Whether the current operation has been cancelled.
+    fn is_cancelled(&self) -> bool;
+    /// Resolves when the current operation is cancelled.
+    fn cancelled(&self) -> BoxFuture<()>;
+    /// Calls a named host service with a JSON request.
+    fn call(&self, service: &str, request: serde_json::Value) -> BoxFuture<Result<serde_json::Value>>;
+}
+
+/// The context every asynchronous component method receives.
+#[derive(Clone)]
+pub struct Ctx {
+    host: Arc<dyn HostApi>,
+}
+
+impl Ctx {
+    /// A context over the given host services.
+    pub fn new(host: Arc<dyn HostApi>) -> Self {
+        Ctx { host }
+    }
+
+    /// A context that logs nowhere, is never cancelled and offers no services (for unit tests
+    /// of components).
+    pub fn detached() -> Self {
+        Ctx::new(Arc::new(DetachedHost))
+    }
+
+    /// The underlying host services.
+    pub fn host(&self) -> &Arc<dyn HostApi> {
+        &self.host
+    }
+
+    /// Logs at info level (target `plugin`).
+    pub fn info(&self, message: &str) {
+        self.host.log(LogLevel::Info, "plugin", message);
+    }
+
+    /// Logs at warn level (target `plugin`).
+    pub fn warn(&self, message: &str) {
+        self.host.log(LogLevel::Warn, "plugin", message);
+    }
+
+    /// Emits a progress payload for the current task.
+    pub fn progress(&self, payload: serde_json::Value) {
+        self.host.emit_progress(&payload);
+    }
+
+    /// Whether the current operation has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.host.is_cancelled()
+    }
+
+    /// Resolves when the current operation is cancelled.
+    pub fn cancelled(&self) -> BoxFuture<()> {
+        self.host.cancelled()
+    }
+
+    /// Calls a named host service.
+    pub async fn call(&self, service: &str, request: serde_json::Value) -> Result<serde_json::Value> {
+        self.host.call(service, request).await
+    }
+}
+
+impl std::fmt::Debug for Ctx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Ctx")
+    }
+}
+
+struct DetachedHost;
+
+impl HostApi for DetachedHost {
+    fn log(&self, _: LogLevel, _: &str, _: &str) {}
+
+    fn emit_progress(&self, _: &serde_json::Value) {}
+
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        Box::pin(std::future::pending())
+    }
+
+    fn call(&self, service: &str, _: serde_json::Value) -> BoxFuture<Result<serde_json::Value>> {
+        let err = crate::Error::unsupported(format!("host service `{service}` is not available"));
+        Box::pin(async move { Err(err) })
+    }
+}

@@ -1,0 +1,59 @@
+//! The plugin SDK: the component traits, the call context, a helper runtime for plugins that
+//! do tokio I/O, and [`crate::export_plugin!`].
+//!
+//! A plugin is a `cdylib` that depends only on this crate:
+//!
+//! ```ignore
+//! use agentcompass_plugin_api::sdk::{PluginBuilder, Benchmark};
+//!
+//! fn register(plugin: &mut PluginBuilder) {
+//!     plugin.benchmark(ComponentInfo::new(ComponentKind::Benchmark, "my_bench", "..."), || Ok(MyBench));
+//! }
+//! agentcompass_plugin_api::export_plugin!(register);
+//! ```
+
+mod ctx;
+pub mod export;
+mod logging;
+pub mod metrics;
+pub mod runtime;
+pub mod select;
+mod traits;
+pub mod validate;
+
+pub use async_trait::async_trait;
+pub use ctx::{BoxFuture, Ctx, HostApi};
+pub use export::{BenchmarkHandle, PluginBuilder};
+pub use traits::*;
+
+/// Exports a plugin's root module. `$register` is a `fn(&mut PluginBuilder)` that registers
+/// the plugin's components; the plugin's name and version are its crate's name and version.
+#[macro_export]
+macro_rules! export_plugin {
+    ($register:path) => {
+        #[doc(hidden)]
+        #[no_mangle]
+        #[allow(non_upper_case_globals)]
+        pub static _1as_0lib_1header_0root_bmodule_bloader: $crate::abi::__private::LibHeader = {
+            extern "C" fn __agentcompass_erased_root() -> $crate::abi::__private::RootModuleResult {
+                $crate::abi::__private::__call_root_module_loader(__agentcompass_root_module)
+            }
+            fn __agentcompass_root_module() -> $crate::abi::PluginRoot_Ref {
+                $crate::sdk::export::root_module(
+                    env!("CARGO_PKG_NAME"),
+                    env!("CARGO_PKG_VERSION"),
+                    $register,
+                )
+            }
+            // SAFETY: `__agentcompass_erased_root` returns the `PluginRoot_Ref` built by
+            // `root_module`, erased by abi_stable's own loader shim, which is exactly what
+            // `from_constructor::<PluginRoot_Ref>` requires; layout checking stays on.
+            unsafe {
+                $crate::abi::__private::LibHeader::from_constructor::<$crate::abi::PluginRoot_Ref>(
+                    __agentcompass_erased_root,
+                    $crate::abi::__private::CheckTypeLayout::Yes,
+                )
+            }
+        };
+    };
+}

@@ -1,0 +1,250 @@
+//! The component traits. Built-in components implement them directly; plugins implement them
+//! and export them with [`crate::export_plugin!`]; the host wraps loaded plugin objects in
+//! adapters implementing the same traits, so nothing past the registry knows where a component
+//! came from.
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::Ctx;
+use crate::abi::SessionBox;
+use crate::contracts::{
+    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
+    ExecResult, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec,
+    NetworkPolicy, OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest,
+    RunResult, SessionInfo, TaskAttempts, TaskSpec,
+};
+use crate::Result;
+
+/// A shared, open environment session.
+pub type SessionRef = Arc<dyn EnvironmentSession>;
+
+/// The state a harness keeps between `start_session` and `close_session`.
+pub type HarnessSession = Arc<dyn Any + Send + Sync>;
+
+/// Loads tasks, prepares them for the harness and scores the results.
+#[async_trait]
+pub trait Benchmark: Send + Sync + 'static {
+    /// The benchmark's default evaluation environment mode (`none` unless overridden).
+    fn evaluation_environment_mode(&self, _req: &RunRequest) -> Result<EvaluationEnvironmentMode> {
+        Ok(EvaluationEnvironmentMode::default())
+    }
+
+    /// The metrics this benchmark observes (default: primary binary `correct`).
+    fn metric_contract(&self) -> Result<MetricContract> {
+        Ok(MetricContract::correct())
+    }
+
+    /// Loads every task with a stable `task_id`, in a deterministic order.
+    async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>>;
+
+    /// Selects the tasks to run (default: the `sample_ids` parameter, if given).
+    async fn select_tasks(
+        &self,
+        _ctx: &Ctx,
+        tasks: Vec<TaskSpec>,
+        req: &RunRequest,
+    ) -> Result<Vec<TaskSpec>> {
+        super::select::select_by_sample_ids(tasks, req)
+    }
+
+    /// Builds the benchmark-private plan for one task attempt. No I/O.
+    fn build_plan(
+        &self,
+        _task: &TaskSpec,
+        _req: &RunRequest,
+        _environment: &EnvironmentSpec,
+    ) -> Result<BenchmarkPlan> {
+        Ok(BenchmarkPlan::default())
+    }
+
+    /// Adjusts artifact paths after recipes ran (`None` keeps the planner's list). No I/O.
+    fn resolve_artifacts(
+        &self,
+        _task: &TaskSpec,
+        _req: &RunRequest,
+        _plan: &ExecutionPlan,
+    ) -> Result<Option<Vec<ArtifactSpec>>> {
+        Ok(None)
+    }
+
+    /// Prepares the harness-facing input; may create files in the environment. Must be safe
+    /// to repeat (retries call it again) and must not expose hidden answers.
+    async fn prepare_task(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask>;
+
+    /// Scores one attempt; owns `metrics`, correctness and evaluation errors.
+    #[allow(clippy::too_many_arguments)]
+    async fn evaluate(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        prepared: &PreparedTask,
+        result: RunResult,
+        req: &RunRequest,
+        plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult>;
+
+    /// Request-level metrics (default: contract-driven mean of each metric).
+    async fn aggregate_metrics(
+        &self,
+        _ctx: &Ctx,
+        results: &[TaskAttempts],
+        req: &RunRequest,
+    ) -> Result<MetricReport> {
+        super::metrics::default_report(&self.metric_contract()?, results, req)
+    }
+}
+
+/// A benchmark that runs tasks itself (selected with harness id `none`).
+#[async_trait]
+pub trait HarnessFreeBenchmark: Benchmark {
+    /// Replaces the harness stage.
+    async fn run_task(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult>;
+}
+
+/// The agent under test.
+#[async_trait]
+pub trait Harness: Send + Sync + 'static {
+    /// Whether this harness can run in `environment` with `model`.
+    fn supports(&self, _environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
+        Ok(true)
+    }
+
+    /// Builds the harness plan after config validation. No I/O.
+    fn build_plan(&self, _req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
+        Ok(HarnessPlan::default())
+    }
+
+    /// Starts a session in the task environment.
+    async fn start_session(
+        &self,
+        ctx: &Ctx,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<HarnessSession>;
+
+    /// Runs the task; returns status, answer, trajectory, artifacts and execution errors.
+    async fn execute_task(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<RunResult>;
+
+    /// Read-only recovery of saved output after execution (default: keep the result).
+    async fn collect_result(
+        &self,
+        _ctx: &Ctx,
+        _session: &HarnessSession,
+        _prepared: &PreparedTask,
+        _req: &RunRequest,
+        _plan: &HarnessPlan,
+        result: RunResult,
+    ) -> Result<RunResult> {
+        Ok(result)
+    }
+
+    /// Releases the session.
+    async fn close_session(&self, _ctx: &Ctx, _session: HarnessSession) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Creates sandboxes and enforces their policies.
+#[async_trait]
+pub trait EnvironmentProvider: Send + Sync + 'static {
+    /// What the provider can enforce.
+    fn capabilities(&self) -> Result<ProviderCapabilities>;
+
+    /// Refuses a plan the provider cannot enforce, before anything is allocated.
+    fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
+        super::validate::validate_against_capabilities(&self.capabilities()?, plan)
+    }
+
+    /// Opens an environment for one task attempt (or its fresh evaluation).
+    async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef>;
+
+    /// Releases an environment from its persisted `close_params` (crash recovery,
+    /// `env close`).
+    async fn close(&self, _ctx: &Ctx, _close_params: &serde_json::Value) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// An open environment.
+#[async_trait]
+pub trait EnvironmentSession: Send + Sync + 'static {
+    /// Identity, provider and default working directory.
+    fn info(&self) -> SessionInfo;
+    /// Runs a command (`shell=false` argv or `shell=true` string).
+    async fn exec(&self, request: ExecRequest) -> Result<ExecResult>;
+    /// Copies a host file into the environment.
+    async fn upload(&self, src: &Path, dst: &str) -> Result<()>;
+    /// Copies a file out of the environment.
+    async fn download(&self, src: &str, dst: &Path) -> Result<()>;
+    /// Copies a host directory into the environment (modes preserved).
+    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()>;
+    /// Copies a directory out of the environment (modes preserved).
+    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()>;
+    /// Reads a UTF-8 file.
+    async fn read_text(&self, path: &str) -> Result<String>;
+    /// Writes a UTF-8 file (parents created).
+    async fn write_text(&self, path: &str, content: &str) -> Result<()>;
+    /// Whether a regular file exists.
+    async fn is_file(&self, path: &str) -> Result<bool>;
+    /// Whether a directory exists.
+    async fn is_dir(&self, path: &str) -> Result<bool>;
+    /// The environment's service endpoint, if it has one.
+    async fn endpoint(&self) -> Result<Option<String>> {
+        Ok(None)
+    }
+    /// Switches the network policy; the default accepts only the current (public) policy.
+    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
+        if *policy == NetworkPolicy::default() {
+            Ok(())
+        } else {
+            Err(crate::Error::unsupported(format!(
+                "environment `{}` cannot switch network policies at run time",
+                self.info().provider
+            )))
+        }
+    }
+    /// Releases the environment.
+    async fn close(&self) -> Result<()>;
+
+    /// The ABI object behind this session when it came from a plugin (lets the host pass it
+    /// on to another plugin without wrapping it twice).
+    fn abi_object(&self) -> Option<SessionBox> {
+        None
+    }
+}
+
+/// A plan adapter. Both methods run during planning: no environment, no model, no task files.
+pub trait Recipe: Send + Sync + 'static {
+    /// Whether the recipe applies to this task attempt.
+    fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool>;
+    /// Returns the adapted copy of `plan`, preserving compatible explicit user choices.
+    fn apply(&self, plan: ExecutionPlan, req: &RunRequest, task: &TaskSpec) -> Result<ExecutionPlan>;
+}
