@@ -180,8 +180,14 @@ mod tests {
     #[test]
     fn panic_payloads_become_messages() {
         let payload: Box<dyn std::any::Any + Send> = Box::new("boom");
-        assert_eq!(Error::from_panic(payload.as_ref()).message, "panicked: boom");
+        assert_eq!(
+            Error::from_panic(payload.as_ref()).message,
+            "panicked: boom"
+        );
         let payload: Box<dyn std::any::Any + Send> = Box::new(String::from("bang"));
-        assert_eq!(Error::from_panic(payload.as_ref()).kind, ErrorKind::Panicked);
+        assert_eq!(
+            Error::from_panic(payload.as_ref()).kind,
+            ErrorKind::Panicked
+        );
     }
 }

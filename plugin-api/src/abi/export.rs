@@ -72,7 +72,9 @@ struct HostExport {
 impl HostServicesAbi for HostExport {
     fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {
         let level = LogLevel::from_u8(level).unwrap_or(LogLevel::Info);
-        self.ctx.host().log(level, target.as_str(), message.as_str());
+        self.ctx
+            .host()
+            .log(level, target.as_str(), message.as_str());
     }
 
     fn emit_progress(&self, payload_json: RStr<'_>) {
@@ -275,7 +277,10 @@ impl BenchmarkAbi for BenchmarkExport {
             let req = from_json(&req, "run request")?;
             let plan = from_json(&plan, "benchmark plan")?;
             let env = import_session(env);
-            to_json(&b.prepare_task(&import_ctx(ctx), &task, &env, &req, &plan).await?)
+            to_json(
+                &b.prepare_task(&import_ctx(ctx), &task, &env, &req, &plan)
+                    .await?,
+            )
         })
     }
 
@@ -310,7 +315,10 @@ impl BenchmarkAbi for BenchmarkExport {
         async_call(None, async move {
             let results: Vec<_> = from_json(&results, "task results")?;
             let req = from_json(&req, "run request")?;
-            to_json(&b.aggregate_metrics(&import_ctx(ctx), &results, &req).await?)
+            to_json(
+                &b.aggregate_metrics(&import_ctx(ctx), &results, &req)
+                    .await?,
+            )
         })
     }
 
@@ -325,7 +333,8 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> JsonFuture {
         let b = self.harness_free.clone();
         async_call(None, async move {
-            let b = b.ok_or_else(|| Error::unsupported("run_task: not a harness-free benchmark"))?;
+            let b =
+                b.ok_or_else(|| Error::unsupported("run_task: not a harness-free benchmark"))?;
             let task = from_json(&task, "task")?;
             let prepared = from_json(&prepared, "prepared task")?;
             let req = from_json(&req, "run request")?;

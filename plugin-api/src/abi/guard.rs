@@ -117,11 +117,15 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn async_panics_become_errors_inline_and_spawned() {
         let inline = async_call::<(), _>(None, async { panic!("inline") }).await;
-        assert!(inline.into_result().is_err_and(|e| e.message.contains("inline")));
+        assert!(inline
+            .into_result()
+            .is_err_and(|e| e.message.contains("inline")));
         let handle = tokio::runtime::Handle::current();
         let spawned = async_call::<u8, _>(Some(&handle), async { Ok(7) }).await;
         assert_eq!(spawned.into_result().ok(), Some(7));
         let spawned = async_call::<(), _>(Some(&handle), async { panic!("remote") }).await;
-        assert!(spawned.into_result().is_err_and(|e| e.message.contains("remote")));
+        assert!(spawned
+            .into_result()
+            .is_err_and(|e| e.message.contains("remote")));
     }
 }

@@ -76,7 +76,8 @@ struct ImportedHost(HostBox);
 
 impl HostApi for ImportedHost {
     fn log(&self, level: LogLevel, target: &str, message: &str) {
-        self.0.log(level as u8, RStr::from(target), RStr::from(message));
+        self.0
+            .log(level as u8, RStr::from(target), RStr::from(message));
     }
 
     fn emit_progress(&self, payload: &serde_json::Value) {
@@ -97,7 +98,11 @@ impl HostApi for ImportedHost {
         })
     }
 
-    fn call(&self, service: &str, request: serde_json::Value) -> BoxFuture<Result<serde_json::Value>> {
+    fn call(
+        &self,
+        service: &str,
+        request: serde_json::Value,
+    ) -> BoxFuture<Result<serde_json::Value>> {
         let host = self.0.clone();
         let service = service.to_string();
         Box::pin(async move {
@@ -354,9 +359,9 @@ impl Benchmark for ImportedBenchmark {
         results: &[TaskAttempts],
         req: &RunRequest,
     ) -> Result<MetricReport> {
-        let call = self
-            .object
-            .aggregate_metrics(export_ctx(ctx), to_json(&results)?, to_json(req)?);
+        let call =
+            self.object
+                .aggregate_metrics(export_ctx(ctx), to_json(&results)?, to_json(req)?);
         let json = await_foreign(call)
             .await
             .map_err(self.label.err("aggregate_metrics"))?;
@@ -402,7 +407,11 @@ impl ImportedHarness {
         ImportedHarness { object, label }
     }
 
-    fn session<'a>(&self, session: &'a HarnessSession, method: &str) -> Result<&'a HarnessSessionBox> {
+    fn session<'a>(
+        &self,
+        session: &'a HarnessSession,
+        method: &str,
+    ) -> Result<&'a HarnessSessionBox> {
         session.downcast_ref::<HarnessSessionBox>().ok_or_else(|| {
             Error::invalid_input(format!(
                 "{}: {method}: the session was not started by this harness",
@@ -489,7 +498,9 @@ impl Harness for ImportedHarness {
     }
 
     async fn close_session(&self, ctx: &Ctx, session: HarnessSession) -> Result<()> {
-        let call = self.session(&session, "close_session")?.close(export_ctx(ctx));
+        let call = self
+            .session(&session, "close_session")?
+            .close(export_ctx(ctx));
         await_foreign(call)
             .await
             .map_err(self.label.err("close_session"))
@@ -512,13 +523,15 @@ impl ImportedEnvironment {
 #[async_trait]
 impl EnvironmentProvider for ImportedEnvironment {
     fn capabilities(&self) -> Result<ProviderCapabilities> {
-        let json = sync_result(self.object.capabilities()).map_err(self.label.err("capabilities"))?;
+        let json =
+            sync_result(self.object.capabilities()).map_err(self.label.err("capabilities"))?;
         self.label.decode("capabilities", &json)
     }
 
     fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
         let plan = to_json(plan)?;
-        sync_result(self.object.validate_plan(plan.as_rstr())).map_err(self.label.err("validate_plan"))
+        sync_result(self.object.validate_plan(plan.as_rstr()))
+            .map_err(self.label.err("validate_plan"))
     }
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
@@ -549,14 +562,25 @@ impl ImportedRecipe {
 impl Recipe for ImportedRecipe {
     fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool> {
         let (req, task, plan) = (to_json(req)?, to_json(task)?, to_json(plan)?);
-        sync_result(self.object.matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()))
-            .map_err(self.label.err("matches"))
+        sync_result(
+            self.object
+                .matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()),
+        )
+        .map_err(self.label.err("matches"))
     }
 
-    fn apply(&self, plan: ExecutionPlan, req: &RunRequest, task: &TaskSpec) -> Result<ExecutionPlan> {
+    fn apply(
+        &self,
+        plan: ExecutionPlan,
+        req: &RunRequest,
+        task: &TaskSpec,
+    ) -> Result<ExecutionPlan> {
         let (plan, req, task) = (to_json(&plan)?, to_json(req)?, to_json(task)?);
-        let json = sync_result(self.object.apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()))
-            .map_err(self.label.err("apply"))?;
+        let json = sync_result(
+            self.object
+                .apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()),
+        )
+        .map_err(self.label.err("apply"))?;
         self.label.decode("apply", &json)
     }
 }

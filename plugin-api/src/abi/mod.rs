@@ -59,7 +59,10 @@ impl From<crate::Error> for PluginError {
 
 impl From<PluginError> for crate::Error {
     fn from(err: PluginError) -> Self {
-        crate::Error::new(crate::ErrorKind::from_code(err.kind), err.message.into_string())
+        crate::Error::new(
+            crate::ErrorKind::from_code(err.kind),
+            err.message.into_string(),
+        )
     }
 }
 
@@ -186,8 +189,13 @@ pub type HarnessBox = HarnessAbi_TO<'static, RBox<()>>;
 /// A started harness session (the state `start_session` returned).
 #[sabi_trait]
 pub trait HarnessSessionAbi: Send + Sync {
-    fn execute_task(&self, ctx: HostBox, prepared: RString, req: RString, plan: RString)
-        -> JsonFuture;
+    fn execute_task(
+        &self,
+        ctx: HostBox,
+        prepared: RString,
+        req: RString,
+        plan: RString,
+    ) -> JsonFuture;
     fn collect_result(
         &self,
         ctx: HostBox,
@@ -271,7 +279,7 @@ pub struct PluginDescription {
 #[doc(hidden)]
 pub mod __private {
     pub use abi_stable::library::{
-        CheckTypeLayout, LibHeader, RootModuleResult, __call_root_module_loader,
+        __call_root_module_loader, CheckTypeLayout, LibHeader, RootModuleResult,
     };
 }
 
@@ -281,7 +289,10 @@ mod tests {
 
     #[test]
     fn root_module_symbol_matches_abi_stable() {
-        assert_eq!(ROOT_MODULE_SYMBOL, abi_stable::library::ROOT_MODULE_LOADER_NAME);
+        assert_eq!(
+            ROOT_MODULE_SYMBOL,
+            abi_stable::library::ROOT_MODULE_LOADER_NAME
+        );
     }
 
     #[test]

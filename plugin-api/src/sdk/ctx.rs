@@ -22,7 +22,11 @@ pub trait HostApi: Send + Sync {
     /// Resolves when the current operation is cancelled.
     fn cancelled(&self) -> BoxFuture<()>;
     /// Calls a named host service with a JSON request.
-    fn call(&self, service: &str, request: serde_json::Value) -> BoxFuture<Result<serde_json::Value>>;
+    fn call(
+        &self,
+        service: &str,
+        request: serde_json::Value,
+    ) -> BoxFuture<Result<serde_json::Value>>;
 }
 
 /// The context every asynchronous component method receives.
@@ -74,7 +78,11 @@ impl Ctx {
     }
 
     /// Calls a named host service.
-    pub async fn call(&self, service: &str, request: serde_json::Value) -> Result<serde_json::Value> {
+    pub async fn call(
+        &self,
+        service: &str,
+        request: serde_json::Value,
+    ) -> Result<serde_json::Value> {
         self.host.call(service, request).await
     }
 }

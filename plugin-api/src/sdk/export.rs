@@ -6,7 +6,9 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RStr, RString};
 
 use super::{Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
-use crate::abi::export::{to_json, BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport};
+use crate::abi::export::{
+    to_json, BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport,
+};
 use crate::abi::guard::sync_call;
 use crate::abi::{
     BenchmarkBox, EnvironmentBox, HarnessBox, HostBox, PluginDescription, PluginError, PluginRoot,
@@ -76,7 +78,11 @@ impl PluginBuilder {
             harness_free: false,
             ..info
         };
-        self.push(info, ComponentKind::Benchmark, Constructor::Benchmark(Box::new(factory)));
+        self.push(
+            info,
+            ComponentKind::Benchmark,
+            Constructor::Benchmark(Box::new(factory)),
+        );
         self
     }
 
@@ -97,7 +103,11 @@ impl PluginBuilder {
             harness_free: true,
             ..info
         };
-        self.push(info, ComponentKind::Benchmark, Constructor::Benchmark(Box::new(factory)));
+        self.push(
+            info,
+            ComponentKind::Benchmark,
+            Constructor::Benchmark(Box::new(factory)),
+        );
         self
     }
 
@@ -108,7 +118,11 @@ impl PluginBuilder {
         make: impl Fn() -> Result<H> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn Harness>);
-        self.push(info, ComponentKind::Harness, Constructor::Harness(Box::new(factory)));
+        self.push(
+            info,
+            ComponentKind::Harness,
+            Constructor::Harness(Box::new(factory)),
+        );
         self
     }
 
@@ -119,7 +133,11 @@ impl PluginBuilder {
         make: impl Fn() -> Result<E> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn EnvironmentProvider>);
-        self.push(info, ComponentKind::Environment, Constructor::Environment(Box::new(factory)));
+        self.push(
+            info,
+            ComponentKind::Environment,
+            Constructor::Environment(Box::new(factory)),
+        );
         self
     }
 
@@ -130,7 +148,11 @@ impl PluginBuilder {
         make: impl Fn() -> Result<R> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn Recipe>);
-        self.push(info, ComponentKind::Recipe, Constructor::Recipe(Box::new(factory)));
+        self.push(
+            info,
+            ComponentKind::Recipe,
+            Constructor::Recipe(Box::new(factory)),
+        );
         self
     }
 
@@ -148,7 +170,9 @@ impl PluginBuilder {
             .iter()
             .find(|c| c.info.kind == kind && c.info.id == id)
             .map(|c| &c.constructor)
-            .ok_or_else(|| Error::invalid_input(format!("plugin {} has no {kind} `{id}`", self.name)))
+            .ok_or_else(|| {
+                Error::invalid_input(format!("plugin {} has no {kind} `{id}`", self.name))
+            })
     }
 }
 
@@ -205,7 +229,9 @@ fn construct<T>(
 
 extern "C" fn new_benchmark(id: RStr<'_>) -> RResult<BenchmarkBox, PluginError> {
     construct(ComponentKind::Benchmark, id, |c| match c {
-        Constructor::Benchmark(make) => Some(make().map(|h| BenchmarkExport::boxed(h.benchmark, h.harness_free))),
+        Constructor::Benchmark(make) => {
+            Some(make().map(|h| BenchmarkExport::boxed(h.benchmark, h.harness_free)))
+        }
         _ => None,
     })
 }

@@ -42,7 +42,12 @@ pub fn default_report(
                 metric_id: spec.id.clone(),
                 kind: spec.kind,
                 reducer: reducer.to_string(),
-                role: if spec.primary { "headline" } else { "auxiliary" }.to_string(),
+                role: if spec.primary {
+                    "headline"
+                } else {
+                    "auxiliary"
+                }
+                .to_string(),
                 value: (counts.evaluated > 0).then(|| sum / counts.evaluated as f64),
                 reference_value: None,
                 counts,

@@ -66,7 +66,11 @@ mod tests {
     #[test]
     fn keeps_dataset_order_and_rejects_unknown_ids() {
         let picked = select_by_sample_ids(tasks(), &request(serde_json::json!(["c", "a"])));
-        let ids: Vec<String> = picked.unwrap_or_default().into_iter().map(|t| t.task_id).collect();
+        let ids: Vec<String> = picked
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| t.task_id)
+            .collect();
         assert_eq!(ids, ["a", "c"]);
         let err = select_by_sample_ids(tasks(), &request(serde_json::json!(["zz"])));
         assert!(err.is_err_and(|e| e.message.contains("zz")));

@@ -13,9 +13,9 @@ use super::Ctx;
 use crate::abi::SessionBox;
 use crate::contracts::{
     ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
-    ExecResult, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec,
-    NetworkPolicy, OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest,
-    RunResult, SessionInfo, TaskAttempts, TaskSpec,
+    ExecResult, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec, NetworkPolicy,
+    OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, SessionInfo,
+    TaskAttempts, TaskSpec,
 };
 use crate::Result;
 
@@ -246,5 +246,10 @@ pub trait Recipe: Send + Sync + 'static {
     /// Whether the recipe applies to this task attempt.
     fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool>;
     /// Returns the adapted copy of `plan`, preserving compatible explicit user choices.
-    fn apply(&self, plan: ExecutionPlan, req: &RunRequest, task: &TaskSpec) -> Result<ExecutionPlan>;
+    fn apply(
+        &self,
+        plan: ExecutionPlan,
+        req: &RunRequest,
+        task: &TaskSpec,
+    ) -> Result<ExecutionPlan>;
 }

@@ -15,7 +15,10 @@ pub fn validate_against_capabilities(
     let phases = [
         ("baseline_network_policy", Some(baseline)),
         ("run_network_policy", plan.run_network_policy.as_ref()),
-        ("evaluation_network_policy", plan.evaluation_network_policy.as_ref()),
+        (
+            "evaluation_network_policy",
+            plan.evaluation_network_policy.as_ref(),
+        ),
         (
             "evaluation_baseline_network_policy",
             plan.evaluation_baseline_network_policy.as_ref(),

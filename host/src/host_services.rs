@@ -1,0 +1,158 @@
+//! The host's side of the services every component call receives: log forwarding into the
+//! host's `tracing` (tagged with the component's name), progress events, cancellation and
+//! named services.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use agentcompass_plugin_api::contracts::LogLevel;
+use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
+use agentcompass_plugin_api::{Error, Result};
+use tokio::sync::Notify;
+
+/// A cooperative cancellation flag shared by the scheduler and every call it makes.
+#[derive(Clone, Default)]
+pub struct CancelToken {
+    inner: Arc<CancelInner>,
+}
+
+#[derive(Default)]
+struct CancelInner {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelToken {
+    /// A new, uncancelled token.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Cancels; every waiter wakes up.
+    pub fn cancel(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.inner.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Receives progress payloads emitted by components.
+pub trait ProgressSink: Send + Sync {
+    /// Handles one payload emitted by `component`.
+    fn emit(&self, component: &str, payload: &serde_json::Value);
+}
+
+/// Host services for one component (or one call of it).
+#[derive(Clone)]
+pub struct HostServices {
+    component: Arc<str>,
+    cancel: CancelToken,
+    progress: Option<Arc<dyn ProgressSink>>,
+}
+
+impl HostServices {
+    /// Services for a plugin as a whole (log forwarding installed at `init`).
+    pub fn for_plugin(name: &str) -> Self {
+        HostServices {
+            component: Arc::from(name),
+            cancel: CancelToken::new(),
+            progress: None,
+        }
+    }
+
+    /// Services for calls of one component, sharing a cancellation token and a progress sink.
+    pub fn for_component(
+        component: &str,
+        cancel: CancelToken,
+        progress: Option<Arc<dyn ProgressSink>>,
+    ) -> Self {
+        HostServices {
+            component: Arc::from(component),
+            cancel,
+            progress,
+        }
+    }
+
+    /// Wraps these services in a call context.
+    pub fn into_ctx(self) -> Ctx {
+        Ctx::new(Arc::new(self))
+    }
+}
+
+impl HostApi for HostServices {
+    fn log(&self, level: LogLevel, target: &str, message: &str) {
+        let component = &*self.component;
+        match level {
+            LogLevel::Trace => tracing::trace!(plugin = component, target = target, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin = component, target = target, "{message}"),
+            LogLevel::Info => tracing::info!(plugin = component, target = target, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin = component, target = target, "{message}"),
+            LogLevel::Error => tracing::error!(plugin = component, target = target, "{message}"),
+        }
+    }
+
+    fn emit_progress(&self, payload: &serde_json::Value) {
+        if let Some(sink) = &self.progress {
+            sink.emit(&self.component, payload);
+        }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn cancelled(&self) -> BoxFuture<()> {
+        let cancel = self.cancel.clone();
+        Box::pin(async move { cancel.cancelled().await })
+    }
+
+    fn call(
+        &self,
+        service: &str,
+        _request: serde_json::Value,
+    ) -> BoxFuture<Result<serde_json::Value>> {
+        let err = Error::unsupported(format!("host service `{service}` is not available"));
+        Box::pin(async move { Err(err) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn cancellation_wakes_waiters() {
+        let token = CancelToken::new();
+        let waiter = tokio::spawn({
+            let token = token.clone();
+            async move { token.cancelled().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!token.is_cancelled());
+        token.cancel();
+        assert!(waiter.await.is_ok());
+        assert!(token.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn unknown_services_are_errors() {
+        let ctx = HostServices::for_plugin("p").into_ctx();
+        let out = ctx.call("nope", serde_json::json!({})).await;
+        assert!(out.is_err_and(|e| e.message.contains("nope")));
+    }
+}

@@ -1,0 +1,10 @@
+//! agentcompass-host library: plugin loading, the run-local registry, and the CLI commands.
+
+pub mod builtins;
+pub mod cli;
+pub mod commands;
+pub mod fsutil;
+pub mod host_services;
+pub mod loader;
+pub mod registry;
+pub mod setup;

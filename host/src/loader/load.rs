@@ -1,0 +1,330 @@
+//! The load pipeline: discover plugin files in trusted directories, run every check before
+//! dlopen, load, and cross-check what the plugin says about itself against its manifest.
+//! Problems are collected per plugin; one bad plugin never stops the good ones.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi_stable::library::LibraryError;
+use agentcompass_plugin_api::abi::export::export_ctx;
+use agentcompass_plugin_api::abi::{HostBox, PluginDescription, PluginRoot_Ref, API_VERSION};
+use agentcompass_plugin_api::contracts::ComponentKind;
+use agentcompass_plugin_api::{one_line, Error};
+
+use super::dlopen::{open_root_module, OpenFailure};
+use super::lockfile::PluginLock;
+use super::manifest::PluginManifest;
+use super::trust::{canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate};
+use super::verified_file::VerifiedLibrary;
+use crate::host_services::HostServices;
+
+/// What a directory may contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirRole {
+    /// Any component kind.
+    Plugins,
+    /// Recipe plugins only (`--recipe-dir`, `runtime.recipe_dirs`).
+    Recipes,
+}
+
+/// A configured plugin directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginDir {
+    /// Absolute path as configured.
+    pub path: PathBuf,
+    /// What the directory may contain.
+    pub role: DirRole,
+}
+
+/// Where a loaded plugin came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSource {
+    /// Plugin name.
+    pub name: String,
+    /// Plugin version.
+    pub version: String,
+    /// The library file (canonical path).
+    pub path: PathBuf,
+}
+
+impl fmt::Display for PluginSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}@{} ({})",
+            self.name,
+            self.version,
+            self.path.display()
+        )
+    }
+}
+
+/// A plugin that passed every check and is mapped into the process (never unloaded).
+#[derive(Clone)]
+pub struct LoadedPlugin {
+    /// Name, version and path.
+    pub source: Arc<PluginSource>,
+    /// What the plugin says about itself.
+    pub description: PluginDescription,
+    /// Its checked root module.
+    pub root: PluginRoot_Ref,
+    /// The sha256 of the loaded bytes.
+    pub sha256: String,
+}
+
+/// One refused plugin (or directory): one line, naming the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadProblem {
+    /// The library, manifest or directory concerned.
+    pub path: PathBuf,
+    /// Why it was refused and how to fix it (one line).
+    pub message: String,
+    /// The abi_stable layout report, when that is the reason (shown with `--verbose`).
+    pub detail: Option<String>,
+}
+
+impl fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "refused plugin {}: {}",
+            self.path.display(),
+            self.message
+        )
+    }
+}
+
+impl LoadProblem {
+    fn new(path: &Path, message: impl fmt::Display) -> Self {
+        LoadProblem {
+            path: path.to_path_buf(),
+            message: one_line(&message.to_string()),
+            detail: None,
+        }
+    }
+}
+
+/// Options of one load.
+#[derive(Default)]
+pub struct LoadOptions {
+    /// An optional lock file pinning every plugin's sha256.
+    pub lock: Option<PluginLock>,
+}
+
+/// Everything a load produced.
+#[derive(Default)]
+pub struct LoadReport {
+    /// Loaded plugins, in directory order then file-name order.
+    pub plugins: Vec<LoadedPlugin>,
+    /// Refused plugins and unusable directories.
+    pub problems: Vec<LoadProblem>,
+}
+
+/// Loads every plugin of every directory, in order.
+pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
+    let mut report = LoadReport::default();
+    for dir in dirs {
+        let canonical = match canonical_plugin_dir(&dir.path).and_then(|d| {
+            check_path_trusted(&d)?;
+            Ok(d)
+        }) {
+            Ok(dir) => dir,
+            Err(e) => {
+                report.problems.push(LoadProblem::new(&dir.path, e));
+                continue;
+            }
+        };
+        let candidates = match list_plugin_files(&canonical) {
+            Ok(candidates) => candidates,
+            Err(e) => {
+                report.problems.push(LoadProblem::new(&canonical, e));
+                continue;
+            }
+        };
+        for candidate in candidates {
+            let loaded = candidate
+                .map_err(|e| LoadProblem::new(&canonical, e))
+                .and_then(|c| load_candidate(&c, dir.role, options));
+            match loaded {
+                Ok(plugin) => report.plugins.push(plugin),
+                Err(problem) => report.problems.push(problem),
+            }
+        }
+    }
+    report
+}
+
+/// Runs every check on one library and loads it.
+pub fn load_candidate(
+    candidate: &PluginCandidate,
+    role: DirRole,
+    options: &LoadOptions,
+) -> Result<LoadedPlugin, LoadProblem> {
+    let library = &candidate.library;
+    let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
+    check_path_trusted(library).map_err(|e| refuse(&e))?;
+    let manifest = PluginManifest::read(&candidate.manifest).map_err(|e| refuse(&e))?;
+    manifest
+        .validate_at(&candidate.manifest, &candidate.stem, &host_api_version())
+        .map_err(|e| refuse(&e))?;
+    if role == DirRole::Recipes {
+        if let Some(c) = manifest
+            .components
+            .iter()
+            .find(|c| c.kind != ComponentKind::Recipe)
+        {
+            return Err(refuse(&format_args!(
+                "recipe directories hold recipe plugins only, but this plugin provides {} `{}`; \
+                 move it to a --plugin-dir",
+                c.kind, c.id
+            )));
+        }
+    }
+    let verified = VerifiedLibrary::open(library).map_err(|e| refuse(&e))?;
+    verified
+        .check_sha256(&manifest.sha256, &candidate.manifest)
+        .map_err(|e| refuse(&e))?;
+    if let Some(lock) = &options.lock {
+        lock.check(&manifest.name, verified.sha256())
+            .map_err(|e| refuse(&e))?;
+    }
+    let sha256 = verified.sha256().to_string();
+    let root = open_root_module(&verified.into_dlopen_path())
+        .map_err(|failure| describe_open_failure(library, &manifest.name, failure))?;
+    let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
+    check_description(&manifest, &description).map_err(|e| refuse(&e))?;
+    let source = Arc::new(PluginSource {
+        name: manifest.name.clone(),
+        version: manifest.version.to_string(),
+        path: library.clone(),
+    });
+    let host: HostBox = export_ctx(&HostServices::for_plugin(&source.name).into_ctx());
+    if let Err(e) = (root.init())(host).into_result() {
+        return Err(refuse(&format_args!("init: {}", Error::from(e))));
+    }
+    Ok(LoadedPlugin {
+        source,
+        description,
+        root,
+        sha256,
+    })
+}
+
+/// The plugin-API version this host provides.
+pub fn host_api_version() -> semver::Version {
+    semver::Version::parse(API_VERSION).unwrap_or_else(|_| semver::Version::new(0, 0, 0))
+}
+
+/// Asks a loaded plugin for its description.
+pub fn describe(root: PluginRoot_Ref) -> Result<PluginDescription, Error> {
+    let json = (root.describe())().into_result().map_err(Error::from)?;
+    serde_json::from_str(&json)
+        .map_err(|e| Error::invalid_input(format!("invalid description: {e}")))
+}
+
+fn check_description(
+    manifest: &PluginManifest,
+    description: &PluginDescription,
+) -> Result<(), String> {
+    if description.name != manifest.name {
+        return Err(format!(
+            "the library calls itself `{}` but its manifest says `{}`; re-package it",
+            description.name, manifest.name
+        ));
+    }
+    let declared: BTreeSet<(ComponentKind, &str)> = manifest
+        .components
+        .iter()
+        .map(|c| (c.kind, c.id.as_str()))
+        .collect();
+    let provided: BTreeSet<(ComponentKind, &str)> = description
+        .components
+        .iter()
+        .map(|c| (c.kind, c.id.as_str()))
+        .collect();
+    if declared != provided {
+        let show = |set: &BTreeSet<(ComponentKind, &str)>| {
+            set.iter()
+                .map(|(k, id)| format!("{k} {id}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(format!(
+            "the manifest declares [{}] but the library provides [{}]; re-package it",
+            show(&declared),
+            show(&provided)
+        ));
+    }
+    Ok(())
+}
+
+fn describe_open_failure(library: &Path, name: &str, failure: OpenFailure) -> LoadProblem {
+    let host = API_VERSION;
+    let message = match failure {
+        OpenFailure::Dlopen(text) => format!(
+            "dlopen failed: {text} (a truncated or corrupt file, a missing dependency or the \
+             wrong architecture; rebuild the plugin)"
+        ),
+        OpenFailure::NoRootModule => {
+            "not an agentcompass plugin: it exports no plugin root module (build it with \
+             agentcompass_plugin_api::export_plugin!)"
+                .to_string()
+        }
+        OpenFailure::Library(LibraryError::IncompatibleVersionNumber {
+            expected_version,
+            actual_version,
+            ..
+        }) => {
+            let plugin_is_older = (actual_version.major, actual_version.minor)
+                < (expected_version.major, expected_version.minor);
+            let fix = if plugin_is_older {
+                format!("rebuild the plugin against agentcompass-plugin-api {host}")
+            } else {
+                format!("upgrade the host to plugin API {actual_version} or newer")
+            };
+            format!(
+                "plugin `{name}` was built against agentcompass-plugin-api {actual_version}, but \
+                 this host speaks {host}; {fix}"
+            )
+        }
+        OpenFailure::Library(LibraryError::AbiInstability(report)) => {
+            let mut problem = LoadProblem::new(
+                library,
+                format!(
+                    "plugin `{name}` has an incompatible plugin-API layout (it was built against \
+                     a different agentcompass-plugin-api); rebuild the plugin against \
+                     agentcompass-plugin-api {host} (run with --verbose for the layout report)"
+                ),
+            );
+            problem.detail = Some(report.to_string());
+            return problem;
+        }
+        OpenFailure::Library(LibraryError::InvalidAbiHeader(header)) => format!(
+            "plugin `{name}` uses an incompatible abi_stable version ({header:?}); rebuild it \
+             against agentcompass-plugin-api {host}"
+        ),
+        OpenFailure::Library(LibraryError::RootModule { err, .. }) => {
+            format!("the plugin's root module failed to initialise: {err}")
+        }
+        OpenFailure::Library(other) => other.to_string(),
+    };
+    LoadProblem::new(library, message)
+}
+
+/// Loads a library for packaging: trust and ELF checks, dlopen, describe. No manifest is
+/// needed (packaging writes it). Returns the description and the sha256 of the loaded bytes.
+pub fn inspect_library(library: &Path) -> Result<(PluginDescription, String), LoadProblem> {
+    let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
+    let verified = VerifiedLibrary::open(library).map_err(|e| refuse(&e))?;
+    let name = library
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let sha256 = verified.sha256().to_string();
+    let root = open_root_module(&verified.into_dlopen_path())
+        .map_err(|failure| describe_open_failure(library, &name, failure))?;
+    let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
+    Ok((description, sha256))
+}

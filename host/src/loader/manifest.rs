@@ -1,0 +1,594 @@
+//! The plugin manifest `NAME.plugin.toml` shipped beside `NAME.so`, read and checked before dlopen.
+//!
+//! ```toml
+//! name = "example-pack"          # equals NAME
+//! version = "0.1.0"              # the plugin's own version
+//! host_api = "^0.1"              # plugin-API versions the plugin supports
+//! sha256 = "<64 lowercase hex>"  # hash of NAME.so
+//! description = "..."            # optional
+//! [[components]]
+//! kind = "benchmark"             # benchmark | harness | environment | recipe
+//! id = "example_exact_match"
+//! description = "..."
+//! ```
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::ComponentKind;
+use serde::{Deserialize, Serialize};
+
+use crate::loader::trust::{one_line, LIBRARY_SUFFIX};
+
+/// File-name suffix of a plugin manifest (`NAME.plugin.toml`).
+pub const MANIFEST_SUFFIX: &str = ".plugin.toml";
+
+/// Why a manifest could not be read or is not acceptable. One line each, naming the manifest (or,
+/// from [`PluginManifest::validate`], `NAME.plugin.toml`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestError {
+    /// `NAME.plugin.toml` does not exist.
+    #[error(
+        "missing manifest {} for {}; create it with `agentcompass-host plugin package`",
+        .manifest.display(), .library.display()
+    )]
+    Missing {
+        /// The manifest path looked for.
+        manifest: PathBuf,
+        /// The library it belongs to.
+        library: PathBuf,
+    },
+    /// The manifest could not be read.
+    #[error("cannot read manifest {}: {message}", .path.display())]
+    Io {
+        /// The manifest.
+        path: PathBuf,
+        /// The OS error, one line.
+        message: String,
+    },
+    /// The manifest is not valid TOML or does not match the schema.
+    #[error(
+        "invalid manifest {}{location}: {message}; fix the file or regenerate it with `agentcompass-host plugin package`",
+        .path.display()
+    )]
+    Parse {
+        /// The manifest.
+        path: PathBuf,
+        /// ` at line L, column C` when known, else empty.
+        location: String,
+        /// The TOML/serde message, one line.
+        message: String,
+    },
+    /// `name` is empty.
+    #[error("manifest {} has an empty name, expected \"{stem}\" (the file name); set name = \"{stem}\"", .path.display())]
+    EmptyName {
+        /// The manifest.
+        path: PathBuf,
+        /// The file stem.
+        stem: String,
+    },
+    /// `name` differs from the file stem.
+    #[error(
+        "manifest {} has name \"{name}\", expected \"{stem}\" (the file name); rename the files to {name}.so and {name}.plugin.toml or set name = \"{stem}\"",
+        .path.display()
+    )]
+    NameMismatch {
+        /// The manifest.
+        path: PathBuf,
+        /// The name found.
+        name: String,
+        /// The file stem expected.
+        stem: String,
+    },
+    /// `sha256` is not 64 lowercase hex digits.
+    #[error(
+        "manifest {} has sha256 \"{found}\", expected 64 lowercase hex digits; regenerate it with `agentcompass-host plugin package`",
+        .path.display()
+    )]
+    BadSha256 {
+        /// The manifest.
+        path: PathBuf,
+        /// The value found.
+        found: String,
+    },
+    /// No `[[components]]`.
+    #[error(
+        "manifest {} declares no components, expected at least one [[components]] entry; list the plugin's components",
+        .path.display()
+    )]
+    NoComponents {
+        /// The manifest.
+        path: PathBuf,
+    },
+    /// A component id is empty or has characters outside `[A-Za-z0-9_.-]`.
+    #[error(
+        "manifest {} has {kind} id \"{id}\", expected a non-empty id of letters, digits, '_', '.' or '-'; rename the component",
+        .path.display()
+    )]
+    BadComponentId {
+        /// The manifest.
+        path: PathBuf,
+        /// The component kind.
+        kind: ComponentKind,
+        /// The id found.
+        id: String,
+    },
+    /// The same (kind, id) appears twice.
+    #[error(
+        "manifest {} lists {kind} \"{id}\" twice, expected each component once; remove the duplicate entry",
+        .path.display()
+    )]
+    DuplicateComponent {
+        /// The manifest.
+        path: PathBuf,
+        /// The component kind.
+        kind: ComponentKind,
+        /// The duplicated id.
+        id: String,
+    },
+    /// The plugin's `host_api` range does not contain this host's plugin-API version.
+    #[error(
+        "plugin {name} ({}) requires host API {required} but this host provides {provided}; install a matching plugin build or host",
+        .path.display()
+    )]
+    HostApiMismatch {
+        /// The manifest.
+        path: PathBuf,
+        /// The plugin name.
+        name: String,
+        /// The plugin's `host_api`.
+        required: semver::VersionReq,
+        /// The host's plugin-API version.
+        provided: semver::Version,
+    },
+}
+
+/// One component a plugin declares (checked against what the library reports after loading).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManifestComponent {
+    /// Component kind.
+    pub kind: ComponentKind,
+    /// Registry id.
+    pub id: String,
+    /// One-line description.
+    #[serde(default)]
+    pub description: String,
+}
+
+/// The contents of `NAME.plugin.toml`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginManifest {
+    /// Plugin name; must equal `NAME`.
+    pub name: String,
+    /// The plugin's own version.
+    pub version: semver::Version,
+    /// Plugin-API versions the plugin supports.
+    pub host_api: semver::VersionReq,
+    /// SHA-256 of `NAME.so`, 64 lowercase hex digits.
+    pub sha256: String,
+    /// Optional description.
+    #[serde(default)]
+    pub description: String,
+    /// Declared components (at least one).
+    #[serde(default)]
+    pub components: Vec<ManifestComponent>,
+}
+
+/// The library path `DIR/NAME.so` for the manifest `DIR/NAME.plugin.toml` (or `path` + `.so` if
+/// it does not end in the manifest suffix).
+pub fn library_path_for_manifest(manifest: &Path) -> PathBuf {
+    let name = manifest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(MANIFEST_SUFFIX).unwrap_or(&name);
+    manifest.with_file_name(format!("{stem}{LIBRARY_SUFFIX}"))
+}
+
+/// The manifest path `DIR/NAME.plugin.toml` for the library `DIR/NAME.so`.
+pub fn manifest_path_for_library(library: &Path) -> PathBuf {
+    let name = library
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(LIBRARY_SUFFIX).unwrap_or(&name);
+    library.with_file_name(format!("{stem}{MANIFEST_SUFFIX}"))
+}
+
+impl PluginManifest {
+    /// Reads and parses a manifest (unknown keys are errors). Does not validate it: call
+    /// [`PluginManifest::validate_at`] next.
+    pub fn read(path: &Path) -> Result<PluginManifest, ManifestError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(ManifestError::Missing {
+                    manifest: path.to_path_buf(),
+                    library: library_path_for_manifest(path),
+                })
+            }
+            Err(err) => {
+                return Err(ManifestError::Io {
+                    path: path.to_path_buf(),
+                    message: one_line(&err.to_string()),
+                })
+            }
+        };
+        Self::parse(&text, path)
+    }
+
+    /// Parses manifest text; `path` is only used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<PluginManifest, ManifestError> {
+        toml::from_str(text).map_err(|err| ManifestError::Parse {
+            path: path.to_path_buf(),
+            location: err
+                .span()
+                .map(|span| {
+                    let (line, column) = line_column(text, span.start);
+                    format!(" at line {line}, column {column}")
+                })
+                .unwrap_or_default(),
+            message: one_line(err.message()),
+        })
+    }
+
+    /// Checks the manifest of `NAME.so` (`expected_stem` = `NAME`) against the host's plugin-API
+    /// version. Errors name the manifest as `NAME.plugin.toml`; the loader, which knows the full
+    /// path, uses [`PluginManifest::validate_at`].
+    ///
+    /// Checks: name non-empty and equal to the stem; sha256 is 64 lowercase hex digits; at least
+    /// one component; ids non-empty and made of `[A-Za-z0-9_.-]`; no duplicate (kind, id);
+    /// `host_api` matches `host_api_version`.
+    pub fn validate(
+        &self,
+        expected_stem: &str,
+        host_api_version: &semver::Version,
+    ) -> Result<(), ManifestError> {
+        let path = PathBuf::from(format!("{expected_stem}{MANIFEST_SUFFIX}"));
+        self.validate_at(&path, expected_stem, host_api_version)
+    }
+
+    /// [`PluginManifest::validate`] with the manifest's full path used in errors.
+    pub fn validate_at(
+        &self,
+        manifest_path: &Path,
+        expected_stem: &str,
+        host_api_version: &semver::Version,
+    ) -> Result<(), ManifestError> {
+        let path = || manifest_path.to_path_buf();
+        if self.name.is_empty() {
+            return Err(ManifestError::EmptyName {
+                path: path(),
+                stem: expected_stem.to_string(),
+            });
+        }
+        if self.name != expected_stem {
+            return Err(ManifestError::NameMismatch {
+                path: path(),
+                name: self.name.clone(),
+                stem: expected_stem.to_string(),
+            });
+        }
+        if !is_sha256_hex(&self.sha256) {
+            return Err(ManifestError::BadSha256 {
+                path: path(),
+                found: self.sha256.clone(),
+            });
+        }
+        if self.components.is_empty() {
+            return Err(ManifestError::NoComponents { path: path() });
+        }
+        let mut seen = HashSet::new();
+        for component in &self.components {
+            if !is_valid_id(&component.id) {
+                return Err(ManifestError::BadComponentId {
+                    path: path(),
+                    kind: component.kind,
+                    id: component.id.clone(),
+                });
+            }
+            if !seen.insert((component.kind, component.id.as_str())) {
+                return Err(ManifestError::DuplicateComponent {
+                    path: path(),
+                    kind: component.kind,
+                    id: component.id.clone(),
+                });
+            }
+        }
+        if !self.host_api.matches(host_api_version) {
+            return Err(ManifestError::HostApiMismatch {
+                path: path(),
+                name: self.name.clone(),
+                required: self.host_api.clone(),
+                provided: host_api_version.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Renders the manifest as TOML in the documented field order (used by
+    /// `agentcompass-host plugin package`); [`PluginManifest::parse`] reads it back unchanged.
+    pub fn to_toml_string(&self) -> String {
+        let mut out = String::new();
+        push_kv(&mut out, "name", &self.name);
+        push_kv(&mut out, "version", &self.version.to_string());
+        push_kv(&mut out, "host_api", &self.host_api.to_string());
+        push_kv(&mut out, "sha256", &self.sha256);
+        push_kv(&mut out, "description", &self.description);
+        for component in &self.components {
+            out.push_str("\n[[components]]\n");
+            push_kv(&mut out, "kind", component.kind.as_str());
+            push_kv(&mut out, "id", &component.id);
+            push_kv(&mut out, "description", &component.description);
+        }
+        out
+    }
+}
+
+/// Whether `s` is 64 lowercase hex digits.
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Whether `id` is a non-empty `[A-Za-z0-9_.-]+`.
+fn is_valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// 1-based line and column (in characters) of byte offset `offset` in `text`.
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Appends `key = "value"\n` with `value` as a TOML basic string.
+fn push_kv(out: &mut String, key: &str, value: &str) {
+    out.push_str(key);
+    out.push_str(" = ");
+    out.push_str(&toml_quote(value));
+    out.push('\n');
+}
+
+/// `s` as a TOML basic string (also valid as a quoted key).
+pub(crate) fn toml_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HASH: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
+    fn host() -> semver::Version {
+        semver::Version::new(0, 1, 0)
+    }
+
+    fn sample() -> PluginManifest {
+        PluginManifest {
+            name: "example-pack".into(),
+            version: semver::Version::new(0, 1, 0),
+            host_api: semver::VersionReq::parse("^0.1").unwrap(),
+            sha256: HASH.into(),
+            description: String::new(),
+            components: vec![ManifestComponent {
+                kind: ComponentKind::Benchmark,
+                id: "example_exact_match".into(),
+                description: "Exact match".into(),
+            }],
+        }
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn reads_documented_example() {
+        let tmp = tempfile::tempdir().unwrap();
+        let text = format!(
+            "name = \"example-pack\"\nversion = \"0.1.0\"\nhost_api = \"^0.1\"\nsha256 = \"{HASH}\"\n\
+             [[components]]\nkind = \"benchmark\"\nid = \"example_exact_match\"\ndescription = \"Exact match\"\n"
+        );
+        let path = write(tmp.path(), "example-pack.plugin.toml", &text);
+        let manifest = PluginManifest::read(&path).unwrap();
+        assert_eq!(manifest, sample());
+        manifest.validate("example-pack", &host()).unwrap();
+        manifest
+            .validate_at(&path, "example-pack", &host())
+            .unwrap();
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let mut manifest = sample();
+        manifest.description = "quote \" backslash \\ newline \n tab \t bell \u{7} é".into();
+        manifest.host_api = semver::VersionReq::parse(">=0.1, <0.3").unwrap();
+        manifest.version = semver::Version::parse("1.2.3-rc.1+build.5").unwrap();
+        manifest.components.push(ManifestComponent {
+            kind: ComponentKind::Environment,
+            id: "docker".into(),
+            description: String::new(),
+        });
+        let text = manifest.to_toml_string();
+        assert!(text.starts_with("name = \"example-pack\"\n"), "{text}");
+        let back = PluginManifest::parse(&text, Path::new("x.plugin.toml")).unwrap();
+        assert_eq!(back, manifest);
+    }
+
+    #[test]
+    fn missing_manifest_names_library() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("foo.plugin.toml");
+        let err = PluginManifest::read(&path).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "missing manifest {d}/foo.plugin.toml for {d}/foo.so; create it with `agentcompass-host plugin package`",
+                d = tmp.path().display()
+            )
+        );
+    }
+
+    #[test]
+    fn unreadable_manifest_is_io_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("foo.plugin.toml");
+        std::fs::create_dir(&path).unwrap();
+        let err = PluginManifest::read(&path).unwrap_err();
+        assert!(matches!(err, ManifestError::Io { .. }), "{err}");
+    }
+
+    #[test]
+    fn toml_errors_are_one_line_with_location() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cases = [
+            ("syntax", "name = \n"),
+            ("unknown", "name = \"a\"\nversion = \"0.1.0\"\nhost_api = \"^0.1\"\nsha256 = \"x\"\nbogus = 1\n"),
+            ("badversion", "name = \"a\"\nversion = \"one\"\nhost_api = \"^0.1\"\nsha256 = \"x\"\n"),
+            ("badreq", "name = \"a\"\nversion = \"0.1.0\"\nhost_api = \"~~1\"\nsha256 = \"x\"\n"),
+            ("badkind", "name = \"a\"\nversion = \"0.1.0\"\nhost_api = \"^0.1\"\nsha256 = \"x\"\n[[components]]\nkind = \"widget\"\nid = \"a\"\n"),
+            ("missingfield", "name = \"a\"\n"),
+        ];
+        for (name, text) in cases {
+            let path = write(tmp.path(), &format!("{name}.plugin.toml"), text);
+            let err = PluginManifest::read(&path).unwrap_err();
+            let msg = err.to_string();
+            assert!(matches!(err, ManifestError::Parse { .. }), "{name}: {msg}");
+            assert!(!msg.contains('\n'), "{name}: {msg}");
+            assert!(msg.contains(&path.display().to_string()), "{name}: {msg}");
+        }
+        let err = PluginManifest::read(&tmp.path().join("unknown.plugin.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("line 5") && msg.contains("bogus"), "{msg}");
+    }
+
+    #[test]
+    fn validate_rejects_each_problem() {
+        let v = host();
+        let mut m = sample();
+        m.name = String::new();
+        assert!(matches!(
+            m.validate("example-pack", &v),
+            Err(ManifestError::EmptyName { .. })
+        ));
+
+        let m = sample();
+        let err = m.validate("other", &v).unwrap_err();
+        assert!(matches!(err, ManifestError::NameMismatch { .. }), "{err}");
+        assert!(err.to_string().contains("other.plugin.toml"), "{err}");
+
+        for bad in [
+            "",
+            "abc",
+            &HASH.to_uppercase(),
+            &format!("{HASH}0"),
+            &HASH.replace('a', "g"),
+        ] {
+            let mut m = sample();
+            m.sha256 = bad.to_string();
+            assert!(
+                matches!(
+                    m.validate("example-pack", &v),
+                    Err(ManifestError::BadSha256 { .. })
+                ),
+                "{bad}"
+            );
+        }
+
+        let mut m = sample();
+        m.components.clear();
+        assert!(matches!(
+            m.validate("example-pack", &v),
+            Err(ManifestError::NoComponents { .. })
+        ));
+
+        for bad in ["", "a b", "x/y", "é"] {
+            let mut m = sample();
+            m.components[0].id = bad.to_string();
+            assert!(
+                matches!(
+                    m.validate("example-pack", &v),
+                    Err(ManifestError::BadComponentId { .. })
+                ),
+                "{bad:?}"
+            );
+        }
+        let mut m = sample();
+        m.components[0].id = "Ok_id.v-2".into();
+        m.validate("example-pack", &v).unwrap();
+
+        let mut m = sample();
+        let mut dup = m.components[0].clone();
+        m.components.push(dup.clone());
+        let err = m.validate("example-pack", &v).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::DuplicateComponent { .. }),
+            "{err}"
+        );
+        // Same id under another kind is fine.
+        m.components.pop();
+        dup.kind = ComponentKind::Harness;
+        m.components.push(dup);
+        m.validate("example-pack", &v).unwrap();
+    }
+
+    #[test]
+    fn validate_checks_host_api() {
+        let mut m = sample();
+        m.host_api = semver::VersionReq::parse("^0.2").unwrap();
+        let err = m
+            .validate_at(
+                Path::new("/d/example-pack.plugin.toml"),
+                "example-pack",
+                &host(),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plugin example-pack (/d/example-pack.plugin.toml) requires host API ^0.2 but this host provides 0.1.0; \
+             install a matching plugin build or host"
+        );
+        sample()
+            .validate("example-pack", &semver::Version::new(0, 1, 7))
+            .unwrap();
+        assert!(sample()
+            .validate("example-pack", &semver::Version::new(0, 2, 0))
+            .is_err());
+    }
+
+    #[test]
+    fn path_helpers() {
+        assert_eq!(
+            library_path_for_manifest(Path::new("/d/x.plugin.toml")),
+            PathBuf::from("/d/x.so")
+        );
+        assert_eq!(
+            manifest_path_for_library(Path::new("/d/x.so")),
+            PathBuf::from("/d/x.plugin.toml")
+        );
+    }
+}

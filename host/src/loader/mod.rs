@@ -1,0 +1,14 @@
+//! Plugin discovery, trust checks and loading. Every check runs before dlopen; `dlopen` is
+//! the only module with `unsafe`.
+
+mod dlopen;
+mod load;
+pub mod lockfile;
+pub mod manifest;
+pub mod trust;
+pub mod verified_file;
+
+pub use load::{
+    describe, host_api_version, inspect_library, load_candidate, load_dirs, DirRole, LoadOptions,
+    LoadProblem, LoadReport, LoadedPlugin, PluginDir, PluginSource,
+};

@@ -1,0 +1,98 @@
+//! `agentcompass-host`: argument parsing and wiring only.
+
+use std::process::ExitCode;
+
+use agentcompass_host::cli::{Cli, Command, ConfigCommand, GlobalArgs, KindArg, PluginCommand};
+use agentcompass_host::commands;
+use agentcompass_host::loader::lockfile::PluginLock;
+use agentcompass_host::setup::{build_registry, PluginSettings, Setup};
+use agentcompass_plugin_api::contracts::ComponentKind;
+use anyhow::Context;
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.global.verbose);
+    match run(cli) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(err) => {
+            let message = format!("{err:#}");
+            eprintln!("error: {}", agentcompass_plugin_api::one_line(&message));
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_tracing(verbose: bool) {
+    let default = if verbose { "debug" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTCOMPASS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+fn settings(global: &GlobalArgs) -> PluginSettings {
+    PluginSettings {
+        plugin_dirs: global.plugin_dirs.clone(),
+        recipe_dirs: global.recipe_dirs.clone(),
+        lock_file: global.plugin_lock.clone(),
+        load_bundled: !global.no_bundled_plugins,
+    }
+}
+
+fn load(global: &GlobalArgs) -> anyhow::Result<Setup> {
+    let setup = build_registry(&settings(global))?;
+    commands::print_problems(&setup.problems, global.verbose);
+    Ok(setup)
+}
+
+fn kind(arg: KindArg) -> ComponentKind {
+    match arg {
+        KindArg::Benchmark => ComponentKind::Benchmark,
+        KindArg::Harness => ComponentKind::Harness,
+        KindArg::Env => ComponentKind::Environment,
+        KindArg::Recipe => ComponentKind::Recipe,
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<i32> {
+    let global = &cli.global;
+    match cli.command {
+        Command::List { kind, json } => {
+            let setup = load(global)?;
+            Ok(commands::list::run(&setup.registry, kind, json))
+        }
+        Command::Config {
+            command: ConfigCommand::Docs { kind: k, id },
+        } => {
+            let setup = load(global)?;
+            print!(
+                "{}",
+                commands::config_docs::render(&setup.registry, kind(k), &id)?
+            );
+            Ok(0)
+        }
+        Command::Plugin {
+            command: PluginCommand::Verify { paths },
+        } => {
+            let lock = match &global.plugin_lock {
+                Some(path) => Some(PluginLock::read(
+                    &std::path::absolute(path).context("--plugin-lock")?,
+                )?),
+                None => None,
+            };
+            Ok(commands::plugin::verify(&paths, lock))
+        }
+        Command::Plugin {
+            command:
+                PluginCommand::Package {
+                    libraries,
+                    out,
+                    host_api,
+                },
+        } => commands::plugin::package(&libraries, &out, host_api.as_deref()),
+    }
+}

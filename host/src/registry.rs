@@ -1,0 +1,273 @@
+//! The run-local component registry: built-ins in their declared order, then validated
+//! plugins in directory order and file-name order. Components are instantiated on demand.
+
+use std::fmt;
+use std::sync::Arc;
+
+use abi_stable::std_types::RStr;
+use agentcompass_plugin_api::abi::import::{
+    ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe, Label,
+};
+use agentcompass_plugin_api::abi::PluginRoot_Ref;
+use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_NONE};
+use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
+use agentcompass_plugin_api::Error;
+
+use crate::loader::{LoadProblem, LoadedPlugin, PluginSource};
+
+/// Where a registered component comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Compiled into the host.
+    BuiltIn,
+    /// Provided by a loaded plugin.
+    Plugin(Arc<PluginSource>),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::BuiltIn => f.write_str("built-in"),
+            Source::Plugin(source) => source.fmt(f),
+        }
+    }
+}
+
+/// Constructors of built-in components.
+#[derive(Clone, Copy)]
+pub enum BuiltinFactory {
+    /// A benchmark.
+    Benchmark(fn() -> Result<BenchmarkHandle, Error>),
+    /// A harness.
+    Harness(fn() -> Result<Arc<dyn Harness>, Error>),
+    /// An environment provider.
+    Environment(fn() -> Result<Arc<dyn EnvironmentProvider>, Error>),
+    /// A recipe.
+    Recipe(fn() -> Result<Arc<dyn Recipe>, Error>),
+}
+
+/// A built-in component: what it says about itself and how to make it.
+#[derive(Clone)]
+pub struct Builtin {
+    /// Kind, id, description, schema.
+    pub info: ComponentInfo,
+    /// Constructor (its kind must match `info.kind`).
+    pub factory: BuiltinFactory,
+}
+
+#[derive(Clone)]
+enum Maker {
+    BuiltIn(BuiltinFactory),
+    Plugin(PluginRoot_Ref),
+}
+
+/// One registered component.
+#[derive(Clone)]
+pub struct Entry {
+    /// What the component says about itself.
+    pub info: ComponentInfo,
+    /// Where it comes from.
+    pub source: Source,
+    maker: Maker,
+}
+
+impl Entry {
+    fn label(&self) -> Label {
+        match &self.source {
+            Source::BuiltIn => Label::new(format!("built-in {} {}", self.info.kind, self.info.id)),
+            Source::Plugin(p) => Label::new(format!(
+                "plugin {}@{} {} {}",
+                p.name, p.version, self.info.kind, self.info.id
+            )),
+        }
+    }
+}
+
+/// Registry failures.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegistryError {
+    /// No component of that kind has that id.
+    #[error("unknown {kind} `{id}` (known: {known})")]
+    Unknown {
+        /// Kind asked for.
+        kind: ComponentKind,
+        /// Id asked for.
+        id: String,
+        /// Known ids of that kind, comma separated.
+        known: String,
+    },
+    /// Constructing the component failed (a plugin constructor error or panic).
+    #[error("{0}")]
+    Construct(String),
+}
+
+/// The run-local registry.
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    plugins: Vec<LoadedPlugin>,
+}
+
+impl Registry {
+    /// A registry holding the given built-ins, in order.
+    pub fn with_builtins(builtins: &[Builtin]) -> Self {
+        let entries = builtins
+            .iter()
+            .map(|b| Entry {
+                info: b.info.clone(),
+                source: Source::BuiltIn,
+                maker: Maker::BuiltIn(b.factory),
+            })
+            .collect();
+        Registry {
+            entries,
+            plugins: Vec::new(),
+        }
+    }
+
+    /// Appends every component of a loaded plugin, or none of them: a reserved id or an id
+    /// already registered refuses the whole plugin with a message naming both sources.
+    pub fn add_plugin(&mut self, plugin: LoadedPlugin) -> Result<(), LoadProblem> {
+        let refuse = |message: String| LoadProblem {
+            path: plugin.source.path.clone(),
+            message,
+            detail: None,
+        };
+        for info in &plugin.description.components {
+            if info.kind == ComponentKind::Harness && info.id == HARNESS_NONE {
+                return Err(refuse(format!(
+                    "harness id `{HARNESS_NONE}` is reserved for harness-free benchmarks; rename \
+                     the harness"
+                )));
+            }
+            if let Some(existing) = self.find(info.kind, &info.id) {
+                return Err(refuse(format!(
+                    "duplicate {} id `{}`: provided by {} and by {}; remove one of them",
+                    info.kind, info.id, existing.source, plugin.source
+                )));
+            }
+        }
+        let source = Source::Plugin(plugin.source.clone());
+        for info in &plugin.description.components {
+            self.entries.push(Entry {
+                info: info.clone(),
+                source: source.clone(),
+                maker: Maker::Plugin(plugin.root),
+            });
+        }
+        self.plugins.push(plugin);
+        Ok(())
+    }
+
+    /// Registered components of one kind, in registry order.
+    pub fn list(&self, kind: ComponentKind) -> impl Iterator<Item = &Entry> {
+        self.entries.iter().filter(move |e| e.info.kind == kind)
+    }
+
+    /// Plugins whose components are registered, in load order.
+    pub fn plugins(&self) -> &[LoadedPlugin] {
+        &self.plugins
+    }
+
+    /// Looks a component up.
+    pub fn find(&self, kind: ComponentKind, id: &str) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .find(|e| e.info.kind == kind && e.info.id == id)
+    }
+
+    /// Looks a component up, or says which ids exist.
+    pub fn get(&self, kind: ComponentKind, id: &str) -> Result<&Entry, RegistryError> {
+        self.find(kind, id).ok_or_else(|| RegistryError::Unknown {
+            kind,
+            id: id.to_string(),
+            known: {
+                let ids: Vec<&str> = self.list(kind).map(|e| e.info.id.as_str()).collect();
+                if ids.is_empty() {
+                    "none".to_string()
+                } else {
+                    ids.join(", ")
+                }
+            },
+        })
+    }
+
+    /// Instantiates a benchmark.
+    pub fn benchmark(&self, id: &str) -> Result<BenchmarkHandle, RegistryError> {
+        let entry = self.get(ComponentKind::Benchmark, id)?;
+        let label = entry.label();
+        match &entry.maker {
+            Maker::BuiltIn(BuiltinFactory::Benchmark(make)) => make().map_err(construct(&label)),
+            Maker::Plugin(root) => {
+                let object = (root.new_benchmark())(RStr::from(id))
+                    .into_result()
+                    .map_err(|e| construct(&label)(e.into()))?;
+                let imported = Arc::new(ImportedBenchmark::new(object, label));
+                Ok(BenchmarkHandle {
+                    benchmark: imported.clone(),
+                    harness_free: entry.info.harness_free.then_some(imported),
+                })
+            }
+            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+        }
+    }
+
+    /// Instantiates a harness.
+    pub fn harness(&self, id: &str) -> Result<Arc<dyn Harness>, RegistryError> {
+        let entry = self.get(ComponentKind::Harness, id)?;
+        let label = entry.label();
+        match &entry.maker {
+            Maker::BuiltIn(BuiltinFactory::Harness(make)) => make().map_err(construct(&label)),
+            Maker::Plugin(root) => {
+                let object = (root.new_harness())(RStr::from(id))
+                    .into_result()
+                    .map_err(|e| construct(&label)(e.into()))?;
+                Ok(Arc::new(ImportedHarness::new(object, label)))
+            }
+            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+        }
+    }
+
+    /// Instantiates an environment provider.
+    pub fn environment(&self, id: &str) -> Result<Arc<dyn EnvironmentProvider>, RegistryError> {
+        let entry = self.get(ComponentKind::Environment, id)?;
+        let label = entry.label();
+        match &entry.maker {
+            Maker::BuiltIn(BuiltinFactory::Environment(make)) => make().map_err(construct(&label)),
+            Maker::Plugin(root) => {
+                let object = (root.new_environment())(RStr::from(id))
+                    .into_result()
+                    .map_err(|e| construct(&label)(e.into()))?;
+                Ok(Arc::new(ImportedEnvironment::new(object, label)))
+            }
+            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+        }
+    }
+
+    /// Instantiates a recipe.
+    pub fn recipe(&self, id: &str) -> Result<Arc<dyn Recipe>, RegistryError> {
+        let entry = self.get(ComponentKind::Recipe, id)?;
+        let label = entry.label();
+        match &entry.maker {
+            Maker::BuiltIn(BuiltinFactory::Recipe(make)) => make().map_err(construct(&label)),
+            Maker::Plugin(root) => {
+                let object = (root.new_recipe())(RStr::from(id))
+                    .into_result()
+                    .map_err(|e| construct(&label)(e.into()))?;
+                Ok(Arc::new(ImportedRecipe::new(object, label)))
+            }
+            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+        }
+    }
+}
+
+fn construct(label: &Label) -> impl Fn(Error) -> RegistryError + '_ {
+    move |e| RegistryError::Construct(format!("{}: constructor: {}", label.as_str(), e.message))
+}
+
+fn kind_mismatch(label: &Label) -> RegistryError {
+    RegistryError::Construct(format!(
+        "{}: registered with a constructor of another kind",
+        label.as_str()
+    ))
+}

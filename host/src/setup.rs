@@ -1,0 +1,101 @@
+//! Builds the run-local registry: built-ins, then the bundled plugin directory, then the
+//! configured plugin directories, then the configured recipe directories.
+
+use std::path::{Path, PathBuf};
+
+use crate::builtins;
+use crate::loader::lockfile::PluginLock;
+use crate::loader::{load_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
+use crate::registry::Registry;
+
+/// Where plugins come from for one invocation.
+#[derive(Debug, Clone, Default)]
+pub struct PluginSettings {
+    /// Configured plugin directories, in order.
+    pub plugin_dirs: Vec<PathBuf>,
+    /// Configured recipe directories, in order.
+    pub recipe_dirs: Vec<PathBuf>,
+    /// Optional lock file pinning plugin hashes.
+    pub lock_file: Option<PathBuf>,
+    /// Whether to load `<install dir>/plugins`.
+    pub load_bundled: bool,
+}
+
+/// Setup failures that stop the command (refused plugins are not among them).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The lock file could not be read.
+    #[error(transparent)]
+    Lock(#[from] crate::loader::lockfile::LockError),
+    /// A configured path could not be made absolute.
+    #[error("cannot resolve {path}: {message}")]
+    Path {
+        /// The configured path.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+/// The registry and every plugin that was refused on the way.
+pub struct Setup {
+    /// The run-local registry.
+    pub registry: Registry,
+    /// Refused plugins and unusable directories, one line each.
+    pub problems: Vec<LoadProblem>,
+}
+
+/// The bundled plugin directory: `plugins/` next to the running binary.
+pub fn bundled_plugin_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.join("plugins"))
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, SetupError> {
+    std::path::absolute(path).map_err(|e| SetupError::Path {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+/// The directories to scan, in registry order.
+pub fn plugin_dirs(settings: &PluginSettings) -> Result<Vec<PluginDir>, SetupError> {
+    let mut dirs = Vec::new();
+    if settings.load_bundled {
+        if let Some(dir) = bundled_plugin_dir().filter(|d| d.is_dir()) {
+            dirs.push(PluginDir {
+                path: dir,
+                role: DirRole::Plugins,
+            });
+        }
+    }
+    for (paths, role) in [
+        (&settings.plugin_dirs, DirRole::Plugins),
+        (&settings.recipe_dirs, DirRole::Recipes),
+    ] {
+        for path in paths {
+            let path = absolute(path)?;
+            if !dirs.iter().any(|d: &PluginDir| d.path == path) {
+                dirs.push(PluginDir { path, role });
+            }
+        }
+    }
+    Ok(dirs)
+}
+
+/// Loads every plugin and builds the registry.
+pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
+    let lock = match &settings.lock_file {
+        Some(path) => Some(PluginLock::read(&absolute(path)?)?),
+        None => None,
+    };
+    let report = load_dirs(&plugin_dirs(settings)?, &LoadOptions { lock });
+    let mut registry = Registry::with_builtins(&builtins::all());
+    let mut problems = report.problems;
+    for plugin in report.plugins {
+        if let Err(problem) = registry.add_plugin(plugin) {
+            problems.push(problem);
+        }
+    }
+    Ok(Setup { registry, problems })
+}

@@ -1,0 +1,181 @@
+//! `example_exact_match`: generated arithmetic questions, exact-match scoring.
+
+use agentcompass_plugin_api::contracts::{
+    BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask, RunRequest,
+    RunResult, TaskInput, TaskOutput, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Registry id.
+pub const ID: &str = "example_exact_match";
+
+/// Parameters (defaults match the declared schema).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+struct Params {
+    size: u64,
+    seed: u64,
+    case_sensitive: bool,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            size: 5,
+            seed: 0,
+            case_sensitive: false,
+        }
+    }
+}
+
+fn params(req: &RunRequest) -> Result<Params> {
+    let mut map = req.benchmark.params.clone();
+    map.remove("sample_ids");
+    serde_json::from_value(serde_json::Value::Object(map))
+        .map_err(|e| Error::invalid_input(format!("{ID} params: {e}")))
+}
+
+/// The evaluator state carried in the typed benchmark plan.
+#[derive(Debug, Serialize, Deserialize)]
+struct Plan {
+    expected: String,
+    case_sensitive: bool,
+}
+
+/// The benchmark.
+pub struct ExampleExactMatch;
+
+/// splitmix64: a tiny deterministic generator (same seed, same questions, on every machine).
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn question(index: u64, seed: u64) -> (String, String) {
+    let mut state = seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407);
+    let a = (splitmix(&mut state) % 90 + 10) as i64;
+    let b = (splitmix(&mut state) % 90 + 10) as i64;
+    let (op, answer) = match splitmix(&mut state) % 3 {
+        0 => ('+', a + b),
+        1 => ('-', a - b),
+        _ => ('*', a * b),
+    };
+    (
+        format!("What is {a} {op} {b}? Answer with only the number."),
+        answer.to_string(),
+    )
+}
+
+fn matches(answer: &str, expected: &str, case_sensitive: bool) -> bool {
+    let answer = answer.trim();
+    if case_sensitive {
+        answer == expected
+    } else {
+        answer.to_lowercase() == expected.to_lowercase()
+    }
+}
+
+#[async_trait]
+impl Benchmark for ExampleExactMatch {
+    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let params = params(req)?;
+        Ok((0..params.size)
+            .map(|i| {
+                let (prompt, answer) = question(i, params.seed);
+                let mut task = TaskSpec::new(format!("arith-{i:04}"), prompt);
+                task.category = "arithmetic".to_string();
+                task.ground_truth = serde_json::Value::String(answer);
+                task.metadata
+                    .insert("generator_seed".into(), params.seed.into());
+                task
+            })
+            .collect())
+    }
+
+    fn build_plan(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+        _environment: &EnvironmentSpec,
+    ) -> Result<BenchmarkPlan> {
+        let plan = Plan {
+            expected: task.ground_truth.as_str().unwrap_or_default().to_string(),
+            case_sensitive: params(req)?.case_sensitive,
+        };
+        Ok(BenchmarkPlan::default().with_payload(&plan)?)
+    }
+
+    async fn prepare_task(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _env: &SessionRef,
+        _req: &RunRequest,
+        _plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let mut prepared =
+            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
+        prepared.category = task.category.clone();
+        // The answer stays in TaskSpec.ground_truth: the harness must not see it.
+        prepared.ground_truth = None;
+        prepared.output = TaskOutput {
+            answer: Some("Return only the number.".to_string()),
+            ..TaskOutput::default()
+        };
+        Ok(prepared)
+    }
+
+    async fn evaluate(
+        &self,
+        _ctx: &Ctx,
+        _task: &TaskSpec,
+        _prepared: &PreparedTask,
+        mut result: RunResult,
+        _req: &RunRequest,
+        plan: &ExecutionPlan,
+        _env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let plan: Plan = plan.benchmark_plan.payload()?;
+        let correct = result
+            .final_answer
+            .as_deref()
+            .is_some_and(|answer| matches(answer, &plan.expected, plan.case_sensitive));
+        result
+            .metrics
+            .insert("correct".to_string(), MetricValue::from(correct));
+        result.ground_truth = Some(serde_json::Value::String(plan.expected));
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn questions_are_deterministic_and_answers_right() {
+        assert_eq!(question(3, 7), question(3, 7));
+        assert_ne!(question(3, 7), question(4, 7));
+        let (prompt, answer) = question(0, 0);
+        let parts: Vec<&str> = prompt.split_whitespace().collect();
+        let (a, op, b) = (parts[2], parts[3], parts[4].trim_end_matches('?'));
+        let (a, b): (i64, i64) = (a.parse().unwrap(), b.parse().unwrap());
+        let expected = match op {
+            "+" => a + b,
+            "-" => a - b,
+            _ => a * b,
+        };
+        assert_eq!(answer, expected.to_string());
+    }
+
+    #[test]
+    fn matching_honours_case_sensitivity() {
+        assert!(matches(" Paris ", "paris", false));
+        assert!(!matches("Paris", "paris", true));
+    }
+}

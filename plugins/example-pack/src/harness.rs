@@ -1,0 +1,139 @@
+//! `example_calculator`: parses the question and computes the answer (no model).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentcompass_plugin_api::contracts::{
+    AssistantContent, HarnessPlan, PreparedTask, RunRequest, RunResult, Trajectory,
+    TrajectoryMetric, TrajectoryStep,
+};
+use agentcompass_plugin_api::sdk::{
+    async_trait, runtime, Ctx, Harness, HarnessSession, SessionRef,
+};
+use agentcompass_plugin_api::{Error, Result};
+use serde::Deserialize;
+
+/// Registry id.
+pub const ID: &str = "example_calculator";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Params {
+    delay_ms: u64,
+    wrong_every: u64,
+    panic_on_task: Option<String>,
+}
+
+/// The harness.
+pub struct ExampleCalculator;
+
+fn params(req: &RunRequest) -> Result<Params> {
+    serde_json::from_value(serde_json::Value::Object(req.harness.params.clone()))
+        .map_err(|e| Error::invalid_input(format!("{ID} params: {e}")))
+}
+
+/// Computes "What is A op B? ..." questions.
+fn solve(prompt: &str) -> Option<i64> {
+    let rest = prompt.strip_prefix("What is ")?;
+    let expression = rest.split('?').next()?;
+    let mut parts = expression.split_whitespace();
+    let a: i64 = parts.next()?.parse().ok()?;
+    let op = parts.next()?;
+    let b: i64 = parts.next()?.parse().ok()?;
+    match op {
+        "+" => a.checked_add(b),
+        "-" => a.checked_sub(b),
+        "*" => a.checked_mul(b),
+        _ => None,
+    }
+}
+
+/// The task's position from an id such as `arith-0042`.
+fn task_index(task_id: &str) -> Option<u64> {
+    task_id.rsplit('-').next()?.parse().ok()
+}
+
+#[async_trait]
+impl Harness for ExampleCalculator {
+    async fn start_session(
+        &self,
+        _ctx: &Ctx,
+        _env: &SessionRef,
+        req: &RunRequest,
+        _plan: &HarnessPlan,
+    ) -> Result<HarnessSession> {
+        Ok(Arc::new(params(req)?))
+    }
+
+    async fn execute_task(
+        &self,
+        _ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        _req: &RunRequest,
+        _plan: &HarnessPlan,
+    ) -> Result<RunResult> {
+        let params = session
+            .downcast_ref::<Params>()
+            .ok_or_else(|| Error::msg("foreign harness session"))?;
+        if params.panic_on_task.as_deref() == Some(prepared.task_id.as_str()) {
+            panic!(
+                "example_calculator was asked to panic on {}",
+                prepared.task_id
+            );
+        }
+        let started = Instant::now();
+        if params.delay_ms > 0 {
+            runtime::sleep(Duration::from_millis(params.delay_ms)).await?;
+        }
+        let mut answer = solve(&prepared.input.prompt);
+        let index = task_index(&prepared.task_id).unwrap_or(0);
+        if params.wrong_every > 0 && (index + 1) % params.wrong_every == 0 {
+            answer = answer.map(|a| a + 1);
+        }
+        let mut result = RunResult::new(prepared.task_id.clone());
+        result.category = prepared.category.clone();
+        result.final_answer = answer.map(|a| a.to_string());
+        result.trajectory = Some(Trajectory {
+            steps: vec![TrajectoryStep {
+                step_id: 1,
+                user_content: serde_json::Value::String(prepared.input.prompt.clone()),
+                assistant_content: AssistantContent {
+                    content: result.final_answer.clone(),
+                    ..AssistantContent::default()
+                },
+                metric: TrajectoryMetric {
+                    env_action_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+                    stop_reason: Some("stop".to_string()),
+                    ..TrajectoryMetric::default()
+                },
+                ..TrajectoryStep::default()
+            }],
+            ..Trajectory::default()
+        });
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn solves_the_generated_questions() {
+        assert_eq!(
+            solve("What is 17 + 25? Answer with only the number."),
+            Some(42)
+        );
+        assert_eq!(
+            solve("What is 10 - 25? Answer with only the number."),
+            Some(-15)
+        );
+        assert_eq!(
+            solve("What is 12 * 3? Answer with only the number."),
+            Some(36)
+        );
+        assert_eq!(solve("Name a colour."), None);
+        assert_eq!(task_index("arith-0042"), Some(42));
+    }
+}

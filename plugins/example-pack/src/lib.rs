@@ -1,0 +1,82 @@
+//! The example pack: a benchmark of generated arithmetic questions and a harness that solves
+//! them without a model. Written exactly as a third party would: it depends only on
+//! `agentcompass-plugin-api`. It is the project's test vehicle and the model for plugin
+//! authors.
+
+mod benchmark;
+mod harness;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
+};
+use agentcompass_plugin_api::sdk::PluginBuilder;
+use serde_json::json;
+
+fn register(plugin: &mut PluginBuilder) {
+    plugin.benchmark(
+        ComponentInfo::new(
+            ComponentKind::Benchmark,
+            benchmark::ID,
+            "Generated arithmetic questions scored by exact match",
+        )
+        .with_schema(
+            ConfigSchema::empty()
+                .field(ConfigField::new(
+                    "size",
+                    ConfigType::Integer,
+                    json!(5),
+                    "Number of generated questions",
+                ))
+                .field(ConfigField::new(
+                    "seed",
+                    ConfigType::Integer,
+                    json!(0),
+                    "Seed of the question generator (same seed, same questions)",
+                ))
+                .field(ConfigField::new(
+                    "case_sensitive",
+                    ConfigType::Boolean,
+                    json!(false),
+                    "Compare answers with case sensitivity",
+                ))
+                .field(ConfigField::new(
+                    "sample_ids",
+                    ConfigType::Array,
+                    json!(null),
+                    "Run only these task ids",
+                )),
+        ),
+        || Ok(benchmark::ExampleExactMatch),
+    );
+    plugin.harness(
+        ComponentInfo::new(
+            ComponentKind::Harness,
+            harness::ID,
+            "Solves example_exact_match questions itself (no model)",
+        )
+        .with_schema(
+            ConfigSchema::empty()
+                .field(ConfigField::new(
+                    "delay_ms",
+                    ConfigType::Integer,
+                    json!(0),
+                    "Sleep this long per task (simulated agent work)",
+                ))
+                .field(ConfigField::new(
+                    "wrong_every",
+                    ConfigType::Integer,
+                    json!(0),
+                    "Answer wrongly every Nth task (0 = never)",
+                ))
+                .field(ConfigField::new(
+                    "panic_on_task",
+                    ConfigType::String,
+                    json!(null),
+                    "Panic inside execute_task for this task id (proves containment)",
+                )),
+        ),
+        || Ok(harness::ExampleCalculator),
+    );
+}
+
+agentcompass_plugin_api::export_plugin!(register);
