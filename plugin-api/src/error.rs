@@ -97,7 +97,8 @@ impl Error {
         Error::new(ErrorKind::Cancelled, "cancelled")
     }
 
-    /// A contained panic, from its payload.
+    /// A contained panic, from its payload (with the panic's source location when the SDK's
+    /// panic hook recorded it on this thread).
     pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
         let text = if let Some(s) = payload.downcast_ref::<&str>() {
             (*s).to_string()
@@ -106,7 +107,11 @@ impl Error {
         } else {
             "panic with a non-string payload".to_string()
         };
-        Error::new(ErrorKind::Panicked, format!("panicked: {text}"))
+        let location = PANIC_LOCATION
+            .with(|cell| cell.borrow_mut().take())
+            .map(|at| format!(" (at {at})"))
+            .unwrap_or_default();
+        Error::new(ErrorKind::Panicked, format!("panicked: {text}{location}"))
     }
 
     /// The same error with `context: ` put in front of the message.
@@ -136,6 +141,15 @@ impl From<std::io::Error> for Error {
     fn from(err: std::io::Error) -> Self {
         Error::msg(err.to_string())
     }
+}
+
+thread_local! {
+    static PANIC_LOCATION: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Remembers where the current thread's panic happened, for [`Error::from_panic`].
+pub(crate) fn record_panic_location(location: String) {
+    PANIC_LOCATION.with(|cell| *cell.borrow_mut() = Some(location));
 }
 
 /// Folds a multi-line message into one line (errors are printed one per line).

@@ -1,1 +1,6 @@
+//! End-to-end tests: the real `agentcompass-host` binary and the real loader against real
+//! plugin `.so` files laid out in temp directories.
 
+mod bad_plugins;
+mod containment;
+mod listing;

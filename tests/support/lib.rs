@@ -1,1 +1,192 @@
+//! Helpers for the end-to-end tests: locate the built binary and plugin libraries, lay out
+//! plugin directories in temp dirs, and run the binary.
+//!
+//! `cargo test` does not build cdylibs: run `cargo build --workspace` first (the README's test
+//! command does). Everything is located from the test binary's own path, so it follows
+//! `CARGO_TARGET_DIR`.
 
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+
+/// `target/<profile>`, derived from the running test binary (`target/<profile>/deps/e2e-*`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary lives in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// The built host binary.
+pub fn host_bin() -> PathBuf {
+    let bin = target_dir().join("agentcompass-host");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        bin.display()
+    );
+    bin
+}
+
+/// A built plugin library, by crate name (`example-pack` → `libexample_pack.so`).
+pub fn built_library(crate_name: &str) -> PathBuf {
+    let lib = target_dir().join(format!("lib{}.so", crate_name.replace('-', "_")));
+    assert!(
+        lib.is_file(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        lib.display()
+    );
+    lib
+}
+
+/// The output of one run of the binary.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// Standard-error lines that start with `prefix`.
+    pub fn stderr_lines(&self, prefix: &str) -> Vec<&str> {
+        self.stderr.lines().filter(|l| l.starts_with(prefix)).collect()
+    }
+}
+
+/// Runs the host binary with `args` (bundled plugins disabled unless the args say otherwise).
+pub fn run_host<I, S>(args: I) -> Outcome
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    run_host_env(args, &[])
+}
+
+/// Runs the host binary with extra environment variables.
+pub fn run_host_env<I, S>(args: I, env: &[(&str, &str)]) -> Outcome
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(host_bin());
+    command.args(args).env_remove("RUST_BACKTRACE").env_remove("AGENTCOMPASS_LOG");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run agentcompass-host");
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Lowercase hex sha256 of a file.
+pub fn sha256_hex(path: &Path) -> String {
+    let bytes = fs::read(path).expect("read file to hash");
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A temporary plugin directory (mode 0755, under a private 0700 temp root).
+pub struct PluginDirs {
+    root: tempfile::TempDir,
+}
+
+impl Default for PluginDirs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl PluginDirs {
+    /// A new private temp root.
+    pub fn new() -> Self {
+        PluginDirs {
+            root: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// The temp root.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// Creates (if needed) and returns the sub-directory `name` (mode 0755).
+    pub fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.root.path().join(name);
+        fs::create_dir_all(&dir).expect("create plugin dir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir
+    }
+
+    /// Packages a built plugin into `dir` with the real `plugin package` command.
+    pub fn package(&self, dir: &str, crate_name: &str) -> PathBuf {
+        let out = self.dir(dir);
+        let done = run_host([
+            "plugin".as_ref(),
+            "package".as_ref(),
+            built_library(crate_name).as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]);
+        assert_eq!(done.code, 0, "plugin package failed: {done:?}");
+        out
+    }
+
+    /// Copies a built library into `dir` as `NAME.so` and writes a manifest by hand (for
+    /// libraries `plugin package` cannot load, such as the old-API fixture).
+    pub fn place_with_manifest(
+        &self,
+        dir: &str,
+        name: &str,
+        bytes: &[u8],
+        host_api: &str,
+        components: &[(&str, &str)],
+    ) -> PathBuf {
+        let dir = self.dir(dir);
+        let library = dir.join(format!("{name}.so"));
+        fs::write(&library, bytes).expect("write library");
+        fs::set_permissions(&library, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let mut manifest = format!(
+            "name = \"{name}\"\nversion = \"0.1.0\"\nhost_api = \"{host_api}\"\nsha256 = \"{}\"\n",
+            sha256_hex(&library)
+        );
+        for (kind, id) in components {
+            manifest.push_str(&format!(
+                "\n[[components]]\nkind = \"{kind}\"\nid = \"{id}\"\ndescription = \"\"\n"
+            ));
+        }
+        fs::write(dir.join(format!("{name}.plugin.toml")), manifest).expect("write manifest");
+        library
+    }
+
+    /// Replaces every occurrence of the temp root and the target dir in `text` with stable
+    /// placeholders (for snapshots).
+    pub fn redact(&self, text: &str) -> String {
+        let root = fs::canonicalize(self.root()).unwrap_or_else(|_| self.root().to_path_buf());
+        text.replace(&root.display().to_string(), "[TMP]")
+            .replace(&self.root().display().to_string(), "[TMP]")
+            .replace(&target_dir().display().to_string(), "[TARGET]")
+    }
+}
+
+/// `--plugin-dir DIR` arguments for each directory, bundled plugins disabled.
+pub fn plugin_dir_args(dirs: &[&Path]) -> Vec<std::ffi::OsString> {
+    let mut args = vec!["--no-bundled-plugins".into()];
+    for dir in dirs {
+        args.push("--plugin-dir".into());
+        args.push(dir.as_os_str().to_owned());
+    }
+    args
+}

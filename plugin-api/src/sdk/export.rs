@@ -176,21 +176,25 @@ impl PluginBuilder {
     }
 }
 
-static PLUGIN: OnceLock<PluginBuilder> = OnceLock::new();
+static PLUGIN: OnceLock<Result<PluginBuilder>> = OnceLock::new();
 
 fn plugin() -> Result<&'static PluginBuilder> {
-    PLUGIN
-        .get()
-        .ok_or_else(|| Error::msg("plugin root module is not initialised"))
+    match PLUGIN.get() {
+        Some(Ok(plugin)) => Ok(plugin),
+        Some(Err(err)) => Err(err.clone()),
+        None => Err(Error::msg("plugin root module is not initialised")),
+    }
 }
 
-/// Builds the root module (called by [`crate::export_plugin!`] inside abi_stable's loader
-/// shim, which contains a panic in `register`).
+/// Builds the root module (called by [`crate::export_plugin!`]). A panic in `register` is
+/// contained here and reported by every later call (first of all `describe`).
 pub fn root_module(name: &str, version: &str, register: fn(&mut PluginBuilder)) -> PluginRoot_Ref {
     PLUGIN.get_or_init(|| {
+        super::logging::install_panic_hook();
         let mut builder = PluginBuilder::new(name, version);
-        register(&mut builder);
-        builder
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| register(&mut builder)))
+            .map(|()| builder)
+            .map_err(|payload| Error::from_panic(payload.as_ref()).context("registering components"))
     });
     PluginRoot {
         describe,

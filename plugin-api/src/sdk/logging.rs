@@ -18,7 +18,7 @@ use crate::contracts::LogLevel;
 
 static HOST: OnceLock<HostBox> = OnceLock::new();
 
-/// Installs the forwarding subscriber and panic hook (first call wins).
+/// Installs the forwarding subscriber (first call wins).
 pub(crate) fn install(host: HostBox) {
     if HOST.set(host).is_err() {
         return;
@@ -26,8 +26,16 @@ pub(crate) fn install(host: HostBox) {
     let _ = tracing::subscriber::set_global_default(Forwarder {
         next_span: AtomicU64::new(1),
     });
+}
+
+/// Replaces the plugin's panic hook (its own copy of std's): every panic in a plugin is
+/// contained and becomes an error carrying its message, so instead of printing to stderr the
+/// hook records the location for that error and forwards the full text at debug level.
+pub(crate) fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        // The panic itself becomes an error naming the plugin; this keeps the location.
+        if let Some(location) = info.location() {
+            crate::error::record_panic_location(location.to_string());
+        }
         forward(LogLevel::Debug, "panic", &info.to_string());
     }));
 }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Developer entry point: `./dev.sh demo` and `./dev.sh test` (see README.md).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
+
+# Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
+bundle_plugins() {
+    local dir
+    dir="$(profile_dir "$1")"
+    "$dir/agentcompass-host" plugin package \
+        "$dir/libexample_pack.so" "$dir/libexample_recipe.so" \
+        --out "$dir/plugins" >/dev/null
+}
+
+case "${1:-}" in
+demo)
+    cargo build --release --workspace
+    bundle_plugins release
+    host="$(profile_dir release)/agentcompass-host"
+    "$host" list plugin
+    echo
+    "$host" list benchmark
+    echo
+    "$host" config docs benchmark example_exact_match
+    ;;
+test)
+    cargo build --workspace
+    bundle_plugins debug
+    # Snapshots are reviewed, never written, by the test command.
+    INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo test --workspace
+    ;;
+*)
+    echo "usage: ./dev.sh demo|test" >&2
+    exit 2
+    ;;
+esac

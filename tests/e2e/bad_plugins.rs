@@ -1,0 +1,201 @@
+//! Each bad plugin gives one clear line while the good plugins still load.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use agentcompass_e2e::{built_library, plugin_dir_args, run_host, run_host_env, PluginDirs};
+
+/// Lists benchmarks with the given plugin dirs; asserts the run succeeded, the example pack
+/// (the good plugin) is registered, and stderr is exactly one refusal line, which is returned
+/// with temp paths redacted.
+fn one_refusal(dirs: &PluginDirs, plugin_dirs: &[&Path], env: &[(&str, &str)]) -> String {
+    let mut args = plugin_dir_args(plugin_dirs);
+    args.extend(["list".into(), "benchmark".into()]);
+    let out = run_host_env(&args, env);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("example_exact_match  Generated arithmetic"),
+        "the good plugin must still load: {out:?}"
+    );
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "exactly one line on stderr: {out:?}");
+    assert!(lines[0].starts_with("warning: refused plugin "), "{out:?}");
+    dirs.redact(lines[0])
+}
+
+fn good_and_bad(dirs: &PluginDirs, bad_crate: &str) -> (PathBuf, PathBuf) {
+    (dirs.package("good", "example-pack"), dirs.package("bad", bad_crate))
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{} lacks {from}", path.display());
+    fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn wrong_sha256() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let manifest = bad.join("bad-pack.plugin.toml");
+    let real = agentcompass_e2e::sha256_hex(&bad.join("bad-pack.so"));
+    edit(&manifest, &real, &"0".repeat(64));
+    let line = one_refusal(&dirs, &[&good, &bad], &[]);
+    assert!(line.contains(&real), "{line}");
+    insta::assert_snapshot!(line.replace(&real, "[SHA]"));
+}
+
+#[test]
+fn group_or_world_writable_dir() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    fs::set_permissions(&bad, fs::Permissions::from_mode(0o777)).unwrap();
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
+    fs::set_permissions(&bad, fs::Permissions::from_mode(0o775)).unwrap();
+    assert!(one_refusal(&dirs, &[&good, &bad], &[]).contains("group/world-writable"));
+}
+
+#[test]
+fn world_writable_library_file() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    fs::set_permissions(bad.join("bad-pack.so"), fs::Permissions::from_mode(0o757)).unwrap();
+    let line = one_refusal(&dirs, &[&good, &bad], &[]);
+    assert!(line.contains("bad-pack.so") && line.contains("writable"), "{line}");
+}
+
+#[test]
+fn built_against_an_older_plugin_api() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let bytes = fs::read(built_library("old-api-pack")).unwrap();
+    dirs.place_with_manifest("bad", "old-api-pack", &bytes, "^0.1", &[("benchmark", "old")]);
+    let line = one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]);
+    insta::assert_snapshot!(line);
+}
+
+#[test]
+fn missing_manifest() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    fs::remove_file(bad.join("bad-pack.plugin.toml")).unwrap();
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
+}
+
+#[test]
+fn malformed_manifest() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    edit(&bad.join("bad-pack.plugin.toml"), "version = \"0.1.0\"", "version = 7");
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
+}
+
+#[test]
+fn host_api_range_excluding_this_host() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    edit(&bad.join("bad-pack.plugin.toml"), "host_api = \"^0.1.0\"", "host_api = \"^9\"");
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
+}
+
+#[test]
+fn truncated_library() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let bytes = fs::read(built_library("bad-pack")).unwrap();
+    // An ELF header and a little more: passes the magic check, fails in dlopen.
+    dirs.place_with_manifest("bad", "truncated", &bytes[..4096], "^0.1", &[("benchmark", "x")]);
+    let line = one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]);
+    assert!(line.contains("dlopen failed"), "{line}");
+    assert!(line.contains("truncated.so"), "{line}");
+}
+
+#[test]
+fn non_elf_file_named_so() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    dirs.place_with_manifest("bad", "script", b"#!/bin/sh\necho hi\n", "^0.1", &[("benchmark", "x")]);
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]));
+}
+
+#[test]
+fn duplicate_component_id_names_both_sources() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "dup-pack");
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
+}
+
+#[test]
+fn symlink_pointing_outside_the_trusted_dir() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let elsewhere = dirs.package("elsewhere", "bad-pack");
+    std::os::unix::fs::symlink(elsewhere.join("bad-pack.so"), good.join("bad-pack.so")).unwrap();
+    fs::copy(elsewhere.join("bad-pack.plugin.toml"), good.join("bad-pack.plugin.toml")).unwrap();
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good], &[]));
+}
+
+#[test]
+fn panicking_registration() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let line = one_refusal(&dirs, &[&good, &bad], &[("BAD_PACK_PANIC_IN_REGISTER", "1")]);
+    insta::assert_snapshot!(line);
+}
+
+#[test]
+fn panicking_constructor_is_reported_by_verify() {
+    let dirs = PluginDirs::new();
+    let bad = dirs.package("bad", "bad-pack");
+    // Constructors run lazily: listing still works and shows the component.
+    let mut args = plugin_dir_args(&[&bad]);
+    args.extend(["list".into(), "benchmark".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("bad_ctor"));
+    // Verification instantiates every component and reports the panic, one line.
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), bad.join("bad-pack.so").as_os_str()]);
+    assert_eq!(out.code, 1, "{out:?}");
+    insta::assert_snapshot!(dirs.redact(&out.stdout));
+}
+
+#[test]
+fn lock_file_pins_hashes() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let good_sha = agentcompass_e2e::sha256_hex(&good.join("example-pack.so"));
+    let lock = dirs.root().join("plugins.lock");
+    fs::write(
+        &lock,
+        format!("[plugins]\n\"example-pack\" = \"{good_sha}\"\n\"bad-pack\" = \"{}\"\n", "1".repeat(64)),
+    )
+    .unwrap();
+    let mut args = plugin_dir_args(&[&good, &bad]);
+    args.extend(["--plugin-lock".into(), lock.clone().into(), "list".into(), "benchmark".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("example_exact_match"), "{out:?}");
+    let refused = out.stderr_lines("warning: refused plugin");
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(refused[0].contains("plugins.lock"), "{out:?}");
+
+    fs::write(&lock, format!("[plugins]\n\"example-pack\" = \"{good_sha}\"\n")).unwrap();
+    let out = run_host(&args);
+    let refused = out.stderr_lines("warning: refused plugin");
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(refused[0].contains("not pinned"), "{out:?}");
+}
+
+#[test]
+fn verify_exit_codes() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    fs::remove_file(good.join("example-pack.plugin.toml")).unwrap();
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+    assert!(out.stdout.starts_with("error: refused plugin"), "{out:?}");
+}

@@ -1,0 +1,169 @@
+//! The real loader, in-process: the example pack goes through every ABI method a run uses,
+//! and a plugin's panic or misuse of tokio inside an async method becomes an error naming
+//! the plugin while the host carries on.
+
+use agentcompass_e2e::PluginDirs;
+use agentcompass_host::registry::Registry;
+use agentcompass_host::setup::{build_registry, PluginSettings};
+use agentcompass_plugin_api::contracts::{
+    EnvironmentSpec, ExecRequest, ExecutionPlan, HarnessPlan, OpenEnvironmentRequest,
+    RunRequest, TaskAttempts,
+};
+use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
+
+fn registry(dirs: &PluginDirs) -> Registry {
+    let plugin_dir = dirs.package("p", "example-pack");
+    dirs.package("p", "bad-pack");
+    let setup = build_registry(&PluginSettings {
+        plugin_dirs: vec![plugin_dir],
+        ..PluginSettings::default()
+    })
+    .expect("registry");
+    assert!(setup.problems.is_empty(), "{:?}", setup.problems);
+    setup.registry
+}
+
+fn request(harness: &str) -> RunRequest {
+    let mut req = RunRequest::default();
+    req.benchmark.id = "example_exact_match".into();
+    req.benchmark.params.insert("size".into(), 3.into());
+    req.harness.id = harness.into();
+    req.environment = EnvironmentSpec::new("host_process");
+    req
+}
+
+async fn open(registry: &Registry, ctx: &Ctx, task_id: &str) -> SessionRef {
+    let provider = registry.environment("host_process").expect("host_process");
+    let request = OpenEnvironmentRequest::new("run", task_id, EnvironmentSpec::new("host_process"));
+    provider.open(ctx, &request).await.expect("open")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_pack_round_trips_through_the_abi() {
+    let dirs = PluginDirs::new();
+    let registry = registry(&dirs);
+    let ctx = Ctx::detached();
+    let req = request("example_calculator");
+    let bench = registry.benchmark("example_exact_match").expect("benchmark").benchmark;
+    let harness = registry.harness("example_calculator").expect("harness");
+
+    let tasks = bench.load_tasks(&ctx, &req).await.expect("load_tasks");
+    let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+    assert_eq!(ids, ["arith-0000", "arith-0001", "arith-0002"]);
+    let mut results = Vec::new();
+    for task in &tasks {
+        let env = open(&registry, &ctx, &task.task_id).await;
+        let plan = ExecutionPlan {
+            benchmark_plan: bench.build_plan(task, &req, &req.environment).expect("plan"),
+            harness_plan: harness.build_plan(&req, &req.environment).expect("harness plan"),
+            ..ExecutionPlan::default()
+        };
+        let prepared = bench
+            .prepare_task(&ctx, task, &env, &req, &plan.benchmark_plan)
+            .await
+            .expect("prepare");
+        assert_eq!(prepared.ground_truth, None, "the harness must not see the answer");
+        let session = harness
+            .start_session(&ctx, &env, &req, &plan.harness_plan)
+            .await
+            .expect("start");
+        let result = harness
+            .execute_task(&ctx, &session, &prepared, &req, &plan.harness_plan)
+            .await
+            .expect("execute");
+        let result = harness
+            .collect_result(&ctx, &session, &prepared, &req, &plan.harness_plan, result)
+            .await
+            .expect("collect");
+        harness.close_session(&ctx, session).await.expect("close session");
+        let scored = bench
+            .evaluate(&ctx, task, &prepared, result, &req, &plan, Some(&env))
+            .await
+            .expect("evaluate");
+        assert_eq!(scored.final_answer.as_ref(), task.ground_truth.as_str().map(str::to_string).as_ref());
+        assert_eq!(scored.metrics.get("correct").map(|m| m.as_f64()), Some(1.0));
+        // The session crossed the boundary both ways and still works on the host side.
+        let echoed = env.exec(ExecRequest::argv(["echo", "still here"])).await.expect("exec");
+        assert_eq!(echoed.stdout, "still here\n");
+        env.close().await.expect("close env");
+        results.push(TaskAttempts {
+            task_id: task.task_id.clone(),
+            category: task.category.clone(),
+            attempts: vec![scored],
+        });
+    }
+    let report = bench.aggregate_metrics(&ctx, &results, &req).await.expect("metrics");
+    assert_eq!(report.headline().and_then(|s| s.value), Some(1.0));
+}
+
+async fn run_bad_harness(harness_id: &str) -> agentcompass_plugin_api::Error {
+    let dirs = PluginDirs::new();
+    let registry = registry(&dirs);
+    let ctx = Ctx::detached();
+    let req = request(harness_id);
+    let harness = registry.harness(harness_id).expect("harness");
+    let bench = registry.benchmark("example_exact_match").expect("benchmark").benchmark;
+    let task = bench.load_tasks(&ctx, &req).await.expect("tasks").remove(0);
+    let env = open(&registry, &ctx, &task.task_id).await;
+    let plan = HarnessPlan::default();
+    let prepared = bench
+        .prepare_task(&ctx, &task, &env, &req, &Default::default())
+        .await
+        .expect("prepare");
+    let session = harness.start_session(&ctx, &env, &req, &plan).await.expect("start");
+    let err = harness
+        .execute_task(&ctx, &session, &prepared, &req, &plan)
+        .await
+        .expect_err("the bad harness must fail");
+
+    // The host goes on: the same process still runs the good harness to completion.
+    let calculator = registry.harness("example_calculator").expect("calculator");
+    let calc_req = request("example_calculator");
+    let session = calculator.start_session(&ctx, &env, &calc_req, &plan).await.expect("start");
+    let result = calculator
+        .execute_task(&ctx, &session, &prepared, &calc_req, &plan)
+        .await
+        .expect("the good harness still works");
+    assert!(result.final_answer.is_some());
+    env.close().await.expect("close");
+    err
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panic_inside_an_async_method_is_an_error_naming_the_plugin() {
+    let err = run_bad_harness("bad_async_panic").await;
+    assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::Panicked);
+    assert!(
+        err.message.starts_with(
+            "plugin bad-pack@0.1.0 harness bad_async_panic: execute_task: panicked: \
+             bad_async_panic exploded on arith-0000"
+        ),
+        "{err}"
+    );
+    assert!(!err.message.contains('\n'));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_without_the_sdk_runtime_is_an_error_not_an_abort() {
+    let err = run_bad_harness("bad_tokio").await;
+    assert!(
+        err.message.starts_with("plugin bad-pack@0.1.0 harness bad_tokio: execute_task: panicked:"),
+        "{err}"
+    );
+    assert!(err.message.contains("no reactor running"), "{err}");
+}
+
+#[test]
+fn panicking_constructor_is_an_error_naming_the_plugin() {
+    let dirs = PluginDirs::new();
+    let registry = registry(&dirs);
+    let err = registry.benchmark("bad_ctor").err().expect("constructor fails");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(
+            "plugin bad-pack@0.1.0 benchmark bad_ctor: constructor: panicked: bad_ctor \
+             constructor exploded"
+        ),
+        "{text}"
+    );
+}

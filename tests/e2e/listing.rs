@@ -1,0 +1,121 @@
+//! Listing, parameter docs, registry order and packaging.
+
+use std::fs;
+
+use agentcompass_e2e::{plugin_dir_args, run_host, target_dir, PluginDirs};
+
+#[test]
+fn example_pack_is_listed_with_its_source() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let mut args = plugin_dir_args(&[&good]);
+    args.extend(["list".into(), "benchmark".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stderr, "");
+    insta::assert_snapshot!("list_benchmark", dirs.redact(&out.stdout));
+
+    let mut args = plugin_dir_args(&[&good]);
+    args.extend(["list".into(), "harness".into(), "--json".into()]);
+    let out = run_host(&args);
+    let items: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let source = format!(
+        "example-pack@0.1.0 ({})",
+        fs::canonicalize(good.join("example-pack.so")).unwrap().display()
+    );
+    assert_eq!(items[0]["id"], "example_calculator");
+    assert_eq!(items[0]["source"], source.as_str());
+    assert_eq!(items.as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn config_docs_shows_declared_params() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    for (kind, id) in [("benchmark", "example_exact_match"), ("harness", "example_calculator")] {
+        let mut args = plugin_dir_args(&[&good]);
+        args.extend(["config".into(), "docs".into(), kind.into(), id.into()]);
+        let out = run_host(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        insta::assert_snapshot!(format!("config_docs_{id}"), dirs.redact(&out.stdout));
+    }
+    let mut args = plugin_dir_args(&[&good]);
+    args.extend(["config".into(), "docs".into(), "harness".into(), "nope".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "error: unknown harness `nope` (known: example_calculator)\n");
+}
+
+#[test]
+fn registry_order_is_directory_order_then_file_name_order() {
+    let dirs = PluginDirs::new();
+    let first = dirs.package("first", "example-recipe");
+    dirs.package("second", "example-pack");
+    let second = dirs.package("second", "bad-pack");
+    let mut args = plugin_dir_args(&[&first, &second]);
+    args.extend(["list".into(), "plugin".into(), "--json".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    let plugins: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    let names: Vec<&str> = plugins
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["example-recipe", "bad-pack", "example-pack"]);
+}
+
+#[test]
+fn recipe_dirs_hold_recipes_only() {
+    let dirs = PluginDirs::new();
+    let recipes = dirs.package("recipes", "example-recipe");
+    dirs.package("recipes", "example-pack");
+    let out = run_host([
+        "--no-bundled-plugins".as_ref(),
+        "--recipe-dir".as_ref(),
+        recipes.as_os_str(),
+        "list".as_ref(),
+        "recipe".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("example_recipe"), "{out:?}");
+    let refused = out.stderr_lines("warning: refused plugin");
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(refused[0].contains("recipe directories hold recipe plugins only"));
+}
+
+#[test]
+fn bundled_plugins_load_from_the_install_dir() {
+    // `<install dir>/plugins` is where the README's setup packages the first-party plugins.
+    let bundled = target_dir().join("plugins");
+    let out = run_host([
+        "plugin".as_ref(),
+        "package".as_ref(),
+        agentcompass_e2e::built_library("example-pack").as_os_str(),
+        "--out".as_ref(),
+        bundled.as_os_str(),
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(["list", "benchmark"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out
+        .stdout
+        .contains(&format!("example-pack@0.1.0 ({})", bundled.join("example-pack.so").display())));
+    let out = run_host(["--no-bundled-plugins", "list", "benchmark"]);
+    assert!(!out.stdout.contains("example_exact_match"), "{out:?}");
+}
+
+#[test]
+fn plugin_package_writes_a_manifest_that_verifies() {
+    let dirs = PluginDirs::new();
+    let out_dir = dirs.package("pkg", "example-pack");
+    let manifest = fs::read_to_string(out_dir.join("example-pack.plugin.toml")).unwrap();
+    let sha = agentcompass_e2e::sha256_hex(&out_dir.join("example-pack.so"));
+    assert!(manifest.contains(&format!("sha256 = \"{sha}\"")), "{manifest}");
+    assert!(manifest.contains("host_api = \"^0.1.0\""), "{manifest}");
+    assert!(manifest.contains("id = \"example_calculator\""), "{manifest}");
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), out_dir.as_os_str()]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(dirs.redact(&out.stdout), "ok: example-pack@0.1.0 ([TMP]/pkg/example-pack.so)\n");
+}
