@@ -15,7 +15,8 @@ fn one_refusal(dirs: &PluginDirs, plugin_dirs: &[&Path], env: &[(&str, &str)]) -
     let out = run_host_env(&args, env);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(
-        out.stdout.contains("example_exact_match  Generated arithmetic"),
+        out.stdout
+            .contains("example_exact_match  Generated arithmetic"),
         "the good plugin must still load: {out:?}"
     );
     let lines: Vec<&str> = out.stderr.lines().collect();
@@ -25,7 +26,10 @@ fn one_refusal(dirs: &PluginDirs, plugin_dirs: &[&Path], env: &[(&str, &str)]) -
 }
 
 fn good_and_bad(dirs: &PluginDirs, bad_crate: &str) -> (PathBuf, PathBuf) {
-    (dirs.package("good", "example-pack"), dirs.package("bad", bad_crate))
+    (
+        dirs.package("good", "example-pack"),
+        dirs.package("bad", bad_crate),
+    )
 }
 
 fn edit(path: &Path, from: &str, to: &str) {
@@ -62,7 +66,10 @@ fn world_writable_library_file() {
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
     fs::set_permissions(bad.join("bad-pack.so"), fs::Permissions::from_mode(0o757)).unwrap();
     let line = one_refusal(&dirs, &[&good, &bad], &[]);
-    assert!(line.contains("bad-pack.so") && line.contains("writable"), "{line}");
+    assert!(
+        line.contains("bad-pack.so") && line.contains("writable"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -70,7 +77,13 @@ fn built_against_an_older_plugin_api() {
     let dirs = PluginDirs::new();
     let good = dirs.package("good", "example-pack");
     let bytes = fs::read(built_library("old-api-pack")).unwrap();
-    dirs.place_with_manifest("bad", "old-api-pack", &bytes, "^0.1", &[("benchmark", "old")]);
+    dirs.place_with_manifest(
+        "bad",
+        "old-api-pack",
+        &bytes,
+        "^0.1",
+        &[("benchmark", "old")],
+    );
     let line = one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]);
     insta::assert_snapshot!(line);
 }
@@ -87,7 +100,11 @@ fn missing_manifest() {
 fn malformed_manifest() {
     let dirs = PluginDirs::new();
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
-    edit(&bad.join("bad-pack.plugin.toml"), "version = \"0.1.0\"", "version = 7");
+    edit(
+        &bad.join("bad-pack.plugin.toml"),
+        "version = \"0.1.0\"",
+        "version = 7",
+    );
     insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
 }
 
@@ -95,7 +112,11 @@ fn malformed_manifest() {
 fn host_api_range_excluding_this_host() {
     let dirs = PluginDirs::new();
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
-    edit(&bad.join("bad-pack.plugin.toml"), "host_api = \"^0.1.0\"", "host_api = \"^9\"");
+    edit(
+        &bad.join("bad-pack.plugin.toml"),
+        "host_api = \"^0.1.0\"",
+        "host_api = \"^9\"",
+    );
     insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));
 }
 
@@ -105,17 +126,29 @@ fn truncated_library() {
     let good = dirs.package("good", "example-pack");
     let bytes = fs::read(built_library("bad-pack")).unwrap();
     // An ELF header and a little more: passes the magic check, fails in dlopen.
-    dirs.place_with_manifest("bad", "truncated", &bytes[..4096], "^0.1", &[("benchmark", "x")]);
-    let line = one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]);
-    assert!(line.contains("dlopen failed"), "{line}");
-    assert!(line.contains("truncated.so"), "{line}");
+    dirs.place_with_manifest(
+        "bad",
+        "truncated",
+        &bytes[..4096],
+        "^0.1",
+        &[("benchmark", "x")],
+    );
+    // dlopen would map segments past the end of the file and die of SIGBUS on first touch:
+    // the ELF layout check refuses it before that.
+    insta::assert_snapshot!(one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]));
 }
 
 #[test]
 fn non_elf_file_named_so() {
     let dirs = PluginDirs::new();
     let good = dirs.package("good", "example-pack");
-    dirs.place_with_manifest("bad", "script", b"#!/bin/sh\necho hi\n", "^0.1", &[("benchmark", "x")]);
+    dirs.place_with_manifest(
+        "bad",
+        "script",
+        b"#!/bin/sh\necho hi\n",
+        "^0.1",
+        &[("benchmark", "x")],
+    );
     insta::assert_snapshot!(one_refusal(&dirs, &[&good, &dirs.dir("bad")], &[]));
 }
 
@@ -132,7 +165,11 @@ fn symlink_pointing_outside_the_trusted_dir() {
     let good = dirs.package("good", "example-pack");
     let elsewhere = dirs.package("elsewhere", "bad-pack");
     std::os::unix::fs::symlink(elsewhere.join("bad-pack.so"), good.join("bad-pack.so")).unwrap();
-    fs::copy(elsewhere.join("bad-pack.plugin.toml"), good.join("bad-pack.plugin.toml")).unwrap();
+    fs::copy(
+        elsewhere.join("bad-pack.plugin.toml"),
+        good.join("bad-pack.plugin.toml"),
+    )
+    .unwrap();
     insta::assert_snapshot!(one_refusal(&dirs, &[&good], &[]));
 }
 
@@ -140,7 +177,11 @@ fn symlink_pointing_outside_the_trusted_dir() {
 fn panicking_registration() {
     let dirs = PluginDirs::new();
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
-    let line = one_refusal(&dirs, &[&good, &bad], &[("BAD_PACK_PANIC_IN_REGISTER", "1")]);
+    let line = one_refusal(
+        &dirs,
+        &[&good, &bad],
+        &[("BAD_PACK_PANIC_IN_REGISTER", "1")],
+    );
     insta::assert_snapshot!(line);
 }
 
@@ -155,7 +196,11 @@ fn panicking_constructor_is_reported_by_verify() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("bad_ctor"));
     // Verification instantiates every component and reports the panic, one line.
-    let out = run_host(["plugin".as_ref(), "verify".as_ref(), bad.join("bad-pack.so").as_os_str()]);
+    let out = run_host([
+        "plugin".as_ref(),
+        "verify".as_ref(),
+        bad.join("bad-pack.so").as_os_str(),
+    ]);
     assert_eq!(out.code, 1, "{out:?}");
     insta::assert_snapshot!(dirs.redact(&out.stdout));
 }
@@ -168,11 +213,19 @@ fn lock_file_pins_hashes() {
     let lock = dirs.root().join("plugins.lock");
     fs::write(
         &lock,
-        format!("[plugins]\n\"example-pack\" = \"{good_sha}\"\n\"bad-pack\" = \"{}\"\n", "1".repeat(64)),
+        format!(
+            "[plugins]\n\"example-pack\" = \"{good_sha}\"\n\"bad-pack\" = \"{}\"\n",
+            "1".repeat(64)
+        ),
     )
     .unwrap();
     let mut args = plugin_dir_args(&[&good, &bad]);
-    args.extend(["--plugin-lock".into(), lock.clone().into(), "list".into(), "benchmark".into()]);
+    args.extend([
+        "--plugin-lock".into(),
+        lock.clone().into(),
+        "list".into(),
+        "benchmark".into(),
+    ]);
     let out = run_host(&args);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("example_exact_match"), "{out:?}");
@@ -180,7 +233,11 @@ fn lock_file_pins_hashes() {
     assert_eq!(refused.len(), 1, "{out:?}");
     assert!(refused[0].contains("plugins.lock"), "{out:?}");
 
-    fs::write(&lock, format!("[plugins]\n\"example-pack\" = \"{good_sha}\"\n")).unwrap();
+    fs::write(
+        &lock,
+        format!("[plugins]\n\"example-pack\" = \"{good_sha}\"\n"),
+    )
+    .unwrap();
     let out = run_host(&args);
     let refused = out.stderr_lines("warning: refused plugin");
     assert_eq!(refused.len(), 1, "{out:?}");

@@ -6,8 +6,8 @@ use agentcompass_e2e::PluginDirs;
 use agentcompass_host::registry::Registry;
 use agentcompass_host::setup::{build_registry, PluginSettings};
 use agentcompass_plugin_api::contracts::{
-    EnvironmentSpec, ExecRequest, ExecutionPlan, HarnessPlan, OpenEnvironmentRequest,
-    RunRequest, TaskAttempts,
+    EnvironmentSpec, ExecRequest, ExecutionPlan, HarnessPlan, OpenEnvironmentRequest, RunRequest,
+    TaskAttempts,
 };
 use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
 
@@ -44,7 +44,10 @@ async fn example_pack_round_trips_through_the_abi() {
     let registry = registry(&dirs);
     let ctx = Ctx::detached();
     let req = request("example_calculator");
-    let bench = registry.benchmark("example_exact_match").expect("benchmark").benchmark;
+    let bench = registry
+        .benchmark("example_exact_match")
+        .expect("benchmark")
+        .benchmark;
     let harness = registry.harness("example_calculator").expect("harness");
 
     let tasks = bench.load_tasks(&ctx, &req).await.expect("load_tasks");
@@ -54,15 +57,22 @@ async fn example_pack_round_trips_through_the_abi() {
     for task in &tasks {
         let env = open(&registry, &ctx, &task.task_id).await;
         let plan = ExecutionPlan {
-            benchmark_plan: bench.build_plan(task, &req, &req.environment).expect("plan"),
-            harness_plan: harness.build_plan(&req, &req.environment).expect("harness plan"),
+            benchmark_plan: bench
+                .build_plan(task, &req, &req.environment)
+                .expect("plan"),
+            harness_plan: harness
+                .build_plan(&req, &req.environment)
+                .expect("harness plan"),
             ..ExecutionPlan::default()
         };
         let prepared = bench
             .prepare_task(&ctx, task, &env, &req, &plan.benchmark_plan)
             .await
             .expect("prepare");
-        assert_eq!(prepared.ground_truth, None, "the harness must not see the answer");
+        assert_eq!(
+            prepared.ground_truth, None,
+            "the harness must not see the answer"
+        );
         let session = harness
             .start_session(&ctx, &env, &req, &plan.harness_plan)
             .await
@@ -75,15 +85,24 @@ async fn example_pack_round_trips_through_the_abi() {
             .collect_result(&ctx, &session, &prepared, &req, &plan.harness_plan, result)
             .await
             .expect("collect");
-        harness.close_session(&ctx, session).await.expect("close session");
+        harness
+            .close_session(&ctx, session)
+            .await
+            .expect("close session");
         let scored = bench
             .evaluate(&ctx, task, &prepared, result, &req, &plan, Some(&env))
             .await
             .expect("evaluate");
-        assert_eq!(scored.final_answer.as_ref(), task.ground_truth.as_str().map(str::to_string).as_ref());
+        assert_eq!(
+            scored.final_answer.as_ref(),
+            task.ground_truth.as_str().map(str::to_string).as_ref()
+        );
         assert_eq!(scored.metrics.get("correct").map(|m| m.as_f64()), Some(1.0));
         // The session crossed the boundary both ways and still works on the host side.
-        let echoed = env.exec(ExecRequest::argv(["echo", "still here"])).await.expect("exec");
+        let echoed = env
+            .exec(ExecRequest::argv(["echo", "still here"]))
+            .await
+            .expect("exec");
         assert_eq!(echoed.stdout, "still here\n");
         env.close().await.expect("close env");
         results.push(TaskAttempts {
@@ -92,7 +111,10 @@ async fn example_pack_round_trips_through_the_abi() {
             attempts: vec![scored],
         });
     }
-    let report = bench.aggregate_metrics(&ctx, &results, &req).await.expect("metrics");
+    let report = bench
+        .aggregate_metrics(&ctx, &results, &req)
+        .await
+        .expect("metrics");
     assert_eq!(report.headline().and_then(|s| s.value), Some(1.0));
 }
 
@@ -102,7 +124,10 @@ async fn run_bad_harness(harness_id: &str) -> agentcompass_plugin_api::Error {
     let ctx = Ctx::detached();
     let req = request(harness_id);
     let harness = registry.harness(harness_id).expect("harness");
-    let bench = registry.benchmark("example_exact_match").expect("benchmark").benchmark;
+    let bench = registry
+        .benchmark("example_exact_match")
+        .expect("benchmark")
+        .benchmark;
     let task = bench.load_tasks(&ctx, &req).await.expect("tasks").remove(0);
     let env = open(&registry, &ctx, &task.task_id).await;
     let plan = HarnessPlan::default();
@@ -110,7 +135,10 @@ async fn run_bad_harness(harness_id: &str) -> agentcompass_plugin_api::Error {
         .prepare_task(&ctx, &task, &env, &req, &Default::default())
         .await
         .expect("prepare");
-    let session = harness.start_session(&ctx, &env, &req, &plan).await.expect("start");
+    let session = harness
+        .start_session(&ctx, &env, &req, &plan)
+        .await
+        .expect("start");
     let err = harness
         .execute_task(&ctx, &session, &prepared, &req, &plan)
         .await
@@ -119,7 +147,10 @@ async fn run_bad_harness(harness_id: &str) -> agentcompass_plugin_api::Error {
     // The host goes on: the same process still runs the good harness to completion.
     let calculator = registry.harness("example_calculator").expect("calculator");
     let calc_req = request("example_calculator");
-    let session = calculator.start_session(&ctx, &env, &calc_req, &plan).await.expect("start");
+    let session = calculator
+        .start_session(&ctx, &env, &calc_req, &plan)
+        .await
+        .expect("start");
     let result = calculator
         .execute_task(&ctx, &session, &prepared, &calc_req, &plan)
         .await
@@ -147,7 +178,8 @@ async fn panic_inside_an_async_method_is_an_error_naming_the_plugin() {
 async fn tokio_without_the_sdk_runtime_is_an_error_not_an_abort() {
     let err = run_bad_harness("bad_tokio").await;
     assert!(
-        err.message.starts_with("plugin bad-pack@0.1.0 harness bad_tokio: execute_task: panicked:"),
+        err.message
+            .starts_with("plugin bad-pack@0.1.0 harness bad_tokio: execute_task: panicked:"),
         "{err}"
     );
     assert!(err.message.contains("no reactor running"), "{err}");
@@ -157,7 +189,10 @@ async fn tokio_without_the_sdk_runtime_is_an_error_not_an_abort() {
 fn panicking_constructor_is_an_error_naming_the_plugin() {
     let dirs = PluginDirs::new();
     let registry = registry(&dirs);
-    let err = registry.benchmark("bad_ctor").err().expect("constructor fails");
+    let err = registry
+        .benchmark("bad_ctor")
+        .err()
+        .expect("constructor fails");
     let text = err.to_string();
     assert!(
         text.starts_with(

@@ -21,7 +21,9 @@ fn example_pack_is_listed_with_its_source() {
     let items: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
     let source = format!(
         "example-pack@0.1.0 ({})",
-        fs::canonicalize(good.join("example-pack.so")).unwrap().display()
+        fs::canonicalize(good.join("example-pack.so"))
+            .unwrap()
+            .display()
     );
     assert_eq!(items[0]["id"], "example_calculator");
     assert_eq!(items[0]["source"], source.as_str());
@@ -32,7 +34,10 @@ fn example_pack_is_listed_with_its_source() {
 fn config_docs_shows_declared_params() {
     let dirs = PluginDirs::new();
     let good = dirs.package("good", "example-pack");
-    for (kind, id) in [("benchmark", "example_exact_match"), ("harness", "example_calculator")] {
+    for (kind, id) in [
+        ("benchmark", "example_exact_match"),
+        ("harness", "example_calculator"),
+    ] {
         let mut args = plugin_dir_args(&[&good]);
         args.extend(["config".into(), "docs".into(), kind.into(), id.into()]);
         let out = run_host(&args);
@@ -40,10 +45,18 @@ fn config_docs_shows_declared_params() {
         insta::assert_snapshot!(format!("config_docs_{id}"), dirs.redact(&out.stdout));
     }
     let mut args = plugin_dir_args(&[&good]);
-    args.extend(["config".into(), "docs".into(), "harness".into(), "nope".into()]);
+    args.extend([
+        "config".into(),
+        "docs".into(),
+        "harness".into(),
+        "nope".into(),
+    ]);
     let out = run_host(&args);
     assert_eq!(out.code, 2);
-    assert_eq!(out.stderr, "error: unknown harness `nope` (known: example_calculator)\n");
+    assert_eq!(
+        out.stderr,
+        "error: unknown harness `nope` (known: example_calculator)\n"
+    );
 }
 
 #[test]
@@ -99,9 +112,10 @@ fn bundled_plugins_load_from_the_install_dir() {
     assert_eq!(out.code, 0, "{out:?}");
     let out = run_host(["list", "benchmark"]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(out
-        .stdout
-        .contains(&format!("example-pack@0.1.0 ({})", bundled.join("example-pack.so").display())));
+    assert!(out.stdout.contains(&format!(
+        "example-pack@0.1.0 ({})",
+        bundled.join("example-pack.so").display()
+    )));
     let out = run_host(["--no-bundled-plugins", "list", "benchmark"]);
     assert!(!out.stdout.contains("example_exact_match"), "{out:?}");
 }
@@ -112,10 +126,19 @@ fn plugin_package_writes_a_manifest_that_verifies() {
     let out_dir = dirs.package("pkg", "example-pack");
     let manifest = fs::read_to_string(out_dir.join("example-pack.plugin.toml")).unwrap();
     let sha = agentcompass_e2e::sha256_hex(&out_dir.join("example-pack.so"));
-    assert!(manifest.contains(&format!("sha256 = \"{sha}\"")), "{manifest}");
+    assert!(
+        manifest.contains(&format!("sha256 = \"{sha}\"")),
+        "{manifest}"
+    );
     assert!(manifest.contains("host_api = \"^0.1.0\""), "{manifest}");
-    assert!(manifest.contains("id = \"example_calculator\""), "{manifest}");
+    assert!(
+        manifest.contains("id = \"example_calculator\""),
+        "{manifest}"
+    );
     let out = run_host(["plugin".as_ref(), "verify".as_ref(), out_dir.as_os_str()]);
     assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(dirs.redact(&out.stdout), "ok: example-pack@0.1.0 ([TMP]/pkg/example-pack.so)\n");
+    assert_eq!(
+        dirs.redact(&out.stdout),
+        "ok: example-pack@0.1.0 ([TMP]/pkg/example-pack.so)\n"
+    );
 }

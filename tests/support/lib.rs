@@ -57,7 +57,10 @@ pub struct Outcome {
 impl Outcome {
     /// Standard-error lines that start with `prefix`.
     pub fn stderr_lines(&self, prefix: &str) -> Vec<&str> {
-        self.stderr.lines().filter(|l| l.starts_with(prefix)).collect()
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .collect()
     }
 }
 
@@ -77,7 +80,10 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let mut command = Command::new(host_bin());
-    command.args(args).env_remove("RUST_BACKTRACE").env_remove("AGENTCOMPASS_LOG");
+    command
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("AGENTCOMPASS_LOG");
     for (key, value) in env {
         command.env(key, value);
     }

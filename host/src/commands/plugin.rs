@@ -34,9 +34,9 @@ fn candidates(path: &Path) -> Vec<Result<PluginCandidate, LoadProblem>> {
         return match listed {
             Ok(items) => items
                 .into_iter()
-                .map(|item| item.map_err(|e| problem(&e)))
+                .map(|item| item.map_err(|e| LoadProblem::from_trust(&e)))
                 .collect(),
-            Err(e) => vec![Err(problem(&e))],
+            Err(e) => vec![Err(LoadProblem::from_trust(&e))],
         };
     }
     match std::fs::canonicalize(&absolute) {

@@ -16,7 +16,9 @@ use agentcompass_plugin_api::{one_line, Error};
 use super::dlopen::{open_root_module, OpenFailure};
 use super::lockfile::PluginLock;
 use super::manifest::PluginManifest;
-use super::trust::{canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate};
+use super::trust::{
+    canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate, TrustError,
+};
 use super::verified_file::VerifiedLibrary;
 use crate::host_services::HostServices;
 
@@ -97,6 +99,11 @@ impl fmt::Display for LoadProblem {
 }
 
 impl LoadProblem {
+    /// A refusal from a trust check, naming the file or directory concerned.
+    pub fn from_trust(err: &TrustError) -> Self {
+        LoadProblem::new(err.subject(), err)
+    }
+
     fn new(path: &Path, message: impl fmt::Display) -> Self {
         LoadProblem {
             path: path.to_path_buf(),
@@ -126,26 +133,20 @@ pub struct LoadReport {
 pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     let mut report = LoadReport::default();
     for dir in dirs {
-        let canonical = match canonical_plugin_dir(&dir.path).and_then(|d| {
+        let listed = canonical_plugin_dir(&dir.path).and_then(|d| {
             check_path_trusted(&d)?;
-            Ok(d)
-        }) {
-            Ok(dir) => dir,
-            Err(e) => {
-                report.problems.push(LoadProblem::new(&dir.path, e));
-                continue;
-            }
-        };
-        let candidates = match list_plugin_files(&canonical) {
+            list_plugin_files(&d)
+        });
+        let candidates = match listed {
             Ok(candidates) => candidates,
             Err(e) => {
-                report.problems.push(LoadProblem::new(&canonical, e));
+                report.problems.push(LoadProblem::from_trust(&e));
                 continue;
             }
         };
         for candidate in candidates {
             let loaded = candidate
-                .map_err(|e| LoadProblem::new(&canonical, e))
+                .map_err(|e| LoadProblem::from_trust(&e))
                 .and_then(|c| load_candidate(&c, dir.role, options));
             match loaded {
                 Ok(plugin) => report.plugins.push(plugin),

@@ -2,6 +2,7 @@
 //! the only module with `unsafe`.
 
 mod dlopen;
+mod elf;
 mod load;
 pub mod lockfile;
 pub mod manifest;

@@ -66,8 +66,8 @@ pub enum TrustError {
     },
     /// The path given to [`check_path_trusted`] is relative or not canonical.
     #[error(
-        "refusing plugin path {}: {} is {problem}, expected an absolute canonical path; canonicalize it first",
-        .target.display(), .component.display()
+        "{} is {problem}, expected an absolute canonical path; canonicalize it first",
+        .component.display()
     )]
     NotCanonical {
         /// The path being checked.
@@ -79,9 +79,9 @@ pub enum TrustError {
     },
     /// The path or an ancestor is owned by another user.
     #[error(
-        "refusing plugin path {}: {kind} {} is owned by uid {uid}, expected root or uid {current_uid} (the current user); \
+        "{kind} {} is owned by uid {uid}, expected root or uid {current_uid} (the current user); \
          fix with chown {current_uid} {} or move the plugins to a directory you own",
-        .target.display(), .path.display(), .path.display()
+        .path.display(), .path.display()
     )]
     BadOwner {
         /// The path being checked.
@@ -97,8 +97,8 @@ pub enum TrustError {
     },
     /// The path or an ancestor is group- or world-writable.
     #[error(
-        "refusing plugin path {}: {kind} {} is group/world-writable (mode {mode:04o}); fix with chmod go-w {}",
-        .target.display(), .path.display(), .path.display()
+        "{kind} {} is group/world-writable (mode {mode:04o}); fix with chmod go-w {}",
+        .path.display(), .path.display()
     )]
     Writable {
         /// The path being checked.
@@ -154,6 +154,23 @@ pub enum TrustError {
 }
 
 impl TrustError {
+    /// The plugin file or directory the error is about (what a refusal line names first).
+    pub fn subject(&self) -> &Path {
+        match self {
+            TrustError::RelativeDir { dir }
+            | TrustError::DirMissing { dir }
+            | TrustError::NotADirectory { dir, .. } => dir,
+            TrustError::Io { path, .. }
+            | TrustError::NotRegularFile { path, .. }
+            | TrustError::NonUtf8Name { path } => path,
+            TrustError::NotCanonical { target, .. }
+            | TrustError::BadOwner { target, .. }
+            | TrustError::Writable { target, .. } => target,
+            TrustError::SymlinkOutside { link, .. } => link,
+            TrustError::ManifestWithoutLibrary { manifest, .. } => manifest,
+        }
+    }
+
     fn io(path: &Path, action: &'static str, err: &std::io::Error) -> Self {
         TrustError::Io {
             path: path.to_path_buf(),
@@ -541,7 +558,7 @@ mod tests {
         assert_eq!(
             msg,
             format!(
-                "refusing plugin path {p}: directory {p} is group/world-writable (mode 0777); fix with chmod go-w {p}",
+                "directory {p} is group/world-writable (mode 0777); fix with chmod go-w {p}",
                 p = plugins.display()
             )
         );
@@ -627,7 +644,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             format!(
-                "refusing plugin path {p}: file {p} is owned by uid {owner}, expected root or uid {c} (the current user); \
+                "file {p} is owned by uid {owner}, expected root or uid {c} (the current user); \
                  fix with chown {c} {p} or move the plugins to a directory you own",
                 p = file.display(),
                 c = owner + 1

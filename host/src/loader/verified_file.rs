@@ -123,6 +123,14 @@ pub enum VerifyError {
         /// The `e_type` found.
         e_type: u16,
     },
+    /// The ELF structure cannot be loaded safely (truncated, another platform).
+    #[error("{} cannot be loaded: {reason}", .path.display())]
+    BadLayout {
+        /// The library.
+        path: PathBuf,
+        /// Why (one line, with the fix).
+        reason: String,
+    },
     /// The library's hash differs from the one in its manifest.
     #[error(
         "plugin library {} has sha256 {actual} but its manifest {} says {expected}; repackage it with `agentcompass-host plugin package` or reinstall the plugin",
@@ -195,6 +203,10 @@ impl VerifiedLibrary {
         };
         check_owner_and_mode(&meta, path, path, false, current_uid)?;
         check_elf_header(&mut file, path)?;
+        super::elf::check_layout(&file, meta.len()).map_err(|reason| VerifyError::BadLayout {
+            path: path.to_path_buf(),
+            reason,
+        })?;
         file.seek(SeekFrom::Start(0)).map_err(read_err)?;
         let sha256 = hash_reader(&mut file).map_err(read_err)?;
         Ok(VerifiedLibrary {
@@ -330,6 +342,8 @@ mod tests {
         bytes[5] = 1; // little endian
         bytes[6] = 1; // EV_CURRENT
         bytes[16..18].copy_from_slice(&e_type.to_le_bytes());
+        bytes[18..20].copy_from_slice(&super::super::elf::HOST_MACHINE.to_le_bytes());
+        bytes[54..56].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize, no program headers
         for (i, b) in bytes.iter_mut().enumerate().skip(ELF64_HEADER_LEN) {
             *b = (i % 251) as u8;
         }

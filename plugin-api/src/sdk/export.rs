@@ -194,7 +194,9 @@ pub fn root_module(name: &str, version: &str, register: fn(&mut PluginBuilder)) 
         let mut builder = PluginBuilder::new(name, version);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| register(&mut builder)))
             .map(|()| builder)
-            .map_err(|payload| Error::from_panic(payload.as_ref()).context("registering components"))
+            .map_err(|payload| {
+                Error::from_panic(payload.as_ref()).context("registering components")
+            })
     });
     PluginRoot {
         describe,
