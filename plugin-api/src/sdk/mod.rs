@@ -3,12 +3,30 @@
 //!
 //! A plugin is a `cdylib` that depends only on this crate:
 //!
-//! ```ignore
-//! use agentcompass_plugin_api::sdk::{PluginBuilder, Benchmark};
+//! ```
+//! use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, ExecutionPlan, RunRequest, TaskSpec};
+//! use agentcompass_plugin_api::sdk::{PluginBuilder, Recipe};
+//! use agentcompass_plugin_api::Result;
+//!
+//! struct PinImage;
+//!
+//! impl Recipe for PinImage {
+//!     fn matches(&self, req: &RunRequest, _: &TaskSpec, plan: &ExecutionPlan) -> Result<bool> {
+//!         Ok(req.benchmark.id == "my_bench" && plan.environment.setup.image.is_none())
+//!     }
+//!     fn apply(&self, mut plan: ExecutionPlan, _: &RunRequest, _: &TaskSpec) -> Result<ExecutionPlan> {
+//!         plan.environment.setup.image = Some("debian:bookworm".into());
+//!         Ok(plan)
+//!     }
+//! }
 //!
 //! fn register(plugin: &mut PluginBuilder) {
-//!     plugin.benchmark(ComponentInfo::new(ComponentKind::Benchmark, "my_bench", "..."), || Ok(MyBench));
+//!     plugin.recipe(
+//!         ComponentInfo::new(ComponentKind::Recipe, "pin_image", "Pins the task image"),
+//!         || Ok(PinImage),
+//!     );
 //! }
+//!
 //! agentcompass_plugin_api::export_plugin!(register);
 //! ```
 
