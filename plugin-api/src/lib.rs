@@ -18,3 +18,6 @@ mod error;
 pub mod sdk;
 
 pub use error::{one_line, Error, ErrorKind, Result};
+/// Re-exported so plugins log with `agentcompass_plugin_api::tracing::info!(..)`: the SDK
+/// forwards these events into the host's log, tagged with the plugin's name.
+pub use tracing;

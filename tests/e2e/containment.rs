@@ -202,3 +202,124 @@ fn panicking_constructor_is_an_error_naming_the_plugin() {
         "{text}"
     );
 }
+
+/// Collects progress payloads.
+#[derive(Default)]
+struct Progress(std::sync::Mutex<Vec<(String, serde_json::Value)>>);
+
+impl agentcompass_host::host_services::ProgressSink for Progress {
+    fn emit(&self, component: &str, payload: &serde_json::Value) {
+        self.0
+            .lock()
+            .unwrap()
+            .push((component.to_string(), payload.clone()));
+    }
+}
+
+/// A `tracing` writer into a shared buffer.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn host_services_cross_the_boundary() {
+    use agentcompass_host::host_services::{CancelToken, HostServices};
+    use std::sync::Arc;
+
+    let dirs = PluginDirs::new();
+    let registry = registry(&dirs);
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let progress = Arc::new(Progress::default());
+    let cancel = CancelToken::new();
+    let ctx =
+        HostServices::for_component("example_calculator", cancel.clone(), Some(progress.clone()))
+            .into_ctx();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    tracing::subscriber::with_default(subscriber, || {
+        runtime.block_on(async {
+            let req = request("example_calculator");
+            let bench = registry.benchmark("example_exact_match").unwrap().benchmark;
+            let harness = registry.harness("example_calculator").unwrap();
+            let task = bench.load_tasks(&ctx, &req).await.unwrap().remove(0);
+            let env = open(&registry, &ctx, &task.task_id).await;
+            let prepared = bench
+                .prepare_task(&ctx, &task, &env, &req, &Default::default())
+                .await
+                .unwrap();
+            let plan = HarnessPlan::default();
+            let session = harness
+                .start_session(&ctx, &env, &req, &plan)
+                .await
+                .unwrap();
+            harness
+                .execute_task(&ctx, &session, &prepared, &req, &plan)
+                .await
+                .unwrap();
+
+            // Cooperative cancellation reaches the plugin through the same context.
+            cancel.cancel();
+            let err = harness
+                .execute_task(&ctx, &session, &prepared, &req, &plan)
+                .await
+                .expect_err("cancelled");
+            assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::Cancelled);
+
+            // Dropping a running call cancels it: a 60 s agent step ends at the timeout.
+            let mut slow_req = request("example_calculator");
+            slow_req
+                .harness
+                .params
+                .insert("delay_ms".into(), 60_000.into());
+            let fresh = HostServices::for_plugin("test").into_ctx();
+            let slow = harness
+                .start_session(&fresh, &env, &slow_req, &plan)
+                .await
+                .unwrap();
+            let started = std::time::Instant::now();
+            let call = harness.execute_task(&fresh, &slow, &prepared, &slow_req, &plan);
+            let out = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
+            assert!(
+                out.is_err(),
+                "the call must still be running at the timeout"
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(5));
+            env.close().await.unwrap();
+        })
+    });
+
+    let events = progress.0.lock().unwrap().clone();
+    assert!(
+        events
+            .iter()
+            .any(|(component, payload)| component == "example_calculator"
+                && payload["step"] == "solving"
+                && payload["task_id"] == "arith-0000"),
+        "{events:?}"
+    );
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        logs.lines().any(|l| l.contains("DEBUG")
+            && l.contains("plugin=\"example-pack\"")
+            && l.contains("solved task_id=arith-0000")),
+        "plugin logs must reach the host's tracing with the plugin's name:\n{logs}"
+    );
+}

@@ -142,3 +142,16 @@ fn plugin_package_writes_a_manifest_that_verifies() {
         "ok: example-pack@0.1.0 ([TMP]/pkg/example-pack.so)\n"
     );
 }
+
+#[test]
+fn builtins_come_first() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let mut args = plugin_dir_args(&[&good]);
+    args.extend(["list".into(), "env".into(), "--json".into()]);
+    let out = run_host(&args);
+    assert_eq!(out.code, 0, "{out:?}");
+    let items: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(items[0]["id"], "host_process");
+    assert_eq!(items[0]["source"], "built-in");
+}

@@ -164,6 +164,7 @@ pub fn load_candidate(
     options: &LoadOptions,
 ) -> Result<LoadedPlugin, LoadProblem> {
     let library = &candidate.library;
+    let started = std::time::Instant::now();
     let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
     check_path_trusted(library).map_err(|e| refuse(&e))?;
     let manifest = PluginManifest::read(&candidate.manifest).map_err(|e| refuse(&e))?;
@@ -192,8 +193,10 @@ pub fn load_candidate(
             .map_err(|e| refuse(&e))?;
     }
     let sha256 = verified.sha256().to_string();
+    let checked = started.elapsed();
     let root = open_root_module(&verified.into_dlopen_path())
         .map_err(|failure| describe_open_failure(library, &manifest.name, failure))?;
+    let opened = started.elapsed();
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
     check_description(&manifest, &description).map_err(|e| refuse(&e))?;
     let source = Arc::new(PluginSource {
@@ -205,6 +208,13 @@ pub fn load_candidate(
     if let Err(e) = (root.init())(host).into_result() {
         return Err(refuse(&format_args!("init: {}", Error::from(e))));
     }
+    tracing::debug!(
+        plugin = %source,
+        checks_us = checked.as_micros() as u64,
+        dlopen_and_abi_check_us = (opened - checked).as_micros() as u64,
+        total_us = started.elapsed().as_micros() as u64,
+        "plugin loaded"
+    );
     Ok(LoadedPlugin {
         source,
         description,

@@ -10,7 +10,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::{
     async_trait, runtime, Ctx, Harness, HarnessSession, SessionRef,
 };
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::{tracing, Error, Result};
 use serde::Deserialize;
 
 /// Registry id.
@@ -67,7 +67,7 @@ impl Harness for ExampleCalculator {
 
     async fn execute_task(
         &self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         session: &HarnessSession,
         prepared: &PreparedTask,
         _req: &RunRequest,
@@ -83,14 +83,19 @@ impl Harness for ExampleCalculator {
             );
         }
         let started = Instant::now();
+        ctx.progress(serde_json::json!({"step": "solving", "task_id": prepared.task_id}));
         if params.delay_ms > 0 {
             runtime::sleep(Duration::from_millis(params.delay_ms)).await?;
+        }
+        if ctx.is_cancelled() {
+            return Err(Error::cancelled());
         }
         let mut answer = solve(&prepared.input.prompt);
         let index = task_index(&prepared.task_id).unwrap_or(0);
         if params.wrong_every > 0 && (index + 1) % params.wrong_every == 0 {
             answer = answer.map(|a| a + 1);
         }
+        tracing::debug!(task_id = %prepared.task_id, answer = ?answer, "solved");
         let mut result = RunResult::new(prepared.task_id.clone());
         result.category = prepared.category.clone();
         result.final_answer = answer.map(|a| a.to_string());
