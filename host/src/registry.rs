@@ -128,26 +128,13 @@ impl Registry {
     /// Appends every component of a loaded plugin, or none of them: a reserved id or an id
     /// already registered refuses the whole plugin with a message naming both sources.
     pub fn add_plugin(&mut self, plugin: LoadedPlugin) -> Result<(), LoadProblem> {
-        let refuse = |message: String| LoadProblem {
-            path: plugin.source.path.clone(),
-            message,
-            detail: None,
-        };
-        for info in &plugin.description.components {
-            if info.kind == ComponentKind::Harness && info.id == HARNESS_NONE {
-                return Err(refuse(format!(
-                    "harness id `{HARNESS_NONE}` is reserved for harness-free benchmarks; rename \
-                     the harness"
-                )));
-            }
-            if let Some(existing) = self.find(info.kind, &info.id) {
-                return Err(refuse(format!(
-                    "duplicate {} id `{}`: provided by {} and by {}; remove one of them",
-                    info.kind, info.id, existing.source, plugin.source
-                )));
-            }
-        }
         let source = Source::Plugin(plugin.source.clone());
+        self.check_new_components(&plugin.description.components, &source)
+            .map_err(|message| LoadProblem {
+                path: plugin.source.path.clone(),
+                message,
+                detail: None,
+            })?;
         for info in &plugin.description.components {
             self.entries.push(Entry {
                 info: info.clone(),
@@ -156,6 +143,29 @@ impl Registry {
             });
         }
         self.plugins.push(plugin);
+        Ok(())
+    }
+
+    /// Refuses a reserved id or an id that is already registered (naming both sources).
+    fn check_new_components(
+        &self,
+        components: &[ComponentInfo],
+        source: &Source,
+    ) -> Result<(), String> {
+        for info in components {
+            if info.kind == ComponentKind::Harness && info.id == HARNESS_NONE {
+                return Err(format!(
+                    "harness id `{HARNESS_NONE}` is reserved for harness-free benchmarks; rename \
+                     the harness"
+                ));
+            }
+            if let Some(existing) = self.find(info.kind, &info.id) {
+                return Err(format!(
+                    "duplicate {} id `{}`: provided by {} and by {source}; remove one of them",
+                    info.kind, info.id, existing.source
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -270,4 +280,54 @@ fn kind_mismatch(label: &Label) -> RegistryError {
         "{}: registered with a constructor of another kind",
         label.as_str()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin_source() -> Source {
+        Source::Plugin(Arc::new(PluginSource {
+            name: "p".into(),
+            version: "1.0.0".into(),
+            path: "/plugins/p.so".into(),
+        }))
+    }
+
+    #[test]
+    fn harness_none_is_reserved_and_builtin_ids_cannot_be_shadowed() {
+        let registry = Registry::with_builtins(&crate::builtins::all());
+        let none = ComponentInfo::new(ComponentKind::Harness, "none", "");
+        let err = registry
+            .check_new_components(&[none], &plugin_source())
+            .unwrap_err();
+        assert!(
+            err.contains("reserved for harness-free benchmarks"),
+            "{err}"
+        );
+        let shadow = ComponentInfo::new(ComponentKind::Environment, "host_process", "");
+        let err = registry
+            .check_new_components(&[shadow], &plugin_source())
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "duplicate environment id `host_process`: provided by built-in and by \
+             p@1.0.0 (/plugins/p.so); remove one of them"
+        );
+        let fresh = ComponentInfo::new(ComponentKind::Benchmark, "host_process", "");
+        assert_eq!(
+            registry.check_new_components(&[fresh], &plugin_source()),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn unknown_ids_list_the_known_ones() {
+        let registry = Registry::with_builtins(&crate::builtins::all());
+        let err = registry.environment("docker").err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "unknown environment `docker` (known: host_process)"
+        );
+    }
 }

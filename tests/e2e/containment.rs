@@ -323,3 +323,64 @@ fn host_services_cross_the_boundary() {
         "plugin logs must reach the host's tracing with the plugin's name:\n{logs}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_calculator_params_shape_the_answers() {
+    let dirs = PluginDirs::new();
+    let registry = registry(&dirs);
+    let ctx = Ctx::detached();
+    let mut req = request("example_calculator");
+    req.benchmark.params.insert("size".into(), 4.into());
+    req.harness.params.insert("wrong_every".into(), 2.into());
+    req.harness
+        .params
+        .insert("panic_on_task".into(), "arith-0002".into());
+    let bench = registry.benchmark("example_exact_match").unwrap().benchmark;
+    let harness = registry.harness("example_calculator").unwrap();
+    let env = open(&registry, &ctx, "t").await;
+    let plan = HarnessPlan::default();
+    let session = harness
+        .start_session(&ctx, &env, &req, &plan)
+        .await
+        .unwrap();
+    let mut outcomes = Vec::new();
+    for task in bench.load_tasks(&ctx, &req).await.unwrap() {
+        let exec_plan = ExecutionPlan {
+            benchmark_plan: bench.build_plan(&task, &req, &req.environment).unwrap(),
+            ..ExecutionPlan::default()
+        };
+        let prepared = bench
+            .prepare_task(&ctx, &task, &env, &req, &exec_plan.benchmark_plan)
+            .await
+            .unwrap();
+        let outcome = match harness
+            .execute_task(&ctx, &session, &prepared, &req, &plan)
+            .await
+        {
+            Ok(result) => {
+                let scored = bench
+                    .evaluate(&ctx, &task, &prepared, result, &req, &exec_plan, None)
+                    .await
+                    .unwrap();
+                format!("{}", scored.metrics["correct"].as_f64())
+            }
+            Err(err) => err.message,
+        };
+        outcomes.push(outcome);
+    }
+    env.close().await.unwrap();
+    assert_eq!(outcomes[0], "1");
+    assert_eq!(
+        outcomes[1], "0",
+        "wrong_every = 2 answers task index 1 wrongly"
+    );
+    assert!(
+        outcomes[2].starts_with(
+            "plugin example-pack@0.1.0 harness example_calculator: execute_task: panicked: \
+             example_calculator was asked to panic on arith-0002"
+        ),
+        "{}",
+        outcomes[2]
+    );
+    assert_eq!(outcomes[3], "0");
+}

@@ -584,3 +584,96 @@ impl Recipe for ImportedRecipe {
         self.label.decode("apply", &json)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A session keeping files in memory (stands in for a provider's session).
+    #[derive(Default)]
+    struct MemorySession(Mutex<HashMap<String, String>>);
+
+    #[async_trait]
+    impl EnvironmentSession for MemorySession {
+        fn info(&self) -> SessionInfo {
+            SessionInfo {
+                id: "mem-1".into(),
+                provider: "memory".into(),
+                ..SessionInfo::default()
+            }
+        }
+        async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
+            Ok(ExecResult::new(0, format!("{:?}", request.command), ""))
+        }
+        async fn upload(&self, _: &Path, _: &str) -> Result<()> {
+            Ok(())
+        }
+        async fn download(&self, _: &str, _: &Path) -> Result<()> {
+            Ok(())
+        }
+        async fn upload_dir(&self, _: &Path, _: &str) -> Result<()> {
+            Ok(())
+        }
+        async fn download_dir(&self, _: &str, _: &Path) -> Result<()> {
+            Ok(())
+        }
+        async fn read_text(&self, path: &str) -> Result<String> {
+            let files = self.0.lock().map_err(|_| Error::msg("poisoned"))?;
+            files
+                .get(path)
+                .cloned()
+                .ok_or_else(|| Error::environment(format!("{path}: no such file")))
+        }
+        async fn write_text(&self, path: &str, content: &str) -> Result<()> {
+            let mut files = self.0.lock().map_err(|_| Error::msg("poisoned"))?;
+            files.insert(path.into(), content.into());
+            Ok(())
+        }
+        async fn is_file(&self, path: &str) -> Result<bool> {
+            Ok(self
+                .0
+                .lock()
+                .map_err(|_| Error::msg("poisoned"))?
+                .contains_key(path))
+        }
+        async fn is_dir(&self, _: &str) -> Result<bool> {
+            Ok(false)
+        }
+        async fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn sessions_cross_the_boundary_and_are_never_wrapped_twice() {
+        let native: SessionRef = Arc::new(MemorySession::default());
+        let exported = export_session(&native);
+        let imported = import_session(exported);
+        assert_eq!(imported.info().provider, "memory");
+        imported.write_text("/a.txt", "hello").await.unwrap();
+        assert_eq!(native.read_text("/a.txt").await.unwrap(), "hello");
+        assert!(imported.is_file("/a.txt").await.unwrap());
+        let err = imported.read_text("/missing").await.unwrap_err();
+        assert_eq!(
+            err.message,
+            "environment memory session mem-1: read_text: /missing: no such file"
+        );
+        // Handing the imported session to another plugin passes the same ABI object on.
+        let again = export_session(&imported);
+        let twice = import_session(again);
+        assert_eq!(twice.read_text("/a.txt").await.unwrap(), "hello");
+        assert!(imported.abi_object().is_some());
+        // The default network-policy switch refuses anything but public.
+        let refused = imported
+            .set_network_policy(&NetworkPolicy::no_network())
+            .await
+            .unwrap_err();
+        assert!(
+            refused.message.contains("cannot switch network policies"),
+            "{refused}"
+        );
+    }
+}
