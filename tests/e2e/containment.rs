@@ -230,20 +230,31 @@ impl std::io::Write for Captured {
     }
 }
 
+/// The test binary's global `tracing` output (a scoped subscriber would race with the
+/// callsite-interest cache of tests running on other threads).
+fn global_log() -> &'static Captured {
+    static LOG: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    LOG.get_or_init(|| {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("one global subscriber");
+        logs
+    })
+}
+
 #[test]
 fn host_services_cross_the_boundary() {
     use agentcompass_host::host_services::{CancelToken, HostServices};
     use std::sync::Arc;
 
+    let logs = global_log();
     let dirs = PluginDirs::new();
     let registry = registry(&dirs);
-    let logs = Captured::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
     let progress = Arc::new(Progress::default());
     let cancel = CancelToken::new();
     let ctx =
@@ -254,56 +265,56 @@ fn host_services_cross_the_boundary() {
         .build()
         .unwrap();
 
-    tracing::subscriber::with_default(subscriber, || {
-        runtime.block_on(async {
-            let req = request("example_calculator");
-            let bench = registry.benchmark("example_exact_match").unwrap().benchmark;
-            let harness = registry.harness("example_calculator").unwrap();
-            let task = bench.load_tasks(&ctx, &req).await.unwrap().remove(0);
-            let env = open(&registry, &ctx, &task.task_id).await;
-            let prepared = bench
-                .prepare_task(&ctx, &task, &env, &req, &Default::default())
-                .await
-                .unwrap();
-            let plan = HarnessPlan::default();
-            let session = harness
-                .start_session(&ctx, &env, &req, &plan)
-                .await
-                .unwrap();
-            harness
-                .execute_task(&ctx, &session, &prepared, &req, &plan)
-                .await
-                .unwrap();
+    runtime.block_on(async {
+        let mut req = request("example_calculator");
+        req.benchmark.params.insert("size".into(), 7.into());
+        let bench = registry.benchmark("example_exact_match").unwrap().benchmark;
+        let harness = registry.harness("example_calculator").unwrap();
+        // Task 6: no other test solves it, so its log line is this test's.
+        let task = bench.load_tasks(&ctx, &req).await.unwrap().remove(6);
+        let env = open(&registry, &ctx, &task.task_id).await;
+        let prepared = bench
+            .prepare_task(&ctx, &task, &env, &req, &Default::default())
+            .await
+            .unwrap();
+        let plan = HarnessPlan::default();
+        let session = harness
+            .start_session(&ctx, &env, &req, &plan)
+            .await
+            .unwrap();
+        harness
+            .execute_task(&ctx, &session, &prepared, &req, &plan)
+            .await
+            .unwrap();
 
-            // Cooperative cancellation reaches the plugin through the same context.
-            cancel.cancel();
-            let err = harness
-                .execute_task(&ctx, &session, &prepared, &req, &plan)
-                .await
-                .expect_err("cancelled");
-            assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::Cancelled);
+        // Cooperative cancellation reaches the plugin through the same context.
+        cancel.cancel();
+        let err = harness
+            .execute_task(&ctx, &session, &prepared, &req, &plan)
+            .await
+            .expect_err("cancelled");
+        assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::Cancelled);
 
-            // Dropping a running call cancels it: a 60 s agent step ends at the timeout.
-            let mut slow_req = request("example_calculator");
-            slow_req
-                .harness
-                .params
-                .insert("delay_ms".into(), 60_000.into());
-            let fresh = HostServices::for_plugin("test").into_ctx();
-            let slow = harness
-                .start_session(&fresh, &env, &slow_req, &plan)
-                .await
-                .unwrap();
-            let started = std::time::Instant::now();
-            let call = harness.execute_task(&fresh, &slow, &prepared, &slow_req, &plan);
-            let out = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
-            assert!(
-                out.is_err(),
-                "the call must still be running at the timeout"
-            );
-            assert!(started.elapsed() < std::time::Duration::from_secs(5));
-            env.close().await.unwrap();
-        })
+        // Dropping a running call cancels it: a 60 s agent step ends at the timeout.
+        let mut slow_req = request("example_calculator");
+        slow_req
+            .harness
+            .params
+            .insert("delay_ms".into(), 60_000.into());
+        let fresh = HostServices::for_plugin("test").into_ctx();
+        let slow = harness
+            .start_session(&fresh, &env, &slow_req, &plan)
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let call = harness.execute_task(&fresh, &slow, &prepared, &slow_req, &plan);
+        let out = tokio::time::timeout(std::time::Duration::from_millis(200), call).await;
+        assert!(
+            out.is_err(),
+            "the call must still be running at the timeout"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        env.close().await.unwrap();
     });
 
     let events = progress.0.lock().unwrap().clone();
@@ -312,14 +323,14 @@ fn host_services_cross_the_boundary() {
             .iter()
             .any(|(component, payload)| component == "example_calculator"
                 && payload["step"] == "solving"
-                && payload["task_id"] == "arith-0000"),
+                && payload["task_id"] == "arith-0006"),
         "{events:?}"
     );
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
     assert!(
         logs.lines().any(|l| l.contains("DEBUG")
             && l.contains("plugin=\"example-pack\"")
-            && l.contains("solved task_id=arith-0000")),
+            && l.contains("solved task_id=arith-0006")),
         "plugin logs must reach the host's tracing with the plugin's name:\n{logs}"
     );
 }
