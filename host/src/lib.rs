@@ -3,8 +3,11 @@
 pub mod builtins;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod fsutil;
 pub mod host_services;
 pub mod loader;
+pub mod redact;
 pub mod registry;
+pub mod request;
 pub mod setup;

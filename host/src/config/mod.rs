@@ -1,0 +1,65 @@
+//! Configuration files: discovery (user, project, explicit), parsing (TOML, YAML, JSON),
+//! validation, `deep_merge`, and `${VAR}` reference rules.
+
+mod files;
+mod interpolate;
+mod merge;
+mod validate;
+
+pub use files::{discover_config_files, load_run_config, parse_file, ConfigFile, LoadedConfig};
+pub use interpolate::{
+    check_references, is_env_map_key, resolve_references, whole_field_reference,
+};
+pub use merge::deep_merge;
+pub use validate::{validate_config, EXECUTION_KEYS, RUNTIME_KEYS};
+
+use std::path::PathBuf;
+
+/// A configuration problem: one line naming the file (or flag) and the key path.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ConfigError {
+    /// An explicitly named file does not exist.
+    #[error("config file {} does not exist", .0.display())]
+    Missing(PathBuf),
+    /// A file could not be read.
+    #[error("cannot read {}: {message}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A file could not be parsed.
+    #[error("{}: {message}", .path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Parser message, one line.
+        message: String,
+    },
+    /// A value is not allowed where it is.
+    #[error("{source_name}: {path}: {message}")]
+    Invalid {
+        /// File path or flag name.
+        source_name: String,
+        /// Dotted key path.
+        path: String,
+        /// What was expected and what was found.
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// A rejection naming the source (file or flag) and the key path.
+    pub fn invalid(
+        source: impl Into<String>,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        ConfigError::Invalid {
+            source_name: source.into(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,508 @@
+//! Secret redaction for JSON values and free text.
+//!
+//! Everything that is printed (dry-run output, `config show`, error reports) or persisted
+//! (`run_info.json`, `params.json`) passes through [`redact_value`] first; free text such as
+//! error messages and logs can additionally be scrubbed with [`redact_text`] as a last line of
+//! defence.
+//!
+//! The rules mirror upstream AgentCompass (`config/loader.redact_secrets`):
+//!
+//! * Keys are compared after normalisation to lowercase snake_case (`apiKey` → `api_key`,
+//!   `X-Api-Key` → `x_api_key`; hyphens and spaces become `_`).
+//! * A *sensitive* key (see [`is_sensitive_key`]) has its value masked with the leaf rule; when
+//!   that value is an object or array, every string/number leaf inside it is masked.
+//! * A *container* key (`auth`, `headers`, `env`, …) has every string/number leaf beneath it
+//!   masked, whatever the leaves' own keys are.
+//! * The leaf rule: empty strings stay empty, a string that is exactly one `${NAME}` reference is
+//!   kept (it names a secret rather than containing one), booleans and `null` are kept, and any
+//!   other string or number becomes [`REDACTED`].
+//! * Everything else is copied unchanged, recursing through objects and arrays.
+
+use serde_json::Value;
+
+/// The mask that replaces a secret value, both in JSON values and in free text.
+pub const REDACTED: &str = "********";
+
+/// Normalised keys that are sensitive as a whole.
+const SENSITIVE_EXACT: &[&str] = &[
+    "aksk",
+    "token_id",
+    "authorization",
+    "cookie",
+    "jwt",
+    "password",
+    "passwd",
+    "proxy_authorization",
+    "set_cookie",
+    "token",
+    "secret",
+    "api_key",
+    "apikey",
+    "access_key",
+    "private_key",
+    "credential",
+    "credentials",
+];
+
+/// Normalised key suffixes that mark a key as sensitive.
+const SENSITIVE_SUFFIXES: &[&str] = &[
+    "_key",
+    "_secret",
+    "_token",
+    "_jwt",
+    "_password",
+    "_credential",
+];
+
+/// Normalised keys that would match a sensitive suffix but are known not to hold secrets.
+const NOT_SENSITIVE: &[&str] = &["wrap_api_key"];
+
+/// Normalised keys whose whole subtree is redacted leaf by leaf.
+const CONTAINER_KEYS: &[&str] = &[
+    "auth",
+    "authentication",
+    "credentials",
+    "headers",
+    "env",
+    "env_variables",
+    "run_env_variables",
+    "evaluation_env_variables",
+    "evaluation_environment_env_variables",
+    "resolved_env",
+    "required_env",
+];
+
+/// Secrets shorter than this (in characters, ignoring surrounding whitespace) are not replaced
+/// by [`redact_text`]: they would shred ordinary text.
+const MIN_TEXT_SECRET_CHARS: usize = 4;
+
+/// Returns a redacted copy of `value`; the input is never modified.
+///
+/// Values under sensitive keys (see [`is_sensitive_key`]) and every string/number leaf beneath
+/// container keys (`auth`, `authentication`, `credentials`, `headers`, `env`, `env_variables`,
+/// `run_env_variables`, `evaluation_env_variables`, `evaluation_environment_env_variables`,
+/// `resolved_env`, `required_env`) are replaced by [`REDACTED`], except empty strings and strings
+/// that are exactly one `${NAME}` reference, which are kept as written. Booleans and `null` are
+/// always kept. All other values are copied unchanged.
+pub fn redact_value(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, child)| {
+                    let redacted = if is_sensitive_key(key) || is_container_key(key) {
+                        redact_all_leaves(child)
+                    } else {
+                        redact_value(child)
+                    };
+                    (key.clone(), redacted)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_value).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Reports whether `key` names a secret-bearing field.
+///
+/// The key is first normalised to lowercase snake_case (`apiKey` → `api_key`, `X-Api-Key` →
+/// `x_api_key`, hyphens and spaces become `_`). It is sensitive if the normalised form is one of
+/// `aksk`, `token_id`, `authorization`, `cookie`, `jwt`, `password`, `passwd`,
+/// `proxy_authorization`, `set_cookie`, `token`, `secret`, `api_key`, `apikey`, `access_key`,
+/// `private_key`, `credential`, `credentials`, or ends with `_key`, `_secret`, `_token`, `_jwt`,
+/// `_password` or `_credential` — except `wrap_api_key`, which is a boolean flag.
+///
+/// Note that only exact suffixes count: `max_tokens`, `key_count` and `monkey` are not sensitive.
+pub fn is_sensitive_key(key: &str) -> bool {
+    let normalised = normalize_key(key);
+    let name = normalised.as_str();
+    if NOT_SENSITIVE.contains(&name) {
+        return false;
+    }
+    SENSITIVE_EXACT.contains(&name)
+        || SENSITIVE_SUFFIXES
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+}
+
+/// Replaces every occurrence of each secret in `text` with [`REDACTED`].
+///
+/// Intended as a last line of defence on free text (error messages, logs) when the secret values
+/// themselves are known. Secrets are applied longest first, so a secret that contains another is
+/// masked as a whole. Secrets shorter than four characters (ignoring surrounding whitespace) are
+/// ignored, as they would shred ordinary text, and so are secrets made only of mask characters
+/// (which would corrupt earlier masks).
+pub fn redact_text(text: &str, secrets: &[&str]) -> String {
+    let mut eligible: Vec<&str> = secrets
+        .iter()
+        .copied()
+        .filter(|secret| secret.trim().chars().count() >= MIN_TEXT_SECRET_CHARS)
+        .filter(|secret| !REDACTED.contains(*secret))
+        .collect();
+    eligible.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    eligible.dedup();
+
+    let mut out = text.to_owned();
+    for secret in eligible {
+        if out.contains(secret) {
+            out = out.replace(secret, REDACTED);
+        }
+    }
+    out
+}
+
+/// Reports whether `key` is a container whose whole subtree is redacted leaf by leaf.
+fn is_container_key(key: &str) -> bool {
+    CONTAINER_KEYS.contains(&normalize_key(key).as_str())
+}
+
+/// Normalises a key to lowercase snake_case for comparison.
+///
+/// Surrounding whitespace is trimmed; hyphens and inner whitespace become `_`; an `_` is inserted
+/// at each lowercase/digit → uppercase boundary (`apiKey` → `api_key`) and before the last
+/// capital of an acronym followed by a lowercase letter (`APIKey` → `api_key`).
+fn normalize_key(key: &str) -> String {
+    let chars: Vec<char> = key
+        .trim()
+        .chars()
+        .map(|c| {
+            if c == '-' || c.is_whitespace() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let mut out = String::with_capacity(chars.len() + 4);
+    let mut prev: Option<char> = None;
+    for (index, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            if let Some(p) = prev {
+                let next_is_lower = chars.get(index + 1).is_some_and(|n| n.is_lowercase());
+                let boundary =
+                    p.is_lowercase() || p.is_ascii_digit() || (p.is_uppercase() && next_is_lower);
+                if boundary {
+                    out.push('_');
+                }
+            }
+        }
+        out.extend(c.to_lowercase());
+        prev = Some(c);
+    }
+    out
+}
+
+/// Redacts every string/number leaf of `value` with the leaf rule, recursing through objects and
+/// arrays regardless of their keys. Booleans and `null` are kept.
+fn redact_all_leaves(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, child)| (key.clone(), redact_all_leaves(child)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(redact_all_leaves).collect()),
+        Value::String(text) => {
+            if text.is_empty() || is_env_reference(text) {
+                value.clone()
+            } else {
+                Value::String(REDACTED.to_owned())
+            }
+        }
+        Value::Number(_) => Value::String(REDACTED.to_owned()),
+        Value::Bool(_) | Value::Null => value.clone(),
+    }
+}
+
+/// Reports whether `text` is exactly one `${NAME}` reference (NAME = `[A-Za-z_][A-Za-z0-9_]*`),
+/// allowing surrounding whitespace. Defaults (`${NAME:-x}`) and embedded references do not count.
+fn is_env_reference(text: &str) -> bool {
+    let Some(name) = text
+        .trim()
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+    else {
+        return false;
+    };
+    let mut chars = name.chars();
+    match chars.next() {
+        Some(first) if first.is_ascii_alphabetic() || first == '_' => {
+            chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn literal_api_key_is_masked() {
+        let out = redact_value(&json!({"api_key": "sk-live-123456"}));
+        assert_eq!(out, json!({"api_key": REDACTED}));
+    }
+
+    #[test]
+    fn env_reference_is_kept() {
+        let input = json!({
+            "api_key": "${OPENAI_API_KEY}",
+            "token": "  ${_TOKEN2}  ",
+        });
+        assert_eq!(redact_value(&input), input);
+    }
+
+    #[test]
+    fn reference_with_default_or_embedded_is_masked() {
+        let input = json!({
+            "api_key": "${OPENAI_API_KEY:-sk-fallback}",
+            "password": "prefix-${PW}",
+            "secret": "${A}${B}",
+            "x_token": "${1BAD}",
+            "y_token": "${}",
+        });
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({
+                "api_key": REDACTED,
+                "password": REDACTED,
+                "secret": REDACTED,
+                "x_token": REDACTED,
+                "y_token": REDACTED,
+            })
+        );
+    }
+
+    #[test]
+    fn empty_value_is_kept() {
+        let input = json!({"api_key": "", "password": ""});
+        assert_eq!(redact_value(&input), input);
+    }
+
+    #[test]
+    fn wrap_api_key_flag_is_kept() {
+        let input = json!({"wrap_api_key": true, "wrapApiKey": "yes"});
+        assert_eq!(redact_value(&input), input);
+        assert!(!is_sensitive_key("wrap_api_key"));
+        assert!(!is_sensitive_key("wrapApiKey"));
+    }
+
+    #[test]
+    fn authorization_header_is_masked() {
+        let input = json!({
+            "headers": {
+                "Authorization": "Bearer abc",
+                "Content-Type": "application/json",
+                "X-Retries": 3,
+                "X-Debug": true,
+                "X-Empty": "",
+            }
+        });
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({
+                "headers": {
+                    "Authorization": REDACTED,
+                    "Content-Type": REDACTED,
+                    "X-Retries": REDACTED,
+                    "X-Debug": true,
+                    "X-Empty": "",
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn env_maps_are_masked_leaf_by_leaf_but_references_kept() {
+        let input = json!({
+            "env": {"HOME": "/root", "OPENAI_API_KEY": "${OPENAI_API_KEY}", "DEBUG": null},
+            "run_env_variables": {"A": "x", "B": "${B}"},
+            "evaluationEnvironmentEnvVariables": {"C": "secret-c"},
+            "resolved_env": {"D": "d"},
+            "required_env": ["E_VALUE"],
+            "auth": {"user": "bob", "nested": {"deep": "v"}},
+        });
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({
+                "env": {"HOME": REDACTED, "OPENAI_API_KEY": "${OPENAI_API_KEY}", "DEBUG": null},
+                "run_env_variables": {"A": REDACTED, "B": "${B}"},
+                "evaluationEnvironmentEnvVariables": {"C": REDACTED},
+                "resolved_env": {"D": REDACTED},
+                "required_env": [REDACTED],
+                "auth": {"user": REDACTED, "nested": {"deep": REDACTED}},
+            })
+        );
+    }
+
+    #[test]
+    fn nested_arrays_of_objects_are_walked() {
+        let input = json!({
+            "models": [
+                {"name": "gpt", "api_key": "k1", "params": [{"secret": "s"}, {"temperature": 0.2}]},
+                [{"access_key": "ak"}, "plain"],
+            ]
+        });
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({
+                "models": [
+                    {"name": "gpt", "api_key": REDACTED, "params": [{"secret": REDACTED}, {"temperature": 0.2}]},
+                    [{"access_key": REDACTED}, "plain"],
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn sensitive_key_with_container_value_masks_leaves() {
+        let input = json!({
+            "sort_key": {"field": "name", "desc": true, "weights": [1, 2]},
+            "tokens_list": ["a"],
+        });
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({
+                "sort_key": {"field": REDACTED, "desc": true, "weights": [REDACTED, REDACTED]},
+                "tokens_list": ["a"],
+            })
+        );
+    }
+
+    #[test]
+    fn camel_case_and_hyphen_keys_are_normalised() {
+        let input = json!({
+            "apiKey": "a",
+            "X-Api-Key": "b",
+            "APIKey": "c",
+            "accessToken": "d",
+            "Proxy-Authorization": "e",
+            "set cookie": "f",
+            "tokenId": "g",
+            "clientSecret": "h",
+            "X_API_KEY": "i",
+        });
+        let out = redact_value(&input);
+        for (key, value) in out.as_object().into_iter().flatten() {
+            assert_eq!(value, REDACTED, "key {key} should be masked");
+        }
+        assert_eq!(normalize_key("apiKey"), "api_key");
+        assert_eq!(normalize_key("X-Api-Key"), "x_api_key");
+        assert_eq!(normalize_key("Authorization"), "authorization");
+        assert_eq!(normalize_key("APIKey"), "api_key");
+        assert_eq!(normalize_key("set cookie"), "set_cookie");
+        assert_eq!(normalize_key("OPENAI_API_KEY"), "openai_api_key");
+    }
+
+    #[test]
+    fn numbers_under_sensitive_keys_are_masked() {
+        let input = json!({"password": 123456, "pin_secret": 1.5, "token": null, "jwt": false});
+        let out = redact_value(&input);
+        assert_eq!(
+            out,
+            json!({"password": REDACTED, "pin_secret": REDACTED, "token": null, "jwt": false})
+        );
+    }
+
+    #[test]
+    fn non_sensitive_keys_are_kept() {
+        let input = json!({
+            "key_count": 3,
+            "monkey": "banana",
+            "max_tokens": 4096,
+            "maxTokens": 1024,
+            "key": "value",
+            "model": "gpt-4o",
+            "timeout": 30,
+            "environment": {"image": "python:3.12"},
+        });
+        assert_eq!(redact_value(&input), input);
+        assert!(!is_sensitive_key("key_count"));
+        assert!(!is_sensitive_key("monkey"));
+        assert!(!is_sensitive_key("max_tokens"));
+    }
+
+    #[test]
+    fn sensitive_key_list() {
+        for key in [
+            "aksk",
+            "token_id",
+            "authorization",
+            "cookie",
+            "jwt",
+            "password",
+            "passwd",
+            "proxy_authorization",
+            "set_cookie",
+            "token",
+            "secret",
+            "api_key",
+            "apikey",
+            "access_key",
+            "private_key",
+            "credential",
+            "credentials",
+            "openai_api_key",
+            "client_secret",
+            "refresh_token",
+            "id_jwt",
+            "db_password",
+            "gcp_credential",
+        ] {
+            assert!(is_sensitive_key(key), "{key} should be sensitive");
+        }
+    }
+
+    #[test]
+    fn input_is_not_mutated() {
+        let input = json!({
+            "api_key": "sk-1",
+            "headers": {"Authorization": "Bearer x"},
+            "list": [{"token": "t"}],
+        });
+        let before = input.clone();
+        let out = redact_value(&input);
+        assert_eq!(input, before);
+        assert_ne!(out, input);
+    }
+
+    #[test]
+    fn scalars_and_plain_values_pass_through() {
+        for value in [
+            json!(null),
+            json!(true),
+            json!(3),
+            json!("text"),
+            json!([1, "a"]),
+        ] {
+            assert_eq!(redact_value(&value), value);
+        }
+    }
+
+    #[test]
+    fn redact_text_longest_first() {
+        let text = "auth failed for key sk-abcdef-123 (prefix sk-abcdef)";
+        let out = redact_text(text, &["sk-abcdef", "sk-abcdef-123"]);
+        assert_eq!(out, "auth failed for key ******** (prefix ********)");
+    }
+
+    #[test]
+    fn redact_text_ignores_short_and_empty_secrets() {
+        let text = "a bc def ghij";
+        let out = redact_text(text, &["", "a", "bc", "def", "   x  ", "****"]);
+        assert_eq!(out, text);
+        assert_eq!(redact_text(text, &["ghij"]), "a bc def ********");
+    }
+
+    #[test]
+    fn redact_text_replaces_every_occurrence() {
+        let out = redact_text("tok1234 then tok1234 again", &["tok1234", "tok1234"]);
+        assert_eq!(out, "******** then ******** again");
+    }
+}

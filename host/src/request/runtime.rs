@@ -1,0 +1,285 @@
+//! Process-wide runtime options (results dir, deadline, cleanup grace, provider limits,
+//! environment open rate, progress, logging, plugin and recipe dirs) — distinct from the
+//! per-request `RunRuntimeSpec` (reuse).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::config::ConfigError;
+
+/// Progress display mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProgressMode {
+    /// A live bar on a terminal, nothing otherwise.
+    #[default]
+    Auto,
+    /// Plain progress lines.
+    Plain,
+    /// No terminal progress (files only).
+    None,
+}
+
+/// An overlay of runtime options: every field optional; later overlays win field by field
+/// (maps are updated key by key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeOptions {
+    /// Root of result directories.
+    pub results_dir: Option<String>,
+    /// Where datasets are cached.
+    pub data_dir: Option<String>,
+    /// Orchestration deadline in seconds (0 disables).
+    pub timeout_seconds: Option<f64>,
+    /// How long cleanup may take after cancellation.
+    pub cleanup_grace_seconds: Option<f64>,
+    /// Terminal progress mode.
+    pub progress: Option<ProgressMode>,
+    /// Console log level.
+    pub log_level: Option<String>,
+    /// `run.log` level.
+    pub file_log_level: Option<String>,
+    /// Extra log file.
+    pub log_file: Option<String>,
+    /// Install missing benchmark dependencies automatically.
+    pub auto_install_dependencies: Option<bool>,
+    /// Maximum open environments per provider (0 = unlimited).
+    pub provider_limits: Option<BTreeMap<String, u32>>,
+    /// Environment opens per second per provider (0 = unpaced).
+    pub env_open_qps: Option<BTreeMap<String, f64>>,
+    /// Trusted recipe-plugin directories.
+    pub recipe_dirs: Option<Vec<String>>,
+    /// Trusted plugin directories.
+    pub plugin_dirs: Option<Vec<String>>,
+    /// Plugin lock file.
+    pub plugin_lock: Option<String>,
+}
+
+/// The resolved process-wide runtime options.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedRuntimeOptions {
+    /// Root of result directories.
+    pub results_dir: String,
+    /// Where datasets are cached.
+    pub data_dir: String,
+    /// Orchestration deadline in seconds (0 disables).
+    pub timeout_seconds: f64,
+    /// How long cleanup may take after cancellation.
+    pub cleanup_grace_seconds: f64,
+    /// Terminal progress mode.
+    pub progress: ProgressMode,
+    /// Console log level.
+    pub log_level: String,
+    /// `run.log` level.
+    pub file_log_level: String,
+    /// Extra log file.
+    pub log_file: Option<String>,
+    /// Install missing benchmark dependencies automatically.
+    pub auto_install_dependencies: bool,
+    /// Maximum open environments per provider (absent or 0 = unlimited).
+    pub provider_limits: BTreeMap<String, u32>,
+    /// Environment opens per second per provider (absent or 0 = unpaced).
+    pub env_open_qps: BTreeMap<String, f64>,
+    /// Trusted recipe-plugin directories.
+    pub recipe_dirs: Vec<String>,
+    /// Trusted plugin directories.
+    pub plugin_dirs: Vec<String>,
+    /// Plugin lock file.
+    pub plugin_lock: Option<String>,
+}
+
+impl Default for ResolvedRuntimeOptions {
+    fn default() -> Self {
+        ResolvedRuntimeOptions {
+            results_dir: "results".into(),
+            data_dir: "data".into(),
+            timeout_seconds: 360_000.0,
+            cleanup_grace_seconds: 30.0,
+            progress: ProgressMode::Auto,
+            log_level: "INFO".into(),
+            file_log_level: "DEBUG".into(),
+            log_file: None,
+            auto_install_dependencies: false,
+            provider_limits: ["host_process", "sandbox", "docker"]
+                .into_iter()
+                .map(|p| (p.to_string(), 128))
+                .collect(),
+            env_open_qps: BTreeMap::new(),
+            recipe_dirs: Vec::new(),
+            plugin_dirs: Vec::new(),
+            plugin_lock: None,
+        }
+    }
+}
+
+const LOG_LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
+
+fn check_level(source: &str, key: &str, level: &str) -> Result<String, ConfigError> {
+    let upper = level.to_ascii_uppercase();
+    let upper = if upper == "WARN" {
+        "WARNING".to_string()
+    } else {
+        upper
+    };
+    if LOG_LEVELS.contains(&upper.as_str()) {
+        Ok(upper)
+    } else {
+        Err(ConfigError::invalid(
+            source,
+            key,
+            format!("expected one of {}, found `{level}`", LOG_LEVELS.join(", ")),
+        ))
+    }
+}
+
+fn check_seconds(source: &str, key: &str, value: f64) -> Result<f64, ConfigError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ConfigError::invalid(
+            source,
+            key,
+            format!("expected seconds ≥ 0, found {value}"),
+        ))
+    }
+}
+
+impl RuntimeOptions {
+    /// Parses an overlay from a mapping (`runtime` config section, orchestration `runtime:`),
+    /// ignoring the per-request keys `reuse`, `checkpoint_resume` and `reuse_run_id`.
+    pub fn from_map(
+        source: &str,
+        path: &str,
+        map: &Map<String, Value>,
+    ) -> Result<Self, ConfigError> {
+        let mut map = map.clone();
+        for key in ["reuse", "checkpoint_resume", "reuse_run_id"] {
+            map.remove(key);
+        }
+        serde_path_to_error::deserialize(Value::Object(map)).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." {
+                path.to_string()
+            } else {
+                format!("{path}.{key}")
+            };
+            ConfigError::invalid(
+                source,
+                key,
+                agentcompass_plugin_api::one_line(&e.inner().to_string()),
+            )
+        })
+    }
+}
+
+impl ResolvedRuntimeOptions {
+    /// Applies an overlay: set fields replace, maps are updated key by key.
+    pub fn apply(&mut self, source: &str, over: &RuntimeOptions) -> Result<(), ConfigError> {
+        let path = |key: &str| format!("runtime.{key}");
+        if let Some(v) = &over.results_dir {
+            self.results_dir = v.clone();
+        }
+        if let Some(v) = &over.data_dir {
+            self.data_dir = v.clone();
+        }
+        if let Some(v) = over.timeout_seconds {
+            self.timeout_seconds = check_seconds(source, &path("timeout_seconds"), v)?;
+        }
+        if let Some(v) = over.cleanup_grace_seconds {
+            self.cleanup_grace_seconds = check_seconds(source, &path("cleanup_grace_seconds"), v)?;
+        }
+        if let Some(v) = over.progress {
+            self.progress = v;
+        }
+        if let Some(v) = &over.log_level {
+            self.log_level = check_level(source, &path("log_level"), v)?;
+        }
+        if let Some(v) = &over.file_log_level {
+            self.file_log_level = check_level(source, &path("file_log_level"), v)?;
+        }
+        if let Some(v) = &over.log_file {
+            self.log_file = Some(v.clone());
+        }
+        if let Some(v) = over.auto_install_dependencies {
+            self.auto_install_dependencies = v;
+        }
+        if let Some(limits) = &over.provider_limits {
+            self.provider_limits
+                .extend(limits.iter().map(|(k, v)| (k.clone(), *v)));
+        }
+        if let Some(rates) = &over.env_open_qps {
+            for (provider, qps) in rates {
+                let qps = check_seconds(source, &format!("runtime.env_open_qps.{provider}"), *qps)?;
+                self.env_open_qps.insert(provider.clone(), qps);
+            }
+        }
+        if let Some(v) = &over.recipe_dirs {
+            self.recipe_dirs = v.clone();
+        }
+        if let Some(v) = &over.plugin_dirs {
+            self.plugin_dirs = v.clone();
+        }
+        if let Some(v) = &over.plugin_lock {
+            self.plugin_lock = Some(v.clone());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overlays_replace_fields_and_update_maps() {
+        let mut options = ResolvedRuntimeOptions::default();
+        let config = RuntimeOptions::from_map(
+            "c.toml",
+            "runtime",
+            json!({"results_dir": "r1", "provider_limits": {"docker": 4}, "reuse": true, "log_level": "warn"})
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap();
+        options.apply("c.toml", &config).unwrap();
+        let cli = RuntimeOptions {
+            results_dir: Some("r2".into()),
+            provider_limits: Some([("modal".to_string(), 2)].into()),
+            ..RuntimeOptions::default()
+        };
+        options.apply("command line", &cli).unwrap();
+        assert_eq!(options.results_dir, "r2");
+        assert_eq!(options.log_level, "WARNING");
+        assert_eq!(options.provider_limits["docker"], 4);
+        assert_eq!(options.provider_limits["modal"], 2);
+        assert_eq!(options.provider_limits["host_process"], 128);
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let err = RuntimeOptions::from_map(
+            "c.toml",
+            "runtime",
+            json!({"timeout_seconds": "x"}).as_object().unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("c.toml: runtime.timeout_seconds: invalid type"),
+            "{err}"
+        );
+        let mut options = ResolvedRuntimeOptions::default();
+        let over = RuntimeOptions {
+            log_level: Some("LOUD".into()),
+            ..RuntimeOptions::default()
+        };
+        let err = options.apply("--log-level", &over).unwrap_err().to_string();
+        assert!(
+            err.starts_with("--log-level: runtime.log_level: expected one of"),
+            "{err}"
+        );
+    }
+}

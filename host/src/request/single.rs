@@ -1,0 +1,222 @@
+//! Single-run resolution (`agentcompass-host run`), following the seed's single-run table:
+//! component params config entry → explicit params; ExecutionSpec defaults → config
+//! `execution` → explicit values; the model from explicit arguments only; output and reuse from
+//! explicit arguments, with the configured `runtime.reuse` when reuse is unspecified.
+
+use agentcompass_plugin_api::contracts::{ComponentKind, RunMetadata, RunRequest};
+use serde_json::{json, Map, Value};
+
+use super::layers::Layer;
+use super::runtime::ResolvedRuntimeOptions;
+use super::sections::{
+    benchmark_spec, config_component_layers, config_environment_layers, config_execution_layers,
+    config_runtime_layer, environment_spec, execution_spec, harness_spec, model_spec, output_spec,
+    run_runtime_spec, IdSource,
+};
+use crate::config::{ConfigError, LoadedConfig};
+use crate::registry::Registry;
+
+/// The explicit inputs of one run (command-line flags or SDK arguments). `None` means "not
+/// given" (lower layers apply).
+#[derive(Debug, Clone, Default)]
+pub struct RunArgs {
+    /// Benchmark id.
+    pub benchmark: String,
+    /// Harness id (`none` for harness-free benchmarks).
+    pub harness: String,
+    /// Model id.
+    pub model: String,
+    /// Environment provider id.
+    pub environment: String,
+    /// `--benchmark-params`.
+    pub benchmark_params: Option<Map<String, Value>>,
+    /// `--harness-params`.
+    pub harness_params: Option<Map<String, Value>>,
+    /// `--env-params`.
+    pub env_params: Option<Map<String, Value>>,
+    /// `--model-params`.
+    pub model_params: Option<Map<String, Value>>,
+    /// `--execution-params`.
+    pub execution_params: Option<Map<String, Value>>,
+    /// `--model-base-url`.
+    pub model_base_url: Option<String>,
+    /// `--model-api-key` (a literal or a `${VAR}` reference, kept as written).
+    pub model_api_key: Option<String>,
+    /// `--model-api-protocol` (a name, `auto`, or a list).
+    pub model_api_protocol: Option<Value>,
+    /// `--task-concurrency`.
+    pub task_concurrency: Option<u32>,
+    /// `--k`.
+    pub k: Option<u32>,
+    /// `--attempt-strategy`.
+    pub attempt_strategy: Option<String>,
+    /// `--max-retries`.
+    pub max_retries: Option<u32>,
+    /// `--retry-pattern-list`.
+    pub retry_pattern_list: Option<Vec<String>>,
+    /// `--recipe` (repeatable; empty = every recipe is a candidate).
+    pub recipes: Vec<String>,
+    /// `--keep-environment`.
+    pub keep_environment: bool,
+    /// `--run-name`.
+    pub run_name: Option<String>,
+    /// `--run-id`.
+    pub run_id: Option<String>,
+    /// `--reuse [RUN_ID]`: `Some("")` for a bare `--reuse`.
+    pub reuse: Option<String>,
+    /// `--no-checkpoint-resume`.
+    pub no_checkpoint_resume: bool,
+}
+
+fn flag(name: &str, value: Value) -> Layer {
+    Layer::new(name, "", value.as_object().cloned().unwrap_or_default())
+}
+
+/// Checks that every recipe named in `enabled_recipes` is registered.
+pub fn check_recipes(
+    registry: &Registry,
+    recipes: &[String],
+    source: &str,
+    path: &str,
+) -> Result<(), ConfigError> {
+    for id in recipes {
+        registry
+            .get(ComponentKind::Recipe, id)
+            .map_err(|e| ConfigError::invalid(source, path, e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// Resolves one run into a complete, validated `RunRequest`.
+pub fn resolve_run(
+    config: &LoadedConfig,
+    args: &RunArgs,
+    runtime: &ResolvedRuntimeOptions,
+    registry: &Registry,
+) -> Result<RunRequest, ConfigError> {
+    let params =
+        |name: &str, map: &Option<Map<String, Value>>| map.clone().map(|m| Layer::new(name, "", m));
+
+    let mut layers = config_component_layers(config, "benchmarks", &args.benchmark);
+    layers.extend(params("--benchmark-params", &args.benchmark_params));
+    let at = IdSource {
+        source: "command line",
+        path: "BENCHMARK",
+    };
+    let benchmark = benchmark_spec(registry, &args.benchmark, &at, &layers)?;
+
+    let mut layers = config_component_layers(config, "harnesses", &args.harness);
+    layers.extend(params("--harness-params", &args.harness_params));
+    let at = IdSource {
+        source: "command line",
+        path: "HARNESS",
+    };
+    let harness = harness_spec(registry, &args.harness, &args.benchmark, &at, &layers)?;
+
+    let mut env_layers = config_environment_layers(config, &args.environment);
+    env_layers.extend(params("--env-params", &args.env_params).map(|l| (l, false)));
+    let at = IdSource {
+        source: "--env",
+        path: "environment",
+    };
+    let environment = environment_spec(registry, &args.environment, &at, &env_layers)?;
+
+    let mut model = json!({"id": args.model});
+    if let Some(url) = &args.model_base_url {
+        model["base_url"] = json!(url);
+    }
+    if let Some(key) = &args.model_api_key {
+        model["api_key"] = json!(key);
+    }
+    if let Some(protocol) = &args.model_api_protocol {
+        model["api_protocol"] = protocol.clone();
+    }
+    let mut model_layers = vec![flag("command line", model)];
+    model_layers.extend(params("--model-params", &args.model_params).map(|l| {
+        Layer::new(
+            l.source,
+            "params",
+            Map::from_iter([("params".to_string(), Value::Object(l.map))]),
+        )
+    }));
+    let model = model_spec(&model_layers)?;
+
+    let mut layers = config_execution_layers(config, false);
+    layers.extend(params("--execution-params", &args.execution_params));
+    if let Some(n) = args.task_concurrency {
+        layers.push(flag("--task-concurrency", json!({"task_concurrency": n})));
+    }
+    if let Some(strategy) = &args.attempt_strategy {
+        layers.push(flag(
+            "--attempt-strategy",
+            json!({"attempts": {"strategy": strategy}}),
+        ));
+    }
+    if let Some(k) = args.k {
+        layers.push(flag("--k", json!({"attempts": {"k": k}})));
+    }
+    if let Some(n) = args.max_retries {
+        layers.push(flag("--max-retries", json!({"max_retries": n})));
+    }
+    if let Some(patterns) = &args.retry_pattern_list {
+        layers.push(flag(
+            "--retry-pattern-list",
+            json!({"retry_pattern_list": patterns}),
+        ));
+    }
+    if !args.recipes.is_empty() {
+        layers.push(flag("--recipe", json!({"enabled_recipes": args.recipes})));
+    }
+    if args.keep_environment {
+        layers.push(flag(
+            "--keep-environment",
+            json!({"keep_environment": true}),
+        ));
+    }
+    let execution = execution_spec(&layers)?;
+    let recipe_source = super::layers::owner(&layers, "enabled_recipes");
+    check_recipes(
+        registry,
+        &execution.enabled_recipes,
+        recipe_source.map_or("--recipe", |l| l.source.as_str()),
+        "enabled_recipes",
+    )?;
+
+    let mut layers = config_runtime_layer(config);
+    match args.reuse.as_deref() {
+        Some("") => layers.push(flag("--reuse", json!({"reuse": true}))),
+        Some(id) => layers.push(flag("--reuse", json!({"reuse": true, "reuse_run_id": id}))),
+        None => {}
+    }
+    if args.no_checkpoint_resume {
+        layers.push(flag(
+            "--no-checkpoint-resume",
+            json!({"checkpoint_resume": false}),
+        ));
+    }
+    let run_runtime = run_runtime_spec(&layers)?;
+
+    let mut output = Map::new();
+    if let Some(name) = &args.run_name {
+        output.insert("run_name".into(), json!(name));
+    }
+    if let Some(id) = &args.run_id {
+        output.insert("run_id".into(), json!(id));
+    }
+    let output = output_spec(&[Layer::new("command line", "", output)])?;
+
+    Ok(RunRequest {
+        model,
+        benchmark,
+        harness,
+        environment,
+        execution,
+        runtime: run_runtime,
+        output,
+        metadata: RunMetadata {
+            config_path: config.config_path(),
+            recipe_dirs: Some(runtime.recipe_dirs.clone()),
+            request_name: String::new(),
+        },
+    })
+}
