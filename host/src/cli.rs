@@ -19,6 +19,9 @@ pub struct Cli {
 /// Options shared by every command.
 #[derive(Debug, Args, Clone, Default)]
 pub struct GlobalArgs {
+    /// Configuration file (repeatable; loaded after the user and project configs, in order)
+    #[arg(long = "config", value_name = "FILE", global = true)]
+    pub configs: Vec<PathBuf>,
     /// Trusted plugin directory (repeatable; loaded after the bundled plugins, in order)
     #[arg(long = "plugin-dir", value_name = "DIR", global = true)]
     pub plugin_dirs: Vec<PathBuf>,
@@ -39,6 +42,10 @@ pub struct GlobalArgs {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Evaluate MODEL with HARNESS on BENCHMARK
+    Run(Box<RunCmd>),
+    /// Run an orchestration file (TOML, YAML or JSON) of named requests
+    Launch(LaunchCmd),
     /// List registered components or loaded plugins
     List {
         /// What to list
@@ -94,6 +101,12 @@ pub enum KindArg {
 /// `config` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
+    /// Print the merged effective configuration (secrets redacted)
+    Show {
+        /// Output format
+        #[arg(long, value_enum, default_value_t = ShowFormat::Toml)]
+        format: ShowFormat,
+    },
     /// Show a component's parameters (name, type, default, description)
     Docs {
         /// Component kind
@@ -126,4 +139,196 @@ pub enum PluginCommand {
         #[arg(long, value_name = "SEMVER_REQ")]
         host_api: Option<String>,
     },
+}
+
+/// `config show` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShowFormat {
+    /// TOML
+    Toml,
+    /// JSON
+    Json,
+}
+
+/// Terminal progress modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// A live view on a terminal, nothing otherwise
+    Auto,
+    /// Plain lines
+    Plain,
+    /// Nothing (progress files only)
+    None,
+}
+
+/// Semantic-attempt strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// Run all k attempts and average
+    Avg,
+    /// Stop at the first success (pass@k)
+    Pass,
+}
+
+fn json_object(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!(
+            "expected a JSON object, found {}",
+            agentcompass_plugin_api::contracts::json_type_name(&other)
+        )),
+        Err(e) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+fn json_string_list(text: &str) -> Result<Vec<String>, String> {
+    serde_json::from_str(text).map_err(|e| format!("expected a JSON array of strings: {e}"))
+}
+
+fn provider_count(text: &str) -> Result<(String, u32), String> {
+    let (provider, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected PROVIDER=N, found `{text}`"))?;
+    let value = value
+        .parse()
+        .map_err(|_| format!("expected a whole number after `{provider}=`, found `{value}`"))?;
+    Ok((provider.to_string(), value))
+}
+
+fn provider_rate(text: &str) -> Result<(String, f64), String> {
+    let (provider, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected PROVIDER=QPS, found `{text}`"))?;
+    let value: f64 = value
+        .parse()
+        .map_err(|_| format!("expected a number after `{provider}=`, found `{value}`"))?;
+    if !(value.is_finite() && value >= 0.0) {
+        return Err(format!("expected a rate ≥ 0 after `{provider}=`, found `{value}`"));
+    }
+    Ok((provider.to_string(), value))
+}
+
+/// Process-wide runtime flags shared by `run` and `launch`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RuntimeFlags {
+    /// Root directory of results
+    #[arg(long, value_name = "DIR")]
+    pub results_dir: Option<String>,
+    /// Orchestration deadline in seconds (0 disables)
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout_seconds: Option<f64>,
+    /// How long cleanup may take after cancellation
+    #[arg(long, value_name = "SECONDS")]
+    pub cleanup_grace_seconds: Option<f64>,
+    /// Terminal progress
+    #[arg(long, value_enum)]
+    pub progress: Option<ProgressArg>,
+    /// Console log level (DEBUG, INFO, WARNING, ERROR, CRITICAL)
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Maximum open environments of a provider (repeatable)
+    #[arg(long = "provider-limit", value_name = "PROVIDER=N", value_parser = provider_count)]
+    pub provider_limits: Vec<(String, u32)>,
+    /// Environment opens per second of a provider (repeatable)
+    #[arg(long = "env-open-qps", value_name = "PROVIDER=QPS", value_parser = provider_rate)]
+    pub env_open_qps: Vec<(String, f64)>,
+}
+
+/// `agentcompass-host run BENCHMARK HARNESS MODEL [flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct RunCmd {
+    /// Benchmark id
+    pub benchmark: String,
+    /// Harness id (`none` for a harness-free benchmark)
+    pub harness: String,
+    /// Model id
+    pub model: String,
+    /// Environment provider
+    #[arg(long, default_value = "host_process")]
+    pub env: String,
+    /// Benchmark parameters (JSON object, merged over the config entry)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub benchmark_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Harness parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub harness_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Environment fields and provider parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub env_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Model generation parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub model_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// ExecutionSpec fields (JSON object, merged over the config `execution`)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub execution_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Model endpoint base URL (literal or '${VAR}')
+    #[arg(long, value_name = "URL")]
+    pub model_base_url: Option<String>,
+    /// Model API key (literal or '${VAR}'; never printed or persisted)
+    #[arg(long, value_name = "KEY")]
+    pub model_api_key: Option<String>,
+    /// Model API protocol: openai-chat, openai-responses, anthropic, auto, or a JSON list
+    #[arg(long, value_name = "PROTOCOL")]
+    pub model_api_protocol: Option<String>,
+    /// Maximum attempts running at once
+    #[arg(long, value_name = "N")]
+    pub task_concurrency: Option<u32>,
+    /// Semantic attempts per task
+    #[arg(long, value_name = "K")]
+    pub k: Option<u32>,
+    /// How semantic attempts are scheduled and scored
+    #[arg(long, value_enum)]
+    pub attempt_strategy: Option<StrategyArg>,
+    /// Runtime retries per attempt
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// Regexes of retryable error messages (JSON array)
+    #[arg(long, value_name = "JSON", value_parser = json_string_list)]
+    pub retry_pattern_list: Option<Vec<String>>,
+    /// Enable only these recipes (repeatable)
+    #[arg(long = "recipe", value_name = "ID")]
+    pub recipes: Vec<String>,
+    /// Process-wide runtime options
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
+    /// Extra namespace path under the results dir
+    #[arg(long, value_name = "NAME")]
+    pub run_name: Option<String>,
+    /// Run id (default: a timestamp)
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Reuse the latest run of this namespace, or the given run id
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
+    pub reuse: Option<String>,
+    /// With --reuse, do not resume evaluations from checkpoints
+    #[arg(long)]
+    pub no_checkpoint_resume: bool,
+    /// Leave environments open after the run (see `env list`)
+    #[arg(long)]
+    pub keep_environment: bool,
+    /// Print the resolved request as JSON (secrets redacted) and stop
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `agentcompass-host launch FILE [flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct LaunchCmd {
+    /// Orchestration file
+    pub file: PathBuf,
+    /// Maximum attempts running at once, across every request
+    #[arg(long, value_name = "N")]
+    pub task_concurrency: Option<u32>,
+    /// Run id for every request
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Reuse earlier results (sets defaults.runtime.reuse)
+    #[arg(long)]
+    pub reuse: bool,
+    /// Process-wide runtime options
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
+    /// Print the resolved orchestration as JSON (secrets redacted) and stop
+    #[arg(long)]
+    pub dry_run: bool,
 }

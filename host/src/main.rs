@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use agentcompass_host::cli::{Cli, Command, ConfigCommand, GlobalArgs, KindArg, PluginCommand};
 use agentcompass_host::commands;
 use agentcompass_host::loader::lockfile::PluginLock;
-use agentcompass_host::setup::{build_registry, PluginSettings, Setup};
+use agentcompass_host::setup::Setup;
 use agentcompass_plugin_api::contracts::ComponentKind;
 use anyhow::Context;
 use clap::Parser;
@@ -34,18 +34,8 @@ fn init_tracing(verbose: bool) {
         .init();
 }
 
-fn settings(global: &GlobalArgs) -> PluginSettings {
-    PluginSettings {
-        plugin_dirs: global.plugin_dirs.clone(),
-        recipe_dirs: global.recipe_dirs.clone(),
-        lock_file: global.plugin_lock.clone(),
-        load_bundled: !global.no_bundled_plugins,
-    }
-}
-
 fn load(global: &GlobalArgs) -> anyhow::Result<Setup> {
-    let setup = build_registry(&settings(global))?;
-    commands::print_problems(&setup.problems, global.verbose);
+    let (_, _, setup) = commands::resolve::load_registry(global)?;
     Ok(setup)
 }
 
@@ -61,6 +51,11 @@ fn kind(arg: KindArg) -> ComponentKind {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let global = &cli.global;
     match cli.command {
+        Command::Run(cmd) => commands::resolve::run(global, &cmd),
+        Command::Launch(cmd) => commands::resolve::launch(global, &cmd),
+        Command::Config {
+            command: ConfigCommand::Show { format },
+        } => commands::resolve::config_show(global, format),
         Command::List { kind, json } => {
             let setup = load(global)?;
             Ok(commands::list::run(&setup.registry, kind, json))

@@ -196,3 +196,83 @@ pub fn plugin_dir_args(dirs: &[&Path]) -> Vec<std::ffi::OsString> {
     }
     args
 }
+
+/// An isolated invocation environment for configuration tests: a temp `HOME` (so no user
+/// config leaks in), no `XDG_CONFIG_HOME`, a working directory inside the temp root, and the
+/// example pack packaged into a plugin directory.
+pub struct Workspace {
+    dirs: PluginDirs,
+    /// The packaged example pack and example recipe.
+    pub plugins: PathBuf,
+    /// Working directory of every invocation (a project config may be placed here).
+    pub cwd: PathBuf,
+    /// The fake home directory.
+    pub home: PathBuf,
+}
+
+impl Default for Workspace {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Workspace {
+    /// A new workspace with the example pack and the example recipe packaged.
+    pub fn new() -> Self {
+        let dirs = PluginDirs::new();
+        let plugins = dirs.package("plugins", "example-pack");
+        dirs.package("plugins", "example-recipe");
+        let cwd = dirs.dir("project/work");
+        let home = dirs.dir("home");
+        Workspace { dirs, plugins, cwd, home }
+    }
+
+    /// The temp root.
+    pub fn root(&self) -> &Path {
+        self.dirs.root()
+    }
+
+    /// Writes a file relative to the temp root (parents created) and returns its path.
+    pub fn write(&self, relative: &str, content: &str) -> PathBuf {
+        let path = self.dirs.root().join(relative);
+        fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        fs::write(&path, content).expect("write");
+        path
+    }
+
+    /// Runs the host in `cwd` with `HOME` isolated, bundled plugins off and the workspace's
+    /// plugin dir, plus `args`; `env` adds variables.
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Outcome {
+        let mut command = Command::new(host_bin());
+        command
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .arg("--no-bundled-plugins")
+            .arg("--plugin-dir")
+            .arg(&self.plugins)
+            .args(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let output = command.output().expect("run agentcompass-host");
+        Outcome {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and parses stdout as JSON (asserting exit 0).
+    pub fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+        let out = self.run(args, env);
+        assert_eq!(out.code, 0, "{out:?}");
+        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out:?}"))
+    }
+
+    /// Replaces the temp root in `text` with `[TMP]` (for snapshots).
+    pub fn redact(&self, text: &str) -> String {
+        self.dirs.redact(text)
+    }
+}

@@ -4,6 +4,7 @@
 pub mod config_docs;
 pub mod list;
 pub mod plugin;
+pub mod resolve;
 mod table;
 
 use crate::loader::LoadProblem;
