@@ -24,6 +24,9 @@ demo)
     "$host" list benchmark
     echo
     "$host" config docs benchmark example_exact_match
+    echo
+    "$host" run example_exact_match example_calculator demo-model \
+        --benchmark-params '{"size": 3}' --dry-run
     ;;
 test)
     cargo build --workspace
