@@ -7,6 +7,7 @@ pub mod config;
 pub mod fsutil;
 pub mod host_services;
 pub mod loader;
+pub mod planner;
 pub mod redact;
 pub mod registry;
 pub mod request;
