@@ -46,6 +46,8 @@ pub enum Command {
     Run(Box<RunCmd>),
     /// Run an orchestration file (TOML, YAML or JSON) of named requests
     Launch(LaunchCmd),
+    /// Print the resolved plan of one task (audit view) without opening anything
+    Plan(Box<PlanCmd>),
     /// List registered components or loaded plugins
     List {
         /// What to list
@@ -203,7 +205,9 @@ fn provider_rate(text: &str) -> Result<(String, f64), String> {
         .parse()
         .map_err(|_| format!("expected a number after `{provider}=`, found `{value}`"))?;
     if !(value.is_finite() && value >= 0.0) {
-        return Err(format!("expected a rate ≥ 0 after `{provider}=`, found `{value}`"));
+        return Err(format!(
+            "expected a rate ≥ 0 after `{provider}=`, found `{value}`"
+        ));
     }
     Ok((provider.to_string(), value))
 }
@@ -283,8 +287,10 @@ pub struct RunCmd {
     #[arg(long, value_name = "N")]
     pub max_retries: Option<u32>,
     /// Regexes of retryable error messages (JSON array)
+    // The fully qualified `Vec` makes clap treat the list as one value (the parsed JSON array)
+    // rather than as repeated occurrences.
     #[arg(long, value_name = "JSON", value_parser = json_string_list)]
-    pub retry_pattern_list: Option<Vec<String>>,
+    pub retry_pattern_list: Option<::std::vec::Vec<String>>,
     /// Enable only these recipes (repeatable)
     #[arg(long = "recipe", value_name = "ID")]
     pub recipes: Vec<String>,
@@ -331,4 +337,18 @@ pub struct LaunchCmd {
     /// Print the resolved orchestration as JSON (secrets redacted) and stop
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// `agentcompass-host plan BENCHMARK HARNESS MODEL --task ID [run flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct PlanCmd {
+    /// The run whose plan to show (same arguments and flags as `run`)
+    #[command(flatten)]
+    pub run: RunCmd,
+    /// Task id
+    #[arg(long, value_name = "ID")]
+    pub task: String,
+    /// Semantic attempt number
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub attempt: u32,
 }

@@ -53,6 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(cmd) => commands::resolve::run(global, &cmd),
         Command::Launch(cmd) => commands::resolve::launch(global, &cmd),
+        Command::Plan(cmd) => commands::plan::plan(global, &cmd),
         Command::Config {
             command: ConfigCommand::Show { format },
         } => commands::resolve::config_show(global, format),

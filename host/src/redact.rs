@@ -151,6 +151,28 @@ pub fn redact_text(text: &str, secrets: &[&str]) -> String {
     out
 }
 
+/// Reports whether a dotted key path (`requests[0].model.api_key`,
+/// `environments.host_process.env_variables.TOKEN`) passes through a sensitive or container key,
+/// i.e. whether the value at that path would be redacted when printed.
+pub fn is_secret_path(path: &str) -> bool {
+    path.split(['.', '[', ']'])
+        .any(|segment| is_sensitive_key(segment) || is_container_key(segment))
+}
+
+/// Removes the echoed value from a serde message (`invalid type: integer `123`, expected a
+/// string` → `invalid type: integer, expected a string`), for errors about secret fields.
+/// Messages of any other shape (which name keys, not values) are kept.
+pub fn scrub_value_from_message(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            let kind = rest.split([' ', ',']).next().unwrap_or_default();
+            let expected = rest.find(", expected").map_or("", |at| &rest[at..]);
+            return format!("{prefix}{kind}{expected}");
+        }
+    }
+    message.to_string()
+}
+
 /// Reports whether `key` is a container whose whole subtree is redacted leaf by leaf.
 fn is_container_key(key: &str) -> bool {
     CONTAINER_KEYS.contains(&normalize_key(key).as_str())
@@ -483,6 +505,27 @@ mod tests {
         ] {
             assert_eq!(redact_value(&value), value);
         }
+    }
+
+    #[test]
+    fn secret_paths_and_scrubbed_messages() {
+        assert!(is_secret_path("requests[0].model.api_key"));
+        assert!(is_secret_path(
+            "environments.host_process.env_variables.TOKEN"
+        ));
+        assert!(!is_secret_path("benchmarks.b.size"));
+        assert_eq!(
+            scrub_value_from_message("invalid type: integer `98765432`, expected a string"),
+            "invalid type: integer, expected a string"
+        );
+        assert_eq!(
+            scrub_value_from_message("invalid value: string \"sk-1\", expected u32"),
+            "invalid value: string, expected u32"
+        );
+        assert_eq!(
+            scrub_value_from_message("uses unsupported environment interpolation"),
+            "uses unsupported environment interpolation"
+        );
     }
 
     #[test]

@@ -2,5 +2,9 @@
 //! plugin `.so` files laid out in temp directories.
 
 mod bad_plugins;
+mod config_resolution;
 mod containment;
 mod listing;
+mod orchestration;
+mod rejections;
+mod secrets;

@@ -224,7 +224,12 @@ impl Workspace {
         dirs.package("plugins", "example-recipe");
         let cwd = dirs.dir("project/work");
         let home = dirs.dir("home");
-        Workspace { dirs, plugins, cwd, home }
+        Workspace {
+            dirs,
+            plugins,
+            cwd,
+            home,
+        }
     }
 
     /// The temp root.
@@ -268,7 +273,8 @@ impl Workspace {
     pub fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
         let out = self.run(args, env);
         assert_eq!(out.code, 0, "{out:?}");
-        serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out:?}"))
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out:?}"))
     }
 
     /// Replaces the temp root in `text` with `[TMP]` (for snapshots).

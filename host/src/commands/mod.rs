@@ -3,6 +3,7 @@
 
 pub mod config_docs;
 pub mod list;
+pub mod plan;
 pub mod plugin;
 pub mod resolve;
 mod table;

@@ -7,7 +7,9 @@ use agentcompass_plugin_api::contracts::RunRequest;
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use crate::cli::{GlobalArgs, LaunchCmd, ProgressArg, RunCmd, RuntimeFlags, ShowFormat, StrategyArg};
+use crate::cli::{
+    GlobalArgs, LaunchCmd, ProgressArg, RunCmd, RuntimeFlags, ShowFormat, StrategyArg,
+};
 use crate::config::{load_run_config, resolve_references, LoadedConfig};
 use crate::redact::redact_value;
 use crate::request::{
@@ -38,10 +40,17 @@ fn absolute_strings(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
 }
 
 /// Runtime overrides from the global flags and a command's runtime flags.
-pub fn runtime_overlay(global: &GlobalArgs, flags: Option<&RuntimeFlags>) -> anyhow::Result<RuntimeOptions> {
+pub fn runtime_overlay(
+    global: &GlobalArgs,
+    flags: Option<&RuntimeFlags>,
+) -> anyhow::Result<RuntimeOptions> {
     let mut overlay = RuntimeOptions {
-        plugin_dirs: (!global.plugin_dirs.is_empty()).then(|| absolute_strings(&global.plugin_dirs)).transpose()?,
-        recipe_dirs: (!global.recipe_dirs.is_empty()).then(|| absolute_strings(&global.recipe_dirs)).transpose()?,
+        plugin_dirs: (!global.plugin_dirs.is_empty())
+            .then(|| absolute_strings(&global.plugin_dirs))
+            .transpose()?,
+        recipe_dirs: (!global.recipe_dirs.is_empty())
+            .then(|| absolute_strings(&global.recipe_dirs))
+            .transpose()?,
         plugin_lock: global.plugin_lock.as_ref().map(|p| p.display().to_string()),
         ..RuntimeOptions::default()
     };
@@ -76,7 +85,9 @@ pub fn plugin_settings(global: &GlobalArgs, runtime: &ResolvedRuntimeOptions) ->
 }
 
 /// Configuration, runtime options and registry for a command without runtime flags.
-pub fn load_registry(global: &GlobalArgs) -> anyhow::Result<(LoadedConfig, ResolvedRuntimeOptions, Setup)> {
+pub fn load_registry(
+    global: &GlobalArgs,
+) -> anyhow::Result<(LoadedConfig, ResolvedRuntimeOptions, Setup)> {
     let config = load_config(global)?;
     let runtime = resolve_runtime(&config, None, &runtime_overlay(global, None)?)?;
     let setup = build_registry(&plugin_settings(global, &runtime))?;
@@ -84,7 +95,8 @@ pub fn load_registry(global: &GlobalArgs) -> anyhow::Result<(LoadedConfig, Resol
     Ok((config, runtime, setup))
 }
 
-fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
+/// The explicit inputs of a `run` (also used by `plan`).
+pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
     let protocol = match cmd.model_api_protocol.as_deref().map(str::trim) {
         None => None,
         Some(text) if text.starts_with('[') => Some(
@@ -156,7 +168,12 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
         print_json(&json!({"request": request_payload(&request), "runtime": runtime}))?;
         return Ok(0);
     }
-    let orchestration = Orchestration::from_requests(String::new(), request.execution.task_concurrency, runtime, vec![(String::new(), request)]);
+    let orchestration = Orchestration::from_requests(
+        String::new(),
+        request.execution.task_concurrency,
+        runtime,
+        vec![(String::new(), request)],
+    );
     execute(orchestration)
 }
 
@@ -195,7 +212,13 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     super::print_problems(&setup.problems, global.verbose);
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     if cmd.dry_run {
-        warn_unresolved(&orchestration.requests.iter().map(|r| &r.request).collect::<Vec<_>>());
+        warn_unresolved(
+            &orchestration
+                .requests
+                .iter()
+                .map(|r| &r.request)
+                .collect::<Vec<_>>(),
+        );
         print_json(&orchestration_payload(&orchestration))?;
         return Ok(0);
     }
@@ -217,7 +240,13 @@ fn without_nulls(value: &Value) -> Value {
                 .map(|(k, v)| (k.clone(), without_nulls(v)))
                 .collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().filter(|v| !v.is_null()).map(without_nulls).collect()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(without_nulls)
+                .collect(),
+        ),
         other => other.clone(),
     }
 }
@@ -232,7 +261,10 @@ pub fn config_show(global: &GlobalArgs, format: ShowFormat) -> anyhow::Result<i3
             for file in &config.files {
                 println!("# {}", file.path.display());
             }
-            print!("{}", toml::to_string_pretty(&without_nulls(&merged)).context("cannot render TOML")?);
+            print!(
+                "{}",
+                toml::to_string_pretty(&without_nulls(&merged)).context("cannot render TOML")?
+            );
         }
     }
     Ok(0)

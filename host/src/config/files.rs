@@ -189,8 +189,10 @@ pub fn parse_file(path: &Path) -> Result<Value, ConfigError> {
     };
     match path.extension().and_then(|e| e.to_str()) {
         Some("toml") => {
+            // The message and position only: the default rendering quotes the offending source
+            // line, which may hold a secret.
             let value: toml::Value =
-                toml::from_str(&text).map_err(|e| parse_error(e.to_string()))?;
+                toml::from_str(&text).map_err(|e| parse_error(toml_message(&text, &e)))?;
             Ok(toml_to_json(value))
         }
         Some("yaml" | "yml") => {
@@ -205,6 +207,24 @@ pub fn parse_file(path: &Path) -> Result<Value, ConfigError> {
         _ => Err(parse_error(
             "unknown configuration format: use .toml, .yaml, .yml or .json".to_string(),
         )),
+    }
+}
+
+/// `TOML parse error at line L, column C: MESSAGE`, without the quoted source line.
+fn toml_message(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim();
+    match error.span() {
+        Some(span) => {
+            let mut start = span.start.min(text.len());
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let before = &text[..start];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("TOML parse error at line {line}, column {column}: {message}")
+        }
+        None => format!("TOML parse error: {message}"),
     }
 }
 
@@ -258,7 +278,7 @@ mod tests {
         let explicit = tmp.path().join("x.json");
         std::fs::write(&explicit, r#"{"execution": {"task_concurrency": 3}}"#).unwrap();
         let env = env_of(HashMap::from([("HOME", home.display().to_string())]));
-        let files = discover_config_files(&[explicit.clone()], &cwd, &env).unwrap();
+        let files = discover_config_files(std::slice::from_ref(&explicit), &cwd, &env).unwrap();
         assert_eq!(
             files,
             [
@@ -312,6 +332,10 @@ mod tests {
         let err = parse_file(&path).unwrap_err().to_string();
         assert!(err.starts_with(&path.display().to_string()), "{err}");
         assert!(!err.contains('\n'));
+        std::fs::write(&path, "[x]\napi_key = \"sk-SECRET-1\" oops\n").unwrap();
+        let err = parse_file(&path).unwrap_err().to_string();
+        assert!(!err.contains("sk-SECRET-1"), "{err}");
+        assert!(err.contains("line 2, column 25"), "{err}");
         let path = tmp.path().join("c.ini");
         std::fs::write(&path, "").unwrap();
         assert!(parse_file(&path)

@@ -56,10 +56,18 @@ impl ConfigError {
         path: impl Into<String>,
         message: impl Into<String>,
     ) -> Self {
+        let path = path.into();
+        let message = message.into();
+        // A message about a secret field must not echo its value.
+        let message = if crate::redact::is_secret_path(&path) {
+            crate::redact::scrub_value_from_message(&message)
+        } else {
+            message
+        };
         ConfigError::Invalid {
             source_name: source.into(),
-            path: path.into(),
-            message: message.into(),
+            path,
+            message,
         }
     }
 }

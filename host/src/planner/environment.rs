@@ -139,8 +139,10 @@ mod tests {
             memory_mb: Some(512),
             ..Default::default()
         });
-        let mut req = RunRequest::default();
-        req.environment = EnvironmentSpec::new("host_process");
+        let mut req = RunRequest {
+            environment: EnvironmentSpec::new("host_process"),
+            ..RunRequest::default()
+        };
         req.environment.env_variables = pairs(&[("B", "request")]);
         req.environment.setup.image = Some("request-image".into());
         req.environment.run_resources = Some(ResourceRequirements {

@@ -280,20 +280,42 @@ pub fn resolve_orchestration(
 ) -> Result<Orchestration, ConfigError> {
     let source = path.display().to_string();
     let runtime = resolve_runtime(config, Some((&source, &file.runtime)), &args.runtime)?;
-    let config_concurrency = config
-        .section("execution")
-        .and_then(|e| e.get("task_concurrency"))
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok());
-    let task_concurrency = args
-        .task_concurrency
-        .or(file.task_concurrency)
-        .or(config_concurrency)
-        .unwrap_or(32);
+    // The last config file setting `execution.task_concurrency` (its value is checked here
+    // because the per-request execution layers drop it).
+    let config_concurrency = match config.files.iter().rev().find_map(|f| {
+        let value = f.payload.get("execution")?.get("task_concurrency")?;
+        Some((f.path.display().to_string(), value))
+    }) {
+        None => None,
+        Some((file_source, value)) => Some((
+            value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| {
+                    ConfigError::invalid(
+                        &file_source,
+                        "execution.task_concurrency",
+                        format!("expected a whole number ≥ 1, found {value}"),
+                    )
+                })?,
+            file_source,
+            "execution.task_concurrency",
+        )),
+    };
+    let (task_concurrency, concurrency_source, concurrency_path) = match (
+        args.task_concurrency,
+        file.task_concurrency,
+        config_concurrency,
+    ) {
+        (Some(n), _, _) => (n, "--task-concurrency".to_string(), "task_concurrency"),
+        (None, Some(n), _) => (n, source.clone(), "task_concurrency"),
+        (None, None, Some(from_config)) => from_config,
+        (None, None, None) => (32, String::new(), ""),
+    };
     if task_concurrency < 1 {
         return Err(ConfigError::invalid(
-            source,
-            "task_concurrency",
+            concurrency_source,
+            concurrency_path,
             "must be at least 1",
         ));
     }

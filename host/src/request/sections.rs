@@ -253,6 +253,13 @@ pub fn model_spec(layers: &[Layer]) -> Result<ModelSpec, ConfigError> {
         layer.check_keys(&MODEL_KEYS)?;
         layer.check_references()?;
     }
+    if owner(layers, "id").is_none() {
+        // Name the most specific layer rather than serde's "missing field" at the root.
+        return Err(match layers.last() {
+            Some(layer) => layer.error("id", "a model id is required"),
+            None => ConfigError::invalid("defaults", "id", "a model id is required"),
+        });
+    }
     let model: ModelSpec = deserialize_merged(Value::Object(Map::new()), layers)?;
     if model.id.trim().is_empty() {
         return Err(attribute(layers, "id", "a model id is required"));
@@ -265,6 +272,13 @@ pub fn model_spec(layers: &[Layer]) -> Result<ModelSpec, ConfigError> {
         let ok = PROTOCOLS.contains(&protocol.as_str())
             || protocol.is_empty()
             || (protocol == "auto" && protocols.len() == 1);
+        if protocol == "auto" && !ok {
+            return Err(attribute(
+                layers,
+                "api_protocol",
+                "`auto` cannot be combined with other protocols",
+            ));
+        }
         if !ok {
             return Err(attribute(
                 layers,

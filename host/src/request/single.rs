@@ -121,17 +121,20 @@ pub fn resolve_run(
     };
     let environment = environment_spec(registry, &args.environment, &at, &env_layers)?;
 
-    let mut model = json!({"id": args.model});
+    // One layer per flag, so an error names the flag that set the bad value.
+    let mut model_layers = vec![flag("command line", json!({"id": args.model}))];
     if let Some(url) = &args.model_base_url {
-        model["base_url"] = json!(url);
+        model_layers.push(flag("--model-base-url", json!({"base_url": url})));
     }
     if let Some(key) = &args.model_api_key {
-        model["api_key"] = json!(key);
+        model_layers.push(flag("--model-api-key", json!({"api_key": key})));
     }
     if let Some(protocol) = &args.model_api_protocol {
-        model["api_protocol"] = protocol.clone();
+        model_layers.push(flag(
+            "--model-api-protocol",
+            json!({"api_protocol": protocol}),
+        ));
     }
-    let mut model_layers = vec![flag("command line", model)];
     model_layers.extend(params("--model-params", &args.model_params).map(|l| {
         Layer::new(
             l.source,

@@ -1,0 +1,77 @@
+//! `agentcompass-host plan BENCHMARK HARNESS MODEL --task ID [run flags]`: the audit view of
+//! one task's resolved plan, without opening any environment (for debugging recipes).
+
+use agentcompass_plugin_api::sdk::Ctx;
+use anyhow::{anyhow, Context};
+use serde_json::json;
+
+use super::resolve::{load_config, plugin_settings, runtime_overlay};
+use crate::cli::{GlobalArgs, PlanCmd};
+use crate::planner::Planner;
+use crate::redact::redact_value;
+use crate::request::{resolve_run, resolve_runtime};
+use crate::setup::build_registry;
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Prints the redacted audit view of one task's plan; exit 1 when the plan would be refused
+/// before allocation (provider capabilities, unset bindings).
+pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
+    let config = load_config(global)?;
+    let runtime = resolve_runtime(
+        &config,
+        None,
+        &runtime_overlay(global, Some(&cmd.run.runtime))?,
+    )?;
+    let setup = build_registry(&plugin_settings(global, &runtime))?;
+    super::print_problems(&setup.problems, global.verbose);
+    let request = resolve_run(
+        &config,
+        &super::resolve::run_args(&cmd.run)?,
+        &runtime,
+        &setup.registry,
+    )?;
+    let planner = Planner::new(&setup.registry, &request)?;
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let tasks = executor
+        .block_on(
+            planner
+                .benchmark()
+                .benchmark
+                .load_tasks(&Ctx::detached(), &request),
+        )
+        .map_err(|e| anyhow!("benchmark {}: load_tasks: {e}", request.benchmark.id))?;
+    let task = tasks
+        .iter()
+        .find(|t| t.task_id == cmd.task)
+        .ok_or_else(|| {
+            let known: Vec<&str> = tasks.iter().take(5).map(|t| t.task_id.as_str()).collect();
+            anyhow!(
+                "--task: benchmark {} has no task `{}` ({} tasks; first: {})",
+                request.benchmark.id,
+                cmd.task,
+                tasks.len(),
+                known.join(", ")
+            )
+        })?;
+    let plan = planner.plan(task, &request, cmd.attempt)?;
+    let view = json!({
+        "task_id": plan.task_id,
+        "attempt": plan.attempt,
+        "candidate_recipes": planner.recipe_ids(),
+        "resolved_execution_plan": plan.summary(),
+    });
+    println!("{}", serde_json::to_string_pretty(&redact_value(&view))?);
+    match planner.check(&plan, &env_var) {
+        Ok(()) => Ok(0),
+        Err(refused) => {
+            eprintln!("error: {refused}");
+            Ok(1)
+        }
+    }
+}
