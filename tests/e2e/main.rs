@@ -6,5 +6,6 @@ mod config_resolution;
 mod containment;
 mod listing;
 mod orchestration;
+mod planning;
 mod rejections;
 mod secrets;
