@@ -48,6 +48,11 @@ pub enum Command {
     Launch(LaunchCmd),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
+    /// Recompute metrics.json and summary.md of a run directory from its task details
+    Summary {
+        /// The run directory (`<results>/<namespace>/<run_id>`)
+        run_dir: PathBuf,
+    },
     /// List registered components or loaded plugins
     List {
         /// What to list

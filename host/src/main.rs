@@ -54,6 +54,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(cmd) => commands::resolve::run(global, &cmd),
         Command::Launch(cmd) => commands::resolve::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
+        Command::Summary { run_dir } => {
+            let setup = load(global)?;
+            commands::summary::summary(&setup.registry, &run_dir)
+        }
         Command::Config {
             command: ConfigCommand::Show { format },
         } => commands::resolve::config_show(global, format),

@@ -4,8 +4,10 @@
 mod bad_plugins;
 mod config_resolution;
 mod containment;
+mod crash;
 mod listing;
 mod orchestration;
 mod planning;
 mod rejections;
+mod runtime;
 mod secrets;

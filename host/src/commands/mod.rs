@@ -6,6 +6,7 @@ pub mod list;
 pub mod plan;
 pub mod plugin;
 pub mod resolve;
+pub mod summary;
 mod table;
 
 use crate::loader::LoadProblem;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use agentcompass_plugin_api::contracts::RunRequest;
-use anyhow::{bail, Context};
+use anyhow::Context;
 use serde_json::{json, Value};
 
 use crate::cli::{
@@ -174,7 +174,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
         runtime,
         vec![(String::new(), request)],
     );
-    execute(orchestration)
+    execute(orchestration, &setup)
 }
 
 fn orchestration_payload(orchestration: &Orchestration) -> Value {
@@ -222,14 +222,40 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         print_json(&orchestration_payload(&orchestration))?;
         return Ok(0);
     }
-    execute(orchestration)
+    execute(orchestration, &setup)
 }
 
-fn execute(_orchestration: Orchestration) -> anyhow::Result<i32> {
-    bail!(
-        "the request resolved, but this build cannot execute runs yet (the runtime arrives with \
-         the results store); use --dry-run to print the resolved request"
-    )
+fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
+    let prepared = crate::runtime::preflight_all(&setup.registry, &orchestration)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let executor = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("agentcompass")
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = executor.block_on(crate::runtime::execute(&orchestration, prepared));
+    for request in &outcome.requests {
+        let label = if request.name.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", request.name)
+        };
+        let headline = request.headline.as_deref().unwrap_or("no metrics");
+        eprintln!(
+            "{label}{} — {headline} ({} tasks, {} reused)",
+            request.status, request.published, request.reused
+        );
+        if let Some(error) = &request.error {
+            eprintln!("{label}error: {error}");
+        }
+        if let Some(dir) = &request.run_dir {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            println!("{}", dir.display());
+        }
+    }
+    // Plugins keep threads of their own; do not wait for them at exit.
+    executor.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(outcome.exit_code())
 }
 
 fn without_nulls(value: &Value) -> Value {

@@ -1,0 +1,69 @@
+//! `agentcompass-host summary RUN_DIR`: recompute `metrics.json` and `summary.md` from the
+//! persisted task details.
+
+use std::path::Path;
+
+use agentcompass_plugin_api::contracts::{AttemptSpec, MetricContract};
+use anyhow::{anyhow, Context};
+use serde_json::Value;
+
+use crate::metrics::{render_summary, MetricAggregator, SummaryTitle};
+use crate::registry::Registry;
+use crate::runtime::records::outcomes_from_results;
+use crate::store::{published_tasks, RunStore};
+
+/// Recomputes and rewrites the metrics of a finished (or interrupted) run; prints the summary.
+pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
+    let store = RunStore::open_existing(run_dir)?;
+    let info_path = run_dir.join("run_info.json");
+    let info: Value = serde_json::from_str(
+        &std::fs::read_to_string(&info_path)
+            .with_context(|| format!("cannot read {}", info_path.display()))?,
+    )
+    .map_err(|e| anyhow!("{}: invalid JSON: {e}", info_path.display()))?;
+    let request = &info["request"];
+    let benchmark_id = request["benchmark"]["id"]
+        .as_str()
+        .ok_or_else(|| anyhow!("{}: request.benchmark.id is missing", info_path.display()))?;
+    let attempts: AttemptSpec =
+        serde_json::from_value(request["execution"]["attempts"].clone()).unwrap_or_default();
+    let contract = match registry.benchmark(benchmark_id) {
+        Ok(handle) => handle
+            .benchmark
+            .metric_contract()
+            .unwrap_or_else(|_| MetricContract::correct()),
+        Err(e) => {
+            tracing::warn!("{e}; using the default metric contract");
+            MetricContract::correct()
+        }
+    };
+    let mut aggregator = MetricAggregator::new(contract, attempts.k.max(1), attempts.strategy);
+    for task in published_tasks(run_dir) {
+        let category = task.task_json["category"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        aggregator.add_task(
+            &category,
+            &outcomes_from_results(&task.dir, &task.task_json["attempts"]),
+        );
+    }
+    let report = aggregator.report();
+    let title = SummaryTitle {
+        benchmark: benchmark_id.to_string(),
+        model: request["model"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        harness: request["harness"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        run_id: store.run_id().to_string(),
+    };
+    let rendered = render_summary(&report, &title);
+    store.write_metrics(&serde_json::to_value(&report)?)?;
+    store.write_summary(&rendered)?;
+    print!("{rendered}");
+    Ok(0)
+}

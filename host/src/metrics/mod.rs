@@ -1,0 +1,315 @@
+//! Streaming metric aggregation: k-reduction of each task's attempts, `micro_weighted`
+//! aggregation over tasks, per-category breakdowns, and the `summary.md` renderer.
+//!
+//! [`MetricAggregator`] consumes one task at a time ([`MetricAggregator::add_task`]) and keeps
+//! only running sums and counters per series and per category, so memory does not grow with
+//! the number of tasks. [`MetricAggregator::report`] can be called at any point.
+//!
+//! Reduction rules (per task, per metric):
+//! - `native` (k = 1): the single attempt's valid value.
+//! - `avg` (k > 1): the mean over the k attempts; `None` unless all k are valid.
+//! - `pass` (k > 1, binary metrics only): 1 if any attempt is `true`, 0 if all k are valid and
+//!   none is `true`, else `None`.
+//!
+//! A task with a fatal attempt is *invalidated*; if any task is, the report has
+//! `evaluation_failed = true` and every series value moves to `reference_value` (computed over
+//! the remaining tasks).
+
+mod render;
+
+use std::collections::BTreeMap;
+
+use agentcompass_plugin_api::contracts::{
+    AttemptStrategy, IssueSeverity, MetricContract, MetricKind, MetricReport, MetricSeries,
+    MetricSpec, MetricValue, RunResult, SeriesCounts,
+};
+
+pub use render::{headline_line, render_summary, SummaryTitle};
+
+/// The aggregation written into every report produced here.
+pub const AGGREGATION_MICRO_WEIGHTED: &str = "micro_weighted";
+
+/// The category name used for tasks without a category.
+pub const DEFAULT_CATEGORY: &str = "default";
+
+/// What metric aggregation needs to know about one attempt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AttemptOutcome {
+    /// Observations by metric id.
+    pub metrics: BTreeMap<String, MetricValue>,
+    /// The attempt has a FATAL issue (invalidates the task).
+    pub fatal: bool,
+    /// The attempt had an ERROR issue and produced no metrics.
+    pub error: bool,
+}
+
+impl AttemptOutcome {
+    /// Derives the outcome of a finished attempt from its result.
+    pub fn from_result(result: &RunResult) -> Self {
+        let highest = result.highest_severity();
+        AttemptOutcome {
+            metrics: result.metrics.clone(),
+            fatal: highest == Some(IssueSeverity::Fatal),
+            error: highest >= Some(IssueSeverity::Error) && result.metrics.is_empty(),
+        }
+    }
+}
+
+/// A k-reducer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reducer {
+    Native,
+    Avg,
+    Pass,
+}
+
+impl Reducer {
+    fn as_str(self) -> &'static str {
+        match self {
+            Reducer::Native => "native",
+            Reducer::Avg => "avg",
+            Reducer::Pass => "pass",
+        }
+    }
+}
+
+/// Running sum over the evaluated tasks of one category.
+#[derive(Debug, Clone, Copy, Default)]
+struct CategoryAcc {
+    sum: f64,
+    evaluated: u64,
+}
+
+impl CategoryAcc {
+    fn mean(self) -> Option<f64> {
+        (self.evaluated > 0).then(|| self.sum / self.evaluated as f64)
+    }
+}
+
+/// Running state of one series.
+#[derive(Debug, Clone)]
+struct SeriesAcc {
+    metric_id: String,
+    kind: MetricKind,
+    reducer: Reducer,
+    headline: bool,
+    sum: f64,
+    counts: SeriesCounts,
+    categories: BTreeMap<String, CategoryAcc>,
+}
+
+impl SeriesAcc {
+    fn new(spec: &MetricSpec, reducer: Reducer, headline: bool) -> Self {
+        SeriesAcc {
+            metric_id: spec.id.clone(),
+            kind: spec.kind,
+            reducer,
+            headline,
+            sum: 0.0,
+            counts: SeriesCounts::default(),
+            categories: BTreeMap::new(),
+        }
+    }
+
+    /// Adds a task's value (or its absence) to `category`, allocating the category's name only
+    /// the first time it is seen.
+    fn add_to_category(&mut self, category: &str, value: Option<f64>) {
+        let add = |acc: &mut CategoryAcc| {
+            if let Some(v) = value {
+                acc.sum += v;
+                acc.evaluated += 1;
+            }
+        };
+        match self.categories.get_mut(category) {
+            Some(acc) => add(acc),
+            None => {
+                let mut acc = CategoryAcc::default();
+                add(&mut acc);
+                self.categories.insert(category.to_string(), acc);
+            }
+        }
+    }
+
+    /// This series' value for one task, or `None` when the task has none.
+    fn reduce(&self, attempts: &[AttemptOutcome], k: usize) -> Option<f64> {
+        let observe = |a: &AttemptOutcome| observation(a, &self.metric_id, self.kind);
+        match self.reducer {
+            Reducer::Native => attempts.first().and_then(observe),
+            Reducer::Avg => {
+                if attempts.len() < k {
+                    return None;
+                }
+                let mut sum = 0.0;
+                for attempt in attempts {
+                    sum += observe(attempt)?;
+                }
+                Some(sum / k as f64)
+            }
+            Reducer::Pass => {
+                let mut all_valid = attempts.len() >= k;
+                for attempt in attempts {
+                    match observe(attempt) {
+                        Some(v) if v > 0.0 => return Some(1.0),
+                        Some(_) => {}
+                        None => all_valid = false,
+                    }
+                }
+                all_valid.then_some(0.0)
+            }
+        }
+    }
+
+    fn finish(&self, k: u32, evaluation_failed: bool) -> MetricSeries {
+        let mut series = MetricSeries::new(&self.metric_id, self.kind, self.reducer.as_str(), k);
+        series.role = if self.headline {
+            "headline"
+        } else {
+            "auxiliary"
+        }
+        .to_string();
+        let mean = (self.counts.evaluated > 0).then(|| self.sum / self.counts.evaluated as f64);
+        if evaluation_failed {
+            series.reference_value = mean;
+        } else {
+            series.value = mean;
+        }
+        series.counts = self.counts;
+        series.categories = self
+            .categories
+            .iter()
+            .map(|(name, acc)| (name.clone(), acc.mean()))
+            .collect();
+        series
+    }
+}
+
+/// A valid observation of `metric_id` in one attempt: a strict bool for binary metrics, any
+/// finite number (bools count as 1.0 / 0.0) for scalar metrics.
+fn observation(attempt: &AttemptOutcome, metric_id: &str, kind: MetricKind) -> Option<f64> {
+    let value = *attempt.metrics.get(metric_id)?;
+    match (kind, value) {
+        (MetricKind::BinarySuccess, MetricValue::Bool(b)) => Some(f64::from(u8::from(b))),
+        (MetricKind::BinarySuccess, _) => None,
+        (MetricKind::Scalar, v) => Some(v.as_f64()).filter(|f| f.is_finite()),
+    }
+}
+
+/// Streams tasks into a [`MetricReport`] (aggregation `micro_weighted`).
+///
+/// State is per series (running sum and counts) and per series and category (sum and count of
+/// evaluated tasks) — never per task.
+#[derive(Debug, Clone)]
+pub struct MetricAggregator {
+    k: u32,
+    strategy: AttemptStrategy,
+    series: Vec<SeriesAcc>,
+    invalidated_tasks: u64,
+}
+
+impl MetricAggregator {
+    /// An empty aggregator for `contract`, `k` attempts per task (0 is treated as 1) and
+    /// `strategy`.
+    ///
+    /// Series: with strategy `avg`, `native` for every metric when k = 1, else `avg` for every
+    /// metric plus `pass` for binary ones; with strategy `pass` only the primary's `pass`
+    /// series (`native` when k = 1). Strategy `pass` with a non-binary primary falls back to
+    /// `avg`. The primary metric comes first and its first series is the headline.
+    pub fn new(contract: MetricContract, k: u32, strategy: AttemptStrategy) -> Self {
+        let k = k.max(1);
+        let primary = contract.primary();
+        let pass_only = match (strategy, primary) {
+            (AttemptStrategy::Pass, Some(p)) if p.kind == MetricKind::BinarySuccess => true,
+            (AttemptStrategy::Pass, _) => {
+                tracing::warn!(
+                    "attempt strategy `pass` needs a binary primary metric; reducing with `avg`"
+                );
+                false
+            }
+            (AttemptStrategy::Avg, _) => false,
+        };
+        let ordered = primary
+            .into_iter()
+            .chain(contract.metrics.iter().filter(|m| !m.primary));
+        let mut series = Vec::new();
+        for spec in ordered {
+            let reducers: &[Reducer] = match (k, spec.kind) {
+                (1, _) => &[Reducer::Native],
+                (_, _) if pass_only => &[Reducer::Pass],
+                (_, MetricKind::BinarySuccess) => &[Reducer::Avg, Reducer::Pass],
+                (_, MetricKind::Scalar) => &[Reducer::Avg],
+            };
+            for (i, &reducer) in reducers.iter().enumerate() {
+                series.push(SeriesAcc::new(spec, reducer, spec.primary && i == 0));
+            }
+            if pass_only {
+                break;
+            }
+        }
+        MetricAggregator {
+            k,
+            strategy,
+            series,
+            invalidated_tasks: 0,
+        }
+    }
+
+    /// Attempts per task.
+    pub fn k(&self) -> u32 {
+        self.k
+    }
+
+    /// Adds one task: its attempts in order (fewer than k means the rest are missing; extra
+    /// attempts beyond k are ignored). An empty category counts as [`DEFAULT_CATEGORY`].
+    pub fn add_task(&mut self, category: &str, attempts: &[AttemptOutcome]) {
+        let k = self.k as usize;
+        let attempts = &attempts[..attempts.len().min(k)];
+        let invalidated = attempts.iter().any(|a| a.fatal);
+        let errored = attempts.len() < k || attempts.iter().any(|a| a.error);
+        let category = if category.is_empty() {
+            DEFAULT_CATEGORY
+        } else {
+            category
+        };
+        if invalidated {
+            self.invalidated_tasks += 1;
+        }
+        for series in &mut self.series {
+            let value = if invalidated {
+                None
+            } else {
+                series.reduce(attempts, k)
+            };
+            series.counts.total += 1;
+            match value {
+                _ if invalidated => series.counts.invalidated += 1,
+                Some(v) => {
+                    series.counts.evaluated += 1;
+                    series.sum += v;
+                }
+                None if errored => series.counts.error += 1,
+                None => series.counts.unavailable += 1,
+            }
+            series.add_to_category(category, value);
+        }
+    }
+
+    /// The report over the tasks added so far.
+    pub fn report(&self) -> MetricReport {
+        let evaluation_failed = self.invalidated_tasks > 0;
+        MetricReport {
+            k: self.k,
+            strategy: self.strategy,
+            aggregation: AGGREGATION_MICRO_WEIGHTED.to_string(),
+            series: self
+                .series
+                .iter()
+                .map(|s| s.finish(self.k, evaluation_failed))
+                .collect(),
+            evaluation_failed,
+            ..MetricReport::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

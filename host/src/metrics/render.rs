@@ -1,0 +1,147 @@
+//! `summary.md` rendering and the one-line headline overview.
+
+use std::fmt::Write as _;
+
+use agentcompass_plugin_api::contracts::{MetricKind, MetricReport, MetricSeries};
+
+/// What the summary header names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummaryTitle {
+    /// Benchmark id (shown upper-case).
+    pub benchmark: String,
+    /// Model id.
+    pub model: String,
+    /// Harness id (`none` when empty).
+    pub harness: String,
+    /// Run id.
+    pub run_id: String,
+}
+
+/// A value as shown to people: a percentage with 2 decimals for binary metrics, 4 decimals for
+/// scalars, `n/a` when absent.
+fn format_value(kind: MetricKind, value: Option<f64>) -> String {
+    match (kind, value) {
+        (_, None) => "n/a".to_string(),
+        (MetricKind::BinarySuccess, Some(v)) => format!("{:.2}%", v * 100.0),
+        (MetricKind::Scalar, Some(v)) => format!("{v:.4}"),
+    }
+}
+
+/// The value to display: the value, or the reference value when evaluation failed.
+fn shown_value(series: &MetricSeries) -> Option<f64> {
+    series.value.or(series.reference_value)
+}
+
+/// Escapes text for a markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// The headline series, else the first one.
+fn main_series(report: &MetricReport) -> Option<&MetricSeries> {
+    report.headline().or_else(|| report.series.first())
+}
+
+/// Renders the human-readable `summary.md` for a metric report.
+pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
+    let mut out = String::new();
+    let harness = if title.harness.is_empty() {
+        "none"
+    } else {
+        title.harness.as_str()
+    };
+    let _ = writeln!(
+        out,
+        "# {} — {}\n",
+        title.benchmark.to_uppercase(),
+        title.model
+    );
+    let _ = write!(out, "Harness: {harness} · Run ID: {}", title.run_id);
+    if report.k > 1 {
+        let _ = write!(
+            out,
+            " · Attempts: k={} (strategy {})",
+            report.k,
+            report.strategy.as_str()
+        );
+    }
+    out.push_str("\n\n");
+
+    let counts = main_series(report).map(|s| s.counts).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "Total: {} · Evaluated: {} · Invalidated: {} · Error: {}\n",
+        counts.total, counts.evaluated, counts.invalidated, counts.error
+    );
+
+    out.push_str("| Metric | Reducer | Value | Evaluated | Error | Unavailable | Total |\n");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
+    for series in &report.series {
+        let _ = writeln!(
+            out,
+            "| {} | {}@{} | {} | {} | {} | {} | {} |",
+            cell(&series.metric_id),
+            cell(&series.reducer),
+            report.k,
+            format_value(series.kind, shown_value(series)),
+            series.counts.evaluated,
+            series.counts.error,
+            series.counts.unavailable,
+            series.counts.total,
+        );
+    }
+
+    if let Some(series) = main_series(report).filter(|s| s.categories.len() > 1) {
+        let _ = writeln!(
+            out,
+            "\n## Categories — {} ({}@{})\n",
+            cell(&series.metric_id),
+            cell(&series.reducer),
+            report.k
+        );
+        out.push_str("| Category | Value |\n|---|---:|\n");
+        for (category, value) in &series.categories {
+            let _ = writeln!(
+                out,
+                "| {} | {} |",
+                cell(category),
+                format_value(series.kind, *value)
+            );
+        }
+    }
+
+    if report.evaluation_failed {
+        let _ = writeln!(
+            out,
+            "\nEvaluation failed: {} tasks have fatal errors; values are reference values over \
+             the remaining tasks.",
+            counts.invalidated
+        );
+    }
+    out.push_str("\nFull report: `metrics.json`.\n");
+    out
+}
+
+/// The one-line overview of the headline series, e.g.
+/// `correct (native@1): 80.00% (4/5 evaluated)`; `None` without a headline series.
+pub fn headline_line(report: &MetricReport) -> Option<String> {
+    let series = report.headline()?;
+    let name = format!("{} ({}@{})", series.metric_id, series.reducer, report.k);
+    let counts = series.counts;
+    Some(if report.evaluation_failed {
+        format!(
+            "{name}: n/a — evaluation failed, {} invalidated (reference {}, {}/{} evaluated)",
+            counts.invalidated,
+            format_value(series.kind, series.reference_value),
+            counts.evaluated,
+            counts.total
+        )
+    } else {
+        format!(
+            "{name}: {} ({}/{} evaluated)",
+            format_value(series.kind, series.value),
+            counts.evaluated,
+            counts.total
+        )
+    })
+}

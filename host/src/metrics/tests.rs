@@ -1,0 +1,454 @@
+use super::*;
+use agentcompass_plugin_api::contracts::{ExecutionIssue, IssuePhase};
+
+fn ok(metrics: &[(&str, MetricValue)]) -> AttemptOutcome {
+    AttemptOutcome {
+        metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        fatal: false,
+        error: false,
+    }
+}
+
+fn correct(v: bool) -> AttemptOutcome {
+    ok(&[("correct", MetricValue::Bool(v))])
+}
+
+fn errored() -> AttemptOutcome {
+    AttemptOutcome {
+        error: true,
+        ..AttemptOutcome::default()
+    }
+}
+
+fn fatal() -> AttemptOutcome {
+    AttemptOutcome {
+        fatal: true,
+        ..AttemptOutcome::default()
+    }
+}
+
+fn series<'a>(report: &'a MetricReport, id: &str) -> &'a MetricSeries {
+    report
+        .series
+        .iter()
+        .find(|s| s.series_id == id)
+        .unwrap_or_else(|| panic!("no series {id} in {:?}", report.series))
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+fn contract_with_aux() -> MetricContract {
+    let mut contract = MetricContract::correct();
+    contract
+        .metrics
+        .push(MetricSpec::new("steps", MetricKind::Scalar));
+    contract
+        .metrics
+        .push(MetricSpec::new("tool_ok", MetricKind::BinarySuccess));
+    contract
+}
+
+#[test]
+fn k1_native() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+    for v in [true, true, true, false] {
+        agg.add_task("", &[correct(v)]);
+    }
+    agg.add_task("", &[errored()]);
+    let report = agg.report();
+    assert_eq!(report.k, 1);
+    assert_eq!(report.aggregation, "micro_weighted");
+    assert!(!report.evaluation_failed);
+    assert_eq!(report.series.len(), 1);
+    let s = &report.series[0];
+    assert_eq!(s.series_id, "correct.native@1");
+    assert_eq!(
+        (s.reducer.as_str(), s.role.as_str()),
+        ("native", "headline")
+    );
+    assert!(close(s.value, 0.75));
+    assert_eq!(s.reference_value, None);
+    assert_eq!(
+        s.counts,
+        SeriesCounts {
+            total: 5,
+            evaluated: 4,
+            error: 1,
+            unavailable: 0,
+            invalidated: 0
+        }
+    );
+    assert_eq!(s.categories.len(), 1);
+    assert!(close(s.categories["default"], 0.75));
+    assert_eq!(
+        headline_line(&report).as_deref(),
+        Some("correct (native@1): 75.00% (4/5 evaluated)")
+    );
+}
+
+#[test]
+fn k3_avg_and_pass_with_missing_attempt() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 3, AttemptStrategy::Avg);
+    // all valid: avg 2/3, pass 1
+    agg.add_task("a", &[correct(true), correct(false), correct(true)]);
+    // all valid, none true: avg 0, pass 0
+    agg.add_task("a", &[correct(false), correct(false), correct(false)]);
+    // one missing attempt, one true: avg None (error), pass 1
+    agg.add_task("a", &[correct(false), correct(true)]);
+    // one missing attempt, none true: avg None, pass None (both error)
+    agg.add_task("a", &[correct(false), correct(false)]);
+    // all present, one without the metric: avg None (unavailable), pass None (unavailable)
+    agg.add_task("a", &[correct(false), ok(&[]), correct(false)]);
+    // extra attempts beyond k are ignored
+    agg.add_task(
+        "a",
+        &[correct(true), correct(true), correct(true), correct(false)],
+    );
+    let report = agg.report();
+    assert_eq!(
+        report
+            .series
+            .iter()
+            .map(|s| (s.series_id.as_str(), s.role.as_str()))
+            .collect::<Vec<_>>(),
+        [
+            ("correct.avg@3", "headline"),
+            ("correct.pass@3", "auxiliary")
+        ]
+    );
+    let avg = series(&report, "correct.avg@3");
+    assert!(close(avg.value, (2.0 / 3.0 + 0.0 + 1.0) / 3.0));
+    assert_eq!(
+        avg.counts,
+        SeriesCounts {
+            total: 6,
+            evaluated: 3,
+            error: 2,
+            unavailable: 1,
+            invalidated: 0
+        }
+    );
+    let pass = series(&report, "correct.pass@3");
+    assert!(close(pass.value, 3.0 / 4.0));
+    assert_eq!(
+        pass.counts,
+        SeriesCounts {
+            total: 6,
+            evaluated: 4,
+            error: 1,
+            unavailable: 1,
+            invalidated: 0
+        }
+    );
+}
+
+#[test]
+fn strategy_pass_reports_only_primary_pass() {
+    let mut agg = MetricAggregator::new(contract_with_aux(), 2, AttemptStrategy::Pass);
+    agg.add_task("", &[correct(false), correct(true)]);
+    agg.add_task("", &[correct(false), correct(false)]);
+    let report = agg.report();
+    assert_eq!(report.strategy, AttemptStrategy::Pass);
+    assert_eq!(report.series.len(), 1);
+    let s = &report.series[0];
+    assert_eq!(
+        (s.series_id.as_str(), s.role.as_str()),
+        ("correct.pass@2", "headline")
+    );
+    assert!(close(s.value, 0.5));
+
+    // k = 1: the primary's native series only.
+    let agg = MetricAggregator::new(contract_with_aux(), 1, AttemptStrategy::Pass);
+    let ids: Vec<_> = agg
+        .report()
+        .series
+        .into_iter()
+        .map(|s| s.series_id)
+        .collect();
+    assert_eq!(ids, ["correct.native@1"]);
+
+    // A scalar primary cannot be reduced with pass: falls back to avg.
+    let contract = MetricContract {
+        metrics: vec![MetricSpec {
+            primary: true,
+            ..MetricSpec::new("score", MetricKind::Scalar)
+        }],
+    };
+    let agg = MetricAggregator::new(contract, 2, AttemptStrategy::Pass);
+    let ids: Vec<_> = agg
+        .report()
+        .series
+        .into_iter()
+        .map(|s| s.series_id)
+        .collect();
+    assert_eq!(ids, ["score.avg@2"]);
+}
+
+#[test]
+fn invalidated_task_fails_evaluation_with_reference_values() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 2, AttemptStrategy::Avg);
+    agg.add_task("x", &[correct(true), correct(true)]);
+    agg.add_task("x", &[correct(true), correct(false)]);
+    agg.add_task("y", &[correct(true), fatal()]);
+    let report = agg.report();
+    assert!(report.evaluation_failed);
+    for s in &report.series {
+        assert_eq!(s.value, None, "{}", s.series_id);
+        assert_eq!(s.counts.invalidated, 1);
+        assert_eq!(s.counts.total, 3);
+        assert_eq!(s.counts.evaluated, 2);
+        assert_eq!(s.categories["y"], None);
+    }
+    assert!(close(
+        series(&report, "correct.avg@2").reference_value,
+        0.75
+    ));
+    assert!(close(
+        series(&report, "correct.pass@2").reference_value,
+        1.0
+    ));
+    let line = headline_line(&report).unwrap_or_default();
+    assert!(
+        line.starts_with("correct (avg@2): n/a — evaluation failed"),
+        "{line}"
+    );
+    assert!(line.contains("reference 75.00%"), "{line}");
+}
+
+#[test]
+fn categories_use_the_same_rule() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+    agg.add_task("math", &[correct(true)]);
+    agg.add_task("math", &[correct(false)]);
+    agg.add_task("code", &[correct(true)]);
+    agg.add_task("code", &[errored()]);
+    agg.add_task("", &[errored()]);
+    let report = agg.report();
+    let s = &report.series[0];
+    assert_eq!(s.categories.len(), 3);
+    assert!(close(s.categories["math"], 0.5));
+    assert!(close(s.categories["code"], 1.0));
+    assert_eq!(s.categories["default"], None);
+    // micro-weighted: mean over evaluated tasks, not the mean of category means
+    assert!(close(s.value, 2.0 / 3.0));
+}
+
+#[test]
+fn bool_and_float_metrics() {
+    let mut agg = MetricAggregator::new(contract_with_aux(), 1, AttemptStrategy::Avg);
+    agg.add_task(
+        "",
+        &[ok(&[
+            ("correct", true.into()),
+            ("steps", 4i64.into()),
+            ("tool_ok", true.into()),
+        ])],
+    );
+    agg.add_task(
+        "",
+        &[ok(&[
+            ("correct", false.into()),
+            ("steps", 1.5.into()),
+            // not a strict bool: invalid for a binary metric
+            ("tool_ok", 1.0.into()),
+        ])],
+    );
+    agg.add_task(
+        "",
+        &[ok(&[
+            // not a strict bool: invalid for a binary metric
+            ("correct", MetricValue::Int(1)),
+            // a bool observed for a scalar metric counts as 1.0
+            ("steps", true.into()),
+            ("tool_ok", false.into()),
+        ])],
+    );
+    agg.add_task("", &[ok(&[("steps", f64::NAN.into())])]);
+    let report = agg.report();
+    let ids: Vec<_> = report.series.iter().map(|s| s.series_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["correct.native@1", "steps.native@1", "tool_ok.native@1"]
+    );
+    let c = series(&report, "correct.native@1");
+    assert!(close(c.value, 0.5));
+    assert_eq!((c.counts.evaluated, c.counts.unavailable), (2, 2));
+    let steps = series(&report, "steps.native@1");
+    assert!(close(steps.value, (4.0 + 1.5 + 1.0) / 3.0));
+    assert_eq!((steps.counts.evaluated, steps.counts.unavailable), (3, 1));
+    assert_eq!(steps.role, "auxiliary");
+    let tool = series(&report, "tool_ok.native@1");
+    assert!(close(tool.value, 0.5));
+    assert_eq!(tool.counts.evaluated, 2);
+
+    // k > 1: scalar metrics get avg only, binary ones avg and pass.
+    let agg = MetricAggregator::new(contract_with_aux(), 2, AttemptStrategy::Avg);
+    let ids: Vec<_> = agg
+        .report()
+        .series
+        .into_iter()
+        .map(|s| s.series_id)
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "correct.avg@2",
+            "correct.pass@2",
+            "steps.avg@2",
+            "tool_ok.avg@2",
+            "tool_ok.pass@2"
+        ]
+    );
+}
+
+#[test]
+fn outcome_from_result() {
+    let mut r = RunResult::new("t");
+    r.metrics.insert("correct".into(), true.into());
+    assert_eq!(AttemptOutcome::from_result(&r), correct(true));
+    r.push_issue(ExecutionIssue::error(IssuePhase::Evaluate, "e", "m"));
+    let o = AttemptOutcome::from_result(&r);
+    assert!(
+        !o.error && !o.fatal,
+        "metrics present: not an error attempt"
+    );
+    r.metrics.clear();
+    assert!(AttemptOutcome::from_result(&r).error);
+    r.push_issue(ExecutionIssue::fatal(IssuePhase::Run, "f", "m"));
+    assert!(AttemptOutcome::from_result(&r).fatal);
+    let mut w = RunResult::new("t");
+    w.push_issue(ExecutionIssue::warning(IssuePhase::Run, "w", "m"));
+    let o = AttemptOutcome::from_result(&w);
+    assert!(!o.error && !o.fatal);
+}
+
+#[test]
+fn empty_report() {
+    let agg = MetricAggregator::new(MetricContract::correct(), 0, AttemptStrategy::Avg);
+    assert_eq!(agg.k(), 1);
+    let report = agg.report();
+    assert_eq!(report.series[0].value, None);
+    assert_eq!(report.series[0].counts, SeriesCounts::default());
+    assert_eq!(
+        headline_line(&report).as_deref(),
+        Some("correct (native@1): n/a (0/0 evaluated)")
+    );
+    assert_eq!(headline_line(&MetricReport::default()), None);
+}
+
+fn title() -> SummaryTitle {
+    SummaryTitle {
+        benchmark: "example_exact_match".into(),
+        model: "gpt-4o".into(),
+        harness: "example_calculator".into(),
+        run_id: "20260101_120000".into(),
+    }
+}
+
+fn lines(text: &str) -> Vec<&str> {
+    text.lines().collect()
+}
+
+#[test]
+fn render_k1_summary() {
+    let mut agg = MetricAggregator::new(contract_with_aux(), 1, AttemptStrategy::Avg);
+    for (cat, c, steps) in [
+        ("a", true, 3i64),
+        ("a", true, 5),
+        ("b", false, 2),
+        ("b", true, 2),
+    ] {
+        agg.add_task(
+            cat,
+            &[ok(&[("correct", c.into()), ("steps", steps.into())])],
+        );
+    }
+    agg.add_task("b", &[errored()]);
+    let report = agg.report();
+    let md = render_summary(&report, &title());
+    let l = lines(&md);
+    assert_eq!(l[0], "# EXAMPLE_EXACT_MATCH — gpt-4o");
+    assert!(
+        l.contains(&"Harness: example_calculator · Run ID: 20260101_120000"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"Total: 5 · Evaluated: 4 · Invalidated: 0 · Error: 1"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| Metric | Reducer | Value | Evaluated | Error | Unavailable | Total |"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| correct | native@1 | 75.00% | 4 | 1 | 0 | 5 |"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| steps | native@1 | 3.0000 | 4 | 1 | 0 | 5 |"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| tool_ok | native@1 | n/a | 0 | 1 | 4 | 5 |"),
+        "{md}"
+    );
+    assert!(l.contains(&"## Categories — correct (native@1)"), "{md}");
+    assert!(l.contains(&"| a | 100.00% |"), "{md}");
+    assert!(l.contains(&"| b | 50.00% |"), "{md}");
+    assert!(!md.contains("Evaluation failed"), "{md}");
+    assert!(!md.contains("Attempts:"), "{md}");
+}
+
+#[test]
+fn render_single_category_and_failure() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 2, AttemptStrategy::Avg);
+    agg.add_task("only", &[correct(true), correct(false)]);
+    agg.add_task("only", &[fatal(), correct(true)]);
+    agg.add_task("only", &[correct(true), fatal()]);
+    let report = agg.report();
+    let md = render_summary(
+        &report,
+        &SummaryTitle {
+            harness: String::new(),
+            ..title()
+        },
+    );
+    let l = lines(&md);
+    assert!(
+        l.contains(&"Harness: none · Run ID: 20260101_120000 · Attempts: k=2 (strategy avg)"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"Total: 3 · Evaluated: 1 · Invalidated: 2 · Error: 0"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| correct | avg@2 | 50.00% | 1 | 0 | 0 | 3 |"),
+        "{md}"
+    );
+    assert!(
+        l.contains(&"| correct | pass@2 | 100.00% | 1 | 0 | 0 | 3 |"),
+        "{md}"
+    );
+    assert!(!md.contains("## Categories"), "{md}");
+    assert!(
+        l.contains(
+            &"Evaluation failed: 2 tasks have fatal errors; values are reference values over \
+              the remaining tasks."
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn memory_is_per_category_not_per_task() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+    let attempts = [correct(true)];
+    for i in 0..10_000 {
+        agg.add_task(if i % 2 == 0 { "even" } else { "odd" }, &attempts);
+    }
+    assert!(agg.series.iter().all(|s| s.categories.len() == 2));
+    assert_eq!(agg.report().series[0].counts.total, 10_000);
+}

@@ -1,0 +1,376 @@
+//! The in-memory progress snapshot: counters, phase counts and the active tasks.
+
+use std::collections::HashMap;
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::terminal::ProgressSnapshotView;
+use super::{ProgressMeta, TaskRef};
+
+/// Run status before `run_started`.
+pub(super) const STATUS_CREATED: &str = "created";
+/// Run status while tasks run.
+pub(super) const STATUS_RUNNING: &str = "running";
+/// Run status while the report is being computed.
+pub(super) const STATUS_SUMMARIZING: &str = "summarizing";
+
+/// Whether `status` is one of the terminal run statuses (anything but created / running /
+/// summarizing).
+pub(super) fn is_terminal(status: &str) -> bool {
+    !matches!(status, STATUS_CREATED | STATUS_RUNNING | STATUS_SUMMARIZING)
+}
+
+/// One running task.
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct ActiveTask {
+    category: String,
+    phase: Option<String>,
+    attempt: Option<u32>,
+    updated_at: f64,
+}
+
+/// Task counts of reused results (set, not added, by `reuse_loaded`).
+#[derive(Debug, Clone, Copy, Default)]
+struct ReuseCounts {
+    tasks: u64,
+    completed: u64,
+    failed: u64,
+    error: u64,
+    warning: u64,
+}
+
+/// Counters and active tasks of one request run.
+#[derive(Debug)]
+pub(super) struct SnapshotState {
+    /// `created` → `running` → `summarizing` → terminal.
+    pub(super) status: String,
+    total: u64,
+    /// Tasks that started, or finished without a `task_started`.
+    started: u64,
+    finished: u64,
+    completed: u64,
+    failed: u64,
+    error: u64,
+    warning: u64,
+    skipped: u64,
+    reuse: ReuseCounts,
+    attempts_started: u64,
+    attempts_finished: u64,
+    partials_saved: u64,
+    /// Active tasks per phase (zero entries are kept to avoid re-allocating names).
+    phase_counts: HashMap<String, u64>,
+    active: HashMap<String, ActiveTask>,
+    pub(super) updated_at: f64,
+    /// Elapsed seconds frozen at `run_finished`.
+    finished_elapsed: Option<f64>,
+    /// Number of applied events (used to detect changes).
+    pub(super) seq: u64,
+}
+
+fn payload_u64(payload: &Value, key: &str) -> Option<u64> {
+    payload.get(key).and_then(Value::as_u64)
+}
+
+fn decrement(counts: &mut HashMap<String, u64>, phase: &str) {
+    if let Some(n) = counts.get_mut(phase) {
+        *n = n.saturating_sub(1);
+    }
+}
+
+fn increment(counts: &mut HashMap<String, u64>, phase: &str) {
+    match counts.get_mut(phase) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(phase.to_string(), 1);
+        }
+    }
+}
+
+impl SnapshotState {
+    /// A fresh state (`created`).
+    pub(super) fn new(now: f64) -> Self {
+        SnapshotState {
+            status: STATUS_CREATED.to_string(),
+            total: 0,
+            started: 0,
+            finished: 0,
+            completed: 0,
+            failed: 0,
+            error: 0,
+            warning: 0,
+            skipped: 0,
+            reuse: ReuseCounts::default(),
+            attempts_started: 0,
+            attempts_finished: 0,
+            partials_saved: 0,
+            phase_counts: HashMap::new(),
+            active: HashMap::new(),
+            updated_at: now,
+            finished_elapsed: None,
+            seq: 0,
+        }
+    }
+
+    fn set_status(&mut self, status: &str) {
+        if self.status != status {
+            self.status.clear();
+            self.status.push_str(status);
+        }
+    }
+
+    /// Moves `created` to `running`.
+    fn mark_running(&mut self) {
+        if self.status == STATUS_CREATED {
+            self.set_status(STATUS_RUNNING);
+        }
+    }
+
+    /// Applies one event.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn apply(
+        &mut self,
+        event: &str,
+        task: Option<TaskRef<'_>>,
+        phase: Option<&str>,
+        status: Option<&str>,
+        payload: &Value,
+        timestamp: f64,
+        elapsed: f64,
+    ) {
+        self.seq += 1;
+        self.updated_at = timestamp;
+        match event {
+            "run_started" => self.mark_running(),
+            "tasks_loaded" => {
+                self.mark_running();
+                if let Some(total) = payload_u64(payload, "total_tasks") {
+                    self.total = total;
+                }
+            }
+            "reuse_loaded" => self.reuse_loaded(payload),
+            "task_started" => {
+                self.mark_running();
+                if let Some(task) = task {
+                    self.task_started(task, timestamp);
+                }
+            }
+            "task_finished" => self.task_finished(task, status, payload),
+            "attempt_started" => self.attempts_started += 1,
+            "attempt_finished" => self.attempts_finished += 1,
+            "partial_saved" => self.partials_saved += 1,
+            "summary_started" if !is_terminal(&self.status) => {
+                self.set_status(STATUS_SUMMARIZING);
+            }
+            "run_finished" => {
+                self.set_status(status.unwrap_or("completed"));
+                self.finished_elapsed = Some(elapsed);
+            }
+            _ => {}
+        }
+        // Any event about an active task refreshes it (phase, attempt, time).
+        if event != "task_finished" {
+            if let Some(task) = task {
+                self.touch(task, phase, timestamp);
+            }
+        }
+    }
+
+    fn reuse_loaded(&mut self, payload: &Value) {
+        let reused = payload_u64(payload, "reused_tasks").unwrap_or(0);
+        let severity = payload.get("reused_severity_counts");
+        let count = |key: &str| severity.map_or(0, |s| payload_u64(s, key).unwrap_or(0));
+        let failed = count("fatal").min(reused);
+        self.reuse = ReuseCounts {
+            tasks: reused,
+            completed: reused - failed,
+            failed,
+            error: count("error"),
+            warning: count("warning"),
+        };
+        if self.total == 0 {
+            if let Some(to_run) = payload_u64(payload, "tasks_to_run") {
+                self.total = reused.saturating_add(to_run);
+            }
+        }
+    }
+
+    fn task_started(&mut self, task: TaskRef<'_>, timestamp: f64) {
+        if self.active.contains_key(task.task_id) {
+            return;
+        }
+        self.started += 1;
+        self.active.insert(
+            task.task_id.to_string(),
+            ActiveTask {
+                category: task.category.to_string(),
+                phase: None,
+                attempt: task.attempt,
+                updated_at: timestamp,
+            },
+        );
+    }
+
+    fn task_finished(&mut self, task: Option<TaskRef<'_>>, status: Option<&str>, payload: &Value) {
+        let removed = task.and_then(|t| self.active.remove(t.task_id));
+        match removed {
+            Some(active) => {
+                if let Some(phase) = &active.phase {
+                    decrement(&mut self.phase_counts, phase);
+                }
+            }
+            // Finished without having started (e.g. skipped).
+            None => self.started += 1,
+        }
+        self.finished += 1;
+        let severity = payload.get("severity").and_then(Value::as_str);
+        match (status, severity) {
+            (Some("completed"), _) => self.completed += 1,
+            (Some("failed"), _) | (None, Some("fatal")) => self.failed += 1,
+            (Some("skipped"), _) => self.skipped += 1,
+            (None, _) => self.completed += 1,
+            // Other statuses (e.g. `cancelled`) only count as finished.
+            (Some(_), _) => {}
+        }
+        match severity {
+            Some("error") => self.error += 1,
+            Some("warning") => self.warning += 1,
+            _ => {}
+        }
+    }
+
+    /// Updates an active task's phase, attempt and time.
+    fn touch(&mut self, task: TaskRef<'_>, phase: Option<&str>, timestamp: f64) {
+        let Some(active) = self.active.get_mut(task.task_id) else {
+            return;
+        };
+        active.updated_at = timestamp;
+        if task.attempt.is_some() {
+            active.attempt = task.attempt;
+        }
+        let Some(phase) = phase else {
+            return;
+        };
+        match &mut active.phase {
+            Some(current) if current == phase => {}
+            Some(current) => {
+                decrement(&mut self.phase_counts, current);
+                current.clear();
+                current.push_str(phase);
+                increment(&mut self.phase_counts, phase);
+            }
+            slot @ None => {
+                *slot = Some(phase.to_string());
+                increment(&mut self.phase_counts, phase);
+            }
+        }
+    }
+
+    fn pending(&self) -> u64 {
+        self.total
+            .saturating_sub(self.reuse.tasks)
+            .saturating_sub(self.started)
+    }
+
+    /// The number of running (active) tasks.
+    pub(super) fn running(&self) -> u64 {
+        self.active.len() as u64
+    }
+
+    /// The terminal view of this request.
+    pub(super) fn view(&self, label: &str) -> ProgressSnapshotView {
+        ProgressSnapshotView {
+            label: label.to_string(),
+            total: self.total,
+            finished: self.finished + self.reuse.tasks,
+            completed: self.completed + self.reuse.completed,
+            failed: self.failed + self.reuse.failed,
+            error: self.error + self.reuse.error,
+            running: self.running(),
+            reused: self.reuse.tasks,
+            status: self.status.clone(),
+        }
+    }
+
+    /// The serialisable snapshot (`progress.json`).
+    pub(super) fn document<'a>(
+        &'a self,
+        meta: &'a ProgressMeta,
+        started_at: f64,
+        elapsed: f64,
+    ) -> SnapshotDocument<'a> {
+        SnapshotDocument {
+            run_id: &meta.run_id,
+            benchmark: &meta.benchmark,
+            harness: &meta.harness,
+            environment: &meta.environment,
+            model: &meta.model,
+            request_name: &meta.request_name,
+            orchestration_id: &meta.orchestration_id,
+            status: &self.status,
+            total_tasks: self.total,
+            reused_tasks: self.reuse.tasks,
+            pending_tasks: self.pending(),
+            running_tasks: self.running(),
+            finished_tasks: self.finished + self.reuse.tasks,
+            completed_tasks: self.completed + self.reuse.completed,
+            failed_tasks: self.failed + self.reuse.failed,
+            error_tasks: self.error + self.reuse.error,
+            warning_tasks: self.warning + self.reuse.warning,
+            skipped_tasks: self.skipped,
+            attempts_started: self.attempts_started,
+            attempts_finished: self.attempts_finished,
+            partials_saved: self.partials_saved,
+            current_phase_counts: PhaseCounts(&self.phase_counts),
+            active_tasks: &self.active,
+            started_at,
+            elapsed_seconds: self.finished_elapsed.unwrap_or(elapsed),
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// Non-zero phase counts.
+pub(super) struct PhaseCounts<'a>(&'a HashMap<String, u64>);
+
+impl Serialize for PhaseCounts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (phase, n) in self.0.iter().filter(|(_, n)| **n > 0) {
+            map.serialize_entry(phase, n)?;
+        }
+        map.end()
+    }
+}
+
+/// The `progress.json` document, borrowed from the state.
+#[derive(Serialize)]
+pub(super) struct SnapshotDocument<'a> {
+    run_id: &'a str,
+    benchmark: &'a str,
+    harness: &'a str,
+    environment: &'a str,
+    model: &'a str,
+    request_name: &'a str,
+    orchestration_id: &'a str,
+    status: &'a str,
+    total_tasks: u64,
+    reused_tasks: u64,
+    pending_tasks: u64,
+    running_tasks: u64,
+    finished_tasks: u64,
+    completed_tasks: u64,
+    failed_tasks: u64,
+    error_tasks: u64,
+    warning_tasks: u64,
+    skipped_tasks: u64,
+    attempts_started: u64,
+    attempts_finished: u64,
+    partials_saved: u64,
+    current_phase_counts: PhaseCounts<'a>,
+    active_tasks: &'a HashMap<String, ActiveTask>,
+    started_at: f64,
+    elapsed_seconds: f64,
+    updated_at: f64,
+}

@@ -1,0 +1,463 @@
+//! Terminal progress sinks: a plain line every 10 s ([`PlainSink`]) or a redrawn bar on a TTY
+//! ([`BarSink`]). Both aggregate the requests of an orchestration.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::request::ProgressMode;
+
+/// The counts a terminal sink shows for one request (or, summed, for several).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgressSnapshotView {
+    /// Request label (request name, or `benchmark/model`).
+    pub label: String,
+    /// Tasks in the run.
+    pub total: u64,
+    /// Finished tasks (including reused ones).
+    pub finished: u64,
+    /// Completed tasks.
+    pub completed: u64,
+    /// Failed tasks (highest severity fatal).
+    pub failed: u64,
+    /// Tasks whose highest severity is error.
+    pub error: u64,
+    /// Running tasks.
+    pub running: u64,
+    /// Reused tasks.
+    pub reused: u64,
+    /// Run status (`created`, `running`, `summarizing`, `completed`, `failed`, …).
+    pub status: String,
+}
+
+/// Where a request's progress is shown on the terminal. Implementations must be cheap and
+/// must never fail the run.
+pub trait TerminalSink: Send + Sync {
+    /// The latest view of one request (keyed by its label).
+    fn update(&self, snapshot: &ProgressSnapshotView);
+    /// The final view of one request.
+    fn finish(&self, snapshot: &ProgressSnapshotView);
+}
+
+/// The terminal sink for a progress mode: `Auto` → [`BarSink`] when stderr is a terminal,
+/// else none; `Plain` → [`PlainSink`]; `None` → none.
+pub fn terminal_for(mode: ProgressMode) -> Option<Arc<dyn TerminalSink>> {
+    match mode {
+        ProgressMode::Auto if std::io::stderr().is_terminal() => Some(Arc::new(BarSink::new())),
+        ProgressMode::Auto | ProgressMode::None => None,
+        ProgressMode::Plain => Some(Arc::new(PlainSink::new())),
+    }
+}
+
+/// Width of the `[####----]` bar.
+const BAR_WIDTH: u64 = 20;
+
+/// `<label> [####----] d/t pct% | running=.. failed=.. error=.. reused=.. | status=..`.
+fn progress_text(view: &ProgressSnapshotView) -> String {
+    let total = view.total;
+    let (filled, pct) = if total == 0 {
+        (0, 0)
+    } else {
+        let done = view.finished.min(total);
+        (done * BAR_WIDTH / total, done * 100 / total)
+    };
+    let mut line = String::with_capacity(120);
+    let _ = write!(line, "{} [", view.label);
+    for i in 0..BAR_WIDTH {
+        line.push(if i < filled { '#' } else { '-' });
+    }
+    let _ = write!(
+        line,
+        "] {}/{} {}% | running={} failed={} error={} reused={} | status={}",
+        view.finished,
+        view.total,
+        pct,
+        view.running,
+        view.failed,
+        view.error,
+        view.reused,
+        view.status
+    );
+    line
+}
+
+/// The line [`PlainSink`] prints:
+/// `Progress | <label> [#####---------------] 12/40 30% | running=.. failed=.. error=..
+/// reused=.. | status=..`.
+pub fn plain_line(view: &ProgressSnapshotView) -> String {
+    format!("Progress | {}", progress_text(view))
+}
+
+/// The overall status of several requests: the most active one (`running` before
+/// `summarizing` before `created`), else the first non-`completed` terminal status, else
+/// `completed`.
+fn combined_status<'a>(statuses: impl Iterator<Item = &'a str> + Clone) -> String {
+    for candidate in ["running", "summarizing", "created"] {
+        if statuses.clone().any(|s| s == candidate) {
+            return candidate.to_string();
+        }
+    }
+    statuses
+        .clone()
+        .find(|s| *s != "completed")
+        .unwrap_or("completed")
+        .to_string()
+}
+
+/// The latest view of each request, and which requests finished.
+#[derive(Debug, Default)]
+struct Aggregate {
+    views: BTreeMap<String, ProgressSnapshotView>,
+    finished: BTreeSet<String>,
+}
+
+impl Aggregate {
+    fn record(&mut self, view: &ProgressSnapshotView) {
+        match self.views.get_mut(&view.label) {
+            Some(slot) => slot.clone_from(view),
+            None => {
+                self.views.insert(view.label.clone(), view.clone());
+            }
+        }
+    }
+
+    fn finish(&mut self, view: &ProgressSnapshotView) {
+        self.record(view);
+        self.finished.insert(view.label.clone());
+    }
+
+    fn all_finished(&self) -> bool {
+        self.views.keys().all(|label| self.finished.contains(label))
+    }
+
+    /// The single view, or the sum with label `<n> requests`.
+    fn combined(&self) -> ProgressSnapshotView {
+        let mut views = self.views.values();
+        if self.views.len() == 1 {
+            if let Some(view) = views.next() {
+                return view.clone();
+            }
+        }
+        let mut sum = ProgressSnapshotView {
+            label: format!("{} requests", self.views.len()),
+            status: combined_status(self.views.values().map(|v| v.status.as_str())),
+            ..ProgressSnapshotView::default()
+        };
+        for v in views {
+            sum.total += v.total;
+            sum.finished += v.finished;
+            sum.completed += v.completed;
+            sum.failed += v.failed;
+            sum.error += v.error;
+            sum.running += v.running;
+            sum.reused += v.reused;
+        }
+        sum
+    }
+}
+
+/// Output stream of a sink.
+type Output = Box<dyn Write + Send>;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Whether a throttled draw is due.
+fn due(last: Option<Instant>, now: Instant, interval: Duration) -> bool {
+    last.is_none_or(|last| now.duration_since(last) >= interval)
+}
+
+struct PlainState {
+    aggregate: Aggregate,
+    last_draw: Option<Instant>,
+    out: Output,
+}
+
+/// Prints [`plain_line`] to stderr at most every 10 s, and when every request has finished.
+pub struct PlainSink {
+    interval: Duration,
+    state: Mutex<PlainState>,
+}
+
+impl PlainSink {
+    /// A sink writing to stderr every 10 s.
+    pub fn new() -> Self {
+        Self::with_output(Box::new(std::io::stderr()), Duration::from_secs(10))
+    }
+
+    /// A sink writing to `out` at most every `interval`.
+    pub fn with_output(out: Box<dyn Write + Send>, interval: Duration) -> Self {
+        PlainSink {
+            interval,
+            state: Mutex::new(PlainState {
+                aggregate: Aggregate::default(),
+                last_draw: None,
+                out,
+            }),
+        }
+    }
+
+    fn draw(state: &mut PlainState, now: Instant) {
+        let mut line = plain_line(&state.aggregate.combined());
+        line.push('\n');
+        // Terminal output failures never break the run.
+        let _ = state.out.write_all(line.as_bytes());
+        let _ = state.out.flush();
+        state.last_draw = Some(now);
+    }
+}
+
+impl Default for PlainSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TerminalSink for PlainSink {
+    fn update(&self, snapshot: &ProgressSnapshotView) {
+        let mut state = lock(&self.state);
+        state.aggregate.record(snapshot);
+        let now = Instant::now();
+        if due(state.last_draw, now, self.interval) {
+            Self::draw(&mut state, now);
+        }
+    }
+
+    fn finish(&self, snapshot: &ProgressSnapshotView) {
+        let mut state = lock(&self.state);
+        state.aggregate.finish(snapshot);
+        let now = Instant::now();
+        if state.aggregate.all_finished() || due(state.last_draw, now, self.interval) {
+            Self::draw(&mut state, now);
+        }
+    }
+}
+
+struct BarState {
+    aggregate: Aggregate,
+    last_draw: Option<Instant>,
+    /// A bar line is on screen without its final newline.
+    line_open: bool,
+    out: Output,
+}
+
+/// Redraws a single progress line on stderr (`\r` + clear to end of line) at most 10 times a
+/// second; ends it with a newline when every request has finished.
+pub struct BarSink {
+    interval: Duration,
+    /// Maximum line length (from `$COLUMNS`), if known.
+    columns: Option<usize>,
+    state: Mutex<BarState>,
+}
+
+impl BarSink {
+    /// A sink drawing on stderr, 10 times a second at most.
+    pub fn new() -> Self {
+        let columns = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|c| *c > 1);
+        Self::with_output(
+            Box::new(std::io::stderr()),
+            Duration::from_millis(100),
+            columns,
+        )
+    }
+
+    /// A sink drawing on `out` at most every `interval`, truncating lines to `columns - 1`
+    /// characters when given.
+    pub fn with_output(
+        out: Box<dyn Write + Send>,
+        interval: Duration,
+        columns: Option<usize>,
+    ) -> Self {
+        BarSink {
+            interval,
+            columns,
+            state: Mutex::new(BarState {
+                aggregate: Aggregate::default(),
+                last_draw: None,
+                line_open: false,
+                out,
+            }),
+        }
+    }
+
+    fn draw(&self, state: &mut BarState, now: Instant, end_line: bool) {
+        let text = progress_text(&state.aggregate.combined());
+        let mut line = String::with_capacity(text.len() + 8);
+        line.push('\r');
+        match self.columns {
+            Some(columns) => line.extend(text.chars().take(columns - 1)),
+            None => line.push_str(&text),
+        }
+        line.push_str("\x1b[K");
+        if end_line {
+            line.push('\n');
+        }
+        let _ = state.out.write_all(line.as_bytes());
+        let _ = state.out.flush();
+        state.last_draw = Some(now);
+        state.line_open = !end_line;
+    }
+}
+
+impl Default for BarSink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TerminalSink for BarSink {
+    fn update(&self, snapshot: &ProgressSnapshotView) {
+        let mut state = lock(&self.state);
+        state.aggregate.record(snapshot);
+        let now = Instant::now();
+        if due(state.last_draw, now, self.interval) {
+            self.draw(&mut state, now, false);
+        }
+    }
+
+    fn finish(&self, snapshot: &ProgressSnapshotView) {
+        let mut state = lock(&self.state);
+        state.aggregate.finish(snapshot);
+        let now = Instant::now();
+        let end = state.aggregate.all_finished();
+        if end || due(state.last_draw, now, self.interval) {
+            self.draw(&mut state, now, end);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cloneable in-memory output.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&lock(&self.0)).into_owned()
+        }
+    }
+
+    fn view(label: &str, total: u64, finished: u64, status: &str) -> ProgressSnapshotView {
+        ProgressSnapshotView {
+            label: label.into(),
+            total,
+            finished,
+            completed: finished,
+            failed: 1,
+            error: 2,
+            running: 3,
+            reused: 4,
+            status: status.into(),
+        }
+    }
+
+    #[test]
+    fn plain_line_format() {
+        assert_eq!(
+            plain_line(&view("bench/model", 40, 12, "running")),
+            "Progress | bench/model [######--------------] 12/40 30% | running=3 failed=1 \
+             error=2 reused=4 | status=running"
+        );
+        assert_eq!(
+            plain_line(&view("x", 0, 0, "created")),
+            "Progress | x [--------------------] 0/0 0% | running=3 failed=1 error=2 \
+             reused=4 | status=created"
+        );
+        assert!(
+            plain_line(&view("x", 5, 5, "completed")).contains("[####################] 5/5 100%")
+        );
+        // More finished than total (inconsistent input) never overflows the bar.
+        assert!(plain_line(&view("x", 5, 7, "running")).contains("] 7/5 100%"));
+    }
+
+    #[test]
+    fn aggregation_of_requests() {
+        let mut agg = Aggregate::default();
+        agg.record(&view("a", 10, 5, "running"));
+        assert_eq!(agg.combined(), view("a", 10, 5, "running"));
+        agg.record(&view("b", 20, 1, "created"));
+        agg.record(&view("a", 10, 6, "running"));
+        let sum = agg.combined();
+        assert_eq!(sum.label, "2 requests");
+        assert_eq!((sum.total, sum.finished, sum.running), (30, 7, 6));
+        assert_eq!((sum.failed, sum.error, sum.reused), (2, 4, 8));
+        assert_eq!(sum.status, "running");
+        assert!(!agg.all_finished());
+        agg.finish(&view("a", 10, 10, "completed"));
+        agg.finish(&view("b", 20, 20, "failed"));
+        assert!(agg.all_finished());
+        assert_eq!(agg.combined().status, "failed");
+        assert_eq!(
+            combined_status(["completed", "completed"].into_iter()),
+            "completed"
+        );
+    }
+
+    #[test]
+    fn plain_sink_throttles_and_prints_at_finish() {
+        let out = Shared::default();
+        let sink = PlainSink::with_output(Box::new(out.clone()), Duration::from_secs(3600));
+        sink.update(&view("a", 10, 1, "running"));
+        sink.update(&view("a", 10, 2, "running"));
+        sink.update(&view("b", 10, 0, "running"));
+        sink.finish(&view("a", 10, 10, "completed"));
+        assert_eq!(out.text().lines().count(), 1, "{}", out.text());
+        sink.finish(&view("b", 10, 10, "completed"));
+        let text = out.text();
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("a [##"), "{text}");
+        assert!(
+            lines[1].starts_with("Progress | 2 requests [####################] 20/20 100%"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("status=completed"), "{text}");
+    }
+
+    #[test]
+    fn bar_sink_redraws_one_line() {
+        let out = Shared::default();
+        let sink = BarSink::with_output(Box::new(out.clone()), Duration::ZERO, Some(30));
+        sink.update(&view("a", 10, 1, "running"));
+        sink.update(&view("a", 10, 2, "running"));
+        sink.finish(&view("a", 10, 10, "completed"));
+        let text = out.text();
+        assert_eq!(text.matches('\r').count(), 3, "{text:?}");
+        assert_eq!(text.matches("\x1b[K").count(), 3, "{text:?}");
+        assert!(text.ends_with("\x1b[K\n"), "{text:?}");
+        assert_eq!(text.matches('\n').count(), 1, "{text:?}");
+        for frame in text.split('\r').filter(|f| !f.is_empty()) {
+            let visible = frame.trim_end_matches('\n').trim_end_matches("\x1b[K");
+            assert!(visible.chars().count() <= 29, "{frame:?}");
+        }
+    }
+
+    #[test]
+    fn terminal_for_modes() {
+        assert!(terminal_for(ProgressMode::None).is_none());
+        assert!(terminal_for(ProgressMode::Plain).is_some());
+        // Under the test harness stderr is normally not a terminal.
+        if !std::io::stderr().is_terminal() {
+            assert!(terminal_for(ProgressMode::Auto).is_none());
+        }
+    }
+}

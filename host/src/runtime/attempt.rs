@@ -1,0 +1,852 @@
+//! One physical attempt: open the environment → prepare → harness (or `run_task`) → collect
+//! the harness result → close the harness session → artifacts → checkpoint → evaluate (same
+//! environment, none, or a fresh one) → cleanup, always.
+
+use std::path::Path;
+use std::time::Duration;
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentRole, EvaluationEnvironmentMode, ExecRequest, ExecutionIssue, ExecutionPlan,
+    IssuePhase, IssueSeverity, OpenEnvironmentRequest, PreparedTask, RunResult, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::{Error, ErrorKind};
+use serde_json::{json, Value};
+
+use super::context::RequestContext;
+use super::phase::{run_phase, watchdog, PhaseOutcome};
+use super::records::{env_record, CHECKPOINT_SCHEMA};
+use crate::planner::{phase_bindings, resolve_bindings, Phase};
+use crate::store::{rfc3339, TaskWriter};
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A result carrying one issue (the attempt could not proceed).
+fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
+    let mut result = RunResult::new(task.task_id.clone());
+    result.category = task.category.clone();
+    result.push_issue(issue);
+    result
+}
+
+fn has_fatal(result: &RunResult) -> bool {
+    result
+        .issues
+        .iter()
+        .any(|i| i.severity == IssueSeverity::Fatal)
+}
+
+/// The outcome of an attempt: the scored (or failed) result, and whether the run was
+/// cancelled while it ran (a cancelled attempt is not published).
+pub struct PhysicalOutcome {
+    /// The result.
+    pub result: RunResult,
+    /// The run was cancelled during the attempt.
+    pub cancelled: bool,
+}
+
+/// An open environment and its persisted record.
+struct OpenEnv {
+    session: SessionRef,
+    record: std::path::PathBuf,
+}
+
+async fn open_environment(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    role: EnvironmentRole,
+) -> Result<OpenEnv, PhaseOutcome<()>> {
+    let (spec, baseline, bindings) = match role {
+        EnvironmentRole::Task => (
+            &plan.environment,
+            plan.baseline_network_policy.clone().unwrap_or_default(),
+            phase_bindings(plan, Phase::Common),
+        ),
+        EnvironmentRole::Evaluation => (
+            plan.evaluation_environment
+                .as_ref()
+                .unwrap_or(&plan.environment),
+            plan.evaluation_baseline_network_policy
+                .clone()
+                .unwrap_or_default(),
+            phase_bindings(plan, Phase::FreshStartup),
+        ),
+    };
+    let resolved_env = resolve_bindings(&bindings, &env_var)
+        .map_err(|e| PhaseOutcome::Failed(Error::invalid_input(e.to_string())))?;
+    let mut request =
+        OpenEnvironmentRequest::new(rc.store.run_id(), task.task_id.clone(), spec.clone());
+    request.attempt = attempt;
+    request.role = role;
+    request.baseline_network_policy = baseline;
+    request.run_dir = Some(rc.store.run_dir().display().to_string());
+    request.resolved_env = resolved_env;
+    rc.limits.pace_open(&spec.id).await;
+    let phase_name = if role == EnvironmentRole::Task {
+        "open_environment"
+    } else {
+        "evaluate_environment"
+    };
+    rc.task_event(
+        "phase_changed",
+        task,
+        Some(attempt),
+        Some(phase_name),
+        None,
+        Value::Null,
+    );
+    let provider = rc.planner.provider().clone();
+    let opened = run_phase(
+        &rc.cancel,
+        watchdog(spec.setup.build_timeout_seconds),
+        provider.open(&rc.ctx, &request),
+    )
+    .await;
+    let session = match opened {
+        PhaseOutcome::Done(session) => session,
+        PhaseOutcome::Failed(e) => return Err(PhaseOutcome::Failed(e)),
+        PhaseOutcome::TimedOut(d) => return Err(PhaseOutcome::TimedOut(d)),
+        PhaseOutcome::Cancelled => return Err(PhaseOutcome::Cancelled),
+    };
+    let info = session.info();
+    let record = rc.store.env_resources_dir().join(format!(
+        "{}.json",
+        crate::request::sanitize_component(&info.id)
+    ));
+    let payload = env_record(
+        &info,
+        &task.task_id,
+        attempt,
+        &rfc3339(std::time::SystemTime::now()),
+    );
+    if let Err(e) = crate::store::write_json_atomic(&record, &payload) {
+        tracing::warn!("cannot record environment {}: {e}", info.id);
+    }
+    Ok(OpenEnv { session, record })
+}
+
+/// Closes an environment within the cleanup grace (unless kept); failures become warnings.
+async fn close_environment(rc: &RequestContext, env: OpenEnv, result: &mut RunResult) {
+    if rc.resolved.execution.keep_environment {
+        let info = env.session.info();
+        tracing::warn!(
+            "keeping environment {} ({}) open; release it with `agentcompass-host env close {} --id {}`",
+            info.id,
+            info.provider,
+            rc.store.run_dir().display(),
+            info.id
+        );
+        return;
+    }
+    let closing = tokio::time::timeout(
+        rc.cleanup_grace.max(Duration::from_secs(1)),
+        env.session.close(),
+    )
+    .await;
+    match closing {
+        Ok(Ok(())) => {
+            let _ = std::fs::remove_file(&env.record);
+        }
+        Ok(Err(e)) => result.push_issue(ExecutionIssue::warning(
+            IssuePhase::Cleanup,
+            "environment_close_failed",
+            e.message,
+        )),
+        Err(_) => result.push_issue(ExecutionIssue::warning(
+            IssuePhase::Cleanup,
+            "environment_close_timeout",
+            "closing the environment took longer than the cleanup grace",
+        )),
+    }
+}
+
+fn open_failure(task: &TaskSpec, outcome: PhaseOutcome<()>) -> PhysicalOutcome {
+    let (issue, cancelled) = match outcome {
+        PhaseOutcome::Cancelled => (
+            ExecutionIssue::error(IssuePhase::Setup, "cancelled", "the run was cancelled"),
+            true,
+        ),
+        PhaseOutcome::TimedOut(d) => (
+            ExecutionIssue::fatal(
+                IssuePhase::Setup,
+                "environment_timeout",
+                format!(
+                    "opening the environment took longer than {:.0} s",
+                    d.as_secs_f64()
+                ),
+            ),
+            false,
+        ),
+        PhaseOutcome::Failed(e) => (
+            ExecutionIssue::fatal(IssuePhase::Setup, "environment_failed", e.message),
+            false,
+        ),
+        PhaseOutcome::Done(()) => (
+            ExecutionIssue::fatal(IssuePhase::Setup, "environment_failed", "unknown"),
+            false,
+        ),
+    };
+    PhysicalOutcome {
+        result: failed(task, issue),
+        cancelled,
+    }
+}
+
+/// Runs one physical attempt of `task` with `plan` and returns its (evaluated) result.
+pub async fn physical_attempt(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+) -> PhysicalOutcome {
+    let _provider_slot = rc.limits.provider_slot(&plan.environment.id).await;
+    let env = match open_environment(rc, task, plan, attempt, EnvironmentRole::Task).await {
+        Ok(env) => env,
+        Err(outcome) => return open_failure(task, outcome),
+    };
+    let (mut result, prepared, mut cancelled) =
+        run_stage(rc, task, plan, attempt, &env.session).await;
+    if !cancelled && !has_fatal(&result) {
+        collect_artifacts(rc, task, plan, attempt, &env.session, writer, &mut result).await;
+    }
+    let mode = plan.evaluation_environment_mode;
+    let evaluable = !cancelled && !has_fatal(&result) && prepared.is_some();
+    if evaluable && mode != EvaluationEnvironmentMode::Reuse {
+        let checkpoint = json!({
+            "schema_version": CHECKPOINT_SCHEMA,
+            "task_id": task.task_id,
+            "attempt": attempt,
+            "evaluation_environment_mode": mode,
+            "evaluation_network_policy": plan.evaluation_network_policy,
+            "prepared": prepared,
+            "run_result": crate::redact::redact_value(&serde_json::to_value(&result).unwrap_or(Value::Null)),
+        });
+        rc.task_event(
+            "phase_changed",
+            task,
+            Some(attempt),
+            Some("save_evaluation_checkpoint"),
+            None,
+            Value::Null,
+        );
+        if let Err(e) = writer.write_checkpoint(attempt, &checkpoint) {
+            result.push_issue(ExecutionIssue::warning(
+                IssuePhase::Collect,
+                "checkpoint_failed",
+                e.to_string(),
+            ));
+        }
+    }
+    if evaluable && mode == EvaluationEnvironmentMode::Reuse {
+        let prepared = prepared
+            .clone()
+            .unwrap_or_else(|| PreparedTask::new(task.task_id.clone(), Default::default()));
+        let (evaluated, was_cancelled) = evaluate(
+            rc,
+            task,
+            &prepared,
+            result,
+            plan,
+            attempt,
+            Some(&env.session),
+        )
+        .await;
+        result = evaluated;
+        cancelled |= was_cancelled;
+    }
+    close_environment(rc, env, &mut result).await;
+    if evaluable && !cancelled {
+        if let Some(prepared) = &prepared {
+            match mode {
+                EvaluationEnvironmentMode::NoEnvironment => {
+                    let (evaluated, was_cancelled) =
+                        evaluate(rc, task, prepared, result, plan, attempt, None).await;
+                    result = evaluated;
+                    cancelled |= was_cancelled;
+                }
+                EvaluationEnvironmentMode::Fresh => {
+                    let (evaluated, was_cancelled) =
+                        evaluate_fresh(rc, task, prepared, result, plan, attempt, writer).await;
+                    result = evaluated;
+                    cancelled |= was_cancelled;
+                }
+                EvaluationEnvironmentMode::Reuse => {}
+            }
+        }
+    }
+    PhysicalOutcome { result, cancelled }
+}
+
+/// Prepare, then the harness (or `run_task`). Returns the run result, the prepared task (when
+/// preparation succeeded) and whether the run was cancelled.
+async fn run_stage(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    session: &SessionRef,
+) -> (RunResult, Option<PreparedTask>, bool) {
+    let req = &rc.resolved;
+    let event = |phase: &str| {
+        rc.task_event(
+            "phase_changed",
+            task,
+            Some(attempt),
+            Some(phase),
+            None,
+            Value::Null,
+        )
+    };
+    event("prepare_task");
+    let benchmark = &rc.planner.benchmark().benchmark;
+    let prepared = match run_phase(
+        &rc.cancel,
+        None,
+        benchmark.prepare_task(&rc.ctx, task, session, req, &plan.benchmark_plan),
+    )
+    .await
+    {
+        PhaseOutcome::Done(p) => p,
+        PhaseOutcome::Cancelled => {
+            return (
+                failed(
+                    task,
+                    ExecutionIssue::error(IssuePhase::Setup, "cancelled", "the run was cancelled"),
+                ),
+                None,
+                true,
+            )
+        }
+        PhaseOutcome::Failed(e) => {
+            return (
+                failed(
+                    task,
+                    ExecutionIssue::fatal(IssuePhase::Setup, "prepare_failed", e.message),
+                ),
+                None,
+                false,
+            )
+        }
+        PhaseOutcome::TimedOut(_) => {
+            return (
+                failed(
+                    task,
+                    ExecutionIssue::fatal(
+                        IssuePhase::Setup,
+                        "prepare_timeout",
+                        "prepare_task timed out",
+                    ),
+                ),
+                None,
+                false,
+            )
+        }
+    };
+    let baseline = plan.baseline_network_policy.clone().unwrap_or_default();
+    if let Some(run_policy) = plan.run_network_policy.as_ref().filter(|p| **p != baseline) {
+        if let Err(e) = session.set_network_policy(run_policy).await {
+            return (
+                failed(
+                    task,
+                    ExecutionIssue::fatal(IssuePhase::Run, "network_policy_failed", e.message),
+                ),
+                Some(prepared),
+                false,
+            );
+        }
+    }
+    let run_watchdog = plan.run_timeout_seconds;
+    let mut result = match (rc.planner.harness(), &rc.planner.benchmark().harness_free) {
+        (None, Some(free)) => {
+            event("run_task");
+            match run_phase(
+                &rc.cancel,
+                watchdog(run_watchdog),
+                free.run_task(&rc.ctx, task, &prepared, req, plan, Some(session)),
+            )
+            .await
+            {
+                PhaseOutcome::Done(r) => r,
+                PhaseOutcome::Cancelled => {
+                    return (
+                        failed(
+                            task,
+                            ExecutionIssue::error(
+                                IssuePhase::Run,
+                                "cancelled",
+                                "the run was cancelled",
+                            ),
+                        ),
+                        Some(prepared),
+                        true,
+                    )
+                }
+                PhaseOutcome::TimedOut(d) => timed_out(task, d),
+                PhaseOutcome::Failed(e) => failed(
+                    task,
+                    ExecutionIssue::error(IssuePhase::Run, "run_failed", e.message),
+                ),
+            }
+        }
+        (Some(harness), _) => {
+            event("start_harness");
+            let state = match run_phase(
+                &rc.cancel,
+                None,
+                harness.start_session(&rc.ctx, session, req, &plan.harness_plan),
+            )
+            .await
+            {
+                PhaseOutcome::Done(state) => state,
+                PhaseOutcome::Cancelled => {
+                    return (
+                        failed(
+                            task,
+                            ExecutionIssue::error(
+                                IssuePhase::Run,
+                                "cancelled",
+                                "the run was cancelled",
+                            ),
+                        ),
+                        Some(prepared),
+                        true,
+                    )
+                }
+                PhaseOutcome::Failed(e) => {
+                    return (
+                        failed(
+                            task,
+                            ExecutionIssue::fatal(IssuePhase::Run, "harness_failed", e.message),
+                        ),
+                        Some(prepared),
+                        false,
+                    )
+                }
+                PhaseOutcome::TimedOut(_) => {
+                    return (
+                        failed(
+                            task,
+                            ExecutionIssue::fatal(
+                                IssuePhase::Run,
+                                "harness_failed",
+                                "start_session timed out",
+                            ),
+                        ),
+                        Some(prepared),
+                        false,
+                    )
+                }
+            };
+            event("run_harness");
+            let budget = run_watchdog.map(|s| s + plan.run_timer_compensation_seconds);
+            let mut cancelled = false;
+            let executed = match run_phase(
+                &rc.cancel,
+                watchdog(budget),
+                harness.execute_task(&rc.ctx, &state, &prepared, req, &plan.harness_plan),
+            )
+            .await
+            {
+                PhaseOutcome::Done(r) => r,
+                PhaseOutcome::Cancelled => {
+                    cancelled = true;
+                    failed(
+                        task,
+                        ExecutionIssue::error(
+                            IssuePhase::Run,
+                            "cancelled",
+                            "the run was cancelled",
+                        ),
+                    )
+                }
+                PhaseOutcome::TimedOut(d) => timed_out(task, d),
+                PhaseOutcome::Failed(e) if e.kind == ErrorKind::Timeout => failed(
+                    task,
+                    ExecutionIssue::error(IssuePhase::Run, "run_timeout", e.message),
+                ),
+                PhaseOutcome::Failed(e) => failed(
+                    task,
+                    ExecutionIssue::fatal(IssuePhase::Run, "harness_failed", e.message),
+                ),
+            };
+            let mut result = executed.clone();
+            if !cancelled {
+                event("collect_harness_result");
+                let collect_budget = watchdog(Some(plan.runresult_collect_timeout_seconds));
+                match run_phase(
+                    &rc.cancel,
+                    collect_budget,
+                    harness.collect_result(
+                        &rc.ctx,
+                        &state,
+                        &prepared,
+                        req,
+                        &plan.harness_plan,
+                        executed.clone(),
+                    ),
+                )
+                .await
+                {
+                    PhaseOutcome::Done(collected) => result = collected,
+                    PhaseOutcome::Cancelled => cancelled = true,
+                    other => {
+                        let message = match other {
+                            PhaseOutcome::Failed(e) => e.message,
+                            _ => "collect_result timed out".to_string(),
+                        };
+                        result
+                            .telemetry
+                            .insert("result_collection_failed".into(), Value::Bool(true));
+                        result.push_issue(ExecutionIssue::fatal(
+                            IssuePhase::Collect,
+                            "result_collection_failed",
+                            message,
+                        ));
+                    }
+                }
+            }
+            // The session is always closed, within the cleanup grace.
+            let close = tokio::time::timeout(
+                rc.cleanup_grace.max(Duration::from_secs(1)),
+                harness.close_session(&rc.ctx, state),
+            )
+            .await;
+            match close {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result.push_issue(ExecutionIssue::warning(
+                    IssuePhase::Cleanup,
+                    "close_session_failed",
+                    e.message,
+                )),
+                Err(_) => result.push_issue(ExecutionIssue::warning(
+                    IssuePhase::Cleanup,
+                    "close_session_timeout",
+                    "close_session exceeded the cleanup grace",
+                )),
+            }
+            if cancelled {
+                return (result, Some(prepared), true);
+            }
+            result
+        }
+        (None, None) => failed(
+            task,
+            ExecutionIssue::fatal(
+                IssuePhase::Run,
+                "harness_failed",
+                "no harness and the benchmark is not harness-free",
+            ),
+        ),
+    };
+    result.task_id = task.task_id.clone();
+    if result.category.is_empty() {
+        result.category = task.category.clone();
+    }
+    (result, Some(prepared), false)
+}
+
+fn timed_out(task: &TaskSpec, limit: Duration) -> RunResult {
+    let mut result = failed(
+        task,
+        ExecutionIssue::error(
+            IssuePhase::Run,
+            "run_timeout",
+            format!(
+                "the run phase exceeded its {:.0} s watchdog and was stopped",
+                limit.as_secs_f64()
+            ),
+        ),
+    );
+    result
+        .telemetry
+        .insert("timed_out".into(), Value::Bool(true));
+    result
+}
+
+/// Runs the declared collection commands and downloads the declared paths into
+/// `attempt-N/artifacts/` (when saving). Failures are FATAL collect issues.
+async fn collect_artifacts(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    session: &SessionRef,
+    writer: &TaskWriter,
+    result: &mut RunResult,
+) {
+    if !plan.collect_artifacts() {
+        return;
+    }
+    rc.task_event("phase_changed", task,
+        Some(attempt),
+        Some("collect_artifacts"),
+        None,
+        json!({"command_count": plan.artifact_collect.len(), "timeout_seconds": plan.artifact_collect_timeout_seconds}),
+    );
+    let commands = async {
+        for command in &plan.artifact_collect {
+            let exec = ExecRequest::argv(["bash", "-c", command.command.as_str()])
+                .timeout(command.timeout_seconds);
+            let out = session.exec(exec).await?;
+            if out.timed_out || out.returncode != 0 {
+                return Err(Error::msg(format!(
+                    "artifact command exited with {} (timed out: {})",
+                    out.returncode, out.timed_out
+                )));
+            }
+        }
+        Ok(())
+    };
+    match run_phase(
+        &rc.cancel,
+        watchdog(plan.artifact_collect_timeout_seconds),
+        commands,
+    )
+    .await
+    {
+        PhaseOutcome::Done(()) => {}
+        PhaseOutcome::Cancelled => return,
+        PhaseOutcome::Failed(e) => {
+            result.push_issue(ExecutionIssue::fatal(
+                IssuePhase::Collect,
+                "artifact_collect_failed",
+                e.message,
+            ));
+            return;
+        }
+        PhaseOutcome::TimedOut(_) => {
+            result.push_issue(ExecutionIssue::fatal(
+                IssuePhase::Collect,
+                "artifact_collect_timeout",
+                "artifact commands exceeded their budget",
+            ));
+            return;
+        }
+    }
+    if !plan.save_artifacts {
+        return;
+    }
+    let root = writer.attempt_dir(attempt).join("artifacts");
+    let download = async {
+        let mut entries = Vec::new();
+        for spec in &plan.artifacts {
+            let destination = spec.destination_or_default();
+            let target = root.join(&destination);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let (kind, status) = if session.is_dir(&spec.source).await? {
+                session.download_dir(&spec.source, &target).await?;
+                ("directory", "collected")
+            } else if session.is_file(&spec.source).await? {
+                session.download(&spec.source, &target).await?;
+                ("file", "collected")
+            } else {
+                ("unknown", "missing")
+            };
+            entries.push(json!({"source": spec.source, "destination": destination, "kind": kind, "status": status, "bytes": dir_bytes(&target)}));
+        }
+        Ok::<_, Error>(entries)
+    };
+    let limit = watchdog(Some(plan.artifact_limits.timeout_seconds));
+    match run_phase(&rc.cancel, limit, download).await {
+        PhaseOutcome::Done(entries) => {
+            result.artifacts.insert(
+                "declared_artifacts".into(),
+                json!({"complete": true, "entries": entries}),
+            );
+        }
+        PhaseOutcome::Cancelled => {}
+        PhaseOutcome::Failed(e) => result.push_issue(ExecutionIssue::fatal(
+            IssuePhase::Collect,
+            "artifact_download_failed",
+            e.message,
+        )),
+        PhaseOutcome::TimedOut(_) => result.push_issue(ExecutionIssue::fatal(
+            IssuePhase::Collect,
+            "artifact_download_timeout",
+            "artifact download exceeded its budget",
+        )),
+    }
+}
+
+fn dir_bytes(path: &Path) -> u64 {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => std::fs::read_dir(path)
+            .map(|entries| entries.flatten().map(|e| dir_bytes(&e.path())).sum())
+            .unwrap_or(0),
+        Ok(meta) => meta.len(),
+        Err(_) => 0,
+    }
+}
+
+/// Keeps the run's issues, trajectory and telemetry on the evaluated result.
+fn merge_evaluated(run: &RunResult, mut evaluated: RunResult) -> RunResult {
+    for issue in &run.issues {
+        if !evaluated.issues.contains(issue) {
+            evaluated.issues.push(issue.clone());
+        }
+    }
+    if evaluated.trajectory.is_none() {
+        evaluated.trajectory = run.trajectory.clone();
+    }
+    for (key, value) in &run.telemetry {
+        evaluated
+            .telemetry
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    for (key, value) in &run.artifacts {
+        evaluated
+            .artifacts
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    evaluated.task_id = run.task_id.clone();
+    evaluated.refresh_status();
+    evaluated
+}
+
+async fn evaluate(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    prepared: &PreparedTask,
+    result: RunResult,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    session: Option<&SessionRef>,
+) -> (RunResult, bool) {
+    rc.task_event(
+        "phase_changed",
+        task,
+        Some(attempt),
+        Some("evaluate"),
+        None,
+        Value::Null,
+    );
+    if let (Some(session), Some(policy)) = (session, plan.evaluation_network_policy.as_ref()) {
+        let current = plan.run_network_policy.clone().unwrap_or_default();
+        if *policy != current {
+            if let Err(e) = session.set_network_policy(policy).await {
+                let mut result = result;
+                result.push_issue(ExecutionIssue::error(
+                    IssuePhase::Evaluate,
+                    "network_policy_failed",
+                    e.message,
+                ));
+                return (result, false);
+            }
+        }
+    }
+    let benchmark = &rc.planner.benchmark().benchmark;
+    let call = benchmark.evaluate(
+        &rc.ctx,
+        task,
+        prepared,
+        result.clone(),
+        &rc.resolved,
+        plan,
+        session,
+    );
+    match run_phase(&rc.cancel, watchdog(plan.evaluation_timeout_seconds), call).await {
+        PhaseOutcome::Done(evaluated) => (merge_evaluated(&result, evaluated), false),
+        PhaseOutcome::Cancelled => (result, true),
+        PhaseOutcome::TimedOut(d) => {
+            let mut result = result;
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "evaluate_timeout",
+                format!(
+                    "evaluation exceeded its {:.0} s watchdog and was stopped",
+                    d.as_secs_f64()
+                ),
+            ));
+            (result, false)
+        }
+        PhaseOutcome::Failed(e) => {
+            let mut result = result;
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "evaluate_failed",
+                e.message,
+            ));
+            (result, false)
+        }
+    }
+}
+
+/// Fresh evaluation: a new environment from the plan's evaluation environment, collected
+/// artifacts restored to their sources, evaluate, close.
+async fn evaluate_fresh(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    prepared: &PreparedTask,
+    result: RunResult,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+) -> (RunResult, bool) {
+    let env = match open_environment(rc, task, plan, attempt, EnvironmentRole::Evaluation).await {
+        Ok(env) => env,
+        Err(PhaseOutcome::Cancelled) => return (result, true),
+        Err(other) => {
+            let message = match other {
+                PhaseOutcome::Failed(e) => e.message,
+                _ => "opening the evaluation environment timed out".into(),
+            };
+            let mut result = result;
+            result.push_issue(ExecutionIssue::fatal(
+                IssuePhase::Evaluate,
+                "evaluation_environment_failed",
+                message,
+            ));
+            return (result, false);
+        }
+    };
+    let root = writer.attempt_dir(attempt).join("artifacts");
+    let mut restore_error = None;
+    for spec in &plan.artifacts {
+        let local = root.join(spec.destination_or_default());
+        let restored = if local.is_dir() {
+            env.session.upload_dir(&local, &spec.source).await
+        } else if local.is_file() {
+            env.session.upload(&local, &spec.source).await
+        } else {
+            Ok(())
+        };
+        if let Err(e) = restored {
+            restore_error = Some(e.message);
+            break;
+        }
+    }
+    let (mut evaluated, cancelled) = match restore_error {
+        Some(message) => {
+            let mut result = result;
+            result.push_issue(ExecutionIssue::fatal(
+                IssuePhase::Evaluate,
+                "artifact_restore_failed",
+                message,
+            ));
+            (result, false)
+        }
+        None => {
+            evaluate(
+                rc,
+                task,
+                prepared,
+                result,
+                plan,
+                attempt,
+                Some(&env.session),
+            )
+            .await
+        }
+    };
+    close_environment(rc, env, &mut evaluated).await;
+    (evaluated, cancelled)
+}

@@ -1,0 +1,459 @@
+//! One request of an orchestration: preflight, the results directory, task loading, reuse,
+//! scheduling every task under the shared limits, and finalisation (metrics, summary,
+//! run_info status).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::context::RequestContext;
+use super::limits::Limits;
+use super::records::{compile_patterns, outcomes_from_results};
+use super::task::{run_task, TaskEnd};
+use crate::config::resolve_references;
+use crate::host_services::{CancelToken, HostServices};
+use crate::metrics::{headline_line, render_summary, MetricAggregator, SummaryTitle};
+use crate::planner::Planner;
+use crate::progress::{ProgressMeta, ProgressRecorder, TerminalSink};
+use crate::redact::redact_value;
+use crate::registry::Registry;
+use crate::request::{output_namespace, OrchestratedRun, ResolvedRuntimeOptions};
+use crate::store::{
+    attempts_complete, find_reuse_source, published_tasks, rfc3339, RunInfo, RunStore,
+};
+
+/// A request checked and ready to run (nothing written yet).
+pub struct PreparedRequest {
+    run: OrchestratedRun,
+    resolved: RunRequest,
+    planner: Planner,
+    patterns: Vec<regex::Regex>,
+}
+
+/// The terminal state of one request.
+#[derive(Debug, Clone)]
+pub struct RequestOutcome {
+    /// Request name (empty for a direct run).
+    pub name: String,
+    /// `completed`, `failed`, `cancelled` or `timed_out`.
+    pub status: String,
+    /// The results directory, once created.
+    pub run_dir: Option<PathBuf>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// `correct (native@1): 80.00% ...`.
+    pub headline: Option<String>,
+    /// Tasks published in this run (new and reused).
+    pub published: usize,
+    /// Tasks reused from an earlier run.
+    pub reused: usize,
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Checks a request before anything is written: components instantiate, references resolve,
+/// retry patterns compile, the harness supports the environment and model.
+pub fn preflight(registry: &Registry, run: OrchestratedRun) -> Result<PreparedRequest, String> {
+    let label = if run.name.is_empty() {
+        String::new()
+    } else {
+        format!("request {}: ", run.name)
+    };
+    let value = serde_json::to_value(&run.request).map_err(|e| e.to_string())?;
+    let resolved: RunRequest = resolve_references("", &value, &env_var)
+        .map_err(|e| format!("{label}{e}"))
+        .and_then(|v| serde_json::from_value(v).map_err(|e| format!("{label}{e}")))?;
+    let planner = Planner::new(registry, &resolved).map_err(|e| format!("{label}{e}"))?;
+    if let Some(harness) = planner.harness() {
+        let supported = harness
+            .supports(&resolved.environment, &resolved.model)
+            .map_err(|e| format!("{label}harness {}: {e}", resolved.harness.id))?;
+        if !supported {
+            return Err(format!(
+                "{label}harness `{}` does not support environment `{}` with model protocol {:?}",
+                resolved.harness.id,
+                resolved.environment.id,
+                resolved.model.api_protocol.protocols()
+            ));
+        }
+    }
+    let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
+        .map_err(|e| format!("{label}{e}"))?;
+    Ok(PreparedRequest {
+        run,
+        resolved,
+        planner,
+        patterns,
+    })
+}
+
+/// The reuse key: benchmark id, benchmark params (except `sample_ids`, which selects tasks
+/// but does not change them) and attempt plan, hashed. The task id is matched separately.
+pub fn reuse_key(req: &RunRequest) -> String {
+    let mut params = req.benchmark.params.clone();
+    params.remove("sample_ids");
+    let canonical = json!({
+        "benchmark": req.benchmark.id,
+        "params": params,
+        "attempts": {"k": req.execution.attempts.k, "strategy": req.execution.attempts.strategy},
+    });
+    Sha256::digest(canonical.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Shared, orchestration-wide inputs of a request run.
+pub struct Shared {
+    /// Process-wide options.
+    pub runtime: ResolvedRuntimeOptions,
+    /// Limits.
+    pub limits: Arc<Limits>,
+    /// Cancellation.
+    pub cancel: CancelToken,
+    /// Terminal progress.
+    pub terminal: Option<Arc<dyn TerminalSink>>,
+    /// Orchestration id and name.
+    pub orchestration: (String, String),
+    /// Why the run was cancelled (`cancelled` or `timed_out`), once it is.
+    pub stop_reason: Arc<Mutex<Option<String>>>,
+}
+
+/// Runs one prepared request to its terminal state.
+pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestOutcome {
+    let PreparedRequest {
+        run,
+        resolved,
+        planner,
+        patterns,
+    } = prepared;
+    let request = run.request.clone();
+    let mut outcome = RequestOutcome {
+        name: run.name.clone(),
+        status: "failed".into(),
+        run_dir: None,
+        error: None,
+        headline: None,
+        published: 0,
+        reused: 0,
+    };
+    let namespace = output_namespace(&request);
+    let results_dir = PathBuf::from(&shared.runtime.results_dir);
+    let explicit_run_id =
+        (!request.output.run_id.is_empty()).then_some(request.output.run_id.as_str());
+    let store = match RunStore::create(&results_dir, &namespace, explicit_run_id) {
+        Ok(store) => store,
+        Err(e) => {
+            outcome.error = Some(e.to_string());
+            return outcome;
+        }
+    };
+    outcome.run_dir = Some(store.run_dir().to_path_buf());
+    let started = SystemTime::now();
+    let mut info = RunInfo::new(
+        store.run_id(),
+        rfc3339(started),
+        redact_value(&serde_json::to_value(&request).unwrap_or(Value::Null)),
+    );
+    info.orchestration = Some(
+        json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
+    );
+    let _ = store.write_run_info(&info);
+    let params = json!({
+        "benchmark": {"id": request.benchmark.id, "params": request.benchmark.params},
+        "harness": {"id": request.harness.id, "params": request.harness.params},
+        "model": {"id": request.model.id, "params": request.model.params, "base_url": request.model.base_url, "api_key": request.model.api_key, "api_protocol": request.model.api_protocol},
+        "execution": request.execution,
+        "output": request.output,
+    });
+    let _ = store.write_params(&redact_value(&params));
+    let meta = ProgressMeta {
+        run_id: store.run_id().to_string(),
+        benchmark: request.benchmark.id.clone(),
+        harness: request.harness.id.clone(),
+        environment: request.environment.id.clone(),
+        model: request.model.id.clone(),
+        request_name: run.name.clone(),
+        orchestration_id: shared.orchestration.0.clone(),
+    };
+    let progress = match ProgressRecorder::create(
+        &store.progress_jsonl_path(),
+        &store.progress_json_path(),
+        meta,
+        shared.terminal.clone(),
+    ) {
+        Ok(progress) => progress,
+        Err(e) => {
+            outcome.error = Some(format!(
+                "cannot write progress files in {}: {e}",
+                store.run_dir().display()
+            ));
+            return outcome;
+        }
+    };
+    progress.emit(
+        "run_started",
+        None,
+        None,
+        None,
+        json!({"benchmark": request.benchmark.id, "harness": request.harness.id, "environment": request.environment.id, "model": request.model.id}),
+    );
+    let contract = planner
+        .benchmark()
+        .benchmark
+        .metric_contract()
+        .unwrap_or_else(|_| agentcompass_plugin_api::contracts::MetricContract::correct());
+    let primary_metric = contract.primary().map(|m| m.id.clone());
+    let attempts = resolved.execution.attempts;
+    let ctx =
+        HostServices::for_component(&request.benchmark.id, shared.cancel.clone(), None).into_ctx();
+    let rc = Arc::new(RequestContext {
+        reuse_key: reuse_key(&resolved),
+        request: request.clone(),
+        resolved,
+        planner,
+        store,
+        progress,
+        limits: shared.limits.clone(),
+        cancel: shared.cancel.clone(),
+        patterns,
+        cleanup_grace: Duration::from_secs_f64(shared.runtime.cleanup_grace_seconds),
+        ctx,
+        metrics: Mutex::new(MetricAggregator::new(
+            contract,
+            attempts.k.max(1),
+            attempts.strategy,
+        )),
+        primary_metric,
+    });
+
+    // Tasks.
+    let benchmark = rc.planner.benchmark().benchmark.clone();
+    let loaded = async {
+        let tasks = benchmark.load_tasks(&rc.ctx, &rc.resolved).await?;
+        benchmark.select_tasks(&rc.ctx, tasks, &rc.resolved).await
+    };
+    let tasks: Vec<TaskSpec> = match loaded.await {
+        Ok(tasks) => tasks,
+        Err(e) => {
+            return finish(
+                &rc,
+                &mut info,
+                outcome,
+                "failed",
+                Some(format!("benchmark {}: {e}", request.benchmark.id)),
+            )
+            .await
+        }
+    };
+    let mut seen = HashSet::with_capacity(tasks.len());
+    if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.task_id.as_str())) {
+        let message = format!(
+            "benchmark {} returned task id `{}` twice",
+            request.benchmark.id, dup.task_id
+        );
+        return finish(&rc, &mut info, outcome, "failed", Some(message)).await;
+    }
+    drop(seen);
+    for task in &tasks {
+        for warning in &task.load_warnings {
+            tracing::warn!("task {}: {warning}", task.task_id);
+        }
+    }
+    let total = tasks.len();
+    rc.progress.emit(
+        "tasks_loaded",
+        None,
+        None,
+        None,
+        json!({"total_tasks": total}),
+    );
+
+    // Reuse.
+    let mut reused: HashSet<String> = HashSet::new();
+    if rc.request.runtime.reuse == Some(true) {
+        let source = find_reuse_source(
+            &results_dir,
+            &namespace,
+            (!rc.request.runtime.reuse_run_id.is_empty())
+                .then_some(rc.request.runtime.reuse_run_id.as_str()),
+            Some(rc.store.run_dir()),
+        );
+        match source {
+            Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e.to_string())).await,
+            Ok(None) => tracing::info!("nothing to reuse under {}", results_dir.display()),
+            Ok(Some(source)) => {
+                let wanted: HashMap<&str, &str> = tasks
+                    .iter()
+                    .map(|t| (t.task_id.as_str(), t.category.as_str()))
+                    .collect();
+                let mut not_reused: HashMap<&'static str, u64> = HashMap::new();
+                for published in published_tasks(&source) {
+                    let Some(category) = wanted.get(published.task_id.as_str()) else {
+                        *not_reused.entry("not selected").or_default() += 1;
+                        continue;
+                    };
+                    if published.task_json["reuse_key"].as_str() != Some(rc.reuse_key.as_str()) {
+                        *not_reused
+                            .entry("different benchmark, params or attempt plan")
+                            .or_default() += 1;
+                        continue;
+                    }
+                    if !attempts_complete(&published) {
+                        *not_reused.entry("incomplete attempts").or_default() += 1;
+                        continue;
+                    }
+                    match rc.store.import_published(&published) {
+                        Ok(dir) => {
+                            rc.record_metrics(
+                                category,
+                                &outcomes_from_results(&dir, &published.task_json["attempts"]),
+                            );
+                            reused.insert(published.task_id.clone());
+                        }
+                        Err(e) => {
+                            tracing::warn!("cannot reuse task {}: {e}", published.task_id);
+                            *not_reused.entry("copy failed").or_default() += 1;
+                        }
+                    }
+                }
+                info.reused_from = Some(
+                    json!({"run_id": source.file_name().map(|n| n.to_string_lossy().into_owned()), "path": source}),
+                );
+                let _ = rc.store.write_run_info(&info);
+                rc.progress.emit(
+                    "reuse_loaded",
+                    None,
+                    None,
+                    None,
+                    json!({"reused_tasks": reused.len(), "tasks_to_run": total - reused.len(), "source": source, "not_reused": not_reused}),
+                );
+            }
+        }
+    }
+    outcome.reused = reused.len();
+
+    // Schedule: a global attempt slot is taken before a task is spawned, so at most
+    // `task_concurrency` tasks (of every request) are in flight and pending tasks cost nothing.
+    let mut running = tokio::task::JoinSet::new();
+    let mut published = reused.len();
+    let mut store_failed = false;
+    for (index, task) in tasks.into_iter().enumerate() {
+        if reused.contains(&task.task_id) {
+            continue;
+        }
+        if shared.cancel.is_cancelled() {
+            break;
+        }
+        let slot = tokio::select! {
+            slot = shared.limits.attempt_slot() => slot,
+            _ = shared.cancel.cancelled() => break,
+        };
+        while let Some(done) = running.try_join_next() {
+            tally(done, &mut published, &mut store_failed);
+        }
+        let rc = rc.clone();
+        running.spawn(async move {
+            let end = run_task(&rc, task, index, total).await;
+            drop(slot);
+            end
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        tally(done, &mut published, &mut store_failed);
+    }
+    outcome.published = published;
+    let stop = shared.stop_reason.lock().map(|r| r.clone()).unwrap_or(None);
+    let (status, error) = match stop {
+        Some(reason) => (reason, None),
+        None if store_failed => (
+            "failed".to_string(),
+            Some("some results could not be written".to_string()),
+        ),
+        None => ("completed".to_string(), None),
+    };
+    finish(&rc, &mut info, outcome, &status, error).await
+}
+
+fn tally(
+    done: Result<TaskEnd, tokio::task::JoinError>,
+    published: &mut usize,
+    store_failed: &mut bool,
+) {
+    match done {
+        Ok(TaskEnd::Published) => *published += 1,
+        Ok(TaskEnd::Cancelled) => {}
+        Ok(TaskEnd::StoreFailed) => *store_failed = true,
+        Err(e) => {
+            tracing::error!("a task crashed: {e}");
+            *store_failed = true;
+        }
+    }
+}
+
+async fn finish(
+    rc: &RequestContext,
+    info: &mut RunInfo,
+    mut outcome: RequestOutcome,
+    status: &str,
+    error: Option<String>,
+) -> RequestOutcome {
+    rc.progress
+        .emit("summary_started", None, None, None, Value::Null);
+    let report = {
+        let metrics = match rc.metrics.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        metrics.report()
+    };
+    let mut status = status.to_string();
+    if status == "completed" && report.evaluation_failed {
+        status = "failed".into();
+        outcome.error = Some(format!(
+            "final FATAL issues; results: {}",
+            rc.store.run_dir().display()
+        ));
+    }
+    let title = SummaryTitle {
+        benchmark: rc.request.benchmark.id.clone(),
+        model: rc.request.model.id.clone(),
+        harness: rc.request.harness.id.clone(),
+        run_id: rc.store.run_id().to_string(),
+    };
+    let report_json = serde_json::to_value(&report).unwrap_or(Value::Null);
+    if let Err(e) = rc.store.write_metrics(&report_json) {
+        tracing::error!("cannot write metrics.json: {e}");
+    }
+    if let Err(e) = rc.store.write_summary(&render_summary(&report, &title)) {
+        tracing::error!("cannot write summary.md: {e}");
+    }
+    info.status = status.clone();
+    info.finished_at = Some(rfc3339(SystemTime::now()));
+    info.error = error.clone().or(outcome.error.clone());
+    info.metric_artifacts = Some(
+        json!({"generated_at": info.finished_at, "source": "evaluation", "report": {"k": report.k, "strategy": report.strategy, "aggregation": report.aggregation}}),
+    );
+    if let Err(e) = rc.store.finalize_run_info(info) {
+        tracing::error!("cannot write run_info.json: {e}");
+    }
+    rc.progress.emit(
+        "run_finished",
+        None,
+        None,
+        Some(&status),
+        json!({"error": info.error}),
+    );
+    rc.progress.finish();
+    outcome.status = status;
+    outcome.error = info.error.clone();
+    outcome.headline = headline_line(&report);
+    outcome
+}

@@ -1,0 +1,308 @@
+//! Reuse support: finding an earlier run, listing its published and running tasks, and copying
+//! published tasks into a new run.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, ReadDir};
+use std::io::{self, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::naming::parse_timestamp;
+use super::task::{install_task_dir, RESULT_FILE, TASK_FILE};
+use super::{
+    create_dir_all, namespace_dir, sanitize_component, task_dir_name, unique_suffix, RunInfo,
+    RunStore, StoreError, TaskState, DETAILS_DIR, RUNNING_DIR, RUN_INFO_FILE,
+};
+
+/// Reads `<run_dir>/run_info.json`. Unknown keys (including the possibly large
+/// `resolved_execution_plans`) are skipped while parsing, never loaded.
+pub fn read_run_info(run_dir: &Path) -> Result<RunInfo, StoreError> {
+    let path = run_dir.join(RUN_INFO_FILE);
+    let file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(StoreError::NotARunDir {
+                path: run_dir.to_path_buf(),
+            })
+        }
+        Err(e) => return Err(StoreError::io("open", &path, e)),
+    };
+    serde_json::from_reader(BufReader::new(file)).map_err(|e| StoreError::json(&path, e))
+}
+
+/// Only what ranking needs from a `run_info.json`.
+#[derive(Deserialize)]
+struct RunInfoHead {
+    #[serde(default)]
+    started_at: Option<String>,
+}
+
+/// The run to reuse under `<results_dir>/<namespace...>`.
+///
+/// With `run_id` (sanitised): that run directory, which must hold `run_info.json`. Without:
+/// the latest run directory holding a parseable `run_info.json`, ranked by its `started_at`
+/// and then by the directory's mtime; `exclude` (the run being written) is never chosen.
+/// `Ok(None)` when there is no candidate.
+pub fn find_reuse_source(
+    results_dir: &Path,
+    namespace: &[String],
+    run_id: Option<&str>,
+    exclude: Option<&Path>,
+) -> Result<Option<PathBuf>, StoreError> {
+    let ns_dir = namespace_dir(results_dir, namespace)?;
+    let excluded = |dir: &Path| exclude.is_some_and(|ex| same_dir(ex, dir));
+    if let Some(run_id) = run_id {
+        let id = sanitize_component(run_id);
+        let dir = ns_dir.join(&id);
+        let valid = !id.is_empty() && id != "." && id != "..";
+        if !valid || !dir.join(RUN_INFO_FILE).is_file() {
+            return Err(StoreError::ReuseNotFound {
+                run_id: id,
+                dir: ns_dir,
+            });
+        }
+        if excluded(&dir) {
+            return Err(StoreError::ReuseSelf { path: dir });
+        }
+        return Ok(Some(dir));
+    }
+    let entries = match fs::read_dir(&ns_dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io("list", &ns_dir, e)),
+    };
+    let mut best: Option<((Option<i64>, SystemTime), PathBuf)> = None;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", &ns_dir, e))?;
+        if entry.file_name().to_string_lossy().starts_with('.')
+            || !entry.file_type().is_ok_and(|t| t.is_dir())
+        {
+            continue;
+        }
+        let dir = entry.path();
+        if excluded(&dir) {
+            continue;
+        }
+        let Ok(file) = File::open(dir.join(RUN_INFO_FILE)) else {
+            continue;
+        };
+        let Ok(head) = serde_json::from_reader::<_, RunInfoHead>(BufReader::new(file)) else {
+            continue;
+        };
+        let started = head.started_at.as_deref().and_then(parse_timestamp);
+        let mtime = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let rank = (started, mtime);
+        if best.as_ref().is_none_or(|(top, _)| rank > *top) {
+            best = Some((rank, dir));
+        }
+    }
+    Ok(best.map(|(_, dir)| dir))
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// A task published in a run (`details/<state>/<dir>/task.json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedTask {
+    /// `task_json["task_id"]`.
+    pub task_id: String,
+    /// The task directory.
+    pub dir: PathBuf,
+    /// The state directory it was found in.
+    pub state: TaskState,
+    /// The parsed `task.json`.
+    pub task_json: Value,
+}
+
+/// Iterator over the published tasks of a run; see [`published_tasks`].
+#[derive(Debug)]
+pub struct PublishedTasks {
+    details: PathBuf,
+    states: std::slice::Iter<'static, TaskState>,
+    current: Option<(TaskState, ReadDir)>,
+}
+
+impl Iterator for PublishedTasks {
+    type Item = PublishedTask;
+
+    fn next(&mut self) -> Option<PublishedTask> {
+        loop {
+            if let Some((state, entries)) = self.current.as_mut() {
+                let state = *state;
+                match entries.next() {
+                    Some(Ok(entry)) => {
+                        if let Some(task) = read_published(state, &entry) {
+                            return Some(task);
+                        }
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(
+                            "cannot list {}: {e}",
+                            self.details.join(state.as_str()).display()
+                        );
+                        self.current = None;
+                        continue;
+                    }
+                    None => self.current = None,
+                }
+            }
+            let state = *self.states.next()?;
+            let dir = self.details.join(state.as_str());
+            match fs::read_dir(&dir) {
+                Ok(entries) => self.current = Some((state, entries)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => tracing::warn!("cannot list {}: {e}", dir.display()),
+            }
+        }
+    }
+}
+
+fn read_published(state: TaskState, entry: &fs::DirEntry) -> Option<PublishedTask> {
+    if entry.file_name().to_string_lossy().starts_with('.')
+        || !entry.file_type().is_ok_and(|t| t.is_dir())
+    {
+        return None;
+    }
+    let dir = entry.path();
+    let bytes = fs::read(dir.join(TASK_FILE)).ok()?;
+    let task_json: Value = serde_json::from_slice(&bytes).ok()?;
+    let task_id = task_json.get("task_id")?.as_str()?.to_string();
+    Some(PublishedTask {
+        task_id,
+        dir,
+        state,
+        task_json,
+    })
+}
+
+/// The published tasks of the run at `run_dir` (`details/{normal,error,fatal}/*/task.json`),
+/// streamed from the directory listings; attempt results are not read. Directories without a
+/// parseable `task.json` holding a string `task_id` are skipped.
+pub fn published_tasks(run_dir: &Path) -> PublishedTasks {
+    PublishedTasks {
+        details: run_dir.join(DETAILS_DIR),
+        states: TaskState::ALL.iter(),
+        current: None,
+    }
+}
+
+/// Whether every attempt listed in `task_json["attempts"]` (`{"1": "attempt-1", ...}`) has a
+/// parseable `result.json` object. A task without attempts is not complete.
+pub fn attempts_complete(task: &PublishedTask) -> bool {
+    let Some(attempts) = task.task_json.get("attempts").and_then(Value::as_object) else {
+        return false;
+    };
+    !attempts.is_empty()
+        && attempts.values().all(|dir| {
+            let Some(dir) = dir.as_str() else {
+                return false;
+            };
+            if dir.is_empty() || dir == "." || dir == ".." || dir.contains(['/', '\\']) {
+                return false;
+            }
+            let Ok(file) = File::open(task.dir.join(dir).join(RESULT_FILE)) else {
+                return false;
+            };
+            serde_json::from_reader::<_, BTreeMap<String, IgnoredAny>>(BufReader::new(file)).is_ok()
+        })
+}
+
+/// The task directories left in `details/running/` of the run at `run_dir` (interrupted
+/// tasks, e.g. to resume from their evaluation checkpoints), as (directory name, path),
+/// sorted by name.
+pub fn running_tasks(run_dir: &Path) -> Vec<(String, PathBuf)> {
+    let dir = run_dir.join(DETAILS_DIR).join(RUNNING_DIR);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut tasks: Vec<(String, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            (!name.starts_with('.')).then(|| (name, e.path()))
+        })
+        .collect();
+    tasks.sort();
+    tasks
+}
+
+/// Called for every copied file; tests use it to inject a failure part-way.
+pub(super) type CopyHook<'a> = dyn FnMut(&Path) -> io::Result<()> + 'a;
+
+pub(super) fn import_published(
+    store: &RunStore,
+    task: &PublishedTask,
+    hook: &mut CopyHook<'_>,
+) -> Result<PathBuf, StoreError> {
+    if task.dir.starts_with(store.run_dir()) || same_dir(&task.dir, store.run_dir()) {
+        return Err(StoreError::ReuseSelf {
+            path: store.run_dir().to_path_buf(),
+        });
+    }
+    let details = store.details_dir();
+    create_dir_all(&details)?;
+    let name = task_dir_name(&task.task_id);
+    let staged = details.join(format!(".import.{name}.{}", unique_suffix()));
+    if let Err(e) = copy_tree(&task.dir, &staged, hook) {
+        if let Err(cleanup) = fs::remove_dir_all(&staged) {
+            if cleanup.kind() != io::ErrorKind::NotFound {
+                tracing::warn!("cannot remove {}: {cleanup}", staged.display());
+            }
+        }
+        return Err(e);
+    }
+    install_task_dir(&details, &staged, &name, task.state)
+}
+
+/// Copies the tree `src` to the new directory `dst`: files (with their modes, fsynced),
+/// subdirectories (modes set after filling them) and symlinks (recreated as links). Never
+/// hard-links. Other file types are skipped.
+fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), StoreError> {
+    fs::create_dir(dst).map_err(|e| StoreError::io("create directory", dst, e))?;
+    let entries = fs::read_dir(src).map_err(|e| StoreError::io("list", src, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("list", src, e))?;
+        let from = entry.path();
+        let to = dst.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| StoreError::io("inspect", &from, e))?;
+        if kind.is_dir() {
+            copy_tree(&from, &to, hook)?;
+        } else if kind.is_file() {
+            hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
+            fs::copy(&from, &to).map_err(|e| StoreError::io("copy", &from, e))?;
+            File::open(&to)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| StoreError::io("sync", &to, e))?;
+        } else if kind.is_symlink() {
+            let target = fs::read_link(&from).map_err(|e| StoreError::io("read link", &from, e))?;
+            std::os::unix::fs::symlink(&target, &to)
+                .map_err(|e| StoreError::io("create link", &to, e))?;
+        } else {
+            tracing::warn!("not copying special file {}", from.display());
+        }
+    }
+    super::sync_dir(dst)?;
+    let permissions = fs::metadata(src)
+        .map_err(|e| StoreError::io("inspect", src, e))?
+        .permissions();
+    fs::set_permissions(dst, permissions).map_err(|e| StoreError::io("set mode of", dst, e))
+}

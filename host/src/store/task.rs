@@ -1,0 +1,241 @@
+//! Per-task result directories: written under `details/running/`, published by rename.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{
+    create_dir_all, sync_dir, task_dir_name, unique_suffix, write_json_atomic,
+    write_json_atomic_compact, StoreError, RUNNING_DIR,
+};
+use crate::request::sanitize_component;
+
+/// File name of a task's index.
+pub(super) const TASK_FILE: &str = "task.json";
+/// File name of an attempt's result.
+pub(super) const RESULT_FILE: &str = "result.json";
+const CHECKPOINT_FILE: &str = "checkpoint.json";
+const RETRIES_DIR: &str = "retries";
+/// Longest stage part of a retry file name (keeps names under the 255-byte limit).
+const MAX_STAGE_CHARS: usize = 32;
+
+/// Where a finished task is published: the most severe issue among its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskState {
+    /// No issue worse than a warning.
+    Normal,
+    /// At least one ERROR issue, no FATAL.
+    Error,
+    /// At least one FATAL issue.
+    Fatal,
+}
+
+impl TaskState {
+    /// Every published state, in the order they are scanned.
+    pub const ALL: [TaskState; 3] = [TaskState::Normal, TaskState::Error, TaskState::Fatal];
+
+    /// The state directory's name: `normal`, `error` or `fatal`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Normal => "normal",
+            TaskState::Error => "error",
+            TaskState::Fatal => "fatal",
+        }
+    }
+}
+
+impl std::fmt::Display for TaskState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Writer of one task in progress (`details/running/<task_dir_name>/`); [`TaskWriter::publish`]
+/// moves the finished directory to `details/<state>/`.
+#[derive(Debug)]
+pub struct TaskWriter {
+    task_id: String,
+    name: String,
+    details: PathBuf,
+    dir: PathBuf,
+}
+
+impl TaskWriter {
+    pub(super) fn begin(details: &Path, task_id: &str) -> Result<TaskWriter, StoreError> {
+        let name = task_dir_name(task_id);
+        let dir = details.join(RUNNING_DIR).join(&name);
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io("remove stale directory", &dir, e)),
+        }
+        create_dir_all(&dir)?;
+        Ok(TaskWriter {
+            task_id: task_id.to_string(),
+            name,
+            details: details.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The task's directory name ([`task_dir_name`] of the id).
+    pub fn dir_name(&self) -> &str {
+        &self.name
+    }
+
+    /// The task's directory while it runs (`details/running/<task_dir_name>`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `attempt-<n>/` inside the task directory (a path only; the write methods create it).
+    pub fn attempt_dir(&self, attempt: u32) -> PathBuf {
+        self.dir.join(format!("attempt-{attempt}"))
+    }
+
+    /// Creates `attempt-<n>/` if needed and returns it.
+    pub fn ensure_attempt_dir(&self, attempt: u32) -> Result<PathBuf, StoreError> {
+        let dir = self.attempt_dir(attempt);
+        create_dir_all(&dir)?;
+        Ok(dir)
+    }
+
+    /// Atomically writes `attempt-<n>/result.json` (compact) and returns its path.
+    pub fn write_attempt_result(
+        &self,
+        attempt: u32,
+        result: &Value,
+    ) -> Result<PathBuf, StoreError> {
+        let path = self.ensure_attempt_dir(attempt)?.join(RESULT_FILE);
+        write_json_atomic_compact(&path, result)?;
+        Ok(path)
+    }
+
+    /// Atomically writes `attempt-<n>/checkpoint.json` (compact) and returns its path.
+    pub fn write_checkpoint(
+        &self,
+        attempt: u32,
+        checkpoint: &Value,
+    ) -> Result<PathBuf, StoreError> {
+        let path = self.ensure_attempt_dir(attempt)?.join(CHECKPOINT_FILE);
+        write_json_atomic_compact(&path, checkpoint)?;
+        Ok(path)
+    }
+
+    /// `attempt-<n>/checkpoint.json`, or `None` if it is missing or unreadable (logged).
+    pub fn read_checkpoint(&self, attempt: u32) -> Option<Value> {
+        let path = self.attempt_dir(attempt).join(CHECKPOINT_FILE);
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!("cannot read checkpoint {}: {e}", path.display());
+                return None;
+            }
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                tracing::warn!("ignoring invalid checkpoint {}: {e}", path.display());
+                None
+            }
+        }
+    }
+
+    /// Atomically writes a discarded retry's record (compact) to
+    /// `attempt-<n>/retries/<task_dir_name>.attempt<n>.retry<retry>.<stage>.json` (the stage
+    /// sanitised and cut to 32 characters) and returns its path.
+    pub fn write_retry(
+        &self,
+        attempt: u32,
+        retry: u32,
+        stage: &str,
+        record: &Value,
+    ) -> Result<PathBuf, StoreError> {
+        let dir = self.attempt_dir(attempt).join(RETRIES_DIR);
+        create_dir_all(&dir)?;
+        let stage: String = sanitize_component(stage)
+            .chars()
+            .take(MAX_STAGE_CHARS)
+            .collect();
+        let stage = if stage.is_empty() || stage == "." || stage == ".." {
+            "unknown".to_string()
+        } else {
+            stage
+        };
+        let path = dir.join(format!(
+            "{}.attempt{attempt}.retry{retry}.{stage}.json",
+            self.name
+        ));
+        write_json_atomic_compact(&path, record)?;
+        Ok(path)
+    }
+
+    /// Writes `task.json` (pretty, atomic) and publishes the task: the directory is renamed
+    /// to `details/<state>/<task_dir_name>` (replacing an earlier copy of the task in any
+    /// state) and both parent directories are fsynced. Returns the published directory.
+    /// JSON inside refers to attempts by relative names, so nothing needs rewriting.
+    pub fn publish(self, task_json: &Value, state: TaskState) -> Result<PathBuf, StoreError> {
+        write_json_atomic(&self.dir.join(TASK_FILE), task_json)?;
+        install_task_dir(&self.details, &self.dir, &self.name, state)
+    }
+}
+
+/// Renames the complete directory `staged` to `details/<state>/<name>`. Any existing copy of
+/// the task (in any state) is first renamed aside into a hidden trash directory, then
+/// removed after the new copy is in place, so a crash never leaves a half-removed task
+/// published.
+pub(super) fn install_task_dir(
+    details: &Path,
+    staged: &Path,
+    name: &str,
+    state: TaskState,
+) -> Result<PathBuf, StoreError> {
+    let state_dir = details.join(state.as_str());
+    create_dir_all(&state_dir)?;
+    let dest = state_dir.join(name);
+    let mut trash = Vec::new();
+    let mut touched = vec![state_dir.clone()];
+    for other in TaskState::ALL {
+        let existing = details.join(other.as_str()).join(name);
+        if existing.as_path() == staged {
+            continue;
+        }
+        match fs::symlink_metadata(&existing) {
+            Ok(_) => {
+                let aside = details.join(format!(".trash.{name}.{}", unique_suffix()));
+                fs::rename(&existing, &aside)
+                    .map_err(|e| StoreError::io("move aside", &existing, e))?;
+                trash.push(aside);
+                touched.push(details.join(other.as_str()));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io("inspect", &existing, e)),
+        }
+    }
+    fs::rename(staged, &dest).map_err(|e| StoreError::io("publish into", &dest, e))?;
+    if let Some(parent) = staged.parent() {
+        sync_dir(parent)?;
+    }
+    touched.sort();
+    touched.dedup();
+    for dir in &touched {
+        sync_dir(dir)?;
+    }
+    if !trash.is_empty() {
+        sync_dir(details)?;
+    }
+    for aside in trash {
+        if let Err(e) = fs::remove_dir_all(&aside) {
+            tracing::warn!("cannot remove replaced task copy {}: {e}", aside.display());
+        }
+    }
+    Ok(dest)
+}

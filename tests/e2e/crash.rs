@@ -1,0 +1,193 @@
+//! Crash safety and cancellation: SIGKILL at random instants followed by `--reuse` loses
+//! nothing and duplicates nothing; SIGINT cancels cleanly with exit 130.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agentcompass_e2e::{host_bin, Workspace};
+use serde_json::Value;
+
+const TASKS: usize = 200;
+
+fn spawn_run(ws: &Workspace, reuse: bool) -> Child {
+    let mut command = Command::new(host_bin());
+    command
+        .current_dir(&ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &ws.home)
+        .args(["--no-bundled-plugins", "--plugin-dir"])
+        .arg(&ws.plugins)
+        .args([
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--benchmark-params",
+            &format!(r#"{{"size": {TASKS}}}"#),
+            "--harness-params",
+            r#"{"delay_ms": 15, "wrong_every": 3}"#,
+            "--task-concurrency",
+            "8",
+            "--progress",
+            "none",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if reuse {
+        command.arg("--reuse");
+    }
+    command.spawn().expect("spawn agentcompass-host")
+}
+
+/// Every `.json` file under `root` parses.
+fn assert_json_parses(root: &Path) -> usize {
+    let mut checked = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let text = fs::read_to_string(&path).unwrap();
+                serde_json::from_str::<Value>(&text)
+                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+fn published_ids(run: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for state in ["normal", "error", "fatal"] {
+        let Ok(entries) = fs::read_dir(run.join("details").join(state)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let task: Value =
+                serde_json::from_str(&fs::read_to_string(entry.path().join("task.json")).unwrap())
+                    .unwrap();
+            ids.push(task["task_id"].as_str().unwrap().to_string());
+        }
+    }
+    ids.sort();
+    ids
+}
+
+fn metric_value(run: &Path) -> Value {
+    let metrics: Value =
+        serde_json::from_str(&fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
+    metrics["series"][0]["value"].clone()
+}
+
+fn finished_run_dir(child: Child) -> PathBuf {
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap()
+            .to_string(),
+    )
+}
+
+#[test]
+fn sigkill_at_random_instants_then_reuse_loses_and_duplicates_nothing() {
+    let clean = Workspace::new();
+    let clean_run = finished_run_dir(spawn_run(&clean, false));
+    assert_eq!(published_ids(&clean_run).len(), TASKS);
+
+    let ws = Workspace::new();
+    // Pseudo-random kill instants (deterministic sequence, spread over the run).
+    let kills_ms = [350u64, 170, 620, 90, 480];
+    for (i, delay) in kills_ms.iter().enumerate() {
+        let mut child = spawn_run(&ws, i > 0);
+        std::thread::sleep(Duration::from_millis(*delay));
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+    }
+    let final_run = finished_run_dir(spawn_run(&ws, true));
+    let ids = published_ids(&final_run);
+    assert_eq!(ids.len(), TASKS, "every task exactly once");
+    let mut unique = ids.clone();
+    unique.dedup();
+    assert_eq!(unique.len(), TASKS, "no duplicates");
+    assert!(assert_json_parses(&ws.cwd.join("results")) > TASKS);
+    assert_eq!(
+        metric_value(&final_run),
+        metric_value(&clean_run),
+        "metrics match a clean run"
+    );
+}
+
+#[test]
+fn sigint_cancels_cleanly_with_exit_130() {
+    let ws = Workspace::new();
+    let mut command = Command::new(host_bin());
+    command
+        .current_dir(&ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &ws.home)
+        .args(["--no-bundled-plugins", "--plugin-dir"])
+        .arg(&ws.plugins)
+        .args([
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--benchmark-params",
+            r#"{"size": 60}"#,
+            "--harness-params",
+            r#"{"delay_ms": 300}"#,
+            "--task-concurrency",
+            "4",
+            "--progress",
+            "none",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command.spawn().unwrap();
+    let pid = child.id().to_string();
+    std::thread::sleep(Duration::from_millis(1200));
+    let started = Instant::now();
+    Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "cleanup within the grace"
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let run = PathBuf::from(stdout.lines().last().unwrap());
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(run.join("run_info.json")).unwrap()).unwrap();
+    assert_eq!(info["status"], "cancelled");
+    let published = published_ids(&run).len();
+    assert!(
+        (4..60).contains(&published),
+        "finished tasks are published: {published}"
+    );
+    assert_eq!(
+        fs::read_dir(run.join(".env-resources")).unwrap().count(),
+        0,
+        "no environment left open"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Cancellation requested"));
+}
