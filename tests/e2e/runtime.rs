@@ -397,3 +397,69 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
         .expect("reuse_loaded");
     assert_eq!(reuse["payload"]["reused_tasks"], 0);
 }
+
+/// Simulates a crash between an attempt's evaluation checkpoint and its publication.
+fn unpublish(run: &Path, task_id: &str) {
+    let dir = task_dirs(run, "normal")
+        .into_iter()
+        .find(|d| read_json(&d.join("task.json"))["task_id"] == task_id)
+        .expect("published task");
+    let running = run.join("details/running").join(dir.file_name().unwrap());
+    fs::rename(&dir, &running).unwrap();
+    fs::remove_file(running.join("task.json")).unwrap();
+    fs::remove_file(running.join("attempt-1/result.json")).unwrap();
+}
+
+fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["task_id"] == task_id && e["event"] == "phase_changed")
+        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
+    let ws = Workspace::new();
+    let first = example_run(&ws, 3, &[]);
+    assert_eq!(first.code, 0, "{first:?}");
+    let first_run = run_dir(&first);
+    assert!(
+        task_dirs(&first_run, "normal")[1]
+            .join("attempt-1/checkpoint.json")
+            .is_file(),
+        "none mode checkpoints"
+    );
+    unpublish(&first_run, "arith-0001");
+
+    let again = example_run(&ws, 3, &["--reuse"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    let second = run_dir(&again);
+    let events = read_events(&second);
+    let reuse = events
+        .iter()
+        .find(|e| e["event"] == "reuse_loaded")
+        .unwrap();
+    assert_eq!(reuse["payload"]["reused_tasks"], 2);
+    assert_eq!(reuse["payload"]["interrupted_tasks_with_checkpoints"], 1);
+    let phases = phases_of(&events, "arith-0001");
+    assert!(
+        phases.contains(&"recover_evaluation".to_string()),
+        "{phases:?}"
+    );
+    assert!(
+        !phases.contains(&"run_harness".to_string()),
+        "the agent did not run again: {phases:?}"
+    );
+    assert_eq!(task_dirs(&second, "normal").len(), 3);
+    assert_eq!(
+        read_json(&second.join("metrics.json"))["series"][0]["value"],
+        1.0
+    );
+
+    // --no-checkpoint-resume reruns the agent.
+    unpublish(&second, "arith-0002");
+    let third = example_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
+    let events = read_events(&run_dir(&third));
+    assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
+}

@@ -219,6 +219,7 @@ pub async fn physical_attempt(
     if evaluable && mode != EvaluationEnvironmentMode::Reuse {
         let checkpoint = json!({
             "schema_version": CHECKPOINT_SCHEMA,
+            "reuse_key": rc.reuse_key,
             "task_id": task.task_id,
             "attempt": attempt,
             "evaluation_environment_mode": mode,
@@ -849,4 +850,57 @@ async fn evaluate_fresh(
     };
     close_environment(rc, env, &mut evaluated).await;
     (evaluated, cancelled)
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    if from.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        Ok(())
+    } else {
+        std::fs::copy(from, to).map(drop)
+    }
+}
+
+/// Evaluation-only recovery: the agent run of this attempt finished in an interrupted earlier
+/// run and left an evaluation checkpoint; its prepared task, run result and artifacts are
+/// restored and only the evaluation runs (none or fresh mode).
+pub async fn recover_evaluation(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+    checkpoint: Value,
+    source_attempt_dir: &Path,
+) -> Option<PhysicalOutcome> {
+    let prepared: PreparedTask = serde_json::from_value(checkpoint["prepared"].clone()).ok()?;
+    let result: RunResult = serde_json::from_value(checkpoint["run_result"].clone()).ok()?;
+    rc.task_event(
+        "phase_changed",
+        task,
+        Some(attempt),
+        Some("recover_evaluation"),
+        None,
+        Value::Null,
+    );
+    if writer.write_checkpoint(attempt, &checkpoint).is_err() {
+        return None;
+    }
+    let artifacts = source_attempt_dir.join("artifacts");
+    if artifacts.exists()
+        && copy_tree(&artifacts, &writer.attempt_dir(attempt).join("artifacts")).is_err()
+    {
+        return None;
+    }
+    let (result, cancelled) = match plan.evaluation_environment_mode {
+        EvaluationEnvironmentMode::Fresh => {
+            evaluate_fresh(rc, task, &prepared, result, plan, attempt, writer).await
+        }
+        _ => evaluate(rc, task, &prepared, result, plan, attempt, None).await,
+    };
+    Some(PhysicalOutcome { result, cancelled })
 }

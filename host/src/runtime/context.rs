@@ -42,6 +42,8 @@ pub struct RequestContext {
     pub metrics: Mutex<crate::metrics::MetricAggregator>,
     /// The benchmark's primary metric id.
     pub primary_metric: Option<String>,
+    /// Interrupted tasks of the reuse source, by task directory name (evaluation resume).
+    pub resumable: std::collections::HashMap<String, std::path::PathBuf>,
 }
 
 impl RequestContext {
@@ -66,6 +68,33 @@ impl RequestContext {
             status,
             payload,
         );
+    }
+
+    /// A usable evaluation checkpoint of an interrupted earlier run for this attempt: same reuse
+    /// key, same evaluation mode and evaluation network policy (none/fresh modes only).
+    pub fn resumable_checkpoint(
+        &self,
+        task: &TaskSpec,
+        attempt: u32,
+        plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
+    ) -> Option<(serde_json::Value, std::path::PathBuf)> {
+        use agentcompass_plugin_api::contracts::EvaluationEnvironmentMode;
+        if plan.evaluation_environment_mode == EvaluationEnvironmentMode::Reuse {
+            return None;
+        }
+        let dir = self
+            .resumable
+            .get(&crate::store::task_dir_name(&task.task_id))?;
+        let attempt_dir = dir.join(format!("attempt-{attempt}"));
+        let text = std::fs::read_to_string(attempt_dir.join("checkpoint.json")).ok()?;
+        let checkpoint: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let same = checkpoint["reuse_key"].as_str() == Some(self.reuse_key.as_str())
+            && checkpoint["task_id"].as_str() == Some(task.task_id.as_str())
+            && checkpoint["evaluation_environment_mode"]
+                == serde_json::json!(plan.evaluation_environment_mode)
+            && checkpoint["evaluation_network_policy"]
+                == serde_json::json!(plan.evaluation_network_policy);
+        same.then_some((checkpoint, attempt_dir))
     }
 
     /// Adds a finished task to the metrics.

@@ -24,7 +24,8 @@ use crate::redact::redact_value;
 use crate::registry::Registry;
 use crate::request::{output_namespace, OrchestratedRun, ResolvedRuntimeOptions};
 use crate::store::{
-    attempts_complete, find_reuse_source, published_tasks, rfc3339, RunInfo, RunStore,
+    attempts_complete, find_reuse_source, published_tasks, rfc3339, running_tasks, RunInfo,
+    RunStore,
 };
 
 /// A request checked and ready to run (nothing written yet).
@@ -214,7 +215,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     let attempts = resolved.execution.attempts;
     let ctx =
         HostServices::for_component(&request.benchmark.id, shared.cancel.clone(), None).into_ctx();
-    let rc = Arc::new(RequestContext {
+    let mut rc = Arc::new(RequestContext {
         reuse_key: reuse_key(&resolved),
         request: request.clone(),
         resolved,
@@ -232,6 +233,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
             attempts.strategy,
         )),
         primary_metric,
+        resumable: HashMap::new(),
     });
 
     // Tasks.
@@ -324,6 +326,23 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
                         }
                     }
                 }
+                let resumable: HashMap<String, PathBuf> =
+                    if rc.request.runtime.checkpoint_resume != Some(false) {
+                        running_tasks(&source).into_iter().collect()
+                    } else {
+                        HashMap::new()
+                    };
+                let resumed_candidates = resumable.len();
+                match Arc::get_mut(&mut rc) {
+                    Some(context) => context.resumable = resumable,
+                    None => tracing::warn!("evaluation checkpoints cannot be resumed in this run"),
+                }
+                if let Err(e) = rc
+                    .store
+                    .import_resolved_plans(&source, &|id| reused.contains(id))
+                {
+                    tracing::warn!("cannot copy the plans of reused tasks: {e}");
+                }
                 info.reused_from = Some(
                     json!({"run_id": source.file_name().map(|n| n.to_string_lossy().into_owned()), "path": source}),
                 );
@@ -333,7 +352,13 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
                     None,
                     None,
                     None,
-                    json!({"reused_tasks": reused.len(), "tasks_to_run": total - reused.len(), "source": source, "not_reused": not_reused}),
+                    json!({
+                        "reused_tasks": reused.len(),
+                        "tasks_to_run": total - reused.len(),
+                        "source": source,
+                        "not_reused": not_reused,
+                        "interrupted_tasks_with_checkpoints": resumed_candidates,
+                    }),
                 );
             }
         }

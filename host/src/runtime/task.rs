@@ -8,7 +8,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::{json, Map, Value};
 
-use super::attempt::physical_attempt;
+use super::attempt::{physical_attempt, recover_evaluation};
 use super::context::RequestContext;
 use super::records::{
     attempt_payload, backoff_seconds, jitter_unit, retry_reason, task_payload, RETRY_SCHEMA,
@@ -103,8 +103,18 @@ async fn logical_attempt(
     }
     let exec = &rc.resolved.execution;
     let mut retries = 0;
+    let mut resume = rc.resumable_checkpoint(task, attempt, &plan);
     loop {
-        let outcome = physical_attempt(rc, task, &plan, attempt, writer).await;
+        let recovered = match resume.take() {
+            Some((checkpoint, dir)) => {
+                recover_evaluation(rc, task, &plan, attempt, writer, checkpoint, &dir).await
+            }
+            None => None,
+        };
+        let outcome = match recovered {
+            Some(outcome) => outcome,
+            None => physical_attempt(rc, task, &plan, attempt, writer).await,
+        };
         if outcome.cancelled {
             return LogicalAttempt {
                 result: outcome.result,
