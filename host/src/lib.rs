@@ -7,6 +7,7 @@ pub mod config;
 pub mod fsutil;
 pub mod host_services;
 pub mod loader;
+pub mod logging;
 pub mod metrics;
 pub mod planner;
 pub mod progress;

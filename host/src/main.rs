@@ -12,7 +12,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.global.verbose);
+    agentcompass_host::logging::init(cli.global.verbose);
     match run(cli) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(err) => {
@@ -21,17 +21,6 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn init_tracing(verbose: bool) {
-    let default = if verbose { "debug" } else { "warn" };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTCOMPASS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
 }
 
 fn load(global: &GlobalArgs) -> anyhow::Result<Setup> {

@@ -549,3 +549,91 @@ mod tests {
         assert_eq!(out, "******** then ******** again");
     }
 }
+
+/// Secret values known to this process (resolved API keys, resolved `${VAR}` values and
+/// environment bindings). Free text that leaves the process — log lines, persisted messages —
+/// is scrubbed of them as a last line of defence.
+static SECRETS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Registers a secret value (values shorter than 4 characters are ignored).
+pub fn register_secret(value: &str) {
+    let value = value.trim();
+    if value.chars().count() < 4 {
+        return;
+    }
+    if let Ok(mut secrets) = SECRETS.write() {
+        if !secrets.iter().any(|s| s == value) {
+            secrets.push(value.to_string());
+        }
+    }
+}
+
+/// `text` with every registered secret replaced by `********`.
+pub fn scrub_text(text: &str) -> String {
+    match SECRETS.read() {
+        Ok(secrets) if !secrets.is_empty() => {
+            let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+            redact_text(text, &refs)
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// `value` with every registered secret scrubbed from every string (keys included).
+pub fn scrub_value(value: &Value) -> Value {
+    let empty = SECRETS.read().map(|s| s.is_empty()).unwrap_or(true);
+    if empty {
+        return value.clone();
+    }
+    match value {
+        Value::String(s) => Value::String(scrub_text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(scrub_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (scrub_text(k), scrub_value(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Registers every string of `resolved` that differs from the same place in `written` (the
+/// values `${VAR}` references resolved to).
+pub fn register_resolved_values(written: &Value, resolved: &Value) {
+    match (written, resolved) {
+        (Value::String(a), Value::String(b)) if a != b => register_secret(b),
+        (Value::Array(a), Value::Array(b)) => a
+            .iter()
+            .zip(b)
+            .for_each(|(x, y)| register_resolved_values(x, y)),
+        (Value::Object(a), Value::Object(b)) => {
+            for (key, value) in b {
+                if let Some(original) = a.get(key) {
+                    register_resolved_values(original, value);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod secret_registry_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn registered_secrets_are_scrubbed_from_text_and_values() {
+        register_resolved_values(
+            &json!({"model": {"api_key": "${K}", "id": "m"}}),
+            &json!({"model": {"api_key": "sk-registry-test-777", "id": "m"}}),
+        );
+        register_secret("abc");
+        assert_eq!(
+            scrub_text("key sk-registry-test-777 and abc"),
+            "key ******** and abc"
+        );
+        let scrubbed = scrub_value(&json!({"message": ["failed with sk-registry-test-777"]}));
+        assert_eq!(scrubbed, json!({"message": ["failed with ********"]}));
+    }
+}

@@ -78,6 +78,11 @@ async fn open_environment(
     };
     let resolved_env = resolve_bindings(&bindings, &env_var)
         .map_err(|e| PhaseOutcome::Failed(Error::invalid_input(e.to_string())))?;
+    for (key, value) in &resolved_env {
+        if bindings.get(key).is_some_and(|template| template != value) {
+            crate::redact::register_secret(value);
+        }
+    }
     let mut request =
         OpenEnvironmentRequest::new(rc.store.run_id(), task.task_id.clone(), spec.clone());
     request.attempt = attempt;

@@ -42,6 +42,9 @@ pub struct RequestContext {
     pub metrics: Mutex<crate::metrics::MetricAggregator>,
     /// The benchmark's primary metric id.
     pub primary_metric: Option<String>,
+    /// This run's `run.log`, held for its lifetime (closed when the request finishes).
+    #[allow(dead_code)]
+    pub run_log: Option<crate::logging::RunLogGuard>,
     /// Interrupted tasks of the reuse source, by task directory name (evaluation resume).
     pub resumable: std::collections::HashMap<String, std::path::PathBuf>,
 }

@@ -24,7 +24,7 @@ pub const ENV_RECORD_SCHEMA: &str = "agentcompass.environment_resource.v1";
 /// everything else redacted.
 pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
     let redacted = |value: Value| redact_value(&value);
-    json!({
+    let payload = json!({
         "status": result.status,
         "metrics": result.metrics,
         "final_answer": result.final_answer,
@@ -38,7 +38,8 @@ pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
         },
         "analysis_result": {},
         "retry_count": retry_count,
-    })
+    });
+    crate::redact::scrub_value(&payload)
 }
 
 /// The `task.json` index of a published task.

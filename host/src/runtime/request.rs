@@ -68,9 +68,12 @@ pub fn preflight(registry: &Registry, run: OrchestratedRun) -> Result<PreparedRe
         format!("request {}: ", run.name)
     };
     let value = serde_json::to_value(&run.request).map_err(|e| e.to_string())?;
-    let resolved: RunRequest = resolve_references("", &value, &env_var)
-        .map_err(|e| format!("{label}{e}"))
-        .and_then(|v| serde_json::from_value(v).map_err(|e| format!("{label}{e}")))?;
+    let resolved_value =
+        resolve_references("", &value, &env_var).map_err(|e| format!("{label}{e}"))?;
+    crate::redact::register_resolved_values(&value, &resolved_value);
+    crate::redact::register_secret(&run.request.model.api_key);
+    let resolved: RunRequest =
+        serde_json::from_value(resolved_value).map_err(|e| format!("{label}{e}"))?;
     let planner = Planner::new(registry, &resolved).map_err(|e| format!("{label}{e}"))?;
     if let Some(harness) = planner.harness() {
         let supported = harness
@@ -215,6 +218,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     let attempts = resolved.execution.attempts;
     let ctx =
         HostServices::for_component(&request.benchmark.id, shared.cancel.clone(), None).into_ctx();
+    let store_run_log = store.run_log_path();
     let mut rc = Arc::new(RequestContext {
         reuse_key: reuse_key(&resolved),
         request: request.clone(),
@@ -233,8 +237,15 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
             attempts.strategy,
         )),
         primary_metric,
+        run_log: crate::logging::open_run_log(
+            &store_run_log,
+            crate::logging::level_from_name(&shared.runtime.file_log_level),
+        )
+        .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
+        .ok(),
         resumable: HashMap::new(),
     });
+    tracing::info!(run_dir = %rc.store.run_dir().display(), "run started");
 
     // Tasks.
     let benchmark = rc.planner.benchmark().benchmark.clone();

@@ -123,6 +123,14 @@ async fn logical_attempt(
                 cancelled: true,
             };
         }
+        for issue in outcome
+            .result
+            .issues
+            .iter()
+            .filter(|i| i.severity != IssueSeverity::Warning)
+        {
+            tracing::warn!(task_id = %task.task_id, attempt, code = %issue.code, "{}", issue.message);
+        }
         let reason = retry_reason(&outcome.result.issues, &rc.patterns);
         match reason {
             Some(reason) if retries < exec.max_retries => {
@@ -286,6 +294,7 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
     } else {
         "completed"
     };
+    tracing::info!(task_id = %task.task_id, status, severity, "task finished");
     rc.task_event(
         "task_finished",
         &task,

@@ -1,0 +1,142 @@
+//! Logging: the console (stderr) and each run's `run.log`, both scrubbed of registered secrets.
+//!
+//! `run.log` receives every event at or above the run's `file_log_level`, plugin logs
+//! included (the SDK forwards them into the host's `tracing` tagged with the plugin's name).
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+use crate::redact::scrub_text;
+
+struct RunLog {
+    file: Mutex<BufWriter<File>>,
+    level: Level,
+}
+
+static RUN_LOGS: RwLock<Vec<Arc<RunLog>>> = RwLock::new(Vec::new());
+
+/// An open `run.log`; events stop going to it when this is dropped.
+pub struct RunLogGuard(Arc<RunLog>);
+
+impl Drop for RunLogGuard {
+    fn drop(&mut self) {
+        if let Ok(mut logs) = RUN_LOGS.write() {
+            logs.retain(|log| !Arc::ptr_eq(log, &self.0));
+        }
+        if let Ok(mut file) = self.0.file.lock() {
+            let _ = file.flush();
+        }
+    }
+}
+
+/// Parses an upstream level name (`DEBUG`, `INFO`, `WARNING`, `ERROR`, `CRITICAL`).
+pub fn level_from_name(name: &str) -> Level {
+    match name.to_ascii_uppercase().as_str() {
+        "DEBUG" => Level::DEBUG,
+        "INFO" => Level::INFO,
+        "ERROR" | "CRITICAL" => Level::ERROR,
+        _ => Level::WARN,
+    }
+}
+
+/// Opens (appends to) a run's log file at `level`.
+pub fn open_run_log(path: &Path, level: Level) -> std::io::Result<RunLogGuard> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    let log = Arc::new(RunLog {
+        file: Mutex::new(BufWriter::new(file)),
+        level,
+    });
+    if let Ok(mut logs) = RUN_LOGS.write() {
+        logs.push(log.clone());
+    }
+    Ok(RunLogGuard(log))
+}
+
+#[derive(Default)]
+struct Line(String);
+
+impl Visit for Line {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        } else {
+            let _ = write!(self.0, " {}={value}", field.name());
+        }
+    }
+}
+
+struct RunLogLayer;
+
+impl<S: Subscriber> Layer<S> for RunLogLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let logs = match RUN_LOGS.read() {
+            Ok(logs) if !logs.is_empty() => logs.clone(),
+            _ => return,
+        };
+        let level = *event.metadata().level();
+        let mut line = Line::default();
+        event.record(&mut line);
+        let text = format!(
+            "{} {:<5} {}\n",
+            crate::store::rfc3339(std::time::SystemTime::now()),
+            level,
+            scrub_text(&line.0)
+        );
+        for log in logs.iter().filter(|log| level <= log.level) {
+            if let Ok(mut file) = log.file.lock() {
+                let _ = file.write_all(text.as_bytes());
+            }
+        }
+    }
+}
+
+/// Stderr with registered secrets scrubbed from every write.
+struct ScrubbedStderr;
+
+impl Write for ScrubbedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(scrub_text(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Installs the console logger (`AGENTCOMPASS_LOG` filter, else `debug` with `--verbose`,
+/// else `warn`) and the run-log layer.
+pub fn init(verbose: bool) {
+    let default = if verbose { "debug" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTCOMPASS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let console = tracing_subscriber::fmt::layer()
+        .with_writer(|| ScrubbedStderr)
+        .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(console)
+        .with(RunLogLayer.with_filter(tracing_subscriber::filter::LevelFilter::DEBUG))
+        .try_init();
+}
