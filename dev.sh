@@ -25,8 +25,10 @@ demo)
     echo
     "$host" config docs benchmark example_exact_match
     echo
-    "$host" run example_exact_match example_calculator demo-model \
-        --benchmark-params '{"size": 3}' --dry-run
+    run_dir=$("$host" run example_exact_match example_calculator demo-model \
+        --benchmark-params '{"size": 50}' --harness-params '{"wrong_every": 10}' \
+        --results-dir "${TMPDIR:-/tmp}/agentcompass-demo")
+    cat "$run_dir/summary.md"
     ;;
 test)
     cargo build --workspace

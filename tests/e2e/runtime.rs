@@ -463,3 +463,68 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let events = read_events(&run_dir(&third));
     assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
 }
+
+#[test]
+fn launch_runs_every_request_under_one_concurrency_limit() {
+    let ws = Workspace::new();
+    let plan = ws.write(
+        "plan.toml",
+        r#"
+name = "two"
+task_concurrency = 3
+[defaults]
+model = { id = "calc" }
+harness = { id = "example_calculator" }
+[[requests]]
+name = "small"
+benchmark = { id = "example_exact_match", size = 4 }
+[[requests]]
+name = "half"
+benchmark = { id = "example_exact_match", size = 6 }
+harness = { id = "example_calculator", wrong_every = 2 }
+"#,
+    );
+    let out = ws.run(
+        &["launch", plan.to_str().unwrap(), "--progress", "none"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let dirs: Vec<PathBuf> = out.stdout.lines().map(PathBuf::from).collect();
+    assert_eq!(dirs.len(), 2);
+    assert!(
+        dirs[0].starts_with(ws.cwd.join("results/small")),
+        "{dirs:?}"
+    );
+    assert_eq!(
+        read_json(&dirs[0].join("metrics.json"))["series"][0]["value"],
+        1.0
+    );
+    assert_eq!(
+        read_json(&dirs[1].join("metrics.json"))["series"][0]["value"],
+        0.5
+    );
+    let info = read_json(&dirs[1].join("run_info.json"));
+    assert_eq!(info["request"]["execution"]["task_concurrency"], 3);
+    assert_eq!(info["request"]["metadata"]["request_name"], "half");
+}
+
+#[test]
+fn summary_recomputes_metrics_from_the_details() {
+    let ws = Workspace::new();
+    let out = example_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 4}"#]);
+    let run = run_dir(&out);
+    let before = read_json(&run.join("metrics.json"));
+    fs::remove_file(run.join("metrics.json")).unwrap();
+    fs::remove_file(run.join("summary.md")).unwrap();
+    let out = ws.run(&["summary", run.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("| correct | native@1 | 75.00% |"),
+        "{out:?}"
+    );
+    assert_eq!(
+        read_json(&run.join("metrics.json"))["series"],
+        before["series"]
+    );
+    assert!(run.join("summary.md").is_file());
+}

@@ -23,6 +23,14 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
+/// Runs blocking file I/O (fsyncs) without stalling the other tasks of this worker thread.
+pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+        _ => work(),
+    }
+}
+
 /// A result carrying one issue (the attempt could not proceed).
 fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
     let mut result = RunResult::new(task.task_id.clone());
@@ -122,14 +130,17 @@ async fn open_environment(
         "{}.json",
         crate::request::sanitize_component(&info.id)
     ));
-    let payload = env_record(
-        &info,
-        &task.task_id,
-        attempt,
-        &rfc3339(std::time::SystemTime::now()),
-    );
-    if let Err(e) = crate::store::write_json_atomic(&record, &payload) {
-        tracing::warn!("cannot record environment {}: {e}", info.id);
+    // A session with nothing to release (null close params) leaves no record.
+    if !info.close_params.is_null() {
+        let payload = env_record(
+            &info,
+            &task.task_id,
+            attempt,
+            &rfc3339(std::time::SystemTime::now()),
+        );
+        if let Err(e) = blocking(|| crate::store::write_json_atomic(&record, &payload)) {
+            tracing::warn!("cannot record environment {}: {e}", info.id);
+        }
     }
     Ok(OpenEnv { session, record })
 }
@@ -154,7 +165,9 @@ async fn close_environment(rc: &RequestContext, env: OpenEnv, result: &mut RunRe
     .await;
     match closing {
         Ok(Ok(())) => {
-            let _ = std::fs::remove_file(&env.record);
+            if env.record.exists() {
+                let _ = blocking(|| std::fs::remove_file(&env.record));
+            }
         }
         Ok(Err(e)) => result.push_issue(ExecutionIssue::warning(
             IssuePhase::Cleanup,
@@ -240,7 +253,7 @@ pub async fn physical_attempt(
             None,
             Value::Null,
         );
-        if let Err(e) = writer.write_checkpoint(attempt, &checkpoint) {
+        if let Err(e) = blocking(|| writer.write_checkpoint(attempt, &checkpoint)) {
             result.push_issue(ExecutionIssue::warning(
                 IssuePhase::Collect,
                 "checkpoint_failed",
@@ -892,7 +905,7 @@ pub async fn recover_evaluation(
         None,
         Value::Null,
     );
-    if writer.write_checkpoint(attempt, &checkpoint).is_err() {
+    if blocking(|| writer.write_checkpoint(attempt, &checkpoint)).is_err() {
         return None;
     }
     let artifacts = source_attempt_dir.join("artifacts");
