@@ -5,6 +5,20 @@
 //!   else a fresh private directory (mode 0700) under the system temporary directory, named
 //!   `agentcompass-<task>-<attempt>-<random>` and removed when the session closes (or, after a
 //!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`).
+//! - The private directory is created lazily: `open` only reserves its path (reported as
+//!   [`SessionInfo::default_workdir`]) and creates nothing on disk; the first operation that
+//!   needs it (an `exec` with the default or a relative `cwd`, a transfer, text or probe call
+//!   on a relative path) creates it, exactly once. Operations on absolute paths never create
+//!   it. Most tasks never touch their environment, and creating and deleting a directory per
+//!   task attempt dominated the cost of large runs. Should the reserved name be taken by then,
+//!   another random suffix is chosen and `default_workdir` reports the directory actually
+//!   created. A session whose directory was never created has nothing to release, so its
+//!   `close_params` are `null` until then.
+//! - Known trade-off: the runtime persists an environment record only when `close_params` are
+//!   non-null at open time, so a lazily created directory is not in that record, and a crash
+//!   of the host may leave it behind. Such leftovers are the `agentcompass-*` directories
+//!   under the system temporary directory (`$TMPDIR`, else `/tmp`) and can be removed by hand
+//!   once no run is active.
 //! - `environment.setup.workdir` is ignored: every path this provider sees is a real host path,
 //!   and relative paths resolve against the working directory above.
 //! - Environment of commands: the host process environment, then the call's `env` defaults,
@@ -15,15 +29,17 @@
 //!   the whole group with SIGKILL, so background children cannot keep a call alive. Detached
 //!   commands are killed (by group) when the session closes or is dropped.
 
+use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::fs;
+use std::hash::{BuildHasher, Hasher};
 use std::io;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentcompass_plugin_api::contracts::{
@@ -52,6 +68,10 @@ pub const DESCRIPTION: &str =
 
 /// Name prefix of the private working directories this provider creates (and alone removes).
 const OWNED_PREFIX: &str = "agentcompass-";
+
+/// How many random names the lazy creation of a private working directory tries before
+/// giving up (a name is only retried when the path already exists).
+const CREATE_ATTEMPTS: usize = 64;
 
 /// How long output pipes may stay open after the command ended (a background child still
 /// holding them) before the captured output is returned without waiting for them.
@@ -121,46 +141,31 @@ impl EnvironmentProvider for HostProcessProvider {
         };
         let task = sanitise(&request.task_id);
         let attempt = request.attempt;
-        let (workdir, owned, id) = blocking(move || match fixed {
+        let prefix = format!("{OWNED_PREFIX}{task}-{attempt}-");
+        let (workdir, owned, id) = match fixed {
             Some(dir) => {
-                let path = std::path::absolute(&dir).map_err(|e| {
-                    Error::invalid_input(format!("environment `{ID}`: workdir `{dir}`: {e}"))
-                })?;
-                fs::create_dir_all(&path).map_err(|e| {
-                    Error::environment(format!(
-                        "environment `{ID}`: cannot create workdir `{}`: {e}",
-                        path.display()
-                    ))
-                })?;
-                Ok((path, false, format!("{ID}-{task}-{attempt}-{}", unique())))
+                blocking(move || {
+                    let path = std::path::absolute(&dir).map_err(|e| {
+                        Error::invalid_input(format!("environment `{ID}`: workdir `{dir}`: {e}"))
+                    })?;
+                    fs::create_dir_all(&path).map_err(|e| {
+                        Error::environment(format!(
+                            "environment `{ID}`: cannot create workdir `{}`: {e}",
+                            path.display()
+                        ))
+                    })?;
+                    Ok((path, false, format!("{ID}-{task}-{attempt}-{}", unique())))
+                })
+                .await?
             }
             None => {
+                // Only reserved here: created by the first operation that needs it.
+                let name = format!("{prefix}{}", random_suffix());
                 let base = std::env::temp_dir();
-                let path = tempfile::Builder::new()
-                    .prefix(&format!("{OWNED_PREFIX}{task}-{attempt}-"))
-                    .permissions(fs::Permissions::from_mode(0o700))
-                    .tempdir_in(&base)
-                    .map_err(|e| {
-                        Error::environment(format!(
-                            "environment `{ID}`: cannot create a working directory in `{}`: {e}",
-                            base.display()
-                        ))
-                    })?
-                    .keep();
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o700)).map_err(|e| {
-                    Error::environment(format!(
-                        "environment `{ID}`: cannot restrict `{}`: {e}",
-                        path.display()
-                    ))
-                })?;
-                let id = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| format!("{ID}-{}", unique()));
-                Ok((path, true, id))
+                let base = std::path::absolute(&base).unwrap_or(base);
+                (base.join(&name), true, name)
             }
-        })
-        .await?;
+        };
         tracing::debug!(
             provider = ID,
             workdir = %workdir.display(),
@@ -169,8 +174,7 @@ impl EnvironmentProvider for HostProcessProvider {
         );
         Ok(Arc::new(HostProcessSession {
             id,
-            workdir,
-            owned,
+            workdir: Workdir::new(workdir, owned, prefix),
             env: request.resolved_env.clone(),
             detached: Mutex::new(Vec::new()),
         }))
@@ -202,22 +206,149 @@ impl EnvironmentProvider for HostProcessProvider {
     }
 }
 
+/// A session's working directory: fixed (created at open, never removed) or owned (reserved
+/// at open, created on first use, removed on close).
+struct Workdir {
+    /// The fixed directory, or the path reserved for the owned one.
+    reserved: PathBuf,
+    owned: bool,
+    /// The name prefix of the owned directory (for a fresh name when the reserved one is taken).
+    prefix: String,
+    /// Shared with the blocking creation task, so a creation whose caller was cancelled is
+    /// still recorded (and removed on close).
+    state: Arc<WorkdirState>,
+}
+
+#[derive(Default)]
+struct WorkdirState {
+    /// The owned directory, once created.
+    created: OnceLock<PathBuf>,
+    /// Held while creating, and while closing: serialises first uses and orders them with
+    /// close. The flag is set by close; no directory is created after it.
+    lock: Mutex<bool>,
+}
+
+impl Workdir {
+    fn new(reserved: PathBuf, owned: bool, prefix: String) -> Workdir {
+        Workdir {
+            reserved,
+            owned,
+            prefix,
+            state: Arc::new(WorkdirState::default()),
+        }
+    }
+
+    /// The directory as reported: the created one, else the reserved path.
+    fn path(&self) -> &Path {
+        self.state.created.get().unwrap_or(&self.reserved)
+    }
+
+    /// The owned directory, if it was created.
+    fn created(&self) -> Option<&PathBuf> {
+        self.state.created.get()
+    }
+
+    /// The working directory, created (once) if this is its first use.
+    async fn ensure(&self) -> Result<PathBuf> {
+        if !self.owned {
+            return Ok(self.reserved.clone());
+        }
+        if let Some(path) = self.state.created.get() {
+            return Ok(path.clone());
+        }
+        let (state, reserved, prefix) = (
+            self.state.clone(),
+            self.reserved.clone(),
+            self.prefix.clone(),
+        );
+        blocking(move || {
+            let closed = state.lock.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(path) = state.created.get() {
+                return Ok(path.clone());
+            }
+            if *closed {
+                return Err(Error::environment(format!(
+                    "environment `{ID}`: the session is closed"
+                )));
+            }
+            let path = create_private_dir(&reserved, &prefix)?;
+            tracing::debug!(provider = ID, workdir = %path.display(), "created workdir");
+            let _ = state.created.set(path.clone());
+            Ok(path)
+        })
+        .await
+    }
+
+    /// Marks the working directory closed (no creation after this) and returns the owned
+    /// directory to remove, if one was created.
+    async fn close(&self) -> Result<Option<PathBuf>> {
+        if !self.owned {
+            return Ok(None);
+        }
+        let state = self.state.clone();
+        blocking(move || {
+            *state.lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            Ok(state.created.get().cloned())
+        })
+        .await
+    }
+}
+
+/// Creates a private (mode 0700) directory at `reserved`, or, if that path already exists,
+/// under a fresh random name with the same `prefix` next to it. Never reuses an existing path.
+fn create_private_dir(reserved: &Path, prefix: &str) -> Result<PathBuf> {
+    let base = reserved.parent().unwrap_or(Path::new("/"));
+    let mut path = reserved.to_path_buf();
+    for _ in 0..CREATE_ATTEMPTS {
+        match fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => {
+                // The umask may have removed bits, never added: make the mode exact anyway.
+                fs::set_permissions(&path, fs::Permissions::from_mode(0o700)).map_err(|e| {
+                    let _ = fs::remove_dir(&path);
+                    Error::environment(format!(
+                        "environment `{ID}`: cannot restrict `{}`: {e}",
+                        path.display()
+                    ))
+                })?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                path = base.join(format!("{prefix}{}", random_suffix()));
+            }
+            Err(e) => {
+                return Err(Error::environment(format!(
+                    "environment `{ID}`: cannot create a working directory in `{}`: {e}",
+                    base.display()
+                )))
+            }
+        }
+    }
+    Err(Error::environment(format!(
+        "environment `{ID}`: cannot create a working directory in `{}`: every name tried \
+         already exists",
+        base.display()
+    )))
+}
+
 /// One open `host_process` environment. Deliberately not `Debug`: it holds resolved secrets.
 struct HostProcessSession {
     id: String,
-    workdir: PathBuf,
-    owned: bool,
+    workdir: Workdir,
     env: BTreeMap<String, String>,
     /// Detached commands, kept unreaped so their process-group ids stay reserved until close.
     detached: Mutex<Vec<Child>>,
 }
 
 impl HostProcessSession {
-    fn resolve(&self, path: &str) -> PathBuf {
-        if path.is_empty() {
-            self.workdir.clone()
+    /// A session path as a host path: absolute paths as they are (the working directory is
+    /// not needed, nor created), others under the working directory (created if needed).
+    async fn resolve(&self, path: &str) -> Result<PathBuf> {
+        if Path::new(path).is_absolute() {
+            Ok(PathBuf::from(path))
+        } else if path.is_empty() {
+            self.workdir.ensure().await
         } else {
-            self.workdir.join(path)
+            Ok(self.workdir.ensure().await?.join(path))
         }
     }
 
@@ -249,12 +380,18 @@ impl Drop for HostProcessSession {
 #[async_trait]
 impl EnvironmentSession for HostProcessSession {
     fn info(&self) -> SessionInfo {
-        let workdir = self.workdir.to_string_lossy().into_owned();
+        let workdir = self.workdir.path().to_string_lossy().into_owned();
+        // An owned directory not created yet has nothing to release.
+        let close_params = if self.workdir.owned && self.workdir.created().is_none() {
+            Value::Null
+        } else {
+            json!({"workdir": workdir, "owned": self.workdir.owned})
+        };
         SessionInfo {
             id: self.id.clone(),
             provider: ID.to_string(),
-            default_workdir: Some(workdir.clone()),
-            close_params: json!({"workdir": workdir, "owned": self.owned}),
+            default_workdir: Some(workdir),
+            close_params,
         }
     }
 
@@ -263,8 +400,8 @@ impl EnvironmentSession for HostProcessSession {
         let timeout = timeout_duration(request.timeout_seconds)?;
         let env = merge_env(&self.env, &request.env, &request.required_env)?;
         let cwd = match &request.cwd {
-            Some(cwd) => self.resolve(cwd),
-            None => self.workdir.clone(),
+            Some(cwd) => self.resolve(cwd).await?,
+            None => self.workdir.ensure().await?,
         };
         if !tokio::fs::metadata(&cwd).await.is_ok_and(|m| m.is_dir()) {
             return Err(Error::environment(format!(
@@ -295,13 +432,13 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
-        let (src, dst) = (src.to_path_buf(), self.resolve(dst));
+        let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
         blocking(move || copy_file(&src, &dst).map_err(|e| transfer_error("upload", &src, &dst, e)))
             .await
     }
 
     async fn download(&self, src: &str, dst: &Path) -> Result<()> {
-        let (src, dst) = (self.resolve(src), dst.to_path_buf());
+        let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
         blocking(move || {
             copy_file(&src, &dst).map_err(|e| transfer_error("download", &src, &dst, e))
         })
@@ -309,7 +446,7 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
-        let (src, dst) = (src.to_path_buf(), self.resolve(dst));
+        let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
         blocking(move || {
             copy_tree(&src, &dst).map_err(|e| transfer_error("upload_dir", &src, &dst, e))
         })
@@ -317,7 +454,7 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
-        let (src, dst) = (self.resolve(src), dst.to_path_buf());
+        let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
         blocking(move || {
             copy_tree(&src, &dst).map_err(|e| transfer_error("download_dir", &src, &dst, e))
         })
@@ -325,7 +462,7 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn read_text(&self, path: &str) -> Result<String> {
-        let path = self.resolve(path);
+        let path = self.resolve(path).await?;
         let bytes = tokio::fs::read(&path).await.map_err(|e| {
             Error::environment(format!("read_text: cannot read `{}`: {e}", path.display()))
         })?;
@@ -338,7 +475,7 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn write_text(&self, path: &str, content: &str) -> Result<()> {
-        let path = self.resolve(path);
+        let path = self.resolve(path).await?;
         let fail = |e: io::Error| {
             Error::environment(format!(
                 "write_text: cannot write `{}`: {e}",
@@ -352,13 +489,13 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn is_file(&self, path: &str) -> Result<bool> {
-        probe(&self.resolve(path), "is_file")
+        probe(&self.resolve(path).await?, "is_file")
             .await
             .map(|m| m.is_some_and(|m| m.is_file()))
     }
 
     async fn is_dir(&self, path: &str) -> Result<bool> {
-        probe(&self.resolve(path), "is_dir")
+        probe(&self.resolve(path).await?, "is_dir")
             .await
             .map(|m| m.is_some_and(|m| m.is_dir()))
     }
@@ -368,9 +505,9 @@ impl EnvironmentSession for HostProcessSession {
             GroupGuard::new(child.id()).kill();
             let _ = child.kill().await;
         }
-        if self.owned {
-            remove_owned_dir(self.workdir.clone()).await?;
-            tracing::debug!(provider = ID, workdir = %self.workdir.display(), "removed workdir");
+        if let Some(dir) = self.workdir.close().await? {
+            remove_owned_dir(dir.clone()).await?;
+            tracing::debug!(provider = ID, workdir = %dir.display(), "removed workdir");
         }
         Ok(())
     }
@@ -400,6 +537,23 @@ fn unique() -> String {
         nanos,
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+/// A random, file-name-safe suffix (16 hex digits) for a private directory name. The hasher
+/// keys are random per process; the counter, process id and time make every call distinct.
+/// Unpredictability is not what keeps the directory safe: it is created with `mkdir` (never
+/// reusing an existing path) and mode 0700.
+fn random_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hasher = RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(nanos);
+    format!("{:016x}", hasher.finish())
 }
 
 /// A task id reduced to a short, file-name-safe string.
@@ -881,13 +1035,17 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread")]
-    async fn open_creates_private_owned_dir_and_rejects_bad_params() {
+    async fn first_use_creates_private_owned_dir_and_open_rejects_bad_params() {
         let (session, dir) = open().await;
         let info = session.info();
         assert_eq!(info.provider, ID);
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         assert!(name.starts_with("agentcompass-task_1__-1-"), "{name}");
         assert_eq!(info.id, name);
+        assert!(fs::symlink_metadata(&dir).is_err(), "created at open");
+        assert!(session.is_dir("").await.unwrap());
+        let info = session.info();
+        assert_eq!(info.default_workdir.as_deref(), dir.to_str());
         assert_eq!(info.close_params["owned"], true);
         assert_eq!(info.close_params["workdir"], dir.to_string_lossy().as_ref());
         let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
@@ -970,8 +1128,8 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn cwd_defaults_to_workdir_and_resolves_relative_paths() {
         let (session, dir) = open().await;
-        let real = fs::canonicalize(&dir).unwrap();
         let r = session.exec(ExecRequest::shell("pwd -P")).await.unwrap();
+        let real = fs::canonicalize(&dir).unwrap();
         assert_eq!(r.stdout.trim(), real.to_string_lossy());
         session.write_text("sub/x.txt", "x").await.unwrap();
         let r = session
@@ -1273,6 +1431,7 @@ mod tests {
 
         // Crash cleanup from persisted close_params.
         let (session, dir) = open().await;
+        session.write_text("c.txt", "x").await.unwrap();
         let params = session.info().close_params;
         drop(session);
         assert!(dir.exists());
@@ -1313,5 +1472,161 @@ mod tests {
             .await
             .unwrap();
         assert!(fixed.join("kept.txt").is_file());
+    }
+
+    /// Opens an owned session for a task id no other test (or test process) uses, so the
+    /// directories it may create can be counted by name.
+    async fn open_unique() -> (SessionRef, PathBuf, String) {
+        let task = format!("lazy-{}", random_suffix());
+        let mut req = request(JsonMap::new());
+        req.task_id = task.clone();
+        let session = HostProcessProvider
+            .open(&Ctx::detached(), &req)
+            .await
+            .unwrap();
+        let dir = PathBuf::from(session.info().default_workdir.unwrap());
+        (session, dir, format!("{OWNED_PREFIX}{task}-"))
+    }
+
+    /// The entries of the system temporary directory whose names start with `prefix`.
+    fn temp_entries(prefix: &str) -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        found
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn unused_session_creates_nothing_on_disk() {
+        let (session, dir, prefix) = open_unique().await;
+        assert!(dir.starts_with(std::env::temp_dir()));
+        assert!(fs::symlink_metadata(&dir).is_err());
+        let info = session.info();
+        assert_eq!(info.close_params, Value::Null);
+        assert_eq!(info.default_workdir.as_deref(), dir.to_str());
+
+        // Absolute paths do not need the working directory.
+        let host = tempfile::tempdir().unwrap();
+        let file = host.path().join("f.txt");
+        let file = file.to_str().unwrap();
+        session.write_text(file, "abs").await.unwrap();
+        assert_eq!(session.read_text(file).await.unwrap(), "abs");
+        assert!(session.is_file(file).await.unwrap());
+        assert!(session.is_dir(host.path().to_str().unwrap()).await.unwrap());
+        let r = session
+            .exec(ExecRequest::shell("pwd -P").cwd("/"))
+            .await
+            .unwrap();
+        assert_eq!(r.stdout.trim(), "/");
+        session
+            .download(file, &host.path().join("g.txt"))
+            .await
+            .unwrap();
+        assert!(fs::symlink_metadata(&dir).is_err());
+        assert_eq!(session.info().close_params, Value::Null);
+
+        session.close().await.unwrap();
+        session.close().await.unwrap();
+        assert!(fs::symlink_metadata(&dir).is_err());
+        assert!(temp_entries(&prefix).is_empty());
+        // Nothing is created after close either.
+        let err = session.exec(ExecRequest::shell("true")).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Environment);
+        assert!(err.message.contains("closed"), "{}", err.message);
+        assert!(session.write_text("late.txt", "x").await.is_err());
+        assert!(temp_entries(&prefix).is_empty());
+        assert_eq!(session.info().close_params, Value::Null);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn first_exec_creates_the_dir_private_and_sets_close_params() {
+        let (session, dir, prefix) = open_unique().await;
+        assert_eq!(session.info().close_params, Value::Null);
+        let r = session.exec(ExecRequest::shell("pwd -P")).await.unwrap();
+        assert_eq!(r.returncode, 0);
+        let real = fs::canonicalize(&dir).unwrap();
+        assert_eq!(r.stdout.trim(), real.to_string_lossy());
+        let meta = fs::symlink_metadata(&dir).unwrap();
+        assert!(meta.is_dir());
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o700);
+        let info = session.info();
+        assert_eq!(
+            info.close_params,
+            json!({"workdir": dir.to_str().unwrap(), "owned": true})
+        );
+        assert_eq!(info.default_workdir.as_deref(), dir.to_str());
+        // Later uses reuse it.
+        session.exec(ExecRequest::shell("touch a")).await.unwrap();
+        assert!(dir.join("a").is_file());
+        assert_eq!(temp_entries(&prefix), vec![dir.clone()]);
+        session.close().await.unwrap();
+        assert!(!dir.exists());
+        assert!(temp_entries(&prefix).is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 8)]
+    async fn concurrent_first_uses_create_the_dir_once() {
+        let (session, dir, prefix) = open_unique().await;
+        let barrier = Arc::new(tokio::sync::Barrier::new(16));
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let (session, barrier) = (session.clone(), barrier.clone());
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    match i % 4 {
+                        0 => session
+                            .write_text(&format!("f{i}.txt"), "x")
+                            .await
+                            .map(|_| ()),
+                        1 => session.exec(ExecRequest::argv(["true"])).await.map(|_| ()),
+                        2 => session.is_dir("").await.map(|d| assert!(d)),
+                        _ => session.is_file("missing").await.map(|f| assert!(!f)),
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        assert_eq!(temp_entries(&prefix), vec![dir.clone()]);
+        for i in (0..16).step_by(4) {
+            assert!(dir.join(format!("f{i}.txt")).is_file());
+        }
+        assert_eq!(
+            session.info().close_params["workdir"],
+            dir.to_str().unwrap()
+        );
+        session.close().await.unwrap();
+        assert!(temp_entries(&prefix).is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_taken_reserved_name_gets_another_and_is_left_alone() {
+        let (session, reserved, prefix) = open_unique().await;
+        fs::create_dir(&reserved).unwrap();
+        fs::write(reserved.join("theirs.txt"), "t").unwrap();
+        session.write_text("ours.txt", "o").await.unwrap();
+        let info = session.info();
+        let dir = PathBuf::from(info.default_workdir.unwrap());
+        assert_ne!(dir, reserved);
+        assert!(dir
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with(&prefix));
+        assert_eq!(info.close_params["workdir"], dir.to_str().unwrap());
+        assert!(dir.join("ours.txt").is_file() && !dir.join("theirs.txt").exists());
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o7777,
+            0o700
+        );
+        session.close().await.unwrap();
+        assert!(!dir.exists());
+        assert!(reserved.join("theirs.txt").is_file());
+        fs::remove_dir_all(&reserved).unwrap();
     }
 }

@@ -250,6 +250,12 @@ fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
         }
         if let Some(dir) = &request.run_dir {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            // The metric table of summary.md, then the results path.
+            if let Ok(summary) = std::fs::read_to_string(dir.join("summary.md")) {
+                for line in summary.lines().filter(|l| l.starts_with('|')).take(12) {
+                    eprintln!("{label}{line}");
+                }
+            }
             println!("{}", dir.display());
         }
     }
