@@ -528,3 +528,31 @@ fn summary_recomputes_metrics_from_the_details() {
     );
     assert!(run.join("summary.md").is_file());
 }
+
+#[test]
+fn the_orchestration_deadline_ends_the_run_as_timed_out() {
+    let ws = Workspace::new();
+    let started = Instant::now();
+    let out = example_run(
+        &ws,
+        40,
+        &[
+            "--harness-params",
+            r#"{"delay_ms": 400}"#,
+            "--task-concurrency",
+            "2",
+            "--timeout-seconds",
+            "1",
+        ],
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{out:?}");
+    assert_eq!(out.code, 1, "{out:?}");
+    let run = run_dir(&out);
+    assert_eq!(read_json(&run.join("run_info.json"))["status"], "timed_out");
+    let published = task_dirs(&run, "normal").len();
+    assert!(
+        (1..40).contains(&published),
+        "finished tasks are published: {published}"
+    );
+    assert_eq!(fs::read_dir(run.join(".env-resources")).unwrap().count(), 0);
+}
