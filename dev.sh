@@ -5,6 +5,19 @@ cd "$(dirname "$0")"
 
 profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 
+# Installs the Debian packages the tests need when their command is missing.
+ensure_tools() {
+    local missing=()
+    command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+    if [ "${#missing[@]}" -gt 0 ]; then
+        echo "installing ${missing[*]} (Debian packages)" >&2
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
+            { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
+    fi
+}
+
 # Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
 bundle_plugins() {
     local dir
@@ -31,6 +44,7 @@ demo)
     cat "$run_dir/summary.md"
     ;;
 test)
+    ensure_tools
     cargo build --workspace
     bundle_plugins debug
     # Snapshots are reviewed, never written, by the test command.

@@ -48,6 +48,12 @@ pub enum Command {
     Launch(LaunchCmd),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
+    /// List or release environments left open (crash, --keep-environment)
+    Env {
+        /// Environment command
+        #[command(subcommand)]
+        command: EnvCommand,
+    },
     /// Recompute metrics.json and summary.md of a run directory from its task details
     Summary {
         /// The run directory (`<results>/<namespace>/<run_id>`)
@@ -356,4 +362,25 @@ pub struct PlanCmd {
     /// Semantic attempt number
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub attempt: u32,
+}
+
+/// `env` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// Print the recorded environments under a results directory (JSON)
+    List {
+        /// Results directory (default: the configured results_dir)
+        results_dir: Option<PathBuf>,
+    },
+    /// Release recorded environments through their providers
+    Close {
+        /// Results directory (default: the configured results_dir)
+        results_dir: Option<PathBuf>,
+        /// Environment id (repeatable)
+        #[arg(long = "id", value_name = "ID", conflicts_with = "all")]
+        ids: Vec<String>,
+        /// Every recorded environment
+        #[arg(long)]
+        all: bool,
+    },
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use agentcompass_host::cli::{Cli, Command, ConfigCommand, GlobalArgs, KindArg, PluginCommand};
+use agentcompass_host::cli::{Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand};
 use agentcompass_host::commands;
 use agentcompass_host::loader::lockfile::PluginLock;
 use agentcompass_host::setup::Setup;
@@ -43,6 +43,21 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(cmd) => commands::resolve::run(global, &cmd),
         Command::Launch(cmd) => commands::resolve::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
+        Command::Env { command } => {
+            let (_, runtime, setup) = commands::resolve::load_registry(global)?;
+            let default_root = std::path::PathBuf::from(&runtime.results_dir);
+            match command {
+                EnvCommand::List { results_dir } => {
+                    commands::env::list(results_dir.as_deref().unwrap_or(&default_root))
+                }
+                EnvCommand::Close { results_dir, ids, all } => commands::env::close(
+                    &setup.registry,
+                    results_dir.as_deref().unwrap_or(&default_root),
+                    &ids,
+                    all,
+                ),
+            }
+        }
         Command::Summary { run_dir } => {
             let setup = load(global)?;
             commands::summary::summary(&setup.registry, &run_dir)

@@ -2,6 +2,7 @@
 //! library modules.
 
 pub mod config_docs;
+pub mod env;
 pub mod list;
 pub mod plan;
 pub mod plugin;
