@@ -556,3 +556,37 @@ fn the_orchestration_deadline_ends_the_run_as_timed_out() {
     );
     assert_eq!(fs::read_dir(run.join(".env-resources")).unwrap().count(), 0);
 }
+
+#[test]
+fn an_existing_run_id_or_a_missing_reuse_run_is_bad_input() {
+    let ws = Workspace::new();
+    let out = example_run(&ws, 2, &["--run-id", "r1"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = example_run(&ws, 2, &["--run-id", "r1"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("error: output.run_id: run directory "),
+        "{out:?}"
+    );
+    assert!(
+        out.stderr
+            .trim_end()
+            .ends_with("already exists; choose a different --run-id or use --reuse"),
+        "{out:?}"
+    );
+    let out = example_run(&ws, 2, &["--reuse", "nope"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("error: runtime.reuse_run_id: run `nope` not found under "),
+        "{out:?}"
+    );
+    let runs = fs::read_dir(
+        ws.cwd
+            .join("results/calc_example_exact_match_example_calculator"),
+    )
+    .unwrap()
+    .count();
+    assert_eq!(runs, 1, "nothing was written by the refused runs");
+}

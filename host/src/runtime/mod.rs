@@ -152,6 +152,12 @@ pub fn preflight_all(
         .requests
         .iter()
         .cloned()
-        .map(|run| preflight(registry, run))
+        .map(|run| {
+            preflight(
+                registry,
+                std::path::Path::new(&orchestration.runtime.results_dir),
+                run,
+            )
+        })
         .collect()
 }

@@ -61,12 +61,36 @@ fn env_var(name: &str) -> Option<String> {
 
 /// Checks a request before anything is written: components instantiate, references resolve,
 /// retry patterns compile, the harness supports the environment and model.
-pub fn preflight(registry: &Registry, run: OrchestratedRun) -> Result<PreparedRequest, String> {
+pub fn preflight(
+    registry: &Registry,
+    results_dir: &std::path::Path,
+    run: OrchestratedRun,
+) -> Result<PreparedRequest, String> {
     let label = if run.name.is_empty() {
         String::new()
     } else {
         format!("request {}: ", run.name)
     };
+    let namespace_dir = output_namespace(&run.request)
+        .iter()
+        .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
+    let run_id = &run.request.output.run_id;
+    if !run_id.is_empty() {
+        let dir = namespace_dir.join(crate::request::sanitize_component(run_id));
+        if dir.exists() {
+            return Err(format!(
+                "{label}output.run_id: run directory {} already exists; choose a different --run-id or use --reuse",
+                dir.display()
+            ));
+        }
+    }
+    let reuse_id = &run.request.runtime.reuse_run_id;
+    if !reuse_id.is_empty() && !namespace_dir.join(reuse_id).join("run_info.json").is_file() {
+        return Err(format!(
+            "{label}runtime.reuse_run_id: run `{reuse_id}` not found under {}",
+            namespace_dir.display()
+        ));
+    }
     let value = serde_json::to_value(&run.request).map_err(|e| e.to_string())?;
     let resolved_value =
         resolve_references("", &value, &env_var).map_err(|e| format!("{label}{e}"))?;
