@@ -273,10 +273,8 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
 
     // Tasks.
     let benchmark = rc.planner.benchmark().benchmark.clone();
-    let loaded = async {
-        let tasks = benchmark.load_tasks(&rc.ctx, &rc.resolved).await?;
-        benchmark.select_tasks(&rc.ctx, tasks, &rc.resolved).await
-    };
+    let loaded = benchmark.load_selected_tasks(&rc.ctx, &rc.resolved);
+
     let tasks: Vec<TaskSpec> = match loaded.await {
         Ok(tasks) => tasks,
         Err(e) => {

@@ -236,6 +236,14 @@ impl BenchmarkAbi for BenchmarkExport {
         })
     }
 
+    fn load_selected_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let req = from_json(&req, "run request")?;
+            to_json(&b.load_selected_tasks(&import_ctx(ctx), &req).await?)
+        })
+    }
+
     fn select_tasks(&self, ctx: HostBox, tasks: RString, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {

@@ -260,6 +260,20 @@ impl Benchmark for ImportedBenchmark {
         self.label.decode("load_tasks", &json)
     }
 
+    async fn load_selected_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let call = self
+            .object
+            .load_selected_tasks(export_ctx(ctx), to_json(req)?);
+        match await_foreign(call).await {
+            Ok(json) => self.label.decode("load_selected_tasks", &json),
+            Err(e) if e.kind == crate::ErrorKind::Unsupported => {
+                let tasks = self.load_tasks(ctx, req).await?;
+                self.select_tasks(ctx, tasks, req).await
+            }
+            Err(e) => Err(e).map_err(self.label.err("load_selected_tasks")),
+        }
+    }
+
     async fn select_tasks(
         &self,
         ctx: &Ctx,

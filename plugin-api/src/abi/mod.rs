@@ -164,6 +164,17 @@ pub trait BenchmarkAbi: Send + Sync {
         plan: RString,
         env: ROption<SessionBox>,
     ) -> JsonFuture;
+    /// `load_tasks` then `select_tasks` inside the plugin: the task list crosses the boundary
+    /// once. Plugins built without it answer `Unsupported` and the host does both calls.
+    fn load_selected_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
+        let _ = (ctx, req);
+        async_ffi::FutureExt::into_ffi(async {
+            RResult::RErr(PluginError {
+                kind: crate::ErrorKind::Unsupported.code(),
+                message: "load_selected_tasks is not available".into(),
+            })
+        })
+    }
 }
 
 /// Owned benchmark object.

@@ -51,6 +51,12 @@ pub trait Benchmark: Send + Sync + 'static {
         super::select::select_by_sample_ids(tasks, req)
     }
 
+    /// The tasks to run: `load_tasks` then `select_tasks` (what the runtime calls).
+    async fn load_selected_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let tasks = self.load_tasks(ctx, req).await?;
+        self.select_tasks(ctx, tasks, req).await
+    }
+
     /// Builds the benchmark-private plan for one task attempt. No I/O.
     fn build_plan(
         &self,
