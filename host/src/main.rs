@@ -2,7 +2,9 @@
 
 use std::process::ExitCode;
 
-use agentcompass_host::cli::{Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand};
+use agentcompass_host::cli::{
+    Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand,
+};
 use agentcompass_host::commands;
 use agentcompass_host::loader::lockfile::PluginLock;
 use agentcompass_host::setup::Setup;
@@ -50,7 +52,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 EnvCommand::List { results_dir } => {
                     commands::env::list(results_dir.as_deref().unwrap_or(&default_root))
                 }
-                EnvCommand::Close { results_dir, ids, all } => commands::env::close(
+                EnvCommand::Close {
+                    results_dir,
+                    ids,
+                    all,
+                } => commands::env::close(
                     &setup.registry,
                     results_dir.as_deref().unwrap_or(&default_root),
                     &ids,

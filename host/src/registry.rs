@@ -327,7 +327,7 @@ mod tests {
         let err = registry.environment("docker").err().unwrap();
         assert_eq!(
             err.to_string(),
-            "unknown environment `docker` (known: host_process)"
+            "unknown environment `docker` (known: host_process, sandbox)"
         );
     }
 }

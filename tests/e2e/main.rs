@@ -5,6 +5,7 @@ mod bad_plugins;
 mod config_resolution;
 mod containment;
 mod crash;
+mod environments;
 mod listing;
 mod orchestration;
 mod planning;

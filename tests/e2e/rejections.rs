@@ -147,7 +147,7 @@ const CASES: &[Case] = &[
         name: "unknown_environment_id",
         setup: |_| run(&["--env", "nope"]),
         starts_with: "--env: environment: ",
-        contains: "unknown environment `nope` (known: host_process)",
+        contains: "unknown environment `nope` (known: host_process, sandbox)",
     },
     Case {
         name: "unknown_benchmark_param",

@@ -29,18 +29,11 @@
 //!   the whole group with SIGKILL, so background children cannot keep a call alive. Detached
 //!   commands are killed (by group) when the session closes or is dropped.
 
-use std::collections::hash_map::RandomState;
 use std::collections::BTreeMap;
 use std::fs;
-use std::hash::{BuildHasher, Hasher};
-use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, ExecCommand, ExecRequest,
@@ -50,13 +43,16 @@ use agentcompass_plugin_api::sdk::{
     async_trait, Ctx, EnvironmentProvider, EnvironmentSession, SessionRef,
 };
 use agentcompass_plugin_api::{Error, Result};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde_json::{json, Value};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
-use tokio::task::JoinHandle;
 
+use super::files::{
+    self, copy_file, copy_tree, create_private_dir, probe, random_suffix, read_text_file,
+    remove_owned_dir, sanitise, transfer_error, unique, write_text_file,
+};
+use super::process::{
+    kill_detached, merge_env, run_captured, spawn_error, timeout_duration, GroupGuard,
+};
 use crate::registry::{Builtin, BuiltinFactory};
 
 /// Provider id.
@@ -68,14 +64,6 @@ pub const DESCRIPTION: &str =
 
 /// Name prefix of the private working directories this provider creates (and alone removes).
 const OWNED_PREFIX: &str = "agentcompass-";
-
-/// How many random names the lazy creation of a private working directory tries before
-/// giving up (a name is only retried when the path already exists).
-const CREATE_ATTEMPTS: usize = 64;
-
-/// How long output pipes may stay open after the command ended (a background child still
-/// holding them) before the captured output is returned without waiting for them.
-const PIPE_GRACE: Duration = Duration::from_secs(2);
 
 /// The registry entry.
 pub fn builtin() -> Builtin {
@@ -144,7 +132,7 @@ impl EnvironmentProvider for HostProcessProvider {
         let prefix = format!("{OWNED_PREFIX}{task}-{attempt}-");
         let (workdir, owned, id) = match fixed {
             Some(dir) => {
-                blocking(move || {
+                files::blocking(ID, move || {
                     let path = std::path::absolute(&dir).map_err(|e| {
                         Error::invalid_input(format!("environment `{ID}`: workdir `{dir}`: {e}"))
                     })?;
@@ -202,7 +190,7 @@ impl EnvironmentProvider for HostProcessProvider {
                  provider creates"
             )));
         }
-        remove_owned_dir(path).await
+        remove_owned_dir(path, ID).await
     }
 }
 
@@ -261,7 +249,7 @@ impl Workdir {
             self.reserved.clone(),
             self.prefix.clone(),
         );
-        blocking(move || {
+        files::blocking(ID, move || {
             let closed = state.lock.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(path) = state.created.get() {
                 return Ok(path.clone());
@@ -271,7 +259,7 @@ impl Workdir {
                     "environment `{ID}`: the session is closed"
                 )));
             }
-            let path = create_private_dir(&reserved, &prefix)?;
+            let path = create_private_dir(&reserved, &prefix, ID)?;
             tracing::debug!(provider = ID, workdir = %path.display(), "created workdir");
             let _ = state.created.set(path.clone());
             Ok(path)
@@ -286,48 +274,12 @@ impl Workdir {
             return Ok(None);
         }
         let state = self.state.clone();
-        blocking(move || {
+        files::blocking(ID, move || {
             *state.lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
             Ok(state.created.get().cloned())
         })
         .await
     }
-}
-
-/// Creates a private (mode 0700) directory at `reserved`, or, if that path already exists,
-/// under a fresh random name with the same `prefix` next to it. Never reuses an existing path.
-fn create_private_dir(reserved: &Path, prefix: &str) -> Result<PathBuf> {
-    let base = reserved.parent().unwrap_or(Path::new("/"));
-    let mut path = reserved.to_path_buf();
-    for _ in 0..CREATE_ATTEMPTS {
-        match fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => {
-                // The umask may have removed bits, never added: make the mode exact anyway.
-                fs::set_permissions(&path, fs::Permissions::from_mode(0o700)).map_err(|e| {
-                    let _ = fs::remove_dir(&path);
-                    Error::environment(format!(
-                        "environment `{ID}`: cannot restrict `{}`: {e}",
-                        path.display()
-                    ))
-                })?;
-                return Ok(path);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                path = base.join(format!("{prefix}{}", random_suffix()));
-            }
-            Err(e) => {
-                return Err(Error::environment(format!(
-                    "environment `{ID}`: cannot create a working directory in `{}`: {e}",
-                    base.display()
-                )))
-            }
-        }
-    }
-    Err(Error::environment(format!(
-        "environment `{ID}`: cannot create a working directory in `{}`: every name tried \
-         already exists",
-        base.display()
-    )))
 }
 
 /// One open `host_process` environment. Deliberately not `Debug`: it holds resolved secrets.
@@ -356,11 +308,8 @@ impl HostProcessSession {
         std::mem::take(&mut *self.detached.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn spawn_detached(&self, mut cmd: Command, program: &str, cwd: &Path) -> Result<ExecResult> {
-        cmd.stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(false);
-        let child = cmd.spawn().map_err(|e| spawn_error(program, cwd, e))?;
+    fn spawn_detached(&self, cmd: Command, program: &str, cwd: &Path) -> Result<ExecResult> {
+        let child = super::process::spawn_detached(cmd, |e| spawn_error(program, cwd, e))?;
         self.detached
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -428,18 +377,20 @@ impl EnvironmentSession for HostProcessSession {
         if request.detach {
             return self.spawn_detached(cmd, program, &cwd);
         }
-        run_captured(cmd, program, &cwd, timeout).await
+        run_captured(cmd, program, timeout, |e| spawn_error(program, &cwd, e)).await
     }
 
     async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
         let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
-        blocking(move || copy_file(&src, &dst).map_err(|e| transfer_error("upload", &src, &dst, e)))
-            .await
+        files::blocking(ID, move || {
+            copy_file(&src, &dst).map_err(|e| transfer_error("upload", &src, &dst, e))
+        })
+        .await
     }
 
     async fn download(&self, src: &str, dst: &Path) -> Result<()> {
         let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
-        blocking(move || {
+        files::blocking(ID, move || {
             copy_file(&src, &dst).map_err(|e| transfer_error("download", &src, &dst, e))
         })
         .await
@@ -447,7 +398,7 @@ impl EnvironmentSession for HostProcessSession {
 
     async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
         let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
-        blocking(move || {
+        files::blocking(ID, move || {
             copy_tree(&src, &dst).map_err(|e| transfer_error("upload_dir", &src, &dst, e))
         })
         .await
@@ -455,37 +406,18 @@ impl EnvironmentSession for HostProcessSession {
 
     async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
         let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
-        blocking(move || {
+        files::blocking(ID, move || {
             copy_tree(&src, &dst).map_err(|e| transfer_error("download_dir", &src, &dst, e))
         })
         .await
     }
 
     async fn read_text(&self, path: &str) -> Result<String> {
-        let path = self.resolve(path).await?;
-        let bytes = tokio::fs::read(&path).await.map_err(|e| {
-            Error::environment(format!("read_text: cannot read `{}`: {e}", path.display()))
-        })?;
-        String::from_utf8(bytes).map_err(|_| {
-            Error::environment(format!(
-                "read_text: `{}` is not valid UTF-8",
-                path.display()
-            ))
-        })
+        read_text_file(&self.resolve(path).await?).await
     }
 
     async fn write_text(&self, path: &str, content: &str) -> Result<()> {
-        let path = self.resolve(path).await?;
-        let fail = |e: io::Error| {
-            Error::environment(format!(
-                "write_text: cannot write `{}`: {e}",
-                path.display()
-            ))
-        };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            tokio::fs::create_dir_all(parent).await.map_err(fail)?;
-        }
-        tokio::fs::write(&path, content).await.map_err(fail)
+        write_text_file(&self.resolve(path).await?, content).await
     }
 
     async fn is_file(&self, path: &str) -> Result<bool> {
@@ -501,454 +433,25 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn close(&self) -> Result<()> {
-        for mut child in self.take_detached() {
-            GroupGuard::new(child.id()).kill();
-            let _ = child.kill().await;
+        for child in self.take_detached() {
+            kill_detached(child).await;
         }
         if let Some(dir) = self.workdir.close().await? {
-            remove_owned_dir(dir.clone()).await?;
+            remove_owned_dir(dir.clone(), ID).await?;
             tracing::debug!(provider = ID, workdir = %dir.display(), "removed workdir");
         }
         Ok(())
     }
 }
 
-/// Runs `f` on the blocking pool.
-async fn blocking<T, F>(f: F) -> Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T> + Send + 'static,
-{
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::environment(format!("environment `{ID}`: file task failed: {e}")))?
-}
-
-/// A process-unique, time-salted suffix.
-fn unique() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{}-{:x}-{}",
-        std::process::id(),
-        nanos,
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-/// A random, file-name-safe suffix (16 hex digits) for a private directory name. The hasher
-/// keys are random per process; the counter, process id and time make every call distinct.
-/// Unpredictability is not what keeps the directory safe: it is created with `mkdir` (never
-/// reusing an existing path) and mode 0700.
-fn random_suffix() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u32(std::process::id());
-    hasher.write_u128(nanos);
-    format!("{:016x}", hasher.finish())
-}
-
-/// A task id reduced to a short, file-name-safe string.
-fn sanitise(task_id: &str) -> String {
-    let cleaned: String = task_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(48)
-        .collect();
-    if cleaned.is_empty() {
-        "task".to_string()
-    } else {
-        cleaned
-    }
-}
-
-fn timeout_duration(seconds: Option<f64>) -> Result<Option<Duration>> {
-    match seconds {
-        None => Ok(None),
-        Some(s) if s.is_nan() || s < 0.0 => Err(Error::invalid_input(format!(
-            "exec: timeout_seconds must be a non-negative number, got {s}"
-        ))),
-        // Too large to represent (or infinite): no limit.
-        Some(s) => Ok(Duration::try_from_secs_f64(s).ok()),
-    }
-}
-
-/// Call defaults, overridden by the session's bindings, then `required_env` (which must not
-/// conflict with either). Messages name variables, never values.
-fn merge_env(
-    session: &BTreeMap<String, String>,
-    call: &BTreeMap<String, String>,
-    required: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>> {
-    let mut merged = call.clone();
-    merged.extend(session.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for (key, value) in required {
-        if merged.get(key).is_some_and(|bound| bound != value) {
-            return Err(Error::invalid_input(format!(
-                "exec: required environment variable `{key}` conflicts with another binding of \
-                 the same name"
-            )));
-        }
-        merged.insert(key.clone(), value.clone());
-    }
-    for (key, value) in &merged {
-        if key.is_empty() || key.contains(['=', '\0']) {
-            return Err(Error::invalid_input(format!(
-                "exec: invalid environment variable name `{}`",
-                key.escape_debug()
-            )));
-        }
-        if value.contains('\0') {
-            return Err(Error::invalid_input(format!(
-                "exec: the value of environment variable `{key}` contains a NUL byte"
-            )));
-        }
-    }
-    Ok(merged)
-}
-
-fn spawn_error(program: &str, cwd: &Path, e: io::Error) -> Error {
-    Error::environment(format!(
-        "exec: cannot start `{program}` in `{}`: {e}",
-        cwd.display()
-    ))
-}
-
-fn exit_code(status: ExitStatus) -> i32 {
-    status
-        .code()
-        .or_else(|| status.signal().map(|signal| 128 + signal))
-        .unwrap_or(-1)
-}
-
-/// Runs a command to completion (or its timeout), capturing its output.
-async fn run_captured(
-    mut cmd: Command,
-    program: &str,
-    cwd: &Path,
-    timeout: Option<Duration>,
-) -> Result<ExecResult> {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Drop order (reverse of declaration) matters on cancellation: the readers are aborted,
-    // then the group is killed while the leader is still unreaped (its id cannot be reused),
-    // then tokio kills and reaps the leader.
-    let mut child = cmd.spawn().map_err(|e| spawn_error(program, cwd, e))?;
-    let mut group = GroupGuard::new(child.id());
-    let mut stdout = Capture::start(child.stdout.take());
-    let mut stderr = Capture::start(child.stderr.take());
-    let status = match timeout {
-        None => Some(child.wait().await),
-        Some(limit) => tokio::time::timeout(limit, child.wait()).await.ok(),
-    };
-    match status {
-        Some(status) => {
-            let status = status.map_err(|e| {
-                Error::environment(format!("exec: waiting for `{program}` failed: {e}"))
-            })?;
-            finish(&mut stdout, &mut stderr).await;
-            group.disarm();
-            Ok(ExecResult::new(
-                exit_code(status),
-                stdout.text(),
-                stderr.text(),
-            ))
-        }
-        None => {
-            group.kill();
-            let _ = child.kill().await;
-            finish(&mut stdout, &mut stderr).await;
-            Ok(ExecResult::timeout(stdout.text(), stderr.text()))
-        }
-    }
-}
-
-/// Waits (at most [`PIPE_GRACE`]) for both output pipes to reach end of file.
-async fn finish(stdout: &mut Capture, stderr: &mut Capture) {
-    let _ = tokio::time::timeout(PIPE_GRACE, async {
-        stdout.finished().await;
-        stderr.finished().await;
-    })
-    .await;
-}
-
-/// Kills a process group with SIGKILL when dropped, unless disarmed.
-struct GroupGuard {
-    pgid: Option<Pid>,
-}
-
-impl GroupGuard {
-    fn new(pid: Option<u32>) -> Self {
-        GroupGuard {
-            pgid: pid
-                .and_then(|p| i32::try_from(p).ok())
-                .filter(|p| *p > 0)
-                .map(Pid::from_raw),
-        }
-    }
-
-    fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// One output pipe drained by a task into a shared buffer (so whatever arrived can be returned
-/// even if the pipe never closes). Dropping it aborts the task.
-struct Capture {
-    buffer: Arc<Mutex<Vec<u8>>>,
-    task: Option<JoinHandle<()>>,
-}
-
-impl Capture {
-    fn start<R: AsyncRead + Unpin + Send + 'static>(pipe: Option<R>) -> Capture {
-        let buffer = Arc::new(Mutex::new(Vec::new()));
-        let task = pipe.map(|mut pipe| {
-            let buffer = buffer.clone();
-            tokio::spawn(async move {
-                let mut chunk = vec![0u8; 16 * 1024];
-                loop {
-                    match pipe.read(&mut chunk).await {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => buffer
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .extend_from_slice(&chunk[..n]),
-                    }
-                }
-            })
-        });
-        Capture { buffer, task }
-    }
-
-    async fn finished(&mut self) {
-        if let Some(task) = self.task.as_mut() {
-            let _ = task.await;
-            self.task = None;
-        }
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.buffer.lock().unwrap_or_else(PoisonError::into_inner))
-            .into_owned()
-    }
-}
-
-impl Drop for Capture {
-    fn drop(&mut self) {
-        if let Some(task) = &self.task {
-            task.abort();
-        }
-    }
-}
-
-async fn probe(path: &Path, op: &str) -> Result<Option<fs::Metadata>> {
-    match tokio::fs::metadata(path).await {
-        Ok(meta) => Ok(Some(meta)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(Error::environment(format!(
-            "{op}: cannot inspect `{}`: {e}",
-            path.display()
-        ))),
-    }
-}
-
-fn transfer_error(op: &str, src: &Path, dst: &Path, e: io::Error) -> Error {
-    Error::environment(format!(
-        "{op}: cannot copy `{}` to `{}`: {e}",
-        src.display(),
-        dst.display()
-    ))
-}
-
-fn io_error(message: String) -> io::Error {
-    io::Error::other(message)
-}
-
-fn mode_of(meta: &fs::Metadata) -> fs::Permissions {
-    fs::Permissions::from_mode(meta.permissions().mode() & 0o7777)
-}
-
-/// Copies one file (following a symlinked source), creating parent directories and keeping
-/// the mode. An existing directory as destination receives the file under its own name; an
-/// existing file or symlink there is replaced (never written through).
-fn copy_file(src: &Path, dst: &Path) -> io::Result<()> {
-    let meta = fs::metadata(src)?;
-    if meta.is_dir() {
-        return Err(io_error(
-            "the source is a directory (use the *_dir operation)".to_string(),
-        ));
-    }
-    let target = match (fs::metadata(dst), src.file_name()) {
-        (Ok(existing), Some(name)) if existing.is_dir() => dst.join(name),
-        _ => dst.to_path_buf(),
-    };
-    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)?;
-    }
-    copy_regular(src, &meta, &target)
-}
-
-/// Copies a file whose metadata is `meta` to exactly `dst` (replacing a non-directory there).
-fn copy_regular(src: &Path, meta: &fs::Metadata, dst: &Path) -> io::Result<()> {
-    match fs::symlink_metadata(dst) {
-        Ok(existing) if existing.is_dir() => {
-            return Err(io_error(format!(
-                "`{}` is a directory; it cannot be replaced by a file",
-                dst.display()
-            )))
-        }
-        Ok(existing) => {
-            if existing.dev() == meta.dev() && existing.ino() == meta.ino() {
-                return Ok(()); // the same file
-            }
-            fs::remove_file(dst)?;
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
-    fs::copy(src, dst)?;
-    fs::set_permissions(dst, mode_of(meta))
-}
-
-/// Copies a directory tree into `dst` (merging with what is there), keeping modes and copying
-/// symlinks as symlinks. Special files (sockets, FIFOs, devices) are skipped.
-fn copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
-    let meta = fs::metadata(src)?;
-    if !meta.is_dir() {
-        return Err(io_error("the source is not a directory".to_string()));
-    }
-    fs::create_dir_all(dst)?;
-    let (src_real, dst_real) = (fs::canonicalize(src)?, fs::canonicalize(dst)?);
-    if dst_real.starts_with(&src_real) {
-        return Err(io_error(
-            "the destination is the source or inside it".to_string(),
-        ));
-    }
-    copy_tree_contents(src, dst)?;
-    fs::set_permissions(dst, mode_of(&meta))
-}
-
-fn copy_tree_contents(src: &Path, dst: &Path) -> io::Result<()> {
-    for entry in fs::read_dir(src)? {
-        let entry = entry?;
-        let (from, to) = (entry.path(), dst.join(entry.file_name()));
-        let kind = entry.file_type()?;
-        if kind.is_symlink() {
-            let link = fs::read_link(&from)?;
-            match fs::symlink_metadata(&to) {
-                Ok(existing) if existing.is_dir() => {
-                    return Err(io_error(format!(
-                        "`{}` is a directory; it cannot be replaced by a symlink",
-                        to.display()
-                    )))
-                }
-                Ok(_) => fs::remove_file(&to)?,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-            std::os::unix::fs::symlink(link, &to)?;
-        } else if kind.is_dir() {
-            match fs::symlink_metadata(&to) {
-                Ok(existing) if existing.is_dir() => {}
-                Ok(_) => {
-                    fs::remove_file(&to)?;
-                    fs::create_dir(&to)?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&to)?,
-                Err(e) => return Err(e),
-            }
-            copy_tree_contents(&from, &to)?;
-            fs::set_permissions(&to, mode_of(&fs::symlink_metadata(&from)?))?;
-        } else if kind.is_file() {
-            copy_regular(&from, &fs::symlink_metadata(&from)?, &to)?;
-        }
-    }
-    Ok(())
-}
-
-/// Removes a working directory this provider created; a missing directory is fine. Retries
-/// once after making every directory in it writable (tools such as Go leave read-only trees).
-async fn remove_owned_dir(path: PathBuf) -> Result<()> {
-    blocking(move || {
-        let attempt = |path: &Path| match fs::remove_dir_all(path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        };
-        attempt(&path)
-            .or_else(|_| {
-                make_writable(&path);
-                attempt(&path)
-            })
-            .map_err(|e| {
-                Error::environment(format!(
-                    "environment `{ID}`: cannot remove `{}`: {e}",
-                    path.display()
-                ))
-            })
-    })
-    .await
-}
-
-fn make_writable(dir: &Path) {
-    let Ok(meta) = fs::symlink_metadata(dir) else {
-        return;
-    };
-    if !meta.is_dir() {
-        return;
-    }
-    let _ = fs::set_permissions(
-        dir,
-        fs::Permissions::from_mode(meta.permissions().mode() | 0o700),
-    );
-    if let Ok(entries) = fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                make_writable(&entry.path());
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::process::PIPE_GRACE;
     use super::*;
     use agentcompass_plugin_api::contracts::{EnvironmentSpec, JsonMap};
     use agentcompass_plugin_api::ErrorKind;
-    use std::time::Instant;
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, Instant};
 
     fn request(params: JsonMap) -> OpenEnvironmentRequest {
         let mut spec = EnvironmentSpec::new(ID);

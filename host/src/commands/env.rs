@@ -26,19 +26,28 @@ fn find_records(root: &Path) -> Vec<Record> {
     let mut found = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for entry in entries.flatten() {
             let path = entry.path();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             if !kind.is_dir() {
                 continue;
             }
             if entry.file_name() == ".env-resources" {
-                let Ok(records) = std::fs::read_dir(&path) else { continue };
+                let Ok(records) = std::fs::read_dir(&path) else {
+                    continue;
+                };
                 for record in records.flatten() {
                     let file = record.path();
                     if file.extension().is_some_and(|e| e == "json") {
-                        if let Some(value) = std::fs::read_to_string(&file).ok().and_then(|t| serde_json::from_str(&t).ok()) {
+                        if let Some(value) = std::fs::read_to_string(&file)
+                            .ok()
+                            .and_then(|t| serde_json::from_str(&t).ok())
+                        {
                             found.push(Record { path: file, value });
                         }
                     }
@@ -84,16 +93,32 @@ pub fn close(registry: &Registry, root: &Path, ids: &[String], all: bool) -> any
     if ids.is_empty() && !all {
         bail!("env close: give --id ID (repeatable) or --all");
     }
-    let records: Vec<Record> = find_records(root).into_iter().filter(|r| all || ids.iter().any(|id| id == r.id())).collect();
-    if let Some(missing) = ids.iter().find(|id| !records.iter().any(|r| r.id() == id.as_str())) {
-        bail!("env close: no environment record with id `{missing}` under {}", root.display());
+    let records: Vec<Record> = find_records(root)
+        .into_iter()
+        .filter(|r| all || ids.iter().any(|id| id == r.id()))
+        .collect();
+    if let Some(missing) = ids
+        .iter()
+        .find(|id| !records.iter().any(|r| r.id() == id.as_str()))
+    {
+        bail!(
+            "env close: no environment record with id `{missing}` under {}",
+            root.display()
+        );
     }
-    let executor = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let mut failures = 0;
     for record in records {
-        let provider_id = record.value["provider"].as_str().unwrap_or_default().to_string();
+        let provider_id = record.value["provider"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let released = executor.block_on(async {
-            let provider = registry.environment(&provider_id).map_err(|e| anyhow!("{e}"))?;
+            let provider = registry
+                .environment(&provider_id)
+                .map_err(|e| anyhow!("{e}"))?;
             let ctx = HostServices::for_plugin("env close").into_ctx();
             provider
                 .close(&ctx, &record.value["close_params"])
