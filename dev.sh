@@ -9,6 +9,8 @@ profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 ensure_tools() {
     local missing=()
     command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+    command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "installing ${missing[*]} (Debian packages)" >&2
         local sudo=""
@@ -23,8 +25,46 @@ bundle_plugins() {
     local dir
     dir="$(profile_dir "$1")"
     "$dir/agentcompass-host" plugin package \
-        "$dir/libexample_pack.so" "$dir/libexample_recipe.so" \
+        "$dir/libexample_pack.so" "$dir/libexample_recipe.so" "$dir/libdocker_provider.so" \
         --out "$dir/plugins" >/dev/null
+}
+
+# A private Docker daemon for the tests: own socket, data root and exec root under a temp
+# dir, no bridge, no iptables (containers use only `none` or `host` networking). Stopped on
+# exit. The test image is imported from a busybox root filesystem assembled here (no registry).
+DOCKER_DIR=""
+DOCKERD_PID=""
+stop_docker() {
+    if [ -n "$DOCKERD_PID" ]; then
+        kill "$DOCKERD_PID" 2>/dev/null || true
+        wait "$DOCKERD_PID" 2>/dev/null || true
+    fi
+    if [ -n "$DOCKER_DIR" ]; then
+        rm -rf "$DOCKER_DIR" 2>/dev/null || true
+    fi
+}
+start_docker() {
+    DOCKER_DIR="$(mktemp -d /tmp/agentcompass-docker.XXXXXX)"
+    mkdir -p "$DOCKER_DIR/data" "$DOCKER_DIR/exec"
+    trap stop_docker EXIT
+    dockerd --host "unix://$DOCKER_DIR/docker.sock" --data-root "$DOCKER_DIR/data" \
+        --exec-root "$DOCKER_DIR/exec" --pidfile "$DOCKER_DIR/docker.pid" \
+        --bridge=none --iptables=false --ip6tables=false >"$DOCKER_DIR/dockerd.log" 2>&1 &
+    DOCKERD_PID=$!
+    export DOCKER_HOST="unix://$DOCKER_DIR/docker.sock"
+    for _ in $(seq 100); do
+        docker info >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    docker info >/dev/null 2>&1 || { cat "$DOCKER_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
+    local rootfs="$DOCKER_DIR/rootfs"
+    mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/app"
+    cp "$(command -v busybox)" "$rootfs/bin/busybox"
+    for tool in sh ls cat echo sleep true false mkdir rm cp mv env id nc wget ps kill test chmod stat head tail wc sed grep printf; do
+        ln -sf busybox "$rootfs/bin/$tool"
+    done
+    tar -C "$rootfs" -c . | docker import - agentcompass-test/busybox:1 >/dev/null
+    export AGENTCOMPASS_TEST_DOCKER_HOST="$DOCKER_HOST"
 }
 
 case "${1:-}" in
@@ -45,6 +85,7 @@ demo)
     ;;
 test)
     ensure_tools
+    start_docker
     cargo build --workspace
     bundle_plugins debug
     # Snapshots are reviewed, never written, by the test command.

@@ -12,3 +12,4 @@ mod planning;
 mod rejections;
 mod runtime;
 mod secrets;
+mod session_contract;

@@ -2,8 +2,8 @@
 //!
 //! A plugin links its own copy of tokio whose thread-locals are separate from the host's, so
 //! `tokio::spawn`, `tokio::time::sleep` or tokio I/O called directly from a plugin method panic
-//! with "no reactor running" (the SDK turns that into an error). Work that needs tokio runs
-//! here instead: [`spawn`] moves a future onto this runtime and returns a future any executor
+//! with "no reactor running" (the SDK turns that into an error). Work that needs tokio (timers,
+//! sockets, HTTP clients) runs here instead: [`spawn`] moves a future onto this runtime and returns a future any executor
 //! (the host's included) can await.
 
 use std::future::Future;
@@ -20,7 +20,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .thread_name("plugin-rt")
-                .enable_time()
+                .enable_all()
                 .build()
                 .map_err(|e| e.to_string())
         })

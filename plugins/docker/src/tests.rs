@@ -1,0 +1,576 @@
+//! Tests against a real Docker daemon: `AGENTCOMPASS_TEST_DOCKER_HOST` must name it (they fail,
+//! never skip, without it), and it must hold the image `agentcompass-test/busybox:1`.
+
+use std::collections::HashMap;
+use std::fs;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentSpec, ExecRequest, ExecResult, ExecutionPlan, JsonMap, NetworkPolicy,
+    OpenEnvironmentRequest, ResourceRequirements,
+};
+use agentcompass_plugin_api::sdk::{Ctx, EnvironmentProvider, SessionRef};
+use agentcompass_plugin_api::ErrorKind;
+use bollard::models::ContainerSummary;
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use serde_json::{json, Value};
+
+use super::*;
+
+const IMAGE: &str = "agentcompass-test/busybox:1";
+
+fn docker_host() -> String {
+    std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").unwrap_or_else(|_| {
+        panic!(
+            "AGENTCOMPASS_TEST_DOCKER_HOST is not set: the docker-provider tests need a Docker \
+             daemon (e.g. AGENTCOMPASS_TEST_DOCKER_HOST=unix:///tmp/acdocker/docker.sock) holding \
+             the image {IMAGE}"
+        )
+    })
+}
+
+/// Drives an SDK future from a plain test thread (the provider spawns onto its own runtime).
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+fn request(run_id: &str, policy: NetworkPolicy) -> OpenEnvironmentRequest {
+    let mut spec = EnvironmentSpec::new(ID);
+    spec.params
+        .insert("docker_host".into(), json!(docker_host()));
+    spec.setup.image = Some(IMAGE.into());
+    let mut req = OpenEnvironmentRequest::new(run_id, "task/1 é", spec);
+    req.attempt = 2;
+    req.baseline_network_policy = policy;
+    req.resolved_env
+        .insert("SESSION_VAR".into(), "from-session".into());
+    req.resolved_env.insert("SHARED".into(), "session".into());
+    req
+}
+
+fn unique_run(name: &str) -> String {
+    format!("test-{name}-{}", random_suffix())
+}
+
+/// An open session, closed (container removed) when dropped, even by a failing test.
+struct Opened(SessionRef);
+
+impl std::ops::Deref for Opened {
+    type Target = SessionRef;
+
+    fn deref(&self) -> &SessionRef {
+        &self.0
+    }
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        let _ = block_on(self.0.close());
+    }
+}
+
+fn open(req: &OpenEnvironmentRequest) -> Opened {
+    Opened(block_on(DockerProvider.open(&Ctx::detached(), req)).unwrap())
+}
+
+fn sh(session: &SessionRef, line: &str) -> ExecResult {
+    block_on(session.exec(ExecRequest::shell(line))).unwrap()
+}
+
+/// The containers labelled with `run_id` (running or not).
+fn containers_of(run_id: &str) -> Vec<ContainerSummary> {
+    let host = docker_host();
+    let filter = format!("{LABEL_RUN}={run_id}");
+    block_on(crate::rt::spawn(async move {
+        let docker = connect(&host).await.unwrap();
+        let filters = HashMap::from([("label", vec![filter.as_str()])]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        docker.list_containers(Some(options)).await.unwrap()
+    }))
+    .unwrap()
+}
+
+/// Whether a process is gone from the container (a zombie left to the keep-alive PID 1 counts).
+fn gone(session: &SessionRef, pid: &str) -> bool {
+    let r = sh(
+        session,
+        &format!("read -r _ _ s _ < /proc/{pid}/stat 2>/dev/null || s=gone; echo $s"),
+    );
+    matches!(r.stdout.trim(), "gone" | "Z")
+}
+
+#[test]
+fn exec_contract() {
+    let session = open(&request(&unique_run("exec"), NetworkPolicy::public()));
+    let info = session.info();
+    assert_eq!(info.provider, "docker");
+    assert_eq!(info.default_workdir.as_deref(), Some("/app"));
+    assert!(
+        info.id.starts_with("agentcompass-task_1__-2-"),
+        "{}",
+        info.id
+    );
+    assert_eq!(info.close_params["container"], info.id.as_str());
+    assert_eq!(info.close_params["docker_host"], docker_host().as_str());
+
+    let r = block_on(session.exec(ExecRequest::argv(["echo", "a b", "c"]))).unwrap();
+    assert_eq!(r, ExecResult::new(0, "a b c\n", ""));
+    let r = sh(&session, "echo out; echo err >&2; exit 3");
+    assert_eq!(
+        (
+            r.returncode,
+            r.stdout.as_str(),
+            r.stderr.as_str(),
+            r.timed_out
+        ),
+        (3, "out\n", "err\n", false)
+    );
+    assert!(!block_on(session.exec(ExecRequest::argv(["false"])))
+        .unwrap()
+        .success());
+
+    // Working directories.
+    assert_eq!(sh(&session, "pwd").stdout, "/app\n");
+    assert_eq!(sh(&session, "mkdir -p sub/deeper").returncode, 0);
+    let r = block_on(session.exec(ExecRequest::shell("pwd").cwd("sub/deeper"))).unwrap();
+    assert_eq!(r.stdout, "/app/sub/deeper\n");
+    let r =
+        block_on(session.exec(ExecRequest::argv(["/bin/sh", "-c", "pwd"]).cwd("/tmp"))).unwrap();
+    assert_eq!(r.stdout, "/tmp\n");
+    let err = block_on(session.exec(ExecRequest::shell("pwd").cwd("missing"))).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Environment);
+    assert!(err.message.contains("/app/missing"), "{}", err.message);
+    let err = block_on(session.exec(ExecRequest::argv(["no-such-program"]))).unwrap_err();
+    assert!(
+        err.message.contains("cannot start `no-such-program`"),
+        "{}",
+        err.message
+    );
+
+    // Environment: call defaults < session bindings < required_env.
+    let r = block_on(
+        session.exec(
+            ExecRequest::shell("echo $CALL_VAR $SESSION_VAR $SHARED $REQ")
+                .env("CALL_VAR", "from-call")
+                .env("SHARED", "call")
+                .required_env("REQ", "required"),
+        ),
+    )
+    .unwrap();
+    assert_eq!(r.stdout, "from-call from-session session required\n");
+    let err = block_on(session.exec(ExecRequest::shell("true").required_env("SHARED", "other")))
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput);
+    assert!(err.message.contains("SHARED") && !err.message.contains("session"));
+    let err = block_on(session.exec(ExecRequest::shell("true").timeout(-1.0))).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput);
+
+    // Timeout: 124, and the command and its background child are killed.
+    let started = Instant::now();
+    let r = block_on(
+        session.exec(
+            ExecRequest::shell(
+                "echo $$ > /tmp/main.pid; sleep 300 & echo $! > /tmp/bg.pid; echo started; wait",
+            )
+            .timeout(1.0),
+        ),
+    )
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!((r.returncode, r.timed_out), (124, true), "{r:?}");
+    assert_eq!(r.stdout, "started\n");
+    for file in ["/tmp/main.pid", "/tmp/bg.pid"] {
+        let pid = block_on(session.read_text(file)).unwrap();
+        let pid = pid.trim();
+        assert!(!pid.is_empty());
+        assert!(
+            gone(&session, pid),
+            "process {pid} ({file}) survived the timeout"
+        );
+    }
+    // Not timed out: no effect.
+    let r = block_on(session.exec(ExecRequest::shell("echo quick").timeout(30.0))).unwrap();
+    assert_eq!(r, ExecResult::new(0, "quick\n", ""));
+
+    // Detached commands return at once and keep running.
+    let started = Instant::now();
+    let r =
+        block_on(session.exec(ExecRequest::shell("sleep 1; echo done > detached.txt").detach()))
+            .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(r, ExecResult::new(0, "", ""));
+    let until = Instant::now() + Duration::from_secs(15);
+    while !block_on(session.is_file("detached.txt")).unwrap() {
+        assert!(
+            Instant::now() < until,
+            "the detached command never finished"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        block_on(session.read_text("detached.txt")).unwrap(),
+        "done\n"
+    );
+    block_on(session.close()).unwrap();
+}
+
+#[test]
+fn file_transfers_keep_contents_and_modes() {
+    let session = open(&request(&unique_run("files"), NetworkPolicy::no_network()));
+    let host = std::env::temp_dir().join(format!("docker-provider-test-{}", random_suffix()));
+    fs::create_dir_all(&host).unwrap();
+    let mode = |p: &Path| fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+
+    // One binary file.
+    let binary: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let src = host.join("blob.bin");
+    fs::write(&src, &binary).unwrap();
+    fs::set_permissions(&src, fs::Permissions::from_mode(0o750)).unwrap();
+    block_on(session.upload(&src, "bin/blob.bin")).unwrap();
+    let r = sh(&session, "ls -ln /app/bin/blob.bin");
+    assert!(r.stdout.starts_with("-rwxr-x---"), "{r:?}");
+    assert!(r.stdout.contains(" 70000 "), "{r:?}");
+    let back = host.join("out/deep/blob.bin");
+    block_on(session.download("/app/bin/blob.bin", &back)).unwrap();
+    assert_eq!(fs::read(&back).unwrap(), binary);
+    assert_eq!(mode(&back), 0o750);
+    // Into an existing directory (both ways).
+    block_on(session.upload(&src, "/tmp")).unwrap();
+    assert!(block_on(session.is_file("/tmp/blob.bin")).unwrap());
+    let into = host.join("into");
+    fs::create_dir_all(&into).unwrap();
+    block_on(session.download("bin/blob.bin", &into)).unwrap();
+    assert_eq!(fs::read(into.join("blob.bin")).unwrap(), binary);
+    // Through a symlink in the container.
+    sh(&session, "ln -s bin/blob.bin link.bin");
+    block_on(session.download("link.bin", &host.join("via-link"))).unwrap();
+    assert_eq!(fs::read(host.join("via-link")).unwrap(), binary);
+
+    // A directory tree.
+    let tree = host.join("tree");
+    fs::create_dir_all(tree.join("a/b")).unwrap();
+    fs::write(tree.join("a/b/run.sh"), "#!/bin/sh\necho ran\n").unwrap();
+    fs::set_permissions(tree.join("a/b/run.sh"), fs::Permissions::from_mode(0o750)).unwrap();
+    fs::write(tree.join("top.txt"), "top").unwrap();
+    std::os::unix::fs::symlink("a/b/run.sh", tree.join("link")).unwrap();
+    fs::set_permissions(tree.join("a"), fs::Permissions::from_mode(0o750)).unwrap();
+    block_on(session.write_text("/tests/existing.txt", "keep")).unwrap();
+    block_on(session.upload_dir(&tree, "/tests")).unwrap();
+    let r = sh(&session, "/tests/link; ls -ld /tests/a /tests/a/b/run.sh");
+    assert_eq!(r.returncode, 0, "{r:?}");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0], "ran");
+    assert!(lines[1].starts_with("drwxr-x---"), "{r:?}");
+    assert!(lines[2].starts_with("-rwxr-x---"), "{r:?}");
+    // Again: merging over what is there.
+    block_on(session.upload_dir(&tree, "/tests")).unwrap();
+
+    let out = host.join("out-tree");
+    block_on(session.download_dir("/tests", &out)).unwrap();
+    assert_eq!(fs::read_to_string(out.join("top.txt")).unwrap(), "top");
+    assert_eq!(
+        fs::read_to_string(out.join("existing.txt")).unwrap(),
+        "keep"
+    );
+    assert_eq!(
+        fs::read_to_string(out.join("a/b/run.sh")).unwrap(),
+        "#!/bin/sh\necho ran\n"
+    );
+    assert_eq!(mode(&out.join("a/b/run.sh")), 0o750);
+    assert_eq!(mode(&out.join("a")), 0o750);
+    assert_eq!(
+        fs::read_link(out.join("link")).unwrap(),
+        Path::new("a/b/run.sh")
+    );
+
+    // Errors name the path.
+    let err = block_on(session.download("missing.txt", &host.join("m"))).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Environment);
+    assert!(err.message.contains("missing.txt"), "{}", err.message);
+    assert!(block_on(session.download_dir("nope", &out)).is_err());
+    let err = block_on(session.download_dir("bin/blob.bin", &out)).unwrap_err();
+    assert!(err.message.contains("not a directory"), "{}", err.message);
+    let err = block_on(session.download("/tests", &host.join("d"))).unwrap_err();
+    assert!(err.message.contains("directory"), "{}", err.message);
+    assert!(block_on(session.upload(&tree, "x")).is_err());
+    assert!(block_on(session.upload_dir(&src, "x")).is_err());
+    fs::remove_dir_all(&host).unwrap();
+    block_on(session.close()).unwrap();
+}
+
+#[test]
+fn text_and_probes() {
+    let session = open(&request(&unique_run("text"), NetworkPolicy::public()));
+    block_on(session.write_text("x/y/z.txt", "héllo\n")).unwrap();
+    assert_eq!(block_on(session.read_text("x/y/z.txt")).unwrap(), "héllo\n");
+    assert_eq!(
+        block_on(session.read_text("/app/x/y/z.txt")).unwrap(),
+        "héllo\n"
+    );
+    assert_eq!(sh(&session, "cat x/y/z.txt").stdout, "héllo\n");
+    block_on(session.write_text("x/y/z.txt", "over")).unwrap();
+    assert_eq!(
+        block_on(session.read_text("./x/../x/y/z.txt")).unwrap(),
+        "over"
+    );
+    assert!(block_on(session.is_file("x/y/z.txt")).unwrap());
+    assert!(!block_on(session.is_dir("x/y/z.txt")).unwrap());
+    assert!(block_on(session.is_dir("x/y")).unwrap());
+    assert!(block_on(session.is_dir("")).unwrap());
+    assert!(block_on(session.is_dir("/")).unwrap());
+    assert!(!block_on(session.is_file("x/y")).unwrap());
+    assert!(!block_on(session.is_file("missing")).unwrap());
+    assert!(!block_on(session.is_dir("x/y/z.txt/under-a-file")).unwrap());
+    assert!(block_on(session.is_file("with space/f")).is_ok_and(|f| !f));
+    // A directory is never replaced by a file.
+    assert!(block_on(session.write_text("x/y", "no")).is_err());
+    assert!(block_on(session.is_file("x/y/z.txt")).unwrap());
+    sh(&session, "printf '\\377\\376' > bin.dat");
+    let err = block_on(session.read_text("bin.dat")).unwrap_err();
+    assert!(err.message.contains("UTF-8"), "{}", err.message);
+    let err = block_on(session.read_text("missing")).unwrap_err();
+    assert!(err.message.contains("missing"), "{}", err.message);
+    assert_eq!(block_on(session.endpoint()).unwrap(), None);
+    block_on(session.close()).unwrap();
+}
+
+#[test]
+fn labels_resources_and_close() {
+    let run_id = unique_run("labels");
+    let mut req = request(&run_id, NetworkPolicy::public());
+    req.environment.resources = Some(ResourceRequirements {
+        cpu: Some(0.5),
+        memory_mb: Some(64),
+        ..Default::default()
+    });
+    req.environment.setup.workdir = Some("/work/dir".into());
+    let session = open(&req);
+    assert_eq!(session.info().default_workdir.as_deref(), Some("/work/dir"));
+    assert_eq!(sh(&session, "pwd").stdout, "/work/dir\n");
+    let found = containers_of(&run_id);
+    assert_eq!(found.len(), 1);
+    let labels = found[0].labels.clone().unwrap();
+    assert_eq!(labels[LABEL_RUN], run_id);
+    assert_eq!(labels[LABEL_TASK], "task/1 é");
+    assert_eq!(labels[LABEL_ATTEMPT], "2");
+    assert_eq!(labels[LABEL_MANAGED], "true");
+    assert_eq!(
+        found[0].names.clone().unwrap(),
+        vec![format!("/{}", session.info().id)]
+    );
+    let (host, name) = (docker_host(), session.info().id);
+    let inspected = block_on(crate::rt::spawn(async move {
+        let docker = connect(&host).await.unwrap();
+        docker.inspect_container(&name, None).await.unwrap()
+    }))
+    .unwrap();
+    let host_config = inspected.host_config.unwrap();
+    assert_eq!(host_config.nano_cpus, Some(500_000_000));
+    assert_eq!(host_config.memory, Some(64 * 1024 * 1024));
+    assert_eq!(host_config.network_mode.as_deref(), Some("host"));
+    let env = inspected.config.unwrap().env.unwrap();
+    assert!(env.contains(&"SESSION_VAR=from-session".to_string()));
+
+    block_on(session.close()).unwrap();
+    assert!(containers_of(&run_id).is_empty());
+    block_on(session.close()).unwrap();
+    let err = block_on(session.exec(ExecRequest::shell("true"))).unwrap_err();
+    assert!(err.message.contains("closed"), "{}", err.message);
+
+    // Crash cleanup from the persisted close_params.
+    let session = block_on(DockerProvider.open(
+        &Ctx::detached(),
+        &request(&run_id, NetworkPolicy::no_network()),
+    ))
+    .unwrap();
+    let params = session.info().close_params;
+    drop(session);
+    assert_eq!(containers_of(&run_id).len(), 1);
+    block_on(DockerProvider.close(&Ctx::detached(), &params)).unwrap();
+    assert!(containers_of(&run_id).is_empty());
+    block_on(DockerProvider.close(&Ctx::detached(), &params)).unwrap();
+    block_on(DockerProvider.close(&Ctx::detached(), &Value::Null)).unwrap();
+    let err = block_on(DockerProvider.close(
+        &Ctx::detached(),
+        &json!({"container": "someone-elses", "docker_host": docker_host()}),
+    ))
+    .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidInput);
+}
+
+#[test]
+fn no_network_is_isolated_and_public_uses_the_host_network() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let fetch = format!("echo ping | nc -w 5 127.0.0.1 {port} 2>&1; echo rc=$?");
+
+    let isolated = open(&request(&unique_run("nonet"), NetworkPolicy::no_network()));
+    let r = sh(&isolated, &fetch);
+    assert!(!r.stdout.contains("rc=0"), "{r:?}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "a no-network container reached the host"
+    );
+    let r = sh(&isolated, "cat /proc/net/dev");
+    let interfaces: Vec<&str> = r
+        .stdout
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(str::trim))
+        .collect();
+    assert_eq!(interfaces, ["lo"], "{r:?}");
+    block_on(isolated.close()).unwrap();
+
+    listener.set_nonblocking(false).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = stream.read(&mut buf);
+        stream.write_all(b"pong\n").unwrap();
+    });
+    let public = open(&request(&unique_run("public"), NetworkPolicy::public()));
+    let r = sh(&public, &fetch);
+    assert_eq!(r.stdout, "pong\nrc=0\n", "{r:?}");
+    server.join().unwrap();
+    block_on(public.close()).unwrap();
+}
+
+#[test]
+fn plans_are_validated() {
+    let provider = DockerProvider;
+    let caps = provider.capabilities().unwrap();
+    assert!(caps.task_env && !caps.dynamic_network_policy);
+    assert_eq!(caps.operating_systems, ["linux"]);
+    let mut plan = ExecutionPlan {
+        environment: EnvironmentSpec::new(ID),
+        ..ExecutionPlan::default()
+    };
+    provider.validate_plan(&plan).unwrap();
+    plan.baseline_network_policy = Some(NetworkPolicy::no_network());
+    plan.environment.resources = Some(ResourceRequirements {
+        cpu: Some(2.0),
+        memory_mb: Some(512),
+        ..Default::default()
+    });
+    provider.validate_plan(&plan).unwrap();
+
+    let mut refused = plan.clone();
+    refused.baseline_network_policy = Some(NetworkPolicy::allowlist(["pypi.org"]));
+    let err = provider.validate_plan(&refused).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert!(
+        err.message.contains("allowlist") && err.message.contains("public, no-network"),
+        "{}",
+        err.message
+    );
+    let mut refused = plan.clone();
+    refused.environment.resources = Some(ResourceRequirements {
+        gpu: Some(1),
+        ..Default::default()
+    });
+    assert!(provider
+        .validate_plan(&refused)
+        .unwrap_err()
+        .message
+        .contains("`gpu`"));
+    let mut refused = plan.clone();
+    refused.environment.params.insert("bogus".into(), json!(1));
+    assert!(provider
+        .validate_plan(&refused)
+        .unwrap_err()
+        .message
+        .contains("unknown parameter `bogus`"));
+    let mut refused = plan.clone();
+    refused.environment.setup.workdir = Some("relative".into());
+    assert!(provider.validate_plan(&refused).is_err());
+    let mut refused = plan;
+    refused
+        .environment
+        .params
+        .insert("keep_alive_command".into(), json!([]));
+    assert!(provider.validate_plan(&refused).is_err());
+}
+
+#[test]
+fn config_defaults() {
+    let mut params = JsonMap::new();
+    params.insert("docker_host".into(), json!("unix:///x.sock"));
+    let config = Config::parse(&params).unwrap();
+    assert_eq!(
+        config,
+        Config {
+            docker_host: "unix:///x.sock".into(),
+            network: "host".into(),
+            keep_alive_command: vec!["sleep".into(), "2147483647".into()],
+            pull: false,
+        }
+    );
+    let schema = info().config_schema;
+    for key in ["docker_host", "network", "keep_alive_command", "pull"] {
+        assert!(schema.get(key).is_some(), "{key}");
+    }
+    assert_eq!(normalize(Path::new("/app"), "a/../b/./c"), "/app/b/c");
+    assert_eq!(normalize(Path::new("/app"), "/x/../../y"), "/y");
+    assert_eq!(normalize(Path::new("/app"), ""), "/app");
+    assert_eq!(sanitise("task/1 é"), "task_1__");
+}
+
+#[test]
+fn missing_image_and_missing_setup_image_are_clear_errors() {
+    let run_id = unique_run("noimage");
+    let mut req = request(&run_id, NetworkPolicy::public());
+    req.environment.setup.image = None;
+    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.message,
+        "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \
+         \"debian:bookworm\"}}')"
+    );
+    req.environment.setup.image = Some("agentcompass-test/does-not-exist:0".into());
+    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ErrorKind::Environment);
+    assert!(
+        err.message
+            .contains("`agentcompass-test/does-not-exist:0` does not exist locally")
+            && err.message.contains("pull"),
+        "{}",
+        err.message
+    );
+    assert!(containers_of(&run_id).is_empty());
+
+    // An unreachable daemon is an environment error naming it.
+    req.environment.setup.image = Some(IMAGE.into());
+    req.environment.params.insert(
+        "docker_host".into(),
+        json!("unix:///nonexistent/docker.sock"),
+    );
+    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+        .err()
+        .unwrap();
+    assert!(
+        err.message.contains("/nonexistent/docker.sock"),
+        "{}",
+        err.message
+    );
+}
