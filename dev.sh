@@ -40,6 +40,8 @@ stop_docker() {
         wait "$DOCKERD_PID" 2>/dev/null || true
     fi
     if [ -n "$DOCKER_DIR" ]; then
+        # dockerd leaves its default network namespace mounted under the exec root.
+        umount "$DOCKER_DIR/exec/netns/default" 2>/dev/null || true
         rm -rf "$DOCKER_DIR" 2>/dev/null || true
     fi
 }
