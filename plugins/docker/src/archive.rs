@@ -86,26 +86,44 @@ pub(crate) fn tree_tar_from_host(src: &Path, target: &str) -> io::Result<Vec<u8>
     let mut builder = Builder::new(Vec::new());
     let mut h = header(EntryType::Directory, meta.mode(), 0, meta.mtime());
     builder.append_data(&mut h, &root, io::empty())?;
-    append_tree(&mut builder, src, &root)?;
+    append_tree(&mut builder, src, &root, false)?;
     builder.into_inner()
 }
 
-fn append_tree(builder: &mut Builder<Vec<u8>>, dir: &Path, at: &Path) -> io::Result<()> {
+/// A build context: the host directory `src` (itself followed if a symlink; symlinks inside
+/// kept) as an archive of its contents, deterministic for the same names, contents, modes and
+/// link targets (sorted by name; owners and modification times zeroed).
+pub(crate) fn context_tar(src: &Path) -> io::Result<Vec<u8>> {
+    if !fs::metadata(src)?.is_dir() {
+        return Err(invalid("the source is not a directory"));
+    }
+    let mut builder = Builder::new(Vec::new());
+    append_tree(&mut builder, src, Path::new(""), true)?;
+    builder.into_inner()
+}
+
+fn append_tree(
+    builder: &mut Builder<Vec<u8>>,
+    dir: &Path,
+    at: &Path,
+    zero_mtime: bool,
+) -> io::Result<()> {
     let mut entries = fs::read_dir(dir)?.collect::<io::Result<Vec<_>>>()?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let (from, to) = (entry.path(), at.join(entry.file_name()));
         let meta = fs::symlink_metadata(&from)?;
+        let mtime = if zero_mtime { 0 } else { meta.mtime() };
         let kind = meta.file_type();
         if kind.is_symlink() {
-            let mut h = header(EntryType::Symlink, 0o777, 0, meta.mtime());
+            let mut h = header(EntryType::Symlink, 0o777, 0, mtime);
             builder.append_link(&mut h, &to, fs::read_link(&from)?)?;
         } else if kind.is_dir() {
-            let mut h = header(EntryType::Directory, meta.mode(), 0, meta.mtime());
+            let mut h = header(EntryType::Directory, meta.mode(), 0, mtime);
             builder.append_data(&mut h, &to, io::empty())?;
-            append_tree(builder, &from, &to)?;
+            append_tree(builder, &from, &to, zero_mtime)?;
         } else if kind.is_file() {
-            let mut h = header(EntryType::Regular, meta.mode(), meta.len(), meta.mtime());
+            let mut h = header(EntryType::Regular, meta.mode(), meta.len(), mtime);
             builder.append_data(&mut h, &to, fs::File::open(&from)?)?;
         }
         // Sockets, FIFOs and devices are skipped.

@@ -1,8 +1,15 @@
 //! The `docker` environment provider, as a plugin: one keep-alive container per task attempt,
 //! driven through the Docker Engine API (bollard).
 //!
-//! - Image: `setup.image` (required). With `pull = false` (the default) it must exist locally;
-//!   with `pull = true` a missing image is pulled first.
+//! - Image: `setup.image` (required without `build_context`). With `pull = false` (the
+//!   default) it must exist locally; with `pull = true` a missing image is pulled first.
+//! - Built image: with the `build_context` parameter (an absolute host directory holding a
+//!   `Dockerfile`) the directory is archived (sorted, modes kept, times zeroed) and the image
+//!   built from it (classic builder, no pull, network `none`), tagged `setup.image` if given,
+//!   else `agentcompass-build/ctx-<first 16 hex digits of the archive's sha256>:latest`, and
+//!   labelled `agentcompass.context_sha256=<sha256>`. An image with that tag and label is
+//!   reused without building. A failed build is an error carrying the builder's last error
+//!   line and the failing step.
 //! - Container: named `agentcompass-<task>-<attempt>-<random>`, labelled
 //!   `agentcompass.run_id`, `agentcompass.task_id`, `agentcompass.attempt` and
 //!   `agentcompass.managed=true`; its command is `keep_alive_command`; its environment the
@@ -50,7 +57,8 @@ use agentcompass_plugin_api::sdk::{
 use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, CreateImageOptionsBuilder, RemoveContainerOptionsBuilder,
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
+    RemoveContainerOptionsBuilder,
 };
 use bollard::{Docker, API_DEFAULT_VERSION};
 use futures_util::StreamExt;
@@ -63,7 +71,7 @@ pub const ID: &str = "docker";
 
 /// One-line description.
 pub const DESCRIPTION: &str = "Containers through the Docker Engine API: image from setup.image, \
-     keep-alive container, exec, archive file transfer, no-network = network none";
+     or built from a task's Dockerfile context under the build timeout; keep-alive container, exec, archive file transfer, no-network = network none";
 
 /// The socket used when neither the `docker_host` parameter nor `DOCKER_HOST` is set.
 const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
@@ -79,6 +87,11 @@ const LABEL_RUN: &str = "agentcompass.run_id";
 const LABEL_TASK: &str = "agentcompass.task_id";
 const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 const LABEL_MANAGED: &str = "agentcompass.managed";
+/// Label of a built image: the sha256 of its build context archive.
+const LABEL_CONTEXT: &str = "agentcompass.context_sha256";
+
+/// Repository of built images tagged by their context.
+const BUILD_REPOSITORY: &str = "agentcompass-build";
 
 /// Timeout of each Docker API request (until its response headers arrive).
 const REQUEST_TIMEOUT_SECONDS: u64 = 300;
@@ -122,6 +135,14 @@ fn config_schema() -> ConfigSchema {
             json!(false),
             "Pull setup.image when it is missing locally (false: the image must exist locally)",
         ))
+        .field(ConfigField::new(
+            "build_context",
+            ConfigType::String,
+            Value::Null,
+            "Absolute host directory holding a `Dockerfile`: the image is built from it (tagged \
+             setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
+             network, and reused while the context is unchanged",
+        ))
 }
 
 /// The provider's parameters.
@@ -131,6 +152,7 @@ struct Config {
     network: String,
     keep_alive_command: Vec<String>,
     pull: bool,
+    build_context: Option<PathBuf>,
 }
 
 impl Config {
@@ -181,8 +203,26 @@ impl Config {
             network: text("network")?.unwrap_or_else(|| "host".to_string()),
             keep_alive_command,
             pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
+            build_context: text("build_context")?.map(PathBuf::from),
         })
     }
+}
+
+/// Checks that a build context is an absolute directory holding a `Dockerfile`.
+fn check_build_context(context: &Path) -> Result<()> {
+    let shown = context.display();
+    let problem = if !context.is_absolute() {
+        "must be an absolute path"
+    } else if !context.is_dir() {
+        "is not an existing directory"
+    } else if !context.join("Dockerfile").is_file() {
+        "holds no `Dockerfile`"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid_input(format!(
+        "environment `{ID}`: parameter `build_context` `{shown}` {problem}"
+    )))
 }
 
 /// The container path of the working directory: absolute and normalised, not `/`.
@@ -323,7 +363,9 @@ impl EnvironmentProvider for DockerProvider {
         let environments =
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
-            Config::parse(&environment.params)?;
+            if let Some(context) = Config::parse(&environment.params)?.build_context {
+                check_build_context(&context)?;
+            }
             workdir_of(&environment.setup)?;
         }
         Ok(())
@@ -333,12 +375,16 @@ impl EnvironmentProvider for DockerProvider {
         let config = Config::parse(&request.environment.params)?;
         let setup = &request.environment.setup;
         let workdir = workdir_of(setup)?;
+        if let Some(context) = &config.build_context {
+            check_build_context(context)?;
+        }
         let image =
             match setup.image.as_deref().map(str::trim) {
-                Some(image) if !image.is_empty() => image.to_string(),
+                Some(image) if !image.is_empty() => Some(image.to_string()),
+                _ if config.build_context.is_some() => None,
                 _ => return Err(Error::invalid_input(
                     "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \
-                     \"debian:bookworm\"}}')",
+                 \"debian:bookworm\"}}')",
                 )),
             };
         let network = match request.baseline_network_policy.network_mode {
@@ -365,7 +411,6 @@ impl EnvironmentProvider for DockerProvider {
             (LABEL_MANAGED.to_string(), "true".to_string()),
         ]);
         let body = ContainerCreateBody {
-            image: Some(image.clone()),
             cmd: Some(config.keep_alive_command.clone()),
             env: Some(
                 request
@@ -393,11 +438,22 @@ impl EnvironmentProvider for DockerProvider {
             .and_then(|s| Duration::try_from_secs_f64(s).ok());
         let host = config.docker_host.clone();
         let pull = config.pull;
+        let build_context = config.build_context.clone();
         let container = name.clone();
         let session_workdir = workdir.clone();
         let docker = crate::rt::spawn(async move {
             let docker = connect(&host).await?;
-            let work = create_and_start(&docker, &container, &image, pull, body, &workdir);
+            let work = async {
+                let image = match build_context {
+                    Some(context) => build_image(&docker, &context, image).await?,
+                    None => image.expect("checked above"),
+                };
+                let body = ContainerCreateBody {
+                    image: Some(image.clone()),
+                    ..body
+                };
+                create_and_start(&docker, &container, &image, pull, body, &workdir).await
+            };
             let outcome = match deadline {
                 Some(limit) => match tokio::time::timeout(limit, work).await {
                     Ok(outcome) => outcome,
@@ -469,6 +525,86 @@ impl EnvironmentProvider for DockerProvider {
             remove_container(&docker, &container).await
         })
         .await?
+    }
+}
+
+/// The built image of the host directory `context`: tagged `tag` (default: by the context's
+/// sha256), reused when an image with that tag and the context's sha256 label exists.
+async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let shown = context.display().to_string();
+    let from = context.to_path_buf();
+    let tar = tokio::task::spawn_blocking(move || archive::context_tar(&from))
+        .await
+        .map_err(|e| Error::environment(format!("docker: archiving `{shown}` failed: {e}")))?
+        .map_err(|e| {
+            Error::environment(format!(
+                "docker: cannot archive the build context `{shown}`: {e}"
+            ))
+        })?;
+    let sha: String = Sha256::digest(&tar)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
+    match docker.inspect_image(&tag).await {
+        Ok(found) => {
+            let labels = found.config.and_then(|c| c.labels).unwrap_or_default();
+            if labels.get(LABEL_CONTEXT) == Some(&sha) {
+                tracing::debug!(provider = ID, image = %tag, "reusing the built image");
+                return Ok(tag);
+            }
+        }
+        Err(e) if status_of(&e) == Some(404) => {}
+        Err(e) => return Err(docker_error(&format!("inspecting image `{tag}`"), e)),
+    }
+    tracing::debug!(provider = ID, image = %tag, context = %shown, "building the image");
+    let labels = HashMap::from([(LABEL_CONTEXT, sha.as_str())]);
+    let options = BuildImageOptionsBuilder::new()
+        .dockerfile("Dockerfile")
+        .t(&tag)
+        .labels(&labels)
+        .pull("false")
+        .rm(true)
+        .forcerm(true)
+        .networkmode("none")
+        .build();
+    let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+    let mut step = None;
+    let failure = |step: &Option<String>, message: &str| {
+        let line = message
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("the build failed");
+        let at = step
+            .as_deref()
+            .map(|s| format!(" at `{s}`"))
+            .unwrap_or_default();
+        Error::environment(format!(
+            "docker: building image `{tag}` from `{shown}` failed{at}: {line}"
+        ))
+    };
+    while let Some(item) = output.next().await {
+        match item {
+            Ok(info) => {
+                let lines = info.stream.as_deref().unwrap_or_default().lines();
+                if let Some(last) = lines.map(str::trim).rfind(|l| l.starts_with("Step ")) {
+                    step = Some(last.to_string());
+                }
+            }
+            Err(bollard::errors::Error::DockerStreamError { error }) => {
+                return Err(failure(&step, &error))
+            }
+            Err(e) => return Err(failure(&step, &e.to_string())),
+        }
+    }
+    match docker.inspect_image(&tag).await {
+        Ok(_) => Ok(tag),
+        Err(e) => Err(docker_error(
+            &format!("inspecting the built image `{tag}`"),
+            e,
+        )),
     }
 }
 

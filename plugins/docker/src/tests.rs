@@ -520,10 +520,17 @@ fn config_defaults() {
             network: "host".into(),
             keep_alive_command: vec!["sleep".into(), "2147483647".into()],
             pull: false,
+            build_context: None,
         }
     );
     let schema = info().config_schema;
-    for key in ["docker_host", "network", "keep_alive_command", "pull"] {
+    for key in [
+        "docker_host",
+        "network",
+        "keep_alive_command",
+        "pull",
+        "build_context",
+    ] {
         assert!(schema.get(key).is_some(), "{key}");
     }
     assert_eq!(normalize(Path::new("/app"), "a/../b/./c"), "/app/b/c");
@@ -573,4 +580,161 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
         "{}",
         err.message
     );
+}
+
+/// A fresh host directory holding `files` (a unique marker keeps its context unique).
+fn context_dir(files: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("docker-provider-ctx-{}", random_suffix()));
+    fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        fs::write(dir.join(name), text).unwrap();
+    }
+    fs::write(dir.join("marker"), random_suffix()).unwrap();
+    dir
+}
+
+fn build_request(run_id: &str, context: &Path) -> OpenEnvironmentRequest {
+    let mut req = request(run_id, NetworkPolicy::no_network());
+    req.environment.setup.image = None;
+    req.environment.setup.build_timeout_seconds = Some(120.0);
+    req.environment
+        .params
+        .insert("build_context".into(), json!(context.to_str().unwrap()));
+    req
+}
+
+/// The id of a local image.
+fn image_id(tag: &str) -> String {
+    let (host, tag) = (docker_host(), tag.to_string());
+    block_on(crate::rt::spawn(async move {
+        let docker = connect(&host).await.unwrap();
+        docker.inspect_image(&tag).await.unwrap().id.unwrap()
+    }))
+    .unwrap()
+}
+
+#[test]
+fn images_are_built_from_a_context_and_reused() {
+    let context = context_dir(&[
+        (
+            "Dockerfile",
+            "FROM agentcompass-test/busybox:1\nRUN echo built > /built.txt\n\
+             COPY hello.txt /hello.txt\nCOPY marker /marker\n",
+        ),
+        ("hello.txt", "hello\n"),
+    ]);
+    fs::set_permissions(context.join("hello.txt"), fs::Permissions::from_mode(0o750)).unwrap();
+    let tar = archive::context_tar(&context).unwrap();
+    assert_eq!(
+        tar,
+        archive::context_tar(&context).unwrap(),
+        "not deterministic"
+    );
+    let req = build_request(&unique_run("build"), &context);
+    let session = open(&req);
+    let r = sh(&session, "cat /built.txt /hello.txt; stat -c %a /hello.txt");
+    assert_eq!(r, ExecResult::new(0, "built\nhello\n750\n", ""), "{r:?}");
+    let container = session.info().id;
+    let host = docker_host();
+    let tag = block_on(crate::rt::spawn(async move {
+        let docker = connect(&host).await.unwrap();
+        let found = docker.inspect_container(&container, None).await.unwrap();
+        found.config.unwrap().image.unwrap()
+    }))
+    .unwrap();
+    assert!(
+        tag.starts_with("agentcompass-build/ctx-") && tag.ends_with(":latest"),
+        "{tag}"
+    );
+    let first = image_id(&tag);
+
+    // The same context again: the image under the tag (with the context's label) is reused,
+    // not rebuilt (a cached rebuild would give the built image back, without `/reused.txt`).
+    assert_eq!(sh(&session, "echo reused > /reused.txt").returncode, 0);
+    let (host, container, at) = (docker_host(), session.info().id, tag.clone());
+    let committed = block_on(crate::rt::spawn(async move {
+        let docker = connect(&host).await.unwrap();
+        let (repo, version) = at.rsplit_once(':').unwrap();
+        let options = bollard::query_parameters::CommitContainerOptionsBuilder::new()
+            .container(&container)
+            .repo(repo)
+            .tag(version)
+            .build();
+        let config = bollard::models::ContainerConfig::default();
+        docker.commit_container(options, config).await.unwrap().id
+    }))
+    .unwrap();
+    assert_ne!(committed, first);
+    drop(session);
+    let started = Instant::now();
+    let session = open(&build_request(&unique_run("reuse"), &context));
+    assert_eq!(
+        sh(&session, "cat /reused.txt /hello.txt").stdout,
+        "reused\nhello\n"
+    );
+    assert_eq!(image_id(&tag), committed);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    drop(session);
+
+    // A given setup.image is the tag; a changed context is rebuilt under it.
+    let named = format!("agentcompass-test/built-{}:1", random_suffix());
+    let mut req = build_request(&unique_run("named"), &context);
+    req.environment.setup.image = Some(named.clone());
+    drop(open(&req));
+    fs::write(context.join("hello.txt"), "changed\n").unwrap();
+    let session = open(&req);
+    assert_eq!(sh(&session, "cat /hello.txt").stdout, "changed\n");
+    assert_ne!(image_id(&named), first);
+    drop(session);
+    fs::remove_dir_all(&context).unwrap();
+}
+
+#[test]
+fn failed_builds_and_bad_contexts_are_clear_errors() {
+    let context = context_dir(&[(
+        "Dockerfile",
+        "FROM agentcompass-test/busybox:1\nRUN echo before\nRUN false\n",
+    )]);
+    let run_id = unique_run("badbuild");
+    let err = block_on(DockerProvider.open(&Ctx::detached(), &build_request(&run_id, &context)))
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ErrorKind::Environment);
+    assert!(!err.message.contains('\n'), "{}", err.message);
+    assert!(
+        err.message.contains("RUN false") && err.message.contains("non-zero code: 1"),
+        "{}",
+        err.message
+    );
+    assert!(containers_of(&run_id).is_empty());
+
+    // Missing Dockerfile, missing or relative directory: refused at validation and open.
+    fs::remove_file(context.join("Dockerfile")).unwrap();
+    let relative = Path::new("relative/dir");
+    let missing = context.join("missing");
+    for (dir, problem) in [
+        (context.as_path(), "holds no `Dockerfile`"),
+        (missing.as_path(), "is not an existing directory"),
+        (relative, "must be an absolute path"),
+    ] {
+        let req = build_request(&run_id, dir);
+        let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+            .err()
+            .unwrap();
+        assert_eq!(err.kind, ErrorKind::InvalidInput);
+        let expected = format!(
+            "environment `docker`: parameter `build_context` `{}` {problem}",
+            dir.display()
+        );
+        assert_eq!(err.message, expected);
+        let plan = ExecutionPlan {
+            environment: req.environment.clone(),
+            ..ExecutionPlan::default()
+        };
+        assert_eq!(
+            DockerProvider.validate_plan(&plan).unwrap_err().message,
+            expected
+        );
+    }
+    fs::remove_dir_all(&context).unwrap();
 }
