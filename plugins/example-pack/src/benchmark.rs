@@ -56,7 +56,7 @@ fn splitmix(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn question(index: u64, seed: u64) -> (String, String) {
+pub(crate) fn question(index: u64, seed: u64) -> (String, String) {
     let mut state = seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407);
     let a = (splitmix(&mut state) % 90 + 10) as i64;
     let b = (splitmix(&mut state) % 90 + 10) as i64;

@@ -5,6 +5,7 @@
 
 mod benchmark;
 mod harness;
+mod harness_free;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
@@ -47,6 +48,29 @@ fn register(plugin: &mut PluginBuilder) {
                 )),
         ),
         || Ok(benchmark::ExampleExactMatch),
+    );
+    plugin.harness_free_benchmark(
+        ComponentInfo::new(
+            ComponentKind::Benchmark,
+            harness_free::ID,
+            "Harness-free: runs each arithmetic question as a shell command in the environment and scores the output (selected with harness `none`)",
+        )
+        .with_schema(
+            ConfigSchema::empty()
+                .field(ConfigField::new(
+                    "size",
+                    ConfigType::Integer,
+                    json!(5),
+                    "Number of generated questions",
+                ))
+                .field(ConfigField::new(
+                    "seed",
+                    ConfigType::Integer,
+                    json!(0),
+                    "Seed of the question generator (same seed, same questions)",
+                )),
+        ),
+        || Ok(harness_free::ExampleSelfCheck),
     );
     plugin.harness(
         ComponentInfo::new(

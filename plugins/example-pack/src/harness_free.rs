@@ -1,0 +1,177 @@
+//! `example_self_check`: a harness-free benchmark (selected with harness `none`). It runs each
+//! generated arithmetic question as a shell command in the task environment and scores the
+//! output by exact match.
+
+use std::time::Instant;
+
+use agentcompass_plugin_api::contracts::BenchmarkPlan;
+use agentcompass_plugin_api::contracts::{
+    AssistantContent, ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult,
+    TaskInput, TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, HarnessFreeBenchmark, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::benchmark::question;
+
+/// Registry id.
+pub const ID: &str = "example_self_check";
+
+/// Parameters (defaults match the declared schema).
+#[derive(Debug, Deserialize)]
+#[serde(default)]
+struct Params {
+    size: u64,
+    seed: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params { size: 5, seed: 0 }
+    }
+}
+
+fn params(req: &RunRequest) -> Result<Params> {
+    serde_json::from_value(serde_json::Value::Object(req.benchmark.params.clone()))
+        .map_err(|e| Error::invalid_input(format!("{ID} params: {e}")))
+}
+
+/// The benchmark.
+pub struct ExampleSelfCheck;
+
+/// The shell command computing "What is A op B? ..." (`None` for any other prompt).
+fn command(prompt: &str) -> Option<String> {
+    let rest = prompt.strip_prefix("What is ")?;
+    let expression = rest.split('?').next()?;
+    let mut parts = expression.split_whitespace();
+    let a: i64 = parts.next()?.parse().ok()?;
+    let op = parts.next()?;
+    let b: i64 = parts.next()?.parse().ok()?;
+    if !matches!(op, "+" | "-" | "*") || parts.next().is_some() {
+        return None;
+    }
+    // Single quotes keep `*` away from the outer shell's globbing.
+    Some(format!("sh -c 'echo $(({a} {op} {b}))'"))
+}
+
+#[async_trait]
+impl Benchmark for ExampleSelfCheck {
+    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let params = params(req)?;
+        Ok((0..params.size)
+            .map(|i| {
+                let (prompt, answer) = question(i, params.seed);
+                let mut task = TaskSpec::new(format!("self-{i:04}"), prompt);
+                task.category = "arithmetic".to_string();
+                task.ground_truth = serde_json::Value::String(answer);
+                task
+            })
+            .collect())
+    }
+
+    async fn prepare_task(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _env: &SessionRef,
+        _req: &RunRequest,
+        _plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let mut prepared =
+            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
+        prepared.category = task.category.clone();
+        prepared.ground_truth = None;
+        Ok(prepared)
+    }
+
+    async fn evaluate(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _prepared: &PreparedTask,
+        mut result: RunResult,
+        _req: &RunRequest,
+        _plan: &ExecutionPlan,
+        _env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let expected = task.ground_truth.as_str().unwrap_or_default().to_string();
+        let correct = result.final_answer.as_deref() == Some(expected.as_str());
+        result
+            .metrics
+            .insert("correct".to_string(), MetricValue::from(correct));
+        result.ground_truth = Some(serde_json::Value::String(expected));
+        Ok(result)
+    }
+}
+
+#[async_trait]
+impl HarnessFreeBenchmark for ExampleSelfCheck {
+    async fn run_task(
+        &self,
+        ctx: &Ctx,
+        _task: &TaskSpec,
+        prepared: &PreparedTask,
+        _req: &RunRequest,
+        _plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let env = env.ok_or_else(|| Error::environment(format!("{ID} needs an environment")))?;
+        let cmd = command(&prepared.input.prompt).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "{ID}: not an arithmetic question: {}",
+                prepared.task_id
+            ))
+        })?;
+        ctx.progress(json!({"step": "exec", "task_id": prepared.task_id}));
+        let started = Instant::now();
+        let out = env.exec(ExecRequest::shell(cmd.clone())).await?;
+        let mut result = RunResult::new(prepared.task_id.clone());
+        result.category = prepared.category.clone();
+        result.final_answer = Some(out.stdout.trim().to_string());
+        result.trajectory = Some(Trajectory {
+            steps: vec![TrajectoryStep {
+                step_id: 1,
+                user_content: serde_json::Value::String(prepared.input.prompt.clone()),
+                assistant_content: AssistantContent {
+                    content: Some(cmd.clone()),
+                    ..AssistantContent::default()
+                },
+                observation: vec![json!({
+                    "command": cmd,
+                    "returncode": out.returncode,
+                    "stdout": out.stdout,
+                })],
+                metric: TrajectoryMetric {
+                    env_action_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
+                    stop_reason: Some("stop".to_string()),
+                    ..TrajectoryMetric::default()
+                },
+                ..TrajectoryStep::default()
+            }],
+            ..Trajectory::default()
+        });
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_a_quoted_shell_command() {
+        assert_eq!(
+            command("What is 12 * 3? Answer with only the number.").as_deref(),
+            Some("sh -c 'echo $((12 * 3))'")
+        );
+        assert_eq!(
+            command("What is 10 - 25? Answer with only the number.").as_deref(),
+            Some("sh -c 'echo $((10 - 25))'")
+        );
+        assert_eq!(command("Name a colour."), None);
+        let (prompt, _) = question(0, 0);
+        assert!(command(&prompt).is_some());
+    }
+}

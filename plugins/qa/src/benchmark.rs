@@ -1,0 +1,806 @@
+//! `qa`: question answering from a JSONL or JSON dataset, scored by exact or normalised match.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use agentcompass_plugin_api::contracts::{
+    json_type_name, BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask,
+    RunRequest, RunResult, TaskInput, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Registry id.
+pub const ID: &str = "qa";
+
+/// The default `match` mode.
+pub const DEFAULT_MATCH: &str = "normalized";
+
+/// Punctuation stripped from both ends of an answer by `normalized` matching.
+const SURROUNDING_PUNCTUATION: &[char] = &['.', ',', ';', ':', '!', '?', '"', '\''];
+
+/// The answer prefix dropped by `normalized` matching (after lowercasing).
+const ANSWER_PREFIX: &str = "the answer is";
+
+/// How a final answer is compared with an acceptable answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum MatchMode {
+    /// Identical strings.
+    Exact,
+    /// Identical after [`normalize`].
+    Normalized,
+}
+
+impl MatchMode {
+    fn parse(name: &str) -> Result<MatchMode> {
+        match name {
+            "exact" => Ok(MatchMode::Exact),
+            "normalized" => Ok(MatchMode::Normalized),
+            other => Err(Error::invalid_input(format!(
+                "{ID}: unknown match \"{other}\" (allowed: exact, normalized)"
+            ))),
+        }
+    }
+}
+
+/// The `match` param (default `normalized`).
+fn match_mode(req: &RunRequest) -> Result<MatchMode> {
+    match req.benchmark.params.get("match") {
+        None | Some(Value::Null) => MatchMode::parse(DEFAULT_MATCH),
+        Some(Value::String(name)) => MatchMode::parse(name),
+        Some(other) => Err(Error::invalid_input(format!(
+            "{ID}: param \"match\" must be a string, found {} (allowed: exact, normalized)",
+            json_type_name(other)
+        ))),
+    }
+}
+
+/// The required `path` param.
+fn dataset_path(req: &RunRequest) -> Result<String> {
+    match req.benchmark.params.get("path") {
+        Some(Value::String(path)) if !path.trim().is_empty() => Ok(path.clone()),
+        None | Some(Value::Null) | Some(Value::String(_)) => Err(Error::invalid_input(format!(
+            "{ID}: missing required param \"path\""
+        ))),
+        Some(other) => Err(Error::invalid_input(format!(
+            "{ID}: param \"path\" must be a string, found {}",
+            json_type_name(other)
+        ))),
+    }
+}
+
+/// The evaluator state carried in the typed benchmark plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Plan {
+    expected: Vec<String>,
+    #[serde(rename = "match")]
+    mode: MatchMode,
+}
+
+/// One validated dataset record.
+#[derive(Debug, Clone, PartialEq)]
+struct Record {
+    id: String,
+    question: String,
+    /// Acceptable answers (at least one).
+    answers: Vec<String>,
+    /// Whether the dataset gave a list (kept as a list in the ground truth).
+    answer_is_list: bool,
+    category: String,
+}
+
+impl Record {
+    fn ground_truth(&self) -> Value {
+        if self.answer_is_list {
+            Value::from(self.answers.clone())
+        } else {
+            Value::String(self.answers[0].clone())
+        }
+    }
+}
+
+/// A loaded dataset.
+#[derive(Debug)]
+struct Dataset {
+    records: Vec<Record>,
+    sha256: String,
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads and validates the dataset; every error is one line naming the file and, for a record,
+/// its line (`path:N`, 1-based, JSONL) or array index (`path[N]`, 0-based, JSON).
+fn load_dataset(path: &str) -> Result<Dataset> {
+    let fail = |message: String| Error::invalid_input(format!("{ID}: {message}"));
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("{path}: cannot read: {e}")))?;
+    let sha256 = sha256_hex(&bytes);
+    let text = std::str::from_utf8(&bytes).map_err(|e| fail(format!("{path}: not UTF-8: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let extension = Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+
+    // (location used in messages, short location for "first at", value)
+    let mut entries: Vec<(String, String, Value)> = Vec::new();
+    match extension.as_deref() {
+        Some("jsonl") => {
+            for (index, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let number = index + 1;
+                let value: Value = serde_json::from_str(line)
+                    .map_err(|e| fail(format!("{path}:{number}: invalid JSON: {e}")))?;
+                entries.push((format!("{path}:{number}"), format!("line {number}"), value));
+            }
+        }
+        Some("json") => {
+            let value: Value = serde_json::from_str(text)
+                .map_err(|e| fail(format!("{path}: invalid JSON: {e}")))?;
+            let Value::Array(items) = value else {
+                return Err(fail(format!(
+                    "{path}: expected a JSON array of objects, found {}",
+                    json_type_name(&value)
+                )));
+            };
+            for (index, value) in items.into_iter().enumerate() {
+                entries.push((format!("{path}[{index}]"), format!("index {index}"), value));
+            }
+        }
+        _ => {
+            return Err(fail(format!(
+                "{path}: unsupported dataset file (expected a .jsonl or .json file)"
+            )))
+        }
+    }
+    if entries.is_empty() {
+        return Err(fail(format!("{path}: the dataset holds no records")));
+    }
+
+    let mut first_seen: HashMap<String, String> = HashMap::new();
+    let mut records = Vec::with_capacity(entries.len());
+    for (location, short, value) in entries {
+        let record = parse_record(&value).map_err(|e| fail(format!("{location}: {e}")))?;
+        if let Some(first) = first_seen.get(&record.id) {
+            return Err(fail(format!(
+                "{location}: duplicate id \"{}\" (first at {first})",
+                record.id
+            )));
+        }
+        first_seen.insert(record.id.clone(), short);
+        records.push(record);
+    }
+    Ok(Dataset { records, sha256 })
+}
+
+/// Validates one record (the message names the field, not the location).
+fn parse_record(value: &Value) -> std::result::Result<Record, String> {
+    let Value::Object(object) = value else {
+        return Err(format!(
+            "expected a JSON object, found {}",
+            json_type_name(value)
+        ));
+    };
+    let field = |name: &str| match object.get(name) {
+        None | Some(Value::Null) => Err(format!("missing field \"{name}\"")),
+        Some(value) => Ok(value),
+    };
+
+    let id = match field("id")? {
+        Value::String(s) if s.trim().is_empty() => {
+            return Err("field \"id\" must not be empty".to_string())
+        }
+        Value::String(s) => s.clone(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        other => {
+            return Err(format!(
+                "field \"id\" must be a string or integer, found {}",
+                json_type_name(other)
+            ))
+        }
+    };
+    let question = match field("question")? {
+        Value::String(s) if s.trim().is_empty() => {
+            return Err("field \"question\" must not be empty".to_string())
+        }
+        Value::String(s) => s.clone(),
+        other => {
+            return Err(format!(
+                "field \"question\" must be a string, found {}",
+                json_type_name(other)
+            ))
+        }
+    };
+    let (answers, answer_is_list) = match field("answer")? {
+        Value::String(s) => (vec![s.clone()], false),
+        Value::Number(n) => (vec![n.to_string()], false),
+        Value::Array(items) if items.is_empty() => {
+            return Err("field \"answer\" must not be an empty list".to_string())
+        }
+        Value::Array(items) => {
+            let answers = items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    other => Err(format!(
+                        "field \"answer\" item {index} must be a string, found {}",
+                        json_type_name(other)
+                    )),
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            (answers, true)
+        }
+        other => {
+            return Err(format!(
+                "field \"answer\" must be a string, number or list of strings, found {}",
+                json_type_name(other)
+            ))
+        }
+    };
+    let category = match object.get("category") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => {
+            return Err(format!(
+                "field \"category\" must be a string, found {}",
+                json_type_name(other)
+            ))
+        }
+    };
+    Ok(Record {
+        id,
+        question,
+        answers,
+        answer_is_list,
+        category,
+    })
+}
+
+/// Unicode lowercase, trim, collapse internal whitespace, strip surrounding punctuation
+/// (`.,;:!?"'`) and a leading "the answer is".
+fn normalize(text: &str) -> String {
+    fn strip(text: &str) -> &str {
+        text.trim_matches(|c: char| c.is_whitespace() || SURROUNDING_PUNCTUATION.contains(&c))
+    }
+    let collapsed = text
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut text = strip(&collapsed);
+    if let Some(rest) = text.strip_prefix(ANSWER_PREFIX) {
+        // Only the whole words: "the answer island" keeps its prefix.
+        if rest
+            .chars()
+            .next()
+            .is_none_or(|c| c.is_whitespace() || SURROUNDING_PUNCTUATION.contains(&c))
+        {
+            text = strip(rest);
+        }
+    }
+    text.to_string()
+}
+
+fn matches(answer: &str, expected: &str, mode: MatchMode) -> bool {
+    match mode {
+        MatchMode::Exact => answer == expected,
+        MatchMode::Normalized => normalize(answer) == normalize(expected),
+    }
+}
+
+/// The acceptable answers stored in a task's ground truth.
+fn expected_answers(task: &TaskSpec) -> Result<Vec<String>> {
+    let invalid = || {
+        Error::invalid_input(format!(
+            "{ID}: task {}: ground truth must be a string or a list of strings",
+            task.task_id
+        ))
+    };
+    match &task.ground_truth {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_string).ok_or_else(invalid))
+            .collect(),
+        _ => Err(invalid()),
+    }
+}
+
+/// The benchmark.
+pub struct Qa;
+
+#[async_trait]
+impl Benchmark for Qa {
+    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        match_mode(req)?;
+        let path = dataset_path(req)?;
+        let dataset = load_dataset(&path)?;
+        Ok(dataset
+            .records
+            .into_iter()
+            .map(|record| {
+                let mut task = TaskSpec::new(record.id.clone(), record.question.clone());
+                task.ground_truth = record.ground_truth();
+                task.category = record.category;
+                task.metadata
+                    .insert("dataset_sha256".into(), dataset.sha256.clone().into());
+                task.metadata
+                    .insert("dataset_path".into(), path.clone().into());
+                task
+            })
+            .collect())
+    }
+
+    fn build_plan(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+        _environment: &EnvironmentSpec,
+    ) -> Result<BenchmarkPlan> {
+        let plan = Plan {
+            expected: expected_answers(task)?,
+            mode: match_mode(req)?,
+        };
+        Ok(BenchmarkPlan::default().with_payload(&plan)?)
+    }
+
+    async fn prepare_task(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _env: &SessionRef,
+        _req: &RunRequest,
+        _plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let mut prepared =
+            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
+        prepared.category = task.category.clone();
+        // The answer stays in TaskSpec.ground_truth and the plan: the harness must not see it.
+        prepared.ground_truth = None;
+        if let Some(sha) = task.metadata.get("dataset_sha256") {
+            prepared
+                .metadata
+                .insert("dataset_sha256".into(), sha.clone());
+        }
+        Ok(prepared)
+    }
+
+    async fn evaluate(
+        &self,
+        _ctx: &Ctx,
+        _task: &TaskSpec,
+        _prepared: &PreparedTask,
+        mut result: RunResult,
+        _req: &RunRequest,
+        plan: &ExecutionPlan,
+        _env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let plan: Plan = plan.benchmark_plan.payload()?;
+        let correct = result.final_answer.as_deref().is_some_and(|answer| {
+            plan.expected
+                .iter()
+                .any(|expected| matches(answer, expected, plan.mode))
+        });
+        result
+            .metrics
+            .insert("correct".to_string(), MetricValue::from(correct));
+        // Safe to publish once the attempt is scored.
+        result.ground_truth = Some(match plan.expected.as_slice() {
+            [single] => Value::String(single.clone()),
+            many => Value::from(many.to_vec()),
+        });
+        Ok(result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use agentcompass_plugin_api::contracts::{ExecRequest, ExecResult, SessionInfo};
+    use agentcompass_plugin_api::sdk::EnvironmentSession;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Drives a future on the current thread (the crate has no async runtime).
+    fn block_on<F: Future>(future: F) -> F::Output {
+        use std::task::{Context, Poll, Wake, Waker};
+        struct Thread(std::thread::Thread);
+        impl Wake for Thread {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = Waker::from(Arc::new(Thread(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut future = std::pin::pin!(future);
+        loop {
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(output) => return output,
+                Poll::Pending => std::thread::park(),
+            }
+        }
+    }
+
+    /// A session that supports nothing (the benchmark never touches it).
+    struct NoSession;
+
+    #[async_trait]
+    impl EnvironmentSession for NoSession {
+        fn info(&self) -> SessionInfo {
+            SessionInfo {
+                id: "none-1".into(),
+                provider: "none".into(),
+                ..SessionInfo::default()
+            }
+        }
+        async fn exec(&self, _: ExecRequest) -> Result<ExecResult> {
+            Err(Error::unsupported("exec"))
+        }
+        async fn upload(&self, _: &Path, _: &str) -> Result<()> {
+            Err(Error::unsupported("upload"))
+        }
+        async fn download(&self, _: &str, _: &Path) -> Result<()> {
+            Err(Error::unsupported("download"))
+        }
+        async fn upload_dir(&self, _: &Path, _: &str) -> Result<()> {
+            Err(Error::unsupported("upload_dir"))
+        }
+        async fn download_dir(&self, _: &str, _: &Path) -> Result<()> {
+            Err(Error::unsupported("download_dir"))
+        }
+        async fn read_text(&self, _: &str) -> Result<String> {
+            Err(Error::unsupported("read_text"))
+        }
+        async fn write_text(&self, _: &str, _: &str) -> Result<()> {
+            Err(Error::unsupported("write_text"))
+        }
+        async fn is_file(&self, _: &str) -> Result<bool> {
+            Err(Error::unsupported("is_file"))
+        }
+        async fn is_dir(&self, _: &str) -> Result<bool> {
+            Err(Error::unsupported("is_dir"))
+        }
+        async fn close(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Writes `content` to a fresh file named `name` in a per-test temporary directory.
+    fn dataset_file(name: &str, content: &str) -> String {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let dir: PathBuf = std::env::temp_dir().join(format!(
+            "qa-pack-test-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+
+    fn request(params: Value) -> RunRequest {
+        let mut req = RunRequest::default();
+        req.benchmark.id = ID.to_string();
+        req.benchmark.params = params.as_object().unwrap().clone();
+        req
+    }
+
+    fn load(params: Value) -> Result<Vec<TaskSpec>> {
+        block_on(Qa.load_tasks(&Ctx::detached(), &request(params)))
+    }
+
+    fn load_err(params: Value) -> String {
+        load(params).unwrap_err().message
+    }
+
+    /// Scores `answer` for `task` through build_plan + evaluate.
+    fn score(task: &TaskSpec, req: &RunRequest, answer: Option<&str>) -> RunResult {
+        let plan = ExecutionPlan {
+            task_id: task.task_id.clone(),
+            benchmark_plan: Qa
+                .build_plan(task, req, &EnvironmentSpec::default())
+                .unwrap(),
+            ..ExecutionPlan::default()
+        };
+        let prepared = prepare(task, req);
+        let mut result = RunResult::new(task.task_id.clone());
+        result.final_answer = answer.map(str::to_string);
+        block_on(Qa.evaluate(&Ctx::detached(), task, &prepared, result, req, &plan, None)).unwrap()
+    }
+
+    fn prepare(task: &TaskSpec, req: &RunRequest) -> PreparedTask {
+        let env: SessionRef = Arc::new(NoSession);
+        let plan = Qa
+            .build_plan(task, req, &EnvironmentSpec::default())
+            .unwrap();
+        block_on(Qa.prepare_task(&Ctx::detached(), task, &env, req, &plan)).unwrap()
+    }
+
+    const JSONL: &str = concat!(
+        r#"{"id": "q1", "question": "Capital of France?", "answer": "Paris", "category": "geo"}"#,
+        "\n\n",
+        r#"{"id": 7, "question": "Six times seven?", "answer": 42}"#,
+        "\n",
+        r#"{"id": "q3", "question": "A primary colour?", "answer": ["red", "blue", 3.5]}"#,
+        "\n"
+    );
+
+    #[test]
+    fn loads_jsonl_with_ids_categories_and_sha256() {
+        let path = dataset_file("q.jsonl", JSONL);
+        let tasks = load(json!({"path": path})).unwrap();
+        let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+        assert_eq!(ids, ["q1", "7", "q3"]);
+        assert_eq!(tasks[0].question, "Capital of France?");
+        assert_eq!(tasks[0].category, "geo");
+        assert_eq!(tasks[1].category, "");
+        assert_eq!(tasks[0].ground_truth, json!("Paris"));
+        assert_eq!(tasks[1].ground_truth, json!("42"));
+        assert_eq!(tasks[2].ground_truth, json!(["red", "blue", "3.5"]));
+
+        let expected_sha: String = Sha256::digest(JSONL.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(expected_sha.len(), 64);
+        for task in &tasks {
+            assert_eq!(
+                task.metadata,
+                json!({"dataset_sha256": expected_sha, "dataset_path": path})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            );
+        }
+    }
+
+    #[test]
+    fn loads_json_array_with_numeric_ids_and_answers() {
+        let content = r#"[
+            {"id": 1, "question": "One plus one?", "answer": 2, "category": "math"},
+            {"id": "two", "question": "Pi to two places?", "answer": 3.14},
+            {"id": 3, "question": "Name a prime below 4", "answer": ["2", 3]}
+        ]"#;
+        let path = dataset_file("q.json", content);
+        let tasks = load(json!({"path": path, "match": "exact"})).unwrap();
+        let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+        assert_eq!(ids, ["1", "two", "3"]);
+        assert_eq!(tasks[0].category, "math");
+        assert_eq!(tasks[0].ground_truth, json!("2"));
+        assert_eq!(tasks[1].ground_truth, json!("3.14"));
+        assert_eq!(tasks[2].ground_truth, json!(["2", "3"]));
+        let expected_sha = sha256_hex(content.as_bytes());
+        assert_eq!(tasks[0].metadata["dataset_sha256"], json!(expected_sha));
+        assert_eq!(tasks[2].metadata["dataset_path"], json!(path));
+    }
+
+    #[test]
+    fn sample_ids_use_the_default_selection() {
+        let path = dataset_file("q.jsonl", JSONL);
+        let req = request(json!({"path": path, "sample_ids": ["q3", 7]}));
+        let tasks = block_on(Qa.load_selected_tasks(&Ctx::detached(), &req)).unwrap();
+        let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+        assert_eq!(ids, ["7", "q3"]);
+    }
+
+    #[test]
+    fn matching_table() {
+        use MatchMode::{Exact, Normalized};
+        let cases: &[(&str, &str, MatchMode, bool)] = &[
+            ("Paris", "Paris", Exact, true),
+            ("paris", "Paris", Exact, false),
+            ("Paris ", "Paris", Exact, false),
+            ("Paris.", "Paris", Exact, false),
+            ("paris", "Paris", Normalized, true),
+            ("  PARIS \n", "paris", Normalized, true),
+            ("Paris.", "paris", Normalized, true),
+            ("\"Paris!\"", "Paris", Normalized, true),
+            ("'paris'?", "Paris", Normalized, true),
+            ("The answer is Paris.", "paris", Normalized, true),
+            ("the answer is: 42", "42", Normalized, true),
+            ("THE ANSWER IS   42!", "42", Normalized, true),
+            ("New   York\t City", "new york city", Normalized, true),
+            ("ÉCOLE", "école", Normalized, true),
+            ("3.14", "3.14", Normalized, true),
+            ("U.S.A.", "u.s.a", Normalized, true),
+            ("Paris, France", "Paris", Normalized, false),
+            ("the answer island", "land", Normalized, false),
+            ("41", "42", Normalized, false),
+            ("", "Paris", Normalized, false),
+        ];
+        for &(answer, expected, mode, want) in cases {
+            assert_eq!(
+                matches(answer, expected, mode),
+                want,
+                "{answer:?} vs {expected:?} ({mode:?})"
+            );
+        }
+        assert_eq!(normalize("  The Answer is:  New  York. "), "new york");
+    }
+
+    #[test]
+    fn errors_are_single_lines_naming_file_location_and_field() {
+        let missing = std::env::temp_dir().join("qa-pack-test-no-such-dir/q.jsonl");
+        let missing = missing.to_str().unwrap();
+        let message = load_err(json!({"path": missing}));
+        assert!(
+            message.starts_with(&format!("{ID}: {missing}: cannot read: ")),
+            "{message}"
+        );
+        assert!(!message.contains('\n'));
+
+        let path = dataset_file(
+            "q.jsonl",
+            "{\"id\": 1, \"question\": \"a?\", \"answer\": \"x\"}\n{not json}\n",
+        );
+        let message = load_err(json!({"path": path}));
+        assert!(
+            message.starts_with(&format!("qa: {path}:2: invalid JSON: ")),
+            "{message}"
+        );
+        assert!(!message.contains('\n'));
+
+        let path = dataset_file(
+            "q.jsonl",
+            concat!(
+                "{\"id\": 1, \"question\": \"a?\", \"answer\": \"x\"}\n",
+                "\n",
+                "{\"id\": 2, \"answer\": \"y\"}\n"
+            ),
+        );
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}:3: missing field \"question\"")
+        );
+
+        let path = dataset_file("q.json", r#"[{"id": 1, "question": "a?"}]"#);
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}[0]: missing field \"answer\"")
+        );
+
+        let path = dataset_file(
+            "q.json",
+            r#"[{"id": "a", "question": "q", "answer": "x"}, {"id": 1.5, "question": "q", "answer": "x"}]"#,
+        );
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}[1]: field \"id\" must be a string or integer, found number")
+        );
+
+        let path = dataset_file(
+            "q.jsonl",
+            concat!(
+                "{\"id\": \"7\", \"question\": \"a?\", \"answer\": \"x\"}\n",
+                "{\"id\": \"8\", \"question\": \"b?\", \"answer\": \"y\"}\n",
+                "{\"id\": 7, \"question\": \"c?\", \"answer\": \"z\"}\n"
+            ),
+        );
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}:3: duplicate id \"7\" (first at line 1)")
+        );
+
+        let path = dataset_file(
+            "q.json",
+            r#"[{"id": "a", "question": "q", "answer": "x"}, {"id": "a", "question": "r", "answer": "y"}]"#,
+        );
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}[1]: duplicate id \"a\" (first at index 0)")
+        );
+
+        let path = dataset_file("q.jsonl", JSONL);
+        assert_eq!(
+            load_err(json!({"path": path, "match": "fuzzy"})),
+            "qa: unknown match \"fuzzy\" (allowed: exact, normalized)"
+        );
+        assert_eq!(load_err(json!({})), "qa: missing required param \"path\"");
+        let path = dataset_file("q.csv", "id,question,answer\n");
+        assert_eq!(
+            load_err(json!({"path": path})),
+            format!("qa: {path}: unsupported dataset file (expected a .jsonl or .json file)")
+        );
+    }
+
+    #[test]
+    fn prepared_task_never_exposes_the_answer() {
+        let path = dataset_file(
+            "q.jsonl",
+            r#"{"id": "secret", "question": "Capital of Australia?", "answer": ["Canberra", "CBR-ANSWER"], "category": "geo"}"#,
+        );
+        let req = request(json!({"path": path}));
+        let tasks = block_on(Qa.load_tasks(&Ctx::detached(), &req)).unwrap();
+        let prepared = prepare(&tasks[0], &req);
+        assert_eq!(prepared.task_id, "secret");
+        assert_eq!(prepared.input.prompt, "Capital of Australia?");
+        assert_eq!(prepared.category, "geo");
+        assert_eq!(prepared.ground_truth, None);
+        assert_eq!(
+            prepared.metadata.keys().collect::<Vec<_>>(),
+            ["dataset_sha256"]
+        );
+        assert_eq!(
+            prepared.metadata["dataset_sha256"],
+            tasks[0].metadata["dataset_sha256"]
+        );
+        let serialized = serde_json::to_string(&prepared).unwrap();
+        assert!(!serialized.contains("Canberra"), "{serialized}");
+        assert!(!serialized.contains("CBR-ANSWER"), "{serialized}");
+        assert!(!serialized.contains("dataset_path"), "{serialized}");
+    }
+
+    #[test]
+    fn build_plan_payload_is_typed() {
+        let path = dataset_file("q.jsonl", JSONL);
+        let req = request(json!({"path": path, "match": "exact"}));
+        let tasks = block_on(Qa.load_tasks(&Ctx::detached(), &req)).unwrap();
+        let plan = Qa
+            .build_plan(&tasks[2], &req, &EnvironmentSpec::default())
+            .unwrap();
+        let payload: Value = plan.payload().unwrap();
+        assert_eq!(
+            payload,
+            json!({"expected": ["red", "blue", "3.5"], "match": "exact"})
+        );
+        let default = Qa
+            .build_plan(
+                &tasks[1],
+                &request(json!({"path": path})),
+                &EnvironmentSpec::default(),
+            )
+            .unwrap();
+        assert_eq!(
+            default.payload::<Value>().unwrap(),
+            json!({"expected": ["42"], "match": "normalized"})
+        );
+    }
+
+    #[test]
+    fn evaluate_scores_and_publishes_ground_truth() {
+        let path = dataset_file("q.jsonl", JSONL);
+        let normalized = request(json!({"path": path}));
+        let exact = request(json!({"path": path, "match": "exact"}));
+        let tasks = block_on(Qa.load_tasks(&Ctx::detached(), &normalized)).unwrap();
+        let correct = |result: &RunResult| result.metrics["correct"];
+
+        let result = score(&tasks[0], &normalized, Some("The answer is paris."));
+        assert_eq!(correct(&result), MetricValue::from(true));
+        assert_eq!(result.ground_truth, Some(json!("Paris")));
+
+        let result = score(&tasks[0], &exact, Some("paris"));
+        assert_eq!(correct(&result), MetricValue::from(false));
+        assert_eq!(result.ground_truth, Some(json!("Paris")));
+
+        let result = score(&tasks[0], &normalized, None);
+        assert_eq!(correct(&result), MetricValue::from(false));
+        assert!(result.issues.is_empty());
+
+        let result = score(&tasks[1], &exact, Some("42"));
+        assert_eq!(correct(&result), MetricValue::from(true));
+
+        let result = score(&tasks[2], &normalized, Some(" BLUE "));
+        assert_eq!(correct(&result), MetricValue::from(true));
+        assert_eq!(result.ground_truth, Some(json!(["red", "blue", "3.5"])));
+        let result = score(&tasks[2], &normalized, Some("green"));
+        assert_eq!(correct(&result), MetricValue::from(false));
+    }
+}

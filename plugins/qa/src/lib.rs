@@ -1,0 +1,48 @@
+//! The `qa` pack: question answering from a JSONL or JSON dataset, scored by exact or
+//! normalised match. Depends only on `agentcompass-plugin-api`.
+
+mod benchmark;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
+};
+use agentcompass_plugin_api::sdk::PluginBuilder;
+use serde_json::json;
+
+fn register(plugin: &mut PluginBuilder) {
+    plugin.benchmark(
+        ComponentInfo::new(
+            ComponentKind::Benchmark,
+            benchmark::ID,
+            "Question answering from a JSONL or JSON dataset, scored by exact or normalised match",
+        )
+        .with_schema(
+            ConfigSchema::empty()
+                .field(
+                    ConfigField::new(
+                        "path",
+                        ConfigType::String,
+                        json!(null),
+                        "Dataset file: `.jsonl` (one object per line) or `.json` (an array of objects)",
+                    )
+                    .required(),
+                )
+                .field(ConfigField::new(
+                    "match",
+                    ConfigType::String,
+                    json!(benchmark::DEFAULT_MATCH),
+                    "`exact` or `normalized` (lowercase, trim, collapse whitespace, strip \
+                     surrounding punctuation and a leading \"the answer is\")",
+                ))
+                .field(ConfigField::new(
+                    "sample_ids",
+                    ConfigType::Array,
+                    json!(null),
+                    "Run only these task ids",
+                )),
+        ),
+        || Ok(benchmark::Qa),
+    );
+}
+
+agentcompass_plugin_api::export_plugin!(register);
