@@ -84,7 +84,7 @@ demo)
     run_dir=$("$host" run example_exact_match example_calculator demo-model \
         --benchmark-params '{"size": 50}' --harness-params '{"wrong_every": 10}' \
         --results-dir "${TMPDIR:-/tmp}/agentcompass-demo")
-    cat "$run_dir/summary.md"
+    echo "results: $run_dir (summary.md, metrics.json, details/)"
     ;;
 test)
     ensure_tools
