@@ -446,7 +446,11 @@ impl EnvironmentProvider for DockerProvider {
             let work = async {
                 let image = match build_context {
                     Some(context) => build_image(&docker, &context, image).await?,
-                    None => image.expect("checked above"),
+                    None => image.ok_or_else(|| {
+                        Error::invalid_input(
+                            "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \"debian:bookworm\"}}')",
+                        )
+                    })?,
                 };
                 let body = ContainerCreateBody {
                     image: Some(image.clone()),
