@@ -12,10 +12,6 @@ use crate::redact::redact_value;
 use crate::request::{resolve_run, resolve_runtime};
 use crate::setup::build_registry;
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
 /// Prints the redacted audit view of one task's plan; exit 1 when the plan would be refused
 /// before allocation (provider capabilities, unset bindings).
 pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
@@ -67,7 +63,7 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
         "resolved_execution_plan": plan.summary(),
     });
     println!("{}", serde_json::to_string_pretty(&redact_value(&view))?);
-    match planner.check(&plan, &env_var) {
+    match planner.check(&plan, &crate::config::process_env) {
         Ok(()) => Ok(0),
         Err(refused) => {
             eprintln!("error: {refused}");

@@ -18,14 +18,14 @@ use crate::request::{
 };
 use crate::setup::{build_registry, PluginSettings, Setup};
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
 /// Loads the user, project and `--config` files.
 pub fn load_config(global: &GlobalArgs) -> anyhow::Result<LoadedConfig> {
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
-    Ok(load_run_config(&global.configs, &cwd, &env_var)?)
+    Ok(load_run_config(
+        &global.configs,
+        &cwd,
+        &crate::config::process_env,
+    )?)
 }
 
 fn absolute_strings(paths: &[PathBuf]) -> anyhow::Result<Vec<String>> {
@@ -145,7 +145,7 @@ pub fn request_payload(request: &RunRequest) -> Value {
 fn warn_unresolved(requests: &[&RunRequest]) {
     for request in requests {
         let value = serde_json::to_value(request).unwrap_or(Value::Null);
-        if let Err(e) = resolve_references("", &value, &env_var) {
+        if let Err(e) = resolve_references("", &value, &crate::config::process_env) {
             eprintln!("warning: {e}");
         }
     }

@@ -15,6 +15,12 @@ pub use validate::{validate_config, EXECUTION_KEYS, RUNTIME_KEYS};
 
 use std::path::PathBuf;
 
+/// Reads a variable of the launcher's environment (the source every `${VAR}` reference and
+/// environment binding resolves from).
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 /// A configuration problem: one line naming the file (or flag) and the key path.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {

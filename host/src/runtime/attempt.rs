@@ -19,10 +19,6 @@ use super::records::{env_record, CHECKPOINT_SCHEMA};
 use crate::planner::{phase_bindings, resolve_bindings, Phase};
 use crate::store::{rfc3339, TaskWriter};
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
 /// Runs blocking file I/O (fsyncs) without stalling the other tasks of this worker thread.
 pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
@@ -32,7 +28,7 @@ pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
 }
 
 /// A result carrying one issue (the attempt could not proceed).
-fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
+pub(crate) fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
     let mut result = RunResult::new(task.task_id.clone());
     result.category = task.category.clone();
     result.push_issue(issue);
@@ -84,7 +80,7 @@ async fn open_environment(
             phase_bindings(plan, Phase::FreshStartup),
         ),
     };
-    let resolved_env = resolve_bindings(&bindings, &env_var)
+    let resolved_env = resolve_bindings(&bindings, &crate::config::process_env)
         .map_err(|e| PhaseOutcome::Failed(Error::invalid_input(e.to_string())))?;
     for (key, value) in &resolved_env {
         if bindings.get(key).is_some_and(|template| template != value) {

@@ -55,10 +55,6 @@ pub struct RequestOutcome {
     pub reused: usize,
 }
 
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
 /// Checks a request before anything is written: components instantiate, references resolve,
 /// retry patterns compile, the harness supports the environment and model.
 pub fn preflight(
@@ -92,8 +88,8 @@ pub fn preflight(
         ));
     }
     let value = serde_json::to_value(&run.request).map_err(|e| e.to_string())?;
-    let resolved_value =
-        resolve_references("", &value, &env_var).map_err(|e| format!("{label}{e}"))?;
+    let resolved_value = resolve_references("", &value, &crate::config::process_env)
+        .map_err(|e| format!("{label}{e}"))?;
     crate::redact::register_resolved_values(&value, &resolved_value);
     crate::redact::register_secret(&run.request.model.api_key);
     let resolved: RunRequest =

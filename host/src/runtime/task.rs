@@ -8,17 +8,13 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::{json, Map, Value};
 
-use super::attempt::{blocking, physical_attempt, recover_evaluation};
+use super::attempt::{blocking, failed, physical_attempt, recover_evaluation};
 use super::context::RequestContext;
 use super::records::{
     attempt_payload, backoff_seconds, jitter_unit, retry_reason, task_payload, RETRY_SCHEMA,
 };
 use crate::metrics::AttemptOutcome;
 use crate::store::{TaskState, TaskWriter};
-
-fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
 
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,13 +32,6 @@ struct LogicalAttempt {
     retries: u32,
     plan_summary: Value,
     cancelled: bool,
-}
-
-fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
-    let mut result = RunResult::new(task.task_id.clone());
-    result.category = task.category.clone();
-    result.push_issue(issue);
-    result
 }
 
 async fn logical_attempt(
@@ -90,7 +79,7 @@ async fn logical_attempt(
         None,
         plan_summary.clone(),
     );
-    if let Err(e) = rc.planner.check(&plan, &env_var) {
+    if let Err(e) = rc.planner.check(&plan, &crate::config::process_env) {
         return LogicalAttempt {
             result: failed(
                 task,
