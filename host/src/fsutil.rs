@@ -41,6 +41,21 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     result
 }
 
+/// Copies `from` to `to` through a hidden temp name in the same directory (copy, fsync,
+/// rename): a file under its final name is always complete, and a crash mid-copy leaves at
+/// most a stray hidden temp file. The caller fsyncs the directory when it needs the rename
+/// durable.
+pub fn copy_file_atomic(from: &Path, to: &Path) -> io::Result<()> {
+    let temp = temp_path(to)?;
+    let result = fs::copy(from, &temp)
+        .and_then(|_| File::open(&temp)?.sync_all())
+        .and_then(|()| fs::rename(&temp, to));
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
 /// Fsyncs the directory holding `path`, making a rename durable.
 pub fn sync_parent(path: &Path) -> io::Result<()> {
     match path.parent() {
@@ -66,5 +81,17 @@ mod tests {
         );
         let leftovers = fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(leftovers, 1);
+    }
+
+    #[test]
+    fn copy_file_atomic_copies_whole_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("from.json");
+        fs::write(&from, b"{\"a\": 1}").unwrap();
+        let to = dir.path().join("to.json");
+        copy_file_atomic(&from, &to).unwrap();
+        assert_eq!(fs::read(&to).unwrap(), b"{\"a\": 1}");
+        assert!(copy_file_atomic(&dir.path().join("missing"), &to).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

@@ -875,7 +875,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         }
         Ok(())
     } else {
-        std::fs::copy(from, to).map(drop)
+        crate::fsutil::copy_file_atomic(from, to)
     }
 }
 

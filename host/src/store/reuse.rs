@@ -288,10 +288,8 @@ fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), Stor
             copy_tree(&from, &to, hook)?;
         } else if kind.is_file() {
             hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
-            fs::copy(&from, &to).map_err(|e| StoreError::io("copy", &from, e))?;
-            File::open(&to)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| StoreError::io("sync", &to, e))?;
+            crate::fsutil::copy_file_atomic(&from, &to)
+                .map_err(|e| StoreError::io("copy", &from, e))?;
         } else if kind.is_symlink() {
             let target = fs::read_link(&from).map_err(|e| StoreError::io("read link", &from, e))?;
             std::os::unix::fs::symlink(&target, &to)
