@@ -5,10 +5,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use agentcompass_plugin_api::contracts::LogLevel;
+use agentcompass_plugin_api::contracts::{
+    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
+};
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
 use tokio::sync::Notify;
+
+use crate::model::{ModelGateway, UsageMeter};
 
 /// A cooperative cancellation flag shared by the scheduler and every call it makes.
 #[derive(Clone, Default)]
@@ -63,6 +67,8 @@ pub struct HostServices {
     component: Arc<str>,
     cancel: CancelToken,
     progress: Option<Arc<dyn ProgressSink>>,
+    model: Option<Arc<ModelGateway>>,
+    usage: Option<Arc<UsageMeter>>,
 }
 
 impl HostServices {
@@ -72,6 +78,8 @@ impl HostServices {
             component: Arc::from(name),
             cancel: CancelToken::new(),
             progress: None,
+            model: None,
+            usage: None,
         }
     }
 
@@ -85,7 +93,17 @@ impl HostServices {
             component: Arc::from(component),
             cancel,
             progress,
+            model: None,
+            usage: None,
         }
+    }
+
+    /// Offers the `model.generate` and `model.endpoint` services through `gateway`, summing
+    /// the usage of every call into `usage`.
+    pub fn with_model(mut self, gateway: Arc<ModelGateway>, usage: Arc<UsageMeter>) -> Self {
+        self.model = Some(gateway);
+        self.usage = Some(usage);
+        self
     }
 
     /// Wraps these services in a call context.
@@ -124,10 +142,48 @@ impl HostApi for HostServices {
     fn call(
         &self,
         service: &str,
-        _request: serde_json::Value,
+        request: serde_json::Value,
     ) -> BoxFuture<Result<serde_json::Value>> {
-        let err = Error::unsupported(format!("host service `{service}` is not available"));
-        Box::pin(async move { Err(err) })
+        let no_model = || {
+            Error::unsupported(format!(
+                "host service `{service}` is not available to `{}` here (no model gateway)",
+                self.component
+            ))
+        };
+        match service {
+            MODEL_GENERATE_SERVICE => {
+                let Some(gateway) = self.model.clone() else {
+                    let err = no_model();
+                    return Box::pin(async move { Err(err) });
+                };
+                let usage = self.usage.clone();
+                Box::pin(async move {
+                    let request: ModelRequest = serde_json::from_value(request).map_err(|e| {
+                        Error::invalid_input(format!("{MODEL_GENERATE_SERVICE}: bad request: {e}"))
+                    })?;
+                    let answer = gateway
+                        .generate(request)
+                        .await
+                        .map_err(|e| Error::msg(crate::redact::scrub_text(&e.to_string())))?;
+                    if let Some(usage) = &usage {
+                        usage.add(&answer.usage);
+                    }
+                    serde_json::to_value(&answer).map_err(|e| Error::msg(e.to_string()))
+                })
+            }
+            MODEL_ENDPOINT_SERVICE => {
+                let answer = match &self.model {
+                    Some(gateway) => serde_json::to_value(gateway.endpoint())
+                        .map_err(|e| Error::msg(e.to_string())),
+                    None => Err(no_model()),
+                };
+                Box::pin(async move { answer })
+            }
+            _ => {
+                let err = Error::unsupported(format!("host service `{service}` is not available"));
+                Box::pin(async move { Err(err) })
+            }
+        }
     }
 }
 

@@ -9,6 +9,7 @@ pub mod host_services;
 pub mod loader;
 pub mod logging;
 pub mod metrics;
+pub mod model;
 pub mod planner;
 pub mod progress;
 pub mod redact;

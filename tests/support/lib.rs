@@ -5,6 +5,8 @@
 //! command does). Everything is located from the test binary's own path, so it follows
 //! `CARGO_TARGET_DIR`.
 
+pub mod scripted;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -20,8 +20,8 @@ mod render;
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{
-    AttemptStrategy, IssueSeverity, MetricContract, MetricKind, MetricReport, MetricSeries,
-    MetricSpec, MetricValue, RunResult, SeriesCounts,
+    AttemptStrategy, IssueSeverity, JsonMap, MetricContract, MetricKind, MetricReport,
+    MetricSeries, MetricSpec, MetricValue, RunResult, SeriesCounts, TokenUsage,
 };
 
 pub use render::{headline_line, render_summary, SummaryTitle};
@@ -41,6 +41,8 @@ pub struct AttemptOutcome {
     pub fatal: bool,
     /// The attempt had an ERROR issue and produced no metrics.
     pub error: bool,
+    /// Model usage of the attempt (`telemetry.model_usage`).
+    pub usage: TokenUsage,
 }
 
 impl AttemptOutcome {
@@ -51,6 +53,11 @@ impl AttemptOutcome {
             metrics: result.metrics.clone(),
             fatal: highest == Some(IssueSeverity::Fatal),
             error: highest >= Some(IssueSeverity::Error) && result.metrics.is_empty(),
+            usage: result
+                .telemetry
+                .get("model_usage")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
         }
     }
 }
@@ -204,6 +211,7 @@ pub struct MetricAggregator {
     strategy: AttemptStrategy,
     series: Vec<SeriesAcc>,
     invalidated_tasks: u64,
+    usage: TokenUsage,
 }
 
 impl MetricAggregator {
@@ -250,6 +258,7 @@ impl MetricAggregator {
             strategy,
             series,
             invalidated_tasks: 0,
+            usage: TokenUsage::default(),
         }
     }
 
@@ -261,6 +270,9 @@ impl MetricAggregator {
     /// Adds one task: its attempts in order (fewer than k means the rest are missing; extra
     /// attempts beyond k are ignored). An empty category counts as [`DEFAULT_CATEGORY`].
     pub fn add_task(&mut self, category: &str, attempts: &[AttemptOutcome]) {
+        for attempt in attempts {
+            self.usage.add(&attempt.usage);
+        }
         let k = self.k as usize;
         let attempts = &attempts[..attempts.len().min(k)];
         let invalidated = attempts.iter().any(|a| a.fatal);
@@ -296,6 +308,12 @@ impl MetricAggregator {
     /// The report over the tasks added so far.
     pub fn report(&self) -> MetricReport {
         let evaluation_failed = self.invalidated_tasks > 0;
+        let mut extra = JsonMap::new();
+        if !self.usage.is_empty() {
+            if let Ok(usage) = serde_json::to_value(self.usage) {
+                extra.insert("model_usage".into(), usage);
+            }
+        }
         MetricReport {
             k: self.k,
             strategy: self.strategy,
@@ -306,6 +324,7 @@ impl MetricAggregator {
                 .map(|s| s.finish(self.k, evaluation_failed))
                 .collect(),
             evaluation_failed,
+            extra,
             ..MetricReport::default()
         }
     }

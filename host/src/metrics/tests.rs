@@ -6,6 +6,7 @@ fn ok(metrics: &[(&str, MetricValue)]) -> AttemptOutcome {
         metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         fatal: false,
         error: false,
+        usage: TokenUsage::default(),
     }
 }
 
@@ -451,4 +452,26 @@ fn memory_is_per_category_not_per_task() {
     }
     assert!(agg.series.iter().all(|s| s.categories.len() == 2));
     assert_eq!(agg.report().series[0].counts.total, 10_000);
+}
+
+#[test]
+fn model_usage_of_every_attempt_is_summed_into_the_report() {
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 2, AttemptStrategy::Avg);
+    let used = |prompt: u64| AttemptOutcome {
+        usage: TokenUsage {
+            prompt_tokens: prompt,
+            completion_tokens: 1,
+            requests: 1,
+            ..TokenUsage::default()
+        },
+        ..correct(true)
+    };
+    agg.add_task("a", &[used(10), used(5)]);
+    agg.add_task("a", &[used(1), correct(false)]);
+    let usage = &agg.report().extra["model_usage"];
+    assert_eq!(usage["prompt_tokens"], 16);
+    assert_eq!(usage["completion_tokens"], 3);
+    assert_eq!(usage["requests"], 3);
+    let empty = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+    assert!(empty.report().extra.is_empty());
 }

@@ -13,7 +13,7 @@ use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::{Error, ErrorKind};
 use serde_json::{json, Value};
 
-use super::context::RequestContext;
+use super::context::{AttemptScope, RequestContext};
 use super::phase::{run_phase, watchdog, PhaseOutcome};
 use super::records::{env_record, CHECKPOINT_SCHEMA};
 use crate::planner::{phase_bindings, resolve_bindings, Phase};
@@ -58,7 +58,7 @@ struct OpenEnv {
 }
 
 async fn open_environment(
-    rc: &RequestContext,
+    rc: &AttemptScope<'_>,
     task: &TaskSpec,
     plan: &ExecutionPlan,
     attempt: u32,
@@ -142,7 +142,7 @@ async fn open_environment(
 }
 
 /// Closes an environment within the cleanup grace (unless kept); failures become warnings.
-async fn close_environment(rc: &RequestContext, env: OpenEnv, result: &mut RunResult) {
+async fn close_environment(rc: &AttemptScope<'_>, env: OpenEnv, result: &mut RunResult) {
     if rc.resolved.execution.keep_environment {
         let info = env.session.info();
         tracing::warn!(
@@ -218,6 +218,8 @@ pub async fn physical_attempt(
     attempt: u32,
     writer: &TaskWriter,
 ) -> PhysicalOutcome {
+    let scope = rc.attempt_scope();
+    let rc = &scope;
     let _provider_slot = rc.limits.provider_slot(&plan.environment.id).await;
     let env = match open_environment(rc, task, plan, attempt, EnvironmentRole::Task).await {
         Ok(env) => env,
@@ -228,6 +230,7 @@ pub async fn physical_attempt(
     if !cancelled && !has_fatal(&result) {
         collect_artifacts(rc, task, plan, attempt, &env.session, writer, &mut result).await;
     }
+    rc.record_usage(&mut result);
     let mode = plan.evaluation_environment_mode;
     let evaluable = !cancelled && !has_fatal(&result) && prepared.is_some();
     if evaluable && mode != EvaluationEnvironmentMode::Reuse {
@@ -294,13 +297,14 @@ pub async fn physical_attempt(
             }
         }
     }
+    rc.record_usage(&mut result);
     PhysicalOutcome { result, cancelled }
 }
 
 /// Prepare, then the harness (or `run_task`). Returns the run result, the prepared task (when
 /// preparation succeeded) and whether the run was cancelled.
 async fn run_stage(
-    rc: &RequestContext,
+    rc: &AttemptScope<'_>,
     task: &TaskSpec,
     plan: &ExecutionPlan,
     attempt: u32,
@@ -586,7 +590,7 @@ fn timed_out(task: &TaskSpec, limit: Duration) -> RunResult {
 /// Runs the declared collection commands and downloads the declared paths into
 /// `attempt-N/artifacts/` (when saving). Failures are FATAL collect issues.
 async fn collect_artifacts(
-    rc: &RequestContext,
+    rc: &AttemptScope<'_>,
     task: &TaskSpec,
     plan: &ExecutionPlan,
     attempt: u32,
@@ -728,7 +732,7 @@ fn merge_evaluated(run: &RunResult, mut evaluated: RunResult) -> RunResult {
 }
 
 async fn evaluate(
-    rc: &RequestContext,
+    rc: &AttemptScope<'_>,
     task: &TaskSpec,
     prepared: &PreparedTask,
     result: RunResult,
@@ -798,7 +802,7 @@ async fn evaluate(
 /// Fresh evaluation: a new environment from the plan's evaluation environment, collected
 /// artifacts restored to their sources, evaluate, close.
 async fn evaluate_fresh(
-    rc: &RequestContext,
+    rc: &AttemptScope<'_>,
     task: &TaskSpec,
     prepared: &PreparedTask,
     result: RunResult,
@@ -910,11 +914,20 @@ pub async fn recover_evaluation(
     {
         return None;
     }
+    let earlier_usage = result
+        .telemetry
+        .get("model_usage")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let scope = rc.attempt_scope_over(earlier_usage);
+    let rc = &scope;
     let (result, cancelled) = match plan.evaluation_environment_mode {
         EvaluationEnvironmentMode::Fresh => {
             evaluate_fresh(rc, task, &prepared, result, plan, attempt, writer).await
         }
         _ => evaluate(rc, task, &prepared, result, plan, attempt, None).await,
     };
+    let mut result = result;
+    rc.record_usage(&mut result);
     Some(PhysicalOutcome { result, cancelled })
 }

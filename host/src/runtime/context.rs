@@ -34,8 +34,10 @@ pub struct RequestContext {
     pub patterns: Vec<Regex>,
     /// Budget for cleanup after cancellation.
     pub cleanup_grace: Duration,
-    /// Host services for component calls.
+    /// Host services for request-level component calls (task loading, metrics).
     pub ctx: Ctx,
+    /// The model gateway shared by every task of the request.
+    pub model: Arc<crate::model::ModelGateway>,
     /// Content hash deciding which earlier results may be reused.
     pub reuse_key: String,
     /// Streaming metric aggregation.
@@ -49,7 +51,69 @@ pub struct RequestContext {
     pub resumable: std::collections::HashMap<String, std::path::PathBuf>,
 }
 
+/// The scope of one physical attempt: the request's context plus host services whose model
+/// calls are metered for this attempt. Dereferences to the [`RequestContext`]; its own `ctx`
+/// (the metered one) is what every component call of the attempt receives.
+pub struct AttemptScope<'a> {
+    request: &'a RequestContext,
+    /// Host services for this attempt's component calls.
+    pub ctx: Ctx,
+    /// Usage of this attempt's model calls.
+    pub usage: Arc<crate::model::UsageMeter>,
+    /// Usage recorded before this scope (a resumed evaluation's agent run).
+    usage_base: agentcompass_plugin_api::contracts::TokenUsage,
+}
+
+impl std::ops::Deref for AttemptScope<'_> {
+    type Target = RequestContext;
+
+    fn deref(&self) -> &RequestContext {
+        self.request
+    }
+}
+
+impl AttemptScope<'_> {
+    /// Records this attempt's model usage in `telemetry.model_usage` (when there was any),
+    /// over the usage the result already carried when the scope began (an evaluation resumed
+    /// from a checkpoint keeps the agent run's usage).
+    pub fn record_usage(&self, result: &mut agentcompass_plugin_api::contracts::RunResult) {
+        let mut usage = self.usage_base;
+        usage.add(&self.usage.total());
+        if !usage.is_empty() {
+            if let Ok(value) = serde_json::to_value(usage) {
+                result.telemetry.insert("model_usage".into(), value);
+            }
+        }
+    }
+}
+
 impl RequestContext {
+    /// A new attempt scope: host services for the attempt's calls with a fresh usage meter.
+    pub fn attempt_scope(&self) -> AttemptScope<'_> {
+        self.attempt_scope_over(Default::default())
+    }
+
+    /// An attempt scope whose usage adds to `base` (usage recorded by an earlier run).
+    pub fn attempt_scope_over(
+        &self,
+        base: agentcompass_plugin_api::contracts::TokenUsage,
+    ) -> AttemptScope<'_> {
+        let usage = Arc::new(crate::model::UsageMeter::new());
+        let ctx = crate::host_services::HostServices::for_component(
+            &self.request.harness.id,
+            self.cancel.clone(),
+            None,
+        )
+        .with_model(self.model.clone(), usage.clone())
+        .into_ctx();
+        AttemptScope {
+            request: self,
+            ctx,
+            usage,
+            usage_base: base,
+        }
+    }
+
     /// Emits a progress event about one task.
     pub fn task_event(
         &self,

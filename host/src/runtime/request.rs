@@ -110,6 +110,9 @@ pub fn preflight(
     }
     let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
         .map_err(|e| format!("{label}{e}"))?;
+    crate::model::Protocol::choose(&resolved.model).map_err(|e| format!("{label}{e}"))?;
+    crate::model::GatewaySettings::from_params(&resolved.model.params)
+        .map_err(|e| format!("{label}{e}"))?;
     Ok(PreparedRequest {
         run,
         resolved,
@@ -236,6 +239,13 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         .unwrap_or_else(|_| agentcompass_plugin_api::contracts::MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
+    let model = match crate::model::ModelGateway::new(&resolved.model) {
+        Ok(gateway) => Arc::new(gateway),
+        Err(e) => {
+            outcome.error = Some(e.to_string());
+            return outcome;
+        }
+    };
     let ctx =
         HostServices::for_component(&request.benchmark.id, shared.cancel.clone(), None).into_ctx();
     let store_run_log = store.run_log_path();
@@ -251,6 +261,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         patterns,
         cleanup_grace: Duration::from_secs_f64(shared.runtime.cleanup_grace_seconds),
         ctx,
+        model,
         metrics: Mutex::new(MetricAggregator::new(
             contract,
             attempts.k.max(1),

@@ -4,7 +4,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::contracts::LogLevel;
+use crate::contracts::{
+    LogLevel, ModelEndpoint, ModelRequest, ModelResponse, MODEL_ENDPOINT_SERVICE,
+    MODEL_GENERATE_SERVICE,
+};
 use crate::Result;
 
 /// A boxed, sendable future.
@@ -84,6 +87,33 @@ impl Ctx {
         request: serde_json::Value,
     ) -> Result<serde_json::Value> {
         self.host.call(service, request).await
+    }
+
+    /// Sends one generation request to the run's model through the host's model gateway
+    /// (protocol, retries, timeout, usage accounting and the API key are the host's).
+    pub async fn generate(&self, request: &ModelRequest) -> Result<ModelResponse> {
+        let payload = serde_json::to_value(request).map_err(|e| {
+            crate::Error::invalid_input(format!("model request does not serialise: {e}"))
+        })?;
+        let answer = self.call(MODEL_GENERATE_SERVICE, payload).await?;
+        serde_json::from_value(answer).map_err(|e| {
+            crate::Error::msg(format!(
+                "host answered model.generate with a bad response: {e}"
+            ))
+        })
+    }
+
+    /// The run's model endpoint (base URL, resolved key, model id, protocol), for agents that
+    /// bring their own client. Calls made that way bypass the gateway's usage accounting.
+    pub async fn model_endpoint(&self) -> Result<ModelEndpoint> {
+        let answer = self
+            .call(MODEL_ENDPOINT_SERVICE, serde_json::Value::Null)
+            .await?;
+        serde_json::from_value(answer).map_err(|e| {
+            crate::Error::msg(format!(
+                "host answered model.endpoint with a bad response: {e}"
+            ))
+        })
     }
 }
 

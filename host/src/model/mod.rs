@@ -1,0 +1,474 @@
+//! The model gateway: the host service (`model.generate`) through which harnesses and
+//! evaluators call the run's model. It owns the wire protocol (`openai-chat`,
+//! `openai-responses`, `anthropic`), the request timeout, bounded retries with backoff on
+//! 429/5xx/connection errors, token usage and cost accounting, and the API key, which travels
+//! only in the request's auth header and never appears in an error, log line or result.
+
+mod settings;
+mod wire;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use agentcompass_plugin_api::contracts::{
+    ModelEndpoint, ModelRequest, ModelResponse, ModelSpec, TokenUsage,
+};
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use reqwest::StatusCode;
+use serde_json::Value;
+
+pub use settings::{GatewaySettings, Pricing};
+
+/// A wire protocol the gateway speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// `POST {base}/chat/completions`.
+    OpenAiChat,
+    /// `POST {base}/responses`.
+    OpenAiResponses,
+    /// `POST {base}/v1/messages`.
+    Anthropic,
+}
+
+impl Protocol {
+    /// The protocol's name as configured (`--model-api-protocol`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::OpenAiChat => "openai-chat",
+            Protocol::OpenAiResponses => "openai-responses",
+            Protocol::Anthropic => "anthropic",
+        }
+    }
+
+    /// Parses a configured protocol name.
+    pub fn parse(name: &str) -> Option<Protocol> {
+        match name {
+            "openai-chat" | "openai" | "chat" => Some(Protocol::OpenAiChat),
+            "openai-responses" | "responses" => Some(Protocol::OpenAiResponses),
+            "anthropic" => Some(Protocol::Anthropic),
+            _ => None,
+        }
+    }
+
+    /// The protocol for `model`: the first configured one, else (`auto`) `anthropic` for an
+    /// Anthropic endpoint and `openai-chat` otherwise.
+    pub fn choose(model: &ModelSpec) -> Result<Protocol, GatewayError> {
+        let configured = model.api_protocol.protocols();
+        match configured.first().map(String::as_str) {
+            None | Some("auto") => Ok(if model.base_url.contains("anthropic") {
+                Protocol::Anthropic
+            } else {
+                Protocol::OpenAiChat
+            }),
+            Some(name) => Protocol::parse(name).ok_or_else(|| GatewayError::Config {
+                message: format!(
+                    "model.api_protocol: expected openai-chat, openai-responses, anthropic or auto, found \"{name}\""
+                ),
+            }),
+        }
+    }
+
+    fn default_base_url(self) -> &'static str {
+        match self {
+            Protocol::OpenAiChat | Protocol::OpenAiResponses => "https://api.openai.com/v1",
+            Protocol::Anthropic => "https://api.anthropic.com",
+        }
+    }
+
+    /// The full URL of the generation endpoint under `base_url`.
+    pub fn url(self, base_url: &str) -> String {
+        let base = if base_url.trim().is_empty() {
+            self.default_base_url()
+        } else {
+            base_url.trim()
+        }
+        .trim_end_matches('/');
+        match self {
+            Protocol::OpenAiChat => format!("{base}/chat/completions"),
+            Protocol::OpenAiResponses => format!("{base}/responses"),
+            Protocol::Anthropic if base.ends_with("/v1") => format!("{base}/messages"),
+            Protocol::Anthropic => format!("{base}/v1/messages"),
+        }
+    }
+}
+
+/// Why a model call failed. Messages name the endpoint URL, never the key.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The model settings are unusable.
+    #[error("model gateway: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+    },
+    /// The endpoint kept failing with retryable errors.
+    #[error("model endpoint {url}: {last} (gave up after {attempts} attempts)")]
+    Exhausted {
+        /// The endpoint URL.
+        url: String,
+        /// The last failure.
+        last: String,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The endpoint answered with a non-retryable error status.
+    #[error("model endpoint {url} answered {status}: {body}")]
+    Status {
+        /// The endpoint URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+    },
+    /// The endpoint answered 200 with a body that is not the protocol's JSON.
+    #[error("model endpoint {url} returned a malformed {protocol} response: {detail}")]
+    Malformed {
+        /// The endpoint URL.
+        url: String,
+        /// The protocol expected.
+        protocol: &'static str,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl GatewayError {
+    /// Whether the failure is the endpoint's (429, 5xx, unreachable) rather than the request's.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, GatewayError::Exhausted { .. })
+    }
+}
+
+/// Sums the usage of the model calls of one scope (an attempt).
+#[derive(Debug, Default)]
+pub struct UsageMeter {
+    total: Mutex<TokenUsage>,
+}
+
+impl UsageMeter {
+    /// An empty meter.
+    pub fn new() -> Self {
+        UsageMeter::default()
+    }
+
+    /// Adds one call's usage.
+    pub fn add(&self, usage: &TokenUsage) {
+        self.total
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(usage);
+    }
+
+    /// The usage so far.
+    pub fn total(&self) -> TokenUsage {
+        *self.total.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The gateway of one request's model: one HTTP client (connection pool) shared by every task.
+pub struct ModelGateway {
+    client: reqwest::Client,
+    model: String,
+    api_key: String,
+    protocol: Protocol,
+    url: String,
+    base_url: String,
+    settings: GatewaySettings,
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl std::fmt::Debug for ModelGateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelGateway")
+            .field("model", &self.model)
+            .field("url", &self.url)
+            .field("protocol", &self.protocol)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelGateway {
+    /// A gateway for the resolved model spec (`api_key` already resolved from `${VAR}`).
+    /// Captures the current tokio runtime: calls made from a plugin's threads run on it.
+    pub fn new(model: &ModelSpec) -> Result<Self, GatewayError> {
+        let protocol = Protocol::choose(model)?;
+        let settings = GatewaySettings::from_params(&model.params)?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(256)
+            .build()
+            .map_err(|e| GatewayError::Config {
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        Ok(ModelGateway {
+            client,
+            model: model.id.clone(),
+            api_key: model.api_key.clone(),
+            protocol,
+            url: protocol.url(&model.base_url),
+            base_url: model.base_url.clone(),
+            settings,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        })
+    }
+
+    /// The protocol in use.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// The endpoint URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Where the endpoint is, for agents with their own client.
+    pub fn endpoint(&self) -> ModelEndpoint {
+        let base_url = if self.base_url.trim().is_empty() {
+            self.protocol.default_base_url().to_string()
+        } else {
+            self.base_url.clone()
+        };
+        ModelEndpoint {
+            model: self.model.clone(),
+            base_url,
+            api_key: self.api_key.clone(),
+            protocol: self.protocol.name().to_string(),
+        }
+    }
+
+    /// Sends `request`, retrying transient failures, and returns the answer with its usage
+    /// (and cost, when a price table is set). Runs on the host's runtime whatever thread polls.
+    pub async fn generate(
+        self: &Arc<Self>,
+        request: ModelRequest,
+    ) -> Result<ModelResponse, GatewayError> {
+        match &self.runtime {
+            Some(handle) => {
+                let gateway = Arc::clone(self);
+                let mut task =
+                    AbortOnDrop(handle.spawn(async move { gateway.generate_here(request).await }));
+                match task.await_join().await {
+                    Ok(answer) => answer,
+                    Err(e) => Err(GatewayError::Config {
+                        message: format!("model call task failed: {e}"),
+                    }),
+                }
+            }
+            None => self.generate_here(request).await,
+        }
+    }
+
+    async fn generate_here(&self, request: ModelRequest) -> Result<ModelResponse, GatewayError> {
+        let started = Instant::now();
+        let mut params = self.settings.generation_params.clone();
+        for (key, value) in &request.params {
+            params.insert(key.clone(), value.clone());
+        }
+        let body = wire::request_body(self.protocol, &self.model, &request, &params);
+        let timeout = request
+            .timeout_seconds
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .map(Duration::from_secs_f64)
+            .unwrap_or(self.settings.timeout);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let failure = match self.send_once(&body, timeout).await {
+                Ok(mut response) => {
+                    response.latency_ms = started.elapsed().as_millis() as u64;
+                    response.retries = attempt - 1;
+                    if let Some(pricing) = &self.settings.pricing {
+                        response.usage.cost_usd = Some(pricing.cost(&response.usage));
+                    }
+                    return Ok(response);
+                }
+                Err(Attempt::Fatal(error)) => return Err(error),
+                Err(Attempt::Retryable {
+                    reason,
+                    retry_after,
+                }) => (reason, retry_after),
+            };
+            if attempt > self.settings.max_retries {
+                return Err(GatewayError::Exhausted {
+                    url: self.url.clone(),
+                    last: failure.0,
+                    attempts: attempt,
+                });
+            }
+            let delay = failure
+                .1
+                .unwrap_or_else(|| self.settings.backoff(attempt))
+                .min(settings::MAX_BACKOFF);
+            tracing::warn!(
+                target: "agentcompass::model",
+                "model endpoint {}: {}; retry {} of {} in {:.1} s",
+                self.url,
+                failure.0,
+                attempt,
+                self.settings.max_retries,
+                delay.as_secs_f64()
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if !self.api_key.is_empty() {
+            let (name, value) = match self.protocol {
+                Protocol::Anthropic => ("x-api-key", self.api_key.clone()),
+                _ => (AUTHORIZATION.as_str(), format!("Bearer {}", self.api_key)),
+            };
+            if let Ok(mut value) = HeaderValue::from_str(&value) {
+                value.set_sensitive(true);
+                if let Ok(name) = reqwest::header::HeaderName::from_bytes(name.as_bytes()) {
+                    headers.insert(name, value);
+                }
+            }
+        }
+        if self.protocol == Protocol::Anthropic {
+            headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
+        }
+        headers
+    }
+
+    async fn send_once(&self, body: &Value, timeout: Duration) -> Result<ModelResponse, Attempt> {
+        let sent = self
+            .client
+            .post(&self.url)
+            .headers(self.headers())
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(e) if e.is_timeout() => {
+                return Err(Attempt::retry(format!(
+                    "no answer within {:.0} s",
+                    timeout.as_secs_f64()
+                )))
+            }
+            Err(e) => return Err(Attempt::retry(connection_error(&e))),
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64);
+        let bytes = match response.bytes().await {
+            Ok(bytes) => bytes,
+            Err(e) if e.is_timeout() => {
+                return Err(Attempt::retry(format!(
+                    "no answer within {:.0} s",
+                    timeout.as_secs_f64()
+                )))
+            }
+            Err(e) => return Err(Attempt::retry(connection_error(&e))),
+        };
+        if !status.is_success() {
+            let snippet = body_snippet(&bytes);
+            if is_retryable(status) {
+                return Err(Attempt::Retryable {
+                    reason: format!("answered {} {}", status.as_u16(), snippet),
+                    retry_after,
+                });
+            }
+            return Err(Attempt::Fatal(GatewayError::Status {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                body: snippet,
+            }));
+        }
+        let malformed = |detail: String| {
+            Attempt::Fatal(GatewayError::Malformed {
+                url: self.url.clone(),
+                protocol: self.protocol.name(),
+                detail: crate::redact::scrub_text(&detail),
+            })
+        };
+        let json: Value =
+            serde_json::from_slice(&bytes).map_err(|e| malformed(format!("not JSON ({e})")))?;
+        wire::parse_response(self.protocol, &json).map_err(malformed)
+    }
+}
+
+/// One try's failure.
+enum Attempt {
+    Retryable {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
+    Fatal(GatewayError),
+}
+
+impl Attempt {
+    fn retry(reason: String) -> Self {
+        Attempt::Retryable {
+            reason,
+            retry_after: None,
+        }
+    }
+}
+
+fn is_retryable(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error()
+        || status.as_u16() == 529
+}
+
+/// A connection error without the request's URL query or headers.
+fn connection_error(error: &reqwest::Error) -> String {
+    let kind = if error.is_connect() {
+        "cannot connect"
+    } else {
+        "request failed"
+    };
+    let mut source: Option<&dyn std::error::Error> = std::error::Error::source(error);
+    let mut detail = String::new();
+    while let Some(cause) = source {
+        detail = cause.to_string();
+        source = cause.source();
+    }
+    crate::redact::scrub_text(&if detail.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind} ({detail})")
+    })
+}
+
+/// The first 200 characters of an error body, on one line, scrubbed of secrets.
+fn body_snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = one_line.chars().take(200).collect();
+    if one_line.chars().count() > 200 {
+        cut.push('…');
+    }
+    crate::redact::scrub_text(&cut)
+}
+
+/// Aborts the spawned call when the caller stops waiting (a cancelled harness).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    async fn await_join(&mut self) -> Result<T, tokio::task::JoinError> {
+        (&mut self.0).await
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests;

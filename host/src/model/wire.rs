@@ -1,0 +1,619 @@
+//! Conversions between the gateway's protocol-neutral request/response
+//! ([`ModelRequest`]/[`ModelResponse`]) and the three wire protocols. Pure functions: no I/O.
+
+use agentcompass_plugin_api::contracts::{
+    JsonMap, Message, ModelRequest, ModelResponse, TokenUsage, ToolCall, ToolDef,
+};
+use serde_json::{json, Map, Value};
+
+use super::Protocol;
+
+/// `max_tokens` sent to Anthropic when the caller sets none (the API requires one).
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u64 = 4096;
+
+/// The request body for `protocol`: the conversation, the tools, then `params` (the request's
+/// `model.params` overlaid with the call's own, gateway settings already removed).
+pub fn request_body(
+    protocol: Protocol,
+    model: &str,
+    request: &ModelRequest,
+    params: &JsonMap,
+) -> Value {
+    match protocol {
+        Protocol::OpenAiChat => openai_chat_body(model, request, params),
+        Protocol::OpenAiResponses => responses_body(model, request, params),
+        Protocol::Anthropic => anthropic_body(model, request, params),
+    }
+}
+
+/// Parses a successful response body of `protocol`.
+pub fn parse_response(protocol: Protocol, body: &Value) -> Result<ModelResponse, String> {
+    if !body.is_object() {
+        return Err(format!("expected a JSON object, found {}", type_name(body)));
+    }
+    let mut response = match protocol {
+        Protocol::OpenAiChat => parse_openai_chat(body)?,
+        Protocol::OpenAiResponses => parse_responses(body)?,
+        Protocol::Anthropic => parse_anthropic(body)?,
+    };
+    response.protocol = protocol.name().to_string();
+    response.usage.requests = 1;
+    Ok(response)
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The text of a message's content: a string, or the `text` of each text part joined.
+fn content_text(content: &Value) -> String {
+    match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|part| match part {
+                Value::String(text) => Some(text.as_str()),
+                other => other.get("text").and_then(Value::as_str),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn tool_parameters(tool: &ToolDef) -> Value {
+    if tool.parameters.is_object() {
+        tool.parameters.clone()
+    } else {
+        json!({"type": "object", "properties": {}})
+    }
+}
+
+/// The `(id, name, arguments as a JSON string)` of each OpenAI-shaped tool call of `message`.
+fn message_tool_calls(message: &Message) -> Vec<(String, String, String)> {
+    let Some(Value::Array(calls)) = &message.tool_calls else {
+        return Vec::new();
+    };
+    calls
+        .iter()
+        .map(|call| {
+            let function = call.get("function").unwrap_or(call);
+            let arguments = match function.get("arguments") {
+                Some(Value::String(raw)) => raw.clone(),
+                Some(Value::Null) | None => "{}".to_string(),
+                Some(other) => other.to_string(),
+            };
+            (
+                call.get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                arguments,
+            )
+        })
+        .collect()
+}
+
+/// Tool arguments as JSON when they parse, else the raw text.
+fn parse_arguments(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return json!({});
+    }
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
+}
+
+fn merge_params(body: &mut Value, params: &JsonMap) {
+    if let Value::Object(map) = body {
+        for (key, value) in params {
+            map.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+fn u64_at(value: &Value, path: &[&str]) -> u64 {
+    let mut at = value;
+    for key in path {
+        match at.get(key) {
+            Some(next) => at = next,
+            None => return 0,
+        }
+    }
+    at.as_u64().unwrap_or(0)
+}
+
+// ---- OpenAI chat completions -------------------------------------------------------------
+
+fn openai_chat_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
+    let mut body = json!({"model": model, "messages": request.messages});
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool_parameters(tool),
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    merge_params(&mut body, params);
+    body
+}
+
+fn parse_openai_chat(body: &Value) -> Result<ModelResponse, String> {
+    let choice = body
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|choices| choices.first())
+        .ok_or("field `choices` must be a non-empty array")?;
+    let message = choice
+        .get("message")
+        .filter(|m| m.is_object())
+        .ok_or("field `choices[0].message` must be an object")?;
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|call| {
+                    let function = call.get("function").unwrap_or(&Value::Null);
+                    ToolCall {
+                        id: call
+                            .get("id")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        name: function
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .into(),
+                        arguments: parse_arguments(
+                            function
+                                .get("arguments")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                        ),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
+    Ok(ModelResponse {
+        content: content_text(message.get("content").unwrap_or(&Value::Null)),
+        reasoning: message
+            .get("reasoning_content")
+            .or_else(|| message.get("reasoning"))
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tool_calls,
+        stop_reason: choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        usage: TokenUsage {
+            prompt_tokens: u64_at(&usage, &["prompt_tokens"]),
+            completion_tokens: u64_at(&usage, &["completion_tokens"]),
+            cached_tokens: u64_at(&usage, &["prompt_tokens_details", "cached_tokens"]),
+            ..TokenUsage::default()
+        },
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        ..ModelResponse::default()
+    })
+}
+
+// ---- OpenAI Responses --------------------------------------------------------------------
+
+fn responses_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
+    let mut instructions = Vec::new();
+    let mut input = Vec::new();
+    for message in &request.messages {
+        match message.role.as_str() {
+            "system" | "developer" => instructions.push(content_text(&message.content)),
+            "tool" => input.push(json!({
+                "type": "function_call_output",
+                "call_id": message.tool_call_id.clone().unwrap_or_default(),
+                "output": content_text(&message.content),
+            })),
+            role => {
+                let text = content_text(&message.content);
+                if !text.is_empty() || message.tool_calls.is_none() {
+                    input.push(json!({"role": role, "content": text}));
+                }
+                for (id, name, arguments) in message_tool_calls(message) {
+                    input.push(json!({
+                        "type": "function_call", "call_id": id, "name": name, "arguments": arguments,
+                    }));
+                }
+            }
+        }
+    }
+    let mut body = json!({"model": model, "input": input});
+    if !instructions.is_empty() {
+        body["instructions"] = Value::String(instructions.join("\n\n"));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "name": tool.name, "description": tool.description,
+                       "parameters": tool_parameters(tool)})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    let mut params = params.clone();
+    if let Some(max) = params.remove("max_tokens") {
+        params.entry("max_output_tokens").or_insert(max);
+    }
+    merge_params(&mut body, &params);
+    body
+}
+
+fn parse_responses(body: &Value) -> Result<ModelResponse, String> {
+    let output = body
+        .get("output")
+        .and_then(Value::as_array)
+        .ok_or("field `output` must be an array")?;
+    let mut texts = Vec::new();
+    let mut reasoning = Vec::new();
+    let mut tool_calls = Vec::new();
+    for item in output {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                texts.push(content_text(item.get("content").unwrap_or(&Value::Null)))
+            }
+            Some("function_call") => tool_calls.push(ToolCall {
+                id: item
+                    .get("call_id")
+                    .or_else(|| item.get("id"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                name: item
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                arguments: parse_arguments(
+                    item.get("arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                ),
+            }),
+            Some("reasoning") => {
+                reasoning.push(content_text(item.get("summary").unwrap_or(&Value::Null)))
+            }
+            _ => {}
+        }
+    }
+    let incomplete = body.get("status").and_then(Value::as_str) == Some("incomplete");
+    let stop_reason = if !tool_calls.is_empty() {
+        "tool_calls"
+    } else if incomplete {
+        "length"
+    } else {
+        "stop"
+    };
+    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
+    Ok(ModelResponse {
+        content: texts.join("\n"),
+        reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
+        tool_calls,
+        stop_reason: stop_reason.into(),
+        usage: TokenUsage {
+            prompt_tokens: u64_at(&usage, &["input_tokens"]),
+            completion_tokens: u64_at(&usage, &["output_tokens"]),
+            cached_tokens: u64_at(&usage, &["input_tokens_details", "cached_tokens"]),
+            ..TokenUsage::default()
+        },
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        ..ModelResponse::default()
+    })
+}
+
+// ---- Anthropic Messages ------------------------------------------------------------------
+
+/// Appends `blocks` as a turn of `role`, merging into the previous turn of the same role
+/// (Anthropic requires alternating roles).
+fn push_turn(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
+    if blocks.is_empty() {
+        return;
+    }
+    if let Some(last) = messages.last_mut() {
+        if last["role"] == role {
+            if let Some(content) = last["content"].as_array_mut() {
+                content.extend(blocks);
+                return;
+            }
+        }
+    }
+    messages.push(json!({"role": role, "content": blocks}));
+}
+
+fn anthropic_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
+    let mut system = Vec::new();
+    let mut messages: Vec<Value> = Vec::new();
+    for message in &request.messages {
+        match message.role.as_str() {
+            "system" | "developer" => system.push(content_text(&message.content)),
+            "tool" => push_turn(
+                &mut messages,
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id.clone().unwrap_or_default(),
+                    "content": content_text(&message.content),
+                })],
+            ),
+            role => {
+                let role = if role == "assistant" {
+                    "assistant"
+                } else {
+                    "user"
+                };
+                let mut blocks = Vec::new();
+                let text = content_text(&message.content);
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                for (id, name, arguments) in message_tool_calls(message) {
+                    let input = match parse_arguments(&arguments) {
+                        Value::Object(map) => Value::Object(map),
+                        _ => json!({}),
+                    };
+                    blocks
+                        .push(json!({"type": "tool_use", "id": id, "name": name, "input": input}));
+                }
+                push_turn(&mut messages, role, blocks);
+            }
+        }
+    }
+    let mut body =
+        json!({"model": model, "messages": messages, "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS});
+    if !system.is_empty() {
+        body["system"] = Value::String(system.join("\n\n"));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"name": tool.name, "description": tool.description,
+                       "input_schema": tool_parameters(tool)})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    let mut params: Map<String, Value> = params.clone();
+    if let Some(stop) = params.remove("stop") {
+        let stop = match stop {
+            Value::String(one) => json!([one]),
+            other => other,
+        };
+        params.entry("stop_sequences").or_insert(stop);
+    }
+    merge_params(&mut body, &params);
+    body
+}
+
+fn parse_anthropic(body: &Value) -> Result<ModelResponse, String> {
+    let content = body
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("field `content` must be an array")?;
+    let mut texts = Vec::new();
+    let mut reasoning = Vec::new();
+    let mut tool_calls = Vec::new();
+    for block in content {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => texts.push(
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            Some("thinking") => reasoning.push(
+                block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ),
+            Some("tool_use") => tool_calls.push(ToolCall {
+                id: block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .into(),
+                arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
+            }),
+            _ => {}
+        }
+    }
+    let stop_reason = match body.get("stop_reason").and_then(Value::as_str) {
+        Some("end_turn") | Some("stop_sequence") => "stop".to_string(),
+        Some("tool_use") => "tool_calls".to_string(),
+        Some("max_tokens") => "length".to_string(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
+    let cached = u64_at(&usage, &["cache_read_input_tokens"]);
+    Ok(ModelResponse {
+        content: texts.join("\n"),
+        reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
+        tool_calls,
+        stop_reason,
+        usage: TokenUsage {
+            prompt_tokens: u64_at(&usage, &["input_tokens"])
+                + cached
+                + u64_at(&usage, &["cache_creation_input_tokens"]),
+            completion_tokens: u64_at(&usage, &["output_tokens"]),
+            cached_tokens: cached,
+            ..TokenUsage::default()
+        },
+        model: body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .into(),
+        ..ModelResponse::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation() -> ModelRequest {
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "bash".into(),
+            arguments: json!({"command": "ls"}),
+        };
+        let assistant = ModelResponse {
+            content: "listing".into(),
+            tool_calls: vec![call.clone()],
+            ..ModelResponse::default()
+        }
+        .assistant_message();
+        ModelRequest {
+            messages: vec![
+                Message::new("system", "be brief"),
+                Message::new("user", "list files"),
+                assistant,
+                agentcompass_plugin_api::contracts::tool_result_message(&call, "a.txt"),
+            ],
+            tools: vec![ToolDef {
+                name: "bash".into(),
+                description: "run".into(),
+                parameters: Value::Null,
+            }],
+            ..ModelRequest::default()
+        }
+    }
+
+    #[test]
+    fn openai_chat_body_keeps_messages_and_params() {
+        let mut params = JsonMap::new();
+        params.insert("temperature".into(), json!(0.2));
+        let body = request_body(Protocol::OpenAiChat, "m", &conversation(), &params);
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["messages"].as_array().unwrap().len(), 4);
+        assert_eq!(body["messages"][3]["tool_call_id"], "c1");
+        assert_eq!(body["tools"][0]["function"]["parameters"]["type"], "object");
+        assert_eq!(body["temperature"], 0.2);
+    }
+
+    #[test]
+    fn responses_body_uses_instructions_and_function_items() {
+        let mut params = JsonMap::new();
+        params.insert("max_tokens".into(), json!(64));
+        let body = request_body(Protocol::OpenAiResponses, "m", &conversation(), &params);
+        assert_eq!(body["instructions"], "be brief");
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(input[0]["role"], "user");
+        assert_eq!(input[2]["type"], "function_call");
+        assert_eq!(input[2]["arguments"], "{\"command\":\"ls\"}");
+        assert_eq!(input[3]["type"], "function_call_output");
+        assert_eq!(body["max_output_tokens"], 64);
+        assert!(body.get("max_tokens").is_none());
+        assert_eq!(body["tools"][0]["name"], "bash");
+    }
+
+    #[test]
+    fn anthropic_body_alternates_roles_with_tool_blocks() {
+        let mut params = JsonMap::new();
+        params.insert("stop".into(), json!("END"));
+        let body = request_body(Protocol::Anthropic, "m", &conversation(), &params);
+        assert_eq!(body["system"], "be brief");
+        assert_eq!(body["max_tokens"], ANTHROPIC_DEFAULT_MAX_TOKENS);
+        assert_eq!(body["stop_sequences"], json!(["END"]));
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(messages[1]["content"][1]["type"], "tool_use");
+        assert_eq!(messages[1]["content"][1]["input"]["command"], "ls");
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
+    }
+
+    #[test]
+    fn parses_each_protocol() {
+        let chat = json!({"model": "m", "choices": [{"message": {"content": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"pwd\"}"}}]},
+            "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}});
+        let parsed = parse_response(Protocol::OpenAiChat, &chat).unwrap();
+        assert_eq!(parsed.tool_calls[0].arguments["command"], "pwd");
+        assert_eq!(
+            (
+                parsed.usage.prompt_tokens,
+                parsed.usage.cached_tokens,
+                parsed.usage.requests
+            ),
+            (10, 4, 1)
+        );
+        assert_eq!(parsed.protocol, "openai-chat");
+
+        let responses = json!({"model": "m", "status": "completed", "output": [
+            {"type": "message", "content": [{"type": "output_text", "text": "hi"}]}],
+            "usage": {"input_tokens": 5, "output_tokens": 1}});
+        let parsed = parse_response(Protocol::OpenAiResponses, &responses).unwrap();
+        assert_eq!(
+            (parsed.content.as_str(), parsed.stop_reason.as_str()),
+            ("hi", "stop")
+        );
+
+        let anthropic = json!({"model": "m", "stop_reason": "tool_use", "content": [
+            {"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "bash", "input": {"command": "ls"}}],
+            "usage": {"input_tokens": 7, "output_tokens": 2, "cache_read_input_tokens": 3}});
+        let parsed = parse_response(Protocol::Anthropic, &anthropic).unwrap();
+        assert_eq!(parsed.stop_reason, "tool_calls");
+        assert_eq!(
+            (parsed.usage.prompt_tokens, parsed.usage.cached_tokens),
+            (10, 3)
+        );
+    }
+
+    #[test]
+    fn rejects_bodies_of_the_wrong_shape() {
+        assert!(parse_response(Protocol::OpenAiChat, &json!([])).is_err());
+        let err = parse_response(Protocol::OpenAiChat, &json!({"choices": []})).unwrap_err();
+        assert!(err.contains("choices"), "{err}");
+        assert!(parse_response(Protocol::Anthropic, &json!({"content": 1})).is_err());
+        assert!(parse_response(Protocol::OpenAiResponses, &json!({})).is_err());
+    }
+}

@@ -1,0 +1,1953 @@
+//! A scripted model endpoint on loopback: a fake OpenAI-compatible (chat completions and
+//! Responses) and Anthropic-compatible (Messages) server for end-to-end tests and demos.
+//!
+//! Real HTTP/1.1 over TCP on 127.0.0.1, parsed by hand (request line, headers, `Content-Length`
+//! or chunked bodies, keep-alive, `Connection: close`, `Expect: 100-continue`).
+//!
+//! A [`Script`] is a list of rules; each request goes to the first rule whose `match` holds, and
+//! that rule's responses are served in order (after the last, the last repeats, or with
+//! `"cycle": true` the list starts over). Each response is rendered in the protocol of the
+//! endpoint that was hit. See the `scripted-llm` binary (`support/bin/scripted_llm.rs`) for the
+//! command line, or use [`spawn_on_thread`] / [`serve`] in-process.
+//!
+//! ```json
+//! {
+//!   "require_key": "sk-test",
+//!   "rules": [
+//!     {"match": {"last_user_contains": "flaky"},
+//!      "responses": [{"status": 429}, {"text": "ok after retry"}]},
+//!     {"match": {"path": "/v1/chat/completions", "model": "gpt-test"},
+//!      "responses": [
+//!        {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+//!         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "cached_tokens": 4}},
+//!        {"text": "done", "delay_ms": 50}
+//!      ]},
+//!     {"responses": [{"raw": "not json {"}], "cycle": true}
+//!   ]
+//! }
+//! ```
+
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::future::Future;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+// ---------------------------------------------------------------------------------------------
+// The script
+// ---------------------------------------------------------------------------------------------
+
+/// A parsed script: an optional required key and the rules, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    /// When set, requests must carry `Authorization: Bearer KEY` (OpenAI endpoints) or
+    /// `x-api-key: KEY` (Anthropic) or get a 401.
+    pub require_key: Option<String>,
+    /// The rules; the first whose conditions hold answers.
+    pub rules: Vec<Rule>,
+}
+
+/// One rule: conditions and the responses served in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// The conditions (all must hold; none means "always").
+    pub conditions: Match,
+    /// The responses, served in order (never empty).
+    pub responses: Vec<Response>,
+    /// Start over after the last response instead of repeating it.
+    pub cycle: bool,
+}
+
+/// A rule's `match` conditions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Match {
+    /// The request path, exactly (without a query string).
+    pub path: Option<String>,
+    /// A substring of the latest user/tool message text.
+    pub last_user_contains: Option<String>,
+    /// A substring of any message's text (system prompts and instructions included).
+    pub any_message_contains: Option<String>,
+    /// The request's `model`, exactly.
+    pub model: Option<String>,
+}
+
+/// One scripted response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// Sleep this long before answering.
+    pub delay_ms: u64,
+    /// What to answer.
+    pub kind: ResponseKind,
+}
+
+/// What a scripted response answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseKind {
+    /// A normal answer: text, tool calls, or both.
+    Answer {
+        /// The assistant text.
+        text: Option<String>,
+        /// Tool calls (ids `call_<n>` are generated).
+        tool_calls: Vec<ToolCall>,
+        /// Token usage to report.
+        usage: Usage,
+    },
+    /// An error status with an optional raw body (a protocol-shaped JSON error otherwise).
+    Status {
+        /// The HTTP status (200..=599).
+        status: u16,
+        /// The raw body.
+        body: Option<String>,
+    },
+    /// A 200 with this body, verbatim (for malformed answers).
+    Raw(String),
+}
+
+/// A scripted tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The tool name.
+    pub name: String,
+    /// The arguments: a JSON value (serialised for OpenAI), or a string sent verbatim.
+    pub arguments: Value,
+}
+
+/// Token usage to report. `prompt_tokens` includes `cached_tokens` (OpenAI semantics); the
+/// Anthropic rendering reports `input_tokens = prompt_tokens - cached_tokens` and
+/// `cache_read_input_tokens = cached_tokens`, as the real API does.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    pub prompt_tokens: u64,
+    /// Output tokens.
+    pub completion_tokens: u64,
+    /// Input tokens served from cache.
+    pub cached_tokens: u64,
+}
+
+/// A script error: the offending field (`rules[0].responses[1].status`) and what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptError {
+    /// The field path (empty for the top level).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "field `{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+fn err<T>(field: &str, message: impl Into<String>) -> Result<T, ScriptError> {
+    Err(ScriptError {
+        field: field.to_string(),
+        message: message.into(),
+    })
+}
+
+fn sub(field: &str, key: &str) -> String {
+    if field.is_empty() {
+        key.to_string()
+    } else {
+        format!("{field}.{key}")
+    }
+}
+
+fn as_object<'a>(value: &'a Value, field: &str) -> Result<&'a Map<String, Value>, ScriptError> {
+    match value.as_object() {
+        Some(map) => Ok(map),
+        None => err(field, "expected an object"),
+    }
+}
+
+fn check_keys(map: &Map<String, Value>, allowed: &[&str], field: &str) -> Result<(), ScriptError> {
+    for key in map.keys() {
+        if !allowed.contains(&key.as_str()) {
+            return err(
+                &sub(field, key),
+                format!("unknown field (expected one of: {})", allowed.join(", ")),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn opt_string(
+    map: &Map<String, Value>,
+    key: &str,
+    field: &str,
+) -> Result<Option<String>, ScriptError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => err(&sub(field, key), "expected a string"),
+    }
+}
+
+fn opt_u64(map: &Map<String, Value>, key: &str, field: &str) -> Result<Option<u64>, ScriptError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) => Ok(Some(n)),
+            None => err(&sub(field, key), "expected a non-negative integer"),
+        },
+    }
+}
+
+impl Script {
+    /// Parses a script from JSON text.
+    pub fn parse(text: &str) -> Result<Script, ScriptError> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => Script::from_json(&value),
+            Err(e) => err("", format!("invalid JSON: {e}")),
+        }
+    }
+
+    /// Reads and parses a script file; the error names the file (and the field).
+    pub fn load(path: &Path) -> Result<Script, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read script: {e}", path.display()))?;
+        Script::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Builds a script from a JSON value: `{"require_key"?, "rules": [...]}` or a bare array of
+    /// rules.
+    pub fn from_json(value: &Value) -> Result<Script, ScriptError> {
+        let (require_key, rules_value) = match value {
+            Value::Array(_) => (None, value),
+            Value::Object(map) => {
+                check_keys(map, &["require_key", "rules"], "")?;
+                let require_key = opt_string(map, "require_key", "")?;
+                if require_key.as_deref() == Some("") {
+                    return err("require_key", "must not be empty");
+                }
+                match map.get("rules") {
+                    Some(rules) => (require_key, rules),
+                    None => return err("rules", "missing"),
+                }
+            }
+            _ => return err("", "expected an object with `rules`, or an array of rules"),
+        };
+        let Some(items) = rules_value.as_array() else {
+            return err("rules", "expected an array");
+        };
+        let mut rules = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            rules.push(parse_rule(item, &format!("rules[{i}]"))?);
+        }
+        Ok(Script { require_key, rules })
+    }
+}
+
+fn parse_rule(value: &Value, field: &str) -> Result<Rule, ScriptError> {
+    let map = as_object(value, field)?;
+    check_keys(map, &["match", "responses", "response", "cycle"], field)?;
+    let conditions = match map.get("match") {
+        None | Some(Value::Null) => Match::default(),
+        Some(m) => {
+            let mf = sub(field, "match");
+            let mm = as_object(m, &mf)?;
+            check_keys(
+                mm,
+                &[
+                    "path",
+                    "last_user_contains",
+                    "any_message_contains",
+                    "model",
+                ],
+                &mf,
+            )?;
+            Match {
+                path: opt_string(mm, "path", &mf)?,
+                last_user_contains: opt_string(mm, "last_user_contains", &mf)?,
+                any_message_contains: opt_string(mm, "any_message_contains", &mf)?,
+                model: opt_string(mm, "model", &mf)?,
+            }
+        }
+    };
+    let cycle = match map.get("cycle") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return err(&sub(field, "cycle"), "expected true or false"),
+    };
+    let mut responses = Vec::new();
+    match (map.get("responses"), map.get("response")) {
+        (Some(_), Some(_)) => {
+            return err(
+                &sub(field, "response"),
+                "give either `responses` or `response`, not both",
+            )
+        }
+        (Some(list), None) => {
+            let rf = sub(field, "responses");
+            let Some(items) = list.as_array() else {
+                return err(&rf, "expected an array");
+            };
+            if items.is_empty() {
+                return err(&rf, "must not be empty");
+            }
+            for (i, item) in items.iter().enumerate() {
+                responses.push(parse_response(item, &format!("{rf}[{i}]"))?);
+            }
+        }
+        (None, Some(one)) => responses.push(parse_response(one, &sub(field, "response"))?),
+        (None, None) => return err(&sub(field, "responses"), "missing"),
+    }
+    Ok(Rule {
+        conditions,
+        responses,
+        cycle,
+    })
+}
+
+fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
+    let map = as_object(value, field)?;
+    check_keys(
+        map,
+        &[
+            "text",
+            "tool_calls",
+            "usage",
+            "status",
+            "body",
+            "raw",
+            "delay_ms",
+        ],
+        field,
+    )?;
+    let delay_ms = opt_u64(map, "delay_ms", field)?.unwrap_or(0);
+    let has = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
+    let answer = has("text") || has("tool_calls");
+    let kinds = [answer, has("status"), has("raw")]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if kinds != 1 {
+        return err(
+            field,
+            "give exactly one of `text`/`tool_calls`, `status` or `raw`",
+        );
+    }
+    let kind = if let Some(raw) = map.get("raw").filter(|v| !v.is_null()) {
+        for key in ["usage", "body"] {
+            if map.contains_key(key) {
+                return err(&sub(field, key), "not allowed with `raw`");
+            }
+        }
+        match raw {
+            Value::String(s) => ResponseKind::Raw(s.clone()),
+            _ => return err(&sub(field, "raw"), "expected a string"),
+        }
+    } else if has("status") {
+        if map.contains_key("usage") {
+            return err(&sub(field, "usage"), "not allowed with `status`");
+        }
+        let sf = sub(field, "status");
+        let status = match opt_u64(map, "status", field)? {
+            Some(n @ 200..=599) => n as u16,
+            _ => return err(&sf, "expected an HTTP status between 200 and 599"),
+        };
+        ResponseKind::Status {
+            status,
+            body: opt_string(map, "body", field)?,
+        }
+    } else {
+        if map.contains_key("body") {
+            return err(&sub(field, "body"), "only allowed with `status`");
+        }
+        let text = opt_string(map, "text", field)?;
+        let mut tool_calls = Vec::new();
+        if let Some(calls) = map.get("tool_calls").filter(|v| !v.is_null()) {
+            let tf = sub(field, "tool_calls");
+            let Some(items) = calls.as_array() else {
+                return err(&tf, "expected an array");
+            };
+            for (i, item) in items.iter().enumerate() {
+                let cf = format!("{tf}[{i}]");
+                let cm = as_object(item, &cf)?;
+                check_keys(cm, &["name", "arguments"], &cf)?;
+                let Some(name) = opt_string(cm, "name", &cf)? else {
+                    return err(&sub(&cf, "name"), "missing");
+                };
+                let arguments = cm.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                tool_calls.push(ToolCall { name, arguments });
+            }
+        }
+        if text.is_none() && tool_calls.is_empty() {
+            return err(
+                &sub(field, "tool_calls"),
+                "must not be empty without `text`",
+            );
+        }
+        let usage = match map.get("usage") {
+            None | Some(Value::Null) => Usage::default(),
+            Some(u) => {
+                let uf = sub(field, "usage");
+                let um = as_object(u, &uf)?;
+                check_keys(
+                    um,
+                    &["prompt_tokens", "completion_tokens", "cached_tokens"],
+                    &uf,
+                )?;
+                Usage {
+                    prompt_tokens: opt_u64(um, "prompt_tokens", &uf)?.unwrap_or(0),
+                    completion_tokens: opt_u64(um, "completion_tokens", &uf)?.unwrap_or(0),
+                    cached_tokens: opt_u64(um, "cached_tokens", &uf)?.unwrap_or(0),
+                }
+            }
+        };
+        ResponseKind::Answer {
+            text,
+            tool_calls,
+            usage,
+        }
+    };
+    Ok(Response { delay_ms, kind })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request text extraction (all three protocols' shapes)
+// ---------------------------------------------------------------------------------------------
+
+/// Keys whose string values are identifiers, not message text.
+const NON_TEXT_KEYS: &[&str] = &[
+    "role",
+    "type",
+    "id",
+    "call_id",
+    "tool_call_id",
+    "tool_use_id",
+    "status",
+    "cache_control",
+];
+
+fn collect_text(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(s);
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_text(v, out)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                if !NON_TEXT_KEYS.contains(&k.as_str()) {
+                    collect_text(v, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The conversation as (role, text) pairs; roles normalised to system/user/assistant/tool.
+fn conversation(body: &Value) -> Vec<(&'static str, String)> {
+    let text_of = |v: &Value| {
+        let mut s = String::new();
+        collect_text(v, &mut s);
+        s
+    };
+    let mut out = Vec::new();
+    // Anthropic `system`, Responses `instructions`.
+    for key in ["system", "instructions"] {
+        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+            out.push(("system", text_of(v)));
+        }
+    }
+    let mut items: Vec<&Value> = Vec::new();
+    if let Some(Value::Array(messages)) = body.get("messages") {
+        items.extend(messages);
+    }
+    match body.get("input") {
+        Some(Value::String(s)) => out.push(("user", s.clone())),
+        Some(Value::Array(input)) => items.extend(input),
+        _ => {}
+    }
+    for item in items {
+        let role = match item.get("role").and_then(Value::as_str) {
+            Some("system" | "developer") => "system",
+            Some("user") => "user",
+            Some("assistant") => "assistant",
+            Some("tool" | "function") => "tool",
+            Some(_) => "other",
+            None => match item.get("type").and_then(Value::as_str) {
+                Some("function_call_output" | "custom_tool_call_output") => "tool",
+                Some("function_call" | "reasoning" | "custom_tool_call") => "assistant",
+                _ => "other",
+            },
+        };
+        out.push((role, text_of(item)));
+    }
+    out
+}
+
+/// The text of the latest user/tool turn: the user/tool messages after the last assistant
+/// message (several, after parallel tool calls), or else the last user/tool message.
+fn last_user_text(conv: &[(&'static str, String)]) -> String {
+    let is_user = |r: &str| r == "user" || r == "tool";
+    let start = conv
+        .iter()
+        .rposition(|(r, _)| *r == "assistant")
+        .map_or(0, |i| i + 1);
+    let tail: Vec<&str> = conv[start..]
+        .iter()
+        .filter(|(r, _)| is_user(r))
+        .map(|(_, t)| t.as_str())
+        .collect();
+    if !tail.is_empty() {
+        return tail.join("\n");
+    }
+    conv.iter()
+        .rev()
+        .find(|(r, _)| is_user(r))
+        .map(|(_, t)| t.clone())
+        .unwrap_or_default()
+}
+
+impl Match {
+    /// Whether a request (path and parsed body) meets every condition.
+    pub fn matches(&self, path: &str, body: &Value) -> bool {
+        if self.path.as_deref().is_some_and(|p| p != path) {
+            return false;
+        }
+        if let Some(model) = &self.model {
+            if body.get("model").and_then(Value::as_str) != Some(model.as_str()) {
+                return false;
+            }
+        }
+        if self.last_user_contains.is_none() && self.any_message_contains.is_none() {
+            return true;
+        }
+        let conv = conversation(body);
+        if let Some(needle) = &self.last_user_contains {
+            if !last_user_text(&conv).contains(needle.as_str()) {
+                return false;
+            }
+        }
+        if let Some(needle) = &self.any_message_contains {
+            if !conv.iter().any(|(_, t)| t.contains(needle.as_str())) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server state and request handling
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Chat,
+    Responses,
+    Anthropic,
+    Models,
+}
+
+impl Endpoint {
+    fn of(path: &str) -> Option<Endpoint> {
+        match path {
+            "/v1/chat/completions" => Some(Endpoint::Chat),
+            "/v1/responses" => Some(Endpoint::Responses),
+            "/v1/messages" => Some(Endpoint::Anthropic),
+            "/v1/models" => Some(Endpoint::Models),
+            _ => None,
+        }
+    }
+}
+
+struct State {
+    script: Script,
+    cursors: Mutex<Vec<usize>>,
+    counter: AtomicU64,
+    call_counter: AtomicU64,
+    log: Option<Mutex<File>>,
+    record: Option<Arc<Mutex<Vec<Value>>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl State {
+    fn new(
+        script: Script,
+        log: Option<&Path>,
+        record: Option<Arc<Mutex<Vec<Value>>>>,
+    ) -> std::io::Result<State> {
+        let log = match log {
+            Some(path) => Some(Mutex::new(open_log(path)?)),
+            None => None,
+        };
+        Ok(State {
+            cursors: Mutex::new(vec![0; script.rules.len()]),
+            script,
+            counter: AtomicU64::new(0),
+            call_counter: AtomicU64::new(0),
+            log,
+            record,
+        })
+    }
+
+    fn next_id(&self) -> u64 {
+        self.counter.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Tool-call ids count on their own: `call_1`, `call_2`, ... per server.
+    fn next_call_id(&self) -> String {
+        format!(
+            "call_{}",
+            self.call_counter.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+
+    /// The first matching rule's index and its next response (advancing its cursor).
+    fn take(&self, path: &str, body: &Value) -> Option<(usize, usize, Response)> {
+        let (index, rule) = self
+            .script
+            .rules
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.conditions.matches(path, body))?;
+        let mut cursors = lock(&self.cursors);
+        let cursor = cursors[index];
+        let len = rule.responses.len();
+        let chosen = if rule.cycle {
+            cursor % len
+        } else {
+            cursor.min(len - 1)
+        };
+        cursors[index] = cursor.saturating_add(1);
+        Some((index, chosen, rule.responses[chosen].clone()))
+    }
+
+    fn record(&self, entry: Value) {
+        if let Some(log) = &self.log {
+            let mut file = lock(log);
+            let line = format!("{entry}\n");
+            if let Err(e) = file.write_all(line.as_bytes()).and_then(|()| file.flush()) {
+                eprintln!("scripted-llm: cannot write the request log: {e}");
+            }
+        }
+        if let Some(record) = &self.record {
+            lock(record).push(entry);
+        }
+    }
+}
+
+/// Opens (creating) a request log for appending.
+pub fn open_log(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+struct Request {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    keep_alive: bool,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+struct HttpResponse {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+impl HttpResponse {
+    fn json(status: u16, body: &Value) -> HttpResponse {
+        HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: body.to_string().into_bytes(),
+        }
+    }
+}
+
+fn error_type(status: u16) -> &'static str {
+    match status {
+        400 | 405 | 413 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        529 => "overloaded_error",
+        _ => "api_error",
+    }
+}
+
+fn error_body(endpoint: Option<Endpoint>, status: u16, message: &str) -> Value {
+    let kind = error_type(status);
+    if endpoint == Some(Endpoint::Anthropic) {
+        json!({"type": "error", "error": {"type": kind, "message": message}})
+    } else {
+        json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
+    }
+}
+
+fn error_response(endpoint: Option<Endpoint>, status: u16, message: &str) -> HttpResponse {
+    let mut resp = HttpResponse::json(status, &error_body(endpoint, status, message));
+    if status == 429 {
+        resp.headers.push(("retry-after", "0".to_string()));
+    }
+    resp
+}
+
+fn authorized(state: &State, endpoint: Option<Endpoint>, req: &Request) -> bool {
+    let Some(key) = &state.script.require_key else {
+        return true;
+    };
+    let bearer = req
+        .header("authorization")
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|v| v.trim() == key);
+    let api_key = req.header("x-api-key").is_some_and(|v| v == key);
+    match endpoint {
+        Some(Endpoint::Chat | Endpoint::Responses) => bearer,
+        Some(Endpoint::Anthropic) => api_key,
+        Some(Endpoint::Models) | None => bearer || api_key,
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+async fn handle(state: &State, req: &Request) -> HttpResponse {
+    let endpoint = Endpoint::of(&req.path);
+    let parsed: Option<Value> = if req.body.is_empty() {
+        None
+    } else {
+        serde_json::from_slice(&req.body).ok()
+    };
+    let log_body = match &parsed {
+        Some(v) => v.clone(),
+        None if req.body.is_empty() => Value::Null,
+        None => Value::String(String::from_utf8_lossy(&req.body).into_owned()),
+    };
+    let is_authorized = authorized(state, endpoint, req);
+    let mut entry = json!({
+        "method": req.method,
+        "path": req.path,
+        "authorized": is_authorized,
+        "body": log_body,
+    });
+    let finish = |entry: &mut Value, status: u16, resp: HttpResponse| {
+        entry["status"] = json!(status);
+        state.record(entry.take());
+        resp
+    };
+
+    let Some(endpoint) = endpoint else {
+        let r = error_response(None, 404, &format!("no such endpoint: {}", req.path));
+        return finish(&mut entry, 404, r);
+    };
+    let expected_method = if endpoint == Endpoint::Models {
+        "GET"
+    } else {
+        "POST"
+    };
+    if req.method != expected_method {
+        let mut r = error_response(Some(endpoint), 405, &format!("use {expected_method} here"));
+        r.headers.push(("allow", expected_method.to_string()));
+        return finish(&mut entry, 405, r);
+    }
+    if !is_authorized {
+        let r = error_response(Some(endpoint), 401, "missing or invalid API key");
+        return finish(&mut entry, 401, r);
+    }
+    if endpoint == Endpoint::Models {
+        let mut ids: Vec<&str> = vec!["scripted-llm"];
+        for rule in &state.script.rules {
+            if let Some(m) = rule.conditions.model.as_deref() {
+                if !ids.contains(&m) {
+                    ids.push(m);
+                }
+            }
+        }
+        let data: Vec<Value> = ids
+            .iter()
+            .map(
+                |id| json!({"id": id, "object": "model", "created": 0, "owned_by": "scripted-llm"}),
+            )
+            .collect();
+        let r = HttpResponse::json(200, &json!({"object": "list", "data": data}));
+        return finish(&mut entry, 200, r);
+    }
+    let Some(body) = parsed.filter(Value::is_object) else {
+        let r = error_response(Some(endpoint), 400, "the request body is not a JSON object");
+        return finish(&mut entry, 400, r);
+    };
+    let Some((rule, index, response)) = state.take(&req.path, &body) else {
+        let r = error_response(
+            Some(endpoint),
+            400,
+            "scripted-llm: no rule of the script matches this request",
+        );
+        return finish(&mut entry, 400, r);
+    };
+    entry["rule"] = json!(rule);
+    entry["response"] = json!(index);
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("scripted-llm")
+        .to_string();
+    let resp = render(state, endpoint, &model, &response.kind);
+    let status = resp.status;
+    let resp = finish(&mut entry, status, resp);
+    if response.delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(response.delay_ms)).await;
+    }
+    resp
+}
+
+fn arguments_string(arguments: &Value) -> String {
+    match arguments {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn arguments_object(arguments: &Value) -> Value {
+    match arguments {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::String(s.clone())),
+        other => other.clone(),
+    }
+}
+
+fn render(state: &State, endpoint: Endpoint, model: &str, kind: &ResponseKind) -> HttpResponse {
+    let (text, tool_calls, usage) = match kind {
+        ResponseKind::Raw(raw) => {
+            return HttpResponse {
+                status: 200,
+                headers: Vec::new(),
+                body: raw.clone().into_bytes(),
+            }
+        }
+        ResponseKind::Status { status, body } => {
+            let mut resp = match body {
+                Some(raw) => HttpResponse {
+                    status: *status,
+                    headers: Vec::new(),
+                    body: raw.clone().into_bytes(),
+                },
+                None => HttpResponse::json(
+                    *status,
+                    &error_body(Some(endpoint), *status, &format!("scripted error {status}")),
+                ),
+            };
+            if *status == 429 {
+                resp.headers.push(("retry-after", "0".to_string()));
+            }
+            return resp;
+        }
+        ResponseKind::Answer {
+            text,
+            tool_calls,
+            usage,
+        } => (text, tool_calls, usage),
+    };
+    let id = state.next_id();
+    let calls: Vec<(String, &ToolCall)> = tool_calls
+        .iter()
+        .map(|c| (state.next_call_id(), c))
+        .collect();
+    let body = match endpoint {
+        Endpoint::Chat => {
+            let mut message = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                message["tool_calls"] = calls
+                    .iter()
+                    .map(|(cid, c)| {
+                        json!({"id": cid, "type": "function",
+                               "function": {"name": c.name, "arguments": arguments_string(&c.arguments)}})
+                    })
+                    .collect();
+            }
+            json!({
+                "id": format!("chatcmpl-{id}"),
+                "object": "chat.completion",
+                "created": unix_now(),
+                "model": model,
+                "choices": [{
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" },
+                }],
+                "usage": {
+                    "prompt_tokens": usage.prompt_tokens,
+                    "completion_tokens": usage.completion_tokens,
+                    "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                    "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+                },
+            })
+        }
+        Endpoint::Responses => {
+            let mut output = Vec::new();
+            if let Some(text) = text {
+                output.push(json!({
+                    "type": "message",
+                    "id": format!("msg_{id}"),
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }));
+            }
+            for (cid, c) in &calls {
+                output.push(json!({
+                    "type": "function_call",
+                    "id": format!("fc_{}", &cid["call_".len()..]),
+                    "call_id": cid,
+                    "name": c.name,
+                    "arguments": arguments_string(&c.arguments),
+                    "status": "completed",
+                }));
+            }
+            json!({
+                "id": format!("resp_{id}"),
+                "object": "response",
+                "created_at": unix_now(),
+                "model": model,
+                "status": "completed",
+                "output": output,
+                "usage": {
+                    "input_tokens": usage.prompt_tokens,
+                    "output_tokens": usage.completion_tokens,
+                    "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+                    "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                },
+            })
+        }
+        Endpoint::Anthropic | Endpoint::Models => {
+            let mut content = Vec::new();
+            if let Some(text) = text {
+                content.push(json!({"type": "text", "text": text}));
+            }
+            for (cid, c) in &calls {
+                content.push(json!({
+                    "type": "tool_use",
+                    "id": cid,
+                    "name": c.name,
+                    "input": arguments_object(&c.arguments),
+                }));
+            }
+            json!({
+                "id": format!("msg_{id}"),
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
+                "stop_sequence": null,
+                "usage": {
+                    "input_tokens": usage.prompt_tokens.saturating_sub(usage.cached_tokens),
+                    "output_tokens": usage.completion_tokens,
+                    "cache_read_input_tokens": usage.cached_tokens,
+                    "cache_creation_input_tokens": 0,
+                },
+            })
+        }
+    };
+    HttpResponse::json(200, &body)
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP/1.1
+// ---------------------------------------------------------------------------------------------
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// A malformed request: the status to answer with before closing.
+struct BadRequest(u16, String);
+
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+impl Conn {
+    /// Reads more bytes; false at end of stream.
+    async fn fill(&mut self) -> std::io::Result<bool> {
+        let mut chunk = [0u8; 16 * 1024];
+        let n = self.stream.read(&mut chunk).await?;
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(n > 0)
+    }
+
+    async fn read_line(&mut self) -> Result<Vec<u8>, BadRequest> {
+        loop {
+            if let Some(i) = find(&self.buf, b"\r\n") {
+                let line = self.buf[..i].to_vec();
+                self.buf.drain(..i + 2);
+                return Ok(line);
+            }
+            if self.buf.len() > MAX_HEAD {
+                return Err(BadRequest(400, "line too long".into()));
+            }
+            if !self.fill().await.unwrap_or(false) {
+                return Err(BadRequest(400, "truncated request".into()));
+            }
+        }
+    }
+
+    async fn read_exact_n(&mut self, n: usize) -> Result<Vec<u8>, BadRequest> {
+        while self.buf.len() < n {
+            if !self.fill().await.unwrap_or(false) {
+                return Err(BadRequest(400, "truncated body".into()));
+            }
+        }
+        Ok(self.buf.drain(..n).collect())
+    }
+
+    /// The next request; `Ok(None)` when the peer closed cleanly between requests.
+    async fn read_request(&mut self) -> Result<Option<Request>, BadRequest> {
+        let head_end = loop {
+            // Stray CRLFs between requests are allowed (RFC 9112 §2.2).
+            while self.buf.starts_with(b"\r\n") {
+                self.buf.drain(..2);
+            }
+            if let Some(i) = find(&self.buf, b"\r\n\r\n") {
+                break i;
+            }
+            if self.buf.len() > MAX_HEAD {
+                return Err(BadRequest(431, "request head too large".into()));
+            }
+            match self.fill().await {
+                Ok(true) => {}
+                Ok(false) | Err(_) if self.buf.is_empty() => return Ok(None),
+                Ok(false) | Err(_) => return Err(BadRequest(400, "truncated request head".into())),
+            }
+        };
+        let head: Vec<u8> = self.buf.drain(..head_end + 4).collect();
+        let head = String::from_utf8_lossy(&head[..head_end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let request_line = lines.next().unwrap_or_default();
+        let parts: Vec<&str> = request_line.split(' ').collect();
+        let [method, target, version] = parts[..] else {
+            return Err(BadRequest(400, "malformed request line".into()));
+        };
+        if !version.starts_with("HTTP/1.") {
+            return Err(BadRequest(505, "only HTTP/1.x is supported".into()));
+        }
+        let mut headers = Vec::new();
+        for line in lines {
+            let Some((name, value)) = line.split_once(':') else {
+                return Err(BadRequest(400, "malformed header line".into()));
+            };
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+        let mut req = Request {
+            method: method.to_string(),
+            path: target.split('?').next().unwrap_or_default().to_string(),
+            headers,
+            body: Vec::new(),
+            keep_alive: false,
+        };
+        let connection = req
+            .header("connection")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let has_token = |t: &str| connection.split(',').any(|c| c.trim() == t);
+        req.keep_alive = if version == "HTTP/1.0" {
+            has_token("keep-alive")
+        } else {
+            !has_token("close")
+        };
+        let chunked = req
+            .header("transfer-encoding")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let length = match req.header("content-length") {
+            None => 0,
+            Some(v) => match v.parse::<usize>() {
+                Ok(n) if n <= MAX_BODY => n,
+                Ok(_) => return Err(BadRequest(413, "body too large".into())),
+                Err(_) => return Err(BadRequest(400, "bad content-length".into())),
+            },
+        };
+        let expects_continue = req
+            .header("expect")
+            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+        if expects_continue && (chunked || length > self.buf.len()) {
+            // Best effort: a failed write surfaces as a truncated body below.
+            let _ = self
+                .stream
+                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                .await;
+        }
+        if chunked {
+            loop {
+                let line = self.read_line().await?;
+                let line = String::from_utf8_lossy(&line);
+                let size_text = line.split(';').next().unwrap_or_default().trim();
+                let Ok(size) = usize::from_str_radix(size_text, 16) else {
+                    return Err(BadRequest(400, "bad chunk size".into()));
+                };
+                if size == 0 {
+                    // Trailers, up to the empty line.
+                    while !self.read_line().await?.is_empty() {}
+                    break;
+                }
+                if req.body.len() + size > MAX_BODY {
+                    return Err(BadRequest(413, "body too large".into()));
+                }
+                let chunk = self.read_exact_n(size).await?;
+                req.body.extend_from_slice(&chunk);
+                if !self.read_line().await?.is_empty() {
+                    return Err(BadRequest(400, "bad chunk terminator".into()));
+                }
+            }
+        } else {
+            req.body = self.read_exact_n(length).await?;
+        }
+        Ok(Some(req))
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        505 => "HTTP Version Not Supported",
+        529 => "Overloaded",
+        _ => "Status",
+    }
+}
+
+async fn write_response(
+    stream: &mut TcpStream,
+    resp: &HttpResponse,
+    keep_alive: bool,
+) -> std::io::Result<()> {
+    let mut out = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: {}\r\n",
+        resp.status,
+        reason(resp.status),
+        resp.body.len(),
+        if keep_alive { "keep-alive" } else { "close" },
+    );
+    for (name, value) in &resp.headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(&resp.body);
+    stream.write_all(&bytes).await?;
+    stream.flush().await
+}
+
+async fn handle_connection(stream: TcpStream, state: Arc<State>) {
+    let _ = stream.set_nodelay(true);
+    let mut conn = Conn {
+        stream,
+        buf: Vec::new(),
+    };
+    loop {
+        let req = match conn.read_request().await {
+            Ok(Some(req)) => req,
+            Ok(None) => return,
+            Err(BadRequest(status, message)) => {
+                let resp = error_response(None, status, &message);
+                let _ = write_response(&mut conn.stream, &resp, false).await;
+                let _ = conn.stream.shutdown().await;
+                return;
+            }
+        };
+        let resp = handle(&state, &req).await;
+        if write_response(&mut conn.stream, &resp, req.keep_alive)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        if !req.keep_alive {
+            let _ = conn.stream.shutdown().await;
+            return;
+        }
+    }
+}
+
+async fn run(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while connections.try_join_next().is_some() {}
+        tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(handle_connection(stream, Arc::clone(&state)));
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    eprintln!("scripted-llm: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+        }
+    }
+    connections.abort_all();
+}
+
+/// Serves `script` on `listener` forever (drop the future to stop: open connections are
+/// aborted with it). `log`: a file to append one JSON line per request to. Fails only when the
+/// log cannot be opened.
+pub async fn serve(
+    listener: TcpListener,
+    script: Script,
+    log: Option<PathBuf>,
+) -> std::io::Result<()> {
+    serve_until(listener, script, log, std::future::pending()).await
+}
+
+/// Like [`serve`], returning once `shutdown` completes.
+pub async fn serve_until(
+    listener: TcpListener,
+    script: Script,
+    log: Option<PathBuf>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    let state = Arc::new(State::new(script, log.as_deref(), None)?);
+    run(listener, state, shutdown).await;
+    Ok(())
+}
+
+/// A scripted server on its own thread and tokio runtime; stops when dropped.
+pub struct ScriptedServer {
+    /// The bound port on 127.0.0.1.
+    pub port: u16,
+    requests: Arc<Mutex<Vec<Value>>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ScriptedServer {
+    /// Starts a server for `script_json` on an ephemeral port; `log` as for [`serve`].
+    pub fn start(script_json: &Value, log: Option<PathBuf>) -> Result<ScriptedServer, String> {
+        let script = Script::from_json(script_json).map_err(|e| format!("script: {e}"))?;
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let state = State::new(script, log.as_deref(), Some(Arc::clone(&requests)))
+            .map_err(|e| format!("request log: {e}"))?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+            .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| format!("local address: {e}"))?
+            .port();
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("set_nonblocking: {e}"))?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name(format!("scripted-llm-{port}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => {
+                            run(listener, Arc::new(state), async {
+                                let _ = rx.await;
+                            })
+                            .await;
+                        }
+                        Err(e) => eprintln!("scripted-llm: listener: {e}"),
+                    }
+                });
+            })
+            .map_err(|e| format!("spawn thread: {e}"))?;
+        Ok(ScriptedServer {
+            port,
+            requests,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `http://127.0.0.1:PORT/v1` (what OpenAI-style clients call the base URL).
+    pub fn base_url(&self) -> String {
+        format!("{}/v1", self.url())
+    }
+
+    /// The requests served so far, as the log lines (`method`, `path`, `authorized`, `status`,
+    /// `body`, and `rule`/`response` indexes when a rule answered).
+    pub fn requests(&self) -> Vec<Value> {
+        lock(&self.requests).clone()
+    }
+}
+
+impl Drop for ScriptedServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Starts a server for `script_json` on an ephemeral port on its own thread (stops on drop).
+/// Panics with the reason when the script is invalid.
+pub fn spawn_on_thread(script_json: Value) -> ScriptedServer {
+    match ScriptedServer::start(&script_json, None) {
+        Ok(server) => server,
+        Err(e) => panic!("scripted-llm: {e}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream as StdStream;
+
+    struct Reply {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    }
+
+    impl Reply {
+        fn json(&self) -> Value {
+            serde_json::from_str(&self.body).expect("JSON body")
+        }
+        fn header(&self, name: &str) -> Option<&str> {
+            self.headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        }
+    }
+
+    fn read_reply(reader: &mut BufReader<StdStream>) -> Reply {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("status line");
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {line:?}"));
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).expect("header");
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (n, v) = h.split_once(':').expect("header colon");
+            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+        let len: usize = headers
+            .iter()
+            .find(|(n, _)| n == "content-length")
+            .map(|(_, v)| v.parse().expect("length"))
+            .expect("content-length");
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).expect("body");
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8(body).expect("utf-8"),
+        }
+    }
+
+    fn connect(port: u16) -> (StdStream, BufReader<StdStream>) {
+        let stream = StdStream::connect(("127.0.0.1", port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let reader = BufReader::new(stream.try_clone().expect("clone"));
+        (stream, reader)
+    }
+
+    fn request_bytes(
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+        close: bool,
+    ) -> Vec<u8> {
+        let mut out = format!("{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n");
+        for (n, v) in headers {
+            out.push_str(&format!("{n}: {v}\r\n"));
+        }
+        if close {
+            out.push_str("connection: close\r\n");
+        }
+        if !body.is_empty() {
+            out.push_str(&format!(
+                "content-type: application/json\r\ncontent-length: {}\r\n",
+                body.len()
+            ));
+        }
+        out.push_str("\r\n");
+        out.push_str(body);
+        out.into_bytes()
+    }
+
+    fn send(port: u16, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let (mut stream, mut reader) = connect(port);
+        stream
+            .write_all(&request_bytes(method, path, headers, body, true))
+            .expect("write");
+        let reply = read_reply(&mut reader);
+        let mut rest = Vec::new();
+        reader
+            .read_to_end(&mut rest)
+            .expect("closed after connection: close");
+        assert!(rest.is_empty());
+        reply
+    }
+
+    fn post(port: u16, path: &str, body: &Value) -> Reply {
+        send(port, "POST", path, &[], &body.to_string())
+    }
+
+    fn chat(text: &str) -> Value {
+        json!({"model": "gpt-test", "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": text},
+        ]})
+    }
+
+    #[test]
+    fn chat_text() {
+        let server = spawn_on_thread(json!({"rules": [{"responses": [
+            {"text": "hello there", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cached_tokens": 3}}
+        ]}]}));
+        let reply = post(server.port, "/v1/chat/completions", &chat("hi"));
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.header("content-type"), Some("application/json"));
+        let v = reply.json();
+        assert_eq!(v["object"], "chat.completion");
+        assert_eq!(v["model"], "gpt-test");
+        assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+        assert_eq!(v["choices"][0]["message"]["content"], "hello there");
+        assert_eq!(v["choices"][0]["finish_reason"], "stop");
+        assert!(v["choices"][0]["message"].get("tool_calls").is_none());
+        assert_eq!(v["usage"]["prompt_tokens"], 10);
+        assert_eq!(v["usage"]["completion_tokens"], 5);
+        assert_eq!(v["usage"]["total_tokens"], 15);
+        assert_eq!(v["usage"]["prompt_tokens_details"]["cached_tokens"], 3);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        assert_eq!(requests[0]["body"]["messages"][1]["content"], "hi");
+        assert_eq!(requests[0]["rule"], 0);
+    }
+
+    #[test]
+    fn chat_tool_call() {
+        let server = spawn_on_thread(json!([{"responses": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}},
+                            {"name": "raw", "arguments": "{not json"}]}
+        ]}]));
+        let v = post(server.port, "/v1/chat/completions", &chat("list")).json();
+        let message = &v["choices"][0]["message"];
+        assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+        assert!(message["content"].is_null());
+        let calls = message["tool_calls"].as_array().expect("tool_calls");
+        assert_eq!(calls.len(), 2);
+        assert_eq!(calls[0]["type"], "function");
+        assert_eq!(calls[0]["id"], "call_1");
+        assert_eq!(calls[1]["id"], "call_2");
+        assert_eq!(calls[0]["function"]["name"], "bash");
+        let args: Value =
+            serde_json::from_str(calls[0]["function"]["arguments"].as_str().expect("string"))
+                .expect("arguments are a JSON string");
+        assert_eq!(args, json!({"command": "ls"}));
+        assert_eq!(calls[1]["function"]["arguments"], "{not json");
+    }
+
+    #[test]
+    fn responses_rendering() {
+        let server = spawn_on_thread(json!([{"responses": [{
+            "text": "running it",
+            "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 2, "cached_tokens": 1}
+        }]}]));
+        let v = post(
+            server.port,
+            "/v1/responses",
+            &json!({"model": "o-test", "input": "do it"}),
+        )
+        .json();
+        assert_eq!(v["object"], "response");
+        assert_eq!(v["status"], "completed");
+        assert_eq!(v["model"], "o-test");
+        let output = v["output"].as_array().expect("output");
+        assert_eq!(output.len(), 2);
+        assert_eq!(output[0]["type"], "message");
+        assert_eq!(output[0]["role"], "assistant");
+        assert_eq!(output[0]["content"][0]["type"], "output_text");
+        assert_eq!(output[0]["content"][0]["text"], "running it");
+        assert_eq!(output[1]["type"], "function_call");
+        assert!(output[1]["call_id"]
+            .as_str()
+            .expect("call_id")
+            .starts_with("call_"));
+        assert_eq!(output[1]["name"], "bash");
+        assert_eq!(output[1]["arguments"], r#"{"command":"ls"}"#);
+        assert_eq!(v["usage"]["input_tokens"], 7);
+        assert_eq!(v["usage"]["output_tokens"], 2);
+        assert_eq!(v["usage"]["input_tokens_details"]["cached_tokens"], 1);
+    }
+
+    #[test]
+    fn anthropic_rendering() {
+        let server = spawn_on_thread(json!([
+            {"match": {"last_user_contains": "plain"}, "responses": [{"text": "just text"}]},
+            {"responses": [{
+                "text": "let me look",
+                "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 4, "cached_tokens": 15}
+            }]}
+        ]));
+        let body = json!({"model": "claude-test", "max_tokens": 100, "system": "sys",
+                          "messages": [{"role": "user", "content": [{"type": "text", "text": "look"}]}]});
+        let v = post(server.port, "/v1/messages", &body).json();
+        assert_eq!(v["type"], "message");
+        assert_eq!(v["role"], "assistant");
+        assert_eq!(v["model"], "claude-test");
+        assert_eq!(v["stop_reason"], "tool_use");
+        assert_eq!(
+            v["content"][0],
+            json!({"type": "text", "text": "let me look"})
+        );
+        assert_eq!(v["content"][1]["type"], "tool_use");
+        assert!(v["content"][1]["id"]
+            .as_str()
+            .expect("id")
+            .starts_with("call_"));
+        assert_eq!(v["content"][1]["name"], "bash");
+        assert_eq!(v["content"][1]["input"], json!({"command": "ls"}));
+        assert_eq!(v["usage"]["input_tokens"], 5);
+        assert_eq!(v["usage"]["output_tokens"], 4);
+        assert_eq!(v["usage"]["cache_read_input_tokens"], 15);
+
+        let body = json!({"model": "claude-test", "messages": [{"role": "user", "content": "plain please"}]});
+        let v = post(server.port, "/v1/messages", &body).json();
+        assert_eq!(v["stop_reason"], "end_turn");
+        assert_eq!(v["content"], json!([{"type": "text", "text": "just text"}]));
+    }
+
+    #[test]
+    fn rate_limit_then_success_in_order() {
+        let server = spawn_on_thread(json!([{"responses": [
+            {"status": 429}, {"status": 500, "body": "boom"}, {"text": "finally"}
+        ]}]));
+        let first = post(server.port, "/v1/chat/completions", &chat("x"));
+        assert_eq!(first.status, 429);
+        assert_eq!(first.header("retry-after"), Some("0"));
+        assert_eq!(first.json()["error"]["type"], "rate_limit_error");
+        let second = post(server.port, "/v1/chat/completions", &chat("x"));
+        assert_eq!(second.status, 500);
+        assert_eq!(second.body, "boom");
+        for _ in 0..2 {
+            // After the last response, the last repeats.
+            let ok = post(server.port, "/v1/chat/completions", &chat("x"));
+            assert_eq!(ok.status, 200);
+            assert_eq!(ok.json()["choices"][0]["message"]["content"], "finally");
+        }
+        // Anthropic-shaped error body on /v1/messages.
+        let server = spawn_on_thread(json!([{"responses": [{"status": 429}]}]));
+        let reply = post(server.port, "/v1/messages", &json!({"messages": []}));
+        assert_eq!(reply.status, 429);
+        assert_eq!(reply.json()["type"], "error");
+        assert_eq!(reply.json()["error"]["type"], "rate_limit_error");
+    }
+
+    #[test]
+    fn cycle_starts_over() {
+        let server =
+            spawn_on_thread(json!([{"cycle": true, "responses": [{"text": "a"}, {"text": "b"}]}]));
+        let texts: Vec<Value> = (0..3)
+            .map(|_| {
+                post(server.port, "/v1/chat/completions", &chat("x")).json()["choices"][0]
+                    ["message"]["content"]
+                    .clone()
+            })
+            .collect();
+        assert_eq!(texts, vec![json!("a"), json!("b"), json!("a")]);
+    }
+
+    #[test]
+    fn malformed_raw_body() {
+        let server = spawn_on_thread(json!([{"responses": [{"raw": "not json {"}]}]));
+        let reply = post(server.port, "/v1/responses", &json!({"input": "x"}));
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, "not json {");
+    }
+
+    #[test]
+    fn auth_rejection_and_log_never_holds_the_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("requests.jsonl");
+        let key = "sk-secret-4242";
+        let server = ScriptedServer::start(
+            &json!({"require_key": key, "rules": [{"responses": [{"text": "ok"}]}]}),
+            Some(log.clone()),
+        )
+        .expect("start");
+        let body = chat("hi").to_string();
+        let bearer = format!("Bearer {key}");
+        let p = server.port;
+        let chat_path = "/v1/chat/completions";
+        assert_eq!(send(p, "POST", chat_path, &[], &body).status, 401);
+        let wrong = send(
+            p,
+            "POST",
+            chat_path,
+            &[("Authorization", "Bearer nope")],
+            &body,
+        );
+        assert_eq!(wrong.status, 401);
+        assert_eq!(wrong.json()["error"]["type"], "authentication_error");
+        assert_eq!(
+            send(p, "POST", chat_path, &[("Authorization", &bearer)], &body).status,
+            200
+        );
+        assert_eq!(
+            send(
+                p,
+                "POST",
+                "/v1/responses",
+                &[("authorization", &bearer)],
+                r#"{"input":"x"}"#
+            )
+            .status,
+            200
+        );
+        // Anthropic wants x-api-key, not a bearer token.
+        assert_eq!(
+            send(
+                p,
+                "POST",
+                "/v1/messages",
+                &[("Authorization", &bearer)],
+                &body
+            )
+            .status,
+            401
+        );
+        assert_eq!(
+            send(p, "POST", "/v1/messages", &[("X-Api-Key", key)], &body).status,
+            200
+        );
+
+        let text = std::fs::read_to_string(&log).expect("log");
+        assert!(!text.contains(key), "the log holds the key: {text}");
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON line"))
+            .collect();
+        let authorized: Vec<bool> = lines
+            .iter()
+            .map(|l| l["authorized"].as_bool().expect("bool"))
+            .collect();
+        assert_eq!(authorized, vec![false, false, true, true, false, true]);
+        assert_eq!(lines[0]["path"], chat_path);
+        assert_eq!(lines[0]["body"]["messages"][1]["content"], "hi");
+        assert_eq!(lines[0]["status"], 401);
+        assert_eq!(server.requests().len(), 6);
+    }
+
+    #[test]
+    fn keep_alive_two_requests_on_one_connection() {
+        let server = spawn_on_thread(
+            json!([{"responses": [{"text": "one"}, {"text": "two"}, {"text": "three"}]}]),
+        );
+        let (mut stream, mut reader) = connect(server.port);
+        let body = chat("x").to_string();
+        stream
+            .write_all(&request_bytes(
+                "POST",
+                "/v1/chat/completions",
+                &[],
+                &body,
+                false,
+            ))
+            .expect("write");
+        let first = read_reply(&mut reader);
+        assert_eq!(first.header("connection"), Some("keep-alive"));
+        assert_eq!(first.json()["choices"][0]["message"]["content"], "one");
+        // Pipelined: the second and third requests in one write, the third closing.
+        let mut both = request_bytes("POST", "/v1/chat/completions", &[], &body, false);
+        both.extend(request_bytes(
+            "POST",
+            "/v1/chat/completions",
+            &[],
+            &body,
+            true,
+        ));
+        stream.write_all(&both).expect("write");
+        let second = read_reply(&mut reader);
+        assert_eq!(second.json()["choices"][0]["message"]["content"], "two");
+        let third = read_reply(&mut reader);
+        assert_eq!(third.header("connection"), Some("close"));
+        assert_eq!(third.json()["choices"][0]["message"]["content"], "three");
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).expect("server closes");
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn chunked_body_and_expect_continue() {
+        let server = spawn_on_thread(json!([{"responses": [{"text": "ok"}]}]));
+        let (mut stream, mut reader) = connect(server.port);
+        let body = chat("chunky").to_string();
+        let (a, b) = body.split_at(10);
+        let head = "POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+        stream.write_all(head.as_bytes()).expect("write");
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("100");
+        assert!(line.starts_with("HTTP/1.1 100"), "{line}");
+        reader.read_line(&mut line).expect("blank");
+        let chunks = format!(
+            "{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
+            a.len(),
+            b.len()
+        );
+        stream.write_all(chunks.as_bytes()).expect("write");
+        let reply = read_reply(&mut reader);
+        assert_eq!(reply.status, 200);
+        assert_eq!(
+            server.requests()[0]["body"]["messages"][1]["content"],
+            "chunky"
+        );
+    }
+
+    #[test]
+    fn matching_across_protocols() {
+        let server = spawn_on_thread(json!({"rules": [
+            {"match": {"path": "/v1/messages", "last_user_contains": "TOOL-OUT"}, "responses": [{"text": "anthropic tool"}]},
+            {"match": {"last_user_contains": "TOOL-OUT"}, "responses": [{"text": "openai tool"}]},
+            {"match": {"model": "special"}, "responses": [{"text": "special model"}]},
+            {"match": {"any_message_contains": "SYSTEM-MARK"}, "responses": [{"text": "system seen"}]},
+            {"match": {"last_user_contains": "hello"}, "responses": [{"text": "greeting"}]},
+        ]}));
+        let content = |reply: Reply| reply.json()["choices"][0]["message"]["content"].clone();
+        let p = server.port;
+        // Chat: the tool message after the assistant's call is the latest user/tool turn; the
+        // earlier user "hello" is not.
+        let chat_tool = json!({"messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "TOOL-OUT: a b"},
+        ]});
+        assert_eq!(
+            content(post(p, "/v1/chat/completions", &chat_tool)),
+            "openai tool"
+        );
+        let chat_parts = json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "well hello"}]}]});
+        assert_eq!(
+            content(post(p, "/v1/chat/completions", &chat_parts)),
+            "greeting"
+        );
+        let chat_old = json!({"messages": [
+            {"role": "user", "content": "TOOL-OUT long ago"},
+            {"role": "assistant", "content": "sure"},
+            {"role": "user", "content": "hello again"},
+        ]});
+        assert_eq!(
+            content(post(p, "/v1/chat/completions", &chat_old)),
+            "greeting"
+        );
+        // Responses: function_call_output items.
+        let responses = json!({"input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+            {"type": "function_call", "call_id": "call_1", "name": "bash", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "TOOL-OUT"},
+        ]});
+        let v = post(p, "/v1/responses", &responses).json();
+        assert_eq!(v["output"][0]["content"][0]["text"], "openai tool");
+        let v = post(
+            p,
+            "/v1/responses",
+            &json!({"instructions": "SYSTEM-MARK", "input": "x"}),
+        )
+        .json();
+        assert_eq!(v["output"][0]["content"][0]["text"], "system seen");
+        // Anthropic: tool_result blocks in a user message.
+        let anthropic = json!({"messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "call_1", "name": "bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": [{"type": "text", "text": "TOOL-OUT"}]}]},
+        ]});
+        let v = post(p, "/v1/messages", &anthropic).json();
+        assert_eq!(v["content"][0]["text"], "anthropic tool");
+        let v = post(p, "/v1/messages", &json!({"system": [{"type": "text", "text": "SYSTEM-MARK"}], "messages": [{"role": "user", "content": "x"}]})).json();
+        assert_eq!(v["content"][0]["text"], "system seen");
+        // Model.
+        let special =
+            json!({"model": "special", "messages": [{"role": "user", "content": "hello"}]});
+        assert_eq!(
+            content(post(p, "/v1/chat/completions", &special)),
+            "special model"
+        );
+        // Nothing matches: a 400 naming the server.
+        let none = post(p, "/v1/chat/completions", &chat("nothing"));
+        assert_eq!(none.status, 400);
+        assert!(none.body.contains("no rule"));
+    }
+
+    #[test]
+    fn other_endpoints_and_bad_requests() {
+        let server =
+            spawn_on_thread(json!([{"match": {"model": "m1"}, "responses": [{"text": "x"}]}]));
+        let p = server.port;
+        let missing = send(p, "POST", "/v2/nothing", &[], "{}");
+        assert_eq!(missing.status, 404);
+        assert_eq!(missing.json()["error"]["type"], "not_found_error");
+        let models = send(p, "GET", "/v1/models", &[], "");
+        assert_eq!(models.status, 200);
+        let ids: Vec<Value> = models.json()["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .map(|m| m["id"].clone())
+            .collect();
+        assert_eq!(ids, vec![json!("scripted-llm"), json!("m1")]);
+        assert_eq!(send(p, "GET", "/v1/chat/completions", &[], "").status, 405);
+        assert_eq!(
+            send(p, "POST", "/v1/chat/completions", &[], "not json").status,
+            400
+        );
+        let requests = server.requests();
+        assert_eq!(requests[3]["body"], "not json");
+        // A garbage request line gets a 400 and a closed connection.
+        let (mut stream, mut reader) = connect(p);
+        stream.write_all(b"garbage\r\n\r\n").expect("write");
+        assert_eq!(read_reply(&mut reader).status, 400);
+    }
+
+    #[test]
+    fn delay_before_answering() {
+        let server = spawn_on_thread(json!([{"responses": [{"delay_ms": 200, "text": "slow"}]}]));
+        let start = std::time::Instant::now();
+        let reply = post(server.port, "/v1/chat/completions", &chat("x"));
+        assert!(start.elapsed() >= Duration::from_millis(200));
+        assert_eq!(reply.json()["choices"][0]["message"]["content"], "slow");
+    }
+
+    #[test]
+    fn drop_stops_the_server() {
+        let server = spawn_on_thread(json!([{"responses": [{"text": "x"}]}]));
+        let port = server.port;
+        // An idle keep-alive connection must not keep the server alive.
+        let (_idle, _reader) = connect(port);
+        drop(server);
+        assert!(StdStream::connect(("127.0.0.1", port)).is_err());
+    }
+
+    #[test]
+    fn script_errors_name_the_field() {
+        let cases = [
+            (
+                json!({"rules": [{"responses": [{"status": 42}]}]}),
+                "rules[0].responses[0].status",
+            ),
+            (
+                json!({"rules": [{"responses": [{"text": "a"}, {"txt": "b"}]}]}),
+                "rules[0].responses[1].txt",
+            ),
+            (
+                json!({"rules": [{"match": {"paht": "/"}, "responses": [{"text": "a"}]}]}),
+                "rules[0].match.paht",
+            ),
+            (json!({"rules": [{"responses": []}]}), "rules[0].responses"),
+            (json!({"rules": [{"match": {}}]}), "rules[0].responses"),
+            (
+                json!({"rules": [{"responses": [{"text": "a", "raw": "b"}]}]}),
+                "rules[0].responses[0]",
+            ),
+            (
+                json!({"rules": [{"responses": [{"tool_calls": [{"arguments": {}}]}]}]}),
+                "rules[0].responses[0].tool_calls[0].name",
+            ),
+            (
+                json!({"rules": [{"responses": [{"text": "a", "usage": {"prompt_tokens": -1}}]}]}),
+                "rules[0].responses[0].usage.prompt_tokens",
+            ),
+            (
+                json!({"rules": [{"cycle": "yes", "responses": [{"text": "a"}]}]}),
+                "rules[0].cycle",
+            ),
+            (json!({"require_key": 5, "rules": []}), "require_key"),
+            (json!({}), "rules"),
+            (json!({"rules": {}}), "rules"),
+        ];
+        for (script, field) in cases {
+            let e = Script::from_json(&script).expect_err(&script.to_string());
+            assert_eq!(e.field, field, "{script}: {e}");
+            assert!(e.to_string().contains(&format!("`{field}`")), "{e}");
+        }
+        let e = Script::parse("{nope").expect_err("bad JSON");
+        assert!(e.to_string().starts_with("invalid JSON"), "{e}");
+        let ok = Script::parse(r#"{"rules": [{"response": {"text": "a", "delay_ms": 5}}]}"#)
+            .expect("valid");
+        assert_eq!(ok.rules[0].responses[0].delay_ms, 5);
+    }
+}
