@@ -26,7 +26,7 @@ bundle_plugins() {
     dir="$(profile_dir "$1")"
     "$dir/agentcompass-host" plugin package \
         "$dir/libexample_pack.so" "$dir/libexample_recipe.so" "$dir/libdocker_provider.so" \
-        "$dir/libqa_pack.so" \
+        "$dir/libqa_pack.so" "$dir/libharbor_pack.so" "$dir/libagents_pack.so" \
         --out "$dir/plugins" >/dev/null
 }
 

@@ -8,6 +8,7 @@ mod crash;
 mod environments;
 mod harness_free;
 mod listing;
+mod model_gateway;
 mod orchestration;
 mod planning;
 mod qa;

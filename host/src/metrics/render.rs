@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use agentcompass_plugin_api::contracts::{MetricKind, MetricReport, MetricSeries};
+use agentcompass_plugin_api::contracts::{MetricKind, MetricReport, MetricSeries, TokenUsage};
 
 /// What the summary header names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -117,6 +117,21 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
              the remaining tasks.",
             counts.invalidated
         );
+    }
+    if let Some(usage) = report
+        .extra
+        .get("model_usage")
+        .and_then(|v| serde_json::from_value::<TokenUsage>(v.clone()).ok())
+    {
+        let _ = write!(
+            out,
+            "\nModel usage: {} calls · {} prompt tokens ({} cached) · {} completion tokens",
+            usage.requests, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
+        );
+        if let Some(cost) = usage.cost_usd {
+            let _ = write!(out, " · ${cost:.4}");
+        }
+        out.push('\n');
     }
     out.push_str("\nFull report: `metrics.json`.\n");
     out

@@ -163,8 +163,10 @@ pub fn outcomes_from_results(dir: &std::path::Path, attempts: &Value) -> Vec<Att
                 error: worst == Some(IssueSeverity::Error) && metrics.is_empty(),
                 fatal: worst == Some(IssueSeverity::Fatal),
                 metrics,
-                usage: serde_json::from_value(value["telemetry"]["model_usage"].clone())
-                    .unwrap_or_default(),
+                usage: serde_json::from_value(
+                    value["meta"]["harness"]["telemetry"]["model_usage"].clone(),
+                )
+                .unwrap_or_default(),
             })
         })
         .collect()

@@ -1,7 +1,31 @@
-//! Work in progress.
+//! The agents pack: harnesses that run a model or a solution against a task.
+//!
+//! - `openai_chat`: one model call with the prepared task (no environment interaction).
+//! - `oracle`: runs a Harbor task's reference `solution/solve.sh` in the environment.
+//! - `terminus`: a bash-tool agent loop (Terminus-2 / mini-swe-agent style) through the host's
+//!   model gateway.
+//! - `cli_agent`: runs an external agent CLI inside the environment, pointed at the run's model
+//!   endpoint through environment variables.
+//!
+//! Depends only on `agentcompass-plugin-api`.
+
+mod cli_agent;
+mod openai_chat;
+mod oracle;
+mod params;
+mod terminus;
+#[cfg(test)]
+mod testkit;
+mod text;
+mod trajectory;
 
 use agentcompass_plugin_api::sdk::PluginBuilder;
 
-fn register(_plugin: &mut PluginBuilder) {}
+fn register(plugin: &mut PluginBuilder) {
+    plugin.harness(openai_chat::info(), || Ok(openai_chat::OpenAiChat));
+    plugin.harness(oracle::info(), || Ok(oracle::Oracle));
+    plugin.harness(terminus::info(), || Ok(terminus::Terminus));
+    plugin.harness(cli_agent::info(), || Ok(cli_agent::CliAgent));
+}
 
 agentcompass_plugin_api::export_plugin!(register);

@@ -1,7 +1,61 @@
-//! Work in progress.
+//! The `harbor` pack: Harbor task directories (`task.toml`, `instruction.md`, `tests/`,
+//! `solution/`) as a benchmark. `task.toml` is mapped onto the shared task contract (timeouts,
+//! environment setup, network policies, resources, environment bindings, artifacts and
+//! collect commands); `tests/test.sh` is the verifier and `/logs/verifier/reward.{json,txt}`
+//! the reward. Depends only on `agentcompass-plugin-api`.
 
+mod artifacts;
+mod benchmark;
+mod discover;
+mod fields;
+mod reward;
+mod task_toml;
+
+#[cfg(test)]
+mod tests;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
+};
 use agentcompass_plugin_api::sdk::PluginBuilder;
+use serde_json::json;
 
-fn register(_plugin: &mut PluginBuilder) {}
+fn register(plugin: &mut PluginBuilder) {
+    plugin.benchmark(
+        ComponentInfo::new(
+            ComponentKind::Benchmark,
+            benchmark::ID,
+            "Harbor task directories (task.toml, instruction.md, tests/test.sh, solution/), \
+             scored by the verifier's reward file",
+        )
+        .with_schema(
+            ConfigSchema::empty()
+                .field(
+                    ConfigField::new(
+                        "path",
+                        ConfigType::Any,
+                        json!(null),
+                        "A Harbor task directory, a directory of task directories, or a list \
+                         of either (strings); task ids are the directory names",
+                    )
+                    .required(),
+                )
+                .field(ConfigField::new(
+                    "sample_ids",
+                    ConfigType::Array,
+                    json!(null),
+                    "Run only these task ids",
+                ))
+                .field(ConfigField::new(
+                    "solution_env_for_agent",
+                    ConfigType::Boolean,
+                    json!(false),
+                    "Give the agent the task's solution.env bindings (always given to the \
+                     `oracle` harness)",
+                )),
+        ),
+        || Ok(benchmark::Harbor),
+    );
+}
 
 agentcompass_plugin_api::export_plugin!(register);

@@ -1,0 +1,379 @@
+//! `oracle`: runs a Harbor task's reference solution (`solution/solve.sh`) in the task
+//! environment, so a benchmark's verifier can be checked against a known-good agent.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ConfigSchema, EnvironmentSpec, ExecRequest, ExecutionIssue,
+    HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult, Trajectory,
+    TrajectoryMetric, TrajectoryStep,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::{json, Value};
+
+use crate::params::Params;
+use crate::text::{one_line_tail, tail};
+use crate::trajectory::iso_now;
+
+/// Registry id.
+pub const ID: &str = "oracle";
+
+/// Where the solution directory is uploaded.
+pub const SOLUTION_DIR: &str = "/solution";
+
+/// The solution script inside the environment.
+const SOLVE_SCRIPT: &str = "/solution/solve.sh";
+
+/// Characters of stdout/stderr kept in the trajectory.
+const OUTPUT_TAIL_CHARS: usize = 10_000;
+
+/// Fallback run timeout when neither the task nor the benchmark gives one.
+const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 1800.0;
+
+/// The public parameters (none).
+pub fn schema() -> ConfigSchema {
+    ConfigSchema::empty()
+}
+
+/// Registry entry.
+pub fn info() -> ComponentInfo {
+    let mut info = ComponentInfo::new(
+        ComponentKind::Harness,
+        ID,
+        "Runs a Harbor task's reference solution (solution/solve.sh uploaded to /solution)",
+    )
+    .with_schema(schema());
+    info.parallel_attempts_safe = true;
+    info
+}
+
+/// The harness.
+pub struct Oracle;
+
+/// The harness session: the task environment.
+struct OracleSession {
+    env: SessionRef,
+}
+
+/// Whether `environment` can run bash (anything but a Windows environment).
+pub(crate) fn runs_bash(environment: &EnvironmentSpec) -> bool {
+    environment
+        .setup
+        .os
+        .as_deref()
+        .is_none_or(|os| !os.eq_ignore_ascii_case("windows"))
+}
+
+/// The host path of the task's `solution/` dir from `metadata.harbor.solution_dir`.
+pub(crate) fn solution_dir(prepared: &PreparedTask, benchmark: &str) -> Result<String> {
+    prepared
+        .metadata
+        .get("harbor")
+        .and_then(|harbor| harbor.get("solution_dir"))
+        .and_then(Value::as_str)
+        .filter(|dir| !dir.trim().is_empty())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::invalid_input(format!(
+                "oracle needs a Harbor task with solution/ (benchmark `{benchmark}` did not \
+                 provide metadata.harbor.solution_dir for task `{}`)",
+                prepared.task_id
+            ))
+        })
+}
+
+/// Extra variables for `solve.sh` from `metadata.harbor.solution_env` (Harbor's `[solution] env`).
+fn solution_env(prepared: &PreparedTask) -> BTreeMap<String, String> {
+    let Some(Value::Object(vars)) = prepared
+        .metadata
+        .get("harbor")
+        .and_then(|harbor| harbor.get("solution_env"))
+    else {
+        return BTreeMap::new();
+    };
+    vars.iter()
+        .filter_map(|(key, value)| match value {
+            Value::String(s) => Some((key.clone(), s.clone())),
+            Value::Number(_) | Value::Bool(_) => Some((key.clone(), value.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[async_trait]
+impl Harness for Oracle {
+    fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
+        Ok(runs_bash(environment))
+    }
+
+    fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
+        Params::read(ID, &schema(), req)?;
+        Ok(HarnessPlan {
+            // solve.sh reads no prompt.
+            inject_network_restriction_notice: false,
+            default_run_timeout_seconds: Some(DEFAULT_RUN_TIMEOUT_SECONDS),
+            ..HarnessPlan::default()
+        })
+    }
+
+    async fn start_session(
+        &self,
+        _ctx: &Ctx,
+        env: &SessionRef,
+        req: &RunRequest,
+        _plan: &HarnessPlan,
+    ) -> Result<HarnessSession> {
+        Params::read(ID, &schema(), req)?;
+        Ok(Arc::new(OracleSession { env: env.clone() }))
+    }
+
+    async fn execute_task(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<RunResult> {
+        let session = session
+            .downcast_ref::<OracleSession>()
+            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        run(ctx, &session.env, prepared, &req.benchmark.id, plan).await
+    }
+}
+
+async fn run(
+    ctx: &Ctx,
+    env: &SessionRef,
+    prepared: &PreparedTask,
+    benchmark: &str,
+    plan: &HarnessPlan,
+) -> Result<RunResult> {
+    let dir = solution_dir(prepared, benchmark)?;
+    let host_dir = Path::new(&dir);
+    if !host_dir.is_absolute() || !host_dir.is_dir() {
+        return Err(Error::invalid_input(format!(
+            "{ID}: metadata.harbor.solution_dir `{dir}` is not an existing absolute directory"
+        )));
+    }
+    let started_at = iso_now();
+    ctx.progress(json!({"step": "uploading solution", "task_id": prepared.task_id}));
+    env.upload_dir(host_dir, SOLUTION_DIR)
+        .await
+        .map_err(|e| e.context(format!("{ID}: uploading solution/ to {SOLUTION_DIR}")))?;
+    if ctx.is_cancelled() {
+        return Err(Error::cancelled());
+    }
+    let mut request = ExecRequest::argv(["bash", SOLVE_SCRIPT]);
+    request.env = solution_env(prepared);
+    request.timeout_seconds = plan.run_timeout_seconds;
+    ctx.progress(json!({"step": "running solve.sh", "task_id": prepared.task_id}));
+    let clock = Instant::now();
+    let outcome = env
+        .exec(request)
+        .await
+        .map_err(|e| e.context(format!("{ID}: running {SOLVE_SCRIPT}")))?;
+    let duration_ms = clock.elapsed().as_millis();
+
+    let mut result = RunResult::new(prepared.task_id.clone());
+    result.category = prepared.category.clone();
+    result.telemetry.insert("agent".into(), json!(ID));
+    result
+        .telemetry
+        .insert("exit_code".into(), json!(outcome.returncode));
+    result
+        .telemetry
+        .insert("duration_ms".into(), json!(duration_ms));
+    if outcome.timed_out {
+        result.push_issue(ExecutionIssue::error(
+            IssuePhase::Run,
+            "oracle_timeout",
+            format!(
+                "{ID}: {SOLVE_SCRIPT} hit the run timeout ({}s)",
+                plan.run_timeout_seconds.unwrap_or_default()
+            ),
+        ));
+    } else if outcome.returncode != 0 {
+        result.push_issue(ExecutionIssue::error(
+            IssuePhase::Run,
+            "oracle_failed",
+            format!(
+                "{ID}: {SOLVE_SCRIPT} exited with {}: {}",
+                outcome.returncode,
+                one_line_tail(&outcome.stderr, 300)
+            ),
+        ));
+    }
+    let step = TrajectoryStep {
+        step_id: 1,
+        user_content: json!(format!("bash {SOLVE_SCRIPT}")),
+        observation: vec![json!({
+            "command": format!("bash {SOLVE_SCRIPT}"),
+            "exit_code": outcome.returncode,
+            "timed_out": outcome.timed_out,
+            "stdout": tail(&outcome.stdout, OUTPUT_TAIL_CHARS),
+            "stderr": tail(&outcome.stderr, OUTPUT_TAIL_CHARS),
+            "duration_ms": duration_ms,
+        })],
+        metric: TrajectoryMetric {
+            env_action_ms: Some(duration_ms as f64),
+            ..TrajectoryMetric::default()
+        },
+        started_at: Some(started_at.clone()),
+        finished_at: Some(iso_now()),
+        ..TrajectoryStep::default()
+    };
+    result.trajectory = Some(Trajectory {
+        started_at: Some(started_at),
+        finished_at: step.finished_at.clone(),
+        steps: vec![step],
+        ..Trajectory::default()
+    });
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{block_on, Call, FakeHost, FakeSession};
+    use agentcompass_plugin_api::contracts::{ExecCommand, ExecResult, TaskInput, TaskStatus};
+
+    fn solution_fixture(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("agents-pack-oracle-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("solve.sh"), "echo solved\n").unwrap();
+        dir
+    }
+
+    fn harbor_task(dir: &Path) -> PreparedTask {
+        let mut task = PreparedTask::new("hello", TaskInput::new("Create /app/hello.txt"));
+        task.metadata.insert(
+            "harbor".into(),
+            json!({"solution_dir": dir.display().to_string(), "solution_env": {"MODE": "x", "N": 2}}),
+        );
+        task
+    }
+
+    fn plan(timeout: Option<f64>) -> HarnessPlan {
+        HarnessPlan {
+            run_timeout_seconds: timeout,
+            ..HarnessPlan::default()
+        }
+    }
+
+    #[test]
+    fn missing_metadata_is_a_clear_error() {
+        let fake = FakeSession::new(|_| Ok(ExecResult::new(0, "", "")));
+        let task = PreparedTask::new("t", TaskInput::new("q"));
+        let err = block_on(run(
+            &Ctx::detached(),
+            &fake.session_ref(),
+            &task,
+            "qa",
+            &plan(None),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "oracle needs a Harbor task with solution/ (benchmark `qa` did not provide \
+             metadata.harbor.solution_dir for task `t`)"
+        );
+        assert!(fake.calls().is_empty());
+        let mut bad = harbor_task(Path::new("/definitely/not/here"));
+        bad.task_id = "t".into();
+        let err = block_on(run(
+            &Ctx::detached(),
+            &fake.session_ref(),
+            &bad,
+            "harbor",
+            &plan(None),
+        ))
+        .unwrap_err();
+        assert!(
+            err.message.contains("not an existing absolute directory"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn uploads_then_runs_solve_sh() {
+        let dir = solution_fixture("ok");
+        let fake = FakeSession::new(|_| Ok(ExecResult::new(0, "solved\n", "")));
+        let host = FakeHost::new(vec![]);
+        let result = block_on(run(
+            &host.ctx(),
+            &fake.session_ref(),
+            &harbor_task(&dir),
+            "harbor",
+            &plan(Some(600.0)),
+        ))
+        .unwrap();
+        let calls = fake.calls();
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            calls[0],
+            Call::UploadDir(dir.display().to_string(), "/solution".into())
+        );
+        let Call::Exec(exec) = &calls[1] else {
+            panic!("expected exec, got {:?}", calls[1]);
+        };
+        assert_eq!(
+            exec.command,
+            ExecCommand::Argv(vec!["bash".into(), "/solution/solve.sh".into()])
+        );
+        assert_eq!(exec.cwd, None);
+        assert_eq!(exec.timeout_seconds, Some(600.0));
+        assert_eq!(exec.env["MODE"], "x");
+        assert_eq!(exec.env["N"], "2");
+        assert_eq!(result.status, TaskStatus::Completed);
+        let step = &result.trajectory.unwrap().steps[0];
+        assert_eq!(step.observation[0]["exit_code"], 0);
+        assert_eq!(step.observation[0]["stdout"], "solved\n");
+        assert_eq!(result.telemetry["exit_code"], 0);
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn failing_solution_is_a_run_error() {
+        let dir = solution_fixture("fail");
+        let fake = FakeSession::new(|_| Ok(ExecResult::new(3, "", "boom\nno such file")));
+        let result = block_on(run(
+            &Ctx::detached(),
+            &fake.session_ref(),
+            &harbor_task(&dir),
+            "harbor",
+            &plan(None),
+        ))
+        .unwrap();
+        assert_eq!(result.status, TaskStatus::RunError);
+        assert_eq!(result.issues[0].code, "oracle_failed");
+        assert_eq!(
+            result.issues[0].message,
+            "oracle: /solution/solve.sh exited with 3: boom no such file"
+        );
+        let timeout = FakeSession::new(|_| Ok(ExecResult::timeout("", "")));
+        let result = block_on(run(
+            &Ctx::detached(),
+            &timeout.session_ref(),
+            &harbor_task(&dir),
+            "harbor",
+            &plan(Some(5.0)),
+        ))
+        .unwrap();
+        assert_eq!(result.issues[0].code, "oracle_timeout");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn windows_environments_are_not_supported() {
+        let mut env = EnvironmentSpec::new("docker");
+        assert!(Oracle.supports(&env, &ModelSpec::default()).unwrap());
+        env.setup.os = Some("windows".into());
+        assert!(!Oracle.supports(&env, &ModelSpec::default()).unwrap());
+    }
+}

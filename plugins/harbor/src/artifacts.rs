@@ -1,0 +1,193 @@
+//! The root `artifacts` list and `[[verifier.collect]]` commands of a `task.toml`.
+
+use std::path::{Component, Path};
+
+use agentcompass_plugin_api::contracts::{
+    ArtifactCollectCommand, ArtifactSpec, MAIN_ARTIFACTS_DIR,
+};
+use agentcompass_plugin_api::Result;
+use toml::Value;
+
+use crate::fields::{describe, Section, Warnings};
+
+/// Default timeout of one `[[verifier.collect]]` command, in seconds.
+const DEFAULT_COLLECT_TIMEOUT_SECONDS: f64 = 60.0;
+
+/// Whether `path` is absolute and has no `..` component.
+fn clean_absolute(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.trim_end_matches('/').is_empty()
+        && !Path::new(path)
+            .components()
+            .any(|c| c == Component::ParentDir)
+}
+
+/// Whether `path` is relative and has no `..` component.
+fn clean_relative(path: &str) -> bool {
+    !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// Whether two artifact destinations overlap (one is the other or inside it).
+fn overlaps(a: &str, b: &str) -> bool {
+    let parts = |p: &str| -> Vec<String> {
+        Path::new(p)
+            .components()
+            .filter(|c| *c != Component::CurDir)
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect()
+    };
+    let (a, b) = (parts(a), parts(b));
+    a.starts_with(&b) || b.starts_with(&a)
+}
+
+/// The root `artifacts` list: the `/logs/artifacts` convention directory (unless declared
+/// explicitly with its own exclusions) followed by the declared entries; a later entry whose
+/// destination overlaps an earlier one is dropped with a warning.
+pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<ArtifactSpec>> {
+    let mut declared = Vec::new();
+    match root.get("artifacts") {
+        None => {}
+        Some(Value::Array(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                let key = format!("artifacts[{i}]");
+                let spec = match item {
+                    Value::String(source) => ArtifactSpec::new(source.clone()),
+                    Value::Table(table) => {
+                        let entry = root.child(key.clone(), table);
+                        let Some(source) = entry.non_empty_string("source")? else {
+                            return Err(root.error(&key, "expected a `source` path, found none"));
+                        };
+                        let service = entry.string("service")?;
+                        if let Some(service) = service.as_deref().filter(|s| *s != "main") {
+                            return Err(entry.error(
+                                "service",
+                                format!("expected \"main\" (sidecar services are not supported), found {service:?}"),
+                            ));
+                        }
+                        let spec = ArtifactSpec {
+                            destination: entry.non_empty_string("destination")?,
+                            exclude: entry.string_list("exclude")?.unwrap_or_default(),
+                            ..ArtifactSpec::new(source)
+                        };
+                        warnings.unknown(&entry);
+                        spec
+                    }
+                    other => {
+                        return Err(root.expected(
+                            &key,
+                            "a path string or a table with `source`",
+                            other,
+                        ))
+                    }
+                };
+                if !clean_absolute(&spec.source) {
+                    return Err(root.error(
+                        &key,
+                        format!(
+                            "expected an absolute source path without `..`, found {:?}",
+                            spec.source
+                        ),
+                    ));
+                }
+                if let Some(destination) = &spec.destination {
+                    if !clean_relative(destination) || destination == "manifest.json" {
+                        return Err(root.error(
+                            &key,
+                            format!(
+                                "expected a relative destination without `..` (not manifest.json), found {destination:?}"
+                            ),
+                        ));
+                    }
+                }
+                declared.push((key, spec));
+            }
+        }
+        Some(other) => return Err(root.expected("artifacts", "an array", other)),
+    }
+    let main = MAIN_ARTIFACTS_DIR.trim_end_matches('/');
+    let mut candidates = Vec::new();
+    if !declared
+        .iter()
+        .any(|(_, spec)| spec.source.trim_end_matches('/') == main)
+    {
+        candidates.push((
+            format!("{MAIN_ARTIFACTS_DIR} (convention)"),
+            ArtifactSpec::main_dir(),
+        ));
+    }
+    candidates.extend(declared);
+    let mut kept: Vec<(String, ArtifactSpec)> = Vec::new();
+    for (key, spec) in candidates {
+        let destination = spec.destination_or_default();
+        if let Some((earlier, _)) = kept
+            .iter()
+            .find(|(_, other)| overlaps(&other.destination_or_default(), &destination))
+        {
+            warnings.note(format!(
+                "artifact `{key}` ({}) is dropped: its destination overlaps {earlier}",
+                spec.source
+            ));
+            continue;
+        }
+        kept.push((key, spec));
+    }
+    Ok(kept.into_iter().map(|(_, spec)| spec).collect())
+}
+
+/// `[[verifier.collect]]`: `command`, `timeout_sec` (default 60 s), `service` (main only);
+/// `user` and unknown fields are errors.
+pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollectCommand>> {
+    let items = match verifier.get("collect") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(verifier.expected("collect", "an array of tables", other)),
+    };
+    let mut commands = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let key = format!("collect[{i}]");
+        let Value::Table(table) = item else {
+            return Err(verifier.expected(&key, "a table with `command`", item));
+        };
+        let entry = verifier.child(verifier.key(&key), table);
+        let Some(command) = entry.non_empty_string("command")? else {
+            return Err(verifier.error(&key, "expected a `command` string, found none"));
+        };
+        let timeout_seconds = entry
+            .positive_seconds("timeout_sec")?
+            .unwrap_or(DEFAULT_COLLECT_TIMEOUT_SECONDS);
+        if let Some(service) = entry.string("service")? {
+            if service != "main" {
+                return Err(entry.error(
+                    "service",
+                    format!(
+                        "expected \"main\" (sidecar services are not supported), found {service:?}"
+                    ),
+                ));
+            }
+        }
+        if let Some(user) = entry.get("user") {
+            return Err(entry.error(
+                "user",
+                format!(
+                    "expected no value (command-level user overrides are not supported), found {}",
+                    describe(user)
+                ),
+            ));
+        }
+        if let Some(unknown) = entry.unread().first() {
+            return Err(entry.error(
+                unknown,
+                "expected one of command, timeout_sec, service; found an unknown field",
+            ));
+        }
+        commands.push(ArtifactCollectCommand {
+            command,
+            timeout_seconds,
+            service: "main".to_string(),
+        });
+    }
+    Ok(commands)
+}

@@ -1,0 +1,350 @@
+//! `harbor`: Harbor task directories (`task.toml`, `instruction.md`, `tests/`, `solution/`)
+//! as a benchmark. The agent works in the task environment; `tests/test.sh` then runs in the
+//! same environment (`reuse`, the default) or in a fresh verifier environment (tasks with a
+//! separate `[verifier.environment]`) and writes `/logs/verifier/reward.{json,txt}`.
+
+use std::time::Instant;
+
+use agentcompass_plugin_api::contracts::{
+    json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
+    ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec, MetricValue,
+    PreparedTask, RunRequest, RunResult, TaskInput, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::discover::{path_param, task_dirs};
+use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
+use crate::task_toml::{load_task, LoadOptions, SOLUTION_DIR, TESTS_DIR};
+
+/// Registry id.
+pub const ID: &str = "harbor";
+
+/// The harness that runs the reference solution (`solution/solve.sh`).
+pub const ORACLE_HARNESS: &str = "oracle";
+
+/// Where the verifier's stdout is saved in the environment.
+pub const TEST_STDOUT: &str = "/logs/verifier/test-stdout.txt";
+/// Where the verifier's stderr is saved in the environment.
+pub const TEST_STDERR: &str = "/logs/verifier/test-stderr.txt";
+
+/// The in-environment directories Harbor tasks rely on.
+const LOG_DIRS: &str = "/logs/verifier /logs/agent /logs/artifacts";
+
+/// Characters of verifier output kept in the result.
+const OUTPUT_TAIL_CHARS: usize = 4000;
+
+/// The `solution_env_for_agent` param (default `false`).
+fn solution_env_for_agent(req: &RunRequest) -> Result<bool> {
+    match req.benchmark.params.get("solution_env_for_agent") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(Error::invalid_input(format!(
+            "{ID}: param \"solution_env_for_agent\" must be a boolean, found {}",
+            json_type_name(other)
+        ))),
+    }
+}
+
+/// Loader options for this request: `solution.env` reaches the agent only for the oracle
+/// harness or with `solution_env_for_agent = true`.
+fn load_options(req: &RunRequest) -> Result<LoadOptions> {
+    Ok(LoadOptions {
+        solution_env_for_agent: solution_env_for_agent(req)? || is_oracle(req),
+    })
+}
+
+fn is_oracle(req: &RunRequest) -> bool {
+    req.harness.id == ORACLE_HARNESS
+}
+
+/// The evaluator state carried in the typed benchmark plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Plan {
+    /// Absolute host path of the task directory.
+    task_dir: String,
+    /// The resolved working directory of the task environment, if any.
+    workdir: Option<String>,
+}
+
+/// The task directory recorded by the loader.
+fn task_dir(task: &TaskSpec) -> Result<String> {
+    task.metadata
+        .get("harbor")
+        .and_then(|h| h.get("task_dir"))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| {
+            Error::invalid_input(format!(
+                "{ID}: task {}: metadata.harbor.task_dir is missing (not loaded by {ID})",
+                task.task_id
+            ))
+        })
+}
+
+/// The last `max` characters of `text`.
+fn tail(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        text.to_string()
+    } else {
+        text.chars().skip(count - max).collect()
+    }
+}
+
+/// Single-quotes `text` for a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The benchmark.
+pub struct Harbor;
+
+impl Harbor {
+    /// Runs `command` and fails (as an environment error) unless it succeeds.
+    async fn run_checked(env: &SessionRef, command: &str, what: &str) -> Result<()> {
+        let out = env.exec(ExecRequest::shell(command).timeout(120.0)).await?;
+        if out.success() {
+            Ok(())
+        } else {
+            Err(Error::environment(format!(
+                "{ID}: {what} failed (exit {}): {}",
+                out.returncode,
+                tail(out.stderr.trim(), 500)
+            )))
+        }
+    }
+
+    /// Reads a file if it exists (`None` when it does not).
+    async fn read_optional(env: &SessionRef, path: &str) -> Result<Option<String>> {
+        if env.is_file(path).await? {
+            env.read_text(path).await.map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+#[async_trait]
+impl Benchmark for Harbor {
+    /// Tests run in the agent's environment unless a task declares a separate verifier
+    /// environment (`TaskSpec.evaluation_environment_mode = fresh`).
+    fn evaluation_environment_mode(&self, _req: &RunRequest) -> Result<EvaluationEnvironmentMode> {
+        Ok(EvaluationEnvironmentMode::Reuse)
+    }
+
+    /// Primary scalar `reward` (mean over tasks) and binary `correct` (`reward >= 1`).
+    fn metric_contract(&self) -> Result<MetricContract> {
+        Ok(MetricContract {
+            metrics: vec![
+                MetricSpec {
+                    primary: true,
+                    label: "Reward".to_string(),
+                    description: "The verifier's reward (reward.json `reward` key, or reward.txt)"
+                        .to_string(),
+                    ..MetricSpec::new(reward::REWARD_KEY, MetricKind::Scalar)
+                },
+                MetricSpec {
+                    label: "Correct".to_string(),
+                    description: "reward >= 1".to_string(),
+                    ..MetricSpec::new("correct", MetricKind::BinarySuccess)
+                },
+            ],
+        })
+    }
+
+    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let options = load_options(req)?;
+        let entries = path_param(req.benchmark.params.get("path"))?;
+        task_dirs(&entries)?
+            .iter()
+            .map(|dir| load_task(dir, options))
+            .collect()
+    }
+
+    fn build_plan(
+        &self,
+        task: &TaskSpec,
+        _req: &RunRequest,
+        environment: &EnvironmentSpec,
+    ) -> Result<BenchmarkPlan> {
+        let plan = Plan {
+            task_dir: task_dir(task)?,
+            workdir: environment.setup.workdir.clone(),
+        };
+        Ok(BenchmarkPlan::default().with_payload(&plan)?)
+    }
+
+    async fn prepare_task(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let plan: Plan = plan.payload()?;
+        Harbor::run_checked(
+            env,
+            &format!("mkdir -p {LOG_DIRS}"),
+            "creating the /logs directories",
+        )
+        .await?;
+
+        let mut input = TaskInput::new(task.question.clone());
+        input.workspace = plan.workdir.clone();
+        let mut prepared = PreparedTask::new(task.task_id.clone(), input);
+        prepared.category = task.category.clone();
+        // The verifier (tests/) and the reference solution stay on the host.
+        prepared.ground_truth = None;
+
+        let mut harbor = serde_json::Map::new();
+        if let Some(workdir) = &plan.workdir {
+            harbor.insert("workdir".into(), workdir.clone().into());
+        }
+        if is_oracle(req) {
+            let solution = std::path::Path::new(&plan.task_dir).join(SOLUTION_DIR);
+            if !solution.is_dir() {
+                return Err(Error::invalid_input(format!(
+                    "{ID}: task {}: the {ORACLE_HARNESS} harness needs {} (missing)",
+                    task.task_id,
+                    solution.display()
+                )));
+            }
+            harbor.insert("solution_dir".into(), solution.display().to_string().into());
+        }
+        if !harbor.is_empty() {
+            prepared
+                .metadata
+                .insert("harbor".into(), Value::Object(harbor));
+        }
+        Ok(prepared)
+    }
+
+    async fn evaluate(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _prepared: &PreparedTask,
+        mut result: RunResult,
+        _req: &RunRequest,
+        plan: &ExecutionPlan,
+        env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        let started = Instant::now();
+        let payload: Plan = plan.benchmark_plan.payload()?;
+        let Some(env) = env else {
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "no_environment",
+                format!(
+                    "{ID}: tests/test.sh needs an environment, but the evaluation mode is `{}` (use reuse or fresh)",
+                    plan.evaluation_environment_mode
+                ),
+            ));
+            return Ok(result);
+        };
+        let workdir = match plan.evaluation_environment_mode {
+            EvaluationEnvironmentMode::Fresh => plan
+                .evaluation_environment
+                .as_ref()
+                .and_then(|e| e.setup.workdir.clone()),
+            _ => plan.environment.setup.workdir.clone(),
+        }
+        .or(payload.workdir);
+
+        // 1. No stale reward (an agent could pre-write one) and a clean /tests.
+        Harbor::run_checked(
+            env,
+            &format!(
+                "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR} \
+                 && mkdir -p /tests && find /tests -mindepth 1 -delete"
+            ),
+            "removing stale reward files and /tests",
+        )
+        .await?;
+
+        // 2. Upload the verifier.
+        let tests = std::path::Path::new(&payload.task_dir).join(TESTS_DIR);
+        env.upload_dir(&tests, "/tests").await?;
+
+        // 3. Run it, within what is left of the evaluation budget (a small reserve lets the
+        //    timeout be reported as `verifier_timeout` before the runtime's watchdog fires).
+        let mut request = ExecRequest::shell(format!(
+            "bash /tests/test.sh > {} 2> {}",
+            shell_quote(TEST_STDOUT),
+            shell_quote(TEST_STDERR)
+        ));
+        request.cwd = workdir;
+        if let Some(budget) = plan.evaluation_timeout_seconds {
+            let reserve = (budget * 0.05).min(5.0);
+            let left = budget - started.elapsed().as_secs_f64() - reserve;
+            request.timeout_seconds = Some(left.max(1.0));
+        }
+        let out = env.exec(request).await?;
+
+        let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
+        let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
+        let mut extra = json!({
+            "test_exit_code": out.returncode,
+            "test_timed_out": out.timed_out,
+            "test_stdout_tail": tail(stdout.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
+            "test_stderr_tail": tail(stderr.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
+        });
+
+        if out.timed_out {
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "verifier_timeout",
+                format!(
+                    "{ID}: tests/test.sh of task {} did not finish within the evaluation timeout",
+                    task.task_id
+                ),
+            ));
+            result.extra.insert("harbor".into(), extra);
+            return Ok(result);
+        }
+
+        // 4. Read the reward (reward.json wins over reward.txt).
+        let json_text = Harbor::read_optional(env, REWARD_JSON).await?;
+        let txt_text = if json_text.is_none() {
+            Harbor::read_optional(env, REWARD_TXT).await?
+        } else {
+            None
+        };
+        match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
+            Ok(rewards) => {
+                let primary = rewards.primary();
+                for (name, value) in &rewards.values {
+                    if name != "correct" {
+                        result
+                            .metrics
+                            .insert(name.clone(), MetricValue::from(*value));
+                    }
+                }
+                result
+                    .metrics
+                    .insert(reward::REWARD_KEY.into(), MetricValue::from(primary));
+                result
+                    .metrics
+                    .insert("correct".into(), MetricValue::from(primary >= 1.0));
+                extra["reward_file"] = rewards.source.into();
+                extra["rewards"] = json!(rewards.values);
+            }
+            Err(RewardError { code, message }) => {
+                result.push_issue(ExecutionIssue::error(
+                    IssuePhase::Evaluate,
+                    code,
+                    format!(
+                        "{ID}: task {}: {message} (test.sh exit code {})",
+                        task.task_id, out.returncode
+                    ),
+                ));
+            }
+        }
+        result.extra.insert("harbor".into(), extra);
+        Ok(result)
+    }
+}

@@ -1,0 +1,284 @@
+//! Typed access to one TOML table of a `task.toml`, with one-line errors naming the file, the
+//! dotted field, what was expected and what was found, and bookkeeping of the keys that were
+//! read (so the caller can warn about the rest).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use agentcompass_plugin_api::{Error, Result};
+use toml::Value;
+
+use crate::benchmark::ID;
+
+/// A short description of a TOML value for error messages (`string "2G"`, `integer 5`, ...).
+pub(crate) fn describe(value: &Value) -> String {
+    const MAX: usize = 60;
+    match value {
+        Value::String(s) => {
+            let shown: String = s.chars().take(MAX).collect();
+            let ellipsis = if s.chars().count() > MAX { "..." } else { "" };
+            format!("string {:?}", format!("{shown}{ellipsis}"))
+        }
+        Value::Integer(i) => format!("integer {i}"),
+        Value::Float(f) => format!("float {f}"),
+        Value::Boolean(b) => format!("boolean {b}"),
+        Value::Datetime(d) => format!("datetime {d}"),
+        Value::Array(_) => "an array".to_string(),
+        Value::Table(_) => "a table".to_string(),
+    }
+}
+
+/// A TOML value as JSON (datetimes become their RFC 3339 text; non-finite floats `null`).
+pub(crate) fn to_json(value: &Value) -> serde_json::Value {
+    match value {
+        Value::String(s) => serde_json::Value::String(s.clone()),
+        Value::Integer(i) => serde_json::Value::from(*i),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(serde_json::Value::Number)
+            .unwrap_or(serde_json::Value::Null),
+        Value::Boolean(b) => serde_json::Value::Bool(*b),
+        Value::Datetime(d) => serde_json::Value::String(d.to_string()),
+        Value::Array(items) => serde_json::Value::Array(items.iter().map(to_json).collect()),
+        Value::Table(table) => table_to_json(table),
+    }
+}
+
+/// A TOML table as a JSON object.
+pub(crate) fn table_to_json(table: &toml::Table) -> serde_json::Value {
+    serde_json::Value::Object(table.iter().map(|(k, v)| (k.clone(), to_json(v))).collect())
+}
+
+/// One table of the file, at a dotted prefix (`""` for the root).
+pub(crate) struct Section<'a> {
+    file: &'a str,
+    prefix: String,
+    table: &'a toml::Table,
+    used: RefCell<BTreeSet<String>>,
+}
+
+impl<'a> Section<'a> {
+    /// The root table of `file`.
+    pub(crate) fn root(file: &'a str, table: &'a toml::Table) -> Self {
+        Section {
+            file,
+            prefix: String::new(),
+            table,
+            used: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    /// The dotted name of `key` in this section (`environment.memory_mb`).
+    pub(crate) fn key(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.prefix)
+        }
+    }
+
+    /// The value of `key`, marking it as read.
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
+        let value = self.table.get(key);
+        if value.is_some() {
+            self.used.borrow_mut().insert(key.to_string());
+        }
+        value
+    }
+
+    /// Whether `key` is present (does not mark it as read).
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    /// An error about the whole file.
+    pub(crate) fn file_error(&self, message: impl std::fmt::Display) -> Error {
+        Error::invalid_input(format!("{ID}: {}: {message}", self.file))
+    }
+
+    /// An error about field `key` of this section (free-form message).
+    pub(crate) fn error(&self, key: &str, message: impl std::fmt::Display) -> Error {
+        self.file_error(format!("field `{}`: {message}", self.key(key)))
+    }
+
+    /// "expected X, found Y" for field `key`.
+    pub(crate) fn expected(&self, key: &str, expected: &str, found: &Value) -> Error {
+        self.error(
+            key,
+            format!("expected {expected}, found {}", describe(found)),
+        )
+    }
+
+    /// A sub-table (`None` when absent; an error when not a table).
+    pub(crate) fn table(&self, key: &str) -> Result<Option<Section<'a>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Table(table)) => Ok(Some(self.child(self.key(key), table))),
+            Some(other) => Err(self.expected(key, "a table", other)),
+        }
+    }
+
+    /// A section for a table found inside this one (array items, nested tables).
+    pub(crate) fn child(&self, prefix: String, table: &'a toml::Table) -> Section<'a> {
+        Section {
+            file: self.file,
+            prefix,
+            table,
+            used: RefCell::new(BTreeSet::new()),
+        }
+    }
+
+    /// A string field.
+    pub(crate) fn string(&self, key: &str) -> Result<Option<String>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(self.expected(key, "a string", other)),
+        }
+    }
+
+    /// A non-empty (after trimming) string field.
+    pub(crate) fn non_empty_string(&self, key: &str) -> Result<Option<String>> {
+        match self.get(key) {
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                Err(self.error(key, "expected a non-empty string, found an empty string"))
+            }
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            None => Ok(None),
+            Some(other) => Err(self.expected(key, "a non-empty string", other)),
+        }
+    }
+
+    /// A boolean field.
+    pub(crate) fn boolean(&self, key: &str) -> Result<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Boolean(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.expected(key, "a boolean", other)),
+        }
+    }
+
+    /// A positive, finite number of seconds (integer or float).
+    pub(crate) fn positive_seconds(&self, key: &str) -> Result<Option<f64>> {
+        let expected = "a positive number of seconds";
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as f64)),
+            Some(Value::Float(f)) if f.is_finite() && *f > 0.0 => Ok(Some(*f)),
+            Some(other) => Err(self.expected(key, expected, other)),
+        }
+    }
+
+    /// A positive, finite number (integer or float).
+    pub(crate) fn positive_number(&self, key: &str) -> Result<Option<f64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as f64)),
+            Some(Value::Float(f)) if f.is_finite() && *f > 0.0 => Ok(Some(*f)),
+            Some(other) => Err(self.expected(key, "a positive number", other)),
+        }
+    }
+
+    /// A positive integer.
+    pub(crate) fn positive_integer(&self, key: &str) -> Result<Option<u64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
+            Some(other) => Err(self.expected(key, "a positive integer", other)),
+        }
+    }
+
+    /// A non-negative integer.
+    pub(crate) fn non_negative_integer(&self, key: &str) -> Result<Option<u64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
+            Some(other) => Err(self.expected(key, "a non-negative integer", other)),
+        }
+    }
+
+    /// A list of strings.
+    pub(crate) fn string_list(&self, key: &str) -> Result<Option<Vec<String>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Value::String(s) => Ok(s.clone()),
+                    other => Err(self.expected(&format!("{key}[{i}]"), "a string", other)),
+                })
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+            Some(other) => Err(self.expected(key, "an array of strings", other)),
+        }
+    }
+
+    /// A table of string values (environment-variable bindings).
+    pub(crate) fn string_map(&self, key: &str) -> Result<Option<BTreeMap<String, String>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Table(table)) => table
+                .iter()
+                .map(|(name, value)| {
+                    let field = format!("{key}.{name}");
+                    if name.trim().is_empty() {
+                        return Err(self.error(key, "expected variable names, found an empty name"));
+                    }
+                    match value {
+                        Value::String(s) => Ok((name.clone(), s.clone())),
+                        other => Err(self.expected(&field, "a string", other)),
+                    }
+                })
+                .collect::<Result<BTreeMap<_, _>>>()
+                .map(Some),
+            Some(other) => Err(self.expected(key, "a table of strings", other)),
+        }
+    }
+
+    /// The keys of this section that were never read, in file order.
+    pub(crate) fn unread(&self) -> Vec<String> {
+        let used = self.used.borrow();
+        self.table
+            .keys()
+            .filter(|k| !used.contains(*k))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Collects the `load_warnings` of one task.
+pub(crate) struct Warnings {
+    /// The file the warnings are about.
+    pub(crate) file: String,
+    /// The warnings, in order.
+    pub(crate) list: Vec<String>,
+}
+
+impl Warnings {
+    /// Warns that `key` (when present) is not supported.
+    pub(crate) fn unsupported(&mut self, section: &Section, key: &str, why: &str) {
+        if section.get(key).is_some() {
+            self.list.push(format!(
+                "{}: field `{}` is not supported and is ignored ({why})",
+                self.file,
+                section.key(key)
+            ));
+        }
+    }
+
+    /// Warns about every key of `section` that was not read.
+    pub(crate) fn unknown(&mut self, section: &Section) {
+        for key in section.unread() {
+            self.list.push(format!(
+                "{}: unknown field `{}` is ignored",
+                self.file,
+                section.key(&key)
+            ));
+        }
+    }
+
+    /// Adds a free-form warning about the file.
+    pub(crate) fn note(&mut self, message: String) {
+        self.list.push(format!("{}: {message}", self.file));
+    }
+}
