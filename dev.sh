@@ -72,19 +72,40 @@ start_docker() {
 
 case "${1:-}" in
 demo)
+    # The sandbox environment needs bubblewrap; nothing else (no Docker, no network, no key).
+    if ! command -v bwrap >/dev/null 2>&1; then
+        echo "installing bubblewrap (Debian package; the sandbox environment uses it)" >&2
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get install -y bubblewrap >/dev/null 2>&1 ||
+            { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y bubblewrap >/dev/null; } ||
+            { echo "bubblewrap is missing and could not be installed: apt-get install bubblewrap" >&2; exit 1; }
+    fi
     cargo build --release --workspace
     bundle_plugins release
-    host="$(profile_dir release)/agentcompass-host"
-    "$host" list plugin
+    bin="$(profile_dir release)"
+    host="$bin/agentcompass-host"
+    results="${TMPDIR:-/tmp}/agentcompass-demo"
     echo
-    "$host" list benchmark
+    echo "== 1. oracle: the reference solutions of the bundled Harbor tasks, in the sandbox"
+    "$host" run harbor oracle reference --benchmark-params '{"path": "examples/harbor"}' \
+        --env sandbox --results-dir "$results" >/dev/null
     echo
-    "$host" config docs benchmark example_exact_match
+    echo "== 2. terminus: an agent loop (bash tool) against a scripted OpenAI-compatible model on loopback"
+    workdir="$(mktemp -d)"
+    "$bin/scripted-llm" --script examples/demo/terminus-script.json --port-file "$workdir/port" \
+        --log "$workdir/requests.jsonl" >/dev/null &
+    server=$!
+    trap 'kill "$server" 2>/dev/null || true; rm -rf "$workdir"' EXIT
+    for _ in $(seq 50); do [ -s "$workdir/port" ] && break; sleep 0.1; done
+    run_dir=$(DEMO_MODEL_KEY=demo-key-not-a-secret "$host" run harbor terminus scripted-model \
+        --benchmark-params '{"path": "examples/harbor"}' --env sandbox \
+        --model-base-url "http://127.0.0.1:$(cat "$workdir/port")/v1" --model-api-key '${DEMO_MODEL_KEY}' \
+        --model-params '{"pricing": {"input": 3.0, "output": 15.0, "cached_input": 0.3}}' \
+        --results-dir "$results")
     echo
-    run_dir=$("$host" run example_exact_match example_calculator demo-model \
-        --benchmark-params '{"size": 50}' --harness-params '{"wrong_every": 10}' \
-        --results-dir "${TMPDIR:-/tmp}/agentcompass-demo")
-    echo "results: $run_dir (summary.md, metrics.json, details/)"
+    echo "results: $run_dir"
+    echo "  summary.md, metrics.json, details/normal/<task>/attempt-1/result.json (trajectory: every bash step)"
     ;;
 test)
     ensure_tools

@@ -1,11 +1,13 @@
 //! End-to-end tests: the real `agentcompass-host` binary and the real loader against real
 //! plugin `.so` files laid out in temp directories.
 
+mod artifacts;
 mod bad_plugins;
 mod config_resolution;
 mod containment;
 mod crash;
 mod environments;
+mod harbor;
 mod harness_free;
 mod listing;
 mod model_gateway;

@@ -187,6 +187,16 @@ fn openai_chat_answers_retries_a_429_records_tool_calls_and_sums_usage() {
     assert_eq!(total["requests"], 3);
     let summary = fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(summary.contains("Model usage: 3 calls"), "{summary}");
+    // `summary` recomputes the same totals from the details.
+    fs::remove_file(run.join("metrics.json")).unwrap();
+    let again = setup.ws.run(&["summary", run.to_str().unwrap()], &[]);
+    assert_eq!(again.code, 0, "{again:?}");
+    let metrics: Value =
+        serde_json::from_str(&fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(
+        metrics["extra"]["model_usage"]["prompt_tokens"], 60,
+        "{metrics}"
+    );
     // The tool call is in the trajectory.
     let trajectory = results["cap"]["trajectory"].to_string();
     assert!(

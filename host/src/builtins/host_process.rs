@@ -50,9 +50,7 @@ use super::files::{
     self, copy_file, copy_tree, create_private_dir, probe, random_suffix, read_text_file,
     remove_owned_dir, sanitise, transfer_error, unique, write_text_file,
 };
-use super::process::{
-    kill_detached, merge_env, run_captured, spawn_error, timeout_duration, GroupGuard,
-};
+use super::process::{kill_detached, run_captured, spawn_error, timeout_duration, GroupGuard};
 use crate::registry::{Builtin, BuiltinFactory};
 
 /// Provider id.
@@ -347,7 +345,7 @@ impl EnvironmentSession for HostProcessSession {
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = merge_env(&self.env, &request.env, &request.required_env)?;
+        let env = request.effective_env(&self.env)?;
         let cwd = match &request.cwd {
             Some(cwd) => self.resolve(cwd).await?,
             None => self.workdir.ensure().await?,

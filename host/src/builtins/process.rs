@@ -5,7 +5,6 @@
 //! or a dropped [`run_captured`] future kills the whole group with SIGKILL, so background
 //! children cannot keep a call alive.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -36,40 +35,6 @@ pub(crate) fn timeout_duration(seconds: Option<f64>) -> Result<Option<Duration>>
         // Too large to represent (or infinite): no limit.
         Some(s) => Ok(Duration::try_from_secs_f64(s).ok()),
     }
-}
-
-/// Call defaults, overridden by the session's bindings, then `required_env` (which must not
-/// conflict with either). Messages name variables, never values.
-pub(crate) fn merge_env(
-    session: &BTreeMap<String, String>,
-    call: &BTreeMap<String, String>,
-    required: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>> {
-    let mut merged = call.clone();
-    merged.extend(session.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for (key, value) in required {
-        if merged.get(key).is_some_and(|bound| bound != value) {
-            return Err(Error::invalid_input(format!(
-                "exec: required environment variable `{key}` conflicts with another binding of \
-                 the same name"
-            )));
-        }
-        merged.insert(key.clone(), value.clone());
-    }
-    for (key, value) in &merged {
-        if key.is_empty() || key.contains(['=', '\0']) {
-            return Err(Error::invalid_input(format!(
-                "exec: invalid environment variable name `{}`",
-                key.escape_debug()
-            )));
-        }
-        if value.contains('\0') {
-            return Err(Error::invalid_input(format!(
-                "exec: the value of environment variable `{key}` contains a NUL byte"
-            )));
-        }
-    }
-    Ok(merged)
 }
 
 /// The error for a command that could not be started.

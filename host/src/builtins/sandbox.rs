@@ -74,7 +74,7 @@ use super::files::{
     blocking, copy_file, copy_tree, create_private_dir, random_suffix, remove_owned_dir, sanitise,
     transfer_error,
 };
-use super::process::{kill_detached, merge_env, run_captured, timeout_duration, GroupGuard};
+use super::process::{kill_detached, run_captured, timeout_duration, GroupGuard};
 use crate::registry::{Builtin, BuiltinFactory};
 
 /// Provider id.
@@ -962,7 +962,7 @@ impl EnvironmentSession for SandboxSession {
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = merge_env(&self.env, &request.env, &request.required_env)?;
+        let env = request.effective_env(&self.env)?;
         let cwd = match &request.cwd {
             Some(cwd) => self.layout.absolute(cwd),
             None => self.layout.workdir.clone(),

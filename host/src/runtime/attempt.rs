@@ -13,8 +13,10 @@ use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::{Error, ErrorKind};
 use serde_json::{json, Value};
 
+use super::artifacts;
 use super::context::{AttemptScope, RequestContext};
 use super::phase::{run_phase, watchdog, PhaseOutcome};
+use super::phase_scope::scoped_session;
 use super::records::{env_record, CHECKPOINT_SCHEMA};
 use crate::planner::{phase_bindings, resolve_bindings, Phase};
 use crate::store::{rfc3339, TaskWriter};
@@ -379,6 +381,21 @@ async fn run_stage(
             );
         }
     }
+    // The agent's commands get the run-phase bindings for the rest of this stage.
+    let run_session = match scoped_session(session, plan, Phase::Run) {
+        Ok(scoped) => scoped,
+        Err(e) => {
+            return (
+                failed(
+                    task,
+                    ExecutionIssue::fatal(IssuePhase::Run, "env_bindings_failed", e.message),
+                ),
+                Some(prepared),
+                false,
+            )
+        }
+    };
+    let session = &run_session;
     let run_watchdog = plan.run_timeout_seconds;
     let mut result = match (rc.planner.harness(), &rc.planner.benchmark().harness_free) {
         (None, Some(free)) => {
@@ -588,7 +605,9 @@ fn timed_out(task: &TaskSpec, limit: Duration) -> RunResult {
 }
 
 /// Runs the declared collection commands and downloads the declared paths into
-/// `attempt-N/artifacts/` (when saving). Failures are FATAL collect issues.
+/// `attempt-N/artifacts/` (when saving; emptied first), then writes the checksummed manifest
+/// `attempt-N/artifacts.manifest.json` (also kept as `declared_artifacts`, partial with
+/// `complete: false` after a failure). Failures are FATAL collect issues.
 async fn collect_artifacts(
     rc: &AttemptScope<'_>,
     task: &TaskSpec,
@@ -650,57 +669,67 @@ async fn collect_artifacts(
     if !plan.save_artifacts {
         return;
     }
-    let root = writer.attempt_dir(attempt).join("artifacts");
-    let download = async {
-        let mut entries = Vec::new();
-        for spec in &plan.artifacts {
-            let destination = spec.destination_or_default();
-            let target = root.join(&destination);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let (kind, status) = if session.is_dir(&spec.source).await? {
-                session.download_dir(&spec.source, &target).await?;
-                ("directory", "collected")
-            } else if session.is_file(&spec.source).await? {
-                session.download(&spec.source, &target).await?;
-                ("file", "collected")
-            } else {
-                ("unknown", "missing")
-            };
-            entries.push(json!({"source": spec.source, "destination": destination, "kind": kind, "status": status, "bytes": dir_bytes(&target)}));
-        }
-        Ok::<_, Error>(entries)
-    };
-    let limit = watchdog(Some(plan.artifact_limits.timeout_seconds));
-    match run_phase(&rc.cancel, limit, download).await {
-        PhaseOutcome::Done(entries) => {
-            result.artifacts.insert(
-                "declared_artifacts".into(),
-                json!({"complete": true, "entries": entries}),
-            );
-        }
-        PhaseOutcome::Cancelled => {}
-        PhaseOutcome::Failed(e) => result.push_issue(ExecutionIssue::fatal(
-            IssuePhase::Collect,
-            "artifact_download_failed",
-            e.message,
-        )),
-        PhaseOutcome::TimedOut(_) => result.push_issue(ExecutionIssue::fatal(
-            IssuePhase::Collect,
-            "artifact_download_timeout",
-            "artifact download exceeded its budget",
-        )),
+    let attempt_dir = writer.attempt_dir(attempt);
+    let root = attempt_dir.join(artifacts::ARTIFACTS_DIR);
+    let manifest_path = attempt_dir.join(artifacts::MANIFEST_FILE);
+    if let Err((code, message)) = blocking(|| artifacts::reset_destination(&root, &manifest_path)) {
+        result.push_issue(ExecutionIssue::fatal(IssuePhase::Collect, code, message));
+        return;
     }
-}
-
-fn dir_bytes(path: &Path) -> u64 {
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_dir() => std::fs::read_dir(path)
-            .map(|entries| entries.flatten().map(|e| dir_bytes(&e.path())).sum())
-            .unwrap_or(0),
-        Ok(meta) => meta.len(),
-        Err(_) => 0,
+    let limits = &plan.artifact_limits;
+    rc.task_event(
+        "phase_changed",
+        task,
+        Some(attempt),
+        Some("download_artifacts"),
+        None,
+        json!({
+            "entry_count": plan.artifacts.len(),
+            "max_bytes": limits.max_mb.saturating_mul(1024 * 1024),
+            "max_entries": limits.max_files,
+            "timeout_seconds": limits.timeout_seconds,
+        }),
+    );
+    let mut entries = Vec::new();
+    let download = async {
+        Ok::<_, Error>(
+            artifacts::download_all(session, &plan.artifacts, &root, limits, &mut entries).await,
+        )
+    };
+    let outcome = run_phase(&rc.cancel, watchdog(Some(limits.timeout_seconds)), download).await;
+    let failure = match outcome {
+        PhaseOutcome::Done(Ok(())) => None,
+        PhaseOutcome::Done(Err((code, message))) => Some((code, message)),
+        PhaseOutcome::Cancelled => None,
+        PhaseOutcome::Failed(e) => Some(("artifact_download_failed", e.message)),
+        PhaseOutcome::TimedOut(d) => Some((
+            "artifact_download_timeout",
+            format!(
+                "artifact download exceeded artifact_limits.timeout_seconds ({:.0} s)",
+                d.as_secs_f64()
+            ),
+        )),
+    };
+    // Entries not reached (an earlier failure, the timeout or cancellation).
+    for spec in plan.artifacts.iter().skip(entries.len()) {
+        entries.push(artifacts::ManifestEntry::empty(
+            spec,
+            artifacts::EntryStatus::Uncollected,
+        ));
+    }
+    let manifest = artifacts::ArtifactManifest::new(entries);
+    if let Err(e) = blocking(|| artifacts::write_manifest(&manifest_path, &manifest)) {
+        result.push_issue(ExecutionIssue::fatal(
+            IssuePhase::Collect,
+            "artifact_manifest_failed",
+            e.to_string(),
+        ));
+    }
+    result
+        .artifacts
+        .insert("declared_artifacts".into(), manifest.to_value());
+    if let Some((code, message)) = failure {
+        result.push_issue(ExecutionIssue::fatal(IssuePhase::Collect, code, message));
     }
 }
 
@@ -762,6 +791,23 @@ async fn evaluate(
             }
         }
     }
+    // The evaluator's commands get the evaluation-phase bindings.
+    let scoped = match session
+        .map(|s| scoped_session(s, plan, Phase::Evaluation))
+        .transpose()
+    {
+        Ok(scoped) => scoped,
+        Err(e) => {
+            let mut result = result;
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "env_bindings_failed",
+                e.message,
+            ));
+            return (result, false);
+        }
+    };
+    let session = scoped.as_ref();
     let benchmark = &rc.planner.benchmark().benchmark;
     let call = benchmark.evaluate(
         &rc.ctx,
@@ -827,33 +873,42 @@ async fn evaluate_fresh(
             return (result, false);
         }
     };
-    let root = writer.attempt_dir(attempt).join("artifacts");
-    let mut restore_error = None;
-    for spec in &plan.artifacts {
-        let local = root.join(spec.destination_or_default());
-        let restored = if local.is_dir() {
-            env.session.upload_dir(&local, &spec.source).await
-        } else if local.is_file() {
-            env.session.upload(&local, &spec.source).await
-        } else {
-            Ok(())
-        };
-        if let Err(e) = restored {
-            restore_error = Some(e.message);
-            break;
-        }
-    }
-    let (mut evaluated, cancelled) = match restore_error {
-        Some(message) => {
+    rc.task_event(
+        "phase_changed",
+        task,
+        Some(attempt),
+        Some("restore_artifacts"),
+        None,
+        Value::Null,
+    );
+    let attempt_dir = writer.attempt_dir(attempt);
+    let timeout = plan.artifact_limits.timeout_seconds;
+    let restore = async {
+        Ok::<_, Error>(
+            artifacts::restore_all(&env.session, &attempt_dir, &plan.artifacts, timeout).await,
+        )
+    };
+    let restored = match run_phase(&rc.cancel, watchdog(Some(timeout)), restore).await {
+        PhaseOutcome::Done(Ok(_)) => Ok(()),
+        PhaseOutcome::Done(Err(failure)) => Err(Some(failure)),
+        PhaseOutcome::Cancelled => Err(None),
+        PhaseOutcome::Failed(e) => Err(Some(("artifact_restore_failed", e.message))),
+        PhaseOutcome::TimedOut(d) => Err(Some((
+            "artifact_restore_timeout",
+            format!(
+                "artifact restore exceeded artifact_limits.timeout_seconds ({:.0} s)",
+                d.as_secs_f64()
+            ),
+        ))),
+    };
+    let (mut evaluated, cancelled) = match restored {
+        Err(None) => (result, true),
+        Err(Some((code, message))) => {
             let mut result = result;
-            result.push_issue(ExecutionIssue::fatal(
-                IssuePhase::Evaluate,
-                "artifact_restore_failed",
-                message,
-            ));
+            result.push_issue(ExecutionIssue::fatal(IssuePhase::Evaluate, code, message));
             (result, false)
         }
-        None => {
+        Ok(()) => {
             evaluate(
                 rc,
                 task,
@@ -870,17 +925,59 @@ async fn evaluate_fresh(
     (evaluated, cancelled)
 }
 
+/// Copies the tree `from` to `to` without following links: files (modes kept), directories
+/// and symlinks (recreated as links). Special files are skipped.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    if from.is_dir() {
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.is_dir() {
         std::fs::create_dir_all(to)?;
         for entry in std::fs::read_dir(from)? {
             let entry = entry?;
             copy_tree(&entry.path(), &to.join(entry.file_name()))?;
         }
-        Ok(())
-    } else {
+        std::fs::set_permissions(to, meta.permissions())
+    } else if meta.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+    } else if meta.is_file() {
         crate::fsutil::copy_file_atomic(from, to)
+    } else {
+        Ok(())
     }
+}
+
+/// Copies the artifacts (and their manifest) of the interrupted attempt `source` into
+/// `target` and verifies the copy against the manifest; on any failure the copies are
+/// removed and the reason returned.
+fn recover_artifacts(source: &Path, target: &Path) -> Result<(), String> {
+    let copy = || -> Result<(), String> {
+        let from = source.join(artifacts::ARTIFACTS_DIR);
+        if from.exists() {
+            copy_tree(&from, &target.join(artifacts::ARTIFACTS_DIR))
+                .map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
+        }
+        let manifest = source.join(artifacts::MANIFEST_FILE);
+        if manifest.exists() {
+            crate::fsutil::copy_file_atomic(&manifest, &target.join(artifacts::MANIFEST_FILE))
+                .map_err(|e| format!("cannot copy {}: {e}", manifest.display()))?;
+        }
+        artifacts::verify_attempt_dir(target)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    // Check the source first (cheap refusal), then the copy (what evaluation will use).
+    artifacts::verify_attempt_dir(source).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(target)
+        .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+    let _ = artifacts::reset_destination(
+        &target.join(artifacts::ARTIFACTS_DIR),
+        &target.join(artifacts::MANIFEST_FILE),
+    );
+    copy().inspect_err(|_| {
+        let _ = artifacts::reset_destination(
+            &target.join(artifacts::ARTIFACTS_DIR),
+            &target.join(artifacts::MANIFEST_FILE),
+        );
+    })
 }
 
 /// Evaluation-only recovery: the agent run of this attempt finished in an interrupted earlier
@@ -905,13 +1002,16 @@ pub async fn recover_evaluation(
         None,
         Value::Null,
     );
-    if blocking(|| writer.write_checkpoint(attempt, &checkpoint)).is_err() {
+    if let Err(reason) =
+        blocking(|| recover_artifacts(source_attempt_dir, &writer.attempt_dir(attempt)))
+    {
+        tracing::warn!(
+            "not resuming the evaluation of task {} attempt {attempt}; rerunning it: {reason}",
+            task.task_id
+        );
         return None;
     }
-    let artifacts = source_attempt_dir.join("artifacts");
-    if artifacts.exists()
-        && copy_tree(&artifacts, &writer.attempt_dir(attempt).join("artifacts")).is_err()
-    {
+    if blocking(|| writer.write_checkpoint(attempt, &checkpoint)).is_err() {
         return None;
     }
     let earlier_usage = result

@@ -2,10 +2,12 @@
 //! shared limits, cooperative cancellation (Ctrl-C, SIGTERM, the orchestration deadline) and
 //! the results store as the only writer.
 
+pub(crate) mod artifacts;
 mod attempt;
 mod context;
 pub mod limits;
 mod phase;
+mod phase_scope;
 pub mod records;
 mod request;
 mod task;

@@ -260,7 +260,9 @@ pub(super) fn import_published(
     create_dir_all(&details)?;
     let name = task_dir_name(&task.task_id);
     let staged = details.join(format!(".import.{name}.{}", unique_suffix()));
-    if let Err(e) = copy_tree(&task.dir, &staged, hook) {
+    let copied =
+        copy_tree(&task.dir, &staged, hook).and_then(|()| verify_artifacts(&staged, &task.dir));
+    if let Err(e) = copied {
         if let Err(cleanup) = fs::remove_dir_all(&staged) {
             if cleanup.kind() != io::ErrorKind::NotFound {
                 tracing::warn!("cannot remove {}: {cleanup}", staged.display());
@@ -269,6 +271,35 @@ pub(super) fn import_published(
         return Err(e);
     }
     install_task_dir(&details, &staged, &name, task.state)
+}
+
+/// Verifies the copied artifacts of every `attempt-*` directory of the staged task copy
+/// `staged` against the attempt's `artifacts.manifest.json` (attempts without one are
+/// accepted as they are). A missing or corrupt artifact file is an error naming the file in
+/// the source task directory `source`, so the task is not imported and reruns.
+fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
+    use crate::runtime::artifacts::verify_attempt_dir;
+    let entries = fs::read_dir(staged).map_err(|e| StoreError::io("list", staged, e))?;
+    let mut attempts: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("attempt-"))
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    attempts.sort();
+    for attempt in attempts {
+        if let Err(e) = verify_attempt_dir(&attempt) {
+            let message = e
+                .to_string()
+                .replace(&staged.display().to_string(), &source.display().to_string());
+            return Err(StoreError::io(
+                "import",
+                source,
+                io::Error::new(io::ErrorKind::InvalidData, message),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Copies the tree `src` to the new directory `dst`: files (with their modes, fsynced),

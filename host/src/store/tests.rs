@@ -619,3 +619,82 @@ fn errors_are_one_line_and_name_the_path() {
     assert!(text.contains(&file.display().to_string()), "{text}");
     assert!(!text.contains('\n'));
 }
+
+/// A published task whose attempt 1 holds `artifacts/out/{a.txt,b.bin}` and a manifest.
+fn published_with_manifest(root: &Path) -> (RunStore, PublishedTask) {
+    use crate::runtime::artifacts::{
+        measure_entry, write_manifest, ArtifactManifest, Budget, MANIFEST_FILE,
+    };
+    use agentcompass_plugin_api::contracts::{ArtifactLimits, ArtifactSpec};
+    let source = RunStore::create(root, &ns(&["n"]), Some("src")).unwrap();
+    let writer = source.begin_task("task/1").unwrap();
+    writer
+        .write_attempt_result(1, &json!({"status": "completed"}))
+        .unwrap();
+    let out = writer.attempt_dir(1).join("artifacts/out");
+    fs::create_dir_all(&out).unwrap();
+    fs::write(out.join("a.txt"), b"hello").unwrap();
+    fs::write(out.join("b.bin"), [0u8, 1, 2, 3]).unwrap();
+    let mut spec = ArtifactSpec::new("/app/out");
+    spec.destination = Some("out".into());
+    let entry = measure_entry(&spec, &out, &mut Budget::new(&ArtifactLimits::default())).unwrap();
+    write_manifest(
+        &writer.attempt_dir(1).join(MANIFEST_FILE),
+        &ArtifactManifest::new(vec![entry]),
+    )
+    .unwrap();
+    let task_json = json!({"task_id": "task/1", "attempts": {"1": "attempt-1"}});
+    writer.publish(&task_json, TaskState::Normal).unwrap();
+    let task = published_tasks(source.run_dir()).next().unwrap();
+    (source, task)
+}
+
+#[test]
+fn import_published_verifies_artifacts_against_the_manifest() {
+    let root = tempfile::tempdir().unwrap();
+    let (_source, task) = published_with_manifest(root.path());
+    let target = RunStore::create(root.path(), &ns(&["n"]), Some("dst")).unwrap();
+    let dest = target.import_published(&task).unwrap();
+    assert_eq!(
+        names(&dest.join("attempt-1")),
+        ["artifacts", "artifacts.manifest.json", "result.json"]
+    );
+    assert_eq!(
+        fs::read(dest.join("attempt-1/artifacts/out/a.txt")).unwrap(),
+        b"hello"
+    );
+}
+
+#[test]
+fn import_published_rejects_a_corrupt_or_missing_artifact() {
+    let root = tempfile::tempdir().unwrap();
+    let (_source, task) = published_with_manifest(root.path());
+    let target = RunStore::create(root.path(), &ns(&["n"]), Some("dst")).unwrap();
+    let corrupt = task.dir.join("attempt-1/artifacts/out/b.bin");
+    // One flipped byte, same size.
+    fs::write(&corrupt, [0u8, 1, 2, 4]).unwrap();
+    let err = target.import_published(&task).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&corrupt.display().to_string()) && text.contains("sha256"),
+        "{text}"
+    );
+    assert!(!text.contains(".import."), "names the source file: {text}");
+    assert!(!text.contains('\n'));
+    assert_eq!(published_tasks(target.run_dir()).count(), 0);
+    assert_eq!(names(&target.details_dir()), ["running"], "staging removed");
+    // A missing file.
+    fs::write(&corrupt, [0u8, 1, 2, 3]).unwrap();
+    target.import_published(&task).unwrap();
+    let other = RunStore::create(root.path(), &ns(&["n"]), Some("dst2")).unwrap();
+    fs::remove_file(task.dir.join("attempt-1/artifacts/out/a.txt")).unwrap();
+    let err = other.import_published(&task).unwrap_err();
+    assert!(
+        err.to_string().contains("a.txt") && err.to_string().contains("missing"),
+        "{err}"
+    );
+    assert_eq!(published_tasks(other.run_dir()).count(), 0);
+    // A manifest that cannot be read is a rejection too.
+    fs::write(task.dir.join("attempt-1/artifacts.manifest.json"), b"{").unwrap();
+    assert!(other.import_published(&task).is_err());
+}

@@ -411,6 +411,11 @@ pub struct ExecRequest {
     /// Start in the background and return immediately.
     #[serde(default)]
     pub detach: bool,
+    /// The active phase's bindings (agent run or evaluation), set by the host's phase scope:
+    /// they override the call's defaults and the session's common bindings. Components leave
+    /// this empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scope_env: BTreeMap<String, String>,
 }
 
 impl ExecRequest {
@@ -423,6 +428,7 @@ impl ExecRequest {
             required_env: BTreeMap::new(),
             timeout_seconds: None,
             detach: false,
+            scope_env: BTreeMap::new(),
         }
     }
 
@@ -473,6 +479,43 @@ impl ExecRequest {
         self
     }
 
+    /// The environment of the command, by precedence: the call's defaults (`env`), the
+    /// session's bindings (`session`), the phase scope (`scope_env`), then `required_env`,
+    /// which must agree with whatever else binds the same name. Errors name variables, never
+    /// values. Every provider uses this, so the precedence is the same everywhere.
+    pub fn effective_env(
+        &self,
+        session: &BTreeMap<String, String>,
+    ) -> crate::Result<BTreeMap<String, String>> {
+        let mut merged = self.env.clone();
+        for layer in [session, &self.scope_env] {
+            merged.extend(layer.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        for (key, value) in &self.required_env {
+            if merged.get(key).is_some_and(|bound| bound != value) {
+                return Err(crate::Error::invalid_input(format!(
+                    "exec: required environment variable `{key}` conflicts with another binding \
+                     of the same name"
+                )));
+            }
+            merged.insert(key.clone(), value.clone());
+        }
+        for (key, value) in &merged {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return Err(crate::Error::invalid_input(format!(
+                    "exec: invalid environment variable name `{}`",
+                    key.escape_debug()
+                )));
+            }
+            if value.contains('\0') {
+                return Err(crate::Error::invalid_input(format!(
+                    "exec: the value of environment variable `{key}` contains a NUL byte"
+                )));
+            }
+        }
+        Ok(merged)
+    }
+
     /// Checks that the command form matches `shell`.
     pub fn validate(&self) -> Result<(), String> {
         match (&self.command, self.shell) {
@@ -498,6 +541,7 @@ impl fmt::Debug for ExecRequest {
             .field("cwd", &self.cwd)
             .field("env", &super::RedactedMap(&self.env))
             .field("required_env", &super::RedactedMap(&self.required_env))
+            .field("scope_env", &super::RedactedMap(&self.scope_env))
             .field("timeout_seconds", &self.timeout_seconds)
             .field("detach", &self.detach)
             .finish()
@@ -508,6 +552,37 @@ impl fmt::Debug for ExecRequest {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn effective_env_layers_call_session_scope_then_required() {
+        let session: BTreeMap<String, String> = [("A", "session"), ("B", "session")]
+            .map(|(k, v)| (k.into(), v.into()))
+            .into();
+        let mut request = ExecRequest::shell("true")
+            .env("A", "call")
+            .env("C", "call")
+            .required_env("D", "required");
+        request.scope_env.insert("B".into(), "scope".into());
+        let env = request.effective_env(&session).unwrap();
+        let get = |k: &str| env.get(k).map(String::as_str);
+        assert_eq!(
+            (get("A"), get("B"), get("C"), get("D")),
+            (
+                Some("session"),
+                Some("scope"),
+                Some("call"),
+                Some("required")
+            )
+        );
+        let clash = ExecRequest::shell("true").required_env("B", "other-secret-value");
+        let err = clash.effective_env(&session).unwrap_err().message;
+        assert!(
+            err.contains("`B`") && !err.contains("other-secret-value"),
+            "{err}"
+        );
+        let bad = ExecRequest::shell("true").env("X=Y", "v");
+        assert!(bad.effective_env(&BTreeMap::new()).is_err());
+    }
 
     #[test]
     fn task_status_strings() {

@@ -115,7 +115,7 @@ impl EnvironmentSession for DockerSession {
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = merge_env(&self.env, &request.env, &request.required_env)?;
+        let env = request.effective_env(&self.env)?;
         let cwd = match &request.cwd {
             Some(cwd) => self.abs(cwd),
             None => self.workdir.clone(),
@@ -296,40 +296,6 @@ fn timeout_duration(seconds: Option<f64>) -> Result<Option<Duration>> {
         ))),
         Some(s) => Ok(Duration::try_from_secs_f64(s).ok()),
     }
-}
-
-/// Call defaults, overridden by the session's bindings, then `required_env` (which must not
-/// conflict with either). Messages name variables, never values. (As `host_process`.)
-fn merge_env(
-    session: &BTreeMap<String, String>,
-    call: &BTreeMap<String, String>,
-    required: &BTreeMap<String, String>,
-) -> Result<BTreeMap<String, String>> {
-    let mut merged = call.clone();
-    merged.extend(session.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for (key, value) in required {
-        if merged.get(key).is_some_and(|bound| bound != value) {
-            return Err(Error::invalid_input(format!(
-                "exec: required environment variable `{key}` conflicts with another binding of \
-                 the same name"
-            )));
-        }
-        merged.insert(key.clone(), value.clone());
-    }
-    for (key, value) in &merged {
-        if key.is_empty() || key.contains(['=', '\0']) {
-            return Err(Error::invalid_input(format!(
-                "exec: invalid environment variable name `{}`",
-                key.escape_debug()
-            )));
-        }
-        if value.contains('\0') {
-            return Err(Error::invalid_input(format!(
-                "exec: the value of environment variable `{key}` contains a NUL byte"
-            )));
-        }
-    }
-    Ok(merged)
 }
 
 fn exec_error(container: &str, op: &str, e: bollard::errors::Error) -> Error {
