@@ -5,31 +5,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{sha256_hex, Outcome, Workspace};
+use agentcompass_e2e::{read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace};
 use serde_json::{json, Value};
-
-fn read_json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The run directory printed on stdout (last line).
-fn run_dir(out: &Outcome) -> PathBuf {
-    PathBuf::from(
-        out.stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no run dir printed: {out:?}")),
-    )
-}
-
-fn task_dirs(run: &Path, state: &str) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(run.join("details").join(state))
-        .map(|entries| entries.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
 
 fn task_dir(run: &Path, task_id: &str) -> PathBuf {
     ["normal", "error", "fatal"]

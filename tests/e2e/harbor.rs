@@ -4,13 +4,14 @@
 //! (reward 0), an agent that pre-writes its reward (still 0), the verifier's own timeout, a
 //! fresh verifier seeded only with the collected artifacts, and phase-scoped bindings.
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{Outcome, PluginDirs, Workspace};
+use agentcompass_e2e::{
+    files_containing, published_results as results, run_dir, Outcome, PluginDirs, Workspace,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -67,44 +68,6 @@ impl Harbor {
         args.extend_from_slice(extra);
         self.ws.run(&args, env)
     }
-}
-
-fn run_dir(out: &Outcome) -> PathBuf {
-    PathBuf::from(
-        out.stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no run dir: {out:?}")),
-    )
-}
-
-/// (task dir, last attempt's result) of every published task, by task id.
-fn results(run: &Path) -> HashMap<String, (PathBuf, Value)> {
-    let mut out = HashMap::new();
-    for state in ["normal", "error", "fatal"] {
-        let Ok(entries) = fs::read_dir(run.join("details").join(state)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let task: Value =
-                serde_json::from_str(&fs::read_to_string(entry.path().join("task.json")).unwrap())
-                    .unwrap();
-            let attempts = task["attempts"].as_object().unwrap();
-            let last = attempts
-                .keys()
-                .max_by_key(|k| k.parse::<u32>().unwrap())
-                .unwrap();
-            let attempt_dir = entry.path().join(attempts[last].as_str().unwrap());
-            let result: Value =
-                serde_json::from_str(&fs::read_to_string(attempt_dir.join("result.json")).unwrap())
-                    .unwrap();
-            out.insert(
-                task["task_id"].as_str().unwrap().to_string(),
-                (attempt_dir, result),
-            );
-        }
-    }
-    out
 }
 
 fn reward(result: &Value) -> f64 {
@@ -288,20 +251,8 @@ fn terminus_solves_the_bundled_tasks_in_several_bash_steps() {
     assert_eq!(usage["requests"], 4, "{usage}");
     assert_eq!(usage["prompt_tokens"], 310 + 402 + 455 + 490);
     // The key is nowhere in the results or the run log.
-    let mut stack = vec![h.ws.cwd.join("results")];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let bytes = fs::read(&path).unwrap();
-                assert!(
-                    !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
-                    "{} holds the key",
-                    path.display()
-                );
-            }
-        }
-    }
+    assert_eq!(
+        files_containing(&h.ws.cwd.join("results"), &key),
+        Vec::<PathBuf>::new()
+    );
 }

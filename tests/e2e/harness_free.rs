@@ -3,33 +3,8 @@
 //! `none` with an ordinary benchmark, is refused before anything runs.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{Outcome, Workspace};
-use serde_json::Value;
-
-fn read_json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The run directory printed on stdout (last line).
-fn run_dir(out: &Outcome) -> PathBuf {
-    PathBuf::from(
-        out.stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no run dir printed: {out:?}")),
-    )
-}
-
-fn task_dirs(run: &Path, state: &str) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(run.join("details").join(state))
-        .map(|entries| entries.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
-}
+use agentcompass_e2e::{read_json, run_dir, task_dirs, Outcome, Workspace};
 
 fn self_check_run(ws: &Workspace, extra: &[&str]) -> Outcome {
     let mut args = vec![

@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{Outcome, PluginDirs, Workspace};
+use agentcompass_e2e::{
+    files_containing, published_results, run_dir, Outcome, PluginDirs, Workspace,
+};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-gateway-SECRET-4242";
@@ -68,61 +70,17 @@ fn run(setup: &Setup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
 }
 
 /// The last attempt's `result.json` of every published task, by task id.
-fn results(run_dir: &Path) -> HashMap<String, Value> {
-    let mut out = HashMap::new();
-    for state in ["normal", "error", "fatal"] {
-        let Ok(entries) = fs::read_dir(run_dir.join("details").join(state)) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let task: Value =
-                serde_json::from_str(&fs::read_to_string(entry.path().join("task.json")).unwrap())
-                    .unwrap();
-            let attempts = task["attempts"].as_object().unwrap();
-            let last = attempts
-                .keys()
-                .max_by_key(|k| k.parse::<u32>().unwrap())
-                .unwrap();
-            let dir = attempts[last].as_str().unwrap();
-            let result: Value = serde_json::from_str(
-                &fs::read_to_string(entry.path().join(dir).join("result.json")).unwrap(),
-            )
-            .unwrap();
-            out.insert(task["task_id"].as_str().unwrap().to_string(), result);
-        }
-    }
-    out
-}
-
-/// Every file under `dir` (recursively) whose bytes contain `needle`.
-fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if fs::read(&path)
-                .unwrap()
-                .windows(needle.len())
-                .any(|w| w == needle.as_bytes())
-            {
-                hits.push(path);
-            }
-        }
-    }
-    hits
+fn results(run: &Path) -> HashMap<String, Value> {
+    published_results(run)
+        .into_iter()
+        .map(|(id, (_, result))| (id, result))
+        .collect()
 }
 
 fn assert_key_nowhere(setup: &Setup, out: &Outcome) {
     let results = setup.ws.cwd.join("results");
     assert_eq!(files_containing(&results, KEY), Vec::<PathBuf>::new());
     assert!(!out.stderr.contains(KEY) && !out.stdout.contains(KEY));
-}
-
-fn run_dir(out: &Outcome) -> PathBuf {
-    PathBuf::from(out.stdout.lines().last().expect("run dir on stdout"))
 }
 
 fn usage(prompt: u64, completion: u64, cached: u64) -> Value {

@@ -5,23 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{Outcome, Workspace};
+use agentcompass_e2e::{read_json, run_dir, task_dirs, Outcome, Workspace};
 use serde_json::Value;
-
-fn read_json(path: &Path) -> Value {
-    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// The run directory printed on stdout (last line).
-fn run_dir(out: &Outcome) -> PathBuf {
-    PathBuf::from(
-        out.stdout
-            .lines()
-            .last()
-            .unwrap_or_else(|| panic!("no run dir printed: {out:?}")),
-    )
-}
 
 fn example_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
     let params = format!(r#"{{"size": {size}}}"#);
@@ -37,14 +22,6 @@ fn example_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
     ];
     args.extend_from_slice(extra);
     ws.run(&args, &[])
-}
-
-fn task_dirs(run: &Path, state: &str) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(run.join("details").join(state))
-        .map(|entries| entries.flatten().map(|e| e.path()).collect())
-        .unwrap_or_default();
-    dirs.sort();
-    dirs
 }
 
 fn read_events(run: &Path) -> Vec<Value> {

@@ -284,3 +284,71 @@ impl Workspace {
         self.dirs.redact(text)
     }
 }
+
+/// Reads and parses a JSON file, panicking with its path.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The run directory a `run` printed on stdout (its last line).
+pub fn run_dir(out: &Outcome) -> PathBuf {
+    PathBuf::from(
+        out.stdout
+            .lines()
+            .last()
+            .unwrap_or_else(|| panic!("no run dir printed: {out:?}")),
+    )
+}
+
+/// The published task directories of `run` in `state` (`normal`, `error`, `fatal`), sorted.
+pub fn task_dirs(run: &Path, state: &str) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(run.join("details").join(state))
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+/// Every published task of `run` by task id: its last attempt's directory and `result.json`.
+pub fn published_results(
+    run: &Path,
+) -> std::collections::HashMap<String, (PathBuf, serde_json::Value)> {
+    let mut out = std::collections::HashMap::new();
+    for state in ["normal", "error", "fatal"] {
+        for dir in task_dirs(run, state) {
+            let task = read_json(&dir.join("task.json"));
+            let attempts = task["attempts"].as_object().expect("task.json attempts");
+            let last = attempts
+                .keys()
+                .max_by_key(|k| k.parse::<u32>().expect("numbered attempts"))
+                .expect("at least one attempt");
+            let attempt_dir = dir.join(attempts[last].as_str().expect("attempt dir name"));
+            let result = read_json(&attempt_dir.join("result.json"));
+            let id = task["task_id"].as_str().expect("task id").to_string();
+            out.insert(id, (attempt_dir, result));
+        }
+    }
+    out
+}
+
+/// Every file under `dir` (recursively) whose bytes contain `needle`.
+pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if fs::read(&path)
+                .unwrap_or_default()
+                .windows(needle.len())
+                .any(|w| w == needle.as_bytes())
+            {
+                hits.push(path);
+            }
+        }
+    }
+    hits
+}
