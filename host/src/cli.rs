@@ -132,6 +132,22 @@ pub enum ConfigCommand {
 /// `plugin` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
+    /// Write a new plugin crate (Cargo.toml, src/lib.rs with a working component and unit
+    /// tests, README.md) into DIR/NAME
+    New {
+        /// Crate, plugin and component name (lowercase letters, digits, `-`, `_`)
+        name: String,
+        /// Kind of the component to generate
+        #[arg(long, value_enum)]
+        kind: KindArg,
+        /// Parent directory of the new crate (default: the current directory)
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+        /// Depend on agentcompass-plugin-api at this path (default: the host's source tree
+        /// when it exists, else version 0.1)
+        #[arg(long, value_name = "PATH")]
+        api_path: Option<PathBuf>,
+    },
     /// Run every trust and compatibility check on plugin files or directories without
     /// registering them (exit 0 when all pass, 1 otherwise)
     Verify {

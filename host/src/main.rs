@@ -13,7 +13,10 @@ use anyhow::Context;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(err),
+    };
     agentcompass_host::logging::init(cli.global.verbose);
     match run(cli) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -23,6 +26,41 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Help and version print as clap renders them; a usage error is one `error: ` line on stderr
+/// (the message and any tip or possible values, without the usage block) and exit code 2.
+fn usage_error(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        err.exit();
+    }
+    // `Display` renders without colours.
+    let rendered = err.to_string();
+    let parts: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect();
+    let mut message = String::new();
+    for part in parts {
+        if !message.is_empty() {
+            message.push_str(if message.ends_with(':') { " " } else { "; " });
+        }
+        message.push_str(part);
+    }
+    eprintln!(
+        "error: {}",
+        message.strip_prefix("error: ").unwrap_or(&message)
+    );
+    ExitCode::from(2)
 }
 
 fn load(global: &GlobalArgs) -> anyhow::Result<Setup> {
@@ -79,7 +117,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             command: ConfigCommand::Docs { kind: k, id },
         } => {
             let setup = load(global)?;
-            print!(
+            agentcompass_host::out!(
                 "{}",
                 commands::config_docs::render(&setup.registry, kind(k), &id)?
             );
@@ -104,5 +142,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     host_api,
                 },
         } => commands::plugin::package(&libraries, &out, host_api.as_deref()),
+        Command::Plugin {
+            command:
+                PluginCommand::New {
+                    name,
+                    kind: k,
+                    path,
+                    api_path,
+                },
+        } => Ok(commands::plugin_new::run(
+            &name,
+            kind(k),
+            path.as_deref(),
+            api_path.as_deref(),
+        )?),
     }
 }

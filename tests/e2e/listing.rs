@@ -155,3 +155,22 @@ fn builtins_come_first() {
     assert_eq!(items[0]["id"], "host_process");
     assert_eq!(items[0]["source"], "built-in");
 }
+
+#[test]
+fn a_reader_that_closes_stdout_early_ends_the_host_quietly() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let mut command = std::process::Command::new(agentcompass_e2e::host_bin());
+    command
+        .args(plugin_dir_args(&[&good]))
+        .args(["list", "benchmark", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("spawn");
+    // Like `| head -c0`: the reader is gone before the host writes.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -2,6 +2,7 @@
 //! plugin `.so` files laid out in temp directories.
 
 mod artifacts;
+mod bad_input;
 mod bad_plugins;
 mod config_resolution;
 mod containment;
@@ -13,8 +14,10 @@ mod listing;
 mod model_gateway;
 mod orchestration;
 mod planning;
+mod plugin_new;
 mod qa;
 mod rejections;
 mod runtime;
 mod secrets;
+mod secrets_under_failure;
 mod session_contract;

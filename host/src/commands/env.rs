@@ -81,7 +81,7 @@ pub fn list(root: &Path) -> anyhow::Result<i32> {
             })
         })
         .collect();
-    println!("{}", serde_json::to_string_pretty(&Value::Array(items))?);
+    crate::outln!("{}", serde_json::to_string_pretty(&Value::Array(items))?);
     Ok(0)
 }
 
@@ -128,7 +128,7 @@ pub fn close(registry: &Registry, root: &Path, ids: &[String], all: bool) -> any
         match released {
             Ok(()) => {
                 std::fs::remove_file(&record.path)?;
-                println!("closed {} ({provider_id})", record.id());
+                crate::outln!("closed {} ({provider_id})", record.id());
             }
             Err(e) => {
                 failures += 1;

@@ -16,7 +16,7 @@ pub fn run(registry: &Registry, kind: ListKind, as_json: bool) -> i32 {
         ListKind::Env => components(registry, ComponentKind::Environment, as_json),
         ListKind::Recipe => components(registry, ComponentKind::Recipe, as_json),
     };
-    print!("{out}");
+    crate::out!("{out}");
     0
 }
 

@@ -62,7 +62,7 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
         "candidate_recipes": planner.recipe_ids(),
         "resolved_execution_plan": plan.summary(),
     });
-    println!("{}", serde_json::to_string_pretty(&redact_value(&view))?);
+    crate::outln!("{}", serde_json::to_string_pretty(&redact_value(&view))?);
     match planner.check(&plan, &crate::config::process_env) {
         Ok(()) => Ok(0),
         Err(refused) => {

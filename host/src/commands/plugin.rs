@@ -95,16 +95,16 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
                 Ok((name, shown)) => {
                     let errors = instantiate_all(&registry, &name);
                     if errors.is_empty() {
-                        println!("ok: {shown}");
+                        crate::outln!("ok: {shown}");
                     }
                     for error in errors {
                         failures += 1;
-                        println!("error: {error}");
+                        crate::outln!("error: {error}");
                     }
                 }
                 Err(problem) => {
                     failures += 1;
-                    println!("error: {problem}");
+                    crate::outln!("error: {problem}");
                 }
             }
         }
@@ -152,7 +152,7 @@ pub fn package(libraries: &[PathBuf], out: &Path, host_api: Option<&str>) -> any
         let manifest_path = manifest_path_for_library(&target);
         write_atomic(&manifest_path, manifest.to_toml_string().as_bytes(), 0o644)
             .with_context(|| format!("cannot write {}", manifest_path.display()))?;
-        println!(
+        crate::outln!(
             "packaged {}@{} -> {} ({} components, sha256 {})",
             manifest.name,
             manifest.version,

@@ -152,7 +152,7 @@ fn warn_unresolved(requests: &[&RunRequest]) {
 }
 
 fn print_json(value: &Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    crate::outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -174,7 +174,30 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
         runtime,
         vec![(String::new(), request)],
     );
-    execute(orchestration, &setup)
+    // Preflight names the key; when a flag set it, name the flag too.
+    let mut flags: Vec<(String, &str)> = Vec::new();
+    if cmd.retry_pattern_list.is_some() {
+        flags.push((
+            "execution.retry_pattern_list".into(),
+            "--retry-pattern-list",
+        ));
+    }
+    for key in cmd.model_params.iter().flat_map(|params| params.keys()) {
+        flags.push((
+            format!("model gateway: model.params.{key}: "),
+            "--model-params",
+        ));
+    }
+    execute(orchestration, &setup).map_err(|e| {
+        let message = format!("{e:#}");
+        match flags
+            .iter()
+            .find(|(key, _)| message.starts_with(key.as_str()))
+        {
+            Some((_, flag)) => anyhow::anyhow!("{flag}: {message}"),
+            None => e,
+        }
+    })
 }
 
 fn orchestration_payload(orchestration: &Orchestration) -> Value {
@@ -222,17 +245,30 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         print_json(&orchestration_payload(&orchestration))?;
         return Ok(0);
     }
-    execute(orchestration, &setup)
+    // Preflight and task-loading errors name the request; name the file too.
+    execute(orchestration, &setup).map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
 }
 
 fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
-    let prepared = crate::runtime::preflight_all(&setup.registry, &orchestration)
+    let mut prepared = crate::runtime::preflight_all(&setup.registry, &orchestration)
         .map_err(|e| anyhow::anyhow!(e))?;
     let executor = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("agentcompass")
         .build()
         .context("cannot start the async runtime")?;
+    // Every request's tasks load before any results directory is created: a dataset or task
+    // directory the benchmark rejects is bad input (exit 2, nothing written).
+    let loaded = executor.block_on(async {
+        for request in &mut prepared {
+            request.load_tasks().await?;
+        }
+        Ok::<(), String>(())
+    });
+    if let Err(e) = loaded {
+        executor.shutdown_timeout(std::time::Duration::from_millis(100));
+        return Err(anyhow::anyhow!(e));
+    }
     let outcome = executor.block_on(crate::runtime::execute(&orchestration, prepared));
     for request in &outcome.requests {
         let label = if request.name.is_empty() {
@@ -256,7 +292,7 @@ fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
                     eprintln!("{label}{line}");
                 }
             }
-            println!("{}", dir.display());
+            crate::outln!("{}", dir.display());
         }
     }
     // Plugins keep threads of their own; do not wait for them at exit.
@@ -291,9 +327,9 @@ pub fn config_show(global: &GlobalArgs, format: ShowFormat) -> anyhow::Result<i3
         ShowFormat::Json => print_json(&merged)?,
         ShowFormat::Toml => {
             for file in &config.files {
-                println!("# {}", file.path.display());
+                crate::outln!("# {}", file.path.display());
             }
-            print!(
+            crate::out!(
                 "{}",
                 toml::to_string_pretty(&without_nulls(&merged)).context("cannot render TOML")?
             );

@@ -64,6 +64,6 @@ pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
     let rendered = render_summary(&report, &title);
     store.write_metrics(&serde_json::to_value(&report)?)?;
     store.write_summary(&rendered)?;
-    print!("{rendered}");
+    crate::out!("{rendered}");
     Ok(0)
 }

@@ -183,6 +183,12 @@ pub fn parse_file(path: &Path) -> Result<Value, ConfigError> {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;
+    parse_text(path, &text)
+}
+
+/// Parses the text of a configuration file, in the format named by `path`'s extension, into
+/// JSON values (`path` is not read; it picks the format and names the file in errors).
+pub fn parse_text(path: &Path, text: &str) -> Result<Value, ConfigError> {
     let parse_error = |message: String| ConfigError::Parse {
         path: path.to_path_buf(),
         message: agentcompass_plugin_api::one_line(&message),
@@ -192,22 +198,240 @@ pub fn parse_file(path: &Path) -> Result<Value, ConfigError> {
             // The message and position only: the default rendering quotes the offending source
             // line, which may hold a secret.
             let value: toml::Value =
-                toml::from_str(&text).map_err(|e| parse_error(toml_message(&text, &e)))?;
+                toml::from_str(text).map_err(|e| parse_error(toml_message(text, &e)))?;
             Ok(toml_to_json(value))
         }
         Some("yaml" | "yml") => {
             if text.trim().is_empty() {
                 return Ok(Value::Null);
             }
+            check_yaml_size(text).map_err(parse_error)?;
             let value: yaml_serde::Value =
-                yaml_serde::from_str(&text).map_err(|e| parse_error(e.to_string()))?;
+                yaml_serde::from_str(text).map_err(|e| parse_error(e.to_string()))?;
             serde_json::to_value(value).map_err(|e| parse_error(e.to_string()))
         }
-        Some("json") => serde_json::from_str(&text).map_err(|e| parse_error(e.to_string())),
+        Some("json") => serde_json::from_str(text).map_err(|e| parse_error(e.to_string())),
         _ => Err(parse_error(
             "unknown configuration format: use .toml, .yaml, .yml or .json".to_string(),
         )),
     }
+}
+
+/// Deepest nesting of YAML flow collections (`[`, `{`) accepted before parsing. The YAML parser
+/// refuses more than 128 levels itself, but only after scanning the whole file, which takes time
+/// quadratic in the nesting depth (seconds for a few kilobytes of `[[[[...`).
+pub const YAML_MAX_FLOW_DEPTH: usize = 256;
+
+/// Most values (scalars and collections, counted after aliases are expanded) a YAML file may
+/// hold: a few aliases of aliases otherwise expand into millions of values.
+pub const YAML_MAX_VALUES: usize = 100_000;
+
+/// Refuses YAML text whose flow collections nest deeper than [`YAML_MAX_FLOW_DEPTH`] or that
+/// expands to more than [`YAML_MAX_VALUES`] values, before it is turned into a value.
+fn check_yaml_size(text: &str) -> Result<(), String> {
+    if let Some(offset) = yaml_flow_too_deep(text, YAML_MAX_FLOW_DEPTH) {
+        let (line, column) = line_column(text, offset);
+        return Err(format!(
+            "flow collections ([...] or {{...}}) nested more than {YAML_MAX_FLOW_DEPTH} levels \
+             deep at line {line}, column {column}"
+        ));
+    }
+    let budget = std::cell::Cell::new(YAML_MAX_VALUES);
+    serde::de::DeserializeSeed::deserialize(
+        CountValues(&budget),
+        yaml_serde::Deserializer::from_str(text),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Byte offset of the first `[` or `{` that opens a flow collection more than `limit` levels
+/// deep. Only openers that start a token outside quotes, comments, block scalars and plain
+/// scalars count, and every closer outside quotes and comments ends a level, so the count errs
+/// on the low side (it runs high only on hundreds of unmatched brackets opening the
+/// continuation lines of multi-line plain scalars).
+fn yaml_flow_too_deep(text: &str, limit: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    // Inside a block scalar (`|`, `>`) introduced on a line indented this much.
+    let mut block_parent: Option<usize> = None;
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let start = line_start;
+        line_start += line.len();
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        if let Some(parent) = block_parent {
+            if line.trim().is_empty() || indent > parent {
+                continue;
+            }
+            block_parent = None;
+        }
+        let mut prev = ' ';
+        // Inside a plain scalar of the block context (up to `: ` or the end of the line).
+        let mut plain = false;
+        let mut chars = line.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            if plain {
+                if c == '#' && prev.is_whitespace() {
+                    break;
+                }
+                plain = !(c == ':' && chars.peek().is_none_or(|&(_, next)| next.is_whitespace()));
+                prev = c;
+                continue;
+            }
+            match quote {
+                Some('"') => {
+                    if c == '\\' {
+                        chars.next();
+                    } else if c == '"' {
+                        quote = None;
+                        prev = c;
+                    }
+                    continue;
+                }
+                Some(_) => {
+                    if c == '\'' && chars.next_if(|&(_, next)| next == '\'').is_none() {
+                        quote = None;
+                        prev = c;
+                    }
+                    continue;
+                }
+                None => {}
+            }
+            let token_start = prev.is_whitespace() || matches!(prev, '[' | '{' | ',' | ':');
+            match c {
+                '#' if prev.is_whitespace() => break,
+                '"' | '\'' if token_start => quote = Some(c),
+                '[' | '{' if token_start => {
+                    depth += 1;
+                    if depth > limit {
+                        return Some(start + i);
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                '|' | '>' if token_start && depth == 0 && is_block_header(&line[i + 1..]) => {
+                    block_parent = Some(indent);
+                    break;
+                }
+                '-' | '?' | ':' | '&' | '*' | '!' | ',' => {}
+                _ if token_start && depth == 0 && !c.is_whitespace() => plain = true,
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    None
+}
+
+/// Whether `rest`, what follows `|` or `>` on its line, is the rest of a block scalar header
+/// (chomping and indentation indicators, then nothing or a comment).
+fn is_block_header(rest: &str) -> bool {
+    let rest = rest.trim_start_matches(|c: char| c == '+' || c == '-' || c.is_ascii_digit());
+    let rest = rest.trim_start_matches([' ', '\t']);
+    rest.trim().is_empty() || rest.starts_with('#')
+}
+
+/// Visits every value of a YAML document (aliases expanded, as deserializing does) and fails
+/// once more than the budget's values were seen; accepts whatever `yaml_serde::Value` accepts.
+struct CountValues<'a>(&'a std::cell::Cell<usize>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for CountValues<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CountValues<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_i128<E: serde::de::Error>(self, _: i128) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_u128<E: serde::de::Error>(self, _: u128) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_bytes<E: serde::de::Error>(self, _: &[u8]) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.count()?;
+        deserializer.deserialize_any(self)
+    }
+    fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<(), D::Error> {
+        self.count()?;
+        deserializer.deserialize_any(self)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.count()?;
+        while seq.next_element_seed(CountValues(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.count()?;
+        while map.next_key_seed(CountValues(self.0))?.is_some() {
+            map.next_value_seed(CountValues(self.0))?;
+        }
+        Ok(())
+    }
+    fn visit_enum<A: serde::de::EnumAccess<'de>>(self, data: A) -> Result<(), A::Error> {
+        // A tagged value (`!tag value`): the tag, then the value.
+        use serde::de::VariantAccess;
+        self.count()?;
+        let ((), variant) = data.variant_seed(CountValues(self.0))?;
+        variant.newtype_variant_seed(CountValues(self.0))
+    }
+}
+
+impl CountValues<'_> {
+    fn count<E: serde::de::Error>(&self) -> Result<(), E> {
+        match self.0.get().checked_sub(1) {
+            Some(left) => {
+                self.0.set(left);
+                Ok(())
+            }
+            None => Err(E::custom(format!(
+                "more than {YAML_MAX_VALUES} values once aliases are expanded; write the values \
+                 out or use fewer aliases"
+            ))),
+        }
+    }
+}
+
+/// 1-based line and column (in characters) of byte offset `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }
 
 /// `TOML parse error at line L, column C: MESSAGE`, without the quoted source line.
@@ -322,6 +546,61 @@ mod tests {
             err.to_string().contains("keep one configuration file"),
             "{err}"
         );
+    }
+
+    /// Found with the `config_loader` fuzz target (fuzz/regressions/config_loader/
+    /// yaml-deep-flow-*): deeply nested YAML flow collections took seconds to be refused (the
+    /// YAML scanner is quadratic in the depth; yaml/yaml-serde#1).
+    #[test]
+    fn deep_yaml_flow_nesting_is_refused_before_parsing() {
+        let path = Path::new("deep.yaml");
+        for text in [
+            "[".repeat(50_000),
+            "{a: ".repeat(50_000),
+            format!("k: {}", "{\"\":[".repeat(20_000)),
+        ] {
+            let started = std::time::Instant::now();
+            let err = parse_text(path, &text).unwrap_err().to_string();
+            assert!(
+                err.contains("nested more than 256 levels deep at line 1"),
+                "{err}"
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        }
+        // Brackets in quotes, comments, block scalars and inside plain scalars do not count.
+        let opened = "[ { ".repeat(300);
+        let text = format!(
+            "a: \"{opened}\"\nb: '{opened} it''s'\n# {opened}\nc: |\n  {opened}\nd: x{}\ne: [[1]]\n",
+            "[{".repeat(300)
+        );
+        let value = parse_text(path, &text).unwrap();
+        assert_eq!(value["e"], serde_json::json!([[1]]));
+        // Within the limit, the parser's own recursion limit still answers.
+        let err = parse_text(path, &"[".repeat(200)).unwrap_err().to_string();
+        assert!(err.contains("recursion limit exceeded"), "{err}");
+    }
+
+    /// Found with the `config_loader` fuzz target (fuzz/regressions/config_loader/
+    /// yaml-alias-expansion): aliases of aliases expanded into millions of values and took
+    /// seconds before the YAML parser's own repetition limit stopped them.
+    #[test]
+    fn yaml_alias_expansion_is_bounded() {
+        let path = Path::new("aliases.yaml");
+        let mut text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n".to_string();
+        for i in 1..12 {
+            let items = vec![format!("*a{}", i - 1); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+        }
+        let started = std::time::Instant::now();
+        let err = parse_text(path, &text).unwrap_err().to_string();
+        assert!(
+            err.contains("more than 100000 values once aliases are expanded"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let value = parse_text(path, "base: &b {k: 1, l: [1, 2]}\nuse: *b\n").unwrap();
+        assert_eq!(value["use"], serde_json::json!({"k": 1, "l": [1, 2]}));
     }
 
     #[test]

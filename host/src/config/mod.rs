@@ -6,7 +6,9 @@ mod interpolate;
 mod merge;
 mod validate;
 
-pub use files::{discover_config_files, load_run_config, parse_file, ConfigFile, LoadedConfig};
+pub use files::{
+    discover_config_files, load_run_config, parse_file, parse_text, ConfigFile, LoadedConfig,
+};
 pub use interpolate::{
     check_references, is_env_map_key, resolve_references, whole_field_reference,
 };

@@ -22,7 +22,7 @@ use super::sections::{
 };
 use super::single::check_recipes;
 use super::{output_namespace, resolve_runtime};
-use crate::config::{check_references, parse_file, ConfigError, LoadedConfig};
+use crate::config::{check_references, parse_file, parse_text, ConfigError, LoadedConfig};
 use crate::registry::Registry;
 
 type Object = Map<String, Value>;
@@ -112,16 +112,45 @@ pub struct OrchestrationFile {
 
 /// Reads and structurally validates an orchestration file (TOML, YAML or JSON).
 pub fn load_orchestration_file(path: &Path) -> Result<OrchestrationFile, ConfigError> {
+    orchestration_from_value(path, parse_file(path)?)
+}
+
+/// [`load_orchestration_file`] on text already read (`path` picks the format and names the
+/// file in errors; it is not read).
+pub fn parse_orchestration_text(path: &Path, text: &str) -> Result<OrchestrationFile, ConfigError> {
+    orchestration_from_value(path, parse_text(path, text)?)
+}
+
+fn orchestration_from_value(path: &Path, value: Value) -> Result<OrchestrationFile, ConfigError> {
     let source = path.display().to_string();
-    let value = parse_file(path)?;
+    let Some(top) = value.as_object() else {
+        return Err(ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: format!(
+                "expected a mapping with `requests` at the top level, found {}",
+                agentcompass_plugin_api::contracts::json_type_name(&value)
+            ),
+        });
+    };
+    if !top.contains_key("requests") {
+        return Err(ConfigError::invalid(
+            source,
+            "requests",
+            "missing: at least one request is needed",
+        ));
+    }
     check_references(&source, "", &value)?;
     let file: OrchestrationFile = serde_path_to_error::deserialize(value).map_err(|e| {
         let key = e.path().to_string();
-        ConfigError::invalid(
-            source.clone(),
-            if key == "." { String::new() } else { key },
-            agentcompass_plugin_api::one_line(&e.inner().to_string()),
-        )
+        let message = agentcompass_plugin_api::one_line(&e.inner().to_string());
+        if key == "." {
+            ConfigError::Parse {
+                path: path.to_path_buf(),
+                message,
+            }
+        } else {
+            ConfigError::invalid(source.clone(), key, message)
+        }
     })?;
     if file.version != 1 {
         return Err(ConfigError::invalid(

@@ -176,8 +176,17 @@ impl RuntimeOptions {
 
 impl ResolvedRuntimeOptions {
     /// Applies an overlay: set fields replace, maps are updated key by key.
+    /// From the `command line` source, a rejected value is blamed on its flag
+    /// (`--timeout-seconds`, ...).
     pub fn apply(&mut self, source: &str, over: &RuntimeOptions) -> Result<(), ConfigError> {
         let path = |key: &str| format!("runtime.{key}");
+        let flag = |key: &str| {
+            if source == "command line" {
+                format!("--{}", key.replace('_', "-"))
+            } else {
+                source.to_string()
+            }
+        };
         if let Some(v) = &over.results_dir {
             self.results_dir = v.clone();
         }
@@ -185,19 +194,24 @@ impl ResolvedRuntimeOptions {
             self.data_dir = v.clone();
         }
         if let Some(v) = over.timeout_seconds {
-            self.timeout_seconds = check_seconds(source, &path("timeout_seconds"), v)?;
+            self.timeout_seconds =
+                check_seconds(&flag("timeout_seconds"), &path("timeout_seconds"), v)?;
         }
         if let Some(v) = over.cleanup_grace_seconds {
-            self.cleanup_grace_seconds = check_seconds(source, &path("cleanup_grace_seconds"), v)?;
+            self.cleanup_grace_seconds = check_seconds(
+                &flag("cleanup_grace_seconds"),
+                &path("cleanup_grace_seconds"),
+                v,
+            )?;
         }
         if let Some(v) = over.progress {
             self.progress = v;
         }
         if let Some(v) = &over.log_level {
-            self.log_level = check_level(source, &path("log_level"), v)?;
+            self.log_level = check_level(&flag("log_level"), &path("log_level"), v)?;
         }
         if let Some(v) = &over.file_log_level {
-            self.file_log_level = check_level(source, &path("file_log_level"), v)?;
+            self.file_log_level = check_level(&flag("file_log_level"), &path("file_log_level"), v)?;
         }
         if let Some(v) = &over.log_file {
             self.log_file = Some(v.clone());
@@ -211,7 +225,11 @@ impl ResolvedRuntimeOptions {
         }
         if let Some(rates) = &over.env_open_qps {
             for (provider, qps) in rates {
-                let qps = check_seconds(source, &format!("runtime.env_open_qps.{provider}"), *qps)?;
+                let qps = check_seconds(
+                    &flag("env_open_qps"),
+                    &format!("runtime.env_open_qps.{provider}"),
+                    *qps,
+                )?;
                 self.env_open_qps.insert(provider.clone(), qps);
             }
         }

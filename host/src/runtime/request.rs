@@ -34,6 +34,48 @@ pub struct PreparedRequest {
     resolved: RunRequest,
     planner: Planner,
     patterns: Vec<regex::Regex>,
+    /// The selected tasks, once loaded by [`PreparedRequest::load_tasks`].
+    tasks: Option<Vec<TaskSpec>>,
+}
+
+impl PreparedRequest {
+    /// Loads and selects the request's tasks before anything is written, so a dataset or task
+    /// directory the benchmark rejects is refused like any other bad input (no results
+    /// directory). [`run_request`] uses them instead of loading again.
+    pub async fn load_tasks(&mut self) -> Result<(), String> {
+        let ctx =
+            HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
+                .into_ctx();
+        let tasks = load_checked(&self.planner, &ctx, &self.resolved).await;
+        let label = if self.run.name.is_empty() {
+            String::new()
+        } else {
+            format!("request {}: ", self.run.name)
+        };
+        self.tasks = Some(tasks.map_err(|e| format!("{label}{e}"))?);
+        Ok(())
+    }
+}
+
+/// The benchmark's selected tasks, with duplicate task ids refused.
+async fn load_checked(
+    planner: &Planner,
+    ctx: &agentcompass_plugin_api::sdk::Ctx,
+    resolved: &RunRequest,
+) -> Result<Vec<TaskSpec>, String> {
+    let benchmark = planner.benchmark().benchmark.clone();
+    let tasks = benchmark
+        .load_selected_tasks(ctx, resolved)
+        .await
+        .map_err(|e| format!("benchmark {}: {e}", resolved.benchmark.id))?;
+    let mut seen = HashSet::with_capacity(tasks.len());
+    if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.task_id.as_str())) {
+        return Err(format!(
+            "benchmark {} returned task id `{}` twice",
+            resolved.benchmark.id, dup.task_id
+        ));
+    }
+    Ok(tasks)
 }
 
 /// The terminal state of one request.
@@ -82,8 +124,13 @@ pub fn preflight(
     }
     let reuse_id = &run.request.runtime.reuse_run_id;
     if !reuse_id.is_empty() && !namespace_dir.join(reuse_id).join("run_info.json").is_file() {
+        let hint = if run.name.is_empty() {
+            "--reuse takes the name of a run directory there"
+        } else {
+            "reuse_run_id names a run directory there"
+        };
         return Err(format!(
-            "{label}runtime.reuse_run_id: run `{reuse_id}` not found under {}",
+            "{label}runtime.reuse_run_id: run `{reuse_id}` not found under {} ({hint})",
             namespace_dir.display()
         ));
     }
@@ -118,6 +165,7 @@ pub fn preflight(
         resolved,
         planner,
         patterns,
+        tasks: None,
     })
 }
 
@@ -160,6 +208,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         resolved,
         planner,
         patterns,
+        tasks: preloaded,
     } = prepared;
     let request = run.request.clone();
     let mut outcome = RequestOutcome {
@@ -278,32 +327,14 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     });
     tracing::info!(run_dir = %rc.store.run_dir().display(), "run started");
 
-    // Tasks.
-    let benchmark = rc.planner.benchmark().benchmark.clone();
-    let loaded = benchmark.load_selected_tasks(&rc.ctx, &rc.resolved);
-
-    let tasks: Vec<TaskSpec> = match loaded.await {
-        Ok(tasks) => tasks,
-        Err(e) => {
-            return finish(
-                &rc,
-                &mut info,
-                outcome,
-                "failed",
-                Some(format!("benchmark {}: {e}", request.benchmark.id)),
-            )
-            .await
-        }
+    // Tasks (normally loaded before anything was written; see `PreparedRequest::load_tasks`).
+    let tasks: Vec<TaskSpec> = match preloaded {
+        Some(tasks) => tasks,
+        None => match load_checked(&rc.planner, &rc.ctx, &rc.resolved).await {
+            Ok(tasks) => tasks,
+            Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e)).await,
+        },
     };
-    let mut seen = HashSet::with_capacity(tasks.len());
-    if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.task_id.as_str())) {
-        let message = format!(
-            "benchmark {} returned task id `{}` twice",
-            request.benchmark.id, dup.task_id
-        );
-        return finish(&rc, &mut info, outcome, "failed", Some(message)).await;
-    }
-    drop(seen);
     for task in &tasks {
         for warning in &task.load_warnings {
             tracing::warn!("task {}: {warning}", task.task_id);
@@ -517,6 +548,13 @@ async fn finish(
         json!({"error": info.error}),
     );
     rc.progress.finish();
+    // Batched durability: everything this run wrote reaches the disk here (see fsutil).
+    let run_dir = rc.store.run_dir().to_path_buf();
+    let synced =
+        tokio::task::spawn_blocking(move || crate::fsutil::sync_filesystem(&run_dir)).await;
+    if let Ok(Err(e)) = synced {
+        tracing::warn!("cannot sync the results filesystem: {e}");
+    }
     outcome.status = status;
     outcome.error = info.error.clone();
     outcome.headline = headline_line(&report);

@@ -14,9 +14,10 @@
 //!       checkpoint.json, artifacts/, retries/*.json}
 //! ```
 //!
-//! Every file except the append-only JSONL logs is replaced atomically (temp file, fsync,
-//! rename, fsync the directory), and a task directory becomes visible under its state
-//! directory only complete (built elsewhere, then renamed into place).
+//! Every file except the append-only JSONL logs is replaced atomically (temp file, rename),
+//! and a task directory becomes visible under its state directory only complete (built
+//! elsewhere, then renamed into place). Durability is batched: one `syncfs` when the run ends
+//! (see [`crate::fsutil`]).
 
 mod naming;
 mod plans;
@@ -202,8 +203,7 @@ fn write_streaming_atomic(
         let file = writer
             .into_inner()
             .map_err(|e| StoreError::io("write", &temp, e.into_error()))?;
-        file.sync_all()
-            .map_err(|e| StoreError::io("sync", &temp, e))?;
+        fsutil::sync_file(&file).map_err(|e| StoreError::io("sync", &temp, e))?;
         fs::rename(&temp, path).map_err(|e| StoreError::io("rename into", path, e))?;
         fsutil::sync_parent(path).map_err(|e| StoreError::io("sync directory of", path, e))
     })();
@@ -223,11 +223,10 @@ pub(crate) fn unique_suffix() -> String {
     )
 }
 
-/// Fsyncs a directory (makes renames inside it durable).
+/// Fsyncs a directory (makes renames inside it durable) when writes are synced one by one
+/// (see [`fsutil`]).
 pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| StoreError::io("sync directory", dir, e))
+    fsutil::sync_dir(dir).map_err(|e| StoreError::io("sync directory", dir, e))
 }
 
 pub(crate) fn create_dir_all(dir: &Path) -> Result<(), StoreError> {

@@ -14,6 +14,13 @@ mod task_toml;
 #[cfg(test)]
 mod tests;
 
+/// The `task.toml` loader, for the fuzz targets in `fuzz/` (not part of the plugin's interface:
+/// the host reaches the plugin only through its exported root).
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::task_toml::{load_task, parse_size_mb, LoadOptions};
+}
+
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
 };
