@@ -127,8 +127,35 @@ pub fn discover_config_files(
         } else {
             cwd.join(path)
         };
-        if !path.is_file() {
-            return Err(ConfigError::Missing(path));
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(meta) => {
+                let found = if meta.is_dir() {
+                    "a directory"
+                } else {
+                    "a special file"
+                };
+                return Err(ConfigError::Io {
+                    path,
+                    message: format!("expected a config file, found {found}"),
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling symlink is "missing" too; a loop is reported as such below.
+                if std::fs::symlink_metadata(&path).is_err() {
+                    return Err(ConfigError::Missing(path));
+                }
+                return Err(ConfigError::Io {
+                    path,
+                    message: e.to_string(),
+                });
+            }
+            Err(e) => {
+                return Err(ConfigError::Io {
+                    path,
+                    message: e.to_string(),
+                })
+            }
         }
         paths.push(path);
     }
@@ -533,6 +560,16 @@ mod tests {
         let err =
             discover_config_files(&[tmp.path().join("nope.toml")], tmp.path(), &env).unwrap_err();
         assert_eq!(err, ConfigError::Missing(tmp.path().join("nope.toml")));
+        let dir = tmp.path().join("dir.toml");
+        std::fs::create_dir(&dir).unwrap();
+        let err = discover_config_files(&[dir.clone()], tmp.path(), &env).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "cannot read {}: expected a config file, found a directory",
+                dir.display()
+            )
+        );
     }
 
     #[test]
