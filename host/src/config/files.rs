@@ -562,7 +562,7 @@ mod tests {
         assert_eq!(err, ConfigError::Missing(tmp.path().join("nope.toml")));
         let dir = tmp.path().join("dir.toml");
         std::fs::create_dir(&dir).unwrap();
-        let err = discover_config_files(&[dir.clone()], tmp.path(), &env).unwrap_err();
+        let err = discover_config_files(std::slice::from_ref(&dir), tmp.path(), &env).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
