@@ -29,6 +29,11 @@ pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     }
 }
 
+/// The ERROR issue recorded when the run is cancelled during `phase`.
+fn cancelled_issue(phase: IssuePhase) -> ExecutionIssue {
+    ExecutionIssue::error(phase, "cancelled", "the run was cancelled")
+}
+
 /// A result carrying one issue (the attempt could not proceed).
 pub(crate) fn failed(task: &TaskSpec, issue: ExecutionIssue) -> RunResult {
     let mut result = RunResult::new(task.task_id.clone());
@@ -182,10 +187,7 @@ async fn close_environment(rc: &AttemptScope<'_>, env: OpenEnv, result: &mut Run
 
 fn open_failure(task: &TaskSpec, outcome: PhaseOutcome<()>) -> PhysicalOutcome {
     let (issue, cancelled) = match outcome {
-        PhaseOutcome::Cancelled => (
-            ExecutionIssue::error(IssuePhase::Setup, "cancelled", "the run was cancelled"),
-            true,
-        ),
+        PhaseOutcome::Cancelled => (cancelled_issue(IssuePhase::Setup), true),
         PhaseOutcome::TimedOut(d) => (
             ExecutionIssue::fatal(
                 IssuePhase::Setup,
@@ -334,14 +336,7 @@ async fn run_stage(
     {
         PhaseOutcome::Done(p) => p,
         PhaseOutcome::Cancelled => {
-            return (
-                failed(
-                    task,
-                    ExecutionIssue::error(IssuePhase::Setup, "cancelled", "the run was cancelled"),
-                ),
-                None,
-                true,
-            )
+            return (failed(task, cancelled_issue(IssuePhase::Setup)), None, true)
         }
         PhaseOutcome::Failed(e) => {
             return (
@@ -410,14 +405,7 @@ async fn run_stage(
                 PhaseOutcome::Done(r) => r,
                 PhaseOutcome::Cancelled => {
                     return (
-                        failed(
-                            task,
-                            ExecutionIssue::error(
-                                IssuePhase::Run,
-                                "cancelled",
-                                "the run was cancelled",
-                            ),
-                        ),
+                        failed(task, cancelled_issue(IssuePhase::Run)),
                         Some(prepared),
                         true,
                     )
@@ -441,14 +429,7 @@ async fn run_stage(
                 PhaseOutcome::Done(state) => state,
                 PhaseOutcome::Cancelled => {
                     return (
-                        failed(
-                            task,
-                            ExecutionIssue::error(
-                                IssuePhase::Run,
-                                "cancelled",
-                                "the run was cancelled",
-                            ),
-                        ),
+                        failed(task, cancelled_issue(IssuePhase::Run)),
                         Some(prepared),
                         true,
                     )
@@ -491,14 +472,7 @@ async fn run_stage(
                 PhaseOutcome::Done(r) => r,
                 PhaseOutcome::Cancelled => {
                     cancelled = true;
-                    failed(
-                        task,
-                        ExecutionIssue::error(
-                            IssuePhase::Run,
-                            "cancelled",
-                            "the run was cancelled",
-                        ),
-                    )
+                    failed(task, cancelled_issue(IssuePhase::Run))
                 }
                 PhaseOutcome::TimedOut(d) => timed_out(task, d),
                 PhaseOutcome::Failed(e) if e.kind == ErrorKind::Timeout => failed(
