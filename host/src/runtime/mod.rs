@@ -11,6 +11,7 @@ mod phase_scope;
 pub mod records;
 mod request;
 mod task;
+mod task_source;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

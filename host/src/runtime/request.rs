@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
+use agentcompass_plugin_api::contracts::RunRequest;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -15,6 +15,7 @@ use super::context::RequestContext;
 use super::limits::Limits;
 use super::records::{compile_patterns, outcomes_from_results};
 use super::task::{run_task, TaskEnd};
+use super::task_source::TaskSource;
 use crate::config::resolve_references;
 use crate::host_services::{CancelToken, HostServices};
 use crate::metrics::{headline_line, render_summary, MetricAggregator, SummaryTitle};
@@ -34,19 +35,19 @@ pub struct PreparedRequest {
     resolved: RunRequest,
     planner: Planner,
     patterns: Vec<regex::Regex>,
-    /// The selected tasks, once loaded by [`PreparedRequest::load_tasks`].
-    tasks: Option<Vec<TaskSpec>>,
+    /// The selected tasks (first page read), once opened by [`PreparedRequest::load_tasks`].
+    tasks: Option<TaskSource>,
 }
 
 impl PreparedRequest {
-    /// Loads and selects the request's tasks before anything is written, so a dataset or task
-    /// directory the benchmark rejects is refused like any other bad input (no results
-    /// directory). [`run_request`] uses them instead of loading again.
+    /// Opens the request's task stream and reads its first page before anything is written,
+    /// so a dataset or task directory the benchmark rejects is refused like any other bad
+    /// input (no results directory). [`run_request`] goes on reading the same stream.
     pub async fn load_tasks(&mut self) -> Result<(), String> {
         let ctx =
             HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
                 .into_ctx();
-        let tasks = load_checked(&self.planner, &ctx, &self.resolved).await;
+        let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
         let label = if self.run.name.is_empty() {
             String::new()
         } else {
@@ -55,27 +56,6 @@ impl PreparedRequest {
         self.tasks = Some(tasks.map_err(|e| format!("{label}{e}"))?);
         Ok(())
     }
-}
-
-/// The benchmark's selected tasks, with duplicate task ids refused.
-async fn load_checked(
-    planner: &Planner,
-    ctx: &agentcompass_plugin_api::sdk::Ctx,
-    resolved: &RunRequest,
-) -> Result<Vec<TaskSpec>, String> {
-    let benchmark = planner.benchmark().benchmark.clone();
-    let tasks = benchmark
-        .load_selected_tasks(ctx, resolved)
-        .await
-        .map_err(|e| format!("benchmark {}: {e}", resolved.benchmark.id))?;
-    let mut seen = HashSet::with_capacity(tasks.len());
-    if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.task_id.as_str())) {
-        return Err(format!(
-            "benchmark {} returned task id `{}` twice",
-            resolved.benchmark.id, dup.task_id
-        ));
-    }
-    Ok(tasks)
 }
 
 /// The terminal state of one request.
@@ -327,20 +307,15 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     });
     tracing::info!(run_dir = %rc.store.run_dir().display(), "run started");
 
-    // Tasks (normally loaded before anything was written; see `PreparedRequest::load_tasks`).
-    let tasks: Vec<TaskSpec> = match preloaded {
+    // Tasks (normally opened before anything was written; see `PreparedRequest::load_tasks`).
+    let mut tasks = match preloaded {
         Some(tasks) => tasks,
-        None => match load_checked(&rc.planner, &rc.ctx, &rc.resolved).await {
+        None => match TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await {
             Ok(tasks) => tasks,
             Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e)).await,
         },
     };
-    for task in &tasks {
-        for warning in &task.load_warnings {
-            tracing::warn!("task {}: {warning}", task.task_id);
-        }
-    }
-    let total = tasks.len();
+    let total = tasks.total();
     rc.progress.emit(
         "tasks_loaded",
         None,
@@ -363,16 +338,22 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
             Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e.to_string())).await,
             Ok(None) => tracing::info!("nothing to reuse under {}", results_dir.display()),
             Ok(Some(source)) => {
-                let wanted: HashMap<&str, &str> = tasks
-                    .iter()
-                    .map(|t| (t.task_id.as_str(), t.category.as_str()))
+                // First pass over the selected tasks: import the finished ones; the tasks to
+                // run are read again from a fresh stream below.
+                let mut candidates: HashMap<String, _> = published_tasks(&source)
+                    .map(|published| (published.task_id.clone(), published))
                     .collect();
                 let mut not_reused: HashMap<&'static str, u64> = HashMap::new();
-                for published in published_tasks(&source) {
-                    let Some(category) = wanted.get(published.task_id.as_str()) else {
-                        *not_reused.entry("not selected").or_default() += 1;
+                loop {
+                    let task = match tasks.next_task() {
+                        Ok(Some(task)) => task,
+                        Ok(None) => break,
+                        Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e)).await,
+                    };
+                    let Some(published) = candidates.remove(&task.task_id) else {
                         continue;
                     };
+                    let category = task.category.as_str();
                     if published.task_json["reuse_key"].as_str() != Some(rc.reuse_key.as_str()) {
                         *not_reused
                             .entry("different benchmark, params or attempt plan")
@@ -397,6 +378,14 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
                         }
                     }
                 }
+                if !candidates.is_empty() {
+                    not_reused.insert("not selected", candidates.len() as u64);
+                }
+                drop(candidates);
+                tasks = match TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await {
+                    Ok(tasks) => tasks,
+                    Err(e) => return finish(&rc, &mut info, outcome, "failed", Some(e)).await,
+                };
                 let resumable: HashMap<String, PathBuf> =
                     if rc.request.runtime.checkpoint_resume != Some(false) {
                         running_tasks(&source).into_iter().collect()
@@ -438,15 +427,28 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
 
     // Schedule: a global attempt slot is taken before a task is spawned, so at most
     // `task_concurrency` tasks (of every request) are in flight and pending tasks cost nothing.
+    // Pending tasks stay in the benchmark's stream until a slot is free.
     let mut running = tokio::task::JoinSet::new();
     let mut published = reused.len();
     let mut store_failed = false;
-    for (index, task) in tasks.into_iter().enumerate() {
+    let mut load_error = None;
+    for index in 0.. {
+        if shared.cancel.is_cancelled() {
+            break;
+        }
+        let task = match tasks.next_task() {
+            Ok(Some(task)) => task,
+            Ok(None) => break,
+            Err(e) => {
+                load_error = Some(e);
+                break;
+            }
+        };
         if reused.contains(&task.task_id) {
             continue;
         }
-        if shared.cancel.is_cancelled() {
-            break;
+        for warning in &task.load_warnings {
+            tracing::warn!("task {}: {warning}", task.task_id);
         }
         let slot = tokio::select! {
             slot = shared.limits.attempt_slot() => slot,
@@ -469,6 +471,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     let stop = shared.stop_reason.lock().map(|r| r.clone()).unwrap_or(None);
     let (status, error) = match stop {
         Some(reason) => (reason, None),
+        None if load_error.is_some() => ("failed".to_string(), load_error),
         None if store_failed => (
             "failed".to_string(),
             Some("some results could not be written".to_string()),

@@ -17,7 +17,7 @@ use super::*;
 use crate::contracts::LogLevel;
 use crate::sdk::{
     Benchmark, Ctx, EnvironmentProvider, Harness, HarnessFreeBenchmark, HarnessSession, Recipe,
-    SessionRef,
+    SessionRef, TaskStream,
 };
 use crate::{Error, Result};
 
@@ -244,6 +244,22 @@ impl BenchmarkAbi for BenchmarkExport {
         })
     }
 
+    fn open_tasks(
+        &self,
+        ctx: HostBox,
+        req: RString,
+    ) -> FfiFuture<RResult<TaskStreamBox, PluginError>> {
+        let b = self.benchmark.clone();
+        async_call(None, async move {
+            let req = from_json(&req, "run request")?;
+            let stream = b.open_tasks(&import_ctx(ctx), &req).await?;
+            Ok(TaskStreamAbi_TO::from_value(
+                TaskStreamExport(stream),
+                TD_Opaque,
+            ))
+        })
+    }
+
     fn select_tasks(&self, ctx: HostBox, tasks: RString, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
@@ -354,6 +370,19 @@ impl BenchmarkAbi for BenchmarkExport {
                     .await?,
             )
         })
+    }
+}
+
+/// A task stream exported over the ABI.
+struct TaskStreamExport(Box<dyn TaskStream>);
+
+impl TaskStreamAbi for TaskStreamExport {
+    fn total(&self) -> u64 {
+        self.0.total() as u64
+    }
+
+    fn next_page(&mut self, max: u32) -> JsonResult {
+        sync_call(|| to_json(&self.0.next_page(max as usize)?))
     }
 }
 

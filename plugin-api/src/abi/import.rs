@@ -25,7 +25,7 @@ use crate::contracts::{
 };
 use crate::sdk::{
     Benchmark, BoxFuture, Ctx, EnvironmentProvider, EnvironmentSession, Harness,
-    HarnessFreeBenchmark, HarnessSession, HostApi, Recipe, SessionRef,
+    HarnessFreeBenchmark, HarnessSession, HostApi, Recipe, SessionRef, TaskStream, VecTaskStream,
 };
 use crate::{Error, Result};
 
@@ -224,6 +224,24 @@ fn optional_env(env: Option<&SessionRef>) -> ROption<SessionBox> {
     env.map(export_session).into()
 }
 
+/// A task stream received over the ABI.
+struct ImportedTaskStream {
+    object: TaskStreamBox,
+    label: Label,
+}
+
+impl TaskStream for ImportedTaskStream {
+    fn total(&self) -> usize {
+        usize::try_from(self.object.total()).unwrap_or(usize::MAX)
+    }
+
+    fn next_page(&mut self, max: usize) -> Result<Vec<TaskSpec>> {
+        let max = u32::try_from(max).unwrap_or(u32::MAX).max(1);
+        let json = sync_result(self.object.next_page(max)).map_err(self.label.err("next_page"))?;
+        self.label.decode("next_page", &json)
+    }
+}
+
 /// A benchmark loaded from a plugin.
 pub struct ImportedBenchmark {
     object: BenchmarkBox,
@@ -271,6 +289,23 @@ impl Benchmark for ImportedBenchmark {
                 self.select_tasks(ctx, tasks, req).await
             }
             Err(e) => Err(e).map_err(self.label.err("load_selected_tasks")),
+        }
+    }
+
+    async fn open_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
+        let call = self.object.open_tasks(export_ctx(ctx), to_json(req)?);
+        match await_foreign(call).await {
+            Ok(object) => Ok(Box::new(ImportedTaskStream {
+                object,
+                label: self.label.clone(),
+            })),
+            Err(e) if e.kind == crate::ErrorKind::Unsupported => {
+                let tasks = self.load_selected_tasks(ctx, req).await?;
+                Ok(Box::new(
+                    VecTaskStream::new(tasks).map_err(self.label.err("open_tasks"))?,
+                ))
+            }
+            Err(e) => Err(e).map_err(self.label.err("open_tasks")),
         }
     }
 

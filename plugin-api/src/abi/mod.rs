@@ -175,10 +175,37 @@ pub trait BenchmarkAbi: Send + Sync {
             })
         })
     }
+    /// The selected tasks as a stream of pages. Plugins built without it answer
+    /// `Unsupported` and the host falls back to `load_selected_tasks`.
+    fn open_tasks(
+        &self,
+        ctx: HostBox,
+        req: RString,
+    ) -> FfiFuture<RResult<TaskStreamBox, PluginError>> {
+        let _ = (ctx, req);
+        async_ffi::FutureExt::into_ffi(async {
+            RResult::RErr(PluginError {
+                kind: crate::ErrorKind::Unsupported.code(),
+                message: "open_tasks is not available".into(),
+            })
+        })
+    }
 }
 
 /// Owned benchmark object.
 pub type BenchmarkBox = BenchmarkAbi_TO<'static, RBox<()>>;
+
+/// A benchmark's selected tasks, read a page at a time (see `sdk::TaskStream`).
+#[sabi_trait]
+pub trait TaskStreamAbi: Send {
+    /// How many tasks the stream yields in all.
+    fn total(&self) -> u64;
+    /// Up to `max` next tasks as a JSON array of `TaskSpec`; `[]` once done.
+    fn next_page(&mut self, max: u32) -> JsonResult;
+}
+
+/// Owned task stream object.
+pub type TaskStreamBox = TaskStreamAbi_TO<'static, RBox<()>>;
 
 /// A harness (the agent under test).
 #[sabi_trait]

@@ -8,9 +8,30 @@ use crate::{Error, Result};
 /// Keeps the tasks named by the benchmark's `sample_ids` parameter (a list of ids or a single
 /// id), in dataset order. Without the parameter every task is kept. Unknown ids are an error.
 pub fn select_by_sample_ids(tasks: Vec<TaskSpec>, req: &RunRequest) -> Result<Vec<TaskSpec>> {
-    let wanted: Vec<String> = match req.benchmark.params.get("sample_ids") {
-        None | Some(serde_json::Value::Null) => return Ok(tasks),
-        Some(serde_json::Value::String(id)) => vec![id.clone()],
+    let Some(wanted) = sample_ids(req)? else {
+        return Ok(tasks);
+    };
+    let known: HashSet<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+    let unknown: Vec<&str> = wanted
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !known.contains(id))
+        .collect();
+    if !unknown.is_empty() {
+        return Err(unknown_sample_ids(&unknown));
+    }
+    let wanted: HashSet<String> = wanted.into_iter().collect();
+    Ok(tasks
+        .into_iter()
+        .filter(|t| wanted.contains(&t.task_id))
+        .collect())
+}
+
+/// The benchmark's `sample_ids` parameter (a list of ids or a single id), `None` when unset.
+pub fn sample_ids(req: &RunRequest) -> Result<Option<Vec<String>>> {
+    match req.benchmark.params.get("sample_ids") {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(id)) => Ok(Some(vec![id.clone()])),
         Some(serde_json::Value::Array(items)) => items
             .iter()
             .map(|item| match item {
@@ -20,30 +41,20 @@ pub fn select_by_sample_ids(tasks: Vec<TaskSpec>, req: &RunRequest) -> Result<Ve
                     "benchmark param `sample_ids` must list task ids, found {other}"
                 ))),
             })
-            .collect::<Result<_>>()?,
-        Some(other) => {
-            return Err(Error::invalid_input(format!(
-                "benchmark param `sample_ids` must be a list of task ids, found {other}"
-            )))
-        }
-    };
-    let known: HashSet<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
-    let unknown: Vec<&str> = wanted
-        .iter()
-        .map(String::as_str)
-        .filter(|id| !known.contains(id))
-        .collect();
-    if !unknown.is_empty() {
-        return Err(Error::invalid_input(format!(
-            "benchmark param `sample_ids` names unknown task ids: {}",
-            unknown.join(", ")
-        )));
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(other) => Err(Error::invalid_input(format!(
+            "benchmark param `sample_ids` must be a list of task ids, found {other}"
+        ))),
     }
-    let wanted: HashSet<String> = wanted.into_iter().collect();
-    Ok(tasks
-        .into_iter()
-        .filter(|t| wanted.contains(&t.task_id))
-        .collect())
+}
+
+/// The error for `sample_ids` that name tasks the dataset does not have.
+pub fn unknown_sample_ids(unknown: &[&str]) -> Error {
+    Error::invalid_input(format!(
+        "benchmark param `sample_ids` names unknown task ids: {}",
+        unknown.join(", ")
+    ))
 }
 
 #[cfg(test)]

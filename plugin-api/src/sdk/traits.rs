@@ -51,10 +51,20 @@ pub trait Benchmark: Send + Sync + 'static {
         super::select::select_by_sample_ids(tasks, req)
     }
 
-    /// The tasks to run: `load_tasks` then `select_tasks` (what the runtime calls).
+    /// The tasks to run: `load_tasks` then `select_tasks`.
     async fn load_selected_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         let tasks = self.load_tasks(ctx, req).await?;
         self.select_tasks(ctx, tasks, req).await
+    }
+
+    /// The tasks to run as a stream read a page at a time (what the runtime calls). The
+    /// default serves [`Benchmark::load_selected_tasks`] from memory; a benchmark with a large
+    /// dataset overrides it so that neither side ever holds every task (the host keeps only
+    /// the tasks of the page it is scheduling). Errors in the data should be found here, so
+    /// bad input is refused before a run starts.
+    async fn open_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
+        let tasks = self.load_selected_tasks(ctx, req).await?;
+        Ok(Box::new(VecTaskStream::new(tasks)?))
     }
 
     /// Builds the benchmark-private plan for one task attempt. No I/O.
@@ -109,6 +119,50 @@ pub trait Benchmark: Send + Sync + 'static {
         req: &RunRequest,
     ) -> Result<MetricReport> {
         super::metrics::default_report(&self.metric_contract()?, results, req)
+    }
+}
+
+/// The selected tasks of a benchmark, read in order a page at a time (see
+/// [`Benchmark::open_tasks`]). Pages are read between task launches, so `next_page` should
+/// not block for long (reading a local file is fine; fetch remote data in `open_tasks`).
+pub trait TaskStream: Send + 'static {
+    /// How many tasks the stream yields in all.
+    fn total(&self) -> usize;
+
+    /// Up to `max` (at least one) next tasks; empty once every task was returned.
+    fn next_page(&mut self, max: usize) -> Result<Vec<TaskSpec>>;
+}
+
+/// A [`TaskStream`] over tasks already in memory.
+pub struct VecTaskStream {
+    tasks: std::vec::IntoIter<TaskSpec>,
+    total: usize,
+}
+
+impl VecTaskStream {
+    /// Serves `tasks` in order; a task id that occurs twice is refused.
+    pub fn new(tasks: Vec<TaskSpec>) -> Result<Self> {
+        let mut seen = std::collections::HashSet::with_capacity(tasks.len());
+        if let Some(dup) = tasks.iter().find(|t| !seen.insert(t.task_id.as_str())) {
+            return Err(crate::Error::invalid_input(format!(
+                "task id `{}` occurs twice",
+                dup.task_id
+            )));
+        }
+        Ok(VecTaskStream {
+            total: tasks.len(),
+            tasks: tasks.into_iter(),
+        })
+    }
+}
+
+impl TaskStream for VecTaskStream {
+    fn total(&self) -> usize {
+        self.total
+    }
+
+    fn next_page(&mut self, max: usize) -> Result<Vec<TaskSpec>> {
+        Ok(self.tasks.by_ref().take(max.max(1)).collect())
     }
 }
 

@@ -7,11 +7,16 @@ use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask,
     RunRequest, RunResult, TaskInput, TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::select::{sample_ids, select_by_sample_ids};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, SessionRef, TaskStream, VecTaskStream,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::jsonl::JsonlTasks;
 
 /// Registry id.
 pub const ID: &str = "qa";
@@ -83,8 +88,8 @@ struct Plan {
 
 /// One validated dataset record.
 #[derive(Debug, Clone, PartialEq)]
-struct Record {
-    id: String,
+pub(crate) struct Record {
+    pub(crate) id: String,
     question: String,
     /// Acceptable answers (at least one).
     answers: Vec<String>,
@@ -110,59 +115,84 @@ struct Dataset {
     sha256: String,
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+/// Lower-case hex of a digest.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads and validates the dataset; every error is one line naming the file and, for a record,
-/// its line (`path:N`, 1-based, JSONL) or array index (`path[N]`, 0-based, JSON).
-fn load_dataset(path: &str) -> Result<Dataset> {
-    let fail = |message: String| Error::invalid_input(format!("{ID}: {message}"));
-    let bytes = std::fs::read(path).map_err(|e| fail(format!("{path}: cannot read: {e}")))?;
-    let sha256 = sha256_hex(&bytes);
-    let text = std::str::from_utf8(&bytes).map_err(|e| fail(format!("{path}: not UTF-8: {e}")))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+/// A dataset error (one line, prefixed with the benchmark id).
+pub(crate) fn fail(message: String) -> Error {
+    Error::invalid_input(format!("{ID}: {message}"))
+}
+
+/// The task of one record.
+pub(crate) fn task_of(record: Record, sha256: &str, path: &str) -> TaskSpec {
+    let mut task = TaskSpec::new(record.id.clone(), record.question.clone());
+    task.ground_truth = record.ground_truth();
+    task.category = record.category;
+    task.metadata
+        .insert("dataset_sha256".into(), sha256.to_string().into());
+    task.metadata
+        .insert("dataset_path".into(), path.to_string().into());
+    task
+}
+
+/// The dataset's selected tasks as a stream: a `.jsonl` file is read a page at a time (see
+/// [`crate::jsonl`]), a `.json` array is loaded whole. Every record is checked before the
+/// first task is returned; `wanted` keeps only those ids (an unknown one is an error).
+fn open_dataset(path: &str, wanted: Option<Vec<String>>) -> Result<Box<dyn TaskStream>> {
     let extension = Path::new(path)
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase);
-
-    // (location used in messages, short location for "first at", value)
-    let mut entries: Vec<(String, String, Value)> = Vec::new();
     match extension.as_deref() {
-        Some("jsonl") => {
-            for (index, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let number = index + 1;
-                let value: Value = serde_json::from_str(line)
-                    .map_err(|e| fail(format!("{path}:{number}: invalid JSON: {e}")))?;
-                entries.push((format!("{path}:{number}"), format!("line {number}"), value));
-            }
-        }
+        Some("jsonl") => Ok(Box::new(JsonlTasks::open(path, wanted)?)),
         Some("json") => {
-            let value: Value = serde_json::from_str(text)
-                .map_err(|e| fail(format!("{path}: invalid JSON: {e}")))?;
-            let Value::Array(items) = value else {
-                return Err(fail(format!(
-                    "{path}: expected a JSON array of objects, found {}",
-                    json_type_name(&value)
-                )));
+            let dataset = load_json_dataset(path)?;
+            let tasks = dataset
+                .records
+                .into_iter()
+                .map(|record| task_of(record, &dataset.sha256, path))
+                .collect();
+            let tasks = match wanted {
+                None => tasks,
+                Some(ids) => {
+                    let mut req = RunRequest::default();
+                    req.benchmark
+                        .params
+                        .insert("sample_ids".into(), Value::from(ids));
+                    select_by_sample_ids(tasks, &req)?
+                }
             };
-            for (index, value) in items.into_iter().enumerate() {
-                entries.push((format!("{path}[{index}]"), format!("index {index}"), value));
-            }
+            Ok(Box::new(VecTaskStream::new(tasks)?))
         }
-        _ => {
-            return Err(fail(format!(
-                "{path}: unsupported dataset file (expected a .jsonl or .json file)"
-            )))
-        }
+        _ => Err(fail(format!(
+            "{path}: unsupported dataset file (expected a .jsonl or .json file)"
+        ))),
     }
+}
+
+/// Reads and validates a JSON-array dataset; every error is one line naming the file and, for
+/// a record, its array index (`path[N]`, 0-based).
+fn load_json_dataset(path: &str) -> Result<Dataset> {
+    let bytes = std::fs::read(path).map_err(|e| fail(format!("{path}: cannot read: {e}")))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let text = std::str::from_utf8(&bytes).map_err(|e| fail(format!("{path}: not UTF-8: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| fail(format!("{path}: invalid JSON: {e}")))?;
+    let Value::Array(items) = value else {
+        return Err(fail(format!(
+            "{path}: expected a JSON array of objects, found {}",
+            json_type_name(&value)
+        )));
+    };
+    // (location used in messages, short location for "first at", value)
+    let entries: Vec<(String, String, Value)> = items
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| (format!("{path}[{index}]"), format!("index {index}"), value))
+        .collect();
     if entries.is_empty() {
         return Err(fail(format!("{path}: the dataset holds no records")));
     }
@@ -184,7 +214,7 @@ fn load_dataset(path: &str) -> Result<Dataset> {
 }
 
 /// Validates one record (the message names the field, not the location).
-fn parse_record(value: &Value) -> std::result::Result<Record, String> {
+pub(crate) fn parse_record(value: &Value) -> std::result::Result<Record, String> {
     let Value::Object(object) = value else {
         return Err(format!(
             "expected a JSON object, found {}",
@@ -325,22 +355,20 @@ pub struct Qa;
 impl Benchmark for Qa {
     async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         match_mode(req)?;
-        let path = dataset_path(req)?;
-        let dataset = load_dataset(&path)?;
-        Ok(dataset
-            .records
-            .into_iter()
-            .map(|record| {
-                let mut task = TaskSpec::new(record.id.clone(), record.question.clone());
-                task.ground_truth = record.ground_truth();
-                task.category = record.category;
-                task.metadata
-                    .insert("dataset_sha256".into(), dataset.sha256.clone().into());
-                task.metadata
-                    .insert("dataset_path".into(), path.clone().into());
-                task
-            })
-            .collect())
+        let mut stream = open_dataset(&dataset_path(req)?, None)?;
+        let mut tasks = Vec::with_capacity(stream.total());
+        loop {
+            let page = stream.next_page(1024)?;
+            if page.is_empty() {
+                return Ok(tasks);
+            }
+            tasks.extend(page);
+        }
+    }
+
+    async fn open_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
+        match_mode(req)?;
+        open_dataset(&dataset_path(req)?, sample_ids(req)?)
     }
 
     fn build_plan(
@@ -587,7 +615,7 @@ mod tests {
         assert_eq!(tasks[0].ground_truth, json!("2"));
         assert_eq!(tasks[1].ground_truth, json!("3.14"));
         assert_eq!(tasks[2].ground_truth, json!(["2", "3"]));
-        let expected_sha = sha256_hex(content.as_bytes());
+        let expected_sha = hex(&Sha256::digest(content.as_bytes()));
         assert_eq!(tasks[0].metadata["dataset_sha256"], json!(expected_sha));
         assert_eq!(tasks[2].metadata["dataset_path"], json!(path));
     }
@@ -599,6 +627,104 @@ mod tests {
         let tasks = block_on(Qa.load_selected_tasks(&Ctx::detached(), &req)).unwrap();
         let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
         assert_eq!(ids, ["7", "q3"]);
+    }
+
+    /// Every task of `open_tasks`, read `page` at a time (the page lengths too).
+    fn stream(params: Value, page: usize) -> Result<(usize, Vec<usize>, Vec<TaskSpec>)> {
+        let mut stream = block_on(Qa.open_tasks(&Ctx::detached(), &request(params)))?;
+        let (mut sizes, mut tasks) = (Vec::new(), Vec::new());
+        loop {
+            let next = stream.next_page(page)?;
+            if next.is_empty() {
+                return Ok((stream.total(), sizes, tasks));
+            }
+            sizes.push(next.len());
+            tasks.extend(next);
+        }
+    }
+
+    #[test]
+    fn open_tasks_streams_the_same_tasks_as_load_tasks_in_pages() {
+        let lines: String = (0..1000)
+            .map(|i| {
+                format!("{{\"id\": \"t{i}\", \"question\": \"q{i}?\", \"answer\": \"{i}\"}}\r\n")
+            })
+            .collect();
+        let path = dataset_file("big.jsonl", &format!("\u{feff}{lines}"));
+        let (total, sizes, streamed) = stream(json!({"path": path}), 300).unwrap();
+        assert_eq!(total, 1000);
+        assert_eq!(sizes, [300, 300, 300, 100]);
+        let loaded = load(json!({"path": path})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&streamed).unwrap(),
+            serde_json::to_value(&loaded).unwrap()
+        );
+        assert_eq!(streamed[999].question, "q999?");
+        assert_eq!(
+            streamed[0].metadata["dataset_sha256"],
+            json!(hex(&Sha256::digest(format!("\u{feff}{lines}").as_bytes())))
+        );
+    }
+
+    #[test]
+    fn open_tasks_selects_sample_ids_in_dataset_order_and_refuses_unknown_ones() {
+        for name in ["q.jsonl", "q.json"] {
+            let content = if name.ends_with(".json") {
+                format!(
+                    "[{}]",
+                    JSONL
+                        .lines()
+                        .filter(|l| !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            } else {
+                JSONL.to_string()
+            };
+            let path = dataset_file(name, &content);
+            let (total, _, tasks) =
+                stream(json!({"path": path, "sample_ids": ["q3", 7]}), 1).unwrap();
+            let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
+            assert_eq!((total, ids), (2, vec!["7", "q3"]), "{name}");
+            let err = stream(json!({"path": path, "sample_ids": ["zz", "q1", "yy"]}), 1)
+                .unwrap_err()
+                .message;
+            assert_eq!(
+                err, "benchmark param `sample_ids` names unknown task ids: zz, yy",
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn open_tasks_finds_errors_anywhere_in_the_file_before_the_first_task() {
+        let mut lines: String = (0..600)
+            .map(|i| format!("{{\"id\": {i}, \"question\": \"q\", \"answer\": \"a\"}}\n"))
+            .collect();
+        lines.push_str("{\"id\": 17, \"question\": \"again\", \"answer\": \"b\"}\n");
+        let path = dataset_file("dup.jsonl", &lines);
+        let err = stream(json!({"path": path}), 10).unwrap_err().message;
+        assert_eq!(
+            err,
+            format!("qa: {path}:601: duplicate id \"17\" (first at line 18)")
+        );
+        let not_utf8 =
+            std::path::Path::new(&dataset_file("x.jsonl", "")).with_file_name("utf8.jsonl");
+        std::fs::write(
+            &not_utf8,
+            b"{\"id\": 1, \"question\": \"q\", \"answer\": \"a\"}\n\xff\n",
+        )
+        .unwrap();
+        let err = stream(json!({"path": not_utf8}), 10).unwrap_err().message;
+        assert!(
+            err.starts_with(&format!("qa: {}:2: not UTF-8: ", not_utf8.display())),
+            "{err}"
+        );
+        let empty = dataset_file("empty.jsonl", "\n\n");
+        assert_eq!(
+            stream(json!({"path": empty}), 10).unwrap_err().message,
+            format!("qa: {empty}: the dataset holds no records")
+        );
     }
 
     #[test]

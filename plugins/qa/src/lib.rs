@@ -2,6 +2,7 @@
 //! normalised match. Depends only on `agentcompass-plugin-api`.
 
 mod benchmark;
+mod jsonl;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
