@@ -89,7 +89,10 @@ pub fn redact_value(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, child)| {
-                    let redacted = if is_sensitive_key(key) || is_container_key(key) {
+                    let normalised = normalize_key(key);
+                    let redacted = if is_sensitive_normalised(&normalised)
+                        || CONTAINER_KEYS.contains(&normalised.as_ref())
+                    {
                         redact_all_leaves(child)
                     } else {
                         redact_value(child)
@@ -114,8 +117,11 @@ pub fn redact_value(value: &Value) -> Value {
 ///
 /// Note that only exact suffixes count: `max_tokens`, `key_count` and `monkey` are not sensitive.
 pub fn is_sensitive_key(key: &str) -> bool {
-    let normalised = normalize_key(key);
-    let name = normalised.as_str();
+    is_sensitive_normalised(&normalize_key(key))
+}
+
+/// [`is_sensitive_key`] for a key already normalised.
+fn is_sensitive_normalised(name: &str) -> bool {
     if NOT_SENSITIVE.contains(&name) {
         return false;
     }
@@ -175,7 +181,7 @@ pub fn scrub_value_from_message(message: &str) -> String {
 
 /// Reports whether `key` is a container whose whole subtree is redacted leaf by leaf.
 fn is_container_key(key: &str) -> bool {
-    CONTAINER_KEYS.contains(&normalize_key(key).as_str())
+    CONTAINER_KEYS.contains(&normalize_key(key).as_ref())
 }
 
 /// Normalises a key to lowercase snake_case for comparison.
@@ -183,7 +189,15 @@ fn is_container_key(key: &str) -> bool {
 /// Surrounding whitespace is trimmed; hyphens and inner whitespace become `_`; an `_` is inserted
 /// at each lowercase/digit → uppercase boundary (`apiKey` → `api_key`) and before the last
 /// capital of an acronym followed by a lowercase letter (`APIKey` → `api_key`).
-fn normalize_key(key: &str) -> String {
+fn normalize_key(key: &str) -> std::borrow::Cow<'_, str> {
+    // Most keys already are lowercase snake_case: nothing to allocate.
+    if !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return std::borrow::Cow::Borrowed(key);
+    }
     let chars: Vec<char> = key
         .trim()
         .chars()
@@ -211,7 +225,7 @@ fn normalize_key(key: &str) -> String {
         out.extend(c.to_lowercase());
         prev = Some(c);
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Redacts every string/number leaf of `value` with the leaf rule, recursing through objects and
