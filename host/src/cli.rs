@@ -251,6 +251,9 @@ pub struct RuntimeFlags {
     /// How long cleanup may take after cancellation
     #[arg(long, value_name = "SECONDS")]
     pub cleanup_grace_seconds: Option<f64>,
+    /// Save an evaluation checkpoint once an evaluation has run this long (0: always)
+    #[arg(long, value_name = "SECONDS")]
+    pub checkpoint_after_seconds: Option<f64>,
     /// Terminal progress
     #[arg(long, value_enum)]
     pub progress: Option<ProgressArg>,

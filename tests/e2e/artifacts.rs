@@ -378,7 +378,7 @@ fn unpublish(run: &Path, task_id: &str) -> PathBuf {
 #[test]
 fn evaluation_resume_declines_a_checkpoint_with_corrupt_artifacts() {
     let ws = Workspace::new();
-    let first = sandbox_run(&ws, 3, &[]);
+    let first = sandbox_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
     assert_eq!(first.code, 0, "{first:?}");
     let first_run = run_dir(&first);
     let intact = unpublish(&first_run, "arith-0000");

@@ -36,6 +36,8 @@ fn qa_runs_end_to_end_and_never_shows_the_answer_to_the_harness() {
             &params,
             "--harness-params",
             r#"{"wrong_every": 3}"#,
+            "--checkpoint-after-seconds",
+            "0",
             "--progress",
             "none",
         ],

@@ -153,7 +153,7 @@ const CASES: &[Case] = &[
         name: "unknown_benchmark_param",
         setup: |_| run(&["--benchmark-params", r#"{"sise": 1}"#]),
         starts_with: "--benchmark-params: sise: ",
-        contains: "benchmark example_exact_match has no parameter `sise` (known: size, seed, case_sensitive, sample_ids)",
+        contains: "benchmark example_exact_match has no parameter `sise` (known: size, seed, case_sensitive, evaluate_delay_ms, sample_ids)",
     },
     Case {
         name: "unknown_harness_param",

@@ -398,7 +398,7 @@ fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
 #[test]
 fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let ws = Workspace::new();
-    let first = example_run(&ws, 3, &[]);
+    let first = example_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
     assert_eq!(first.code, 0, "{first:?}");
     let first_run = run_dir(&first);
     assert!(
@@ -439,6 +439,50 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let third = example_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
     let events = read_events(&run_dir(&third));
     assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
+}
+
+#[test]
+fn only_an_evaluation_still_running_after_checkpoint_after_seconds_saves_a_checkpoint() {
+    let ws = Workspace::new();
+    let checkpoints = |params: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--benchmark-params",
+            params,
+            "--progress",
+            "none",
+        ];
+        args.extend_from_slice(extra);
+        let out = ws.run(&args, &[]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let run = run_dir(&out);
+        let saved = task_dirs(&run, "normal")
+            .iter()
+            .filter(|dir| dir.join("attempt-1/checkpoint.json").is_file())
+            .count();
+        (saved, read_events(&run))
+    };
+    // Quick evaluations (the default 1 s): the results are written, no checkpoints.
+    let (saved, events) = checkpoints(r#"{"size": 3}"#, &[]);
+    assert_eq!(saved, 0);
+    assert!(!events
+        .iter()
+        .any(|e| e["phase"] == "save_evaluation_checkpoint"));
+    // Evaluations that outlast the threshold save theirs while they run.
+    let (saved, _) = checkpoints(
+        r#"{"size": 2, "evaluate_delay_ms": 1500}"#,
+        &["--checkpoint-after-seconds", "0.2"],
+    );
+    assert_eq!(saved, 2);
+    // 0: every attempt saves one before its evaluation, as a phase of its own.
+    let (saved, events) = checkpoints(r#"{"size": 2}"#, &["--checkpoint-after-seconds", "0"]);
+    assert_eq!(saved, 2);
+    assert!(events
+        .iter()
+        .any(|e| e["phase"] == "save_evaluation_checkpoint"));
 }
 
 #[test]

@@ -58,6 +58,7 @@ pub fn runtime_overlay(
         overlay.results_dir = flags.results_dir.clone();
         overlay.timeout_seconds = flags.timeout_seconds;
         overlay.cleanup_grace_seconds = flags.cleanup_grace_seconds;
+        overlay.checkpoint_after_seconds = flags.checkpoint_after_seconds;
         overlay.progress = flags.progress.map(|p| match p {
             ProgressArg::Auto => ProgressMode::Auto,
             ProgressArg::Plain => ProgressMode::Plain,

@@ -15,6 +15,7 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "data_dir",
     "timeout_seconds",
     "cleanup_grace_seconds",
+    "checkpoint_after_seconds",
     "progress",
     "log_level",
     "file_log_level",

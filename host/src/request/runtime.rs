@@ -35,6 +35,8 @@ pub struct RuntimeOptions {
     pub timeout_seconds: Option<f64>,
     /// How long cleanup may take after cancellation.
     pub cleanup_grace_seconds: Option<f64>,
+    /// Evaluation checkpoints are saved for evaluations still running after this long.
+    pub checkpoint_after_seconds: Option<f64>,
     /// Terminal progress mode.
     pub progress: Option<ProgressMode>,
     /// Console log level.
@@ -68,6 +70,10 @@ pub struct ResolvedRuntimeOptions {
     pub timeout_seconds: f64,
     /// How long cleanup may take after cancellation.
     pub cleanup_grace_seconds: f64,
+    /// An attempt's evaluation checkpoint is saved once its evaluation (with the environment
+    /// close before it) has run this long; 0 saves it before every evaluation. A quicker
+    /// evaluation writes its result instead, which is all a rerun needs.
+    pub checkpoint_after_seconds: f64,
     /// Terminal progress mode.
     pub progress: ProgressMode,
     /// Console log level.
@@ -97,6 +103,7 @@ impl Default for ResolvedRuntimeOptions {
             data_dir: "data".into(),
             timeout_seconds: 360_000.0,
             cleanup_grace_seconds: 30.0,
+            checkpoint_after_seconds: 1.0,
             progress: ProgressMode::Auto,
             log_level: "INFO".into(),
             file_log_level: "DEBUG".into(),
@@ -201,6 +208,13 @@ impl ResolvedRuntimeOptions {
             self.cleanup_grace_seconds = check_seconds(
                 &flag("cleanup_grace_seconds"),
                 &path("cleanup_grace_seconds"),
+                v,
+            )?;
+        }
+        if let Some(v) = over.checkpoint_after_seconds {
+            self.checkpoint_after_seconds = check_seconds(
+                &flag("checkpoint_after_seconds"),
+                &path("checkpoint_after_seconds"),
                 v,
             )?;
         }

@@ -237,31 +237,27 @@ pub async fn physical_attempt(
     rc.record_usage(&mut result);
     let mode = plan.evaluation_environment_mode;
     let evaluable = !cancelled && !has_fatal(&result) && prepared.is_some();
+    // The evaluation checkpoint lets a rerun score this attempt without running the agent
+    // again. An evaluation without an environment usually ends within milliseconds, and its
+    // result is then all a rerun needs: its checkpoint is only written if the environment
+    // close and the evaluation are still running after `checkpoint_after`.
+    let mut deferred_checkpoint = None;
     if evaluable && mode != EvaluationEnvironmentMode::Reuse {
-        let checkpoint = json!({
-            "schema_version": CHECKPOINT_SCHEMA,
-            "reuse_key": rc.reuse_key,
-            "task_id": task.task_id,
-            "attempt": attempt,
-            "evaluation_environment_mode": mode,
-            "evaluation_network_policy": plan.evaluation_network_policy,
-            "prepared": prepared,
-            "run_result": crate::redact::redact_value(&serde_json::to_value(&result).unwrap_or(Value::Null)),
-        });
-        rc.task_event(
-            "phase_changed",
-            task,
-            Some(attempt),
-            Some("save_evaluation_checkpoint"),
-            None,
-            Value::Null,
-        );
-        if let Err(e) = blocking(|| writer.write_checkpoint(attempt, &checkpoint)) {
-            result.push_issue(ExecutionIssue::warning(
-                IssuePhase::Collect,
-                "checkpoint_failed",
-                e.to_string(),
-            ));
+        if mode == EvaluationEnvironmentMode::NoEnvironment && !rc.checkpoint_after.is_zero() {
+            deferred_checkpoint = Some((prepared.clone(), result.clone()));
+        } else {
+            rc.task_event(
+                "phase_changed",
+                task,
+                Some(attempt),
+                Some("save_evaluation_checkpoint"),
+                None,
+                Value::Null,
+            );
+            let checkpoint = checkpoint_json(rc, task, plan, attempt, &prepared, &result);
+            if let Some(issue) = save_checkpoint(writer, attempt, &checkpoint) {
+                result.push_issue(issue);
+            }
         }
     }
     if evaluable && mode == EvaluationEnvironmentMode::Reuse {
@@ -281,28 +277,82 @@ pub async fn physical_attempt(
         result = evaluated;
         cancelled |= was_cancelled;
     }
-    close_environment(rc, env, &mut result).await;
-    if evaluable && !cancelled {
-        if let Some(prepared) = &prepared {
-            match mode {
-                EvaluationEnvironmentMode::NoEnvironment => {
-                    let (evaluated, was_cancelled) =
-                        evaluate(rc, task, prepared, result, plan, attempt, None).await;
-                    result = evaluated;
-                    cancelled |= was_cancelled;
+    let checkpoint_due = tokio::time::Instant::now() + rc.checkpoint_after;
+    let finish = async move {
+        let (mut result, mut cancelled) = (result, cancelled);
+        close_environment(rc, env, &mut result).await;
+        if evaluable && !cancelled {
+            if let Some(prepared) = &prepared {
+                match mode {
+                    EvaluationEnvironmentMode::NoEnvironment => {
+                        let (evaluated, was_cancelled) =
+                            evaluate(rc, task, prepared, result, plan, attempt, None).await;
+                        result = evaluated;
+                        cancelled |= was_cancelled;
+                    }
+                    EvaluationEnvironmentMode::Fresh => {
+                        let (evaluated, was_cancelled) =
+                            evaluate_fresh(rc, task, prepared, result, plan, attempt, writer).await;
+                        result = evaluated;
+                        cancelled |= was_cancelled;
+                    }
+                    EvaluationEnvironmentMode::Reuse => {}
                 }
-                EvaluationEnvironmentMode::Fresh => {
-                    let (evaluated, was_cancelled) =
-                        evaluate_fresh(rc, task, prepared, result, plan, attempt, writer).await;
-                    result = evaluated;
-                    cancelled |= was_cancelled;
-                }
-                EvaluationEnvironmentMode::Reuse => {}
             }
         }
+        (result, cancelled)
+    };
+    tokio::pin!(finish);
+    let mut late_issue = None;
+    let (mut result, cancelled) = match deferred_checkpoint {
+        None => finish.await,
+        Some((prepared, before)) => tokio::select! {
+            biased;
+            done = &mut finish => done,
+            () = tokio::time::sleep_until(checkpoint_due) => {
+                let checkpoint = checkpoint_json(rc, task, plan, attempt, &prepared, &before);
+                late_issue = save_checkpoint(writer, attempt, &checkpoint);
+                finish.await
+            }
+        },
+    };
+    if let Some(issue) = late_issue {
+        result.push_issue(issue);
     }
     rc.record_usage(&mut result);
     PhysicalOutcome { result, cancelled }
+}
+
+/// An attempt's evaluation checkpoint: the prepared task and the (redacted) run result.
+fn checkpoint_json(
+    rc: &AttemptScope<'_>,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    prepared: &Option<PreparedTask>,
+    result: &RunResult,
+) -> Value {
+    json!({
+        "schema_version": CHECKPOINT_SCHEMA,
+        "reuse_key": rc.reuse_key,
+        "task_id": task.task_id,
+        "attempt": attempt,
+        "evaluation_environment_mode": plan.evaluation_environment_mode,
+        "evaluation_network_policy": plan.evaluation_network_policy,
+        "prepared": prepared,
+        "run_result": crate::redact::redact_value(&serde_json::to_value(result).unwrap_or(Value::Null)),
+    })
+}
+
+/// Writes an attempt's evaluation checkpoint; a failure becomes a warning issue.
+fn save_checkpoint(
+    writer: &TaskWriter,
+    attempt: u32,
+    checkpoint: &Value,
+) -> Option<ExecutionIssue> {
+    blocking(|| writer.write_checkpoint(attempt, checkpoint))
+        .err()
+        .map(|e| ExecutionIssue::warning(IssuePhase::Collect, "checkpoint_failed", e.to_string()))
 }
 
 /// Prepare, then the harness (or `run_task`). Returns the run result, the prepared task (when

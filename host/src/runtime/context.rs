@@ -34,6 +34,9 @@ pub struct RequestContext {
     pub patterns: Vec<Regex>,
     /// Budget for cleanup after cancellation.
     pub cleanup_grace: Duration,
+    /// When an evaluation still running saves its checkpoint (see
+    /// `ResolvedRuntimeOptions::checkpoint_after_seconds`).
+    pub checkpoint_after: Duration,
     /// Host services for request-level component calls (task loading, metrics).
     pub ctx: Ctx,
     /// The model gateway shared by every task of the request.

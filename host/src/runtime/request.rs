@@ -289,6 +289,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         cancel: shared.cancel.clone(),
         patterns,
         cleanup_grace: Duration::from_secs_f64(shared.runtime.cleanup_grace_seconds),
+        checkpoint_after: Duration::from_secs_f64(shared.runtime.checkpoint_after_seconds.min(1e9)),
         ctx,
         model,
         metrics: Mutex::new(MetricAggregator::new(

@@ -4,7 +4,7 @@ use agentcompass_plugin_api::contracts::{
     BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask, RunRequest,
     RunResult, TaskInput, TaskOutput, TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::{async_trait, runtime, Benchmark, Ctx, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +18,8 @@ struct Params {
     size: u64,
     seed: u64,
     case_sensitive: bool,
+    /// How long `evaluate` takes (to exercise slow evaluations).
+    evaluate_delay_ms: u64,
 }
 
 impl Default for Params {
@@ -26,6 +28,7 @@ impl Default for Params {
             size: 5,
             seed: 0,
             case_sensitive: false,
+            evaluate_delay_ms: 0,
         }
     }
 }
@@ -136,10 +139,14 @@ impl Benchmark for ExampleExactMatch {
         _task: &TaskSpec,
         _prepared: &PreparedTask,
         mut result: RunResult,
-        _req: &RunRequest,
+        req: &RunRequest,
         plan: &ExecutionPlan,
         _env: Option<&SessionRef>,
     ) -> Result<RunResult> {
+        let delay = params(req)?.evaluate_delay_ms;
+        if delay > 0 {
+            runtime::sleep(std::time::Duration::from_millis(delay)).await?;
+        }
         let plan: Plan = plan.benchmark_plan.payload()?;
         let correct = result
             .final_answer

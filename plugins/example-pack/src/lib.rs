@@ -41,6 +41,12 @@ fn register(plugin: &mut PluginBuilder) {
                     "Compare answers with case sensitivity",
                 ))
                 .field(ConfigField::new(
+                    "evaluate_delay_ms",
+                    ConfigType::Integer,
+                    json!(0),
+                    "How long each evaluation takes, in milliseconds (for testing slow evaluations)",
+                ))
+                .field(ConfigField::new(
                     "sample_ids",
                     ConfigType::Array,
                     json!(null),
