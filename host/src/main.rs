@@ -12,13 +12,6 @@ use agentcompass_plugin_api::contracts::ComponentKind;
 use anyhow::Context;
 use clap::Parser;
 
-/// mimalloc instead of the C library's allocator: the host allocates and frees small JSON
-/// values on every task from many threads, where glibc malloc spent about a sixth of the
-/// host's CPU (bench/PROFILE.md). Plugins keep their own allocator; nothing allocated on one
-/// side is freed on the other (the ABI passes abi_stable types that carry their own).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
