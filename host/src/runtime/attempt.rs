@@ -21,7 +21,13 @@ use super::records::{env_record, CHECKPOINT_SCHEMA};
 use crate::planner::{phase_bindings, resolve_bindings, Phase};
 use crate::store::{rfc3339, TaskWriter};
 
-/// Runs blocking file I/O (fsyncs) without stalling the other tasks of this worker thread.
+/// Runs long blocking file I/O (artifact copies and checks, of any size) without stalling
+/// the other tasks of this worker thread.
+///
+/// The result store's small writes (a JSON file, a directory, a rename: tens of microseconds
+/// into the page cache, no fsync) run inline instead: handing each to another thread cost
+/// more than the write, and a thread per concurrent write grew the process by a stack and a
+/// malloc arena each (bench/PROFILE.md).
 pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
@@ -141,7 +147,7 @@ async fn open_environment(
             attempt,
             &rfc3339(std::time::SystemTime::now()),
         );
-        if let Err(e) = blocking(|| crate::store::write_json_atomic(&record, &payload)) {
+        if let Err(e) = crate::store::write_json_atomic(&record, &payload) {
             tracing::warn!("cannot record environment {}: {e}", info.id);
         }
     }
@@ -169,7 +175,7 @@ async fn close_environment(rc: &AttemptScope<'_>, env: OpenEnv, result: &mut Run
     match closing {
         Ok(Ok(())) => {
             if env.record.exists() {
-                let _ = blocking(|| std::fs::remove_file(&env.record));
+                let _ = std::fs::remove_file(&env.record);
             }
         }
         Ok(Err(e)) => result.push_issue(ExecutionIssue::warning(
@@ -350,7 +356,8 @@ fn save_checkpoint(
     attempt: u32,
     checkpoint: &Value,
 ) -> Option<ExecutionIssue> {
-    blocking(|| writer.write_checkpoint(attempt, checkpoint))
+    writer
+        .write_checkpoint(attempt, checkpoint)
         .err()
         .map(|e| ExecutionIssue::warning(IssuePhase::Collect, "checkpoint_failed", e.to_string()))
 }
@@ -1035,7 +1042,7 @@ pub async fn recover_evaluation(
         );
         return None;
     }
-    if blocking(|| writer.write_checkpoint(attempt, &checkpoint)).is_err() {
+    if writer.write_checkpoint(attempt, &checkpoint).is_err() {
         return None;
     }
     let earlier_usage = result

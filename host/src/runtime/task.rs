@@ -8,7 +8,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::{json, Map, Value};
 
-use super::attempt::{blocking, failed, physical_attempt, recover_evaluation};
+use super::attempt::{failed, physical_attempt, recover_evaluation};
 use super::context::RequestContext;
 use super::records::{
     attempt_payload, backoff_seconds, jitter_unit, retry_reason, task_payload, RETRY_SCHEMA,
@@ -154,7 +154,7 @@ async fn logical_attempt(
                     "issues": crate::redact::redact_value(&serde_json::to_value(&outcome.result.issues).unwrap_or(Value::Null)),
                     "discarded_result": attempt_payload(&outcome.result, retries - 1),
                 });
-                if let Err(e) = blocking(|| writer.write_retry(attempt, retries, stage, &record)) {
+                if let Err(e) = writer.write_retry(attempt, retries, stage, &record) {
                     tracing::warn!("cannot record retry of {}: {e}", task.task_id);
                 }
                 rc.task_event("attempt_retry", task,
@@ -203,7 +203,7 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
         None,
         json!({"index": index, "total": total}),
     );
-    let writer = match blocking(|| rc.store.begin_task(&task.task_id)) {
+    let writer = match rc.store.begin_task(&task.task_id) {
         Ok(writer) => writer,
         Err(e) => {
             tracing::error!("cannot write results of task {}: {e}", task.task_id);
@@ -222,9 +222,9 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
         if done.cancelled {
             return TaskEnd::Cancelled;
         }
-        if let Err(e) = blocking(|| {
+        if let Err(e) =
             writer.write_attempt_result(attempt, &attempt_payload(&done.result, done.retries))
-        }) {
+        {
             tracing::error!(
                 "cannot write result of task {} attempt {attempt}: {e}",
                 task.task_id
@@ -261,7 +261,7 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
         _ => TaskState::Normal,
     };
     let payload = task_payload(&task, &attempts_done, &plan, &rc.reuse_key, &retry_counts);
-    if let Err(e) = blocking(|| writer.publish(&payload, state)) {
+    if let Err(e) = writer.publish(&payload, state) {
         tracing::error!("cannot publish task {}: {e}", task.task_id);
         return TaskEnd::StoreFailed;
     }
