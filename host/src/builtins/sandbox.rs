@@ -16,7 +16,11 @@
 //!   read-only bind of it, so the sandbox root is a tmpfs mirroring the root: each top-level
 //!   entry is bound read-only (`--ro-bind-try`; symlinks recreated), directories on the way to
 //!   a mount point are split the same way, and the tmpfs is then remounted read-only. The
-//!   mirror is computed once at open. If the system temporary directory is visible in the root
+//!   mirror (and every bwrap argument but the session's own binds) is computed once per
+//!   sandbox shape (root, working directory, network, temporary directory) and reused while
+//!   the root directories it lists are unchanged (same inode, modification and change times).
+//!   bwrap re-reads the whole mount table for every bind, so the binds that bring many
+//!   submounts along (`/sys`) come last. If the system temporary directory is visible in the root
 //!   (it is not when it is `/tmp`, which is private), it is replaced by an empty read-only
 //!   directory, so one sandbox cannot see another's private directories.
 //! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
@@ -46,16 +50,17 @@
 //!   outside the writable directories (short of a race with a command running concurrently).
 //!   `/proc`, `/dev` and the hidden temporary directory exist only for commands.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, EnvironmentSetup,
@@ -117,6 +122,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Symlinks followed while resolving one path before giving up (the kernel's limit).
 const MAX_SYMLINKS: usize = 40;
+
+/// Sandbox shapes whose bwrap arguments are kept; the cache starts over beyond that.
+const MAX_TEMPLATES: usize = 64;
+
+/// A listed directory modified less than this long ago may change again within the same
+/// timestamp tick, unnoticed: its mirror is used once, not cached.
+const SETTLE_TIME: Duration = Duration::from_secs(2);
 
 /// Variables the C library removes from a setuid program's environment (they reach the
 /// sandbox only through `--setenv` when bwrap is setuid).
@@ -245,10 +257,12 @@ fn find_program(bwrap: &str) -> Option<PathBuf> {
 }
 
 /// The `sandbox` provider. Remembers which sandbox shapes were already started once
-/// successfully, so the start-up probe runs once per shape.
+/// successfully, so the start-up probe runs once per shape, and the bwrap arguments of each
+/// shape, so the root is not listed again for every session.
 #[derive(Default)]
 pub struct SandboxProvider {
     probed: Mutex<HashSet<(PathBuf, PathBuf, bool)>>,
+    templates: Arc<TemplateCache>,
 }
 
 #[async_trait]
@@ -297,6 +311,7 @@ impl EnvironmentProvider for SandboxProvider {
             sanitise(&request.task_id),
             request.attempt
         );
+        let templates = self.templates.clone();
         let (layout, dir) = blocking(ID, move || {
             let bwrap = find_program(&bwrap_name).ok_or_else(|| {
                 Error::environment(format!(
@@ -310,7 +325,13 @@ impl EnvironmentProvider for SandboxProvider {
                 .unwrap_or(base);
             let reserved = base.join(format!("{prefix}{}", random_suffix()));
             let dir = create_private_dir(&reserved, &prefix, ID)?;
-            let built = Layout::create(&dir, bwrap, root, workdir, no_network, &base);
+            let shape = Shape {
+                root,
+                workdir,
+                no_network,
+                temp_base: base,
+            };
+            let built = Layout::create_cached(&dir, bwrap, shape, &templates);
             match built {
                 Ok(layout) => Ok((layout, dir)),
                 Err(e) => {
@@ -474,6 +495,175 @@ enum Place {
     Hidden(&'static str),
 }
 
+/// What fixes a sandbox's bwrap arguments, apart from the session's own directories.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Shape {
+    /// The root filesystem (canonical).
+    root: PathBuf,
+    /// The working directory in the sandbox.
+    workdir: PathBuf,
+    /// Whether the sandbox has its own, empty network namespace.
+    no_network: bool,
+    /// The host's temporary directory (canonical), hidden when the root shows it.
+    temp_base: PathBuf,
+}
+
+/// The bwrap arguments of each sandbox shape.
+type TemplateCache = Mutex<HashMap<Shape, Arc<Template>>>;
+
+/// When a listed directory was last changed, as far as its metadata tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct DirStamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl DirStamp {
+    /// The stamp of `dir` now.
+    fn of(dir: &Path) -> io::Result<DirStamp> {
+        let meta = fs::metadata(dir)?;
+        Ok(DirStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    /// Whether the listing last changed more than [`SETTLE_TIME`] ago, so that any later
+    /// change gets a later modification time. (A change of the metadata alone, which moves
+    /// only the change time, does not change the listing.)
+    fn settled(&self) -> bool {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let modified = self.mtime.0 as f64 + self.mtime.1 as f64 / 1e9;
+        now - modified > SETTLE_TIME.as_secs_f64()
+    }
+}
+
+/// The bwrap arguments fixed by a sandbox's [`Shape`]: all but the `--bind`s of the session's
+/// own directories, which go between `head` and `tail`.
+struct Template {
+    /// Sandbox paths replaced by an empty read-only directory.
+    hidden: Vec<PathBuf>,
+    /// Namespaces, the directories of every mount point, `/dev` and `/proc`.
+    head: Vec<OsString>,
+    /// The read-only mirror of the root (binds with the fewest submounts first), then
+    /// `--remount-ro /`.
+    tail: Vec<OsString>,
+    /// The root directories the mirror lists, as they were before they were listed.
+    listed: Vec<(PathBuf, DirStamp)>,
+}
+
+impl Template {
+    /// Computes the arguments for `shape`, with the sandbox mount points `mounts` (sorted,
+    /// parents first).
+    fn build(shape: &Shape, mounts: &[Mount]) -> io::Result<Template> {
+        let hidden = hidden_paths(&shape.root, &shape.temp_base, mounts);
+        let mut head: Vec<OsString> = [
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        if shape.no_network {
+            head.push("--unshare-net".into());
+        }
+        let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
+        targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
+        targets.extend(hidden.iter().cloned());
+        // Every target and its parents exist on the tmpfs before anything is mounted.
+        let mut dirs = BTreeSet::new();
+        for target in &targets {
+            dirs.extend(
+                target
+                    .ancestors()
+                    .filter(|a| *a != Path::new("/"))
+                    .map(Path::to_path_buf),
+            );
+        }
+        for dir in dirs {
+            push(&mut head, ["--dir".as_ref(), dir.as_os_str()]);
+        }
+        push(
+            &mut head,
+            ["--dev", "/dev", "--proc", "/proc"].map(OsStr::new),
+        );
+        let mut mirrored = Mirror::default();
+        mirror(&shape.root, Path::new("/"), &targets, &mut mirrored)?;
+        let mut tail = Vec::new();
+        for (target, link) in &mirrored.symlinks {
+            push(
+                &mut tail,
+                ["--symlink".as_ref(), target.as_os_str(), link.as_os_str()],
+            );
+        }
+        // bwrap reads the whole mount table after every bind: the table grows least if the
+        // binds that bring submounts along come last.
+        let points = mount_points();
+        let mut binds = mirrored.binds;
+        binds.sort_by_cached_key(|(host, _)| points.iter().filter(|p| p.starts_with(host)).count());
+        for (host, inside) in &binds {
+            push(
+                &mut tail,
+                [
+                    "--ro-bind-try".as_ref(),
+                    host.as_os_str(),
+                    inside.as_os_str(),
+                ],
+            );
+        }
+        push(&mut tail, ["--remount-ro", "/"].map(OsStr::new));
+        Ok(Template {
+            hidden,
+            head,
+            tail,
+            listed: mirrored.listed,
+        })
+    }
+
+    /// The arguments for `shape` from `cache`, if the directories they list have not changed
+    /// since, else computed (and cached, once those directories have settled).
+    fn cached(cache: &TemplateCache, shape: &Shape, mounts: &[Mount]) -> io::Result<Arc<Template>> {
+        let known = cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(shape)
+            .cloned();
+        if let Some(template) = known {
+            if template.is_current() {
+                return Ok(template);
+            }
+        }
+        let template = Arc::new(Template::build(shape, mounts)?);
+        let mut cache = cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if template.listed.iter().all(|(_, stamp)| stamp.settled()) {
+            if cache.len() >= MAX_TEMPLATES {
+                cache.clear();
+            }
+            cache.insert(shape.clone(), template.clone());
+        } else {
+            cache.remove(shape);
+        }
+        Ok(template)
+    }
+
+    /// Whether every listed directory is still as it was when it was listed.
+    fn is_current(&self) -> bool {
+        self.listed
+            .iter()
+            .all(|(dir, stamp)| DirStamp::of(dir).is_ok_and(|now| now == *stamp))
+    }
+}
+
 /// The fixed shape of one session's sandbox: everything but the command.
 struct Layout {
     bwrap: PathBuf,
@@ -486,12 +676,16 @@ struct Layout {
     mounts: Vec<Mount>,
     /// Sandbox paths replaced by an empty read-only directory.
     hidden: Vec<PathBuf>,
-    /// bwrap's arguments up to (not including) `--chdir`.
-    args: Vec<OsString>,
+    /// The arguments shared by every sandbox of this shape.
+    template: Arc<Template>,
+    /// The `--bind`s of this session's writable directories.
+    binds: Vec<OsString>,
 }
 
 impl Layout {
-    /// Creates the writable host directories under `dir` and computes the bwrap arguments.
+    /// Creates the writable host directories under `dir` and computes the bwrap arguments
+    /// (without a cache).
+    #[cfg(test)]
     fn create(
         dir: &Path,
         bwrap: PathBuf,
@@ -500,12 +694,29 @@ impl Layout {
         no_network: bool,
         temp_base: &Path,
     ) -> Result<Layout> {
+        let shape = Shape {
+            root,
+            workdir,
+            no_network,
+            temp_base: temp_base.to_path_buf(),
+        };
+        Layout::create_cached(dir, bwrap, shape, &TemplateCache::default())
+    }
+
+    /// [`Layout::create`], with the shape's arguments taken from (or added to) `cache`.
+    fn create_cached(
+        dir: &Path,
+        bwrap: PathBuf,
+        shape: Shape,
+        cache: &TemplateCache,
+    ) -> Result<Layout> {
         let fail = |what: &Path, e: io::Error| {
             Error::environment(format!(
                 "environment `{ID}`: cannot create `{}`: {e}",
                 what.display()
             ))
         };
+        let workdir = shape.workdir.clone();
         let mut specs: Vec<(PathBuf, &str, u32)> = Vec::new();
         if !FIXED_MOUNTS.iter().any(|(p, _, _)| workdir == Path::new(p)) {
             specs.push((workdir.clone(), "workdir", 0o755));
@@ -543,67 +754,16 @@ impl Layout {
                 fs::create_dir_all(&point).map_err(|e| fail(&point, e))?;
             }
         }
-        let hidden = hidden_paths(&root, temp_base, &mounts);
-        let setuid = fs::metadata(&bwrap).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0);
-        let mut layout = Layout {
-            bwrap,
-            root,
-            workdir,
-            no_network,
-            setuid,
-            mounts,
-            hidden,
-            args: Vec::new(),
-        };
-        layout.args = layout.build_args().map_err(|e| {
+        let template = Template::cached(cache, &shape, &mounts).map_err(|e| {
             Error::environment(format!(
                 "environment `{ID}`: cannot read the root filesystem `{}`: {e}",
-                layout.root.display()
+                shape.root.display()
             ))
         })?;
-        Ok(layout)
-    }
-
-    /// Namespaces, the read-only mirror of the root, `/dev`, `/proc` and the writable mounts.
-    fn build_args(&self) -> io::Result<Vec<OsString>> {
-        let mut args: Vec<OsString> = [
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
-        if self.no_network {
-            args.push("--unshare-net".into());
-        }
-        let mut targets: BTreeSet<PathBuf> =
-            self.mounts.iter().map(|m| m.sandbox.clone()).collect();
-        targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
-        targets.extend(self.hidden.iter().cloned());
-        mirror(&self.root, Path::new("/"), &targets, &mut args)?;
-        // Every target and its parents exist on the tmpfs before it turns read-only.
-        let mut dirs = BTreeSet::new();
-        for target in &targets {
-            dirs.extend(
-                target
-                    .ancestors()
-                    .filter(|a| *a != Path::new("/"))
-                    .map(Path::to_path_buf),
-            );
-        }
-        for dir in dirs {
-            push(&mut args, ["--dir".as_ref(), dir.as_os_str()]);
-        }
-        push(
-            &mut args,
-            ["--remount-ro", "/", "--dev", "/dev", "--proc", "/proc"].map(OsStr::new),
-        );
-        for mount in &self.mounts {
+        let mut binds = Vec::with_capacity(mounts.len() * 3);
+        for mount in &mounts {
             push(
-                &mut args,
+                &mut binds,
                 [
                     "--bind".as_ref(),
                     mount.host.as_os_str(),
@@ -611,13 +771,29 @@ impl Layout {
                 ],
             );
         }
-        Ok(args)
+        let setuid = fs::metadata(&bwrap).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0);
+        Ok(Layout {
+            bwrap,
+            root: shape.root,
+            workdir,
+            no_network: shape.no_network,
+            setuid,
+            mounts,
+            hidden: template.hidden.clone(),
+            template,
+            binds,
+        })
     }
 
-    /// A bwrap command for this sandbox, up to `--chdir cwd` (environment not set yet).
+    /// A bwrap command for this sandbox, up to `--chdir cwd` (environment not set yet):
+    /// namespaces and mount points, the session's writable binds, then the read-only mirror.
     fn command(&self, cwd: &Path) -> Command {
         let mut cmd = Command::new(&self.bwrap);
-        cmd.args(&self.args).arg("--chdir").arg(cwd);
+        cmd.args(&self.template.head)
+            .args(&self.binds)
+            .args(&self.template.tail)
+            .arg("--chdir")
+            .arg(cwd);
         cmd
     }
 
@@ -799,6 +975,17 @@ fn hidden_paths(root: &Path, temp_base: &Path, mounts: &[Mount]) -> Vec<PathBuf>
     }
 }
 
+/// The read-only mirror of a root, as [`mirror`] finds it.
+#[derive(Default)]
+struct Mirror {
+    /// `(target, link)`: symlinks recreated in the sandbox.
+    symlinks: Vec<(PathBuf, PathBuf)>,
+    /// `(host path, sandbox path)`: entries bound read-only.
+    binds: Vec<(PathBuf, PathBuf)>,
+    /// The host directories listed, with their stamps from before they were listed.
+    listed: Vec<(PathBuf, DirStamp)>,
+}
+
 /// Mirrors the directory `dir` of `root` read-only into the sandbox's tmpfs root: every entry
 /// is bound (or, for a symlink, recreated), except the targets (mount points, hidden paths)
 /// and their parents, which become plain directories whose own entries are mirrored the same
@@ -807,9 +994,11 @@ fn mirror(
     root: &Path,
     dir: &Path,
     targets: &BTreeSet<PathBuf>,
-    args: &mut Vec<OsString>,
+    out: &mut Mirror,
 ) -> io::Result<()> {
     let host_dir = root.join(dir.strip_prefix("/").unwrap_or(dir));
+    out.listed
+        .push((host_dir.clone(), DirStamp::of(&host_dir)?));
     let mut entries = fs::read_dir(&host_dir)?.collect::<io::Result<Vec<_>>>()?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
@@ -822,26 +1011,51 @@ fn mirror(
             // A parent of a target: made a directory by the caller, its entries mirrored
             // (those of a real directory only: a symlink's are not followed).
             if kind.is_dir() {
-                mirror(root, &inside, targets, args)?;
+                mirror(root, &inside, targets, out)?;
             }
         } else if kind.is_symlink() {
-            let link = fs::read_link(entry.path())?;
-            push(
-                args,
-                ["--symlink".as_ref(), link.as_os_str(), inside.as_os_str()],
-            );
+            out.symlinks.push((fs::read_link(entry.path())?, inside));
         } else {
-            push(
-                args,
-                [
-                    "--ro-bind-try".as_ref(),
-                    entry.path().as_os_str(),
-                    inside.as_os_str(),
-                ],
-            );
+            out.binds.push((entry.path(), inside));
         }
     }
     Ok(())
+}
+
+/// The mount points of this process's mount namespace (host paths), or none if
+/// `/proc/self/mountinfo` cannot be read.
+fn mount_points() -> Vec<PathBuf> {
+    let Ok(table) = fs::read("/proc/self/mountinfo") else {
+        return Vec::new();
+    };
+    table
+        .split(|b| *b == b'\n')
+        .filter_map(|line| line.split(|b| *b == b' ').nth(4))
+        .map(unescape_mountinfo)
+        .collect()
+}
+
+/// A mountinfo path field with its octal escapes (`\040` for a space) decoded.
+fn unescape_mountinfo(field: &[u8]) -> PathBuf {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field
+            .get(i + 1..i + 4)
+            .filter(|d| field[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) => {
+                let value = d.iter().fold(0u32, |v, b| v * 8 + u32::from(b - b'0'));
+                out.push(u8::try_from(value).unwrap_or(b'?'));
+                i += 4;
+            }
+            None => {
+                out.push(field[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsStr::from_bytes(&out))
 }
 
 /// bwrap's own messages for a sandbox it could not finish (mounts, working directory,
@@ -2076,5 +2290,99 @@ mod tests {
             hidden_paths(Path::new("/"), Path::new("/var/tmp"), &mounts),
             vec![PathBuf::from("/var/tmp")]
         );
+    }
+
+    #[test]
+    fn mountinfo_paths_are_unescaped() {
+        assert_eq!(
+            unescape_mountinfo(b"/a\\040b\\134c"),
+            PathBuf::from("/a b\\c")
+        );
+        assert_eq!(
+            unescape_mountinfo(b"/plain\\04"),
+            PathBuf::from("/plain\\04")
+        );
+        assert_eq!(unescape_mountinfo(b"/x\\999"), PathBuf::from("/x\\999"));
+    }
+
+    /// Sets the modification time of `path` to an hour ago.
+    fn age(path: &Path) {
+        let then = SystemTime::now() - Duration::from_secs(3600);
+        let times = fs::FileTimes::new().set_modified(then).set_accessed(then);
+        fs::File::open(path).unwrap().set_times(times).unwrap();
+    }
+
+    #[test]
+    fn the_arguments_of_a_shape_are_reused_until_its_root_changes() {
+        let host = tempfile::tempdir().unwrap();
+        let rootfs = fs::canonicalize(host.path()).unwrap().join("rootfs");
+        fs::create_dir_all(rootfs.join("etc")).unwrap();
+        fs::create_dir_all(rootfs.join("usr/src")).unwrap();
+        std::os::unix::fs::symlink("usr/bin", rootfs.join("bin")).unwrap();
+        let cache = TemplateCache::default();
+        let bwrap = find_program("bwrap").expect(INSTALL_HINT);
+        let shape = |workdir: &str| Shape {
+            root: rootfs.clone(),
+            workdir: PathBuf::from(workdir),
+            no_network: false,
+            temp_base: PathBuf::from("/nonexistent-temp"),
+        };
+        let layout = |n: usize, workdir: &str| {
+            let dir = host.path().join(format!("session-{n}"));
+            fs::create_dir(&dir).unwrap();
+            Layout::create_cached(&dir, bwrap.clone(), shape(workdir), &cache).unwrap()
+        };
+        let args = |l: &Layout| -> Vec<String> {
+            let cmd = l.command(Path::new("/"));
+            cmd.as_std()
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        // Just made: listed, but not cached (a change in the same tick could go unnoticed).
+        let first = layout(0, "/app");
+        let second = layout(1, "/app");
+        assert!(!Arc::ptr_eq(&first.template, &second.template));
+        age(&rootfs);
+        let third = layout(2, "/app");
+        let fourth = layout(3, "/app");
+        assert!(Arc::ptr_eq(&third.template, &fourth.template));
+        assert_ne!(args(&third), args(&fourth), "the session binds differ");
+        let shown = args(&fourth).join(" ");
+        assert!(shown.contains("--bind"), "{shown}");
+        assert!(shown.contains("session-3/workdir /app"), "{shown}");
+        assert!(shown.contains("--symlink usr/bin /bin"), "{shown}");
+        assert!(shown.ends_with("--remount-ro / --chdir /"), "{shown}");
+        // Another working directory is another shape; its mirror splits /usr.
+        let nested = layout(4, "/usr/src/task");
+        assert!(!Arc::ptr_eq(&nested.template, &fourth.template));
+        let shown = args(&nested).join(" ");
+        assert!(shown.contains("--dir /usr/src/task"), "{shown}");
+        assert!(
+            !shown.contains(&format!("{} /usr ", rootfs.join("usr").display())),
+            "{shown}"
+        );
+        // A new entry in the root: listed again.
+        fs::create_dir(rootfs.join("srv")).unwrap();
+        let fifth = layout(5, "/app");
+        assert!(!Arc::ptr_eq(&fifth.template, &fourth.template));
+        let shown = args(&fifth).join(" ");
+        assert!(
+            shown.contains(&format!("{} /srv", rootfs.join("srv").display())),
+            "{shown}"
+        );
+        // A change under a split parent is noticed too.
+        age(&rootfs);
+        age(&rootfs.join("usr"));
+        age(&rootfs.join("usr/src"));
+        let before = layout(6, "/usr/src/task");
+        assert!(Arc::ptr_eq(
+            &before.template,
+            &layout(7, "/usr/src/task").template
+        ));
+        fs::write(rootfs.join("usr/src/new.txt"), "x").unwrap();
+        let after = layout(8, "/usr/src/task");
+        assert!(!Arc::ptr_eq(&before.template, &after.template));
+        assert!(args(&after).join(" ").contains("/usr/src/new.txt"));
     }
 }
