@@ -50,7 +50,7 @@
 //!   outside the writable directories (short of a race with a command running concurrently).
 //!   `/proc`, `/dev` and the hidden temporary directory exist only for commands.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
@@ -256,12 +256,16 @@ fn find_program(bwrap: &str) -> Option<PathBuf> {
         .find(|path| path.is_absolute() && executable(path))
 }
 
+/// What the start-up probe is run once for: bwrap, root and network.
+type ProbeKey = (PathBuf, PathBuf, bool);
+
 /// The `sandbox` provider. Remembers which sandbox shapes were already started once
-/// successfully, so the start-up probe runs once per shape, and the bwrap arguments of each
-/// shape, so the root is not listed again for every session.
+/// successfully, so the start-up probe runs once per shape (sessions opened while it runs
+/// wait for it), and the bwrap arguments of each shape, so the root is not listed again for
+/// every session.
 #[derive(Default)]
 pub struct SandboxProvider {
-    probed: Mutex<HashSet<(PathBuf, PathBuf, bool)>>,
+    probed: Mutex<HashMap<ProbeKey, Arc<tokio::sync::OnceCell<()>>>>,
     templates: Arc<TemplateCache>,
 }
 
@@ -391,17 +395,24 @@ impl SandboxProvider {
     /// that a bwrap that cannot create namespaces fails here, with its own message, rather
     /// than in every command. The probe runs `true`; a root without it still proves the
     /// sandbox could be built (bwrap then fails at `execvp`).
+    /// Concurrent opens of one shape share the first successful probe; after a failure the
+    /// next open probes again.
     async fn probe(&self, layout: &Layout) -> Result<()> {
         let key = (layout.bwrap.clone(), layout.root.clone(), layout.no_network);
-        let probed = |probed: &Mutex<HashSet<_>>| {
-            probed
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .contains(&key)
-        };
-        if probed(&self.probed) {
-            return Ok(());
-        }
+        let cell = self
+            .probed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| Self::run_probe(layout))
+            .await
+            .map(|_| ())
+    }
+
+    /// Runs the probe of [`SandboxProvider::probe`].
+    async fn run_probe(layout: &Layout) -> Result<()> {
         let mut cmd = layout.command(Path::new("/"));
         cmd.arg("--").arg("true");
         cmd.env_clear()
@@ -425,10 +436,6 @@ impl SandboxProvider {
                 result.stderr.trim()
             )));
         }
-        self.probed
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key);
         Ok(())
     }
 }
@@ -2384,5 +2391,44 @@ mod tests {
         let after = layout(8, "/usr/src/task");
         assert!(!Arc::ptr_eq(&before.template, &after.template));
         assert!(args(&after).join(" ").contains("/usr/src/new.txt"));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn concurrent_opens_of_a_shape_share_one_probe() {
+        let host = tempfile::tempdir().unwrap();
+        let calls = host.path().join("calls");
+        let real = find_program("bwrap").expect(INSTALL_HINT);
+        let wrapper = host.path().join("bwrap");
+        fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+                calls.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+        let mut params = JsonMap::new();
+        params.insert("bwrap".into(), json!(wrapper.to_str().unwrap()));
+        let req = request(params, NetworkPolicy::public());
+        let provider = Arc::new(SandboxProvider::default());
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let (provider, req) = (provider.clone(), req.clone());
+                tokio::spawn(async move { provider.open(&Ctx::detached(), &req).await })
+            })
+            .collect();
+        let mut sessions = Vec::new();
+        for open in opens {
+            sessions.push(open.await.unwrap().unwrap());
+        }
+        let probes = fs::read_to_string(&calls).unwrap();
+        assert_eq!(probes.lines().count(), 1, "{probes}");
+        assert!(probes.trim_end().ends_with("-- true"), "{probes}");
+        assert_eq!(sh(&sessions[0], "echo $((2 + 3))").await.stdout, "5\n");
+        for session in sessions {
+            session.close().await.unwrap();
+        }
     }
 }
