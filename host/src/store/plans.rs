@@ -181,30 +181,90 @@ fn for_each_line(
     }
 }
 
+/// Line numbers of the log, as a bitset (one bit a line).
+#[derive(Debug, Default)]
+pub(super) struct LineSet(Vec<u64>);
+
+impl LineSet {
+    /// Adds a line number.
+    pub(super) fn insert(&mut self, line: usize) {
+        let (word, bit) = (line / 64, line % 64);
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    /// Whether the line number was added.
+    pub(super) fn contains(&self, line: usize) -> bool {
+        self.0
+            .get(line / 64)
+            .is_some_and(|word| word & (1 << (line % 64)) != 0)
+    }
+}
+
+fn id_hash(task_id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    task_id.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// First pass: the numbers of the last valid line of every task, or `None` without a log.
-fn last_line_per_task(path: &Path) -> Result<Option<HashSet<usize>>, StoreError> {
+///
+/// Keeps 16 bytes a line (the task id's hash and the line number), not the ids: lines are
+/// sorted by hash, and only where two lines share a hash are their ids read again to tell
+/// one task's repeated line from a hash collision.
+fn last_line_per_task(path: &Path) -> Result<Option<LineSet>, StoreError> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(StoreError::io("open", path, e)),
     };
-    let mut last: HashMap<String, usize> = HashMap::new();
+    let mut lines: Vec<(u64, usize)> = Vec::new();
     for_each_line(path, BufReader::new(file), |number, bytes| {
         if let Ok(head) = serde_json::from_slice::<PlanLineHead>(bytes) {
-            last.insert(head.task_id, number);
+            lines.push((id_hash(&head.task_id), number));
         }
         Ok(())
     })?;
-    if last.is_empty() {
+    if lines.is_empty() {
         return Ok(None);
     }
-    Ok(Some(last.into_values().collect()))
+    lines.sort_unstable();
+    let mut chosen = LineSet::default();
+    let mut shared: Vec<usize> = Vec::new();
+    for group in lines.chunk_by(|a, b| a.0 == b.0) {
+        match group {
+            [(_, only)] => chosen.insert(*only),
+            _ => shared.extend(group.iter().map(|(_, number)| *number)),
+        }
+    }
+    drop(lines);
+    if !shared.is_empty() {
+        // Lines whose hash is shared: the last line of each actual task id wins.
+        let wanted: HashSet<usize> = shared.into_iter().collect();
+        let mut last: HashMap<String, usize> = HashMap::new();
+        let file = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
+        for_each_line(path, BufReader::new(file), |number, bytes| {
+            if wanted.contains(&number) {
+                if let Ok(head) = serde_json::from_slice::<PlanLineHead>(bytes) {
+                    last.insert(head.task_id, number);
+                }
+            }
+            Ok(())
+        })?;
+        for number in last.into_values() {
+            chosen.insert(number);
+        }
+    }
+    Ok(Some(chosen))
 }
 
 /// Second pass, as a serde map: the chosen lines of the log, read one at a time.
 pub(super) struct PlansStream<'a> {
     path: &'a Path,
-    lines: HashSet<usize>,
+    lines: LineSet,
     /// An I/O error met while serializing (serde can only carry a message).
     failure: RefCell<Option<StoreError>>,
 }
@@ -229,7 +289,7 @@ impl Serialize for PlansStream<'_> {
             if n == 0 {
                 break;
             }
-            if self.lines.contains(&number) {
+            if self.lines.contains(number) {
                 if let Ok(line) = serde_json::from_slice::<PlanLineOwned>(&buf) {
                     map.serialize_entry(
                         &line.task_id,

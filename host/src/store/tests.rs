@@ -698,3 +698,13 @@ fn import_published_rejects_a_corrupt_or_missing_artifact() {
     fs::write(task.dir.join("attempt-1/artifacts.manifest.json"), b"{").unwrap();
     assert!(other.import_published(&task).is_err());
 }
+
+#[test]
+fn line_set_holds_line_numbers_across_words() {
+    let mut set = super::plans::LineSet::default();
+    for line in [0, 63, 64, 1000] {
+        set.insert(line);
+    }
+    let held: Vec<usize> = (0..1100).filter(|line| set.contains(*line)).collect();
+    assert_eq!(held, [0, 63, 64, 1000]);
+}
