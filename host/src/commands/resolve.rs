@@ -250,11 +250,18 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     execute(orchestration, &setup).map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
 }
 
+/// The most threads the runtime's blocking pool may start.
+const BLOCKING_THREADS: usize = 16;
+
 fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
     let mut prepared = crate::runtime::preflight_all(&setup.registry, &orchestration)
         .map_err(|e| anyhow::anyhow!(e))?;
     let executor = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // File work handed off by providers (temp dirs, copies) is short; a small pool keeps
+        // the thread count, and with it the malloc arenas and RSS, flat however many tasks
+        // run at once (tokio's default allows 512 threads).
+        .max_blocking_threads(BLOCKING_THREADS)
         .thread_name("agentcompass")
         .build()
         .context("cannot start the async runtime")?;
