@@ -428,6 +428,10 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
 
     // Schedule: a global attempt slot is taken before a task is spawned, so at most
     // `task_concurrency` tasks (of every request) are in flight and pending tasks cost nothing.
+    // Every plugin call of this run sends the same resolved request: serialise it once.
+    let _pinned = agentcompass_plugin_api::abi::request_json::pin_request_json(&rc.resolved)
+        .map_err(|e| tracing::debug!("request not pinned: {e}"))
+        .ok();
     // Pending tasks stay in the benchmark's stream until a slot is free.
     let mut running = tokio::task::JoinSet::new();
     let mut published = reused.len();

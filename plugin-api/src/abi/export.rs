@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::guard::{async_call, sync_call};
 use super::import::{import_ctx, import_session};
+use super::request_json::decode_request;
 use super::*;
 use crate::contracts::LogLevel;
 use crate::sdk::{
@@ -219,7 +220,7 @@ fn optional_session(env: ROption<SessionBox>) -> Option<SessionRef> {
 impl BenchmarkAbi for BenchmarkExport {
     fn evaluation_environment_mode(&self, req: RStr<'_>) -> JsonResult {
         sync_call(|| {
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             to_json(&self.benchmark.evaluation_environment_mode(&req)?)
         })
     }
@@ -231,7 +232,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn load_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             to_json(&b.load_tasks(&import_ctx(ctx), &req).await?)
         })
     }
@@ -239,7 +240,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn load_selected_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             to_json(&b.load_selected_tasks(&import_ctx(ctx), &req).await?)
         })
     }
@@ -251,7 +252,7 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> FfiFuture<RResult<TaskStreamBox, PluginError>> {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let stream = b.open_tasks(&import_ctx(ctx), &req).await?;
             Ok(TaskStreamAbi_TO::from_value(
                 TaskStreamExport(stream),
@@ -264,7 +265,7 @@ impl BenchmarkAbi for BenchmarkExport {
         let b = self.benchmark.clone();
         async_call(None, async move {
             let tasks = from_json(&tasks, "task list")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             to_json(&b.select_tasks(&import_ctx(ctx), tasks, &req).await?)
         })
     }
@@ -272,7 +273,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn build_plan(&self, task: RStr<'_>, req: RStr<'_>, environment: RStr<'_>) -> JsonResult {
         sync_call(|| {
             let task = from_json(task.as_str(), "task")?;
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             let environment = from_json(environment.as_str(), "environment spec")?;
             to_json(&self.benchmark.build_plan(&task, &req, &environment)?)
         })
@@ -281,7 +282,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn resolve_artifacts(&self, task: RStr<'_>, req: RStr<'_>, plan: RStr<'_>) -> JsonResult {
         sync_call(|| {
             let task = from_json(task.as_str(), "task")?;
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             let plan = from_json(plan.as_str(), "execution plan")?;
             to_json(&self.benchmark.resolve_artifacts(&task, &req, &plan)?)
         })
@@ -298,7 +299,7 @@ impl BenchmarkAbi for BenchmarkExport {
         let b = self.benchmark.clone();
         async_call(None, async move {
             let task = from_json(&task, "task")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "benchmark plan")?;
             let env = import_session(env);
             to_json(
@@ -323,7 +324,7 @@ impl BenchmarkAbi for BenchmarkExport {
             let task = from_json(&task, "task")?;
             let prepared = from_json(&prepared, "prepared task")?;
             let result = from_json(&result, "run result")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "execution plan")?;
             let env = optional_session(env);
             let ctx = import_ctx(ctx);
@@ -338,7 +339,7 @@ impl BenchmarkAbi for BenchmarkExport {
         let b = self.benchmark.clone();
         async_call(None, async move {
             let results: Vec<_> = from_json(&results, "task results")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             to_json(
                 &b.aggregate_metrics(&import_ctx(ctx), &results, &req)
                     .await?,
@@ -361,7 +362,7 @@ impl BenchmarkAbi for BenchmarkExport {
                 b.ok_or_else(|| Error::unsupported("run_task: not a harness-free benchmark"))?;
             let task = from_json(&task, "task")?;
             let prepared = from_json(&prepared, "prepared task")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "execution plan")?;
             let env = optional_session(env);
             let ctx = import_ctx(ctx);
@@ -409,7 +410,7 @@ impl HarnessAbi for HarnessExport {
 
     fn build_plan(&self, req: RStr<'_>, environment: RStr<'_>) -> JsonResult {
         sync_call(|| {
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             let environment = from_json(environment.as_str(), "environment spec")?;
             to_json(&self.harness.build_plan(&req, &environment)?)
         })
@@ -424,7 +425,7 @@ impl HarnessAbi for HarnessExport {
     ) -> FfiFuture<RResult<HarnessSessionBox, PluginError>> {
         let harness = self.harness.clone();
         async_call(None, async move {
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "harness plan")?;
             let env = import_session(env);
             let state = harness
@@ -454,7 +455,7 @@ impl HarnessSessionAbi for HarnessSessionExport {
         let (harness, state) = (self.harness.clone(), self.state.clone());
         async_call(None, async move {
             let prepared = from_json(&prepared, "prepared task")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "harness plan")?;
             let ctx = import_ctx(ctx);
             to_json(
@@ -476,7 +477,7 @@ impl HarnessSessionAbi for HarnessSessionExport {
         let (harness, state) = (self.harness.clone(), self.state.clone());
         async_call(None, async move {
             let prepared = from_json(&prepared, "prepared task")?;
-            let req = from_json(&req, "run request")?;
+            let req = decode_request(&req)?;
             let plan = from_json(&plan, "harness plan")?;
             let result = from_json(&result, "run result")?;
             let ctx = import_ctx(ctx);
@@ -553,7 +554,7 @@ impl RecipeExport {
 impl RecipeAbi for RecipeExport {
     fn matches(&self, req: RStr<'_>, task: RStr<'_>, plan: RStr<'_>) -> RResult<bool, PluginError> {
         sync_call(|| {
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             let task = from_json(task.as_str(), "task")?;
             let plan = from_json(plan.as_str(), "execution plan")?;
             self.recipe.matches(&req, &task, &plan)
@@ -563,7 +564,7 @@ impl RecipeAbi for RecipeExport {
     fn apply(&self, plan: RStr<'_>, req: RStr<'_>, task: RStr<'_>) -> JsonResult {
         sync_call(|| {
             let plan = from_json(plan.as_str(), "execution plan")?;
-            let req = from_json(req.as_str(), "run request")?;
+            let req = decode_request(req.as_str())?;
             let task = from_json(task.as_str(), "task")?;
             to_json(&self.recipe.apply(plan, &req, &task)?)
         })

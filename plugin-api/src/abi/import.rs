@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::export::{export_ctx, export_session, from_json, to_json};
 use super::guard::CatchUnwind;
+use super::request_json::request_json;
 use super::*;
 use crate::contracts::{
     ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
@@ -259,7 +260,7 @@ impl ImportedBenchmark {
 impl Benchmark for ImportedBenchmark {
     fn evaluation_environment_mode(&self, req: &RunRequest) -> Result<EvaluationEnvironmentMode> {
         let m = "evaluation_environment_mode";
-        let req = to_json(req)?;
+        let req = request_json(req)?;
         let json = sync_result(self.object.evaluation_environment_mode(req.as_rstr()))
             .map_err(self.label.err(m))?;
         self.label.decode(m, &json)
@@ -272,7 +273,7 @@ impl Benchmark for ImportedBenchmark {
     }
 
     async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
-        let json = await_foreign(self.object.load_tasks(export_ctx(ctx), to_json(req)?))
+        let json = await_foreign(self.object.load_tasks(export_ctx(ctx), request_json(req)?))
             .await
             .map_err(self.label.err("load_tasks"))?;
         self.label.decode("load_tasks", &json)
@@ -281,7 +282,7 @@ impl Benchmark for ImportedBenchmark {
     async fn load_selected_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         let call = self
             .object
-            .load_selected_tasks(export_ctx(ctx), to_json(req)?);
+            .load_selected_tasks(export_ctx(ctx), request_json(req)?);
         match await_foreign(call).await {
             Ok(json) => self.label.decode("load_selected_tasks", &json),
             Err(e) if e.kind == crate::ErrorKind::Unsupported => {
@@ -293,7 +294,7 @@ impl Benchmark for ImportedBenchmark {
     }
 
     async fn open_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
-        let call = self.object.open_tasks(export_ctx(ctx), to_json(req)?);
+        let call = self.object.open_tasks(export_ctx(ctx), request_json(req)?);
         match await_foreign(call).await {
             Ok(object) => Ok(Box::new(ImportedTaskStream {
                 object,
@@ -317,7 +318,7 @@ impl Benchmark for ImportedBenchmark {
     ) -> Result<Vec<TaskSpec>> {
         let call = self
             .object
-            .select_tasks(export_ctx(ctx), to_json(&tasks)?, to_json(req)?);
+            .select_tasks(export_ctx(ctx), to_json(&tasks)?, request_json(req)?);
         let json = await_foreign(call)
             .await
             .map_err(self.label.err("select_tasks"))?;
@@ -330,7 +331,7 @@ impl Benchmark for ImportedBenchmark {
         req: &RunRequest,
         environment: &EnvironmentSpec,
     ) -> Result<BenchmarkPlan> {
-        let (task, req, env) = (to_json(task)?, to_json(req)?, to_json(environment)?);
+        let (task, req, env) = (to_json(task)?, request_json(req)?, to_json(environment)?);
         let json = sync_result(self.object.build_plan(
             task.as_rstr(),
             req.as_rstr(),
@@ -346,7 +347,7 @@ impl Benchmark for ImportedBenchmark {
         req: &RunRequest,
         plan: &ExecutionPlan,
     ) -> Result<Option<Vec<ArtifactSpec>>> {
-        let (task, req, plan) = (to_json(task)?, to_json(req)?, to_json(plan)?);
+        let (task, req, plan) = (to_json(task)?, request_json(req)?, to_json(plan)?);
         let json = sync_result(self.object.resolve_artifacts(
             task.as_rstr(),
             req.as_rstr(),
@@ -368,7 +369,7 @@ impl Benchmark for ImportedBenchmark {
             export_ctx(ctx),
             to_json(task)?,
             export_session(env),
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
         );
         let json = await_foreign(call)
@@ -392,7 +393,7 @@ impl Benchmark for ImportedBenchmark {
             to_json(task)?,
             to_json(prepared)?,
             to_json(&result)?,
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
             optional_env(env),
         );
@@ -410,7 +411,7 @@ impl Benchmark for ImportedBenchmark {
     ) -> Result<MetricReport> {
         let call =
             self.object
-                .aggregate_metrics(export_ctx(ctx), to_json(&results)?, to_json(req)?);
+                .aggregate_metrics(export_ctx(ctx), to_json(&results)?, request_json(req)?);
         let json = await_foreign(call)
             .await
             .map_err(self.label.err("aggregate_metrics"))?;
@@ -433,7 +434,7 @@ impl HarnessFreeBenchmark for ImportedBenchmark {
             export_ctx(ctx),
             to_json(task)?,
             to_json(prepared)?,
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
             optional_env(env),
         );
@@ -479,7 +480,7 @@ impl Harness for ImportedHarness {
     }
 
     fn build_plan(&self, req: &RunRequest, environment: &EnvironmentSpec) -> Result<HarnessPlan> {
-        let (req, env) = (to_json(req)?, to_json(environment)?);
+        let (req, env) = (request_json(req)?, to_json(environment)?);
         let json = sync_result(self.object.build_plan(req.as_rstr(), env.as_rstr()))
             .map_err(self.label.err("build_plan"))?;
         self.label.decode("build_plan", &json)
@@ -495,7 +496,7 @@ impl Harness for ImportedHarness {
         let call = self.object.start_session(
             export_ctx(ctx),
             export_session(env),
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
         );
         let session = await_foreign(call)
@@ -515,7 +516,7 @@ impl Harness for ImportedHarness {
         let call = self.session(session, "execute_task")?.execute_task(
             export_ctx(ctx),
             to_json(prepared)?,
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
         );
         let json = await_foreign(call)
@@ -536,7 +537,7 @@ impl Harness for ImportedHarness {
         let call = self.session(session, "collect_result")?.collect_result(
             export_ctx(ctx),
             to_json(prepared)?,
-            to_json(req)?,
+            request_json(req)?,
             to_json(plan)?,
             to_json(&result)?,
         );
@@ -610,7 +611,7 @@ impl ImportedRecipe {
 
 impl Recipe for ImportedRecipe {
     fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool> {
-        let (req, task, plan) = (to_json(req)?, to_json(task)?, to_json(plan)?);
+        let (req, task, plan) = (request_json(req)?, to_json(task)?, to_json(plan)?);
         sync_result(
             self.object
                 .matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()),
@@ -624,7 +625,7 @@ impl Recipe for ImportedRecipe {
         req: &RunRequest,
         task: &TaskSpec,
     ) -> Result<ExecutionPlan> {
-        let (plan, req, task) = (to_json(&plan)?, to_json(req)?, to_json(task)?);
+        let (plan, req, task) = (to_json(&plan)?, request_json(req)?, to_json(task)?);
         let json = sync_result(
             self.object
                 .apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()),

@@ -22,6 +22,7 @@
 pub mod export;
 pub mod guard;
 pub mod import;
+pub mod request_json;
 
 use abi_stable::{
     declare_root_module_statics,
