@@ -246,13 +246,13 @@ pub struct RuntimeFlags {
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<String>,
     /// Orchestration deadline in seconds (0 disables)
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub timeout_seconds: Option<f64>,
     /// How long cleanup may take after cancellation
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub cleanup_grace_seconds: Option<f64>,
     /// Save an evaluation checkpoint once an evaluation has run this long (0: always)
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub checkpoint_after_seconds: Option<f64>,
     /// Terminal progress
     #[arg(long, value_enum)]

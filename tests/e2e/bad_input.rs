@@ -529,8 +529,8 @@ const CASES: &[Case] = &[
     Case {
         name: "negative_timeout_seconds_as_a_separate_word",
         setup: |_| run(&["--timeout-seconds", "-5"]),
-        names: "'-5'",
-        says: "unexpected argument",
+        names: "--timeout-seconds",
+        says: "expected seconds ≥ 0, found -5",
     },
     Case {
         name: "nan_cleanup_grace_seconds",
