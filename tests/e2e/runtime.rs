@@ -226,6 +226,10 @@ fn fatal_issues_are_retried_with_bounded_backoff_on_the_same_plan() {
     let record = read_json(&retries[0]);
     assert_eq!(record["schema_version"], "agentcompass.retry.v1");
     assert_eq!(record["matched_pattern"], "fatal:harness_failed");
+    assert!(
+        record["archived_to"].is_null(),
+        "a harness that failed left no checkpoint or artifacts to archive"
+    );
     let delay = record["retry_delay_seconds"].as_f64().unwrap();
     assert!((0.1..=0.3).contains(&delay), "{delay}");
     assert_eq!(

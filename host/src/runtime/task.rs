@@ -8,6 +8,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::{json, Map, Value};
 
+use super::artifacts;
 use super::attempt::{failed, physical_attempt, recover_evaluation};
 use super::context::RequestContext;
 use super::records::{
@@ -140,8 +141,22 @@ async fn logical_attempt(
                 } else {
                     "attempt"
                 };
+                // The discarded run's checkpoint and artifacts move aside (spec: archived
+                // under `retries/<id>/`); the next physical run starts empty.
+                let archived = writer
+                    .archive_for_retry(
+                        attempt,
+                        retries,
+                        &[artifacts::ARTIFACTS_DIR, artifacts::MANIFEST_FILE],
+                    )
+                    .map_err(|e| {
+                        tracing::warn!("cannot archive the retried run of {}: {e}", task.task_id)
+                    })
+                    .ok()
+                    .flatten();
                 let record = json!({
                     "schema_version": RETRY_SCHEMA,
+                    "archived_to": archived,
                     "task_id": task.task_id,
                     "category": task.category,
                     "attempt": attempt,

@@ -178,6 +178,36 @@ impl TaskWriter {
         Ok(path)
     }
 
+    /// Moves what the physical run of `attempt` left (its evaluation checkpoint and the
+    /// `extra` entries, such as the collected artifacts and their manifest) into
+    /// `attempt-<n>/retries/retry<retry>/` before the attempt's agent runs again, so the next
+    /// run starts empty and a crash during it cannot resume the discarded run. Returns that
+    /// directory relative to the attempt directory, or `None` when there was nothing to move.
+    pub fn archive_for_retry(
+        &self,
+        attempt: u32,
+        retry: u32,
+        extra: &[&str],
+    ) -> Result<Option<String>, StoreError> {
+        let attempt_dir = self.attempt_dir(attempt);
+        let relative = format!("{RETRIES_DIR}/retry{retry}");
+        let archive = attempt_dir.join(&relative);
+        let mut moved = false;
+        for name in std::iter::once(CHECKPOINT_FILE).chain(extra.iter().copied()) {
+            let from = attempt_dir.join(name);
+            if fs::symlink_metadata(&from).is_err() {
+                continue;
+            }
+            if !moved {
+                create_dir_all(&archive)?;
+                moved = true;
+            }
+            let to = archive.join(name);
+            fs::rename(&from, &to).map_err(|e| StoreError::io("archive", &from, e))?;
+        }
+        Ok(moved.then_some(relative))
+    }
+
     /// Writes `task.json` (pretty, atomic) and publishes the task: the directory is renamed
     /// to `details/<state>/<task_dir_name>` (replacing an earlier copy of the task in any
     /// state) and both parent directories are fsynced. Returns the published directory.

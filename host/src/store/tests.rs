@@ -708,3 +708,32 @@ fn line_set_holds_line_numbers_across_words() {
     let held: Vec<usize> = (0..1100).filter(|line| set.contains(*line)).collect();
     assert_eq!(held, [0, 63, 64, 1000]);
 }
+
+#[test]
+fn a_retried_run_is_archived_under_retries_and_the_next_one_starts_empty() {
+    let root = tempfile::tempdir().unwrap();
+    let store = RunStore::create(root.path(), &ns(&["n"]), Some("r")).unwrap();
+    let writer = store.begin_task("t").unwrap();
+    let attempt = writer.ensure_attempt_dir(1).unwrap();
+    assert_eq!(
+        writer.archive_for_retry(1, 1, &["artifacts"]).unwrap(),
+        None,
+        "nothing to archive"
+    );
+    assert!(!attempt.join("retries").exists());
+    writer.write_checkpoint(1, &json!({"run": 1})).unwrap();
+    fs::create_dir_all(attempt.join("artifacts/out")).unwrap();
+    fs::write(attempt.join("artifacts/out/a.txt"), "first run").unwrap();
+    let archived = writer
+        .archive_for_retry(1, 1, &["artifacts", "artifacts.manifest.json"])
+        .unwrap();
+    assert_eq!(archived.as_deref(), Some("retries/retry1"));
+    assert_eq!(writer.read_checkpoint(1), None);
+    assert!(!attempt.join("artifacts").exists());
+    let kept = attempt.join("retries/retry1");
+    assert_eq!(read_json(&kept.join("checkpoint.json")), json!({"run": 1}));
+    assert_eq!(
+        fs::read_to_string(kept.join("artifacts/out/a.txt")).unwrap(),
+        "first run"
+    );
+}
