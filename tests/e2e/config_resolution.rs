@@ -767,3 +767,34 @@ environments:
     assert_eq!(out.stderr, "");
     insta::assert_snapshot!("config_show_toml", ws.redact(&out.stdout));
 }
+
+#[test]
+fn limits_for_providers_not_installed_are_kept_with_a_warning() {
+    let ws = Workspace::new();
+    let out = ws.run(
+        &run_args(&[
+            "--provider-limit",
+            "sandbx=3",
+            "--provider-limit",
+            "docker=2",
+            "--env-open-qps",
+            "modal=1",
+        ]),
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: runtime."))
+        .collect();
+    assert_eq!(warnings.len(), 2, "{}", out.stderr);
+    assert!(warnings[0].starts_with(
+        "warning: runtime.provider_limits: no environment provider `sandbx` is installed (known: host_process, sandbox"
+    ));
+    assert!(warnings[1].starts_with(
+        "warning: runtime.env_open_qps: no environment provider `modal` is installed"
+    ));
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["runtime"]["provider_limits"]["sandbx"], 3);
+}

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_plugin_api::contracts::{ComponentKind, RunRequest};
 use anyhow::Context;
 use serde_json::{json, Value};
 
@@ -12,6 +12,7 @@ use crate::cli::{
 };
 use crate::config::{load_run_config, resolve_references, LoadedConfig};
 use crate::redact::redact_value;
+use crate::registry::Registry;
 use crate::request::{
     load_orchestration_file, resolve_orchestration, resolve_run, resolve_runtime, LaunchArgs,
     Orchestration, ProgressMode, ResolvedRuntimeOptions, RunArgs, RuntimeOptions,
@@ -152,6 +153,35 @@ fn warn_unresolved(requests: &[&RunRequest]) {
     }
 }
 
+/// Warns (one line each) about provider limits and open rates set for environment providers
+/// this registry does not have: likely a typo, and otherwise without effect here.
+fn warn_unknown_providers(runtime: &ResolvedRuntimeOptions, registry: &Registry) {
+    let defaults = ResolvedRuntimeOptions::default();
+    let known: Vec<&str> = registry
+        .list(ComponentKind::Environment)
+        .map(|entry| entry.info.id.as_str())
+        .collect();
+    let named = |key: &str, ids: Vec<&String>| {
+        for id in ids {
+            if !known.contains(&id.as_str()) {
+                eprintln!(
+                    "warning: runtime.{key}: no environment provider `{id}` is installed (known: {})",
+                    known.join(", ")
+                );
+            }
+        }
+    };
+    named(
+        "provider_limits",
+        runtime
+            .provider_limits
+            .keys()
+            .filter(|id| !defaults.provider_limits.contains_key(*id))
+            .collect(),
+    );
+    named("env_open_qps", runtime.env_open_qps.keys().collect());
+}
+
 fn print_json(value: &Value) -> anyhow::Result<()> {
     crate::outln!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
@@ -163,6 +193,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     let runtime = resolve_runtime(&config, None, &runtime_overlay(global, Some(&cmd.runtime))?)?;
     let setup = build_registry(&plugin_settings(global, &runtime))?;
     super::print_problems(&setup.problems, global.verbose);
+    warn_unknown_providers(&runtime, &setup.registry);
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
     if cmd.dry_run {
         warn_unresolved(&[&request]);
@@ -234,6 +265,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     let runtime = resolve_runtime(&config, Some((&source, &file.runtime)), &args.runtime)?;
     let setup = build_registry(&plugin_settings(global, &runtime))?;
     super::print_problems(&setup.problems, global.verbose);
+    warn_unknown_providers(&runtime, &setup.registry);
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     if cmd.dry_run {
         warn_unresolved(
