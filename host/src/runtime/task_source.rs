@@ -2,12 +2,12 @@
 //! never holds every pending task: memory stays flat however long the dataset is.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 
 use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_plugin_api::sdk::{Ctx, TaskStream};
 
 use crate::planner::Planner;
+use crate::store::task_id_hash;
 
 /// Tasks asked of the benchmark at a time.
 const PAGE_SIZE: usize = 256;
@@ -34,17 +34,22 @@ impl TaskSource {
             .open_tasks(ctx, resolved)
             .await
             .map_err(|e| format!("benchmark {benchmark}: {e}"))?;
+        let mut source = TaskSource::over(benchmark, stream);
+        source.fill()?;
+        Ok(source)
+    }
+
+    /// A cursor over `stream`, nothing read yet.
+    fn over(benchmark: String, stream: Box<dyn TaskStream>) -> Self {
         let total = stream.total();
-        let mut source = TaskSource {
+        TaskSource {
             benchmark,
             stream,
             page: Vec::new().into_iter(),
             total,
             finished: false,
             seen: HashSet::with_capacity(total.min(1 << 20)),
-        };
-        source.fill()?;
-        Ok(source)
+        }
     }
 
     /// How many tasks the benchmark selected.
@@ -74,7 +79,7 @@ impl TaskSource {
             self.finished = true;
         }
         for task in &page {
-            if !self.seen.insert(id_hash(&task.task_id)) {
+            if !self.seen.insert(task_id_hash(&task.task_id)) {
                 return Err(format!(
                     "benchmark {} returned task id `{}` twice",
                     self.benchmark, task.task_id
@@ -86,14 +91,6 @@ impl TaskSource {
     }
 }
 
-/// A 64-bit hash of a task id (SipHash with fixed keys: a false "twice" needs a collision,
-/// about 1 in 10^9 for a million tasks).
-fn id_hash(id: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    id.hash(&mut hasher);
-    hasher.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,14 +98,7 @@ mod tests {
 
     fn source(ids: &[&str]) -> TaskSource {
         let tasks = ids.iter().map(|id| TaskSpec::new(*id, "q")).collect();
-        TaskSource {
-            benchmark: "b".into(),
-            stream: Box::new(VecTaskStream::new(tasks).unwrap()),
-            page: Vec::new().into_iter(),
-            total: ids.len(),
-            finished: false,
-            seen: HashSet::new(),
-        }
+        TaskSource::over("b".into(), Box::new(VecTaskStream::new(tasks).unwrap()))
     }
 
     #[test]
@@ -144,14 +134,7 @@ mod tests {
 
     #[test]
     fn a_repeated_id_on_a_later_page_is_refused() {
-        let mut source = TaskSource {
-            benchmark: "b".into(),
-            stream: Box::new(Repeating(0)),
-            page: Vec::new().into_iter(),
-            total: 2,
-            finished: false,
-            seen: HashSet::new(),
-        };
+        let mut source = TaskSource::over("b".into(), Box::new(Repeating(0)));
         assert_eq!(source.next_task().unwrap().unwrap().task_id, "same");
         let err = source.next_task().unwrap_err();
         assert_eq!(err, "benchmark b returned task id `same` twice");

@@ -27,6 +27,7 @@ mod task;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use naming::task_id_hash;
 pub use naming::{new_run_id, rfc3339, task_dir_name};
 pub use reuse::{
     attempts_complete, find_reuse_source, published_tasks, read_run_info, running_tasks,

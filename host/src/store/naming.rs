@@ -24,6 +24,15 @@ pub fn task_dir_name(task_id: &str) -> String {
     format!("{readable}--{}", sha256_hex(task_id.as_bytes()))
 }
 
+/// A 64-bit hash of a task id (SipHash with fixed keys), for sets of ids that must not keep
+/// the ids themselves: a collision needs about 10^9 ids for a one-in-a-billion chance.
+pub(crate) fn task_id_hash(task_id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    task_id.hash(&mut hasher);
+    hasher.finish()
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

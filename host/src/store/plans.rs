@@ -203,13 +203,6 @@ impl LineSet {
     }
 }
 
-fn id_hash(task_id: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    task_id.hash(&mut hasher);
-    hasher.finish()
-}
-
 /// First pass: the numbers of the last valid line of every task, or `None` without a log.
 ///
 /// Keeps 16 bytes a line (the task id's hash and the line number), not the ids: lines are
@@ -224,7 +217,7 @@ fn last_line_per_task(path: &Path) -> Result<Option<LineSet>, StoreError> {
     let mut lines: Vec<(u64, usize)> = Vec::new();
     for_each_line(path, BufReader::new(file), |number, bytes| {
         if let Ok(head) = serde_json::from_slice::<PlanLineHead>(bytes) {
-            lines.push((id_hash(&head.task_id), number));
+            lines.push((super::naming::task_id_hash(&head.task_id), number));
         }
         Ok(())
     })?;
