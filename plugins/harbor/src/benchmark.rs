@@ -16,11 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::discover::{path_param, task_dirs};
+use crate::names::{ID, SOLUTION_DIR, TESTS_DIR};
 use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
-use crate::task_toml::{load_task, LoadOptions, SOLUTION_DIR, TESTS_DIR};
-
-/// Registry id.
-pub const ID: &str = "harbor";
+use crate::task_toml::{load_task, LoadOptions};
 
 /// The harness that runs the reference solution (`solution/solve.sh`).
 pub const ORACLE_HARNESS: &str = "oracle";

@@ -12,8 +12,7 @@ use agentcompass_plugin_api::contracts::json_type_name;
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
 
-use crate::benchmark::ID;
-use crate::task_toml::{task_id_of, TASK_TOML};
+use crate::names::{task_id_of, ID, TASK_TOML};
 
 /// The `path` parameter: a string, a JSON array of strings, or a string holding such an array.
 pub fn path_param(value: Option<&Value>) -> Result<Vec<String>> {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentcompass_plugin_api::{Error, Result};
 use toml::Value;
 
-use crate::benchmark::ID;
+use crate::names::ID;
 
 /// A short description of a TOML value for error messages (`string "2G"`, `integer 5`, ...).
 pub(crate) fn describe(value: &Value) -> String {

@@ -8,6 +8,7 @@ mod artifacts;
 mod benchmark;
 mod discover;
 mod fields;
+mod names;
 mod reward;
 mod task_toml;
 
@@ -31,7 +32,7 @@ fn register(plugin: &mut PluginBuilder) {
     plugin.benchmark(
         ComponentInfo::new(
             ComponentKind::Benchmark,
-            benchmark::ID,
+            names::ID,
             "Harbor task directories (task.toml, instruction.md, tests/test.sh, solution/), \
              scored by the verifier's reward file",
         )

@@ -36,19 +36,10 @@ use serde_json::json;
 use toml::Value;
 
 use crate::artifacts::{artifacts, collect_commands};
-use crate::benchmark::ID;
 use crate::fields::{table_to_json, Section, Warnings};
-
-/// File name of the task configuration.
-pub const TASK_TOML: &str = "task.toml";
-/// File name of the agent instruction.
-pub const INSTRUCTION_MD: &str = "instruction.md";
-/// Directory of the verifier (uploaded to `/tests`).
-pub const TESTS_DIR: &str = "tests";
-/// Entry point of the verifier inside [`TESTS_DIR`].
-pub const TEST_SCRIPT: &str = "test.sh";
-/// Directory of the reference solution (uploaded to `/solution` by the oracle harness).
-pub const SOLUTION_DIR: &str = "solution";
+use crate::names::{
+    task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
+};
 
 /// Loader switches derived from the request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -64,20 +55,6 @@ struct EnvironmentDecl {
     resources: Option<ResourceRequirements>,
     baseline: Option<NetworkPolicy>,
     env: Option<BTreeMap<String, String>>,
-}
-
-/// The task directory's name (the task id).
-pub fn task_id_of(dir: &Path) -> Result<String> {
-    dir.file_name()
-        .and_then(|n| n.to_str())
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .ok_or_else(|| {
-            Error::invalid_input(format!(
-                "{ID}: {}: a task directory needs a UTF-8 name (it is the task id)",
-                dir.display()
-            ))
-        })
 }
 
 /// Loads the task directory `dir` (an absolute path).

@@ -18,7 +18,8 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::benchmark::{Harbor, ID, TEST_STDOUT};
+use crate::benchmark::{Harbor, TEST_STDOUT};
+use crate::names::ID;
 use crate::reward::{self, REWARD_JSON, REWARD_TXT};
 use crate::task_toml::{load_task, parse_size_mb, LoadOptions};
 
