@@ -7,6 +7,7 @@
 mod artifacts;
 mod benchmark;
 mod discover;
+mod environment;
 mod fields;
 mod names;
 mod reward;
@@ -19,7 +20,8 @@ mod tests;
 /// the host reaches the plugin only through its exported root).
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use crate::task_toml::{load_task, parse_size_mb, LoadOptions};
+    pub use crate::environment::parse_size_mb;
+    pub use crate::task_toml::{load_task, LoadOptions};
 }
 
 use agentcompass_plugin_api::contracts::{

@@ -28,15 +28,16 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentSetup, EvaluationEnvironmentMode, JsonMap, NetworkMode, NetworkPolicy,
-    ResourceRequirements, TaskSpec,
+    ArtifactCollectCommand, ArtifactSpec, EvaluationEnvironmentMode, JsonMap, NetworkPolicy,
+    TaskSpec,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 use toml::Value;
 
 use crate::artifacts::{artifacts, collect_commands};
-use crate::fields::{table_to_json, Section, Warnings};
+use crate::environment::{environment_decl, network_policy, EnvironmentDecl};
+use crate::fields::{table_to_json, to_json, Section, Warnings};
 use crate::names::{
     task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
@@ -48,23 +49,39 @@ pub struct LoadOptions {
     pub solution_env_for_agent: bool,
 }
 
-/// What one environment table (`[environment]` or `[verifier.environment]`) declares.
-#[derive(Debug, Default)]
-struct EnvironmentDecl {
-    setup: EnvironmentSetup,
-    resources: Option<ResourceRequirements>,
-    baseline: Option<NetworkPolicy>,
-    env: Option<BTreeMap<String, String>>,
-}
-
 /// Loads the task directory `dir` (an absolute path).
 pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
     let task_id = task_id_of(dir)?;
     let toml_path = dir.join(TASK_TOML);
     let file = toml_path.display().to_string();
-    let text = std::fs::read_to_string(&toml_path)
+    let table = read_toml(&toml_path, &file)?;
+    let root = Section::root(&file, &table);
+    refuse_multi_step(dir, &root)?;
+    let instruction = read_instruction(dir)?;
+    require_test_script(dir)?;
+
+    let mut warnings = Warnings {
+        file: file.clone(),
+        list: Vec::new(),
+    };
+    let decl = TaskDecl::read(&root, &mut warnings)?;
+    let mut task = TaskSpec::new(task_id, instruction);
+    map_phases(&mut task, &decl, options);
+    map_environments(&mut task, &decl);
+    note_unsupported_files(dir, &decl.environment, &mut warnings);
+    if let Some(serde_json::Value::String(category)) = decl.metadata.get("category") {
+        task.category = category.clone();
+    }
+    task.metadata = metadata(dir, &decl, &table);
+    task.load_warnings = warnings.list;
+    Ok(task)
+}
+
+/// Reads and parses `task.toml` (a syntax error names its line).
+fn read_toml(path: &Path, file: &str) -> Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
         .map_err(|e| Error::invalid_input(format!("{ID}: {file}: cannot read: {e}")))?;
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+    text.parse().map_err(|e: toml::de::Error| {
         let line = e
             .span()
             .map(|span| {
@@ -80,9 +97,11 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
             "{ID}: {file}: invalid TOML{line}: {}",
             e.message().trim()
         ))
-    })?;
-    let root = Section::root(&file, &table);
+    })
+}
 
+/// Refuses multi-step tasks (`steps` in `task.toml`, or a `steps/` directory).
+fn refuse_multi_step(dir: &Path, root: &Section) -> Result<()> {
     if root.has("steps") {
         return Err(Error::invalid_input(format!(
             "{ID}: {}: multi-step Harbor tasks are not supported (found `steps` in {TASK_TOML})",
@@ -95,7 +114,11 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
             dir.display()
         )));
     }
+    Ok(())
+}
 
+/// The non-empty agent instruction (`instruction.md`).
+fn read_instruction(dir: &Path) -> Result<String> {
     let instruction_path = dir.join(INSTRUCTION_MD);
     let instruction = std::fs::read_to_string(&instruction_path).map_err(|e| {
         Error::invalid_input(format!(
@@ -109,142 +132,246 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
             instruction_path.display()
         )));
     }
+    Ok(instruction)
+}
+
+/// Requires the verifier script `tests/test.sh` (a Windows-only verifier is named as such).
+fn require_test_script(dir: &Path) -> Result<()> {
     let test_script = dir.join(TESTS_DIR).join(TEST_SCRIPT);
-    if !test_script.is_file() {
-        let found = if dir.join(TESTS_DIR).join("test.bat").is_file() {
-            "only tests/test.bat (Windows verifiers are not supported)"
-        } else {
-            "nothing"
-        };
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}: expected the verifier script tests/{TEST_SCRIPT}, found {found}",
-            dir.display()
-        )));
+    if test_script.is_file() {
+        return Ok(());
     }
-
-    let mut warnings = Warnings {
-        file: file.clone(),
-        list: Vec::new(),
+    let found = if dir.join(TESTS_DIR).join("test.bat").is_file() {
+        "only tests/test.bat (Windows verifiers are not supported)"
+    } else {
+        "nothing"
     };
-    let mut task = TaskSpec::new(task_id, instruction);
-    let mut metadata = JsonMap::new();
+    Err(Error::invalid_input(format!(
+        "{ID}: {}: expected the verifier script tests/{TEST_SCRIPT}, found {found}",
+        dir.display()
+    )))
+}
 
-    // Root keys.
-    let schema_version = schema_version(&root)?;
-    let source = root.string("source")?;
+/// Everything `task.toml` declares, type-checked but not yet mapped onto the task.
+struct TaskDecl {
+    /// `schema_version` (or its legacy alias `version`).
+    schema_version: Option<String>,
+    /// The root `source`.
+    source: Option<String>,
+    /// The root `artifacts` (the convention directory included).
+    artifacts: Vec<ArtifactSpec>,
+    /// `[task]` package information.
+    package: Option<serde_json::Value>,
+    /// The free-form `[metadata]` table.
+    metadata: JsonMap,
+    /// `[environment]` (empty when absent).
+    environment: EnvironmentDecl,
+    /// `[agent]` (empty when absent).
+    agent: AgentDecl,
+    /// `[verifier]` (empty when absent).
+    verifier: VerifierDecl,
+    /// `solution.env`.
+    solution_env: Option<BTreeMap<String, String>>,
+}
+
+impl TaskDecl {
+    /// Reads the root table and its sub-tables. The order of the reads fixes which error is
+    /// reported first and the order of the warnings; unknown root keys are warned about last.
+    fn read(root: &Section, warnings: &mut Warnings) -> Result<Self> {
+        let schema_version = schema_version(root)?;
+        let source = root.string("source")?;
+        warnings.unsupported(
+            root,
+            "multi_step_reward_strategy",
+            "it only applies to multi-step tasks",
+        );
+        let artifacts = artifacts(root, warnings)?;
+        let package = match root.table("task")? {
+            Some(section) => Some(package_info(&section, warnings)?),
+            None => None,
+        };
+        let metadata = free_metadata(root)?;
+        let environment = match root.table("environment")? {
+            Some(section) => environment_decl(&section, warnings)?,
+            None => EnvironmentDecl::default(),
+        };
+        let agent = match root.table("agent")? {
+            Some(section) => agent_decl(&section, warnings)?,
+            None => AgentDecl::default(),
+        };
+        let verifier = match root.table("verifier")? {
+            Some(section) => verifier_decl(&section, warnings)?,
+            None => VerifierDecl::default(),
+        };
+        let solution_env = match root.table("solution")? {
+            Some(solution) => {
+                let env = solution.string_map("env")?;
+                warnings.unknown(&solution);
+                env
+            }
+            None => None,
+        };
+        warnings.unknown(root);
+        Ok(TaskDecl {
+            schema_version,
+            source,
+            artifacts,
+            package,
+            metadata,
+            environment,
+            agent,
+            verifier,
+            solution_env,
+        })
+    }
+}
+
+/// What `[agent]` declares.
+#[derive(Debug, Default)]
+struct AgentDecl {
+    /// `timeout_sec`.
+    timeout_seconds: Option<f64>,
+    /// `network_mode` / `allowed_hosts`.
+    network_policy: Option<NetworkPolicy>,
+}
+
+/// `[agent]`: the run timeout and the agent-phase network policy.
+fn agent_decl(agent: &Section, warnings: &mut Warnings) -> Result<AgentDecl> {
+    let decl = AgentDecl {
+        timeout_seconds: agent.positive_seconds("timeout_sec")?,
+        network_policy: network_policy(agent, false)?,
+    };
     warnings.unsupported(
-        &root,
-        "multi_step_reward_strategy",
-        "it only applies to multi-step tasks",
+        agent,
+        "user",
+        "commands run as the environment's default user",
     );
-    let artifacts = artifacts(&root, &mut warnings)?;
+    warnings.unknown(agent);
+    Ok(decl)
+}
 
-    // [task] and [metadata].
-    let package = match root.table("task")? {
-        Some(section) => Some(package_info(&section, &mut warnings)?),
+/// What `[verifier]` declares.
+#[derive(Debug, Default)]
+struct VerifierDecl {
+    /// `timeout_sec`.
+    timeout_seconds: Option<f64>,
+    /// `env`.
+    env_variables: BTreeMap<String, String>,
+    /// `network_mode` / `allowed_hosts`.
+    network_policy: Option<NetworkPolicy>,
+    /// `environment_mode`.
+    mode: Option<EvaluationEnvironmentMode>,
+    /// `[verifier.environment]`, a separate verifier environment.
+    environment: Option<EnvironmentDecl>,
+    /// `[[verifier.collect]]`.
+    collect: Vec<ArtifactCollectCommand>,
+}
+
+/// `[verifier]`: timeout, bindings, network policy, environment mode, a separate
+/// `[verifier.environment]` (refused with `environment_mode = "shared"`) and collect commands.
+fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<VerifierDecl> {
+    let timeout_seconds = verifier.positive_seconds("timeout_sec")?;
+    let env_variables = verifier.string_map("env")?.unwrap_or_default();
+    let network_policy = network_policy(verifier, false)?;
+    let mode = environment_mode(verifier)?;
+    let environment = match verifier.table("environment")? {
+        Some(section) => Some(environment_decl(&section, warnings)?),
         None => None,
     };
+    if mode == Some(EvaluationEnvironmentMode::Reuse) && environment.is_some() {
+        return Err(verifier.error(
+            "environment_mode",
+            "expected \"separate\" (or no value) with a [verifier.environment] table, found \"shared\"",
+        ));
+    }
+    let collect = collect_commands(verifier)?;
+    warnings.unsupported(
+        verifier,
+        "user",
+        "the verifier runs as the environment's default user",
+    );
+    warnings.unknown(verifier);
+    Ok(VerifierDecl {
+        timeout_seconds,
+        env_variables,
+        network_policy,
+        mode,
+        environment,
+        collect,
+    })
+}
+
+/// `verifier.environment_mode`: `"shared"` (reuse) or `"separate"` (fresh).
+fn environment_mode(verifier: &Section) -> Result<Option<EvaluationEnvironmentMode>> {
+    match verifier.string("environment_mode")? {
+        None => Ok(None),
+        Some(mode) if mode == "shared" => Ok(Some(EvaluationEnvironmentMode::Reuse)),
+        Some(mode) if mode == "separate" => Ok(Some(EvaluationEnvironmentMode::Fresh)),
+        Some(mode) => Err(verifier.expected(
+            "environment_mode",
+            "\"shared\" or \"separate\"",
+            &Value::String(mode),
+        )),
+    }
+}
+
+/// The free-form `[metadata]` table, as JSON.
+fn free_metadata(root: &Section) -> Result<JsonMap> {
+    let mut metadata = JsonMap::new();
     if let Some(section) = root.table("metadata")? {
         for key in section.unread() {
             if let Some(value) = section.get(&key) {
-                metadata.insert(key, crate::fields::to_json(value));
+                metadata.insert(key, to_json(value));
             }
         }
     }
-    if let Some(serde_json::Value::String(category)) = metadata.get("category") {
-        task.category = category.clone();
+    Ok(metadata)
+}
+
+/// Timeouts, phase bindings, collect commands and artifacts.
+fn map_phases(task: &mut TaskSpec, decl: &TaskDecl, options: LoadOptions) {
+    task.run_timeout_seconds = decl.agent.timeout_seconds;
+    task.evaluation_timeout_seconds = decl.verifier.timeout_seconds;
+    task.evaluation_env_variables = decl.verifier.env_variables.clone();
+    task.artifact_collect = decl.verifier.collect.clone();
+    if options.solution_env_for_agent {
+        task.run_env_variables = decl.solution_env.clone().unwrap_or_default();
     }
+    task.artifacts = Some(decl.artifacts.clone());
+}
 
-    // [environment].
-    let environment = match root.table("environment")? {
-        Some(section) => environment_decl(&section, &mut warnings)?,
-        None => EnvironmentDecl::default(),
-    };
-
-    // [agent].
-    let mut run_policy = None;
-    if let Some(agent) = root.table("agent")? {
-        task.run_timeout_seconds = agent.positive_seconds("timeout_sec")?;
-        run_policy = network_policy(&agent, false)?;
-        warnings.unsupported(
-            &agent,
-            "user",
-            "commands run as the environment's default user",
-        );
-        warnings.unknown(&agent);
-    }
-
-    // [verifier].
-    let mut verifier_env: Option<EnvironmentDecl> = None;
-    let mut declared_mode = None;
-    let mut evaluation_policy = None;
-    if let Some(verifier) = root.table("verifier")? {
-        task.evaluation_timeout_seconds = verifier.positive_seconds("timeout_sec")?;
-        task.evaluation_env_variables = verifier.string_map("env")?.unwrap_or_default();
-        evaluation_policy = network_policy(&verifier, false)?;
-        declared_mode = match verifier.string("environment_mode")? {
-            None => None,
-            Some(mode) if mode == "shared" => Some(EvaluationEnvironmentMode::Reuse),
-            Some(mode) if mode == "separate" => Some(EvaluationEnvironmentMode::Fresh),
-            Some(mode) => {
-                return Err(verifier.expected(
-                    "environment_mode",
-                    "\"shared\" or \"separate\"",
-                    &Value::String(mode),
-                ))
-            }
-        };
-        if let Some(section) = verifier.table("environment")? {
-            verifier_env = Some(environment_decl(&section, &mut warnings)?);
-        }
-        if declared_mode == Some(EvaluationEnvironmentMode::Reuse) && verifier_env.is_some() {
-            return Err(verifier.error(
-                "environment_mode",
-                "expected \"separate\" (or no value) with a [verifier.environment] table, found \"shared\"",
-            ));
-        }
-        task.artifact_collect = collect_commands(&verifier)?;
-        warnings.unsupported(
-            &verifier,
-            "user",
-            "the verifier runs as the environment's default user",
-        );
-        warnings.unknown(&verifier);
-    }
-
-    // [solution].
-    let mut solution_env = None;
-    if let Some(solution) = root.table("solution")? {
-        solution_env = solution.string_map("env")?;
-        warnings.unknown(&solution);
-    }
-
-    // Unknown root keys (after every table was read).
-    warnings.unknown(&root);
-
-    // Assemble the task.
+/// The agent's environment and, when declared, the separate verifier environment: setup,
+/// bindings, network policies, resources and the evaluation environment mode.
+fn map_environments(task: &mut TaskSpec, decl: &TaskDecl) {
+    let environment = &decl.environment;
+    let verifier = &decl.verifier;
     task.environment_setup = environment.setup.clone();
     task.env_variables = environment.env.clone().unwrap_or_default();
     task.baseline_network_policy = environment.baseline.clone();
-    task.run_network_policy = run_policy.or_else(|| environment.baseline.clone());
-    task.evaluation_environment_mode = match (declared_mode, verifier_env.is_some()) {
+    task.run_network_policy = decl
+        .agent
+        .network_policy
+        .clone()
+        .or_else(|| environment.baseline.clone());
+    task.evaluation_environment_mode = match (verifier.mode, verifier.environment.is_some()) {
         (Some(mode), _) => Some(mode),
         (None, true) => Some(EvaluationEnvironmentMode::Fresh),
         (None, false) => None,
     };
-    match &verifier_env {
-        Some(verifier) => {
+    let evaluation_policy = verifier.network_policy.clone();
+    match &verifier.environment {
+        Some(separate) => {
             // An explicit verifier environment is independent of the agent's: omitted values
             // do not inherit (an empty table still means the public network and no bindings).
             task.run_resources = environment.resources.clone();
-            task.evaluation_resources = verifier.resources.clone();
-            task.evaluation_environment_setup = Some(verifier.setup.clone());
-            let verifier_baseline = verifier.baseline.clone().unwrap_or_default();
+            task.evaluation_resources = separate.resources.clone();
+            task.evaluation_environment_setup = Some(separate.setup.clone());
+            let verifier_baseline = separate.baseline.clone().unwrap_or_default();
             task.evaluation_network_policy =
                 evaluation_policy.or_else(|| Some(verifier_baseline.clone()));
             task.evaluation_baseline_network_policy = Some(verifier_baseline);
             task.evaluation_environment_env_variables =
-                Some(verifier.env.clone().unwrap_or_default());
+                Some(separate.env.clone().unwrap_or_default());
         }
         None => {
             task.resources = environment.resources.clone();
@@ -252,11 +379,10 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
                 evaluation_policy.or_else(|| environment.baseline.clone());
         }
     }
-    if options.solution_env_for_agent {
-        task.run_env_variables = solution_env.unwrap_or_default();
-    }
-    task.artifacts = Some(artifacts);
+}
 
+/// Warnings about files of the task directory this host does not act on.
+fn note_unsupported_files(dir: &Path, environment: &EnvironmentDecl, warnings: &mut Warnings) {
     if environment.setup.image.is_none() && dir.join("environment").join("Dockerfile").is_file() {
         warnings.note(
             "environment/Dockerfile is not built by this host (declare environment.docker_image \
@@ -275,27 +401,29 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
             warnings.note(format!("{name} is not supported and is ignored ({why})"));
         }
     }
+}
 
-    // Metadata: the free-form table first, explicit declarations win.
-    if let Some(source) = source {
-        metadata.insert("source".into(), source.into());
+/// `TaskSpec.metadata`: the free-form `[metadata]` table first, then the explicit declarations
+/// (`source`, `[task]`, which win), the loader's `harbor` record and the raw file.
+fn metadata(dir: &Path, decl: &TaskDecl, table: &toml::Table) -> JsonMap {
+    let mut metadata = decl.metadata.clone();
+    if let Some(source) = &decl.source {
+        metadata.insert("source".into(), source.clone().into());
     }
-    if let Some(package) = package {
-        metadata.insert("task".into(), package);
+    if let Some(package) = &decl.package {
+        metadata.insert("task".into(), package.clone());
     }
     let mut harbor = json!({
         "task_dir": dir.display().to_string(),
-        "schema_version": schema_version,
+        "schema_version": decl.schema_version,
         "has_solution": dir.join(SOLUTION_DIR).is_dir(),
     });
-    if let Some(workdir) = &environment.setup.workdir {
+    if let Some(workdir) = &decl.environment.setup.workdir {
         harbor["workdir"] = workdir.clone().into();
     }
     metadata.insert("harbor".into(), harbor);
-    metadata.insert("harbor_raw".into(), table_to_json(&table));
-    task.metadata = metadata;
-    task.load_warnings = warnings.list;
-    Ok(task)
+    metadata.insert("harbor_raw".into(), table_to_json(table));
+    metadata
 }
 
 /// `schema_version`, or its legacy alias `version` (both given: they must agree).
@@ -355,198 +483,4 @@ fn package_info(section: &Section, warnings: &mut Warnings) -> Result<serde_json
     }
     warnings.unknown(section);
     Ok(serde_json::Value::Object(out))
-}
-
-/// One environment table: setup, resources, baseline policy and bindings.
-fn environment_decl(section: &Section, warnings: &mut Warnings) -> Result<EnvironmentDecl> {
-    let workdir = section.non_empty_string("workdir")?;
-    if let Some(workdir) = &workdir {
-        if !workdir.starts_with('/') {
-            return Err(section.error(
-                "workdir",
-                format!("expected an absolute POSIX path, found {workdir:?}"),
-            ));
-        }
-    }
-    let os = section.string("os")?;
-    if let Some(os) = &os {
-        if os != "linux" && os != "windows" {
-            return Err(section.expected(
-                "os",
-                "\"linux\" or \"windows\"",
-                &Value::String(os.clone()),
-            ));
-        }
-    }
-    let setup = EnvironmentSetup {
-        image: section.non_empty_string("docker_image")?,
-        build_timeout_seconds: section.positive_seconds("build_timeout_sec")?,
-        workdir,
-        os,
-    };
-    let resources = resources(section, warnings)?;
-    let baseline = network_policy(section, true)?;
-    let env = section.string_map("env")?;
-    warnings.unsupported(section, "gpu_types", "GPU models are not selected");
-    warnings.unsupported(section, "tpu", "TPUs are not supported");
-    warnings.unsupported(section, "skills_dir", "skills are not installed");
-    warnings.unsupported(section, "healthcheck", "health checks are not run");
-    warnings.unsupported(section, "mcp_servers", "MCP servers are not started");
-    warnings.unknown(section);
-    Ok(EnvironmentDecl {
-        setup,
-        resources,
-        baseline,
-        env,
-    })
-}
-
-/// `network_mode` / `allowed_hosts` (and, for environments, legacy `allow_internet`).
-fn network_policy(section: &Section, allow_legacy: bool) -> Result<Option<NetworkPolicy>> {
-    let modes = "\"public\", \"no-network\" or \"allowlist\"";
-    let mode = match section.get("network_mode") {
-        None => None,
-        Some(Value::String(s)) => Some(
-            s.parse::<NetworkMode>()
-                .map_err(|_| section.expected("network_mode", modes, &Value::String(s.clone())))?,
-        ),
-        Some(other) => return Err(section.expected("network_mode", modes, other)),
-    };
-    let legacy = if allow_legacy {
-        section.boolean("allow_internet")?.map(|allowed| {
-            if allowed {
-                NetworkMode::Public
-            } else {
-                NetworkMode::NoNetwork
-            }
-        })
-    } else {
-        None
-    };
-    let mode = match (mode, legacy) {
-        (Some(mode), Some(legacy)) if mode != legacy => {
-            return Err(section.error(
-                "allow_internet",
-                format!(
-                    "expected a value consistent with network_mode = \"{mode}\", found {} (it means \"{legacy}\")",
-                    legacy == NetworkMode::Public
-                ),
-            ))
-        }
-        (mode, legacy) => mode.or(legacy),
-    };
-    let hosts = section.string_list("allowed_hosts")?;
-    let Some(mode) = mode else {
-        return match hosts {
-            Some(_) => Err(section.error(
-                "allowed_hosts",
-                "expected network_mode = \"allowlist\" alongside it, found no network_mode",
-            )),
-            None => Ok(None),
-        };
-    };
-    if mode != NetworkMode::Allowlist && hosts.is_some() {
-        return Err(section.error(
-            "allowed_hosts",
-            format!(
-                "expected only with network_mode = \"allowlist\", found network_mode = \"{mode}\""
-            ),
-        ));
-    }
-    let policy = NetworkPolicy {
-        network_mode: mode,
-        allowed_hosts: hosts.unwrap_or_default(),
-    };
-    policy.normalized().map(Some).map_err(|e| {
-        let key = if mode == NetworkMode::Allowlist {
-            "allowed_hosts"
-        } else {
-            "network_mode"
-        };
-        section.error(key, e)
-    })
-}
-
-/// Parses a legacy Harbor size string (`"2G"`, `"512M"`, `"1.5GB"`, `"10Gi"`) into MiB.
-pub fn parse_size_mb(text: &str) -> Option<u64> {
-    let upper = text.trim().to_ascii_uppercase();
-    let body = upper
-        .strip_suffix("IB")
-        .or_else(|| upper.strip_suffix('I'))
-        .or_else(|| upper.strip_suffix('B'))
-        .unwrap_or(&upper);
-    let (number, factor) = match body.chars().last()? {
-        'T' => (&body[..body.len() - 1], 1024.0 * 1024.0),
-        'G' => (&body[..body.len() - 1], 1024.0),
-        'M' => (&body[..body.len() - 1], 1.0),
-        'K' => (&body[..body.len() - 1], 1.0 / 1024.0),
-        _ => return None,
-    };
-    let value: f64 = number.trim().parse().ok()?;
-    let mb = (value * factor).floor();
-    (value.is_finite() && mb >= 1.0 && mb < u64::MAX as f64).then_some(mb as u64)
-}
-
-/// A new `*_mb` field and its legacy size-string alias; conflicting values are an error.
-fn size_field(
-    section: &Section,
-    warnings: &mut Warnings,
-    new_key: &str,
-    legacy_key: &str,
-) -> Result<Option<u64>> {
-    let current = section.positive_integer(new_key)?;
-    let legacy = match section.get(legacy_key) {
-        None => None,
-        Some(Value::String(s)) => Some(parse_size_mb(s).ok_or_else(|| {
-            section.expected(
-                legacy_key,
-                "a size string such as \"2G\" or \"512M\"",
-                &Value::String(s.clone()),
-            )
-        })?),
-        Some(other) => {
-            return Err(section.expected(
-                legacy_key,
-                "a size string such as \"2G\" or \"512M\"",
-                other,
-            ))
-        }
-    };
-    match (current, legacy) {
-        (Some(current), Some(legacy)) if current != legacy => Err(section.error(
-            legacy_key,
-            format!(
-                "expected the same size as {} = {current}, found {legacy} MiB (conflicting values)",
-                section.key(new_key)
-            ),
-        )),
-        (Some(current), Some(_)) => {
-            warnings.note(format!(
-                "legacy field `{}` is ignored (`{}` is given)",
-                section.key(legacy_key),
-                section.key(new_key)
-            ));
-            Ok(Some(current))
-        }
-        (current, legacy) => Ok(current.or(legacy)),
-    }
-}
-
-/// `cpus`, `memory_mb`, `storage_mb`, `gpus` and the legacy size strings, in MiB.
-fn resources(section: &Section, warnings: &mut Warnings) -> Result<Option<ResourceRequirements>> {
-    let resources =
-        ResourceRequirements {
-            cpu: section.positive_number("cpus")?,
-            memory_mb: size_field(section, warnings, "memory_mb", "memory")?,
-            storage_mb: size_field(section, warnings, "storage_mb", "storage")?,
-            // Zero GPUs is Harbor's default: no requirement.
-            gpu: match section.non_negative_integer("gpus")? {
-                None | Some(0) => None,
-                Some(n) => Some(u32::try_from(n).map_err(|_| {
-                    section.expected("gpus", "a GPU count", &Value::Integer(n as i64))
-                })?),
-            },
-            ..ResourceRequirements::default()
-        };
-    Ok((resources != ResourceRequirements::default()).then_some(resources))
 }

@@ -19,9 +19,10 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 
 use crate::benchmark::{Harbor, TEST_STDOUT};
+use crate::environment::parse_size_mb;
 use crate::names::ID;
 use crate::reward::{self, REWARD_JSON, REWARD_TXT};
-use crate::task_toml::{load_task, parse_size_mb, LoadOptions};
+use crate::task_toml::{load_task, LoadOptions};
 
 fn block_on<F: Future>(future: F) -> F::Output {
     struct Thread(std::thread::Thread);
