@@ -47,66 +47,7 @@ fn overlaps(a: &str, b: &str) -> bool {
 /// explicitly with its own exclusions) followed by the declared entries; a later entry whose
 /// destination overlaps an earlier one is dropped with a warning.
 pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<ArtifactSpec>> {
-    let mut declared = Vec::new();
-    match root.get("artifacts") {
-        None => {}
-        Some(Value::Array(items)) => {
-            for (i, item) in items.iter().enumerate() {
-                let key = format!("artifacts[{i}]");
-                let spec = match item {
-                    Value::String(source) => ArtifactSpec::new(source.clone()),
-                    Value::Table(table) => {
-                        let entry = root.child(key.clone(), table);
-                        let Some(source) = entry.non_empty_string("source")? else {
-                            return Err(root.error(&key, "expected a `source` path, found none"));
-                        };
-                        let service = entry.string("service")?;
-                        if let Some(service) = service.as_deref().filter(|s| *s != "main") {
-                            return Err(entry.error(
-                                "service",
-                                format!("expected \"main\" (sidecar services are not supported), found {service:?}"),
-                            ));
-                        }
-                        let spec = ArtifactSpec {
-                            destination: entry.non_empty_string("destination")?,
-                            exclude: entry.string_list("exclude")?.unwrap_or_default(),
-                            ..ArtifactSpec::new(source)
-                        };
-                        warnings.unknown(&entry);
-                        spec
-                    }
-                    other => {
-                        return Err(root.expected(
-                            &key,
-                            "a path string or a table with `source`",
-                            other,
-                        ))
-                    }
-                };
-                if !clean_absolute(&spec.source) {
-                    return Err(root.error(
-                        &key,
-                        format!(
-                            "expected an absolute source path without `..`, found {:?}",
-                            spec.source
-                        ),
-                    ));
-                }
-                if let Some(destination) = &spec.destination {
-                    if !clean_relative(destination) || destination == "manifest.json" {
-                        return Err(root.error(
-                            &key,
-                            format!(
-                                "expected a relative destination without `..` (not manifest.json), found {destination:?}"
-                            ),
-                        ));
-                    }
-                }
-                declared.push((key, spec));
-            }
-        }
-        Some(other) => return Err(root.expected("artifacts", "an array", other)),
-    }
+    let declared = declared_artifacts(root, warnings)?;
     let main = MAIN_ARTIFACTS_DIR.trim_end_matches('/');
     let mut candidates = Vec::new();
     if !declared
@@ -119,6 +60,95 @@ pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<A
         ));
     }
     candidates.extend(declared);
+    Ok(without_overlaps(candidates, warnings))
+}
+
+/// The declared `artifacts` entries, each with its dotted key (`artifacts[0]`).
+fn declared_artifacts(
+    root: &Section,
+    warnings: &mut Warnings,
+) -> Result<Vec<(String, ArtifactSpec)>> {
+    let items = match root.get("artifacts") {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(other) => return Err(root.expected("artifacts", "an array", other)),
+    };
+    let mut declared = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let key = format!("artifacts[{i}]");
+        let spec = artifact_entry(root, &key, item, warnings)?;
+        check_artifact_paths(root, &key, &spec)?;
+        declared.push((key, spec));
+    }
+    Ok(declared)
+}
+
+/// One `artifacts` entry: a source path, or a table with `source`, `destination`, `exclude`
+/// and `service` (main only).
+fn artifact_entry(
+    root: &Section,
+    key: &str,
+    item: &Value,
+    warnings: &mut Warnings,
+) -> Result<ArtifactSpec> {
+    match item {
+        Value::String(source) => Ok(ArtifactSpec::new(source.clone())),
+        Value::Table(table) => {
+            let entry = root.child(key.to_string(), table);
+            let Some(source) = entry.non_empty_string("source")? else {
+                return Err(root.error(key, "expected a `source` path, found none"));
+            };
+            let service = entry.string("service")?;
+            if let Some(service) = service.as_deref().filter(|s| *s != "main") {
+                return Err(entry.error(
+                    "service",
+                    format!(
+                        "expected \"main\" (sidecar services are not supported), found {service:?}"
+                    ),
+                ));
+            }
+            let spec = ArtifactSpec {
+                destination: entry.non_empty_string("destination")?,
+                exclude: entry.string_list("exclude")?.unwrap_or_default(),
+                ..ArtifactSpec::new(source)
+            };
+            warnings.unknown(&entry);
+            Ok(spec)
+        }
+        other => Err(root.expected(key, "a path string or a table with `source`", other)),
+    }
+}
+
+/// An absolute source without `..`; a relative destination without `..` (not `manifest.json`).
+fn check_artifact_paths(root: &Section, key: &str, spec: &ArtifactSpec) -> Result<()> {
+    if !clean_absolute(&spec.source) {
+        return Err(root.error(
+            key,
+            format!(
+                "expected an absolute source path without `..`, found {:?}",
+                spec.source
+            ),
+        ));
+    }
+    if let Some(destination) = &spec.destination {
+        if !clean_relative(destination) || destination == "manifest.json" {
+            return Err(root.error(
+                key,
+                format!(
+                    "expected a relative destination without `..` (not manifest.json), found {destination:?}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The candidates in order, each dropped (with a warning) when its destination overlaps an
+/// earlier kept one.
+fn without_overlaps(
+    candidates: Vec<(String, ArtifactSpec)>,
+    warnings: &mut Warnings,
+) -> Vec<ArtifactSpec> {
     let mut kept: Vec<(String, ArtifactSpec)> = Vec::new();
     for (key, spec) in candidates {
         let destination = spec.destination_or_default();
@@ -134,7 +164,7 @@ pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<A
         }
         kept.push((key, spec));
     }
-    Ok(kept.into_iter().map(|(_, spec)| spec).collect())
+    kept.into_iter().map(|(_, spec)| spec).collect()
 }
 
 /// `[[verifier.collect]]`: `command`, `timeout_sec` (default 60 s), `service` (main only);

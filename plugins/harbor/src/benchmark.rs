@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
-    ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec, MetricValue,
-    PreparedTask, RunRequest, RunResult, TaskInput, TaskSpec,
+    ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
+    MetricValue, PreparedTask, RunRequest, RunResult, TaskInput, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
@@ -97,6 +97,31 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// The issue when evaluation has no environment to run `tests/test.sh` in.
+fn no_environment_issue(plan: &ExecutionPlan) -> ExecutionIssue {
+    ExecutionIssue::error(
+        IssuePhase::Evaluate,
+        "no_environment",
+        format!(
+            "{ID}: tests/test.sh needs an environment, but the evaluation mode is `{}` (use reuse or fresh)",
+            plan.evaluation_environment_mode
+        ),
+    )
+}
+
+/// Where `tests/test.sh` runs: the working directory of the evaluation environment (the fresh
+/// verifier's, or the reused task environment's), else the one recorded in the plan.
+fn verifier_workdir(plan: &ExecutionPlan, planned: Option<String>) -> Option<String> {
+    match plan.evaluation_environment_mode {
+        EvaluationEnvironmentMode::Fresh => plan
+            .evaluation_environment
+            .as_ref()
+            .and_then(|e| e.setup.workdir.clone()),
+        _ => plan.environment.setup.workdir.clone(),
+    }
+    .or(planned)
+}
+
 /// The benchmark.
 pub struct Harbor;
 
@@ -122,6 +147,102 @@ impl Harbor {
         } else {
             Ok(None)
         }
+    }
+
+    /// Runs `tests/test.sh` in `env`: clears stale reward files and `/tests` (an agent could
+    /// pre-write a reward), uploads the task's `tests/` and runs the script, within what is
+    /// left of the evaluation budget (a small reserve lets the timeout be reported as
+    /// `verifier_timeout` before the runtime's watchdog fires).
+    async fn run_verifier(
+        env: &SessionRef,
+        task_dir: &str,
+        workdir: Option<String>,
+        plan: &ExecutionPlan,
+        started: Instant,
+    ) -> Result<ExecResult> {
+        Harbor::run_checked(
+            env,
+            &format!(
+                "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR} \
+                 && mkdir -p /tests && find /tests -mindepth 1 -delete"
+            ),
+            "removing stale reward files and /tests",
+        )
+        .await?;
+        let tests = std::path::Path::new(task_dir).join(TESTS_DIR);
+        env.upload_dir(&tests, "/tests").await?;
+        let mut request = ExecRequest::shell(format!(
+            "bash /tests/test.sh > {} 2> {}",
+            shell_quote(TEST_STDOUT),
+            shell_quote(TEST_STDERR)
+        ));
+        request.cwd = workdir;
+        if let Some(budget) = plan.evaluation_timeout_seconds {
+            let reserve = (budget * 0.05).min(5.0);
+            let left = budget - started.elapsed().as_secs_f64() - reserve;
+            request.timeout_seconds = Some(left.max(1.0));
+        }
+        env.exec(request).await
+    }
+
+    /// The verifier's exit status and output tails (unreadable output counts as empty).
+    async fn verifier_output(env: &SessionRef, out: &ExecResult) -> Value {
+        let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
+        let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
+        json!({
+            "test_exit_code": out.returncode,
+            "test_timed_out": out.timed_out,
+            "test_stdout_tail": tail(stdout.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
+            "test_stderr_tail": tail(stderr.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
+        })
+    }
+
+    /// Reads the reward (`reward.json` wins over `reward.txt`) into the metrics, or records
+    /// why there is none as an issue.
+    async fn record_reward(
+        env: &SessionRef,
+        task: &TaskSpec,
+        out: &ExecResult,
+        result: &mut RunResult,
+        extra: &mut Value,
+    ) -> Result<()> {
+        let json_text = Harbor::read_optional(env, REWARD_JSON).await?;
+        let txt_text = if json_text.is_none() {
+            Harbor::read_optional(env, REWARD_TXT).await?
+        } else {
+            None
+        };
+        match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
+            Ok(rewards) => {
+                let primary = rewards.primary();
+                for (name, value) in &rewards.values {
+                    if name != "correct" {
+                        result
+                            .metrics
+                            .insert(name.clone(), MetricValue::from(*value));
+                    }
+                }
+                result
+                    .metrics
+                    .insert(reward::REWARD_KEY.into(), MetricValue::from(primary));
+                result
+                    .metrics
+                    .insert("correct".into(), MetricValue::from(primary >= 1.0));
+                extra["reward_file"] = rewards.source.into();
+                extra["rewards"] = json!(rewards.values);
+            }
+            Err(RewardError { code, message }) => {
+                result.push_issue(ExecutionIssue::error(
+                    IssuePhase::Evaluate,
+                    code,
+                    format!(
+                        "{ID}: task {}: {message} (test.sh exit code {})",
+                        task.task_id, out.returncode
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -234,64 +355,12 @@ impl Benchmark for Harbor {
         let started = Instant::now();
         let payload: Plan = plan.benchmark_plan.payload()?;
         let Some(env) = env else {
-            result.push_issue(ExecutionIssue::error(
-                IssuePhase::Evaluate,
-                "no_environment",
-                format!(
-                    "{ID}: tests/test.sh needs an environment, but the evaluation mode is `{}` (use reuse or fresh)",
-                    plan.evaluation_environment_mode
-                ),
-            ));
+            result.push_issue(no_environment_issue(plan));
             return Ok(result);
         };
-        let workdir = match plan.evaluation_environment_mode {
-            EvaluationEnvironmentMode::Fresh => plan
-                .evaluation_environment
-                .as_ref()
-                .and_then(|e| e.setup.workdir.clone()),
-            _ => plan.environment.setup.workdir.clone(),
-        }
-        .or(payload.workdir);
-
-        // 1. No stale reward (an agent could pre-write one) and a clean /tests.
-        Harbor::run_checked(
-            env,
-            &format!(
-                "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR} \
-                 && mkdir -p /tests && find /tests -mindepth 1 -delete"
-            ),
-            "removing stale reward files and /tests",
-        )
-        .await?;
-
-        // 2. Upload the verifier.
-        let tests = std::path::Path::new(&payload.task_dir).join(TESTS_DIR);
-        env.upload_dir(&tests, "/tests").await?;
-
-        // 3. Run it, within what is left of the evaluation budget (a small reserve lets the
-        //    timeout be reported as `verifier_timeout` before the runtime's watchdog fires).
-        let mut request = ExecRequest::shell(format!(
-            "bash /tests/test.sh > {} 2> {}",
-            shell_quote(TEST_STDOUT),
-            shell_quote(TEST_STDERR)
-        ));
-        request.cwd = workdir;
-        if let Some(budget) = plan.evaluation_timeout_seconds {
-            let reserve = (budget * 0.05).min(5.0);
-            let left = budget - started.elapsed().as_secs_f64() - reserve;
-            request.timeout_seconds = Some(left.max(1.0));
-        }
-        let out = env.exec(request).await?;
-
-        let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
-        let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
-        let mut extra = json!({
-            "test_exit_code": out.returncode,
-            "test_timed_out": out.timed_out,
-            "test_stdout_tail": tail(stdout.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
-            "test_stderr_tail": tail(stderr.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
-        });
-
+        let workdir = verifier_workdir(plan, payload.workdir);
+        let out = Harbor::run_verifier(env, &payload.task_dir, workdir, plan, started).await?;
+        let mut extra = Harbor::verifier_output(env, &out).await;
         if out.timed_out {
             result.push_issue(ExecutionIssue::error(
                 IssuePhase::Evaluate,
@@ -304,44 +373,7 @@ impl Benchmark for Harbor {
             result.extra.insert("harbor".into(), extra);
             return Ok(result);
         }
-
-        // 4. Read the reward (reward.json wins over reward.txt).
-        let json_text = Harbor::read_optional(env, REWARD_JSON).await?;
-        let txt_text = if json_text.is_none() {
-            Harbor::read_optional(env, REWARD_TXT).await?
-        } else {
-            None
-        };
-        match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
-            Ok(rewards) => {
-                let primary = rewards.primary();
-                for (name, value) in &rewards.values {
-                    if name != "correct" {
-                        result
-                            .metrics
-                            .insert(name.clone(), MetricValue::from(*value));
-                    }
-                }
-                result
-                    .metrics
-                    .insert(reward::REWARD_KEY.into(), MetricValue::from(primary));
-                result
-                    .metrics
-                    .insert("correct".into(), MetricValue::from(primary >= 1.0));
-                extra["reward_file"] = rewards.source.into();
-                extra["rewards"] = json!(rewards.values);
-            }
-            Err(RewardError { code, message }) => {
-                result.push_issue(ExecutionIssue::error(
-                    IssuePhase::Evaluate,
-                    code,
-                    format!(
-                        "{ID}: task {}: {message} (test.sh exit code {})",
-                        task.task_id, out.returncode
-                    ),
-                ));
-            }
-        }
+        Harbor::record_reward(env, task, &out, &mut result, &mut extra).await?;
         result.extra.insert("harbor".into(), extra);
         Ok(result)
     }
