@@ -164,7 +164,7 @@ impl HostApi for HostServices {
                     let answer = gateway
                         .generate(request)
                         .await
-                        .map_err(|e| Error::msg(crate::redact::scrub_text(&e.to_string())))?;
+                        .map_err(|e| Error::msg(agentcompass_redact::scrub_text(&e.to_string())))?;
                     if let Some(usage) = &usage {
                         usage.add(&answer.usage);
                     }
@@ -185,6 +185,11 @@ impl HostApi for HostServices {
             }
         }
     }
+}
+
+/// The services a plugin's `init` receives: logging with the plugin's name, nothing else.
+pub fn plugin_init_services(name: &str) -> Ctx {
+    HostServices::for_plugin(name).into_ctx()
 }
 
 #[cfg(test)]

@@ -1,20 +1,15 @@
 //! agentcompass-host library: plugin loading, the run-local registry, and the CLI commands.
 
-pub mod builtins;
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod fsutil;
 pub mod host_services;
-pub mod loader;
 pub mod logging;
 pub mod metrics;
 pub mod model;
 pub mod planner;
 pub mod progress;
-pub mod redact;
 pub mod registry;
 pub mod request;
 pub mod runtime;
 pub mod setup;
-pub mod store;

@@ -15,7 +15,7 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
-use crate::redact::scrub_text;
+use agentcompass_redact::scrub_text;
 
 struct RunLog {
     file: Mutex<BufWriter<File>>,
@@ -98,7 +98,7 @@ impl<S: Subscriber> Layer<S> for RunLogLayer {
         event.record(&mut line);
         let text = format!(
             "{} {:<5} {}\n",
-            crate::store::rfc3339(std::time::SystemTime::now()),
+            agentcompass_results::time::rfc3339(std::time::SystemTime::now()),
             level,
             scrub_text(&line.0)
         );

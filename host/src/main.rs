@@ -6,8 +6,8 @@ use agentcompass_host::cli::{
     Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand,
 };
 use agentcompass_host::commands;
-use agentcompass_host::loader::lockfile::PluginLock;
 use agentcompass_host::setup::Setup;
+use agentcompass_loader::lockfile::PluginLock;
 use agentcompass_plugin_api::contracts::ComponentKind;
 use anyhow::Context;
 use clap::Parser;

@@ -13,7 +13,8 @@ use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_N
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
 use agentcompass_plugin_api::Error;
 
-use crate::loader::{LoadProblem, LoadedPlugin, PluginSource};
+pub use agentcompass_builtins::{Builtin, BuiltinFactory};
+use agentcompass_loader::{LoadProblem, LoadedPlugin, PluginSource};
 
 /// Where a registered component comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,28 +32,6 @@ impl fmt::Display for Source {
             Source::Plugin(source) => source.fmt(f),
         }
     }
-}
-
-/// Constructors of built-in components.
-#[derive(Clone, Copy)]
-pub enum BuiltinFactory {
-    /// A benchmark.
-    Benchmark(fn() -> Result<BenchmarkHandle, Error>),
-    /// A harness.
-    Harness(fn() -> Result<Arc<dyn Harness>, Error>),
-    /// An environment provider.
-    Environment(fn() -> Result<Arc<dyn EnvironmentProvider>, Error>),
-    /// A recipe.
-    Recipe(fn() -> Result<Arc<dyn Recipe>, Error>),
-}
-
-/// A built-in component: what it says about itself and how to make it.
-#[derive(Clone)]
-pub struct Builtin {
-    /// Kind, id, description, schema.
-    pub info: ComponentInfo,
-    /// Constructor (its kind must match `info.kind`).
-    pub factory: BuiltinFactory,
 }
 
 #[derive(Clone)]
@@ -296,7 +275,7 @@ mod tests {
 
     #[test]
     fn harness_none_is_reserved_and_builtin_ids_cannot_be_shadowed() {
-        let registry = Registry::with_builtins(&crate::builtins::all());
+        let registry = Registry::with_builtins(&agentcompass_builtins::all());
         let none = ComponentInfo::new(ComponentKind::Harness, "none", "");
         let err = registry
             .check_new_components(&[none], &plugin_source())
@@ -323,7 +302,7 @@ mod tests {
 
     #[test]
     fn unknown_ids_list_the_known_ones() {
-        let registry = Registry::with_builtins(&crate::builtins::all());
+        let registry = Registry::with_builtins(&agentcompass_builtins::all());
         let err = registry.environment("docker").err().unwrap();
         assert_eq!(
             err.to_string(),

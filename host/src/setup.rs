@@ -3,10 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::builtins;
-use crate::loader::lockfile::PluginLock;
-use crate::loader::{load_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
 use crate::registry::Registry;
+use agentcompass_loader::lockfile::PluginLock;
+use agentcompass_loader::{load_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
 
 /// Where plugins come from for one invocation.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +25,7 @@ pub struct PluginSettings {
 pub enum SetupError {
     /// The lock file could not be read.
     #[error(transparent)]
-    Lock(#[from] crate::loader::lockfile::LockError),
+    Lock(#[from] agentcompass_loader::lockfile::LockError),
     /// A configured path could not be made absolute.
     #[error("cannot resolve {path}: {message}")]
     Path {
@@ -89,8 +88,12 @@ pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
         Some(path) => Some(PluginLock::read(&absolute(path)?)?),
         None => None,
     };
-    let report = load_dirs(&plugin_dirs(settings)?, &LoadOptions { lock });
-    let mut registry = Registry::with_builtins(&builtins::all());
+    let options = LoadOptions {
+        lock,
+        init_services: Some(crate::host_services::plugin_init_services),
+    };
+    let report = load_dirs(&plugin_dirs(settings)?, &options);
+    let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
     let mut problems = report.problems;
     for plugin in report.plugins {
         if let Err(problem) = registry.add_plugin(plugin) {

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use agentcompass_e2e::{PluginDirs, Workspace};
-use agentcompass_host::loader::{load_dirs, DirRole, LoadOptions, PluginDir};
 use agentcompass_host::planner::Planner;
 use agentcompass_host::registry::{Builtin, BuiltinFactory, Registry};
+use agentcompass_loader::{load_dirs, DirRole, LoadOptions, PluginDir};
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, EnvironmentSpec, ExecutionPlan, RunRequest, TaskSpec,
 };
@@ -40,7 +40,7 @@ fn builtin_timeout() -> agentcompass_plugin_api::Result<Arc<dyn Recipe>> {
 }
 
 fn registry_with_builtin_recipe(dirs: &PluginDirs) -> Registry {
-    let mut builtins = agentcompass_host::builtins::all();
+    let mut builtins = agentcompass_builtins::all();
     builtins.push(Builtin {
         info: ComponentInfo::new(ComponentKind::Recipe, "builtin_timeout", "test built-in"),
         factory: BuiltinFactory::Recipe(builtin_timeout),

@@ -51,7 +51,7 @@ use super::files::{
     remove_owned_dir, sanitise, transfer_error, unique, write_text_file,
 };
 use super::process::{kill_detached, run_captured, spawn_error, timeout_duration, GroupGuard};
-use crate::registry::{Builtin, BuiltinFactory};
+use crate::{Builtin, BuiltinFactory};
 
 /// Provider id.
 pub const ID: &str = "host_process";
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn registration_and_capabilities() {
-        let all = crate::builtins::all();
+        let all = crate::all();
         let entry = all.iter().find(|b| b.info.id == ID).unwrap();
         assert_eq!(entry.info.kind, ComponentKind::Environment);
         assert_eq!(entry.info.description, DESCRIPTION);

@@ -80,7 +80,7 @@ use super::files::{
     transfer_error,
 };
 use super::process::{kill_detached, run_captured, timeout_duration, GroupGuard};
-use crate::registry::{Builtin, BuiltinFactory};
+use crate::{Builtin, BuiltinFactory};
 
 /// Provider id.
 pub const ID: &str = "sandbox";
@@ -1448,7 +1448,7 @@ mod tests {
 
     #[test]
     fn registration_capabilities_and_schema() {
-        let all = crate::builtins::all();
+        let all = crate::all();
         let ids: Vec<&str> = all.iter().map(|b| b.info.id.as_str()).collect();
         let here = ids.iter().position(|id| *id == ID).unwrap();
         assert_eq!(ids[here - 1], super::super::host_process::ID);

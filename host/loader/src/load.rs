@@ -11,6 +11,7 @@ use abi_stable::library::LibraryError;
 use agentcompass_plugin_api::abi::export::export_ctx;
 use agentcompass_plugin_api::abi::{HostBox, PluginDescription, PluginRoot_Ref, API_VERSION};
 use agentcompass_plugin_api::contracts::ComponentKind;
+use agentcompass_plugin_api::sdk::Ctx;
 use agentcompass_plugin_api::{one_line, Error};
 
 use super::dlopen::{open_root_module, OpenFailure};
@@ -20,7 +21,6 @@ use super::trust::{
     canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate, TrustError,
 };
 use super::verified_file::VerifiedLibrary;
-use crate::host_services::HostServices;
 
 /// What a directory may contain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +118,9 @@ impl LoadProblem {
 pub struct LoadOptions {
     /// An optional lock file pinning every plugin's sha256.
     pub lock: Option<PluginLock>,
+    /// The host services a plugin's `init` receives, given the plugin's name (without it,
+    /// detached services: no logging, no cancellation).
+    pub init_services: Option<fn(&str) -> Ctx>,
 }
 
 /// Everything a load produced.
@@ -204,7 +207,10 @@ pub fn load_candidate(
         version: manifest.version.to_string(),
         path: library.clone(),
     });
-    let host: HostBox = export_ctx(&HostServices::for_plugin(&source.name).into_ctx());
+    let ctx = options
+        .init_services
+        .map_or_else(Ctx::detached, |services| services(&source.name));
+    let host: HostBox = export_ctx(&ctx);
     if let Err(e) = (root.init())(host).into_result() {
         return Err(refuse(&format_args!("init: {}", Error::from(e))));
     }

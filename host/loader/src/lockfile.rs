@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::loader::manifest::{is_sha256_hex, line_column, toml_quote};
-use crate::loader::trust::one_line;
+use crate::manifest::{is_sha256_hex, line_column, toml_quote};
+use crate::trust::one_line;
 
 /// Why a lock file could not be read or a plugin does not match it. One line each, naming the
 /// lock file.

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use agentcompass_plugin_api::contracts::ComponentKind;
 use serde::{Deserialize, Serialize};
 
-use crate::loader::trust::{one_line, LIBRARY_SUFFIX};
+use crate::trust::{one_line, LIBRARY_SUFFIX};
 
 /// File-name suffix of a plugin manifest (`NAME.plugin.toml`).
 pub const MANIFEST_SUFFIX: &str = ".plugin.toml";

@@ -10,7 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::loader::manifest::MANIFEST_SUFFIX;
+use crate::manifest::MANIFEST_SUFFIX;
 
 /// File-name suffix of a plugin library (`NAME.so`).
 pub const LIBRARY_SUFFIX: &str = ".so";
@@ -294,7 +294,7 @@ fn check_canonical_form(path: &Path) -> Result<(), TrustError> {
 ///
 /// Allowed owners are root and `current_uid`. Group/world-writable is refused except for a
 /// root-owned sticky ancestor directory (see [`check_path_trusted`]). Also used on an open file's
-/// metadata by [`crate::loader::verified_file`].
+/// metadata by [`crate::verified_file`].
 pub(crate) fn check_owner_and_mode(
     meta: &Metadata,
     path: &Path,

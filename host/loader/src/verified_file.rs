@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::loader::trust::{
-    check_owner_and_mode, current_euid, file_type_name, one_line, TrustError,
-};
+use crate::trust::{check_owner_and_mode, current_euid, file_type_name, one_line, TrustError};
 
 /// `O_NOFOLLOW` from the Linux UAPI headers, written out to avoid a `libc` dependency: opening a
 /// symlink fails with `ELOOP` instead of following it. The value differs per architecture

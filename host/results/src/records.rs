@@ -70,4 +70,3 @@ pub fn env_record(info: &SessionInfo, task_id: &str, attempt: u32, created_at: &
         "created_at": created_at,
     })
 }
-

@@ -135,7 +135,7 @@ pub fn close(registry: &Registry, root: &Path, ids: &[String], all: bool) -> any
                 let mut value = record.value.clone();
                 value["state"] = json!("release_failed");
                 value["error"] = json!(e.to_string());
-                crate::store::write_json_atomic(&record.path, &value)?;
+                agentcompass_results::store::write_json_atomic(&record.path, &value)?;
                 eprintln!("error: cannot close {} ({provider_id}): {e}", record.id());
             }
         }

@@ -30,7 +30,7 @@ mod table;
 
 use std::io::Write;
 
-use crate::loader::LoadProblem;
+use agentcompass_loader::LoadProblem;
 
 /// Exit status of a process whose standard output was closed by its reader.
 const CLOSED_STDOUT_STATUS: i32 = 141;

@@ -8,9 +8,9 @@ use serde_json::json;
 use super::resolve::{load_config, plugin_settings, runtime_overlay};
 use crate::cli::{GlobalArgs, PlanCmd};
 use crate::planner::Planner;
-use crate::redact::redact_value;
 use crate::request::{resolve_run, resolve_runtime};
 use crate::setup::build_registry;
+use agentcompass_redact::redact_value;
 
 /// Prints the redacted audit view of one task's plan; exit 1 when the plan would be refused
 /// before allocation (provider capabilities, unset bindings).

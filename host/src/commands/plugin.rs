@@ -5,16 +5,15 @@ use std::path::{Path, PathBuf};
 use agentcompass_plugin_api::contracts::ComponentKind;
 use anyhow::{bail, Context};
 
-use crate::builtins;
-use crate::fsutil::write_atomic;
-use crate::loader::lockfile::PluginLock;
-use crate::loader::manifest::{manifest_path_for_library, ManifestComponent, PluginManifest};
-use crate::loader::trust::{
+use crate::registry::{Registry, RegistryError};
+use agentcompass_loader::lockfile::PluginLock;
+use agentcompass_loader::manifest::{manifest_path_for_library, ManifestComponent, PluginManifest};
+use agentcompass_loader::trust::{
     canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate,
 };
-use crate::loader::verified_file::sha256_file;
-use crate::loader::{inspect_library, load_candidate, DirRole, LoadOptions, LoadProblem};
-use crate::registry::{Registry, RegistryError};
+use agentcompass_loader::verified_file::sha256_file;
+use agentcompass_loader::{inspect_library, load_candidate, DirRole, LoadOptions, LoadProblem};
+use agentcompass_results::fsutil::write_atomic;
 
 fn candidates(path: &Path) -> Vec<Result<PluginCandidate, LoadProblem>> {
     let problem = |e: &dyn std::fmt::Display| LoadProblem {
@@ -78,8 +77,11 @@ fn instantiate_all(registry: &Registry, name: &str) -> Vec<RegistryError> {
 /// Runs every check (trust, manifest, hash, lock, ABI, description, duplicates against the
 /// built-ins and each other, constructors) without registering anything for a run.
 pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
-    let options = LoadOptions { lock };
-    let mut registry = Registry::with_builtins(&builtins::all());
+    let options = LoadOptions {
+        lock,
+        init_services: Some(crate::host_services::plugin_init_services),
+    };
+    let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
     let mut failures = 0;
     for path in paths {
         for candidate in candidates(path) {

@@ -11,13 +11,13 @@ use crate::cli::{
     GlobalArgs, LaunchCmd, ProgressArg, RunCmd, RuntimeFlags, ShowFormat, StrategyArg,
 };
 use crate::config::{load_run_config, resolve_references, LoadedConfig};
-use crate::redact::redact_value;
 use crate::registry::Registry;
 use crate::request::{
     load_orchestration_file, resolve_orchestration, resolve_run, resolve_runtime, LaunchArgs,
     Orchestration, ProgressMode, ResolvedRuntimeOptions, RunArgs, RuntimeOptions,
 };
 use crate::setup::{build_registry, PluginSettings, Setup};
+use agentcompass_redact::redact_value;
 
 /// Loads the user, project and `--config` files.
 pub fn load_config(global: &GlobalArgs) -> anyhow::Result<LoadedConfig> {

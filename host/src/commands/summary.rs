@@ -7,10 +7,10 @@ use agentcompass_plugin_api::contracts::{AttemptSpec, MetricContract};
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
+use crate::metrics::outcomes_from_results;
 use crate::metrics::{render_summary, MetricAggregator, SummaryTitle};
 use crate::registry::Registry;
-use crate::runtime::records::outcomes_from_results;
-use crate::store::{published_tasks, RunStore};
+use agentcompass_results::store::{published_tasks, RunStore};
 
 /// Recomputes and rewrites the metrics of a finished (or interrupted) run; prints the summary.
 pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {

@@ -67,8 +67,8 @@ impl ConfigError {
         let path = path.into();
         let message = message.into();
         // A message about a secret field must not echo its value.
-        let message = if crate::redact::is_secret_path(&path) {
-            crate::redact::scrub_value_from_message(&message)
+        let message = if agentcompass_redact::is_secret_path(&path) {
+            agentcompass_redact::scrub_value_from_message(&message)
         } else {
             message
         };

@@ -15,6 +15,7 @@
 //! `evaluation_failed = true` and every series value moves to `reference_value` (computed over
 //! the remaining tasks).
 
+mod outcomes;
 mod render;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ use agentcompass_plugin_api::contracts::{
     MetricSeries, MetricSpec, MetricValue, RunResult, SeriesCounts, TokenUsage,
 };
 
+pub use outcomes::outcomes_from_results;
 pub use render::{headline_line, render_summary, SummaryTitle};
 
 /// The aggregation written into every report produced here.

@@ -22,13 +22,12 @@ pub fn outcomes_from_results(dir: &std::path::Path, attempts: &Value) -> Vec<Att
             let value: Value = serde_json::from_str(&text).ok()?;
             let metrics: std::collections::BTreeMap<String, MetricValue> =
                 serde_json::from_value(value["metrics"].clone()).unwrap_or_default();
-            let severities: Vec<IssueSeverity> = serde_json::from_value::<
-                Vec<ExecutionIssue>,
-            >(value["issues"].clone())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|i| i.severity)
-            .collect();
+            let severities: Vec<IssueSeverity> =
+                serde_json::from_value::<Vec<ExecutionIssue>>(value["issues"].clone())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|i| i.severity)
+                    .collect();
             let worst = severities.into_iter().max();
             Some(AttemptOutcome {
                 error: worst == Some(IssueSeverity::Error) && metrics.is_empty(),
@@ -42,4 +41,3 @@ pub fn outcomes_from_results(dir: &std::path::Path, attempts: &Value) -> Vec<Att
         })
         .collect()
 }
-

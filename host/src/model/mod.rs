@@ -390,7 +390,7 @@ impl ModelGateway {
             Attempt::Fatal(GatewayError::Malformed {
                 url: self.url.clone(),
                 protocol: self.protocol.name(),
-                detail: crate::redact::scrub_text(&detail),
+                detail: agentcompass_redact::scrub_text(&detail),
             })
         };
         let json: Value =
@@ -437,7 +437,7 @@ fn connection_error(error: &reqwest::Error) -> String {
         detail = cause.to_string();
         source = cause.source();
     }
-    crate::redact::scrub_text(&if detail.is_empty() {
+    agentcompass_redact::scrub_text(&if detail.is_empty() {
         kind.to_string()
     } else {
         format!("{kind} ({detail})")
@@ -452,7 +452,7 @@ fn body_snippet(bytes: &[u8]) -> String {
     if one_line.chars().count() > 200 {
         cut.push('…');
     }
-    crate::redact::scrub_text(&cut)
+    agentcompass_redact::scrub_text(&cut)
 }
 
 /// Aborts the spawned call when the caller stops waiting (a cancelled harness).

@@ -162,7 +162,7 @@ fn planner_with(
     harness_default: Option<f64>,
     recipes: Vec<(&str, Arc<dyn Recipe>)>,
 ) -> Planner {
-    let provider = crate::registry::Registry::with_builtins(&crate::builtins::all())
+    let provider = crate::registry::Registry::with_builtins(&agentcompass_builtins::all())
         .environment("host_process")
         .unwrap();
     Planner::from_parts(

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::fsutil::write_atomic;
+use agentcompass_results::fsutil::write_atomic;
 use snapshot::SnapshotState;
 
 pub use terminal::{

@@ -15,23 +15,9 @@ pub use single::{resolve_run, RunArgs};
 
 use agentcompass_plugin_api::contracts::RunRequest;
 
-use crate::config::{ConfigError, LoadedConfig};
+use agentcompass_results::naming::sanitize_component;
 
-/// Replaces every run of characters outside `[A-Za-z0-9._=-]` with `_` (result paths).
-pub fn sanitize_component(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_run = false;
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '=' | '-') {
-            out.push(c);
-            in_run = false;
-        } else if !in_run {
-            out.push('_');
-            in_run = true;
-        }
-    }
-    out
-}
+use crate::config::{ConfigError, LoadedConfig};
 
 /// The output namespace of a request: the `run_name` parts (`.`/`..`/empty dropped), then the
 /// request name, or `<model>_<benchmark>_<harness>` for a direct run.

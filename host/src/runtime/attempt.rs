@@ -17,9 +17,11 @@ use super::artifacts;
 use super::context::{AttemptScope, RequestContext};
 use super::phase::{run_phase, watchdog, PhaseOutcome};
 use super::phase_scope::scoped_session;
-use super::records::{env_record, CHECKPOINT_SCHEMA};
 use crate::planner::{phase_bindings, resolve_bindings, Phase};
-use crate::store::{rfc3339, TaskWriter};
+use agentcompass_results::artifacts as manifest;
+use agentcompass_results::records::{env_record, CHECKPOINT_SCHEMA};
+use agentcompass_results::store::TaskWriter;
+use agentcompass_results::time::rfc3339;
 
 /// Runs long blocking file I/O (artifact copies and checks, of any size) without stalling
 /// the other tasks of this worker thread.
@@ -97,7 +99,7 @@ async fn open_environment(
         .map_err(|e| PhaseOutcome::Failed(Error::invalid_input(e.to_string())))?;
     for (key, value) in &resolved_env {
         if bindings.get(key).is_some_and(|template| template != value) {
-            crate::redact::register_secret(value);
+            agentcompass_redact::register_secret(value);
         }
     }
     let mut request =
@@ -137,7 +139,7 @@ async fn open_environment(
     let info = session.info();
     let record = rc.store.env_resources_dir().join(format!(
         "{}.json",
-        crate::request::sanitize_component(&info.id)
+        agentcompass_results::naming::sanitize_component(&info.id)
     ));
     // A session with nothing to release (null close params) leaves no record.
     if !info.close_params.is_null() {
@@ -147,7 +149,7 @@ async fn open_environment(
             attempt,
             &rfc3339(std::time::SystemTime::now()),
         );
-        if let Err(e) = crate::store::write_json_atomic(&record, &payload) {
+        if let Err(e) = agentcompass_results::store::write_json_atomic(&record, &payload) {
             tracing::warn!("cannot record environment {}: {e}", info.id);
         }
     }
@@ -346,7 +348,7 @@ fn checkpoint_json(
         "evaluation_environment_mode": plan.evaluation_environment_mode,
         "evaluation_network_policy": plan.evaluation_network_policy,
         "prepared": prepared,
-        "run_result": crate::redact::redact_value(&serde_json::to_value(result).unwrap_or(Value::Null)),
+        "run_result": agentcompass_redact::redact_value(&serde_json::to_value(result).unwrap_or(Value::Null)),
     })
 }
 
@@ -701,8 +703,8 @@ async fn collect_artifacts(
         return;
     }
     let attempt_dir = writer.attempt_dir(attempt);
-    let root = attempt_dir.join(artifacts::ARTIFACTS_DIR);
-    let manifest_path = attempt_dir.join(artifacts::MANIFEST_FILE);
+    let root = attempt_dir.join(manifest::ARTIFACTS_DIR);
+    let manifest_path = attempt_dir.join(manifest::MANIFEST_FILE);
     if let Err((code, message)) = blocking(|| artifacts::reset_destination(&root, &manifest_path)) {
         result.push_issue(ExecutionIssue::fatal(IssuePhase::Collect, code, message));
         return;
@@ -743,13 +745,13 @@ async fn collect_artifacts(
     };
     // Entries not reached (an earlier failure, the timeout or cancellation).
     for spec in plan.artifacts.iter().skip(entries.len()) {
-        entries.push(artifacts::ManifestEntry::empty(
+        entries.push(manifest::ManifestEntry::empty(
             spec,
-            artifacts::EntryStatus::Uncollected,
+            manifest::EntryStatus::Uncollected,
         ));
     }
-    let manifest = artifacts::ArtifactManifest::new(entries);
-    if let Err(e) = blocking(|| artifacts::write_manifest(&manifest_path, &manifest)) {
+    let manifest = manifest::ArtifactManifest::new(entries);
+    if let Err(e) = blocking(|| manifest::write_manifest(&manifest_path, &manifest)) {
         result.push_issue(ExecutionIssue::fatal(
             IssuePhase::Collect,
             "artifact_manifest_failed",
@@ -970,7 +972,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     } else if meta.file_type().is_symlink() {
         std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
     } else if meta.is_file() {
-        crate::fsutil::copy_file_atomic(from, to)
+        agentcompass_results::fsutil::copy_file_atomic(from, to)
     } else {
         Ok(())
     }
@@ -981,32 +983,35 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 /// removed and the reason returned.
 fn recover_artifacts(source: &Path, target: &Path) -> Result<(), String> {
     let copy = || -> Result<(), String> {
-        let from = source.join(artifacts::ARTIFACTS_DIR);
+        let from = source.join(manifest::ARTIFACTS_DIR);
         if from.exists() {
-            copy_tree(&from, &target.join(artifacts::ARTIFACTS_DIR))
+            copy_tree(&from, &target.join(manifest::ARTIFACTS_DIR))
                 .map_err(|e| format!("cannot copy {}: {e}", from.display()))?;
         }
-        let manifest = source.join(artifacts::MANIFEST_FILE);
+        let manifest = source.join(manifest::MANIFEST_FILE);
         if manifest.exists() {
-            crate::fsutil::copy_file_atomic(&manifest, &target.join(artifacts::MANIFEST_FILE))
-                .map_err(|e| format!("cannot copy {}: {e}", manifest.display()))?;
+            agentcompass_results::fsutil::copy_file_atomic(
+                &manifest,
+                &target.join(manifest::MANIFEST_FILE),
+            )
+            .map_err(|e| format!("cannot copy {}: {e}", manifest.display()))?;
         }
-        artifacts::verify_attempt_dir(target)
+        manifest::verify_attempt_dir(target)
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
     // Check the source first (cheap refusal), then the copy (what evaluation will use).
-    artifacts::verify_attempt_dir(source).map_err(|e| e.to_string())?;
+    manifest::verify_attempt_dir(source).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(target)
         .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
     let _ = artifacts::reset_destination(
-        &target.join(artifacts::ARTIFACTS_DIR),
-        &target.join(artifacts::MANIFEST_FILE),
+        &target.join(manifest::ARTIFACTS_DIR),
+        &target.join(manifest::MANIFEST_FILE),
     );
     copy().inspect_err(|_| {
         let _ = artifacts::reset_destination(
-            &target.join(artifacts::ARTIFACTS_DIR),
-            &target.join(artifacts::MANIFEST_FILE),
+            &target.join(manifest::ARTIFACTS_DIR),
+            &target.join(manifest::MANIFEST_FILE),
         );
     })
 }

@@ -12,7 +12,7 @@ use crate::host_services::CancelToken;
 use crate::metrics::MetricAggregator;
 use crate::planner::Planner;
 use crate::progress::{ProgressRecorder, TaskRef};
-use crate::store::RunStore;
+use agentcompass_results::store::RunStore;
 
 /// The shared state of one request's run.
 pub struct RequestContext {
@@ -154,7 +154,7 @@ impl RequestContext {
         }
         let dir = self
             .resumable
-            .get(&crate::store::task_dir_name(&task.task_id))?;
+            .get(&agentcompass_results::naming::task_dir_name(&task.task_id))?;
         let attempt_dir = dir.join(format!("attempt-{attempt}"));
         let text = std::fs::read_to_string(attempt_dir.join("checkpoint.json")).ok()?;
         let checkpoint: serde_json::Value = serde_json::from_str(&text).ok()?;

@@ -8,8 +8,8 @@ mod context;
 pub mod limits;
 mod phase;
 mod phase_scope;
-pub mod records;
 mod request;
+pub mod retry;
 mod task;
 mod task_source;
 

@@ -37,7 +37,7 @@ pub fn scoped_session(
         .map_err(|e| Error::invalid_input(e.to_string()))?;
     for (key, value) in &resolved {
         if templates.get(key).is_some_and(|template| template != value) {
-            crate::redact::register_secret(value);
+            agentcompass_redact::register_secret(value);
         }
     }
     Ok(Arc::new(PhaseScopedSession {

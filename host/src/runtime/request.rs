@@ -13,21 +13,22 @@ use sha2::{Digest, Sha256};
 
 use super::context::RequestContext;
 use super::limits::Limits;
-use super::records::{compile_patterns, outcomes_from_results};
+use super::retry::compile_patterns;
 use super::task::{run_task, TaskEnd};
 use super::task_source::TaskSource;
 use crate::config::resolve_references;
 use crate::host_services::{CancelToken, HostServices};
+use crate::metrics::outcomes_from_results;
 use crate::metrics::{headline_line, render_summary, MetricAggregator, SummaryTitle};
 use crate::planner::Planner;
 use crate::progress::{ProgressMeta, ProgressRecorder, TerminalSink};
-use crate::redact::redact_value;
 use crate::registry::Registry;
 use crate::request::{output_namespace, OrchestratedRun, ResolvedRuntimeOptions};
-use crate::store::{
-    attempts_complete, find_reuse_source, published_tasks, rfc3339, running_tasks, RunInfo,
-    RunStore,
+use agentcompass_redact::redact_value;
+use agentcompass_results::store::{
+    attempts_complete, find_reuse_source, published_tasks, running_tasks, RunInfo, RunStore,
 };
+use agentcompass_results::time::rfc3339;
 
 /// A request checked and ready to run (nothing written yet).
 pub struct PreparedRequest {
@@ -94,7 +95,7 @@ pub fn preflight(
         .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
     let run_id = &run.request.output.run_id;
     if !run_id.is_empty() {
-        let dir = namespace_dir.join(crate::request::sanitize_component(run_id));
+        let dir = namespace_dir.join(agentcompass_results::naming::sanitize_component(run_id));
         if dir.exists() {
             return Err(format!(
                 "{label}output.run_id: run directory {} already exists; choose a different --run-id or use --reuse",
@@ -117,8 +118,8 @@ pub fn preflight(
     let value = serde_json::to_value(&run.request).map_err(|e| e.to_string())?;
     let resolved_value = resolve_references("", &value, &crate::config::process_env)
         .map_err(|e| format!("{label}{e}"))?;
-    crate::redact::register_resolved_values(&value, &resolved_value);
-    crate::redact::register_secret(&run.request.model.api_key);
+    agentcompass_redact::register_resolved_values(&value, &resolved_value);
+    agentcompass_redact::register_secret(&run.request.model.api_key);
     let resolved: RunRequest =
         serde_json::from_value(resolved_value).map_err(|e| format!("{label}{e}"))?;
     let planner = Planner::new(registry, &resolved).map_err(|e| format!("{label}{e}"))?;
@@ -558,8 +559,10 @@ async fn finish(
     rc.progress.finish();
     // Batched durability: everything this run wrote reaches the disk here (see fsutil).
     let run_dir = rc.store.run_dir().to_path_buf();
-    let synced =
-        tokio::task::spawn_blocking(move || crate::fsutil::sync_filesystem(&run_dir)).await;
+    let synced = tokio::task::spawn_blocking(move || {
+        agentcompass_results::fsutil::sync_filesystem(&run_dir)
+    })
+    .await;
     if let Ok(Err(e)) = synced {
         tracing::warn!("cannot sync the results filesystem: {e}");
     }

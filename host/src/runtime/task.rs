@@ -8,14 +8,13 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::{json, Map, Value};
 
-use super::artifacts;
 use super::attempt::{failed, physical_attempt, recover_evaluation};
 use super::context::RequestContext;
-use super::records::{
-    attempt_payload, backoff_seconds, jitter_unit, retry_reason, task_payload, RETRY_SCHEMA,
-};
+use super::retry::{backoff_seconds, jitter_unit, retry_reason};
 use crate::metrics::AttemptOutcome;
-use crate::store::{TaskState, TaskWriter};
+use agentcompass_results::artifacts as manifest;
+use agentcompass_results::records::{attempt_payload, task_payload, RETRY_SCHEMA};
+use agentcompass_results::store::{TaskState, TaskWriter};
 
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,7 +146,7 @@ async fn logical_attempt(
                     .archive_for_retry(
                         attempt,
                         retries,
-                        &[artifacts::ARTIFACTS_DIR, artifacts::MANIFEST_FILE],
+                        &[manifest::ARTIFACTS_DIR, manifest::MANIFEST_FILE],
                     )
                     .map_err(|e| {
                         tracing::warn!("cannot archive the retried run of {}: {e}", task.task_id)
@@ -166,7 +165,7 @@ async fn logical_attempt(
                     "stage": stage,
                     "scope": "attempt",
                     "matched_pattern": reason,
-                    "issues": crate::redact::redact_value(&serde_json::to_value(&outcome.result.issues).unwrap_or(Value::Null)),
+                    "issues": agentcompass_redact::redact_value(&serde_json::to_value(&outcome.result.issues).unwrap_or(Value::Null)),
                     "discarded_result": attempt_payload(&outcome.result, retries - 1),
                 });
                 if let Err(e) = writer.write_retry(attempt, retries, stage, &record) {

@@ -7,7 +7,7 @@ use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_plugin_api::sdk::{Ctx, TaskStream};
 
 use crate::planner::Planner;
-use crate::store::task_id_hash;
+use agentcompass_results::naming::task_id_hash;
 
 /// Tasks asked of the benchmark at a time.
 const PAGE_SIZE: usize = 256;

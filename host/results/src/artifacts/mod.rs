@@ -98,6 +98,7 @@ pub enum ArtifactError {
 }
 
 impl ArtifactError {
+    /// An I/O failure of `op` on `path`.
     pub fn io(op: &'static str, path: &Path, cause: io::Error) -> Self {
         ArtifactError::Io {
             op,
@@ -262,6 +263,7 @@ impl ArtifactManifest {
     }
 }
 
+/// Lowercase hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -283,6 +285,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ArtifactError> {
     Ok(hex(&hasher.finalize()))
 }
 
+/// The permission bits of `meta` as four octal digits (`0644`).
 pub fn mode_string(meta: &fs::Metadata) -> String {
     format!("{:04o}", meta.permissions().mode() & 0o7777)
 }
@@ -332,7 +335,6 @@ pub fn link_stays_inside(link: &str, target: &str) -> bool {
     true
 }
 
-
 /// The entries of `dir` as (name, path), sorted by name; names must be UTF-8.
 pub fn sorted_children(dir: &Path) -> Result<Vec<(String, PathBuf)>, ArtifactError> {
     let mut children = Vec::new();
@@ -349,6 +351,7 @@ pub fn sorted_children(dir: &Path) -> Result<Vec<(String, PathBuf)>, ArtifactErr
     Ok(children)
 }
 
+/// `prefix/name`, or `name` when `prefix` is empty.
 pub fn join_relative(prefix: &str, name: &str) -> String {
     if prefix.is_empty() {
         name.to_string()
@@ -357,12 +360,8 @@ pub fn join_relative(prefix: &str, name: &str) -> String {
     }
 }
 
-
 /// Writes `manifest` atomically (pretty JSON, mode 0644) to `path`.
-pub fn write_manifest(
-    path: &Path,
-    manifest: &ArtifactManifest,
-) -> Result<(), ArtifactError> {
+pub fn write_manifest(path: &Path, manifest: &ArtifactManifest) -> Result<(), ArtifactError> {
     let mut bytes =
         serde_json::to_vec_pretty(manifest).map_err(|e| ArtifactError::InvalidManifest {
             path: path.to_path_buf(),
@@ -387,4 +386,3 @@ pub fn read_manifest(path: &Path) -> Result<Option<ArtifactManifest>, ArtifactEr
             reason: e.to_string(),
         })
 }
-

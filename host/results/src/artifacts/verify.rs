@@ -133,10 +133,7 @@ fn verify_directory(entry: &ManifestEntry, local: &Path) -> Result<(), ArtifactE
 /// Verifies every `collected` entry of `manifest` against the local copies below `root`
 /// (`attempt-N/artifacts/`): files exist with the recorded size and sha256, directories hold
 /// exactly the recorded members. The first difference is the error.
-pub fn verify_manifest(
-    manifest: &ArtifactManifest,
-    root: &Path,
-) -> Result<(), ArtifactError> {
+pub fn verify_manifest(manifest: &ArtifactManifest, root: &Path) -> Result<(), ArtifactError> {
     if manifest.schema_version != MANIFEST_SCHEMA {
         return Err(ArtifactError::InvalidManifest {
             path: root.to_path_buf(),
@@ -185,4 +182,3 @@ pub fn verify_attempt_dir(attempt_dir: &Path) -> Result<bool, ArtifactError> {
         None => Ok(false),
     }
 }
-

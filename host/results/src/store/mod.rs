@@ -19,17 +19,14 @@
 //! elsewhere, then renamed into place). Durability is batched: one `syncfs` when the run ends
 //! (see [`crate::fsutil`]).
 
-mod naming;
 mod plans;
-mod reuse;
+mod published;
 mod task;
 
 #[cfg(test)]
 mod tests;
 
-pub(crate) use naming::task_id_hash;
-pub use naming::{new_run_id, rfc3339, task_dir_name};
-pub use reuse::{
+pub use published::{
     attempts_complete, find_reuse_source, published_tasks, read_run_info, running_tasks,
     PublishedTask, PublishedTasks,
 };
@@ -47,7 +44,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fsutil;
-use crate::request::sanitize_component;
+use crate::naming::{sanitize_component, task_dir_name};
+use crate::time::new_run_id;
 
 /// `schema_version` of `run_info.json`.
 pub const RUN_INFO_SCHEMA: &str = "agentcompass.run_info.v3";
@@ -145,7 +143,8 @@ pub enum StoreError {
 }
 
 impl StoreError {
-    pub(crate) fn io(op: &'static str, path: &Path, cause: io::Error) -> Self {
+    /// An I/O failure of `op` on `path`.
+    pub fn io(op: &'static str, path: &Path, cause: io::Error) -> Self {
         StoreError::Io {
             op,
             path: path.to_path_buf(),
@@ -153,7 +152,8 @@ impl StoreError {
         }
     }
 
-    pub(crate) fn json(path: &Path, cause: serde_json::Error) -> Self {
+    /// A JSON (de)serialisation failure of `path`.
+    pub fn json(path: &Path, cause: serde_json::Error) -> Self {
         StoreError::Json {
             path: path.to_path_buf(),
             cause,
@@ -230,6 +230,7 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     fsutil::sync_dir(dir).map_err(|e| StoreError::io("sync directory", dir, e))
 }
 
+/// Creates `dir` and its parents.
 pub(crate) fn create_dir_all(dir: &Path) -> Result<(), StoreError> {
     fs::create_dir_all(dir).map_err(|e| StoreError::io("create directory", dir, e))
 }
@@ -516,6 +517,6 @@ impl RunStore {
     /// built in a hidden directory and renamed into place, so it appears only complete; an
     /// existing copy of the task (in any state) is replaced.
     pub fn import_published(&self, task: &PublishedTask) -> Result<PathBuf, StoreError> {
-        reuse::import_published(self, task, &mut |_: &Path| Ok(()))
+        published::import_published(self, task, &mut |_: &Path| Ok(()))
     }
 }

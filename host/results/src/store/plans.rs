@@ -217,7 +217,7 @@ fn last_line_per_task(path: &Path) -> Result<Option<LineSet>, StoreError> {
     let mut lines: Vec<(u64, usize)> = Vec::new();
     for_each_line(path, BufReader::new(file), |number, bytes| {
         if let Ok(head) = serde_json::from_slice::<PlanLineHead>(bytes) {
-            lines.push((super::naming::task_id_hash(&head.task_id), number));
+            lines.push((crate::naming::task_id_hash(&head.task_id), number));
         }
         Ok(())
     })?;

@@ -11,12 +11,12 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::naming::parse_timestamp;
 use super::task::{install_task_dir, RESULT_FILE, TASK_FILE};
 use super::{
     create_dir_all, namespace_dir, sanitize_component, task_dir_name, unique_suffix, RunInfo,
     RunStore, StoreError, TaskState, DETAILS_DIR, RUNNING_DIR, RUN_INFO_FILE,
 };
+use crate::time::parse_timestamp;
 
 /// Reads `<run_dir>/run_info.json`. Unknown keys (including the possibly large
 /// `resolved_execution_plans`) are skipped while parsing, never loaded.
@@ -278,7 +278,7 @@ pub(super) fn import_published(
 /// accepted as they are). A missing or corrupt artifact file is an error naming the file in
 /// the source task directory `source`, so the task is not imported and reruns.
 fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
-    use crate::runtime::artifacts::verify_attempt_dir;
+    use crate::artifacts::verify_attempt_dir;
     let entries = fs::read_dir(staged).map_err(|e| StoreError::io("list", staged, e))?;
     let mut attempts: Vec<PathBuf> = entries
         .filter_map(Result::ok)

@@ -10,7 +10,7 @@ use super::{
     create_dir_all, sync_dir, task_dir_name, unique_suffix, write_json_atomic,
     write_json_atomic_compact, StoreError, RUNNING_DIR,
 };
-use crate::request::sanitize_component;
+use crate::naming::sanitize_component;
 
 /// File name of a task's index.
 pub(super) const TASK_FILE: &str = "task.json";

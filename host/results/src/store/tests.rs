@@ -555,7 +555,7 @@ fn import_published_is_all_or_nothing() {
             Ok(())
         }
     };
-    let err = reuse::import_published(&target, &task, &mut fail_late).unwrap_err();
+    let err = published::import_published(&target, &task, &mut fail_late).unwrap_err();
     assert!(err.to_string().contains("injected"), "{err}");
     assert!(
         !target.details_dir().join("fatal").exists()
@@ -622,10 +622,11 @@ fn errors_are_one_line_and_name_the_path() {
 
 /// A published task whose attempt 1 holds `artifacts/out/{a.txt,b.bin}` and a manifest.
 fn published_with_manifest(root: &Path) -> (RunStore, PublishedTask) {
-    use crate::runtime::artifacts::{
-        measure_entry, write_manifest, ArtifactManifest, Budget, MANIFEST_FILE,
+    use crate::artifacts::{
+        directory_digest, mode_string, sha256_file, write_manifest, ArtifactManifest, EntryKind,
+        EntryStatus, FileRecord, ManifestEntry, MANIFEST_FILE,
     };
-    use agentcompass_plugin_api::contracts::{ArtifactLimits, ArtifactSpec};
+    use agentcompass_plugin_api::contracts::ArtifactSpec;
     let source = RunStore::create(root, &ns(&["n"]), Some("src")).unwrap();
     let writer = source.begin_task("task/1").unwrap();
     writer
@@ -637,7 +638,26 @@ fn published_with_manifest(root: &Path) -> (RunStore, PublishedTask) {
     fs::write(out.join("b.bin"), [0u8, 1, 2, 3]).unwrap();
     let mut spec = ArtifactSpec::new("/app/out");
     spec.destination = Some("out".into());
-    let entry = measure_entry(&spec, &out, &mut Budget::new(&ArtifactLimits::default())).unwrap();
+    let files: Vec<FileRecord> = ["a.txt", "b.bin"]
+        .into_iter()
+        .map(|name| {
+            let path = out.join(name);
+            FileRecord {
+                path: name.into(),
+                bytes: fs::metadata(&path).unwrap().len(),
+                mode: mode_string(&fs::metadata(&path).unwrap()),
+                sha256: sha256_file(&path).unwrap(),
+            }
+        })
+        .collect();
+    let entry = ManifestEntry {
+        kind: Some(EntryKind::Directory),
+        bytes: files.iter().map(|f| f.bytes).sum(),
+        entries: files.len() as u64,
+        sha256: Some(directory_digest(&files, &[])),
+        files,
+        ..ManifestEntry::empty(&spec, EntryStatus::Collected)
+    };
     write_manifest(
         &writer.attempt_dir(1).join(MANIFEST_FILE),
         &ArtifactManifest::new(vec![entry]),

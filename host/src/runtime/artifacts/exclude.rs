@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-
 /// Whether the glob `pattern` matches all of `text` (see the module docs for the syntax).
 pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
@@ -81,12 +80,12 @@ fn class_match(p: &[char], c: char) -> Option<(bool, usize)> {
 
 /// A normalised exclusion pattern.
 #[derive(Debug, Clone)]
-struct Exclusion {
+pub(super) struct Exclusion {
     pattern: String,
     anchored: bool,
 }
 
-fn exclusions(patterns: &[String]) -> Vec<Exclusion> {
+pub(super) fn exclusions(patterns: &[String]) -> Vec<Exclusion> {
     patterns
         .iter()
         .filter_map(|raw| {
@@ -106,7 +105,7 @@ fn exclusions(patterns: &[String]) -> Vec<Exclusion> {
 
 /// Whether `relative` (below the entry root, `/`-separated) is excluded; `base` is the
 /// source's last path component (the tar member prefix).
-fn is_excluded(rules: &[Exclusion], base: &str, relative: &str) -> bool {
+pub(super) fn is_excluded(rules: &[Exclusion], base: &str, relative: &str) -> bool {
     let member = if base.is_empty() {
         relative.to_string()
     } else {
@@ -135,10 +134,9 @@ pub(crate) fn file_excluded(patterns: &[String], name: &str) -> bool {
     is_excluded(&exclusions(patterns), "", name)
 }
 
-fn base_name(source: &str) -> String {
+pub(super) fn base_name(source: &str) -> String {
     Path::new(source.trim_end_matches('/'))
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
-

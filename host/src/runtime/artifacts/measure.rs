@@ -7,9 +7,8 @@ use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{ArtifactLimits, ArtifactSpec};
 use agentcompass_results::artifacts::{
-    directory_digest, join_relative, link_stays_inside, mode_string, sha256_file,
-    sorted_children, ArtifactError, EntryKind, EntryStatus, FileRecord, LinkRecord,
-    ManifestEntry,
+    directory_digest, join_relative, link_stays_inside, mode_string, sha256_file, sorted_children,
+    ArtifactError, EntryKind, EntryStatus, FileRecord, LinkRecord, ManifestEntry,
 };
 
 use super::exclude::{base_name, exclusions, file_excluded, is_excluded, Exclusion};
@@ -68,7 +67,6 @@ impl Budget {
         Ok(())
     }
 }
-
 
 /// The state of one directory walk.
 struct Walker<'a> {
@@ -204,4 +202,3 @@ pub(crate) fn measure_entry(
         ..ManifestEntry::empty(spec, EntryStatus::Collected)
     })
 }
-

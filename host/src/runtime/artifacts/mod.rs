@@ -31,7 +31,4 @@ mod transfer;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use agentcompass_results::artifacts::*;
-pub(crate) use exclude::{file_excluded, glob_match};
-pub(crate) use measure::{measure_entry, Budget};
-pub(crate) use transfer::{download_all, reset_destination, restore_all, restore_plan, RestoreStep, StageError};
+pub(crate) use transfer::{download_all, reset_destination, restore_all};

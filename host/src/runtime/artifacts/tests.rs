@@ -1,6 +1,17 @@
 //! Tests of capturing and verifying artifacts.
 
-use super::*;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::{ArtifactLimits, ArtifactSpec, ExecRequest};
+use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::Error;
+use agentcompass_results::artifacts::*;
+use sha2::{Digest, Sha256};
+
+use super::exclude::*;
+use super::measure::*;
+use super::transfer::*;
 
 fn spec(source: &str, destination: &str, exclude: &[&str]) -> ArtifactSpec {
     ArtifactSpec {
@@ -269,8 +280,7 @@ fn escaping_links_and_special_files_are_refused() {
     let fifo = local.join("pipe");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if made.is_ok_and(|s| s.success()) {
-        let err =
-            measure_entry(&spec("/app/sub", "sub", &[]), &local, &mut budget()).unwrap_err();
+        let err = measure_entry(&spec("/app/sub", "sub", &[]), &local, &mut budget()).unwrap_err();
         assert!(matches!(err, ArtifactError::SpecialFile { .. }), "{err}");
     }
 }
@@ -453,7 +463,7 @@ fn copy_all(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
-#[async_trait::async_trait]
+#[agentcompass_plugin_api::sdk::async_trait]
 impl agentcompass_plugin_api::sdk::EnvironmentSession for DirSession {
     fn info(&self) -> agentcompass_plugin_api::contracts::SessionInfo {
         agentcompass_plugin_api::contracts::SessionInfo {
@@ -466,10 +476,8 @@ impl agentcompass_plugin_api::sdk::EnvironmentSession for DirSession {
     async fn exec(
         &self,
         request: ExecRequest,
-    ) -> agentcompass_plugin_api::Result<agentcompass_plugin_api::contracts::ExecResult>
-    {
-        let agentcompass_plugin_api::contracts::ExecCommand::Argv(argv) = &request.command
-        else {
+    ) -> agentcompass_plugin_api::Result<agentcompass_plugin_api::contracts::ExecResult> {
+        let agentcompass_plugin_api::contracts::ExecCommand::Argv(argv) = &request.command else {
             return Err(Error::msg("shell commands are not expected"));
         };
         let kind = if argv[2] == CLEAR_DIR_SCRIPT {
@@ -506,11 +514,7 @@ impl agentcompass_plugin_api::sdk::EnvironmentSession for DirSession {
     async fn read_text(&self, path: &str) -> agentcompass_plugin_api::Result<String> {
         fs::read_to_string(self.map(path)).map_err(|e| Error::msg(e.to_string()))
     }
-    async fn write_text(
-        &self,
-        path: &str,
-        content: &str,
-    ) -> agentcompass_plugin_api::Result<()> {
+    async fn write_text(&self, path: &str, content: &str) -> agentcompass_plugin_api::Result<()> {
         fs::write(self.map(path), content).map_err(|e| Error::msg(e.to_string()))
     }
     async fn is_file(&self, path: &str) -> agentcompass_plugin_api::Result<bool> {

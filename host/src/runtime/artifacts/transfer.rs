@@ -1,6 +1,21 @@
 //! Moving artifact bytes between the session and the attempt directory: downloads, and the
 //! ordered restore of a fresh evaluation.
 
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::{ArtifactLimits, ArtifactSpec, ExecRequest};
+use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::Error;
+use agentcompass_results::artifacts::{
+    read_manifest, verify_manifest, ArtifactError, ArtifactManifest, EntryKind, EntryStatus,
+    ManifestEntry, ARTIFACTS_DIR, MANIFEST_FILE,
+};
+
+use super::measure::{measure_entry, Budget};
+
 /// One upload of a fresh-evaluation restore.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RestoreStep {
@@ -140,7 +155,8 @@ pub(crate) async fn download_all(
             entries.push(ManifestEntry::failed(spec, message.clone()));
             return Err(("artifact_download_failed", message));
         }
-        let measured = super::attempt::blocking(|| measure_entry(spec, &target, &mut budget));
+        let measured =
+            crate::runtime::attempt::blocking(|| measure_entry(spec, &target, &mut budget));
         match measured {
             Ok(entry) => entries.push(entry),
             Err(e) => {
@@ -156,7 +172,7 @@ pub(crate) async fn download_all(
 
 /// The `sh` script that makes `$1` an existing, empty directory (the directory itself is kept,
 /// for mounted workspaces; hidden entries are removed too).
-const CLEAR_DIR_SCRIPT: &str =
+pub(super) const CLEAR_DIR_SCRIPT: &str =
     r#"set -e; mkdir -p -- "$1"; rm -rf -- "$1"/* "$1"/.[!.]* "$1"/..?*"#;
 /// The `sh` script that creates the parent directory of `$1`.
 const MAKE_PARENT_SCRIPT: &str = r#"set -e; mkdir -p -- "$(dirname -- "$1")""#;
@@ -193,7 +209,7 @@ pub(crate) async fn restore_all(
     timeout_seconds: f64,
 ) -> Result<usize, StageError> {
     let root = attempt_dir.join(ARTIFACTS_DIR);
-    let verified = super::attempt::blocking(|| {
+    let verified = crate::runtime::attempt::blocking(|| {
         let manifest = read_manifest(&attempt_dir.join(MANIFEST_FILE))?;
         if let Some(manifest) = &manifest {
             verify_manifest(manifest, &root)?;
@@ -260,4 +276,3 @@ pub(crate) async fn restore_all(
     }
     Ok(steps.len())
 }
-
