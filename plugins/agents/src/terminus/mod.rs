@@ -1,0 +1,131 @@
+//! `terminus`: a bash-tool agent loop in the spirit of Terminus-2 / mini-swe-agent. The model
+//! (through the host's gateway) calls `bash` to run commands in the task environment and
+//! `done` (alias `submit`) to finish.
+
+mod agent;
+mod prompt;
+mod settings;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+use std::sync::Arc;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
+    RunRequest, RunResult, Trajectory,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::json;
+
+use crate::oracle::runs_bash;
+use agent::Journal;
+
+pub(crate) use agent::Agent;
+pub(crate) use settings::Settings;
+pub use settings::{schema, ID};
+
+/// Fallback run timeout when neither the task nor the benchmark gives one.
+const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
+
+/// Registry entry.
+pub fn info() -> ComponentInfo {
+    let mut info = ComponentInfo::new(
+        ComponentKind::Harness,
+        ID,
+        "Agent loop with a `bash` tool run in the task environment and a `done` tool \
+         (Terminus-2 / mini-swe-agent style), through the host's model gateway",
+    )
+    .with_schema(schema());
+    info.parallel_attempts_safe = true;
+    info
+}
+
+/// The harness.
+pub struct Terminus;
+
+struct TerminusSession {
+    settings: Settings,
+    env: SessionRef,
+    /// Copies of the finished steps, so `collect_result` can keep them when the host's
+    /// watchdog cut `execute_task` short.
+    journal: Journal,
+}
+
+#[async_trait]
+impl Harness for Terminus {
+    fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
+        Ok(runs_bash(environment))
+    }
+
+    fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
+        Settings::read(req)?;
+        Ok(HarnessPlan {
+            default_run_timeout_seconds: Some(DEFAULT_RUN_TIMEOUT_SECONDS),
+            ..HarnessPlan::default()
+        })
+    }
+
+    async fn start_session(
+        &self,
+        _ctx: &Ctx,
+        env: &SessionRef,
+        req: &RunRequest,
+        _plan: &HarnessPlan,
+    ) -> Result<HarnessSession> {
+        Ok(Arc::new(TerminusSession {
+            settings: Settings::read(req)?,
+            env: env.clone(),
+            journal: Journal::default(),
+        }))
+    }
+
+    async fn execute_task(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        _req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<RunResult> {
+        let session = session
+            .downcast_ref::<TerminusSession>()
+            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        Agent::new(ctx, &session.env, &session.settings, prepared, plan)
+            .with_journal(session.journal.clone())
+            .run()
+            .await
+    }
+
+    /// After a run the host cut short (no trajectory), keeps the steps finished so far.
+    async fn collect_result(
+        &self,
+        _ctx: &Ctx,
+        session: &HarnessSession,
+        _prepared: &PreparedTask,
+        _req: &RunRequest,
+        _plan: &HarnessPlan,
+        mut result: RunResult,
+    ) -> Result<RunResult> {
+        if result.trajectory.is_some() {
+            return Ok(result);
+        }
+        let session = session
+            .downcast_ref::<TerminusSession>()
+            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        let steps = session
+            .journal
+            .lock()
+            .map(|steps| steps.clone())
+            .unwrap_or_default();
+        if !steps.is_empty() {
+            result.telemetry.insert("turns".into(), json!(steps.len()));
+            result.trajectory = Some(Trajectory {
+                steps,
+                ..Trajectory::default()
+            });
+        }
+        Ok(result)
+    }
+}
