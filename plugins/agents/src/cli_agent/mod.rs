@@ -1,0 +1,134 @@
+//! `cli_agent`: runs an external agent command (Claude Code, Codex, mini-swe-agent, ...) inside
+//! the task environment. The run's model endpoint reaches the command only through the exec
+//! request's environment variables; the key is scrubbed from everything the harness records.
+
+mod collect;
+mod instruction;
+mod run;
+mod settings;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
+    RunRequest, RunResult, Trajectory, TrajectoryStep,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::json;
+
+use crate::oracle::runs_bash;
+use collect::Collector;
+use run::run;
+use settings::Settings;
+
+pub use settings::{schema, ID};
+
+/// Fallback run timeout when neither the task nor the benchmark gives one.
+const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
+
+/// Registry entry.
+pub fn info() -> ComponentInfo {
+    let mut info = ComponentInfo::new(
+        ComponentKind::Harness,
+        ID,
+        "Runs an external agent command in the environment, pointed at the run's model \
+         endpoint through OPENAI_*/ANTHROPIC_*/AGENTCOMPASS_* variables",
+    )
+    .with_schema(schema());
+    info.parallel_attempts_safe = true;
+    info
+}
+
+/// The harness.
+pub struct CliAgent;
+
+struct CliSession {
+    settings: Settings,
+    env: SessionRef,
+}
+
+#[async_trait]
+impl Harness for CliAgent {
+    fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
+        Ok(runs_bash(environment))
+    }
+
+    fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
+        Settings::read(req)?;
+        Ok(HarnessPlan {
+            default_run_timeout_seconds: Some(DEFAULT_RUN_TIMEOUT_SECONDS),
+            ..HarnessPlan::default()
+        })
+    }
+
+    async fn start_session(
+        &self,
+        _ctx: &Ctx,
+        env: &SessionRef,
+        req: &RunRequest,
+        _plan: &HarnessPlan,
+    ) -> Result<HarnessSession> {
+        Ok(Arc::new(CliSession {
+            settings: Settings::read(req)?,
+            env: env.clone(),
+        }))
+    }
+
+    async fn execute_task(
+        &self,
+        ctx: &Ctx,
+        session: &HarnessSession,
+        prepared: &PreparedTask,
+        _req: &RunRequest,
+        plan: &HarnessPlan,
+    ) -> Result<RunResult> {
+        let session = downcast(session)?;
+        run(ctx, &session.env, &session.settings, prepared, plan).await
+    }
+
+    /// After a run the host cut short (no trajectory), salvages the output and answer files.
+    async fn collect_result(
+        &self,
+        _ctx: &Ctx,
+        session: &HarnessSession,
+        _prepared: &PreparedTask,
+        _req: &RunRequest,
+        _plan: &HarnessPlan,
+        mut result: RunResult,
+    ) -> Result<RunResult> {
+        if result.trajectory.is_some() {
+            return Ok(result);
+        }
+        let session = downcast(session)?;
+        let mut step = TrajectoryStep {
+            step_id: 1,
+            user_content: json!("collect output files after an interrupted run"),
+            ..TrajectoryStep::default()
+        };
+        let collector = Collector {
+            env: &session.env,
+            settings: &session.settings,
+            secret: "",
+        };
+        collector.output_files(&mut result, &mut step).await;
+        if let Some(answer) = collector.answer_from_file(&mut result).await {
+            result.final_answer = Some(answer);
+        }
+        if !step.observation.is_empty() {
+            result.trajectory = Some(Trajectory {
+                steps: vec![step],
+                ..Trajectory::default()
+            });
+        }
+        Ok(result)
+    }
+}
+
+fn downcast(session: &HarnessSession) -> Result<&CliSession> {
+    session
+        .downcast_ref::<CliSession>()
+        .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))
+}
