@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, EnvironmentSpec,
-    ExecutionIssue, HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, PreparedTask,
-    RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
+    ExecutionIssue, HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse,
+    PreparedTask, RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
 use agentcompass_plugin_api::{Error, ErrorKind, Result};
@@ -201,6 +201,40 @@ impl Harness for OpenAiChat {
     }
 }
 
+/// Records the model's reply: the step's content and metrics, the telemetry, the final answer
+/// and the issues of an empty or truncated reply.
+fn record_response(result: &mut RunResult, step: &mut TrajectoryStep, response: &ModelResponse) {
+    step.assistant_content = assistant_content(response);
+    step.metric = model_metric(response);
+    result
+        .telemetry
+        .insert("llm_infer_ms".into(), json!(response.latency_ms));
+    result
+        .telemetry
+        .insert("model_retries".into(), json!(response.retries));
+    let empty = response.content.trim().is_empty() && response.tool_calls.is_empty();
+    if empty {
+        result.push_issue(ExecutionIssue::error(
+            IssuePhase::Run,
+            "model_empty_output",
+            format!(
+                "{ID}: the model returned no content and no tool calls (stop_reason `{}`)",
+                response.stop_reason
+            ),
+        ));
+    } else {
+        result.final_answer = Some(response.content.clone());
+    }
+    if response.stop_reason == "length" {
+        result.push_issue(ExecutionIssue::warning(
+            IssuePhase::Run,
+            "model_output_truncated",
+            format!("{ID}: the answer was cut at the output token limit"),
+        ));
+    }
+}
+
+/// One model call with the prepared task, recorded as a one-step trajectory.
 async fn run(ctx: &Ctx, settings: &Settings, prepared: &PreparedTask) -> Result<RunResult> {
     let messages = build_messages(&prepared.input)?;
     let request = ModelRequest {
@@ -246,36 +280,7 @@ async fn run(ctx: &Ctx, settings: &Settings, prepared: &PreparedTask) -> Result<
     match answer {
         Err(err) if err.kind == ErrorKind::Cancelled => return Err(err),
         Err(err) => result.push_issue(model_error_issue(ID, &err)),
-        Ok(response) => {
-            step.assistant_content = assistant_content(&response);
-            step.metric = model_metric(&response);
-            result
-                .telemetry
-                .insert("llm_infer_ms".into(), json!(response.latency_ms));
-            result
-                .telemetry
-                .insert("model_retries".into(), json!(response.retries));
-            let empty = response.content.trim().is_empty() && response.tool_calls.is_empty();
-            if empty {
-                result.push_issue(ExecutionIssue::error(
-                    IssuePhase::Run,
-                    "model_empty_output",
-                    format!(
-                        "{ID}: the model returned no content and no tool calls (stop_reason `{}`)",
-                        response.stop_reason
-                    ),
-                ));
-            } else {
-                result.final_answer = Some(response.content.clone());
-            }
-            if response.stop_reason == "length" {
-                result.push_issue(ExecutionIssue::warning(
-                    IssuePhase::Run,
-                    "model_output_truncated",
-                    format!("{ID}: the answer was cut at the output token limit"),
-                ));
-            }
-        }
+        Ok(response) => record_response(&mut result, &mut step, &response),
     }
     step.finished_at = Some(iso_now());
     result.trajectory = Some(Trajectory {

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigSchema, EnvironmentSpec, ExecRequest, ExecutionIssue,
-    HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult, Trajectory,
-    TrajectoryMetric, TrajectoryStep,
+    ComponentInfo, ComponentKind, ConfigSchema, EnvironmentSpec, ExecRequest, ExecResult,
+    ExecutionIssue, HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult,
+    Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
@@ -146,6 +146,56 @@ impl Harness for Oracle {
     }
 }
 
+/// The issue for a `solve.sh` that timed out or failed (`None` when it succeeded).
+fn solve_issue(outcome: &ExecResult, plan: &HarnessPlan) -> Option<ExecutionIssue> {
+    if outcome.timed_out {
+        Some(ExecutionIssue::error(
+            IssuePhase::Run,
+            "oracle_timeout",
+            format!(
+                "{ID}: {SOLVE_SCRIPT} hit the run timeout ({}s)",
+                plan.run_timeout_seconds.unwrap_or_default()
+            ),
+        ))
+    } else if outcome.returncode != 0 {
+        Some(ExecutionIssue::error(
+            IssuePhase::Run,
+            "oracle_failed",
+            format!(
+                "{ID}: {SOLVE_SCRIPT} exited with {}: {}",
+                outcome.returncode,
+                one_line_tail(&outcome.stderr, 300)
+            ),
+        ))
+    } else {
+        None
+    }
+}
+
+/// The one trajectory step: the `solve.sh` command and its output tails.
+fn solve_step(outcome: &ExecResult, duration_ms: u128, started_at: String) -> TrajectoryStep {
+    TrajectoryStep {
+        step_id: 1,
+        user_content: json!(format!("bash {SOLVE_SCRIPT}")),
+        observation: vec![json!({
+            "command": format!("bash {SOLVE_SCRIPT}"),
+            "exit_code": outcome.returncode,
+            "timed_out": outcome.timed_out,
+            "stdout": tail(&outcome.stdout, OUTPUT_TAIL_CHARS),
+            "stderr": tail(&outcome.stderr, OUTPUT_TAIL_CHARS),
+            "duration_ms": duration_ms,
+        })],
+        metric: TrajectoryMetric {
+            env_action_ms: Some(duration_ms as f64),
+            ..TrajectoryMetric::default()
+        },
+        started_at: Some(started_at),
+        finished_at: Some(iso_now()),
+        ..TrajectoryStep::default()
+    }
+}
+
+/// Uploads the task's `solution/` and runs `solve.sh` in the environment.
 async fn run(
     ctx: &Ctx,
     env: &SessionRef,
@@ -188,45 +238,10 @@ async fn run(
     result
         .telemetry
         .insert("duration_ms".into(), json!(duration_ms));
-    if outcome.timed_out {
-        result.push_issue(ExecutionIssue::error(
-            IssuePhase::Run,
-            "oracle_timeout",
-            format!(
-                "{ID}: {SOLVE_SCRIPT} hit the run timeout ({}s)",
-                plan.run_timeout_seconds.unwrap_or_default()
-            ),
-        ));
-    } else if outcome.returncode != 0 {
-        result.push_issue(ExecutionIssue::error(
-            IssuePhase::Run,
-            "oracle_failed",
-            format!(
-                "{ID}: {SOLVE_SCRIPT} exited with {}: {}",
-                outcome.returncode,
-                one_line_tail(&outcome.stderr, 300)
-            ),
-        ));
+    if let Some(issue) = solve_issue(&outcome, plan) {
+        result.push_issue(issue);
     }
-    let step = TrajectoryStep {
-        step_id: 1,
-        user_content: json!(format!("bash {SOLVE_SCRIPT}")),
-        observation: vec![json!({
-            "command": format!("bash {SOLVE_SCRIPT}"),
-            "exit_code": outcome.returncode,
-            "timed_out": outcome.timed_out,
-            "stdout": tail(&outcome.stdout, OUTPUT_TAIL_CHARS),
-            "stderr": tail(&outcome.stderr, OUTPUT_TAIL_CHARS),
-            "duration_ms": duration_ms,
-        })],
-        metric: TrajectoryMetric {
-            env_action_ms: Some(duration_ms as f64),
-            ..TrajectoryMetric::default()
-        },
-        started_at: Some(started_at.clone()),
-        finished_at: Some(iso_now()),
-        ..TrajectoryStep::default()
-    };
+    let step = solve_step(&outcome, duration_ms, started_at.clone());
     result.trajectory = Some(Trajectory {
         started_at: Some(started_at),
         finished_at: step.finished_at.clone(),

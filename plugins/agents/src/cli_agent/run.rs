@@ -160,6 +160,28 @@ async fn install_agent(
     Ok((recorded.step, failed))
 }
 
+/// Reads the output files into the agent command's step and sets the final answer (the answer
+/// file, else the stdout tail).
+async fn collect_outputs(
+    shell: &Shell<'_>,
+    settings: &Settings,
+    result: &mut RunResult,
+    recorded: &mut Recorded,
+) {
+    let collector = Collector {
+        env: shell.env,
+        settings,
+        secret: shell.secret,
+    };
+    collector.output_files(result, &mut recorded.step).await;
+    result.final_answer = if settings.answer_file.is_some() {
+        collector.answer_from_file(result).await
+    } else {
+        Some(tail(recorded.outcome.stdout.trim(), shell.max_chars).to_string())
+            .filter(|a| !a.is_empty())
+    };
+}
+
 /// Runs the optional install command, then the agent command (pointed at the model endpoint,
 /// within what is left of the run timeout), and collects the output files and the answer.
 pub(super) async fn run(
@@ -234,20 +256,7 @@ pub(super) async fn run(
         timeout,
     );
 
-    let collector = Collector {
-        env,
-        settings,
-        secret: shell.secret,
-    };
-    collector
-        .output_files(&mut result, &mut recorded.step)
-        .await;
-    result.final_answer = if settings.answer_file.is_some() {
-        collector.answer_from_file(&mut result).await
-    } else {
-        Some(tail(recorded.outcome.stdout.trim(), shell.max_chars).to_string())
-            .filter(|a| !a.is_empty())
-    };
+    collect_outputs(&shell, settings, &mut result, &mut recorded).await;
     steps.push(recorded.step);
     result.trajectory = Some(trajectory(steps, started_at));
     Ok(result)
