@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::manifest::{is_sha256_hex, line_column, toml_quote};
-use crate::trust::one_line;
+use crate::manifest::{collapse_whitespace, is_sha256_hex, line_column, toml_quote};
 
 /// Why a lock file could not be read or a plugin does not match it. One line each, naming the
 /// lock file.
@@ -130,7 +129,7 @@ impl PluginLock {
             Err(err) => {
                 return Err(LockError::Io {
                     path: path.to_path_buf(),
-                    message: one_line(&err.to_string()),
+                    message: collapse_whitespace(&err.to_string()),
                 })
             }
         };
@@ -143,7 +142,7 @@ impl PluginLock {
                     format!(" at line {line}, column {column}")
                 })
                 .unwrap_or_default(),
-            message: one_line(err.message()),
+            message: collapse_whitespace(err.message()),
         })?;
         if let Some((name, found)) = parsed.plugins.iter().find(|(_, h)| !is_sha256_hex(h)) {
             return Err(LockError::BadHash {

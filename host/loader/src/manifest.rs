@@ -18,10 +18,16 @@ use std::path::{Path, PathBuf};
 use agentcompass_plugin_api::contracts::ComponentKind;
 use serde::{Deserialize, Serialize};
 
-use crate::trust::{one_line, LIBRARY_SUFFIX};
-
 /// File-name suffix of a plugin manifest (`NAME.plugin.toml`).
 pub const MANIFEST_SUFFIX: &str = ".plugin.toml";
+/// File-name suffix of a plugin library (`NAME.so`).
+pub const LIBRARY_SUFFIX: &str = ".so";
+
+/// Collapses all whitespace (including newlines) to single spaces: TOML errors carry a
+/// multi-line excerpt whose words read well on one line (unlike `one_line`'s ` | ` joins).
+pub(crate) fn collapse_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 /// Why a manifest could not be read or is not acceptable. One line each, naming the manifest (or,
 /// from [`PluginManifest::validate`], `NAME.plugin.toml`).
@@ -212,7 +218,7 @@ impl PluginManifest {
             Err(err) => {
                 return Err(ManifestError::Io {
                     path: path.to_path_buf(),
-                    message: one_line(&err.to_string()),
+                    message: collapse_whitespace(&err.to_string()),
                 })
             }
         };
@@ -230,7 +236,7 @@ impl PluginManifest {
                     format!(" at line {line}, column {column}")
                 })
                 .unwrap_or_default(),
-            message: one_line(err.message()),
+            message: collapse_whitespace(err.message()),
         })
     }
 

@@ -10,10 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::manifest::MANIFEST_SUFFIX;
-
-/// File-name suffix of a plugin library (`NAME.so`).
-pub const LIBRARY_SUFFIX: &str = ".so";
+use crate::manifest::{collapse_whitespace, LIBRARY_SUFFIX, MANIFEST_SUFFIX};
 
 /// Group- and world-write permission bits.
 const GROUP_WORLD_WRITE: u32 = 0o022;
@@ -175,7 +172,7 @@ impl TrustError {
         TrustError::Io {
             path: path.to_path_buf(),
             action,
-            message: one_line(&err.to_string()),
+            message: collapse_whitespace(&err.to_string()),
         }
     }
 }
@@ -469,11 +466,6 @@ pub(crate) fn file_type_name(meta: &Metadata) -> &'static str {
     } else {
         "special file"
     }
-}
-
-/// Collapses all whitespace (including newlines) to single spaces.
-pub(crate) fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::trust::{check_owner_and_mode, current_euid, file_type_name, one_line, TrustError};
+use crate::manifest::collapse_whitespace;
+use crate::trust::{check_owner_and_mode, current_euid, file_type_name, TrustError};
 
 /// `O_NOFOLLOW` from the Linux UAPI headers, written out to avoid a `libc` dependency: opening a
 /// symlink fails with `ELOOP` instead of following it. The value differs per architecture
@@ -180,13 +181,13 @@ impl VerifiedLibrary {
                 } else {
                     VerifyError::Open {
                         path: path.to_path_buf(),
-                        message: one_line(&err.to_string()),
+                        message: collapse_whitespace(&err.to_string()),
                     }
                 }
             })?;
         let read_err = |err: std::io::Error| VerifyError::Read {
             path: path.to_path_buf(),
-            message: one_line(&err.to_string()),
+            message: collapse_whitespace(&err.to_string()),
         };
         let meta = file.metadata().map_err(read_err)?;
         if !meta.is_file() {
@@ -271,7 +272,7 @@ fn check_elf_header(file: &mut File, path: &Path) -> Result<(), VerifyError> {
             Err(err) => {
                 return Err(VerifyError::Read {
                     path: path.to_path_buf(),
-                    message: one_line(&err.to_string()),
+                    message: collapse_whitespace(&err.to_string()),
                 })
             }
         }

@@ -14,6 +14,7 @@ use agentcompass_plugin_api::{Error, ErrorKind};
 use serde_json::{json, Value};
 
 use super::artifacts;
+use super::blocking::blocking;
 use super::context::{AttemptScope, RequestContext};
 use super::phase::{run_phase, watchdog, PhaseOutcome};
 use super::phase_scope::scoped_session;
@@ -22,20 +23,6 @@ use agentcompass_results::artifacts as manifest;
 use agentcompass_results::records::{env_record, CHECKPOINT_SCHEMA};
 use agentcompass_results::store::TaskWriter;
 use agentcompass_results::time::rfc3339;
-
-/// Runs long blocking file I/O (artifact copies and checks, of any size) without stalling
-/// the other tasks of this worker thread.
-///
-/// The result store's small writes (a JSON file, a directory, a rename: tens of microseconds
-/// into the page cache, no fsync) run inline instead: handing each to another thread cost
-/// more than the write, and a thread per concurrent write grew the process by a stack and a
-/// malloc arena each (bench/PROFILE.md).
-pub fn blocking<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
-        _ => work(),
-    }
-}
 
 /// The ERROR issue recorded when the run is cancelled during `phase`.
 fn cancelled_issue(phase: IssuePhase) -> ExecutionIssue {

@@ -4,6 +4,7 @@
 
 pub(crate) mod artifacts;
 mod attempt;
+mod blocking;
 mod context;
 pub mod limits;
 mod phase;

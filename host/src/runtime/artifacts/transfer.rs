@@ -156,7 +156,7 @@ pub(crate) async fn download_all(
             return Err(("artifact_download_failed", message));
         }
         let measured =
-            crate::runtime::attempt::blocking(|| measure_entry(spec, &target, &mut budget));
+            crate::runtime::blocking::blocking(|| measure_entry(spec, &target, &mut budget));
         match measured {
             Ok(entry) => entries.push(entry),
             Err(e) => {
@@ -209,7 +209,7 @@ pub(crate) async fn restore_all(
     timeout_seconds: f64,
 ) -> Result<usize, StageError> {
     let root = attempt_dir.join(ARTIFACTS_DIR);
-    let verified = crate::runtime::attempt::blocking(|| {
+    let verified = crate::runtime::blocking::blocking(|| {
         let manifest = read_manifest(&attempt_dir.join(MANIFEST_FILE))?;
         if let Some(manifest) = &manifest {
             verify_manifest(manifest, &root)?;
