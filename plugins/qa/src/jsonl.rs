@@ -13,7 +13,8 @@ use agentcompass_plugin_api::Result;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::benchmark::{fail, hex, parse_record, task_of, Record};
+use crate::record::{parse_record, task_of, Record};
+use crate::shared::{fail, hex};
 
 /// Reads a JSONL file's lines: the line number (1-based) and the text without its line end
 /// (`\n` or `\r\n`); a UTF-8 byte-order mark before the first line is skipped.

@@ -2,7 +2,11 @@
 //! normalised match. Depends only on `agentcompass-plugin-api`.
 
 mod benchmark;
+mod dataset;
 mod jsonl;
+mod record;
+mod scoring;
+mod shared;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
@@ -14,7 +18,7 @@ fn register(plugin: &mut PluginBuilder) {
     plugin.benchmark(
         ComponentInfo::new(
             ComponentKind::Benchmark,
-            benchmark::ID,
+            shared::ID,
             "Question answering from a JSONL or JSON dataset, scored by exact or normalised match",
         )
         .with_schema(
@@ -31,7 +35,7 @@ fn register(plugin: &mut PluginBuilder) {
                 .field(ConfigField::new(
                     "match",
                     ConfigType::String,
-                    json!(benchmark::DEFAULT_MATCH),
+                    json!(scoring::DEFAULT_MATCH),
                     "`exact` or `normalized` (lowercase, trim, collapse whitespace, strip \
                      surrounding punctuation and a leading \"the answer is\")",
                 ))
