@@ -34,6 +34,7 @@ mod ctx;
 pub mod export;
 mod logging;
 pub mod metrics;
+pub mod provider;
 pub mod runtime;
 pub mod select;
 mod traits;
