@@ -5,7 +5,9 @@
 //! - [`abi`]: the frozen stable-ABI skeleton (abi_stable root module and `#[sabi_trait]`
 //!   objects carrying JSON) and the glue converting between it and the SDK traits.
 //! - [`sdk`]: the async traits plugin authors implement, the call context, a helper runtime,
-//!   and [`export_plugin!`].
+//!   and [`export_plugin!`]; `sdk::provider` has the helpers every environment provider needs.
+//! - `contract_kit` (feature `contract-kit`): the environment-session contract as one suite a
+//!   provider runs against itself in its tests.
 //!
 //! The crate version is the plugin-API version; see `ARCHITECTURE.md` for the compatibility
 //! rules.
@@ -13,6 +15,8 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+#[cfg(feature = "contract-kit")]
+pub mod contract_kit;
 pub mod contracts;
 mod error;
 pub mod sdk;
