@@ -1,6 +1,8 @@
 //! Components compiled into the host: only what it needs to work with no plugin at all, the
 //! `host_process` and `sandbox` environment providers, sharing `process` (spawning in a process
-//! group, capture, watchdog kill) and `files` (mode-preserving copies, private dirs).
+//! group, capture, watchdog kill) and `files` (private dirs, text files, probes); names,
+//! blocking work and mode-preserving copies are the SDK's `sdk::provider`, and their tests run
+//! the SDK's session contract kit.
 //!
 //! They are written against the plugin API's SDK traits only, exactly as a plugin would be;
 //! the host's registry lists them before every plugin.

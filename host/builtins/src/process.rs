@@ -1,18 +1,18 @@
-//! Command execution shared by the built-in environment providers: environment merging,
-//! timeouts, output capture and process-group cleanup.
+//! Command execution shared by the built-in environment providers: timeouts, output capture
+//! and process-group cleanup (the `exec` conventions themselves are the SDK's
+//! `sdk::provider`).
 //!
 //! Every command is expected to run in its own process group (`process_group(0)`); a timeout
 //! or a dropped [`run_captured`] future kills the whole group with SIGKILL, so background
 //! children cannot keep a call alive.
 
 use std::io;
-use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::ExecResult;
+use agentcompass_plugin_api::sdk::provider::exit_code;
 use agentcompass_plugin_api::{Error, Result};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -23,35 +23,6 @@ use tokio::task::JoinHandle;
 /// How long output pipes may stay open after the command ended (a background child still
 /// holding them) before the captured output is returned without waiting for them.
 pub(crate) const PIPE_GRACE: Duration = Duration::from_secs(2);
-
-/// An `exec` timeout as a duration: `None` is no limit, and so is a value too large to
-/// represent; a negative or NaN value is refused.
-pub(crate) fn timeout_duration(seconds: Option<f64>) -> Result<Option<Duration>> {
-    match seconds {
-        None => Ok(None),
-        Some(s) if s.is_nan() || s < 0.0 => Err(Error::invalid_input(format!(
-            "exec: timeout_seconds must be a non-negative number, got {s}"
-        ))),
-        // Too large to represent (or infinite): no limit.
-        Some(s) => Ok(Duration::try_from_secs_f64(s).ok()),
-    }
-}
-
-/// The error for a command that could not be started.
-pub(crate) fn spawn_error(program: &str, cwd: &Path, e: io::Error) -> Error {
-    Error::environment(format!(
-        "exec: cannot start `{program}` in `{}`: {e}",
-        cwd.display()
-    ))
-}
-
-/// The shell convention: the exit code, or 128 + the signal that ended the process.
-pub(crate) fn exit_code(status: ExitStatus) -> i32 {
-    status
-        .code()
-        .or_else(|| status.signal().map(|signal| 128 + signal))
-        .unwrap_or(-1)
-}
 
 /// Runs a command to completion (or its timeout), capturing its output. The command must
 /// already be set up to start its own process group; on a timeout, or when the returned

@@ -1,0 +1,199 @@
+//! The `host_process` environment: commands run directly on this machine, in a per-task working
+//! directory, with the public network (no isolation at all: it is not a sandbox).
+//!
+//! - Working directory: the `workdir` parameter when given (created if missing, never removed),
+//!   else a fresh private directory (mode 0700) under the system temporary directory, named
+//!   `agentcompass-<task>-<attempt>-<random>` and removed when the session closes (or, after a
+//!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`).
+//! - The private directory is created lazily: `open` only reserves its path (reported as
+//!   [`SessionInfo::default_workdir`]) and creates nothing on disk; the first operation that
+//!   needs it (an `exec` with the default or a relative `cwd`, a transfer, text or probe call
+//!   on a relative path) creates it, exactly once. Operations on absolute paths never create
+//!   it. Most tasks never touch their environment, and creating and deleting a directory per
+//!   task attempt dominated the cost of large runs. Should the reserved name be taken by then,
+//!   another random suffix is chosen and `default_workdir` reports the directory actually
+//!   created. A session whose directory was never created has nothing to release, so its
+//!   `close_params` are `null` until then.
+//! - Known trade-off: the runtime persists an environment record only when `close_params` are
+//!   non-null at open time, so a lazily created directory is not in that record, and a crash
+//!   of the host may leave it behind. Such leftovers are the `agentcompass-*` directories
+//!   under the system temporary directory (`$TMPDIR`, else `/tmp`) and can be removed by hand
+//!   once no run is active.
+//! - `environment.setup.workdir` is ignored: every path this provider sees is a real host path,
+//!   and relative paths resolve against the working directory above.
+//! - Environment of commands: the host process environment, then the call's `env` defaults,
+//!   then the session's resolved common bindings (they win over call defaults, as documented on
+//!   [`ExecRequest::env`]), then `required_env` (a conflicting binding is an error naming the
+//!   variable, never its values). Values are never logged.
+//! - Every command runs in its own process group; a timeout or a dropped `exec` future kills
+//!   the whole group with SIGKILL, so background children cannot keep a call alive. Detached
+//!   commands are killed (by group) when the session closes or is dropped.
+
+mod session;
+#[cfg(test)]
+mod tests;
+mod workdir;
+
+use std::fs;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, JsonMap, NetworkMode,
+    OpenEnvironmentRequest, ProviderCapabilities,
+};
+use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::Value;
+
+use super::files::remove_owned_dir;
+use crate::{Builtin, BuiltinFactory};
+use session::HostProcessSession;
+use workdir::Workdir;
+
+/// Provider id.
+pub const ID: &str = "host_process";
+
+/// One-line description.
+pub const DESCRIPTION: &str =
+    "Commands run on this machine in a per-task working directory (public network only)";
+
+/// Name prefix of the private working directories this provider creates (and alone removes).
+const OWNED_PREFIX: &str = "agentcompass-";
+
+/// The registry entry.
+pub fn builtin() -> Builtin {
+    Builtin {
+        info: info(),
+        factory: BuiltinFactory::Environment(make),
+    }
+}
+
+/// What the provider says about itself.
+pub fn info() -> ComponentInfo {
+    ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
+}
+
+fn config_schema() -> ConfigSchema {
+    ConfigSchema::empty().field(ConfigField::new(
+        "workdir",
+        ConfigType::String,
+        Value::Null,
+        "Working directory for every task (default: a fresh private directory per task attempt, \
+         removed on close)",
+    ))
+}
+
+fn make() -> Result<Arc<dyn EnvironmentProvider>> {
+    Ok(Arc::new(HostProcessProvider))
+}
+
+/// The `host_process` provider.
+pub struct HostProcessProvider;
+
+#[async_trait]
+impl EnvironmentProvider for HostProcessProvider {
+    fn capabilities(&self) -> Result<ProviderCapabilities> {
+        Ok(ProviderCapabilities {
+            network_modes: vec![NetworkMode::Public],
+            allowlist_entry_types: Vec::new(),
+            dynamic_network_policy: false,
+            resource_fields: Vec::new(),
+            operating_systems: vec!["linux".to_string()],
+            task_env: true,
+            startup_env: false,
+        })
+    }
+
+    async fn open(&self, _ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
+        let fixed = fixed_workdir_param(&request.environment.params)?;
+        let task = sanitise(&request.task_id);
+        let attempt = request.attempt;
+        let prefix = format!("{OWNED_PREFIX}{task}-{attempt}-");
+        let (workdir, owned, id) = match fixed {
+            Some(dir) => {
+                let id = format!("{ID}-{task}-{attempt}-{}", random_suffix());
+                (create_fixed_workdir(dir).await?, false, id)
+            }
+            None => {
+                // Only reserved here: created by the first operation that needs it.
+                let name = format!("{prefix}{}", random_suffix());
+                let base = std::env::temp_dir();
+                let base = std::path::absolute(&base).unwrap_or(base);
+                (base.join(&name), true, name)
+            }
+        };
+        tracing::debug!(
+            provider = ID,
+            workdir = %workdir.display(),
+            owned,
+            "opened environment"
+        );
+        Ok(Arc::new(HostProcessSession::new(
+            id,
+            Workdir::new(workdir, owned, prefix),
+            request.resolved_env.clone(),
+        )))
+    }
+
+    async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {
+        let owned = close_params
+            .get("owned")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let Some(workdir) = close_params.get("workdir").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        if !owned {
+            return Ok(());
+        }
+        let path = PathBuf::from(workdir);
+        let created_here = path.is_absolute()
+            && path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(OWNED_PREFIX));
+        if !created_here {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: refusing to remove `{workdir}`: not a directory this \
+                 provider creates"
+            )));
+        }
+        remove_owned_dir(path, ID).await
+    }
+}
+
+/// The `workdir` parameter (checked against the schema; never empty).
+fn fixed_workdir_param(params: &JsonMap) -> Result<Option<String>> {
+    let problems = config_schema().validate(params);
+    if !problems.is_empty() {
+        return Err(Error::invalid_input(format!(
+            "environment `{ID}`: {}",
+            problems.join("; ")
+        )));
+    }
+    match params.get("workdir").and_then(Value::as_str) {
+        Some("") => Err(Error::invalid_input(format!(
+            "environment `{ID}`: parameter `workdir` must not be empty"
+        ))),
+        Some(dir) => Ok(Some(dir.to_string())),
+        None => Ok(None),
+    }
+}
+
+/// The fixed working directory `dir`, absolute, created if missing.
+async fn create_fixed_workdir(dir: String) -> Result<PathBuf> {
+    blocking(ID, move || {
+        let path = std::path::absolute(&dir).map_err(|e| {
+            Error::invalid_input(format!("environment `{ID}`: workdir `{dir}`: {e}"))
+        })?;
+        fs::create_dir_all(&path).map_err(|e| {
+            Error::environment(format!(
+                "environment `{ID}`: cannot create workdir `{}`: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(path)
+    })
+    .await?
+}

@@ -1,0 +1,195 @@
+//! One open `host_process` environment: commands and files on this machine.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Mutex, PoisonError};
+
+use agentcompass_plugin_api::contracts::{ExecCommand, ExecRequest, ExecResult, SessionInfo};
+use agentcompass_plugin_api::sdk::provider::{
+    blocking, copy_file, copy_tree, spawn_error, timeout_duration, transfer_error,
+};
+use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+use super::workdir::Workdir;
+use super::ID;
+use crate::files::{probe, read_text_file, remove_owned_dir, write_text_file};
+use crate::process::{kill_detached, run_captured, GroupGuard};
+
+/// One open `host_process` environment. Deliberately not `Debug`: it holds resolved secrets.
+pub(super) struct HostProcessSession {
+    id: String,
+    workdir: Workdir,
+    env: BTreeMap<String, String>,
+    /// Detached commands, kept unreaped so their process-group ids stay reserved until close.
+    detached: Mutex<Vec<Child>>,
+}
+
+impl HostProcessSession {
+    pub(super) fn new(id: String, workdir: Workdir, env: BTreeMap<String, String>) -> Self {
+        HostProcessSession {
+            id,
+            workdir,
+            env,
+            detached: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A session path as a host path: absolute paths as they are (the working directory is
+    /// not needed, nor created), others under the working directory (created if needed).
+    async fn resolve(&self, path: &str) -> Result<PathBuf> {
+        if Path::new(path).is_absolute() {
+            Ok(PathBuf::from(path))
+        } else if path.is_empty() {
+            self.workdir.ensure().await
+        } else {
+            Ok(self.workdir.ensure().await?.join(path))
+        }
+    }
+
+    fn take_detached(&self) -> Vec<Child> {
+        std::mem::take(&mut *self.detached.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    fn spawn_detached(&self, cmd: Command, program: &str, cwd: &Path) -> Result<ExecResult> {
+        let child = crate::process::spawn_detached(cmd, |e| spawn_error(program, cwd, e))?;
+        self.detached
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(child);
+        Ok(ExecResult::new(0, "", ""))
+    }
+}
+
+impl Drop for HostProcessSession {
+    fn drop(&mut self) {
+        for child in self.take_detached() {
+            GroupGuard::new(child.id()).kill();
+        }
+    }
+}
+
+#[async_trait]
+impl EnvironmentSession for HostProcessSession {
+    fn info(&self) -> SessionInfo {
+        let workdir = self.workdir.path().to_string_lossy().into_owned();
+        // An owned directory not created yet has nothing to release.
+        let close_params = if self.workdir.owned && self.workdir.created().is_none() {
+            Value::Null
+        } else {
+            json!({"workdir": workdir, "owned": self.workdir.owned})
+        };
+        SessionInfo {
+            id: self.id.clone(),
+            provider: ID.to_string(),
+            default_workdir: Some(workdir),
+            close_params,
+        }
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
+        request.validate().map_err(Error::invalid_input)?;
+        let timeout = timeout_duration(request.timeout_seconds)?;
+        let env = request.effective_env(&self.env)?;
+        let cwd = match &request.cwd {
+            Some(cwd) => self.resolve(cwd).await?,
+            None => self.workdir.ensure().await?,
+        };
+        if !tokio::fs::metadata(&cwd).await.is_ok_and(|m| m.is_dir()) {
+            return Err(Error::environment(format!(
+                "exec: working directory `{}` does not exist or is not a directory",
+                cwd.display()
+            )));
+        }
+        let (program, mut cmd) = match &request.command {
+            ExecCommand::Shell(line) => {
+                let mut cmd = Command::new("/bin/sh");
+                cmd.arg("-c").arg(line);
+                ("/bin/sh", cmd)
+            }
+            ExecCommand::Argv(argv) => {
+                let mut cmd = Command::new(&argv[0]);
+                cmd.args(&argv[1..]);
+                (argv[0].as_str(), cmd)
+            }
+        };
+        cmd.current_dir(&cwd)
+            .envs(&env)
+            .stdin(Stdio::null())
+            .process_group(0);
+        if request.detach {
+            return self.spawn_detached(cmd, program, &cwd);
+        }
+        run_captured(cmd, program, timeout, |e| spawn_error(program, &cwd, e)).await
+    }
+
+    async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
+        let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
+        blocking(ID, move || {
+            copy_file(&src, &dst)
+                .map_err(|e| transfer_error("upload", src.display(), dst.display(), e))
+        })
+        .await?
+    }
+
+    async fn download(&self, src: &str, dst: &Path) -> Result<()> {
+        let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
+        blocking(ID, move || {
+            copy_file(&src, &dst)
+                .map_err(|e| transfer_error("download", src.display(), dst.display(), e))
+        })
+        .await?
+    }
+
+    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
+        let (src, dst) = (src.to_path_buf(), self.resolve(dst).await?);
+        blocking(ID, move || {
+            copy_tree(&src, &dst)
+                .map_err(|e| transfer_error("upload_dir", src.display(), dst.display(), e))
+        })
+        .await?
+    }
+
+    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
+        let (src, dst) = (self.resolve(src).await?, dst.to_path_buf());
+        blocking(ID, move || {
+            copy_tree(&src, &dst)
+                .map_err(|e| transfer_error("download_dir", src.display(), dst.display(), e))
+        })
+        .await?
+    }
+
+    async fn read_text(&self, path: &str) -> Result<String> {
+        read_text_file(&self.resolve(path).await?).await
+    }
+
+    async fn write_text(&self, path: &str, content: &str) -> Result<()> {
+        write_text_file(&self.resolve(path).await?, content).await
+    }
+
+    async fn is_file(&self, path: &str) -> Result<bool> {
+        probe(&self.resolve(path).await?, "is_file")
+            .await
+            .map(|m| m.is_some_and(|m| m.is_file()))
+    }
+
+    async fn is_dir(&self, path: &str) -> Result<bool> {
+        probe(&self.resolve(path).await?, "is_dir")
+            .await
+            .map(|m| m.is_some_and(|m| m.is_dir()))
+    }
+
+    async fn close(&self) -> Result<()> {
+        for child in self.take_detached() {
+            kill_detached(child).await;
+        }
+        if let Some(dir) = self.workdir.close().await? {
+            remove_owned_dir(dir.clone(), ID).await?;
+            tracing::debug!(provider = ID, workdir = %dir.display(), "removed workdir");
+        }
+        Ok(())
+    }
+}

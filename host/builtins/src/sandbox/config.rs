@@ -1,0 +1,138 @@
+//! The provider's parameters and what they name: the bwrap binary, the root filesystem and
+//! the working directory.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::{
+    ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
+};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::{json, Value};
+
+use super::{DEFAULT_PATH, ID, KERNEL_DIRS};
+
+/// The working directory when `setup.workdir` is not given.
+pub(super) const DEFAULT_WORKDIR: &str = "/app";
+
+pub(super) fn config_schema() -> ConfigSchema {
+    ConfigSchema::empty()
+        .field(ConfigField::new(
+            "bwrap",
+            ConfigType::String,
+            json!("bwrap"),
+            "Path of the bwrap binary (bubblewrap), or a name looked up in PATH",
+        ))
+        .field(ConfigField::new(
+            "root",
+            ConfigType::String,
+            Value::Null,
+            "A local root filesystem directory mounted read-only as `/` (default: \
+             `setup.image` when it is an absolute directory path, else the host root `/`)",
+        ))
+}
+
+/// The provider's parameters.
+pub(super) struct Config {
+    pub(super) bwrap: String,
+    pub(super) root: Option<String>,
+}
+
+impl Config {
+    pub(super) fn parse(params: &JsonMap) -> Result<Config> {
+        let problems = config_schema().validate(params);
+        if !problems.is_empty() {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: {}",
+                problems.join("; ")
+            )));
+        }
+        let text = |key: &str| -> Result<Option<String>> {
+            match params.get(key).and_then(Value::as_str) {
+                Some("") => Err(Error::invalid_input(format!(
+                    "environment `{ID}`: parameter `{key}` must not be empty"
+                ))),
+                other => Ok(other.map(str::to_string)),
+            }
+        };
+        Ok(Config {
+            bwrap: text("bwrap")?.unwrap_or_else(|| "bwrap".to_string()),
+            root: text("root")?,
+        })
+    }
+}
+
+/// The sandbox path of the working directory: absolute, normalised, not `/` and not under
+/// `/proc` or `/dev`.
+pub(super) fn workdir_of(setup: &EnvironmentSetup) -> Result<PathBuf> {
+    let given = setup.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR);
+    let bad = |why: &str| {
+        Error::invalid_input(format!("environment `{ID}`: setup.workdir `{given}` {why}"))
+    };
+    let path = Path::new(given);
+    if !path.is_absolute() {
+        return Err(bad("must be an absolute path"));
+    }
+    let mut normal = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::Normal(name) => normal.push(name),
+            Component::ParentDir => return Err(bad("must not contain `..`")),
+            _ => {}
+        }
+    }
+    if normal == Path::new("/") {
+        return Err(bad("must not be the root directory"));
+    }
+    if KERNEL_DIRS.iter().any(|k| normal.starts_with(k)) {
+        return Err(bad("must not be under /proc or /dev"));
+    }
+    Ok(normal)
+}
+
+/// Where `bwrap` names an executable file: itself when it contains a slash, else the first
+/// match in `PATH`.
+pub(super) fn find_program(bwrap: &str) -> Option<PathBuf> {
+    let executable = |path: &Path| {
+        fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if bwrap.contains('/') {
+        let path = std::path::absolute(bwrap).ok()?;
+        return executable(&path).then_some(path);
+    }
+    let search = std::env::var_os("PATH").unwrap_or_else(|| OsString::from(DEFAULT_PATH));
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(bwrap))
+        .find(|path| path.is_absolute() && executable(path))
+}
+
+/// The root filesystem: the `root` parameter, else `setup.image` when it is an absolute path
+/// (both must be existing directories), else the host root.
+pub(super) fn choose_root(param: Option<&str>, image: Option<&str>) -> Result<PathBuf> {
+    let (given, source) = match (param, image) {
+        (Some(root), _) => (root, "parameter `root`"),
+        (None, Some(image)) if Path::new(image).is_absolute() => (image, "setup.image"),
+        (None, image) => {
+            if let Some(image) = image {
+                tracing::debug!(
+                    provider = ID,
+                    image,
+                    "setup.image is not a local directory: using the host root"
+                );
+            }
+            return Ok(PathBuf::from("/"));
+        }
+    };
+    let path = std::path::absolute(given).and_then(fs::canonicalize);
+    match path {
+        Ok(path) if path.is_dir() => Ok(path),
+        Ok(_) => Err(Error::invalid_input(format!(
+            "environment `{ID}`: {source} `{given}` is not a directory"
+        ))),
+        Err(e) => Err(Error::invalid_input(format!(
+            "environment `{ID}`: {source} `{given}`: {e}"
+        ))),
+    }
+}

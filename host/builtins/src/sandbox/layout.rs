@@ -1,0 +1,338 @@
+//! One session's sandbox: its writable mounts, the bwrap command, and how sandbox paths map
+//! to host paths (symlinks resolved as the sandbox would).
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use agentcompass_plugin_api::{Error, Result};
+use tokio::process::Command;
+
+use super::template::{push, Shape, Template, TemplateCache};
+use super::{ID, KERNEL_DIRS};
+
+/// The private writable mounts besides the working directory, with their host subdirectory
+/// names and modes.
+pub(super) const FIXED_MOUNTS: [(&str, &str, u32); 4] = [
+    ("/logs", "logs", 0o755),
+    ("/tests", "tests", 0o755),
+    ("/solution", "solution", 0o755),
+    ("/tmp", "tmp", 0o1777),
+];
+
+/// Symlinks followed while resolving one path before giving up (the kernel's limit).
+pub(super) const MAX_SYMLINKS: usize = 40;
+
+/// One private writable mount.
+#[derive(Debug, Clone)]
+pub(super) struct Mount {
+    /// Where it appears in the sandbox.
+    pub(super) sandbox: PathBuf,
+    /// The host directory behind it.
+    pub(super) host: PathBuf,
+}
+
+/// What a sandbox path is on the host.
+pub(super) enum Place {
+    /// Under a writable mount.
+    Writable(PathBuf),
+    /// Under the read-only root.
+    ReadOnly(PathBuf),
+    /// Only commands can see it.
+    Hidden(&'static str),
+}
+
+/// The fixed shape of one session's sandbox: everything but the command.
+pub(super) struct Layout {
+    pub(super) bwrap: PathBuf,
+    pub(super) root: PathBuf,
+    pub(super) workdir: PathBuf,
+    pub(super) no_network: bool,
+    /// bwrap is setuid: variables the C library drops must go through `--setenv`.
+    pub(super) setuid: bool,
+    /// Parents before children.
+    pub(super) mounts: Vec<Mount>,
+    /// Sandbox paths replaced by an empty read-only directory.
+    pub(super) hidden: Vec<PathBuf>,
+    /// The arguments shared by every sandbox of this shape.
+    pub(super) template: Arc<Template>,
+    /// The `--bind`s of this session's writable directories.
+    pub(super) binds: Vec<OsString>,
+}
+
+impl Layout {
+    /// Creates the writable host directories under `dir` and computes the bwrap arguments
+    /// (without a cache).
+    #[cfg(test)]
+    pub(super) fn create(
+        dir: &Path,
+        bwrap: PathBuf,
+        root: PathBuf,
+        workdir: PathBuf,
+        no_network: bool,
+        temp_base: &Path,
+    ) -> Result<Layout> {
+        let shape = Shape {
+            root,
+            workdir,
+            no_network,
+            temp_base: temp_base.to_path_buf(),
+        };
+        Layout::create_cached(dir, bwrap, shape, &TemplateCache::default())
+    }
+
+    /// [`Layout::create`], with the shape's arguments taken from (or added to) `cache`.
+    pub(super) fn create_cached(
+        dir: &Path,
+        bwrap: PathBuf,
+        shape: Shape,
+        cache: &TemplateCache,
+    ) -> Result<Layout> {
+        let workdir = shape.workdir.clone();
+        let mounts = create_mounts(dir, &workdir)?;
+        let template = Template::cached(cache, &shape, &mounts).map_err(|e| {
+            Error::environment(format!(
+                "environment `{ID}`: cannot read the root filesystem `{}`: {e}",
+                shape.root.display()
+            ))
+        })?;
+        let mut binds = Vec::with_capacity(mounts.len() * 3);
+        for mount in &mounts {
+            push(
+                &mut binds,
+                [
+                    "--bind".as_ref(),
+                    mount.host.as_os_str(),
+                    mount.sandbox.as_os_str(),
+                ],
+            );
+        }
+        let setuid = fs::metadata(&bwrap).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0);
+        Ok(Layout {
+            bwrap,
+            root: shape.root,
+            workdir,
+            no_network: shape.no_network,
+            setuid,
+            mounts,
+            hidden: template.hidden.clone(),
+            template,
+            binds,
+        })
+    }
+
+    /// A bwrap command for this sandbox, up to `--chdir cwd` (environment not set yet):
+    /// namespaces and mount points, the session's writable binds, then the read-only mirror.
+    pub(super) fn command(&self, cwd: &Path) -> Command {
+        let mut cmd = Command::new(&self.bwrap);
+        cmd.args(&self.template.head)
+            .args(&self.binds)
+            .args(&self.template.tail)
+            .arg("--chdir")
+            .arg(cwd);
+        cmd
+    }
+
+    /// A session path as an absolute, lexically clean sandbox path (`..` kept for the
+    /// resolution): relative paths are under the working directory.
+    pub(super) fn absolute(&self, path: &str) -> PathBuf {
+        if Path::new(path).is_absolute() {
+            PathBuf::from(path)
+        } else {
+            self.workdir.join(path)
+        }
+    }
+
+    /// Where a resolved (symlink-free, `..`-free) sandbox path is on the host.
+    pub(super) fn place(&self, sandbox: &Path) -> Place {
+        if let Some(mount) = self
+            .mounts
+            .iter()
+            .rev()
+            .find(|m| sandbox.starts_with(&m.sandbox))
+        {
+            let rest = sandbox
+                .strip_prefix(&mount.sandbox)
+                .unwrap_or(Path::new(""));
+            return Place::Writable(mount.host.join(rest));
+        }
+        if self.hidden.iter().any(|h| sandbox.starts_with(h)) {
+            return Place::Hidden("hidden in the sandbox (the host's temporary directory)");
+        }
+        if KERNEL_DIRS.iter().any(|k| sandbox.starts_with(k)) {
+            return Place::Hidden("only visible to commands (use exec)");
+        }
+        let rest = sandbox.strip_prefix("/").unwrap_or(sandbox);
+        Place::ReadOnly(self.root.join(rest))
+    }
+
+    /// Whether `sandbox` is a directory made for the sandbox's own structure (a strict parent
+    /// of a mount point or hidden path): those are plain directories, whatever the root has.
+    pub(super) fn is_structural(&self, sandbox: &Path) -> bool {
+        self.mounts
+            .iter()
+            .map(|m| &m.sandbox)
+            .chain(&self.hidden)
+            .chain(&[PathBuf::from("/proc"), PathBuf::from("/dev")])
+            .any(|t| t != sandbox && t.starts_with(sandbox))
+    }
+
+    /// Resolves a session path as the sandbox would, following every symlink (an absolute
+    /// target is a sandbox path) and `..`. Blocking.
+    pub(super) fn resolve(&self, op: &str, path: &str) -> Result<Resolved> {
+        let mut pending: VecDeque<OsString> = VecDeque::new();
+        push_components(&mut pending, &self.absolute(path), false);
+        let mut current = PathBuf::from("/");
+        let mut links = 0;
+        while let Some(name) = pending.pop_front() {
+            if name == ".." {
+                current.pop();
+                continue;
+            }
+            let next = current.join(&name);
+            let host = match self.place(&next) {
+                Place::Writable(host) | Place::ReadOnly(host) => host,
+                Place::Hidden(why) => {
+                    return Err(Error::environment(format!("{op}: `{path}` is {why}")))
+                }
+            };
+            let link = if self.is_structural(&next) {
+                None
+            } else {
+                fs::symlink_metadata(&host)
+                    .ok()
+                    .filter(|m| m.file_type().is_symlink())
+                    .and_then(|_| fs::read_link(&host).ok())
+            };
+            match link {
+                Some(target) => {
+                    links += 1;
+                    if links > MAX_SYMLINKS {
+                        return Err(Error::environment(format!(
+                            "{op}: `{path}`: too many levels of symbolic links"
+                        )));
+                    }
+                    if target.is_absolute() {
+                        current = PathBuf::from("/");
+                    }
+                    push_components(&mut pending, &target, true);
+                }
+                None => current = next,
+            }
+        }
+        match self.place(&current) {
+            Place::Writable(host) => Ok(Resolved {
+                host,
+                sandbox: current,
+                writable: true,
+            }),
+            Place::ReadOnly(host) => Ok(Resolved {
+                host,
+                sandbox: current,
+                writable: false,
+            }),
+            Place::Hidden(why) => Err(Error::environment(format!("{op}: `{path}` is {why}"))),
+        }
+    }
+
+    /// [`Layout::resolve`] for a write: the path must be under a writable mount.
+    pub(super) fn resolve_writable(&self, op: &str, path: &str) -> Result<Resolved> {
+        let resolved = self.resolve(op, path)?;
+        if resolved.writable {
+            return Ok(resolved);
+        }
+        let via = if resolved.sandbox == self.absolute(path) {
+            String::new()
+        } else {
+            format!(" (it resolves to `{}`)", resolved.sandbox.display())
+        };
+        let writable: Vec<String> = self
+            .mounts
+            .iter()
+            .map(|m| m.sandbox.display().to_string())
+            .collect();
+        Err(Error::environment(format!(
+            "{op}: `{path}` is read-only in the sandbox{via}; writable: {}",
+            writable.join(", ")
+        )))
+    }
+}
+
+/// A session path resolved to the host.
+pub(super) struct Resolved {
+    pub(super) host: PathBuf,
+    pub(super) sandbox: PathBuf,
+    pub(super) writable: bool,
+}
+
+/// Adds the components of `path` to the front (`front`) or back of `pending`.
+pub(super) fn push_components(pending: &mut VecDeque<OsString>, path: &Path, front: bool) {
+    let names: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect();
+    if front {
+        for name in names.into_iter().rev() {
+            pending.push_front(name);
+        }
+    } else {
+        pending.extend(names);
+    }
+}
+
+/// Creates the host directories of the writable mounts under `dir` (the working directory's,
+/// unless it is one of the fixed mounts, and the fixed ones), sorted parents first, with the
+/// mount points of mounts nested in another one made in the outer host directory (not by
+/// bwrap while the sandbox is being built).
+fn create_mounts(dir: &Path, workdir: &Path) -> Result<Vec<Mount>> {
+    let fail = |what: &Path, e: io::Error| {
+        Error::environment(format!(
+            "environment `{ID}`: cannot create `{}`: {e}",
+            what.display()
+        ))
+    };
+    let mut specs: Vec<(PathBuf, &str, u32)> = Vec::new();
+    if !FIXED_MOUNTS.iter().any(|(p, _, _)| workdir == Path::new(p)) {
+        specs.push((workdir.to_path_buf(), "workdir", 0o755));
+    }
+    specs.extend(
+        FIXED_MOUNTS
+            .iter()
+            .map(|(p, name, mode)| (PathBuf::from(p), *name, *mode)),
+    );
+    let mut mounts = Vec::new();
+    for (sandbox, name, mode) in specs {
+        let host = dir.join(name);
+        fs::DirBuilder::new()
+            .mode(mode)
+            .create(&host)
+            .and_then(|()| fs::set_permissions(&host, fs::Permissions::from_mode(mode)))
+            .map_err(|e| fail(&host, e))?;
+        mounts.push(Mount { sandbox, host });
+    }
+    mounts.sort_by(|a, b| a.sandbox.cmp(&b.sandbox));
+    for (i, inner) in mounts.iter().enumerate() {
+        if let Some(outer) = mounts[..i]
+            .iter()
+            .rev()
+            .find(|m| inner.sandbox.starts_with(&m.sandbox))
+        {
+            let point = outer.host.join(
+                inner
+                    .sandbox
+                    .strip_prefix(&outer.sandbox)
+                    .unwrap_or(Path::new("")),
+            );
+            fs::create_dir_all(&point).map_err(|e| fail(&point, e))?;
+        }
+    }
+    Ok(mounts)
+}

@@ -1,0 +1,332 @@
+//! The `sandbox` environment: every command of a task runs in a fresh Linux namespace sandbox
+//! made by bubblewrap (`bwrap`), at millisecond cost and without Docker.
+//!
+//! - Filesystem: the root filesystem is read-only: the host root `/`, or a local root
+//!   filesystem directory (the `root` parameter, else `setup.image` when it is an absolute
+//!   path; it must then be an existing directory; an image name such as `debian:bookworm` is
+//!   ignored and the host root used). Private writable directories are mounted at the task's
+//!   working directory (`setup.workdir`, default `/app`), `/logs`, `/tests`, `/solution` and
+//!   `/tmp`; they live on the host under one private (0700) directory
+//!   `<temp>/agentcompass-sandbox-<task>-<attempt>-<random>/` (subdirectories `workdir`,
+//!   `logs`, `tests`, `solution`, `tmp`), created at open and removed on close (or, after a
+//!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`). Every command
+//!   of the session sees the same directories, so state persists between calls like in a
+//!   container.
+//! - Mount points that do not exist in the root (`/app` on a host) cannot be created on a
+//!   read-only bind of it, so the sandbox root is a tmpfs mirroring the root: each top-level
+//!   entry is bound read-only (`--ro-bind-try`; symlinks recreated), directories on the way to
+//!   a mount point are split the same way, and the tmpfs is then remounted read-only. The
+//!   mirror (and every bwrap argument but the session's own binds) is computed once per
+//!   sandbox shape (root, working directory, network, temporary directory) and reused while
+//!   the root directories it lists are unchanged (same inode, modification and change times).
+//!   bwrap re-reads the whole mount table for every bind, so the binds that bring many
+//!   submounts along (`/sys`) come last. If the system temporary directory is visible in the root
+//!   (it is not when it is `/tmp`, which is private), it is replaced by an empty read-only
+//!   directory, so one sandbox cannot see another's private directories.
+//! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
+//!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
+//!   (loopback only); `public` = the host's network. `allowlist` is not supported (refused when
+//!   the plan is validated). The policy is the request's `baseline_network_policy`; the
+//!   provider cannot switch policies at run time, which the default plan validation enforces
+//!   (`set_network_policy` accepts only the policy the session has).
+//! - Commands: `bwrap ... -- <argv>` or `-- /bin/sh -c <string>`; cwd default = the working
+//!   directory, relative cwd resolved against it. Environment: nothing of the host's; `PATH`
+//!   (a standard list) and `HOME=/tmp`, then the call's `env` defaults, the session's resolved
+//!   common bindings, then `required_env` (the precedence of `host_process`). Values are
+//!   passed in bwrap's own environment, never on its command line (which other users can read
+//!   in `/proc`); only if bwrap is setuid-root, where the C library drops variables such as
+//!   `LD_LIBRARY_PATH` and `TMPDIR` from a setuid program's environment, are those few passed
+//!   with `--setenv`. A start failure that bwrap reports (a missing program, an unusable
+//!   working directory) is an error, not an exit code.
+//! - Every command runs in its own process group; a timeout or a dropped `exec` future kills
+//!   the group with SIGKILL; with `--unshare-pid` and `--die-with-parent` everything inside the
+//!   sandbox dies with it, background children included (which also end when the command's
+//!   main process exits). Detached commands are killed when the session closes or is dropped.
+//! - File operations never start bwrap: sandbox paths are mapped to host paths. Paths under a
+//!   writable mount map to its host directory; other absolute paths to `<root>/<path>`,
+//!   read-only (writes are refused, naming the path); relative paths resolve against the
+//!   working directory. Symlinks are resolved as the sandbox would (an absolute target is a
+//!   sandbox path), so a link made inside the sandbox cannot redirect a host-side write
+//!   outside the writable directories (short of a race with a command running concurrently).
+//!   `/proc`, `/dev` and the hidden temporary directory exist only for commands.
+
+mod config;
+mod layout;
+mod mirror;
+mod session;
+mod template;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agentcompass_plugin_api::contracts::{
+    ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
+    ProviderCapabilities,
+};
+use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
+use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, SessionRef};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::Value;
+
+use crate::files::{create_private_dir, remove_owned_dir};
+use crate::process::run_captured;
+use crate::{Builtin, BuiltinFactory};
+use config::{choose_root, config_schema, find_program, workdir_of, Config};
+use layout::Layout;
+use session::SandboxSession;
+use template::{Shape, TemplateCache};
+
+/// Provider id.
+pub const ID: &str = "sandbox";
+
+/// One-line description.
+pub const DESCRIPTION: &str = "A per-task Linux namespace sandbox (bubblewrap): read-only root, \
+     private /app /logs /tests /solution /tmp, own PID namespace, no-network enforced";
+
+/// The error when the bwrap binary cannot be found.
+pub const INSTALL_HINT: &str =
+    "bwrap not found: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)";
+
+/// Name prefix of the host directories this provider creates (and alone removes).
+const OWNED_PREFIX: &str = "agentcompass-sandbox-";
+
+/// `PATH` inside the sandbox unless a binding sets it.
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// Where only the kernel's file systems are mounted (no host mapping).
+const KERNEL_DIRS: [&str; 2] = ["/proc", "/dev"];
+
+/// How long the start-up probe of a sandbox shape may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The registry entry.
+pub fn builtin() -> Builtin {
+    Builtin {
+        info: info(),
+        factory: BuiltinFactory::Environment(make),
+    }
+}
+
+/// What the provider says about itself.
+pub fn info() -> ComponentInfo {
+    ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
+}
+
+fn make() -> Result<Arc<dyn EnvironmentProvider>> {
+    Ok(Arc::new(SandboxProvider::default()))
+}
+
+/// What the start-up probe is run once for: bwrap, root and network.
+type ProbeKey = (PathBuf, PathBuf, bool);
+
+/// The `sandbox` provider. Remembers which sandbox shapes were already started once
+/// successfully, so the start-up probe runs once per shape (sessions opened while it runs
+/// wait for it), and the bwrap arguments of each shape, so the root is not listed again for
+/// every session.
+#[derive(Default)]
+pub struct SandboxProvider {
+    probed: Mutex<HashMap<ProbeKey, Arc<tokio::sync::OnceCell<()>>>>,
+    templates: Arc<TemplateCache>,
+}
+
+#[async_trait]
+impl EnvironmentProvider for SandboxProvider {
+    fn capabilities(&self) -> Result<ProviderCapabilities> {
+        Ok(ProviderCapabilities {
+            network_modes: vec![NetworkMode::Public, NetworkMode::NoNetwork],
+            allowlist_entry_types: Vec::new(),
+            dynamic_network_policy: false,
+            resource_fields: Vec::new(),
+            operating_systems: vec!["linux".to_string()],
+            task_env: true,
+            startup_env: false,
+        })
+    }
+
+    fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
+        validate_against_capabilities(&self.capabilities()?, plan)?;
+        let environments =
+            std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
+        for environment in environments {
+            Config::parse(&environment.params)?;
+            workdir_of(&environment.setup)?;
+        }
+        Ok(())
+    }
+
+    async fn open(&self, _ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
+        let config = Config::parse(&request.environment.params)?;
+        let workdir = workdir_of(&request.environment.setup)?;
+        let no_network = match request.baseline_network_policy.network_mode {
+            NetworkMode::Public => false,
+            NetworkMode::NoNetwork => true,
+            NetworkMode::Allowlist => {
+                return Err(Error::unsupported(format!(
+                    "environment `{ID}` cannot enforce network mode `allowlist` (it supports: \
+                     public, no-network)"
+                )))
+            }
+        };
+        let image = request.environment.setup.image.clone();
+        let prefix = format!(
+            "{OWNED_PREFIX}{}-{}-",
+            sanitise(&request.task_id),
+            request.attempt
+        );
+        let templates = self.templates.clone();
+        let (layout, dir) = blocking(ID, move || {
+            let shape = (workdir, no_network);
+            create_layout(&config, image.as_deref(), shape, &prefix, &templates)
+        })
+        .await??;
+        let layout = Arc::new(layout);
+        if let Err(e) = self.probe(&layout).await {
+            remove_owned_dir(dir, ID).await?;
+            return Err(e);
+        }
+        let id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        tracing::debug!(
+            provider = ID,
+            dir = %dir.display(),
+            root = %layout.root.display(),
+            no_network,
+            "opened environment"
+        );
+        Ok(Arc::new(SandboxSession::new(
+            id,
+            dir,
+            layout,
+            request.resolved_env.clone(),
+        )))
+    }
+
+    async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {
+        let Some(dir) = close_params.get("dir").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let path = PathBuf::from(dir);
+        let created_here = path.is_absolute()
+            && path
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(OWNED_PREFIX));
+        if !created_here {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: refusing to remove `{dir}`: not a directory this provider \
+                 creates"
+            )));
+        }
+        remove_owned_dir(path, ID).await
+    }
+}
+
+impl SandboxProvider {
+    /// Starts one sandbox of this shape (bwrap, root, network) the first time it is opened, so
+    /// that a bwrap that cannot create namespaces fails here, with its own message, rather
+    /// than in every command. The probe runs `true`; a root without it still proves the
+    /// sandbox could be built (bwrap then fails at `execvp`).
+    /// Concurrent opens of one shape share the first successful probe; after a failure the
+    /// next open probes again.
+    async fn probe(&self, layout: &Layout) -> Result<()> {
+        let key = (layout.bwrap.clone(), layout.root.clone(), layout.no_network);
+        let cell = self
+            .probed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_default()
+            .clone();
+        cell.get_or_try_init(|| Self::run_probe(layout))
+            .await
+            .map(|_| ())
+    }
+
+    /// Runs the probe of [`SandboxProvider::probe`].
+    async fn run_probe(layout: &Layout) -> Result<()> {
+        let mut cmd = layout.command(Path::new("/"));
+        cmd.arg("--").arg("true");
+        cmd.env_clear()
+            .env("PATH", DEFAULT_PATH)
+            .stdin(Stdio::null())
+            .process_group(0);
+        let result = run_captured(cmd, "bwrap", Some(PROBE_TIMEOUT), |e| {
+            bwrap_start_error(&layout.bwrap, e)
+        })
+        .await?;
+        if result.timed_out {
+            return Err(Error::environment(format!(
+                "environment `{ID}`: bwrap did not start a sandbox within {} seconds",
+                PROBE_TIMEOUT.as_secs()
+            )));
+        }
+        if result.returncode != 0 && !result.stderr.contains("execvp") {
+            return Err(Error::environment(format!(
+                "environment `{ID}`: bwrap cannot create the sandbox (exit code {}): {}",
+                result.returncode,
+                result.stderr.trim()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Finds bwrap and the root, creates the session's private directory `<temp>/<prefix><random>`
+/// and its layout (removing the directory again if that fails). Blocking.
+fn create_layout(
+    config: &Config,
+    image: Option<&str>,
+    (workdir, no_network): (PathBuf, bool),
+    prefix: &str,
+    templates: &TemplateCache,
+) -> Result<(Layout, PathBuf)> {
+    let bwrap = find_program(&config.bwrap).ok_or_else(|| {
+        Error::environment(format!(
+            "environment `{ID}`: {INSTALL_HINT} (looked for `{}`)",
+            config.bwrap
+        ))
+    })?;
+    let root = choose_root(config.root.as_deref(), image)?;
+    let base = std::env::temp_dir();
+    let base = fs::canonicalize(&base)
+        .or_else(|_| std::path::absolute(&base))
+        .unwrap_or(base);
+    let reserved = base.join(format!("{prefix}{}", random_suffix()));
+    let dir = create_private_dir(&reserved, prefix, ID)?;
+    let shape = Shape {
+        root,
+        workdir,
+        no_network,
+        temp_base: base,
+    };
+    match Layout::create_cached(&dir, bwrap, shape, templates) {
+        Ok(layout) => Ok((layout, dir)),
+        Err(e) => {
+            let _ = fs::remove_dir_all(&dir);
+            Err(e)
+        }
+    }
+}
+
+fn bwrap_start_error(bwrap: &Path, e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::NotFound {
+        Error::environment(format!(
+            "environment `{ID}`: {INSTALL_HINT} (looked for `{}`)",
+            bwrap.display()
+        ))
+    } else {
+        Error::environment(format!(
+            "environment `{ID}`: cannot start `{}`: {e}",
+            bwrap.display()
+        ))
+    }
+}

@@ -1,0 +1,361 @@
+//! One open sandbox: commands through bwrap, files through the host paths of its layout.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use agentcompass_plugin_api::contracts::{
+    ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionInfo,
+};
+use agentcompass_plugin_api::sdk::provider::{
+    blocking, copy_file, copy_tree, timeout_duration, transfer_error,
+};
+use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::json;
+use tokio::process::Child;
+
+use super::layout::Layout;
+use super::{bwrap_start_error, DEFAULT_PATH, ID};
+use crate::files::remove_owned_dir;
+use crate::process::{kill_detached, run_captured, GroupGuard};
+
+/// `HOME` inside the sandbox unless a binding sets it.
+pub(super) const DEFAULT_HOME: &str = "/tmp";
+
+/// Variables the C library removes from a setuid program's environment (they reach the
+/// sandbox only through `--setenv` when bwrap is setuid).
+pub(super) const SECURE_MODE_DROPPED: [&str; 13] = [
+    "GCONV_PATH",
+    "GETCONF_DIR",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "LOCALDOMAIN",
+    "LOCPATH",
+    "MALLOC_TRACE",
+    "NIS_PATH",
+    "NLSPATH",
+    "RESOLV_HOST_CONF",
+    "RES_OPTIONS",
+    "TMPDIR",
+    "TZDIR",
+];
+
+/// bwrap's own messages for a sandbox it could not finish (mounts, working directory,
+/// namespaces) or a command it could not start.
+pub(super) const SETUP_FAILURES: [&str; 4] =
+    ["execvp ", "Can't ", "No permissions ", "Creating new "];
+
+/// If bwrap itself failed before the command started (it exits 1 with one `bwrap: ` line
+/// naming a set-up step), the error to return instead of an exit code.
+pub(super) fn setup_failure(result: &ExecResult, program: &str, cwd: &Path) -> Option<Error> {
+    if result.timed_out || result.returncode != 1 || !result.stdout.is_empty() {
+        return None;
+    }
+    let line = result.stderr.strip_suffix('\n')?;
+    if line.contains('\n') {
+        return None;
+    }
+    let detail = line.strip_prefix("bwrap: ")?;
+    if !SETUP_FAILURES.iter().any(|s| detail.starts_with(s)) {
+        return None;
+    }
+    let cwd = cwd.display();
+    Some(match detail.strip_prefix("execvp ") {
+        Some(rest) => {
+            let reason = rest
+                .strip_prefix(program)
+                .and_then(|r| r.strip_prefix(": "))
+                .unwrap_or(rest);
+            Error::environment(format!(
+                "exec: cannot start `{program}` in `{cwd}` (sandbox): {reason}"
+            ))
+        }
+        None => Error::environment(format!(
+            "exec: the sandbox could not be set up in `{cwd}`: {detail}"
+        )),
+    })
+}
+
+/// One open sandbox. Deliberately not `Debug`: it holds resolved secrets.
+pub(super) struct SandboxSession {
+    pub(super) id: String,
+    /// The private host directory holding the writable mounts.
+    pub(super) dir: PathBuf,
+    pub(super) layout: Arc<Layout>,
+    pub(super) env: BTreeMap<String, String>,
+    /// Detached commands, kept unreaped so their process-group ids stay reserved until close.
+    pub(super) detached: Mutex<Vec<Child>>,
+    pub(super) closed: AtomicBool,
+}
+
+impl SandboxSession {
+    pub(super) fn new(
+        id: String,
+        dir: PathBuf,
+        layout: Arc<Layout>,
+        env: BTreeMap<String, String>,
+    ) -> Self {
+        SandboxSession {
+            id,
+            dir,
+            layout,
+            env,
+            detached: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    pub(super) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) {
+            Err(Error::environment(format!(
+                "environment `{ID}`: the session is closed"
+            )))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) fn take_detached(&self) -> Vec<Child> {
+        std::mem::take(&mut *self.detached.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Runs `f` with the layout on the blocking pool, once the session is known to be open.
+    pub(super) async fn with_layout<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Layout) -> Result<T> + Send + 'static,
+    {
+        self.check_open()?;
+        let layout = self.layout.clone();
+        blocking(ID, move || f(&layout)).await?
+    }
+
+    pub(super) async fn probe(&self, op: &'static str, path: &str) -> Result<Option<fs::Metadata>> {
+        let path = path.to_string();
+        self.with_layout(move |layout| {
+            let resolved = layout.resolve(op, &path)?;
+            match fs::metadata(&resolved.host) {
+                Ok(meta) => Ok(Some(meta)),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    Ok(None)
+                }
+                Err(e) => Err(Error::environment(format!(
+                    "{op}: cannot inspect `{path}`: {e}"
+                ))),
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for SandboxSession {
+    fn drop(&mut self) {
+        for child in self.take_detached() {
+            GroupGuard::new(child.id()).kill();
+        }
+    }
+}
+
+#[async_trait]
+impl EnvironmentSession for SandboxSession {
+    fn info(&self) -> SessionInfo {
+        SessionInfo {
+            id: self.id.clone(),
+            provider: ID.to_string(),
+            default_workdir: Some(self.layout.workdir.to_string_lossy().into_owned()),
+            close_params: json!({"dir": self.dir.to_string_lossy()}),
+        }
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
+        request.validate().map_err(Error::invalid_input)?;
+        let timeout = timeout_duration(request.timeout_seconds)?;
+        let env = request.effective_env(&self.env)?;
+        let cwd = match &request.cwd {
+            Some(cwd) => self.layout.absolute(cwd),
+            None => self.layout.workdir.clone(),
+        };
+        let shown = cwd.to_string_lossy().into_owned();
+        let is_dir = self
+            .with_layout(move |layout| {
+                Ok(match layout.resolve("exec", &shown) {
+                    Ok(resolved) => fs::metadata(resolved.host).is_ok_and(|m| m.is_dir()),
+                    // /proc, /dev: bwrap says whether it exists.
+                    Err(_) => true,
+                })
+            })
+            .await?;
+        if !is_dir {
+            return Err(Error::environment(format!(
+                "exec: working directory `{}` does not exist or is not a directory",
+                cwd.display()
+            )));
+        }
+        let layout = &self.layout;
+        let mut cmd = layout.command(&cwd);
+        cmd.env_clear()
+            .env("PATH", DEFAULT_PATH)
+            .env("HOME", DEFAULT_HOME);
+        for (key, value) in &env {
+            if layout.setuid
+                && (key.starts_with("LD_") || SECURE_MODE_DROPPED.contains(&key.as_str()))
+            {
+                cmd.arg("--setenv").arg(key).arg(value);
+            }
+            cmd.env(key, value);
+        }
+        cmd.arg("--");
+        let program = match &request.command {
+            ExecCommand::Shell(line) => {
+                cmd.arg("/bin/sh").arg("-c").arg(line);
+                "/bin/sh"
+            }
+            ExecCommand::Argv(argv) => {
+                cmd.args(argv);
+                argv[0].as_str()
+            }
+        };
+        cmd.stdin(Stdio::null()).process_group(0);
+        let bwrap = layout.bwrap.clone();
+        let start_failed = move |e| bwrap_start_error(&bwrap, e);
+        if request.detach {
+            let child = crate::process::spawn_detached(cmd, start_failed)?;
+            self.detached
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(child);
+            if self.closed.load(Ordering::SeqCst) {
+                // Closed while starting: close may have missed it.
+                for child in self.take_detached() {
+                    kill_detached(child).await;
+                }
+                self.check_open()?;
+            }
+            return Ok(ExecResult::new(0, "", ""));
+        }
+        let result = run_captured(cmd, program, timeout, start_failed).await?;
+        match setup_failure(&result, program, &cwd) {
+            Some(error) => Err(error),
+            None => Ok(result),
+        }
+    }
+
+    async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
+        let (src, dst) = (src.to_path_buf(), dst.to_string());
+        self.with_layout(move |layout| {
+            let target = layout.resolve_writable("upload", &dst)?;
+            copy_file(&src, &target.host)
+                .map_err(|e| transfer_error("upload", src.display(), &dst, e))
+        })
+        .await
+    }
+
+    async fn download(&self, src: &str, dst: &Path) -> Result<()> {
+        let (src, dst) = (src.to_string(), dst.to_path_buf());
+        self.with_layout(move |layout| {
+            let source = layout.resolve("download", &src)?;
+            copy_file(&source.host, &dst)
+                .map_err(|e| transfer_error("download", &src, dst.display(), e))
+        })
+        .await
+    }
+
+    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
+        let (src, dst) = (src.to_path_buf(), dst.to_string());
+        self.with_layout(move |layout| {
+            let target = layout.resolve_writable("upload_dir", &dst)?;
+            copy_tree(&src, &target.host)
+                .map_err(|e| transfer_error("upload_dir", src.display(), &dst, e))
+        })
+        .await
+    }
+
+    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
+        let (src, dst) = (src.to_string(), dst.to_path_buf());
+        self.with_layout(move |layout| {
+            let source = layout.resolve("download_dir", &src)?;
+            copy_tree(&source.host, &dst)
+                .map_err(|e| transfer_error("download_dir", &src, dst.display(), e))
+        })
+        .await
+    }
+
+    async fn read_text(&self, path: &str) -> Result<String> {
+        let path = path.to_string();
+        self.with_layout(move |layout| {
+            let source = layout.resolve("read_text", &path)?;
+            let bytes = fs::read(&source.host)
+                .map_err(|e| Error::environment(format!("read_text: cannot read `{path}`: {e}")))?;
+            String::from_utf8(bytes)
+                .map_err(|_| Error::environment(format!("read_text: `{path}` is not valid UTF-8")))
+        })
+        .await
+    }
+
+    async fn write_text(&self, path: &str, content: &str) -> Result<()> {
+        let (path, content) = (path.to_string(), content.to_string());
+        self.with_layout(move |layout| {
+            let target = layout.resolve_writable("write_text", &path)?;
+            let fail = |e: io::Error| {
+                Error::environment(format!("write_text: cannot write `{path}`: {e}"))
+            };
+            if let Some(parent) = target.host.parent() {
+                fs::create_dir_all(parent).map_err(fail)?;
+            }
+            fs::write(&target.host, content).map_err(fail)
+        })
+        .await
+    }
+
+    async fn is_file(&self, path: &str) -> Result<bool> {
+        Ok(self
+            .probe("is_file", path)
+            .await?
+            .is_some_and(|m| m.is_file()))
+    }
+
+    async fn is_dir(&self, path: &str) -> Result<bool> {
+        Ok(self
+            .probe("is_dir", path)
+            .await?
+            .is_some_and(|m| m.is_dir()))
+    }
+
+    /// Only the policy the sandbox was opened with is accepted: its network namespace is
+    /// fixed for its lifetime.
+    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
+        let current = if self.layout.no_network {
+            NetworkPolicy::no_network()
+        } else {
+            NetworkPolicy::public()
+        };
+        if *policy == current {
+            Ok(())
+        } else {
+            Err(Error::unsupported(format!(
+                "environment `{ID}` cannot switch from network mode `{}` to `{}` at run time",
+                current.network_mode, policy.network_mode
+            )))
+        }
+    }
+
+    async fn close(&self) -> Result<()> {
+        self.closed.store(true, Ordering::SeqCst);
+        for child in self.take_detached() {
+            kill_detached(child).await;
+        }
+        remove_owned_dir(self.dir.clone(), ID).await?;
+        tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
+        Ok(())
+    }
+}
