@@ -1,9 +1,9 @@
 //! agentcompass-host library: plugin loading, the run-local registry, and the CLI commands.
 
-pub mod cli;
-pub mod commands;
 pub mod config;
+pub mod exit_code;
 pub mod host_services;
+pub mod issue_codes;
 pub mod logging;
 pub mod metrics;
 pub mod model;

@@ -1,11 +1,14 @@
-//! `agentcompass-host`: argument parsing and wiring only.
+//! `agentcompass-host`: the command-line edge. Argument parsing (`cli`), the commands
+//! (`commands`), printing, exit codes and `anyhow` live here; everything else is the
+//! `agentcompass_host` library and the crates below it.
+
+mod cli;
+mod commands;
 
 use std::process::ExitCode;
 
-use agentcompass_host::cli::{
-    Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand,
-};
-use agentcompass_host::commands;
+use cli::{Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand};
+
 use agentcompass_host::setup::Setup;
 use agentcompass_loader::lockfile::PluginLock;
 use agentcompass_plugin_api::contracts::ComponentKind;
@@ -64,7 +67,7 @@ fn usage_error(err: clap::Error) -> ExitCode {
 }
 
 fn load(global: &GlobalArgs) -> anyhow::Result<Setup> {
-    let (_, _, setup) = commands::resolve::load_registry(global)?;
+    let (_, _, setup) = commands::invocation::load_registry(global)?;
     Ok(setup)
 }
 
@@ -80,11 +83,11 @@ fn kind(arg: KindArg) -> ComponentKind {
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let global = &cli.global;
     match cli.command {
-        Command::Run(cmd) => commands::resolve::run(global, &cmd),
-        Command::Launch(cmd) => commands::resolve::launch(global, &cmd),
+        Command::Run(cmd) => commands::run::run(global, &cmd),
+        Command::Launch(cmd) => commands::launch::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
         Command::Env { command } => {
-            let (_, runtime, setup) = commands::resolve::load_registry(global)?;
+            let (_, runtime, setup) = commands::invocation::load_registry(global)?;
             let default_root = std::path::PathBuf::from(&runtime.results_dir);
             match command {
                 EnvCommand::List { results_dir } => {
@@ -108,7 +111,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Config {
             command: ConfigCommand::Show { format },
-        } => commands::resolve::config_show(global, format),
+        } => commands::config_show::config_show(global, format),
         Command::List { kind, json } => {
             let setup = load(global)?;
             Ok(commands::list::run(&setup.registry, kind, json))
@@ -117,7 +120,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             command: ConfigCommand::Docs { kind: k, id },
         } => {
             let setup = load(global)?;
-            agentcompass_host::out!(
+            crate::out!(
                 "{}",
                 commands::config_docs::render(&setup.registry, kind(k), &id)?
             );

@@ -11,5 +11,6 @@ pub mod artifacts;
 pub mod fsutil;
 pub mod naming;
 pub mod records;
+pub mod status;
 pub mod store;
 pub mod time;

@@ -3,7 +3,7 @@
 use agentcompass_plugin_api::contracts::ComponentKind;
 
 use super::table;
-use crate::registry::{Registry, RegistryError};
+use agentcompass_host::registry::{Registry, RegistryError};
 
 /// Renders the parameter table of one component.
 pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<String, RegistryError> {

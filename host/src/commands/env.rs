@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail};
 use serde_json::{json, Value};
 
-use crate::host_services::HostServices;
-use crate::registry::Registry;
+use agentcompass_host::host_services::HostServices;
+use agentcompass_host::registry::Registry;
 
 /// One persisted environment record.
 struct Record {

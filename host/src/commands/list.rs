@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::table;
 use crate::cli::ListKind;
-use crate::registry::Registry;
+use agentcompass_host::registry::Registry;
 
 /// Prints the registered components of a kind, or the loaded plugins.
 pub fn run(registry: &Registry, kind: ListKind, as_json: bool) -> i32 {

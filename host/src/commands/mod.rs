@@ -19,12 +19,16 @@ macro_rules! outln {
 }
 
 pub mod config_docs;
+pub mod config_show;
 pub mod env;
+mod execute;
+pub mod invocation;
+pub mod launch;
 pub mod list;
 pub mod plan;
 pub mod plugin;
 pub mod plugin_new;
-pub mod resolve;
+pub mod run;
 pub mod summary;
 mod table;
 

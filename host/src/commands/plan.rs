@@ -5,11 +5,11 @@ use agentcompass_plugin_api::sdk::Ctx;
 use anyhow::{anyhow, Context};
 use serde_json::json;
 
-use super::resolve::{load_config, plugin_settings, runtime_overlay};
+use super::invocation::{load_config, plugin_settings, runtime_overlay};
 use crate::cli::{GlobalArgs, PlanCmd};
-use crate::planner::Planner;
-use crate::request::{resolve_run, resolve_runtime};
-use crate::setup::build_registry;
+use agentcompass_host::planner::Planner;
+use agentcompass_host::request::{resolve_run, resolve_runtime};
+use agentcompass_host::setup::build_registry;
 use agentcompass_redact::redact_value;
 
 /// Prints the redacted audit view of one task's plan; exit 1 when the plan would be refused
@@ -25,7 +25,7 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
     super::print_problems(&setup.problems, global.verbose);
     let request = resolve_run(
         &config,
-        &super::resolve::run_args(&cmd.run)?,
+        &super::run::run_args(&cmd.run)?,
         &runtime,
         &setup.registry,
     )?;
@@ -63,7 +63,7 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
         "resolved_execution_plan": plan.summary(),
     });
     crate::outln!("{}", serde_json::to_string_pretty(&redact_value(&view))?);
-    match planner.check(&plan, &crate::config::process_env) {
+    match planner.check(&plan, &agentcompass_host::config::process_env) {
         Ok(()) => Ok(0),
         Err(refused) => {
             eprintln!("error: {refused}");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use agentcompass_plugin_api::contracts::ComponentKind;
 use anyhow::{bail, Context};
 
-use crate::registry::{Registry, RegistryError};
+use agentcompass_host::registry::{Registry, RegistryError};
 use agentcompass_loader::lockfile::PluginLock;
 use agentcompass_loader::manifest::{manifest_path_for_library, ManifestComponent, PluginManifest};
 use agentcompass_loader::trust::{
@@ -79,7 +79,7 @@ fn instantiate_all(registry: &Registry, name: &str) -> Vec<RegistryError> {
 pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
     let options = LoadOptions {
         lock,
-        init_services: Some(crate::host_services::plugin_init_services),
+        init_services: Some(agentcompass_host::host_services::plugin_init_services),
     };
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
     let mut failures = 0;

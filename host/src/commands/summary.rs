@@ -7,9 +7,9 @@ use agentcompass_plugin_api::contracts::{AttemptSpec, MetricContract};
 use anyhow::{anyhow, Context};
 use serde_json::Value;
 
-use crate::metrics::outcomes_from_results;
-use crate::metrics::{render_summary, MetricAggregator, SummaryTitle};
-use crate::registry::Registry;
+use agentcompass_host::metrics::outcomes_from_results;
+use agentcompass_host::metrics::{render_summary, MetricAggregator, SummaryTitle};
+use agentcompass_host::registry::Registry;
 use agentcompass_results::store::{published_tasks, RunStore};
 
 /// Recomputes and rewrites the metrics of a finished (or interrupted) run; prints the summary.

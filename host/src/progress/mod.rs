@@ -18,6 +18,7 @@
 //! `phase_changed` sets the active task's phase; `summary_started` → `summarizing`;
 //! `run_finished` sets the terminal status (default `completed`).
 
+mod event;
 mod snapshot;
 mod terminal;
 
@@ -37,6 +38,7 @@ use serde_json::Value;
 use agentcompass_results::fsutil::write_atomic;
 use snapshot::SnapshotState;
 
+pub use event::{severity_name, ProgressEvent, TaskOutcome, TaskPhase};
 pub use terminal::{
     plain_line, terminal_for, BarSink, PlainSink, ProgressSnapshotView, TerminalSink,
 };
@@ -455,48 +457,48 @@ impl ProgressRecorder {
 
     /// Records one event: appends it to `progress.jsonl`, updates the snapshot counters and
     /// forwards the view to the terminal sink when due.
-    pub fn emit(
-        &self,
-        event: &str,
-        task: Option<TaskRef<'_>>,
-        phase: Option<&str>,
-        status: Option<&str>,
-        payload: Value,
-    ) {
+    pub fn emit(&self, event: ProgressEvent<'_>) {
         let shared = &*self.shared;
         let timestamp = epoch_seconds();
         let meta = &shared.meta;
+        let fields = event.fields();
         let line = EventLine {
             run_id: &meta.run_id,
-            event,
+            event: fields.name,
             timestamp,
-            task_id: task.map(|t| t.task_id),
-            category: task.map(|t| t.category),
-            attempt: task.and_then(|t| t.attempt),
-            phase,
-            status,
-            payload: &payload,
+            task_id: fields.task.map(|t| t.task_id),
+            category: fields.task.map(|t| t.category),
+            attempt: fields.task.and_then(|t| t.attempt),
+            phase: fields.phase,
+            status: fields.status,
+            payload: &fields.payload,
             request_name: &meta.request_name,
             orchestration_id: &meta.orchestration_id,
         };
-        let force_flush = matches!(event, "tasks_loaded" | "task_finished" | "run_finished");
+        let force_flush = matches!(
+            event,
+            ProgressEvent::TasksLoaded { .. }
+                | ProgressEvent::TaskFinished { .. }
+                | ProgressEvent::RunFinished { .. }
+        );
         LINE_BUFFER.with(|cell| match cell.try_borrow_mut() {
             Ok(mut buf) => shared.append_event(&mut buf, &line, force_flush),
             Err(_) => shared.append_event(&mut Vec::new(), &line, force_flush),
         });
 
-        let run_finished = event == "run_finished";
+        let run_finished = matches!(event, ProgressEvent::RunFinished { .. });
         let key_event = matches!(
             event,
-            "tasks_loaded" | "reuse_loaded" | "summary_started" | "run_finished"
+            ProgressEvent::TasksLoaded { .. }
+                | ProgressEvent::ReuseLoaded(_)
+                | ProgressEvent::SummaryStarted
+                | ProgressEvent::RunFinished { .. }
         );
         let now = Instant::now();
         let (snapshot, view) = {
             let mut state = lock(&shared.state);
             let elapsed = shared.elapsed(now);
-            state
-                .snap
-                .apply(event, task, phase, status, &payload, timestamp, elapsed);
+            state.snap.apply(&event, timestamp, elapsed);
             let due = run_finished
                 || (shared.inline_snapshots.load(Ordering::Relaxed)
                     && elapsed_since(state.last_snapshot, now, SNAPSHOT_INTERVAL));

@@ -6,27 +6,18 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;
 
+use agentcompass_plugin_api::contracts::IssueSeverity;
+use agentcompass_results::status::RunStatus;
+
+use super::event::{ProgressEvent, TaskOutcome, TaskPhase};
 use super::terminal::ProgressSnapshotView;
 use super::{ProgressMeta, TaskRef};
-
-/// Run status before `run_started`.
-pub(super) const STATUS_CREATED: &str = "created";
-/// Run status while tasks run.
-pub(super) const STATUS_RUNNING: &str = "running";
-/// Run status while the report is being computed.
-pub(super) const STATUS_SUMMARIZING: &str = "summarizing";
-
-/// Whether `status` is one of the terminal run statuses (anything but created / running /
-/// summarizing).
-pub(super) fn is_terminal(status: &str) -> bool {
-    !matches!(status, STATUS_CREATED | STATUS_RUNNING | STATUS_SUMMARIZING)
-}
 
 /// One running task.
 #[derive(Debug, Clone, Serialize)]
 pub(super) struct ActiveTask {
     category: String,
-    phase: Option<String>,
+    phase: Option<TaskPhase>,
     attempt: Option<u32>,
     updated_at: f64,
 }
@@ -45,7 +36,7 @@ struct ReuseCounts {
 #[derive(Debug)]
 pub(super) struct SnapshotState {
     /// `created` → `running` → `summarizing` → terminal.
-    pub(super) status: String,
+    pub(super) status: RunStatus,
     total: u64,
     /// Tasks that started, or finished without a `task_started`.
     started: u64,
@@ -60,7 +51,7 @@ pub(super) struct SnapshotState {
     attempts_finished: u64,
     partials_saved: u64,
     /// Active tasks per phase (zero entries are kept to avoid re-allocating names).
-    phase_counts: HashMap<String, u64>,
+    phase_counts: HashMap<TaskPhase, u64>,
     active: HashMap<String, ActiveTask>,
     pub(super) updated_at: f64,
     /// Elapsed seconds frozen at `run_finished`.
@@ -73,26 +64,21 @@ fn payload_u64(payload: &Value, key: &str) -> Option<u64> {
     payload.get(key).and_then(Value::as_u64)
 }
 
-fn decrement(counts: &mut HashMap<String, u64>, phase: &str) {
-    if let Some(n) = counts.get_mut(phase) {
+fn decrement(counts: &mut HashMap<TaskPhase, u64>, phase: TaskPhase) {
+    if let Some(n) = counts.get_mut(&phase) {
         *n = n.saturating_sub(1);
     }
 }
 
-fn increment(counts: &mut HashMap<String, u64>, phase: &str) {
-    match counts.get_mut(phase) {
-        Some(n) => *n += 1,
-        None => {
-            counts.insert(phase.to_string(), 1);
-        }
-    }
+fn increment(counts: &mut HashMap<TaskPhase, u64>, phase: TaskPhase) {
+    *counts.entry(phase).or_insert(0) += 1;
 }
 
 impl SnapshotState {
     /// A fresh state (`created`).
     pub(super) fn new(now: f64) -> Self {
         SnapshotState {
-            status: STATUS_CREATED.to_string(),
+            status: RunStatus::Created,
             total: 0,
             started: 0,
             finished: 0,
@@ -113,66 +99,50 @@ impl SnapshotState {
         }
     }
 
-    fn set_status(&mut self, status: &str) {
-        if self.status != status {
-            self.status.clear();
-            self.status.push_str(status);
-        }
-    }
-
     /// Moves `created` to `running`.
     fn mark_running(&mut self) {
-        if self.status == STATUS_CREATED {
-            self.set_status(STATUS_RUNNING);
+        if self.status == RunStatus::Created {
+            self.status = RunStatus::Running;
         }
     }
 
     /// Applies one event.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn apply(
-        &mut self,
-        event: &str,
-        task: Option<TaskRef<'_>>,
-        phase: Option<&str>,
-        status: Option<&str>,
-        payload: &Value,
-        timestamp: f64,
-        elapsed: f64,
-    ) {
+    pub(super) fn apply(&mut self, event: &ProgressEvent<'_>, timestamp: f64, elapsed: f64) {
         self.seq += 1;
         self.updated_at = timestamp;
         match event {
-            "run_started" => self.mark_running(),
-            "tasks_loaded" => {
+            ProgressEvent::RunStarted { .. } => self.mark_running(),
+            ProgressEvent::TasksLoaded { total } => {
                 self.mark_running();
-                if let Some(total) = payload_u64(payload, "total_tasks") {
-                    self.total = total;
-                }
+                self.total = *total;
             }
-            "reuse_loaded" => self.reuse_loaded(payload),
-            "task_started" => {
+            ProgressEvent::ReuseLoaded(payload) => self.reuse_loaded(payload),
+            ProgressEvent::TaskStarted { task, .. } => {
                 self.mark_running();
-                if let Some(task) = task {
-                    self.task_started(task, timestamp);
-                }
+                self.task_started(*task, timestamp);
             }
-            "task_finished" => self.task_finished(task, status, payload),
-            "attempt_started" => self.attempts_started += 1,
-            "attempt_finished" => self.attempts_finished += 1,
-            "partial_saved" => self.partials_saved += 1,
-            "summary_started" if !is_terminal(&self.status) => {
-                self.set_status(STATUS_SUMMARIZING);
+            ProgressEvent::TaskFinished {
+                task,
+                status,
+                severity,
+                ..
+            } => self.task_finished(*task, *status, *severity),
+            ProgressEvent::AttemptStarted(_) => self.attempts_started += 1,
+            ProgressEvent::AttemptFinished { .. } => self.attempts_finished += 1,
+            ProgressEvent::PartialSaved(_) => self.partials_saved += 1,
+            ProgressEvent::SummaryStarted if !self.status.is_terminal() => {
+                self.status = RunStatus::Summarizing;
             }
-            "run_finished" => {
-                self.set_status(status.unwrap_or("completed"));
+            ProgressEvent::RunFinished { status, .. } => {
+                self.status = *status;
                 self.finished_elapsed = Some(elapsed);
             }
             _ => {}
         }
         // Any event about an active task refreshes it (phase, attempt, time).
-        if event != "task_finished" {
-            if let Some(task) = task {
-                self.touch(task, phase, timestamp);
+        if !matches!(event, ProgressEvent::TaskFinished { .. }) {
+            if let Some(task) = event.task() {
+                self.touch(task, event.phase(), timestamp);
             }
         }
     }
@@ -212,11 +182,15 @@ impl SnapshotState {
         );
     }
 
-    fn task_finished(&mut self, task: Option<TaskRef<'_>>, status: Option<&str>, payload: &Value) {
-        let removed = task.and_then(|t| self.active.remove(t.task_id));
-        match removed {
+    fn task_finished(
+        &mut self,
+        task: TaskRef<'_>,
+        status: TaskOutcome,
+        severity: Option<IssueSeverity>,
+    ) {
+        match self.active.remove(task.task_id) {
             Some(active) => {
-                if let Some(phase) = &active.phase {
+                if let Some(phase) = active.phase {
                     decrement(&mut self.phase_counts, phase);
                 }
             }
@@ -224,24 +198,20 @@ impl SnapshotState {
             None => self.started += 1,
         }
         self.finished += 1;
-        let severity = payload.get("severity").and_then(Value::as_str);
-        match (status, severity) {
-            (Some("completed"), _) => self.completed += 1,
-            (Some("failed"), _) | (None, Some("fatal")) => self.failed += 1,
-            (Some("skipped"), _) => self.skipped += 1,
-            (None, _) => self.completed += 1,
-            // Other statuses (e.g. `cancelled`) only count as finished.
-            (Some(_), _) => {}
+        match status {
+            TaskOutcome::Completed => self.completed += 1,
+            TaskOutcome::Failed => self.failed += 1,
+            TaskOutcome::Skipped => self.skipped += 1,
         }
         match severity {
-            Some("error") => self.error += 1,
-            Some("warning") => self.warning += 1,
+            Some(IssueSeverity::Error) => self.error += 1,
+            Some(IssueSeverity::Warning) => self.warning += 1,
             _ => {}
         }
     }
 
     /// Updates an active task's phase, attempt and time.
-    fn touch(&mut self, task: TaskRef<'_>, phase: Option<&str>, timestamp: f64) {
+    fn touch(&mut self, task: TaskRef<'_>, phase: Option<TaskPhase>, timestamp: f64) {
         let Some(active) = self.active.get_mut(task.task_id) else {
             return;
         };
@@ -252,19 +222,13 @@ impl SnapshotState {
         let Some(phase) = phase else {
             return;
         };
-        match &mut active.phase {
-            Some(current) if current == phase => {}
-            Some(current) => {
-                decrement(&mut self.phase_counts, current);
-                current.clear();
-                current.push_str(phase);
-                increment(&mut self.phase_counts, phase);
-            }
-            slot @ None => {
-                *slot = Some(phase.to_string());
-                increment(&mut self.phase_counts, phase);
-            }
+        if active.phase == Some(phase) {
+            return;
         }
+        if let Some(current) = active.phase.replace(phase) {
+            decrement(&mut self.phase_counts, current);
+        }
+        increment(&mut self.phase_counts, phase);
     }
 
     fn pending(&self) -> u64 {
@@ -289,7 +253,7 @@ impl SnapshotState {
             error: self.error + self.reuse.error,
             running: self.running(),
             reused: self.reuse.tasks,
-            status: self.status.clone(),
+            status: self.status,
         }
     }
 
@@ -308,7 +272,7 @@ impl SnapshotState {
             model: &meta.model,
             request_name: &meta.request_name,
             orchestration_id: &meta.orchestration_id,
-            status: &self.status,
+            status: self.status,
             total_tasks: self.total,
             reused_tasks: self.reuse.tasks,
             pending_tasks: self.pending(),
@@ -332,7 +296,7 @@ impl SnapshotState {
 }
 
 /// Non-zero phase counts.
-pub(super) struct PhaseCounts<'a>(&'a HashMap<String, u64>);
+pub(super) struct PhaseCounts<'a>(&'a HashMap<TaskPhase, u64>);
 
 impl Serialize for PhaseCounts<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -354,7 +318,7 @@ pub(super) struct SnapshotDocument<'a> {
     model: &'a str,
     request_name: &'a str,
     orchestration_id: &'a str,
-    status: &'a str,
+    status: RunStatus,
     total_tasks: u64,
     reused_tasks: u64,
     pending_tasks: u64,

@@ -7,6 +7,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use agentcompass_results::status::RunStatus;
+
 use crate::request::ProgressMode;
 
 /// The counts a terminal sink shows for one request (or, summed, for several).
@@ -28,8 +30,8 @@ pub struct ProgressSnapshotView {
     pub running: u64,
     /// Reused tasks.
     pub reused: u64,
-    /// Run status (`created`, `running`, `summarizing`, `completed`, `failed`, …).
-    pub status: String,
+    /// Run status.
+    pub status: RunStatus,
 }
 
 /// Where a request's progress is shown on the terminal. Implementations must be cheap and
@@ -93,17 +95,20 @@ pub fn plain_line(view: &ProgressSnapshotView) -> String {
 /// The overall status of several requests: the most active one (`running` before
 /// `summarizing` before `created`), else the first non-`completed` terminal status, else
 /// `completed`.
-fn combined_status<'a>(statuses: impl Iterator<Item = &'a str> + Clone) -> String {
-    for candidate in ["running", "summarizing", "created"] {
+fn combined_status(statuses: impl Iterator<Item = RunStatus> + Clone) -> RunStatus {
+    for candidate in [
+        RunStatus::Running,
+        RunStatus::Summarizing,
+        RunStatus::Created,
+    ] {
         if statuses.clone().any(|s| s == candidate) {
-            return candidate.to_string();
+            return candidate;
         }
     }
     statuses
         .clone()
-        .find(|s| *s != "completed")
-        .unwrap_or("completed")
-        .to_string()
+        .find(|s| *s != RunStatus::Completed)
+        .unwrap_or(RunStatus::Completed)
 }
 
 /// The latest view of each request, and which requests finished.
@@ -142,7 +147,7 @@ impl Aggregate {
         }
         let mut sum = ProgressSnapshotView {
             label: format!("{} requests", self.views.len()),
-            status: combined_status(self.views.values().map(|v| v.status.as_str())),
+            status: combined_status(self.views.values().map(|v| v.status)),
             ..ProgressSnapshotView::default()
         };
         for v in views {
@@ -366,7 +371,7 @@ mod tests {
             error: 2,
             running: 3,
             reused: 4,
-            status: status.into(),
+            status: serde_json::from_value(serde_json::json!(status)).unwrap(),
         }
     }
 
@@ -400,15 +405,15 @@ mod tests {
         assert_eq!(sum.label, "2 requests");
         assert_eq!((sum.total, sum.finished, sum.running), (30, 7, 6));
         assert_eq!((sum.failed, sum.error, sum.reused), (2, 4, 8));
-        assert_eq!(sum.status, "running");
+        assert_eq!(sum.status, RunStatus::Running);
         assert!(!agg.all_finished());
         agg.finish(&view("a", 10, 10, "completed"));
         agg.finish(&view("b", 20, 20, "failed"));
         assert!(agg.all_finished());
-        assert_eq!(agg.combined().status, "failed");
+        assert_eq!(agg.combined().status, RunStatus::Failed);
         assert_eq!(
-            combined_status(["completed", "completed"].into_iter()),
-            "completed"
+            combined_status([RunStatus::Completed, RunStatus::Completed].into_iter()),
+            RunStatus::Completed
         );
     }
 

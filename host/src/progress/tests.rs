@@ -1,9 +1,81 @@
 use std::sync::Mutex;
 
-use agentcompass_plugin_api::contracts::ProgressEvent;
+use agentcompass_plugin_api::contracts::{IssueSeverity, ProgressEvent as EventLineContract};
 use serde_json::json;
 
 use super::*;
+
+/// The typed event of a (name, task, phase, status, payload) line, as the tests write them.
+fn legacy<'a>(
+    name: &str,
+    task: Option<TaskRef<'a>>,
+    phase: Option<&str>,
+    status: Option<&str>,
+    payload: Value,
+) -> event::ProgressEvent<'a> {
+    use event::{ProgressEvent as E, TaskOutcome, TaskPhase};
+    let task_of = || task.expect("a task event needs a task");
+    let outcome = |status: Option<&str>| match status {
+        Some("failed") => TaskOutcome::Failed,
+        Some("skipped") => TaskOutcome::Skipped,
+        _ => TaskOutcome::Completed,
+    };
+    let phase_of = |name: &str| match name {
+        "run_harness" => TaskPhase::RunHarness,
+        "evaluate" => TaskPhase::Evaluate,
+        "prepare_task" => TaskPhase::PrepareTask,
+        "run_task" => TaskPhase::RunTask,
+        "open_environment" => TaskPhase::OpenEnvironment,
+        other => panic!("phase {other} not mapped in the tests"),
+    };
+    let index = |key: &str| payload.get(key).and_then(Value::as_u64).unwrap_or(0) as usize;
+    match name {
+        "run_started" => E::RunStarted {
+            benchmark: "bench",
+            harness: "harness",
+            environment: "host_process",
+            model: "model",
+        },
+        "tasks_loaded" => E::TasksLoaded {
+            total: payload["total_tasks"].as_u64().unwrap_or(0),
+        },
+        "reuse_loaded" => E::ReuseLoaded(payload),
+        "task_started" => E::TaskStarted {
+            task: task_of(),
+            index: index("index"),
+            total: index("total"),
+        },
+        "attempt_started" => E::AttemptStarted(task_of()),
+        "phase_changed" => E::PhaseChanged {
+            task: task_of(),
+            phase: phase_of(phase.expect("a phase")),
+            detail: payload,
+        },
+        "attempt_finished" => E::AttemptFinished {
+            task: task_of(),
+            status: outcome(status),
+        },
+        "partial_saved" => E::PartialSaved(task_of()),
+        "task_finished" => E::TaskFinished {
+            task: task_of(),
+            status: outcome(status),
+            severity: match payload.get("severity").and_then(Value::as_str) {
+                Some("fatal") => Some(IssueSeverity::Fatal),
+                Some("error") => Some(IssueSeverity::Error),
+                Some("warning") => Some(IssueSeverity::Warning),
+                _ => None,
+            },
+            index: index("index"),
+            total: index("total"),
+        },
+        "summary_started" => E::SummaryStarted,
+        "run_finished" => E::RunFinished {
+            status: serde_json::from_value(json!(status.unwrap_or("completed"))).unwrap(),
+            error: None,
+        },
+        other => panic!("event {other} not mapped in the tests"),
+    }
+}
 
 fn meta() -> ProgressMeta {
     ProgressMeta {
@@ -65,51 +137,57 @@ fn read_lines(path: &Path) -> Vec<Value> {
 }
 
 fn start(r: &ProgressRecorder, id: &str) {
-    r.emit("task_started", Some(task(id)), None, None, json!({}));
+    r.emit(legacy(
+        "task_started",
+        Some(task(id)),
+        None,
+        None,
+        json!({}),
+    ));
 }
 
 fn finish_task(r: &ProgressRecorder, id: &str, status: &str, severity: &str) {
-    r.emit(
+    r.emit(legacy(
         "task_finished",
         Some(task(id)),
         None,
         Some(status),
         json!({"severity": severity}),
-    );
+    ));
 }
 
 #[test]
 fn jsonl_lines_parse_and_carry_fields() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(
+    r.emit(legacy(
         "run_started",
         None,
         None,
         None,
         json!({"benchmark": "bench", "model": "model"}),
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "task_started",
         Some(task("t1")),
         None,
         None,
         json!({"index": 0, "total": 1}),
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "phase_changed",
         Some(attempt("t1", 2)),
         Some("run_harness"),
         None,
         Value::Null,
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "task_finished",
         Some(task("t1")),
         None,
         Some("completed"),
         json!({"severity": "none"}),
-    );
+    ));
     // task_finished is flushed immediately.
     let lines = read_lines(&p.jsonl);
     assert_eq!(lines.len(), 4);
@@ -120,13 +198,13 @@ fn jsonl_lines_parse_and_carry_fields() {
         assert_eq!(line["request_name"], "req-a");
         assert_eq!(line["orchestration_id"], "orch-1");
         assert!(line["timestamp"].as_f64().unwrap() > 1.6e9);
-        let event: ProgressEvent = serde_json::from_value(line.clone()).unwrap();
+        let event: EventLineContract = serde_json::from_value(line.clone()).unwrap();
         assert_eq!(event.run_id, "run-1");
     }
     assert_eq!(lines[0]["event"], "run_started");
     assert_eq!(lines[0]["payload"]["benchmark"], "bench");
     assert!(lines[0].get("task_id").is_none());
-    let phase: ProgressEvent = serde_json::from_value(lines[2].clone()).unwrap();
+    let phase: EventLineContract = serde_json::from_value(lines[2].clone()).unwrap();
     assert_eq!(phase.event, "phase_changed");
     assert_eq!(phase.task_id.as_deref(), Some("t1"));
     assert_eq!(phase.category.as_deref(), Some("cat"));
@@ -147,16 +225,22 @@ fn snapshot_counters_after_a_sequence_of_events() {
     let p = paths();
     let r = recorder(&p, None);
     assert_eq!(r.snapshot()["status"], "created");
-    r.emit("run_started", None, None, None, json!({}));
-    r.emit("tasks_loaded", None, None, None, json!({"total_tasks": 6}));
-    r.emit(
+    r.emit(legacy("run_started", None, None, None, json!({})));
+    r.emit(legacy(
+        "tasks_loaded",
+        None,
+        None,
+        None,
+        json!({"total_tasks": 6}),
+    ));
+    r.emit(legacy(
         "reuse_loaded",
         None,
         None,
         None,
         json!({"reused_tasks": 2, "tasks_to_run": 4,
                "reused_severity_counts": {"warning": 1, "fatal": 1}}),
-    );
+    ));
     let s = r.snapshot();
     assert_eq!(s["status"], "running");
     assert_eq!(
@@ -168,35 +252,35 @@ fn snapshot_counters_after_a_sequence_of_events() {
 
     for id in ["t1", "t2", "t3"] {
         start(&r, id);
-        r.emit(
+        r.emit(legacy(
             "attempt_started",
             Some(attempt(id, 1)),
             None,
             None,
             json!({}),
-        );
+        ));
     }
-    r.emit(
+    r.emit(legacy(
         "phase_changed",
         Some(attempt("t1", 1)),
         Some("run_harness"),
         None,
         json!({}),
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "phase_changed",
         Some(attempt("t2", 1)),
         Some("run_harness"),
         None,
         json!({}),
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "phase_changed",
         Some(attempt("t3", 1)),
         Some("evaluate"),
         None,
         json!({}),
-    );
+    ));
     let s = r.snapshot();
     assert_eq!(s["pending_tasks"], 1);
     assert_eq!(s["running_tasks"], 3);
@@ -210,23 +294,29 @@ fn snapshot_counters_after_a_sequence_of_events() {
     assert_eq!(s["active_tasks"]["t1"]["category"], "cat");
     assert!(s["active_tasks"]["t1"]["updated_at"].as_f64().unwrap() > 1.6e9);
 
-    r.emit(
+    r.emit(legacy(
         "phase_changed",
         Some(attempt("t2", 1)),
         Some("evaluate"),
         None,
         json!({}),
-    );
-    r.emit(
+    ));
+    r.emit(legacy(
         "attempt_finished",
         Some(attempt("t1", 1)),
         None,
         Some("completed"),
         json!({}),
-    );
+    ));
     finish_task(&r, "t1", "completed", "none");
     finish_task(&r, "t2", "failed", "fatal");
-    r.emit("partial_saved", Some(task("t3")), None, None, json!({}));
+    r.emit(legacy(
+        "partial_saved",
+        Some(task("t3")),
+        None,
+        None,
+        json!({}),
+    ));
     finish_task(&r, "t3", "completed", "error");
     // Finished without starting.
     finish_task(&r, "t4", "skipped", "warning");
@@ -244,15 +334,15 @@ fn snapshot_counters_after_a_sequence_of_events() {
     assert_eq!(s["attempts_finished"], 1);
     assert_eq!(s["partials_saved"], 1);
 
-    r.emit("summary_started", None, None, None, json!({}));
+    r.emit(legacy("summary_started", None, None, None, json!({})));
     assert_eq!(r.snapshot()["status"], "summarizing");
-    r.emit(
+    r.emit(legacy(
         "run_finished",
         None,
         None,
         Some("failed"),
         json!({"error": null}),
-    );
+    ));
     let s = r.snapshot();
     assert_eq!(s["status"], "failed");
     for key in [
@@ -288,32 +378,32 @@ fn snapshot_counters_after_a_sequence_of_events() {
 fn active_tasks_are_cleared_on_task_finished() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(
+    r.emit(legacy(
         "tasks_loaded",
         None,
         None,
         None,
         json!({"total_tasks": 1000}),
-    );
+    ));
     for i in 0..1000 {
         let id = format!("t{i}");
         start(&r, &id);
-        r.emit(
+        r.emit(legacy(
             "phase_changed",
             Some(task(&id)),
             Some("run_task"),
             None,
             json!({}),
-        );
+        ));
         finish_task(&r, &id, "completed", "none");
         // Events after the task finished do not resurrect it.
-        r.emit(
+        r.emit(legacy(
             "phase_changed",
             Some(task(&id)),
-            Some("late"),
+            Some("run_harness"),
             None,
             json!({}),
-        );
+        ));
     }
     let s = r.snapshot();
     assert_eq!(s["active_tasks"], json!({}));
@@ -332,7 +422,13 @@ fn snapshot_file_is_written_at_create_and_after_finish() {
     let initial = read_json(&p.snapshot);
     assert_eq!(initial["status"], "created");
     assert_eq!(initial["run_id"], "run-1");
-    r.emit("tasks_loaded", None, None, None, json!({"total_tasks": 2}));
+    r.emit(legacy(
+        "tasks_loaded",
+        None,
+        None,
+        None,
+        json!({"total_tasks": 2}),
+    ));
     start(&r, "a");
     r.finish();
     let s = read_json(&p.snapshot);
@@ -355,13 +451,13 @@ fn snapshot_file_is_written_at_create_and_after_finish() {
 fn throttle_does_not_lose_the_final_state() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(
+    r.emit(legacy(
         "tasks_loaded",
         None,
         None,
         None,
         json!({"total_tasks": 500}),
-    );
+    ));
     for i in 0..500 {
         let id = format!("t{i}");
         start(&r, &id);
@@ -379,15 +475,21 @@ fn throttle_does_not_lose_the_final_state() {
 fn background_writer_persists_idle_state() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit("tasks_loaded", None, None, None, json!({"total_tasks": 3}));
+    r.emit(legacy(
+        "tasks_loaded",
+        None,
+        None,
+        None,
+        json!({"total_tasks": 3}),
+    ));
     start(&r, "a");
-    r.emit(
+    r.emit(legacy(
         "phase_changed",
         Some(task("a")),
         Some("run_harness"),
         None,
         json!({}),
-    );
+    ));
     // No further events: the background writer catches up within a few ticks.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -428,25 +530,34 @@ fn terminal_sink_gets_throttled_updates_and_one_finish() {
     let p = paths();
     let sink = Arc::new(Recording::default());
     let r = recorder(&p, Some(sink.clone()));
-    r.emit(
+    r.emit(legacy(
         "tasks_loaded",
         None,
         None,
         None,
         json!({"total_tasks": 100}),
-    );
+    ));
     for i in 0..100 {
         let id = format!("t{i}");
         start(&r, &id);
         finish_task(&r, &id, "completed", "none");
     }
-    r.emit("run_finished", None, None, Some("completed"), json!({}));
+    r.emit(legacy(
+        "run_finished",
+        None,
+        None,
+        Some("completed"),
+        json!({}),
+    ));
     r.finish();
     r.finish();
     let updates = sink.updates.lock().unwrap();
     assert!(updates.len() < 50, "not throttled: {}", updates.len());
     assert_eq!(updates[0].total, 100);
-    assert_eq!(updates.last().unwrap().status, "completed");
+    assert_eq!(
+        updates.last().unwrap().status,
+        agentcompass_results::status::RunStatus::Completed
+    );
     let finishes = sink.finishes.lock().unwrap();
     assert_eq!(finishes.len(), 1);
     assert_eq!(
@@ -456,7 +567,7 @@ fn terminal_sink_gets_throttled_updates_and_one_finish() {
             total: 100,
             finished: 100,
             completed: 100,
-            status: "completed".into(),
+            status: agentcompass_results::status::RunStatus::Completed,
             ..Default::default()
         }
     );
@@ -468,15 +579,21 @@ fn drop_finishes_the_recording() {
     let sink = Arc::new(Recording::default());
     {
         let r = recorder(&p, Some(sink.clone()));
-        r.emit("tasks_loaded", None, None, None, json!({"total_tasks": 1}));
+        r.emit(legacy(
+            "tasks_loaded",
+            None,
+            None,
+            None,
+            json!({"total_tasks": 1}),
+        ));
         start(&r, "a");
-        r.emit(
+        r.emit(legacy(
             "attempt_started",
             Some(attempt("a", 1)),
             None,
             None,
             json!({}),
-        );
+        ));
     }
     assert_eq!(read_json(&p.snapshot)["attempts_started"], 1);
     assert_eq!(read_lines(&p.jsonl).len(), 3);
@@ -487,13 +604,13 @@ fn drop_finishes_the_recording() {
 fn concurrent_emitters_keep_lines_intact() {
     let p = paths();
     let r = Arc::new(recorder(&p, Some(Arc::new(Recording::default()))));
-    r.emit(
+    r.emit(legacy(
         "tasks_loaded",
         None,
         None,
         None,
         json!({"total_tasks": 8000}),
-    );
+    ));
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let r = Arc::clone(&r);
@@ -501,13 +618,13 @@ fn concurrent_emitters_keep_lines_intact() {
                 for i in 0..1000 {
                     let id = format!("t{t}-{i}");
                     start(&r, &id);
-                    r.emit(
+                    r.emit(legacy(
                         "phase_changed",
                         Some(task(&id)),
                         Some("run_task"),
                         None,
                         json!({"i": i}),
-                    );
+                    ));
                     finish_task(
                         &r,
                         &id,

@@ -11,7 +11,7 @@ use super::limits::Limits;
 use crate::host_services::CancelToken;
 use crate::metrics::MetricAggregator;
 use crate::planner::Planner;
-use crate::progress::{ProgressRecorder, TaskRef};
+use crate::progress::{ProgressEvent, ProgressRecorder, TaskPhase, TaskRef};
 use agentcompass_results::store::RunStore;
 
 /// The shared state of one request's run.
@@ -117,27 +117,29 @@ impl RequestContext {
         }
     }
 
-    /// Emits a progress event about one task.
-    pub fn task_event(
+    /// Emits a progress event.
+    pub fn emit(&self, event: ProgressEvent<'_>) {
+        self.progress.emit(event);
+    }
+
+    /// Records that `task`'s attempt `attempt` entered `phase`.
+    pub fn phase(&self, task: &TaskSpec, attempt: u32, phase: TaskPhase) {
+        self.phase_with(task, attempt, phase, serde_json::Value::Null);
+    }
+
+    /// Records that `task`'s attempt `attempt` entered `phase`, with the phase's budgets.
+    pub fn phase_with(
         &self,
-        event: &str,
         task: &TaskSpec,
-        attempt: Option<u32>,
-        phase: Option<&str>,
-        status: Option<&str>,
-        payload: serde_json::Value,
+        attempt: u32,
+        phase: TaskPhase,
+        detail: serde_json::Value,
     ) {
-        self.progress.emit(
-            event,
-            Some(TaskRef {
-                task_id: &task.task_id,
-                category: &task.category,
-                attempt,
-            }),
+        self.emit(ProgressEvent::PhaseChanged {
+            task: task_ref(task, Some(attempt)),
             phase,
-            status,
-            payload,
-        );
+            detail,
+        });
     }
 
     /// A usable evaluation checkpoint of an interrupted earlier run for this attempt: same reuse
@@ -174,5 +176,14 @@ impl RequestContext {
             Err(poisoned) => poisoned.into_inner(),
         };
         metrics.add_task(category, outcomes);
+    }
+}
+
+/// The progress reference of `task` (and one of its attempts).
+pub fn task_ref(task: &TaskSpec, attempt: Option<u32>) -> TaskRef<'_> {
+    TaskRef {
+        task_id: &task.task_id,
+        category: &task.category,
+        attempt,
     }
 }

@@ -8,29 +8,80 @@ mod blocking;
 mod context;
 pub mod limits;
 mod phase;
-mod phase_scope;
-mod request;
 pub mod retry;
+mod reuse;
+mod run;
+mod session;
 mod task;
 mod task_source;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use request::{preflight, reuse_key, PreparedRequest, RequestOutcome};
+pub use reuse::reuse_key;
+pub use run::{preflight, PreparedRequest, RequestOutcome};
 
+use agentcompass_results::status::RunStatus;
+
+use crate::exit_code;
 use crate::host_services::CancelToken;
 use crate::progress::terminal_for;
 use crate::registry::Registry;
 use crate::request::Orchestration;
 use limits::Limits;
-use request::{run_request, Shared};
+use run::{run_request, Shared};
+
+/// The terminal status of an orchestration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrchestrationStatus {
+    /// Every request completed.
+    Completed,
+    /// Some requests completed, others failed.
+    PartialFailure,
+    /// No request completed.
+    Failed,
+    /// Stopped by the user.
+    Cancelled,
+    /// Stopped by the orchestration deadline.
+    TimedOut,
+}
+
+impl OrchestrationStatus {
+    /// The printed name (`partial_failure`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrchestrationStatus::Completed => "completed",
+            OrchestrationStatus::PartialFailure => "partial_failure",
+            OrchestrationStatus::Failed => "failed",
+            OrchestrationStatus::Cancelled => "cancelled",
+            OrchestrationStatus::TimedOut => "timed_out",
+        }
+    }
+
+    /// The status of an orchestration stopped early (`stop`) or whose requests ended so.
+    fn of(stop: Option<RunStatus>, requests: &[RequestOutcome]) -> Self {
+        let completed = |r: &RequestOutcome| r.status == RunStatus::Completed;
+        match stop {
+            Some(RunStatus::TimedOut) => OrchestrationStatus::TimedOut,
+            Some(_) => OrchestrationStatus::Cancelled,
+            None if requests.iter().all(completed) => OrchestrationStatus::Completed,
+            None if requests.iter().any(completed) => OrchestrationStatus::PartialFailure,
+            None => OrchestrationStatus::Failed,
+        }
+    }
+}
+
+impl std::fmt::Display for OrchestrationStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The terminal state of an orchestration.
 #[derive(Debug, Clone)]
 pub struct OrchestrationOutcome {
-    /// `completed`, `partial_failure`, `failed`, `cancelled` or `timed_out`.
-    pub status: String,
+    /// How it ended.
+    pub status: OrchestrationStatus,
     /// Every request, in declaration order.
     pub requests: Vec<RequestOutcome>,
 }
@@ -38,16 +89,36 @@ pub struct OrchestrationOutcome {
 impl OrchestrationOutcome {
     /// The process exit code: 0 completed, 130 cancelled, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        match self.status.as_str() {
-            "completed" => 0,
-            "cancelled" => 130,
-            _ => 1,
+        match self.status {
+            OrchestrationStatus::Completed => exit_code::SUCCESS,
+            OrchestrationStatus::Cancelled => exit_code::CANCELLED,
+            _ => exit_code::FAILURE,
         }
     }
 }
 
-/// Cancels on the first SIGINT/SIGTERM (and says so); exits at once on the second.
-fn watch_signals(cancel: CancelToken, stop_reason: Arc<Mutex<Option<String>>>) {
+/// What the runtime tells the user while it runs; the binary prints it (the library never
+/// writes to the terminal itself).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Notice {
+    /// The first Ctrl-C (or SIGTERM): cancelling, cleaning up.
+    CancelRequested,
+    /// A second Ctrl-C: the receiver should exit the process at once (status 130).
+    SecondInterrupt,
+    /// The orchestration deadline (seconds) passed: stopping.
+    DeadlinePassed(f64),
+}
+
+/// Receives the runtime's notices (see [`Notice`]).
+pub type NoticeSink = fn(Notice);
+
+/// Cancels on the first SIGINT/SIGTERM (and says so); on the second, tells `notify`, which
+/// exits the process.
+fn watch_signals(
+    cancel: CancelToken,
+    stop_reason: Arc<Mutex<Option<RunStatus>>>,
+    notify: NoticeSink,
+) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut interrupt), Ok(mut terminate)) = (
         signal(SignalKind::interrupt()),
@@ -65,15 +136,33 @@ fn watch_signals(cancel: CancelToken, stop_reason: Arc<Mutex<Option<String>>>) {
             }
             received += 1;
             if received > 1 {
-                eprintln!("\nSecond interrupt: exiting now.");
-                std::process::exit(130);
+                notify(Notice::SecondInterrupt);
+                continue;
             }
             if let Ok(mut reason) = stop_reason.lock() {
-                reason.get_or_insert_with(|| "cancelled".to_string());
+                reason.get_or_insert(RunStatus::Cancelled);
             }
-            eprintln!("\nCancellation requested; cleaning up (press Ctrl-C again to exit now).");
+            notify(Notice::CancelRequested);
             cancel.cancel();
         }
+    });
+}
+
+/// Stops the orchestration when its deadline passes.
+fn watch_deadline(
+    cancel: CancelToken,
+    stop_reason: Arc<Mutex<Option<RunStatus>>>,
+    seconds: f64,
+    notify: NoticeSink,
+) {
+    let deadline = Duration::from_secs_f64(seconds);
+    tokio::spawn(async move {
+        tokio::time::sleep(deadline).await;
+        if let Ok(mut reason) = stop_reason.lock() {
+            reason.get_or_insert(RunStatus::TimedOut);
+        }
+        notify(Notice::DeadlinePassed(deadline.as_secs_f64()));
+        cancel.cancel();
     });
 }
 
@@ -81,25 +170,19 @@ fn watch_signals(cancel: CancelToken, stop_reason: Arc<Mutex<Option<String>>>) {
 pub async fn execute(
     orchestration: &Orchestration,
     prepared: Vec<PreparedRequest>,
+    notify: NoticeSink,
 ) -> OrchestrationOutcome {
     let cancel = CancelToken::new();
     let stop_reason = Arc::new(Mutex::new(None));
-    watch_signals(cancel.clone(), stop_reason.clone());
+    watch_signals(cancel.clone(), stop_reason.clone(), notify);
     let runtime = &orchestration.runtime;
     if runtime.timeout_seconds > 0.0 {
-        let (cancel, reason) = (cancel.clone(), stop_reason.clone());
-        let deadline = Duration::from_secs_f64(runtime.timeout_seconds);
-        tokio::spawn(async move {
-            tokio::time::sleep(deadline).await;
-            if let Ok(mut r) = reason.lock() {
-                r.get_or_insert_with(|| "timed_out".to_string());
-            }
-            eprintln!(
-                "\nThe orchestration deadline ({:.0} s) passed; stopping.",
-                deadline.as_secs_f64()
-            );
-            cancel.cancel();
-        });
+        watch_deadline(
+            cancel.clone(),
+            stop_reason.clone(),
+            runtime.timeout_seconds,
+            notify,
+        );
     }
     let shared = Shared {
         runtime: runtime.clone(),
@@ -110,14 +193,11 @@ pub async fn execute(
         stop_reason: stop_reason.clone(),
     };
     let requests = futures_join_all(prepared.into_iter().map(|p| run_request(&shared, p))).await;
-    let stop = stop_reason.lock().map(|r| r.clone()).unwrap_or(None);
-    let status = match stop {
-        Some(reason) => reason,
-        None if requests.iter().all(|r| r.status == "completed") => "completed".into(),
-        None if requests.iter().any(|r| r.status == "completed") => "partial_failure".into(),
-        None => "failed".into(),
-    };
-    OrchestrationOutcome { status, requests }
+    let stop = stop_reason.lock().map(|r| *r).unwrap_or(None);
+    OrchestrationOutcome {
+        status: OrchestrationStatus::of(stop, &requests),
+        requests,
+    }
 }
 
 /// Awaits every future concurrently, keeping their order.

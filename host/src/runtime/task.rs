@@ -4,14 +4,16 @@
 use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::{
-    AttemptStrategy, ExecutionIssue, IssuePhase, IssueSeverity, MetricValue, RunResult, TaskSpec,
+    AttemptStrategy, ExecutionPlan, IssuePhase, IssueSeverity, MetricValue, RunResult, TaskSpec,
 };
 use serde_json::{json, Map, Value};
 
-use super::attempt::{failed, physical_attempt, recover_evaluation};
-use super::context::RequestContext;
+use super::attempt::{failed, physical_attempt, recover_evaluation, PhysicalOutcome};
+use super::context::{task_ref, RequestContext};
 use super::retry::{backoff_seconds, jitter_unit, retry_reason};
+use crate::issue_codes as codes;
 use crate::metrics::AttemptOutcome;
+use crate::progress::{ProgressEvent, TaskOutcome, TaskPhase};
 use agentcompass_results::artifacts as manifest;
 use agentcompass_results::records::{attempt_payload, task_payload, RETRY_SCHEMA};
 use agentcompass_results::store::{TaskState, TaskWriter};
@@ -27,6 +29,7 @@ pub enum TaskEnd {
     StoreFailed,
 }
 
+/// A semantic attempt, after its runtime retries.
 struct LogicalAttempt {
     result: RunResult,
     retries: u32,
@@ -34,166 +37,161 @@ struct LogicalAttempt {
     cancelled: bool,
 }
 
+impl LogicalAttempt {
+    fn not_run(result: RunResult, plan_summary: Value) -> Self {
+        LogicalAttempt {
+            result,
+            retries: 0,
+            plan_summary,
+            cancelled: false,
+        }
+    }
+}
+
+/// One semantic attempt: plan it (a new plan), check the plan, then run it with runtime
+/// retries (the same plan).
 async fn logical_attempt(
     rc: &RequestContext,
     task: &TaskSpec,
     attempt: u32,
     writer: &TaskWriter,
 ) -> LogicalAttempt {
-    rc.task_event(
-        "attempt_started",
-        task,
-        Some(attempt),
-        None,
-        None,
-        Value::Null,
-    );
-    rc.task_event(
-        "phase_changed",
-        task,
-        Some(attempt),
-        Some("plan"),
-        None,
-        Value::Null,
-    );
+    rc.emit(ProgressEvent::AttemptStarted(task_ref(task, Some(attempt))));
+    rc.phase(task, attempt, TaskPhase::Plan);
     let plan = match rc.planner.plan(task, &rc.resolved, attempt) {
         Ok(plan) => plan,
         Err(e) => {
-            return LogicalAttempt {
-                result: failed(
-                    task,
-                    ExecutionIssue::fatal(IssuePhase::Setup, "setup_failed", e.to_string()),
-                ),
-                retries: 0,
-                plan_summary: Value::Null,
-                cancelled: false,
-            }
+            let issue = codes::SETUP_FAILED.fatal(IssuePhase::Setup, e.to_string());
+            return LogicalAttempt::not_run(failed(task, issue), Value::Null);
         }
     };
     let plan_summary = serde_json::to_value(plan.summary()).unwrap_or(Value::Null);
-    rc.task_event(
-        "execution_plan_resolved",
-        task,
-        Some(attempt),
-        Some("plan"),
-        None,
-        plan_summary.clone(),
-    );
+    rc.emit(ProgressEvent::ExecutionPlanResolved {
+        task: task_ref(task, Some(attempt)),
+        plan: plan_summary.clone(),
+    });
     if let Err(e) = rc.planner.check(&plan, &crate::config::process_env) {
-        return LogicalAttempt {
-            result: failed(
-                task,
-                ExecutionIssue::fatal(IssuePhase::Setup, "unsupported", e.to_string()),
-            ),
-            retries: 0,
-            plan_summary,
-            cancelled: false,
-        };
+        let issue = codes::UNSUPPORTED.fatal(IssuePhase::Setup, e.to_string());
+        return LogicalAttempt::not_run(failed(task, issue), plan_summary);
     }
-    let exec = &rc.resolved.execution;
+    let (result, retries, cancelled) = run_with_retries(rc, task, &plan, attempt, writer).await;
+    LogicalAttempt {
+        result,
+        retries,
+        plan_summary,
+        cancelled,
+    }
+}
+
+/// Runs the attempt (resuming an interrupted run's evaluation when it can), retrying while
+/// the retry rule asks for it and retries are left. Returns the last result, the number of
+/// retries and whether the run was cancelled.
+async fn run_with_retries(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+) -> (RunResult, u32, bool) {
+    let max_retries = rc.resolved.execution.max_retries;
     let mut retries = 0;
-    let mut resume = rc.resumable_checkpoint(task, attempt, &plan);
+    let mut resume = rc.resumable_checkpoint(task, attempt, plan);
     loop {
         let recovered = match resume.take() {
             Some((checkpoint, dir)) => {
-                recover_evaluation(rc, task, &plan, attempt, writer, checkpoint, &dir).await
+                recover_evaluation(rc, task, plan, attempt, writer, checkpoint, &dir).await
             }
             None => None,
         };
         let outcome = match recovered {
             Some(outcome) => outcome,
-            None => physical_attempt(rc, task, &plan, attempt, writer).await,
+            None => physical_attempt(rc, task, plan, attempt, writer).await,
         };
         if outcome.cancelled {
-            return LogicalAttempt {
-                result: outcome.result,
-                retries,
-                plan_summary,
-                cancelled: true,
-            };
+            return (outcome.result, retries, true);
         }
-        for issue in outcome
-            .result
-            .issues
-            .iter()
-            .filter(|i| i.severity != IssueSeverity::Warning)
-        {
-            tracing::warn!(task_id = %task.task_id, attempt, code = %issue.code, "{}", issue.message);
+        log_issues(task, attempt, &outcome.result);
+        let Some(reason) = retry_reason(&outcome.result.issues, &rc.patterns) else {
+            return (outcome.result, retries, false);
+        };
+        if retries >= max_retries {
+            return (outcome.result, retries, false);
         }
-        let reason = retry_reason(&outcome.result.issues, &rc.patterns);
-        match reason {
-            Some(reason) if retries < exec.max_retries => {
-                retries += 1;
-                let delay = backoff_seconds(
-                    retries,
-                    exec.retry_min_delay_seconds,
-                    exec.retry_max_delay_seconds,
-                    jitter_unit(),
-                );
-                let stage = if outcome
-                    .result
-                    .issues
-                    .iter()
-                    .any(|i| i.phase == IssuePhase::Evaluate)
-                {
-                    "evaluate"
-                } else {
-                    "attempt"
-                };
-                // The discarded run's checkpoint and artifacts move aside (spec: archived
-                // under `retries/<id>/`); the next physical run starts empty.
-                let archived = writer
-                    .archive_for_retry(
-                        attempt,
-                        retries,
-                        &[manifest::ARTIFACTS_DIR, manifest::MANIFEST_FILE],
-                    )
-                    .map_err(|e| {
-                        tracing::warn!("cannot archive the retried run of {}: {e}", task.task_id)
-                    })
-                    .ok()
-                    .flatten();
-                let record = json!({
-                    "schema_version": RETRY_SCHEMA,
-                    "archived_to": archived,
-                    "task_id": task.task_id,
-                    "category": task.category,
-                    "attempt": attempt,
-                    "retry": retries,
-                    "max_retries": exec.max_retries,
-                    "retry_delay_seconds": delay,
-                    "stage": stage,
-                    "scope": "attempt",
-                    "matched_pattern": reason,
-                    "issues": agentcompass_redact::redact_value(&serde_json::to_value(&outcome.result.issues).unwrap_or(Value::Null)),
-                    "discarded_result": attempt_payload(&outcome.result, retries - 1),
-                });
-                if let Err(e) = writer.write_retry(attempt, retries, stage, &record) {
-                    tracing::warn!("cannot record retry of {}: {e}", task.task_id);
-                }
-                rc.task_event("attempt_retry", task,
-                    Some(attempt),
-                    Some("retry_wait"),
-                    None,
-                    json!({"retry": retries, "max_retries": exec.max_retries, "retry_delay_seconds": delay, "stage": stage, "scope": "attempt", "matched_pattern": reason}),
-                );
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs_f64(delay)) => {}
-                    _ = rc.cancel.cancelled() => {
-                        return LogicalAttempt { result: outcome.result, retries, plan_summary, cancelled: true };
-                    }
-                }
-            }
-            _ => {
-                return LogicalAttempt {
-                    result: outcome.result,
-                    retries,
-                    plan_summary,
-                    cancelled: false,
-                }
-            }
+        retries += 1;
+        let delay = record_retry(rc, task, attempt, writer, &outcome, retries, &reason);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs_f64(delay)) => {}
+            _ = rc.cancel.cancelled() => return (outcome.result, retries, true),
         }
     }
+}
+
+/// Logs every non-warning issue of an attempt's result.
+fn log_issues(task: &TaskSpec, attempt: u32, result: &RunResult) {
+    for issue in result
+        .issues
+        .iter()
+        .filter(|i| i.severity != IssueSeverity::Warning)
+    {
+        tracing::warn!(task_id = %task.task_id, attempt, code = %issue.code, "{}", issue.message);
+    }
+}
+
+/// Archives the discarded run (its checkpoint and artifacts move under `retries/`, so the next
+/// physical run starts empty), writes the retry record and announces the retry. Returns the
+/// backoff before the retry, in seconds.
+fn record_retry(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    attempt: u32,
+    writer: &TaskWriter,
+    outcome: &PhysicalOutcome,
+    retry: u32,
+    reason: &str,
+) -> f64 {
+    let exec = &rc.resolved.execution;
+    let delay = backoff_seconds(
+        retry,
+        exec.retry_min_delay_seconds,
+        exec.retry_max_delay_seconds,
+        jitter_unit(),
+    );
+    let issues = &outcome.result.issues;
+    let stage = if issues.iter().any(|i| i.phase == IssuePhase::Evaluate) {
+        "evaluate"
+    } else {
+        "attempt"
+    };
+    let archived = writer
+        .archive_for_retry(
+            attempt,
+            retry,
+            &[manifest::ARTIFACTS_DIR, manifest::MANIFEST_FILE],
+        )
+        .map_err(|e| tracing::warn!("cannot archive the retried run of {}: {e}", task.task_id))
+        .ok()
+        .flatten();
+    let detail = json!({"retry": retry, "max_retries": exec.max_retries, "retry_delay_seconds": delay, "stage": stage, "scope": "attempt", "matched_pattern": reason});
+    let mut record = json!({
+        "schema_version": RETRY_SCHEMA,
+        "archived_to": archived,
+        "task_id": task.task_id,
+        "category": task.category,
+        "attempt": attempt,
+        "issues": agentcompass_redact::redact_value(&serde_json::to_value(issues).unwrap_or(Value::Null)),
+        "discarded_result": attempt_payload(&outcome.result, retry - 1),
+    });
+    if let (Some(record), Some(detail)) = (record.as_object_mut(), detail.as_object()) {
+        record.extend(detail.clone());
+    }
+    if let Err(e) = writer.write_retry(attempt, retry, stage, &record) {
+        tracing::warn!("cannot record retry of {}: {e}", task.task_id);
+    }
+    rc.emit(ProgressEvent::AttemptRetry {
+        task: task_ref(task, Some(attempt)),
+        detail,
+    });
+    delay
 }
 
 fn succeeded(result: &RunResult, primary: Option<&str>) -> bool {
@@ -207,16 +205,23 @@ fn succeeded(result: &RunResult, primary: Option<&str>) -> bool {
             .is_some_and(|v| matches!(v, MetricValue::Bool(true)) || v.as_f64() >= 1.0)
 }
 
+/// What a task's attempts produced, for its `task.json` and metrics.
+#[derive(Default)]
+struct Attempts {
+    outcomes: Vec<AttemptOutcome>,
+    numbers: Vec<u32>,
+    plans: Map<String, Value>,
+    retry_counts: Map<String, Value>,
+    worst: Option<IssueSeverity>,
+}
+
 /// Runs every semantic attempt of `task` and publishes it.
 pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: usize) -> TaskEnd {
-    rc.task_event(
-        "task_started",
-        &task,
-        None,
-        None,
-        None,
-        json!({"index": index, "total": total}),
-    );
+    rc.emit(ProgressEvent::TaskStarted {
+        task: task_ref(&task, None),
+        index,
+        total,
+    });
     let writer = match rc.store.begin_task(&task.task_id) {
         Ok(writer) => writer,
         Err(e) => {
@@ -224,17 +229,39 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
             return TaskEnd::StoreFailed;
         }
     };
+    let attempts = match run_attempts(rc, &task, &writer).await {
+        Ok(attempts) => attempts,
+        Err(end) => return end,
+    };
+    if let Err(end) = publish(rc, &task, writer, &attempts) {
+        return end;
+    }
+    let status = TaskOutcome::from_severity(attempts.worst);
+    let severity = crate::progress::severity_name(attempts.worst);
+    tracing::info!(task_id = %task.task_id, status = status.as_str(), severity, "task finished");
+    rc.emit(ProgressEvent::TaskFinished {
+        task: task_ref(&task, None),
+        status,
+        severity: attempts.worst,
+        index,
+        total,
+    });
+    TaskEnd::Published
+}
+
+/// The semantic attempts of `task` (`k` of them, fewer when `pass` succeeds early), each
+/// result written as it ends.
+async fn run_attempts(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    writer: &TaskWriter,
+) -> Result<Attempts, TaskEnd> {
     let plan = rc.resolved.execution.attempts;
-    let k = plan.k.max(1);
-    let mut outcomes = Vec::with_capacity(k as usize);
-    let mut attempts_done = Vec::with_capacity(k as usize);
-    let mut plans = Map::new();
-    let mut retry_counts = Map::new();
-    let mut worst: Option<IssueSeverity> = None;
-    for attempt in 1..=k {
-        let done = logical_attempt(rc, &task, attempt, &writer).await;
+    let mut attempts = Attempts::default();
+    for attempt in 1..=plan.k.max(1) {
+        let done = logical_attempt(rc, task, attempt, writer).await;
         if done.cancelled {
-            return TaskEnd::Cancelled;
+            return Err(TaskEnd::Cancelled);
         }
         if let Err(e) =
             writer.write_attempt_result(attempt, &attempt_payload(&done.result, done.retries))
@@ -243,68 +270,64 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
                 "cannot write result of task {} attempt {attempt}: {e}",
                 task.task_id
             );
-            return TaskEnd::StoreFailed;
+            return Err(TaskEnd::StoreFailed);
         }
-        let status = if done.result.highest_severity() == Some(IssueSeverity::Fatal) {
-            "failed"
-        } else {
-            "completed"
-        };
-        rc.task_event(
-            "attempt_finished",
-            &task,
-            Some(attempt),
-            None,
-            Some(status),
-            Value::Null,
-        );
-        worst = worst.max(done.result.highest_severity());
-        outcomes.push(AttemptOutcome::from_result(&done.result));
-        attempts_done.push(attempt);
-        plans.insert(attempt.to_string(), done.plan_summary);
-        retry_counts.insert(attempt.to_string(), json!(done.retries));
+        let worst = done.result.highest_severity();
+        rc.emit(ProgressEvent::AttemptFinished {
+            task: task_ref(task, Some(attempt)),
+            status: TaskOutcome::from_severity(worst),
+        });
+        attempts.worst = attempts.worst.max(worst);
+        attempts
+            .outcomes
+            .push(AttemptOutcome::from_result(&done.result));
+        attempts.numbers.push(attempt);
+        attempts
+            .plans
+            .insert(attempt.to_string(), done.plan_summary);
+        attempts
+            .retry_counts
+            .insert(attempt.to_string(), json!(done.retries));
         if plan.strategy == AttemptStrategy::Pass
             && succeeded(&done.result, rc.primary_metric.as_deref())
         {
             break;
         }
     }
-    let state = match worst {
+    Ok(attempts)
+}
+
+/// Publishes the task (its directory moves under its state directory), records its plans and
+/// adds it to the metrics.
+fn publish(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    writer: TaskWriter,
+    attempts: &Attempts,
+) -> Result<(), TaskEnd> {
+    let state = match attempts.worst {
         Some(IssueSeverity::Fatal) => TaskState::Fatal,
         Some(IssueSeverity::Error) => TaskState::Error,
         _ => TaskState::Normal,
     };
-    let payload = task_payload(&task, &attempts_done, &plan, &rc.reuse_key, &retry_counts);
+    let plan = rc.resolved.execution.attempts;
+    let payload = task_payload(
+        task,
+        &attempts.numbers,
+        &plan,
+        &rc.reuse_key,
+        &attempts.retry_counts,
+    );
     if let Err(e) = writer.publish(&payload, state) {
         tracing::error!("cannot publish task {}: {e}", task.task_id);
-        return TaskEnd::StoreFailed;
+        return Err(TaskEnd::StoreFailed);
     }
     if let Err(e) = rc
         .store
-        .append_resolved_plans(&task.task_id, &Value::Object(plans))
+        .append_resolved_plans(&task.task_id, &Value::Object(attempts.plans.clone()))
     {
         tracing::warn!("cannot record the plans of task {}: {e}", task.task_id);
     }
-    rc.record_metrics(&task.category, &outcomes);
-    let severity = match worst {
-        Some(IssueSeverity::Fatal) => "fatal",
-        Some(IssueSeverity::Error) => "error",
-        Some(IssueSeverity::Warning) => "warning",
-        None => "none",
-    };
-    let status = if worst == Some(IssueSeverity::Fatal) {
-        "failed"
-    } else {
-        "completed"
-    };
-    tracing::info!(task_id = %task.task_id, status, severity, "task finished");
-    rc.task_event(
-        "task_finished",
-        &task,
-        None,
-        None,
-        Some(status),
-        json!({"index": index, "total": total, "severity": severity}),
-    );
-    TaskEnd::Published
+    rc.record_metrics(&task.category, &attempts.outcomes);
+    Ok(())
 }

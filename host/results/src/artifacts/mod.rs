@@ -106,14 +106,6 @@ impl ArtifactError {
             cause,
         }
     }
-
-    /// The issue code for a capture failure.
-    pub fn capture_code(&self) -> &'static str {
-        match self {
-            ArtifactError::LimitExceeded { .. } => "artifact_limit_exceeded",
-            _ => "artifact_capture_failed",
-        }
-    }
 }
 
 /// What a collected source is.

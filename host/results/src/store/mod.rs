@@ -27,8 +27,8 @@ mod task;
 mod tests;
 
 pub use published::{
-    attempts_complete, find_reuse_source, published_tasks, read_run_info, running_tasks,
-    PublishedTask, PublishedTasks,
+    attempts_complete, copy_tree, find_reuse_source, published_tasks, read_run_info, running_tasks,
+    CopyHook, PublishedTask, PublishedTasks,
 };
 pub use task::{TaskState, TaskWriter};
 
@@ -45,6 +45,7 @@ use serde_json::Value;
 
 use crate::fsutil;
 use crate::naming::{sanitize_component, task_dir_name};
+use crate::status::RunStatus;
 use crate::time::new_run_id;
 
 /// `schema_version` of `run_info.json`.
@@ -271,15 +272,15 @@ pub struct RunInfo {
     /// The run id (the run directory's name).
     #[serde(default)]
     pub run_id: String,
-    /// Start time, RFC 3339 (see [`rfc3339`]).
+    /// Start time, RFC 3339 (see [`crate::time::rfc3339`]).
     #[serde(default)]
     pub started_at: String,
     /// End time, RFC 3339; `None` while running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<String>,
-    /// `running`, `completed`, `failed`, `cancelled` or `timed_out`.
+    /// Where the run is (`running` until it ends).
     #[serde(default)]
-    pub status: String,
+    pub status: RunStatus,
     /// Why the run failed, one line.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -309,7 +310,7 @@ impl RunInfo {
             run_id: run_id.into(),
             started_at: started_at.into(),
             finished_at: None,
-            status: "running".to_string(),
+            status: RunStatus::Running,
             error: None,
             request,
             reused_from: None,

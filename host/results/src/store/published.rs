@@ -244,7 +244,8 @@ pub fn running_tasks(run_dir: &Path) -> Vec<(String, PathBuf)> {
 }
 
 /// Called for every copied file; tests use it to inject a failure part-way.
-pub(super) type CopyHook<'a> = dyn FnMut(&Path) -> io::Result<()> + 'a;
+/// Called with every file before it is copied (tests use it to fail a copy midway).
+pub type CopyHook<'a> = dyn FnMut(&Path) -> io::Result<()> + 'a;
 
 pub(super) fn import_published(
     store: &RunStore,
@@ -302,11 +303,12 @@ fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Copies the tree `src` to the new directory `dst`: files (with their modes, fsynced),
+/// Copies the tree `src` to the directory `dst` (created when missing): files (with their
+/// modes, fsynced),
 /// subdirectories (modes set after filling them) and symlinks (recreated as links). Never
 /// hard-links. Other file types are skipped.
-fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), StoreError> {
-    fs::create_dir(dst).map_err(|e| StoreError::io("create directory", dst, e))?;
+pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), StoreError> {
+    fs::create_dir_all(dst).map_err(|e| StoreError::io("create directory", dst, e))?;
     let entries = fs::read_dir(src).map_err(|e| StoreError::io("list", src, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| StoreError::io("list", src, e))?;

@@ -293,7 +293,7 @@ fn run_info_without_and_with_plans() {
         .unwrap();
     drop(log);
 
-    run_info.status = "completed".into();
+    run_info.status = crate::status::RunStatus::Completed;
     run_info.finished_at = Some("2026-11-30T02:00:00Z".into());
     store.finalize_run_info(&run_info).unwrap();
     let text = fs::read_to_string(store.run_info_path()).unwrap();

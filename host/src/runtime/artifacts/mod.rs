@@ -31,4 +31,4 @@ mod transfer;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use transfer::{download_all, reset_destination, restore_all};
+pub(crate) use transfer::{download_all, reset_destination, restore_all, StageError};

@@ -209,7 +209,7 @@ fn limits_on_bytes_and_entries_are_capture_errors() {
     )
     .unwrap_err();
     let message = err.to_string();
-    assert_eq!(err.capture_code(), "artifact_limit_exceeded");
+    assert_eq!(capture_code(&err).code, "artifact_limit_exceeded");
     assert!(
         message.contains("max_mb")
             && message.contains("1228800 bytes")
@@ -265,7 +265,7 @@ fn escaping_links_and_special_files_are_refused() {
     std::os::unix::fs::symlink("../../outside", local.join("in/up")).unwrap();
     let err = measure_entry(&spec("/app/sub", "sub", &[]), &local, &mut budget()).unwrap_err();
     assert!(matches!(err, ArtifactError::EscapingLink { .. }), "{err}");
-    assert_eq!(err.capture_code(), "artifact_capture_failed");
+    assert_eq!(capture_code(&err).code, "artifact_capture_failed");
     fs::remove_file(local.join("in/up")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", local.join("abs")).unwrap();
     assert!(measure_entry(&spec("/app/sub", "sub", &[]), &local, &mut budget()).is_err());
@@ -644,7 +644,7 @@ async fn restore_refuses_a_corrupt_copy_before_uploading() {
     let (code, message) = restore_all(&session, &attempt, &replay_specs(), 60.0)
         .await
         .unwrap_err();
-    assert_eq!(code, "artifact_verification_failed");
+    assert_eq!(code.code, "artifact_verification_failed");
     assert!(
         message.contains(&corrupt.display().to_string()),
         "{message}"
@@ -656,7 +656,7 @@ async fn restore_refuses_a_corrupt_copy_before_uploading() {
     let (code, message) = restore_all(&session, &attempt, &replay_specs(), 60.0)
         .await
         .unwrap_err();
-    assert_eq!(code, "artifact_verification_failed");
+    assert_eq!(code.code, "artifact_verification_failed");
     assert!(
         message.contains("keep.log") && message.contains("missing"),
         "{message}"
@@ -681,7 +681,7 @@ async fn a_limit_violation_fails_the_entry_and_removes_its_copy() {
     let (code, message) = download_all(&session, &specs, &root, &limits, &mut entries)
         .await
         .unwrap_err();
-    assert_eq!(code, "artifact_limit_exceeded");
+    assert_eq!(code.code, "artifact_limit_exceeded");
     assert!(message.contains("max_files"), "{message}");
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].status, EntryStatus::Failed);

@@ -15,6 +15,15 @@ use agentcompass_results::artifacts::{
 };
 
 use super::measure::{measure_entry, Budget};
+use crate::issue_codes::{self as codes, IssueCode};
+
+/// The issue code of a failure to capture a downloaded artifact.
+pub(super) fn capture_code(error: &ArtifactError) -> IssueCode {
+    match error {
+        ArtifactError::LimitExceeded { .. } => codes::ARTIFACT_LIMIT_EXCEEDED,
+        _ => codes::ARTIFACT_CAPTURE_FAILED,
+    }
+}
 
 /// One upload of a fresh-evaluation restore.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +94,7 @@ pub(crate) fn restore_plan(manifest: &ArtifactManifest) -> Result<Vec<RestoreSte
 // Session transfers.
 
 /// A failed artifact stage: the issue code and its one-line message.
-pub(crate) type StageError = (&'static str, String);
+pub(crate) type StageError = (IssueCode, String);
 
 fn remove_local(path: &Path) {
     let removed = match fs::symlink_metadata(path) {
@@ -103,7 +112,7 @@ fn remove_local(path: &Path) {
 pub(crate) fn reset_destination(root: &Path, manifest: &Path) -> Result<(), StageError> {
     let failed = |op: &str, path: &Path, e: io::Error| {
         (
-            "artifact_download_failed",
+            codes::ARTIFACT_DOWNLOAD_FAILED,
             format!("cannot {op} {}: {e}", path.display()),
         )
     };
@@ -153,7 +162,7 @@ pub(crate) async fn download_all(
             remove_local(&target);
             let message = format!("cannot download artifact {}: {}", spec.source, e.message);
             entries.push(ManifestEntry::failed(spec, message.clone()));
-            return Err(("artifact_download_failed", message));
+            return Err((codes::ARTIFACT_DOWNLOAD_FAILED, message));
         }
         let measured =
             crate::runtime::blocking::blocking(|| measure_entry(spec, &target, &mut budget));
@@ -163,7 +172,7 @@ pub(crate) async fn download_all(
                 remove_local(&target);
                 let message = e.to_string();
                 entries.push(ManifestEntry::failed(spec, message.clone()));
-                return Err((e.capture_code(), message));
+                return Err((capture_code(&e), message));
             }
         }
     }
@@ -217,10 +226,10 @@ pub(crate) async fn restore_all(
         }
         Ok(None)
     })
-    .map_err(|e: ArtifactError| ("artifact_verification_failed", e.to_string()))?;
+    .map_err(|e: ArtifactError| (codes::ARTIFACT_VERIFICATION_FAILED, e.to_string()))?;
     let restore_failed = |source: &str, why: String| {
         (
-            "artifact_restore_failed",
+            codes::ARTIFACT_RESTORE_FAILED,
             format!("cannot restore artifact {source}: {why}"),
         )
     };

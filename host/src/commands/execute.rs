@@ -1,0 +1,87 @@
+//! Running a resolved orchestration: preflight every request and load its tasks (bad input
+//! exits 2 before anything is written), run it on a tokio runtime, print each request's
+//! outcome and results directory.
+
+use anyhow::Context;
+
+use agentcompass_host::request::Orchestration;
+use agentcompass_host::runtime::Notice;
+use agentcompass_host::setup::Setup;
+
+/// The most threads the runtime's blocking pool may start.
+const BLOCKING_THREADS: usize = 16;
+
+pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
+    let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let executor = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // File work handed off by providers (temp dirs, copies) is short; a small pool keeps
+        // the thread count, and with it the malloc arenas and RSS, flat however many tasks
+        // run at once (tokio's default allows 512 threads).
+        .max_blocking_threads(BLOCKING_THREADS)
+        .thread_name("agentcompass")
+        .build()
+        .context("cannot start the async runtime")?;
+    // Every request's tasks load before any results directory is created: a dataset or task
+    // directory the benchmark rejects is bad input (exit 2, nothing written).
+    let loaded = executor.block_on(async {
+        for request in &mut prepared {
+            request.load_tasks().await?;
+        }
+        Ok::<(), String>(())
+    });
+    if let Err(e) = loaded {
+        executor.shutdown_timeout(std::time::Duration::from_millis(100));
+        return Err(anyhow::anyhow!(e));
+    }
+    let outcome = executor.block_on(agentcompass_host::runtime::execute(
+        &orchestration,
+        prepared,
+        print_notice,
+    ));
+    for request in &outcome.requests {
+        let label = if request.name.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", request.name)
+        };
+        let headline = request.headline.as_deref().unwrap_or("no metrics");
+        eprintln!(
+            "{label}{} — {headline} ({} tasks, {} reused)",
+            request.status, request.published, request.reused
+        );
+        if let Some(error) = &request.error {
+            eprintln!("{label}error: {error}");
+        }
+        if let Some(dir) = &request.run_dir {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            // The metric table of summary.md, then the results path.
+            if let Ok(summary) = std::fs::read_to_string(dir.join("summary.md")) {
+                for line in summary.lines().filter(|l| l.starts_with('|')).take(12) {
+                    eprintln!("{label}{line}");
+                }
+            }
+            crate::outln!("{}", dir.display());
+        }
+    }
+    // Plugins keep threads of their own; do not wait for them at exit.
+    executor.shutdown_timeout(std::time::Duration::from_millis(100));
+    Ok(outcome.exit_code())
+}
+
+/// Prints the runtime's notices; a second interrupt exits at once.
+fn print_notice(notice: Notice) {
+    match notice {
+        Notice::CancelRequested => {
+            eprintln!("\nCancellation requested; cleaning up (press Ctrl-C again to exit now).")
+        }
+        Notice::SecondInterrupt => {
+            eprintln!("\nSecond interrupt: exiting now.");
+            std::process::exit(agentcompass_host::exit_code::CANCELLED);
+        }
+        Notice::DeadlinePassed(seconds) => {
+            eprintln!("\nThe orchestration deadline ({seconds:.0} s) passed; stopping.")
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `launch FILE`: an orchestration file's requests; `--dry-run` prints them redacted.
+
+use serde_json::{json, Value};
+
+use super::execute::execute;
+use super::invocation::{
+    load_config, plugin_settings, print_json, request_payload, runtime_overlay,
+    warn_unknown_providers, warn_unresolved,
+};
+use crate::cli::{GlobalArgs, LaunchCmd};
+use agentcompass_host::request::{
+    load_orchestration_file, resolve_orchestration, resolve_runtime, LaunchArgs, Orchestration,
+};
+use agentcompass_host::setup::build_registry;
+
+fn orchestration_payload(orchestration: &Orchestration) -> Value {
+    json!({
+        "orchestration_id": orchestration.id,
+        "name": orchestration.name,
+        "task_concurrency": orchestration.task_concurrency,
+        "runtime": orchestration.runtime,
+        "requests": orchestration.requests.iter().map(|run| {
+            let mut payload = request_payload(&run.request);
+            if let Value::Object(map) = &mut payload {
+                map.insert("key".into(), json!(run.key));
+                map.insert("index".into(), json!(run.index));
+                map.insert("name".into(), json!(run.name));
+            }
+            payload
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// `launch`: resolves an orchestration file; `--dry-run` prints it.
+pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
+    let config = load_config(global)?;
+    let file = load_orchestration_file(&cmd.file)?;
+    let args = LaunchArgs {
+        task_concurrency: cmd.task_concurrency,
+        run_id: cmd.run_id.clone(),
+        reuse: cmd.reuse,
+        runtime: runtime_overlay(global, Some(&cmd.runtime))?,
+    };
+    // The registry depends on the plugin dirs the orchestration's runtime names.
+    let source = cmd.file.display().to_string();
+    let runtime = resolve_runtime(&config, Some((&source, &file.runtime)), &args.runtime)?;
+    let setup = build_registry(&plugin_settings(global, &runtime))?;
+    super::print_problems(&setup.problems, global.verbose);
+    warn_unknown_providers(&runtime, &setup.registry);
+    let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
+    if cmd.dry_run {
+        warn_unresolved(
+            &orchestration
+                .requests
+                .iter()
+                .map(|r| &r.request)
+                .collect::<Vec<_>>(),
+        );
+        print_json(&orchestration_payload(&orchestration))?;
+        return Ok(0);
+    }
+    // Preflight and task-loading errors name the request; name the file too.
+    execute(orchestration, &setup).map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
+}

@@ -1,0 +1,98 @@
+//! `run BENCHMARK HARNESS MODEL ...`: one request from flags and configuration; `--dry-run`
+//! prints it redacted.
+
+use serde_json::{json, Value};
+
+use super::execute::execute;
+use super::invocation::{
+    load_config, plugin_settings, print_json, request_payload, runtime_overlay,
+    warn_unknown_providers, warn_unresolved,
+};
+use crate::cli::{GlobalArgs, RunCmd, StrategyArg};
+use agentcompass_host::request::{resolve_run, resolve_runtime, Orchestration, RunArgs};
+use agentcompass_host::setup::build_registry;
+
+/// The explicit inputs of a `run` (also used by `plan`).
+pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
+    let protocol = match cmd.model_api_protocol.as_deref().map(str::trim) {
+        None => None,
+        Some(text) if text.starts_with('[') => Some(
+            serde_json::from_str::<Value>(text)
+                .map_err(|e| anyhow::anyhow!("--model-api-protocol: invalid JSON list: {e}"))?,
+        ),
+        Some(text) => Some(Value::String(text.to_string())),
+    };
+    Ok(RunArgs {
+        benchmark: cmd.benchmark.clone(),
+        harness: cmd.harness.clone(),
+        model: cmd.model.clone(),
+        environment: cmd.env.clone(),
+        benchmark_params: cmd.benchmark_params.clone(),
+        harness_params: cmd.harness_params.clone(),
+        env_params: cmd.env_params.clone(),
+        model_params: cmd.model_params.clone(),
+        execution_params: cmd.execution_params.clone(),
+        model_base_url: cmd.model_base_url.clone(),
+        model_api_key: cmd.model_api_key.clone(),
+        model_api_protocol: protocol,
+        task_concurrency: cmd.task_concurrency,
+        k: cmd.k,
+        attempt_strategy: cmd.attempt_strategy.map(|s| match s {
+            StrategyArg::Avg => "avg".to_string(),
+            StrategyArg::Pass => "pass".to_string(),
+        }),
+        max_retries: cmd.max_retries,
+        retry_pattern_list: cmd.retry_pattern_list.clone(),
+        recipes: cmd.recipes.clone(),
+        keep_environment: cmd.keep_environment,
+        run_name: cmd.run_name.clone(),
+        run_id: cmd.run_id.clone(),
+        reuse: cmd.reuse.clone(),
+        no_checkpoint_resume: cmd.no_checkpoint_resume,
+    })
+}
+
+/// `run`: resolves one request; `--dry-run` prints it.
+pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
+    let config = load_config(global)?;
+    let runtime = resolve_runtime(&config, None, &runtime_overlay(global, Some(&cmd.runtime))?)?;
+    let setup = build_registry(&plugin_settings(global, &runtime))?;
+    super::print_problems(&setup.problems, global.verbose);
+    warn_unknown_providers(&runtime, &setup.registry);
+    let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
+    if cmd.dry_run {
+        warn_unresolved(&[&request]);
+        print_json(&json!({"request": request_payload(&request), "runtime": runtime}))?;
+        return Ok(0);
+    }
+    let orchestration = Orchestration::from_requests(
+        String::new(),
+        request.execution.task_concurrency,
+        runtime,
+        vec![(String::new(), request)],
+    );
+    // Preflight names the key; when a flag set it, name the flag too.
+    let mut flags: Vec<(String, &str)> = Vec::new();
+    if cmd.retry_pattern_list.is_some() {
+        flags.push((
+            "execution.retry_pattern_list".into(),
+            "--retry-pattern-list",
+        ));
+    }
+    for key in cmd.model_params.iter().flat_map(|params| params.keys()) {
+        flags.push((
+            format!("model gateway: model.params.{key}: "),
+            "--model-params",
+        ));
+    }
+    execute(orchestration, &setup).map_err(|e| {
+        let message = format!("{e:#}");
+        match flags
+            .iter()
+            .find(|(key, _)| message.starts_with(key.as_str()))
+        {
+            Some((_, flag)) => anyhow::anyhow!("{flag}: {message}"),
+            None => e,
+        }
+    })
+}

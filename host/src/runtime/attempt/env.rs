@@ -1,0 +1,160 @@
+//! Opening and closing an attempt's environments (the task environment, and the fresh
+//! evaluation environment), with their persisted `.env-resources/` records.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentRole, IssuePhase, IssueSeverity, OpenEnvironmentRequest, RunResult,
+};
+use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::Error;
+use agentcompass_results::naming::sanitize_component;
+use agentcompass_results::records::env_record;
+use agentcompass_results::store::write_json_atomic;
+use agentcompass_results::time::rfc3339;
+
+use super::outcome::{whole_seconds, Halt, IssueRule};
+use super::stage::Step;
+use crate::issue_codes as codes;
+use crate::planner::{phase_bindings, resolve_bindings, Phase};
+use crate::progress::TaskPhase;
+use crate::runtime::context::AttemptScope;
+use crate::runtime::phase::{run_phase, watchdog};
+
+/// An open environment and its persisted record.
+pub(super) struct OpenEnv {
+    pub(super) session: SessionRef,
+    record: PathBuf,
+}
+
+/// What a failure to open the environment of `role` records.
+fn open_rule(role: EnvironmentRole) -> IssueRule {
+    match role {
+        EnvironmentRole::Task => IssueRule {
+            phase: IssuePhase::Setup,
+            severity: IssueSeverity::Fatal,
+            failed: codes::ENVIRONMENT_FAILED,
+            timed_out: codes::ENVIRONMENT_TIMEOUT,
+            timeout_message: |limit| {
+                format!(
+                    "opening the environment took longer than {} s",
+                    whole_seconds(limit)
+                )
+            },
+        },
+        EnvironmentRole::Evaluation => IssueRule {
+            phase: IssuePhase::Evaluate,
+            severity: IssueSeverity::Fatal,
+            failed: codes::EVALUATION_ENVIRONMENT_FAILED,
+            timed_out: codes::EVALUATION_ENVIRONMENT_FAILED,
+            timeout_message: |_| "opening the evaluation environment timed out".into(),
+        },
+    }
+}
+
+/// The open request of `role`'s environment: its spec, baseline policy and resolved startup
+/// bindings (resolved values are registered as secrets).
+fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmentRequest, Error> {
+    let (rc, task, plan) = (step.rc, step.task, step.plan);
+    let (spec, baseline, bindings) = match role {
+        EnvironmentRole::Task => (
+            &plan.environment,
+            plan.baseline_network_policy.clone().unwrap_or_default(),
+            phase_bindings(plan, Phase::Common),
+        ),
+        EnvironmentRole::Evaluation => (
+            plan.evaluation_environment
+                .as_ref()
+                .unwrap_or(&plan.environment),
+            plan.evaluation_baseline_network_policy
+                .clone()
+                .unwrap_or_default(),
+            phase_bindings(plan, Phase::FreshStartup),
+        ),
+    };
+    let resolved_env = resolve_bindings(&bindings, &crate::config::process_env)
+        .map_err(|e| Error::invalid_input(e.to_string()))?;
+    for (key, value) in &resolved_env {
+        if bindings.get(key).is_some_and(|template| template != value) {
+            agentcompass_redact::register_secret(value);
+        }
+    }
+    let mut request =
+        OpenEnvironmentRequest::new(rc.store.run_id(), task.task_id.clone(), spec.clone());
+    request.attempt = step.attempt;
+    request.role = role;
+    request.baseline_network_policy = baseline;
+    request.run_dir = Some(rc.store.run_dir().display().to_string());
+    request.resolved_env = resolved_env;
+    Ok(request)
+}
+
+/// Opens the environment of `role` under its build timeout, after the open-rate pacing, and
+/// records it in `.env-resources/` (a session with nothing to release leaves no record).
+pub(super) async fn open_environment(
+    step: &Step<'_>,
+    role: EnvironmentRole,
+) -> Result<OpenEnv, Halt> {
+    let (rc, task, attempt) = (step.rc, step.task, step.attempt);
+    let rule = open_rule(role);
+    let request = open_request(step, role).map_err(|e| rule.failure(e))?;
+    rc.limits.pace_open(&request.environment.id).await;
+    let phase = match role {
+        EnvironmentRole::Task => TaskPhase::OpenEnvironment,
+        EnvironmentRole::Evaluation => TaskPhase::EvaluateEnvironment,
+    };
+    rc.phase(task, attempt, phase);
+    let provider = rc.planner.provider().clone();
+    let budget = watchdog(request.environment.setup.build_timeout_seconds);
+    let session = run_phase(&rc.cancel, budget, provider.open(&rc.ctx, &request))
+        .await
+        .or_halt(&rule)?;
+    let info = session.info();
+    let record = rc
+        .store
+        .env_resources_dir()
+        .join(format!("{}.json", sanitize_component(&info.id)));
+    if !info.close_params.is_null() {
+        let payload = env_record(&info, &task.task_id, attempt, &rfc3339(SystemTime::now()));
+        if let Err(e) = write_json_atomic(&record, &payload) {
+            tracing::warn!("cannot record environment {}: {e}", info.id);
+        }
+    }
+    Ok(OpenEnv { session, record })
+}
+
+/// Closes an environment within the cleanup grace (unless kept); failures become warnings.
+pub(super) async fn close_environment(rc: &AttemptScope<'_>, env: OpenEnv, result: &mut RunResult) {
+    if rc.resolved.execution.keep_environment {
+        let info = env.session.info();
+        tracing::warn!(
+            "keeping environment {} ({}) open; release it with `agentcompass-host env close {} --id {}`",
+            info.id,
+            info.provider,
+            rc.store.run_dir().display(),
+            info.id
+        );
+        return;
+    }
+    let closing = tokio::time::timeout(
+        rc.cleanup_grace.max(Duration::from_secs(1)),
+        env.session.close(),
+    )
+    .await;
+    match closing {
+        Ok(Ok(())) => {
+            if env.record.exists() {
+                if let Err(e) = std::fs::remove_file(&env.record) {
+                    tracing::warn!("cannot remove {}: {e}", env.record.display());
+                }
+            }
+        }
+        Ok(Err(e)) => result
+            .push_issue(codes::ENVIRONMENT_CLOSE_FAILED.warning(IssuePhase::Cleanup, e.message)),
+        Err(_) => result.push_issue(codes::ENVIRONMENT_CLOSE_TIMEOUT.warning(
+            IssuePhase::Cleanup,
+            "closing the environment took longer than the cleanup grace",
+        )),
+    }
+}

@@ -1,0 +1,177 @@
+//! Scoring an attempt: `evaluate` in the task environment (reuse), without one (none), or in
+//! a fresh environment with the collected artifacts restored (fresh).
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentRole, IssuePhase, IssueSeverity, PreparedTask, RunResult,
+};
+use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::Error;
+use agentcompass_results::store::TaskWriter;
+
+use super::env::{close_environment, open_environment};
+use super::outcome::{whole_seconds, Halt, IssueRule};
+use super::stage::Step;
+use crate::issue_codes as codes;
+use crate::planner::Phase;
+use crate::progress::TaskPhase;
+use crate::runtime::artifacts::{self, StageError};
+use crate::runtime::phase::{run_phase, watchdog, PhaseOutcome};
+use crate::runtime::session::scoped_session;
+
+/// Keeps the run's issues, trajectory and telemetry on the evaluated result.
+fn merge_evaluated(run: &RunResult, mut evaluated: RunResult) -> RunResult {
+    for issue in &run.issues {
+        if !evaluated.issues.contains(issue) {
+            evaluated.issues.push(issue.clone());
+        }
+    }
+    if evaluated.trajectory.is_none() {
+        evaluated.trajectory = run.trajectory.clone();
+    }
+    for (key, value) in &run.telemetry {
+        evaluated
+            .telemetry
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    for (key, value) in &run.artifacts {
+        evaluated
+            .artifacts
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    evaluated.task_id = run.task_id.clone();
+    evaluated.refresh_status();
+    evaluated
+}
+
+/// Switches `session` to the evaluation network policy (when it differs from the run's) and
+/// scopes it to the evaluation-phase bindings.
+async fn enter_evaluation_phase(
+    step: &Step<'_>,
+    session: Option<&SessionRef>,
+) -> Result<Option<SessionRef>, Halt> {
+    let plan = step.plan;
+    if let (Some(session), Some(policy)) = (session, plan.evaluation_network_policy.as_ref()) {
+        let current = plan.run_network_policy.clone().unwrap_or_default();
+        if *policy != current {
+            session.set_network_policy(policy).await.map_err(|e| {
+                Halt::Issue(codes::NETWORK_POLICY_FAILED.error(IssuePhase::Evaluate, e.message))
+            })?;
+        }
+    }
+    session
+        .map(|s| scoped_session(s, plan, Phase::Evaluation))
+        .transpose()
+        .map_err(|e| Halt::Issue(codes::ENV_BINDINGS_FAILED.error(IssuePhase::Evaluate, e.message)))
+}
+
+/// The benchmark's `evaluate` under the evaluation watchdog. Returns the (merged) result and
+/// whether the run was cancelled.
+pub(super) async fn evaluate(
+    step: &Step<'_>,
+    prepared: &PreparedTask,
+    result: RunResult,
+    session: Option<&SessionRef>,
+) -> (RunResult, bool) {
+    const RULE: IssueRule = IssueRule {
+        phase: IssuePhase::Evaluate,
+        severity: IssueSeverity::Error,
+        failed: codes::EVALUATE_FAILED,
+        timed_out: codes::EVALUATE_TIMEOUT,
+        timeout_message: |limit| {
+            format!(
+                "evaluation exceeded its {} s watchdog and was stopped",
+                whole_seconds(limit)
+            )
+        },
+    };
+    step.phase(TaskPhase::Evaluate);
+    let mut result = result;
+    let scoped = match enter_evaluation_phase(step, session).await {
+        Ok(scoped) => scoped,
+        Err(halt) => {
+            result.push_issue(halt.issue());
+            return (result, false);
+        }
+    };
+    let rc = step.rc;
+    let benchmark = &rc.planner.benchmark().benchmark;
+    let call = benchmark.evaluate(
+        &rc.ctx,
+        step.task,
+        prepared,
+        result.clone(),
+        &rc.resolved,
+        step.plan,
+        scoped.as_ref(),
+    );
+    let budget = watchdog(step.plan.evaluation_timeout_seconds);
+    match run_phase(&rc.cancel, budget, call).await.or_halt(&RULE) {
+        Ok(evaluated) => (merge_evaluated(&result, evaluated), false),
+        Err(Halt::Cancelled(_)) => (result, true),
+        Err(Halt::Issue(issue)) => {
+            result.push_issue(issue);
+            (result, false)
+        }
+    }
+}
+
+/// Fresh evaluation: a new environment from the plan's evaluation environment, collected
+/// artifacts restored to their sources, evaluate, close.
+pub(super) async fn evaluate_fresh(
+    step: &Step<'_>,
+    prepared: &PreparedTask,
+    result: RunResult,
+    writer: &TaskWriter,
+) -> (RunResult, bool) {
+    let mut result = result;
+    let env = match open_environment(step, EnvironmentRole::Evaluation).await {
+        Ok(env) => env,
+        Err(Halt::Cancelled(_)) => return (result, true),
+        Err(Halt::Issue(issue)) => {
+            result.push_issue(issue);
+            return (result, false);
+        }
+    };
+    let (mut evaluated, cancelled) = match restore(step, &env.session, writer).await {
+        Err(None) => (result, true),
+        Err(Some((code, message))) => {
+            result.push_issue(code.fatal(IssuePhase::Evaluate, message));
+            (result, false)
+        }
+        Ok(()) => evaluate(step, prepared, result, Some(&env.session)).await,
+    };
+    close_environment(step.rc, env, &mut evaluated).await;
+    (evaluated, cancelled)
+}
+
+/// Restores the collected artifacts into the fresh environment (`Err(None)`: cancelled).
+async fn restore(
+    step: &Step<'_>,
+    session: &SessionRef,
+    writer: &TaskWriter,
+) -> Result<(), Option<StageError>> {
+    step.phase(TaskPhase::RestoreArtifacts);
+    let attempt_dir = writer.attempt_dir(step.attempt);
+    let plan = step.plan;
+    let timeout = plan.artifact_limits.timeout_seconds;
+    let restore = async {
+        Ok::<_, Error>(
+            artifacts::restore_all(session, &attempt_dir, &plan.artifacts, timeout).await,
+        )
+    };
+    match run_phase(&step.rc.cancel, watchdog(Some(timeout)), restore).await {
+        PhaseOutcome::Done(Ok(_)) => Ok(()),
+        PhaseOutcome::Done(Err(failure)) => Err(Some(failure)),
+        PhaseOutcome::Cancelled => Err(None),
+        PhaseOutcome::Failed(e) => Err(Some((codes::ARTIFACT_RESTORE_FAILED, e.message))),
+        PhaseOutcome::TimedOut(limit) => Err(Some((
+            codes::ARTIFACT_RESTORE_TIMEOUT,
+            format!(
+                "artifact restore exceeded artifact_limits.timeout_seconds ({} s)",
+                whole_seconds(limit)
+            ),
+        ))),
+    }
+}

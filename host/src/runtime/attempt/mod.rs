@@ -1,0 +1,162 @@
+//! One physical attempt: open the environment → prepare → harness (or `run_task`) → collect
+//! the harness result → close the harness session → artifacts → checkpoint → evaluate (same
+//! environment, none, or a fresh one) → cleanup, always.
+//!
+//! - [`env`]: opening and closing environments;
+//! - [`stage`]: preparation and the agent run ([`stage::StageOutcome`]);
+//! - [`collect`]: artifact commands, download and manifest;
+//! - [`checkpoint`]: the evaluation checkpoint;
+//! - [`evaluate`]: scoring in the same, no, or a fresh environment;
+//! - [`recovery`]: evaluation-only recovery from an interrupted run's checkpoint;
+//! - [`outcome`]: how a phase's ending becomes an issue (one rule per phase).
+
+mod checkpoint;
+mod collect;
+mod env;
+mod evaluate;
+mod outcome;
+mod recovery;
+mod stage;
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentRole, EvaluationEnvironmentMode, ExecutionPlan, PreparedTask, RunResult, TaskSpec,
+};
+use agentcompass_results::store::TaskWriter;
+
+use crate::runtime::context::RequestContext;
+use env::{close_environment, open_environment, OpenEnv};
+use evaluate::{evaluate, evaluate_fresh};
+use outcome::has_fatal;
+use stage::{run_stage, StageOutcome, Step};
+
+pub(crate) use outcome::failed;
+pub use recovery::recover_evaluation;
+
+/// The outcome of an attempt: the scored (or failed) result, and whether the run was
+/// cancelled while it ran (a cancelled attempt is not published).
+pub struct PhysicalOutcome {
+    /// The result.
+    pub result: RunResult,
+    /// The run was cancelled during the attempt.
+    pub cancelled: bool,
+}
+
+/// Runs one physical attempt of `task` with `plan` and returns its (evaluated) result.
+pub async fn physical_attempt(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+) -> PhysicalOutcome {
+    let scope = rc.attempt_scope();
+    let step = Step {
+        rc: &scope,
+        task,
+        plan,
+        attempt,
+    };
+    let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
+    let env = match open_environment(&step, EnvironmentRole::Task).await {
+        Ok(env) => env,
+        Err(halt) => {
+            let cancelled = halt.is_cancelled();
+            let result = failed(task, halt.issue());
+            return PhysicalOutcome { result, cancelled };
+        }
+    };
+    let mut stage = run_stage(&step, &env.session).await;
+    if !stage.cancelled && !has_fatal(&stage.result) {
+        collect::collect_artifacts(&step, &env.session, writer, &mut stage.result).await;
+    }
+    scope.record_usage(&mut stage.result);
+    let mut outcome = evaluate_and_close(&step, env, stage, writer).await;
+    scope.record_usage(&mut outcome.result);
+    outcome
+}
+
+/// Everything after the agent run: the evaluation checkpoint, the evaluation in the mode the
+/// plan asks for, and closing the environment (before a none/fresh evaluation, after a reuse
+/// one).
+///
+/// The evaluation checkpoint lets a rerun score this attempt without running the agent again.
+/// An evaluation without an environment usually ends within milliseconds, and its result is
+/// then all a rerun needs: its checkpoint is only written if the environment close and the
+/// evaluation are still running after `checkpoint_after`.
+async fn evaluate_and_close(
+    step: &Step<'_>,
+    env: OpenEnv,
+    stage: StageOutcome,
+    writer: &TaskWriter,
+) -> PhysicalOutcome {
+    let StageOutcome {
+        mut result,
+        prepared,
+        mut cancelled,
+    } = stage;
+    let mode = step.plan.evaluation_environment_mode;
+    let evaluable = !cancelled && !has_fatal(&result) && prepared.is_some();
+    let defer_checkpoint = evaluable
+        && mode == EvaluationEnvironmentMode::NoEnvironment
+        && !step.rc.checkpoint_after.is_zero();
+    let deferred = defer_checkpoint.then(|| (prepared.clone(), result.clone()));
+    if evaluable && mode != EvaluationEnvironmentMode::Reuse && !defer_checkpoint {
+        checkpoint::save_now(step, writer, &prepared, &mut result);
+    }
+    if evaluable && mode == EvaluationEnvironmentMode::Reuse {
+        let prepared = prepared
+            .clone()
+            .unwrap_or_else(|| PreparedTask::new(step.task.task_id.clone(), Default::default()));
+        let (evaluated, was_cancelled) =
+            evaluate(step, &prepared, result, Some(&env.session)).await;
+        result = evaluated;
+        cancelled |= was_cancelled;
+    }
+    let checkpoint_due = tokio::time::Instant::now() + step.rc.checkpoint_after;
+    let finish = async move {
+        let mut outcome = PhysicalOutcome { result, cancelled };
+        close_environment(step.rc, env, &mut outcome.result).await;
+        match (&prepared, evaluable && !outcome.cancelled) {
+            (Some(prepared), true) => evaluate_after_close(step, prepared, outcome, writer).await,
+            _ => outcome,
+        }
+    };
+    let Some((prepared, before)) = deferred else {
+        return finish.await;
+    };
+    tokio::pin!(finish);
+    tokio::select! {
+        biased;
+        done = &mut finish => done,
+        () = tokio::time::sleep_until(checkpoint_due) => {
+            let late_issue = checkpoint::save(step, writer, &prepared, &before);
+            let mut outcome = finish.await;
+            if let Some(issue) = late_issue {
+                outcome.result.push_issue(issue);
+            }
+            outcome
+        }
+    }
+}
+
+/// A none or fresh evaluation, after the task environment closed.
+async fn evaluate_after_close(
+    step: &Step<'_>,
+    prepared: &PreparedTask,
+    outcome: PhysicalOutcome,
+    writer: &TaskWriter,
+) -> PhysicalOutcome {
+    let (result, cancelled) = match step.plan.evaluation_environment_mode {
+        EvaluationEnvironmentMode::NoEnvironment => {
+            evaluate(step, prepared, outcome.result, None).await
+        }
+        EvaluationEnvironmentMode::Fresh => {
+            evaluate_fresh(step, prepared, outcome.result, writer).await
+        }
+        EvaluationEnvironmentMode::Reuse => return outcome,
+    };
+    PhysicalOutcome {
+        result,
+        cancelled: outcome.cancelled | cancelled,
+    }
+}

@@ -1,0 +1,323 @@
+//! The run stage of an attempt: prepare the task, then the harness (start its session, run
+//! the agent, collect its result, close the session) or a harness-free benchmark's
+//! `run_task`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentcompass_plugin_api::contracts::{
+    ExecutionIssue, ExecutionPlan, IssuePhase, IssueSeverity, PreparedTask, RunResult, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::{Harness, HarnessFreeBenchmark, HarnessSession, SessionRef};
+use agentcompass_plugin_api::ErrorKind;
+use serde_json::Value;
+
+use super::outcome::{cancelled_issue, failed, whole_seconds, Halt, IssueRule};
+use crate::issue_codes as codes;
+use crate::planner::Phase;
+use crate::progress::TaskPhase;
+use crate::runtime::context::AttemptScope;
+use crate::runtime::phase::{run_phase, watchdog, PhaseOutcome};
+use crate::runtime::session::scoped_session;
+
+/// How the run stage ended.
+pub(super) struct StageOutcome {
+    /// The run result (not yet evaluated).
+    pub(super) result: RunResult,
+    /// The prepared task, when preparation succeeded.
+    pub(super) prepared: Option<PreparedTask>,
+    /// The run was cancelled during the stage.
+    pub(super) cancelled: bool,
+}
+
+impl StageOutcome {
+    fn halted(task: &TaskSpec, prepared: Option<PreparedTask>, halt: Halt) -> Self {
+        let cancelled = halt.is_cancelled();
+        StageOutcome {
+            result: failed(task, halt.issue()),
+            prepared,
+            cancelled,
+        }
+    }
+}
+
+/// The inputs every step of one attempt's stages share.
+pub(super) struct Step<'a> {
+    pub(super) rc: &'a AttemptScope<'a>,
+    pub(super) task: &'a TaskSpec,
+    pub(super) plan: &'a ExecutionPlan,
+    pub(super) attempt: u32,
+}
+
+impl Step<'_> {
+    /// Records that the attempt entered `phase`.
+    pub(super) fn phase(&self, phase: TaskPhase) {
+        self.rc.phase(self.task, self.attempt, phase);
+    }
+}
+
+/// Prepare, then the harness (or `run_task`).
+pub(super) async fn run_stage(step: &Step<'_>, session: &SessionRef) -> StageOutcome {
+    let prepared = match prepare(step, session).await {
+        Ok(prepared) => prepared,
+        Err(halt) => return StageOutcome::halted(step.task, None, halt),
+    };
+    // The agent's commands get the run-phase bindings for the rest of this stage.
+    let run_session = match enter_run_phase(step.plan, session).await {
+        Ok(scoped) => scoped,
+        Err(issue) => {
+            return StageOutcome::halted(step.task, Some(prepared), Halt::Issue(issue));
+        }
+    };
+    let rc = step.rc;
+    let (mut result, cancelled) = match (rc.planner.harness(), &rc.planner.benchmark().harness_free)
+    {
+        (None, Some(free)) => run_harness_free(step, free, &prepared, &run_session).await,
+        (Some(harness), _) => run_harness(step, harness, &prepared, &run_session).await,
+        (None, None) => (
+            failed(
+                step.task,
+                codes::HARNESS_FAILED.fatal(
+                    IssuePhase::Run,
+                    "no harness and the benchmark is not harness-free",
+                ),
+            ),
+            false,
+        ),
+    };
+    if !cancelled {
+        result.task_id = step.task.task_id.clone();
+        if result.category.is_empty() {
+            result.category = step.task.category.clone();
+        }
+    }
+    StageOutcome {
+        result,
+        prepared: Some(prepared),
+        cancelled,
+    }
+}
+
+/// The benchmark's `prepare_task` in the (bare) task environment.
+async fn prepare(step: &Step<'_>, session: &SessionRef) -> Result<PreparedTask, Halt> {
+    const RULE: IssueRule = IssueRule {
+        phase: IssuePhase::Setup,
+        severity: IssueSeverity::Fatal,
+        failed: codes::PREPARE_FAILED,
+        timed_out: codes::PREPARE_TIMEOUT,
+        timeout_message: |_| "prepare_task timed out".into(),
+    };
+    step.phase(TaskPhase::PrepareTask);
+    let rc = step.rc;
+    let benchmark = &rc.planner.benchmark().benchmark;
+    let call = benchmark.prepare_task(
+        &rc.ctx,
+        step.task,
+        session,
+        &rc.resolved,
+        &step.plan.benchmark_plan,
+    );
+    run_phase(&rc.cancel, None, call).await.or_halt(&RULE)
+}
+
+/// Switches to the run-phase network policy (when it differs from the baseline) and scopes
+/// the session to the run-phase bindings.
+async fn enter_run_phase(
+    plan: &ExecutionPlan,
+    session: &SessionRef,
+) -> Result<SessionRef, ExecutionIssue> {
+    let baseline = plan.baseline_network_policy.clone().unwrap_or_default();
+    if let Some(run_policy) = plan.run_network_policy.as_ref().filter(|p| **p != baseline) {
+        session
+            .set_network_policy(run_policy)
+            .await
+            .map_err(|e| codes::NETWORK_POLICY_FAILED.fatal(IssuePhase::Run, e.message))?;
+    }
+    scoped_session(session, plan, Phase::Run)
+        .map_err(|e| codes::ENV_BINDINGS_FAILED.fatal(IssuePhase::Run, e.message))
+}
+
+/// The result of a run phase stopped by its watchdog.
+fn timed_out(task: &TaskSpec, limit: Duration) -> RunResult {
+    let mut result = failed(
+        task,
+        codes::RUN_TIMEOUT.error(
+            IssuePhase::Run,
+            format!(
+                "the run phase exceeded its {} s watchdog and was stopped",
+                whole_seconds(limit)
+            ),
+        ),
+    );
+    result
+        .telemetry
+        .insert("timed_out".into(), Value::Bool(true));
+    result
+}
+
+/// A harness-free benchmark's `run_task` under the run watchdog. Returns the result and
+/// whether the run was cancelled.
+async fn run_harness_free(
+    step: &Step<'_>,
+    free: &Arc<dyn HarnessFreeBenchmark>,
+    prepared: &PreparedTask,
+    session: &SessionRef,
+) -> (RunResult, bool) {
+    step.phase(TaskPhase::RunTask);
+    let rc = step.rc;
+    let call = free.run_task(
+        &rc.ctx,
+        step.task,
+        prepared,
+        &rc.resolved,
+        step.plan,
+        Some(session),
+    );
+    match run_phase(&rc.cancel, watchdog(step.plan.run_timeout_seconds), call).await {
+        PhaseOutcome::Done(result) => (result, false),
+        PhaseOutcome::Cancelled => (failed(step.task, cancelled_issue(IssuePhase::Run)), true),
+        PhaseOutcome::TimedOut(limit) => (timed_out(step.task, limit), false),
+        PhaseOutcome::Failed(e) => (
+            failed(
+                step.task,
+                codes::RUN_FAILED.error(IssuePhase::Run, e.message),
+            ),
+            false,
+        ),
+    }
+}
+
+/// The harness: start its session, run the agent, collect its result, and always close the
+/// session. Returns the result and whether the run was cancelled.
+async fn run_harness(
+    step: &Step<'_>,
+    harness: &Arc<dyn Harness>,
+    prepared: &PreparedTask,
+    session: &SessionRef,
+) -> (RunResult, bool) {
+    let state = match start_harness(step, harness, session).await {
+        Ok(state) => state,
+        Err(halt) => {
+            let cancelled = halt.is_cancelled();
+            return (failed(step.task, halt.issue()), cancelled);
+        }
+    };
+    let (executed, mut cancelled) = execute(step, harness, &state, prepared).await;
+    let mut result = executed.clone();
+    if !cancelled {
+        cancelled = collect_result(step, harness, &state, prepared, executed, &mut result).await;
+    }
+    close_harness(step, harness, state, &mut result).await;
+    (result, cancelled)
+}
+
+async fn start_harness(
+    step: &Step<'_>,
+    harness: &Arc<dyn Harness>,
+    session: &SessionRef,
+) -> Result<HarnessSession, Halt> {
+    const RULE: IssueRule = IssueRule {
+        phase: IssuePhase::Run,
+        severity: IssueSeverity::Fatal,
+        failed: codes::HARNESS_FAILED,
+        timed_out: codes::HARNESS_FAILED,
+        timeout_message: |_| "start_session timed out".into(),
+    };
+    step.phase(TaskPhase::StartHarness);
+    let rc = step.rc;
+    let call = harness.start_session(&rc.ctx, session, &rc.resolved, &step.plan.harness_plan);
+    run_phase(&rc.cancel, None, call).await.or_halt(&RULE)
+}
+
+/// The agent run under the run watchdog (plus the plan's timer compensation).
+async fn execute(
+    step: &Step<'_>,
+    harness: &Arc<dyn Harness>,
+    state: &HarnessSession,
+    prepared: &PreparedTask,
+) -> (RunResult, bool) {
+    step.phase(TaskPhase::RunHarness);
+    let (rc, plan, task) = (step.rc, step.plan, step.task);
+    let budget = plan
+        .run_timeout_seconds
+        .map(|s| s + plan.run_timer_compensation_seconds);
+    let call = harness.execute_task(&rc.ctx, state, prepared, &rc.resolved, &plan.harness_plan);
+    match run_phase(&rc.cancel, watchdog(budget), call).await {
+        PhaseOutcome::Done(result) => (result, false),
+        PhaseOutcome::Cancelled => (failed(task, cancelled_issue(IssuePhase::Run)), true),
+        PhaseOutcome::TimedOut(limit) => (timed_out(task, limit), false),
+        PhaseOutcome::Failed(e) if e.kind == ErrorKind::Timeout => (
+            failed(task, codes::RUN_TIMEOUT.error(IssuePhase::Run, e.message)),
+            false,
+        ),
+        PhaseOutcome::Failed(e) => (
+            failed(
+                task,
+                codes::HARNESS_FAILED.fatal(IssuePhase::Run, e.message),
+            ),
+            false,
+        ),
+    }
+}
+
+/// `collect_result` under `harness_result_timeout_seconds`: the recovered result replaces
+/// `result`; a failure marks it. Returns whether the run was cancelled.
+async fn collect_result(
+    step: &Step<'_>,
+    harness: &Arc<dyn Harness>,
+    state: &HarnessSession,
+    prepared: &PreparedTask,
+    executed: RunResult,
+    result: &mut RunResult,
+) -> bool {
+    step.phase(TaskPhase::CollectHarnessResult);
+    let (rc, plan) = (step.rc, step.plan);
+    let budget = watchdog(Some(plan.runresult_collect_timeout_seconds));
+    let call = harness.collect_result(
+        &rc.ctx,
+        state,
+        prepared,
+        &rc.resolved,
+        &plan.harness_plan,
+        executed,
+    );
+    let message = match run_phase(&rc.cancel, budget, call).await {
+        PhaseOutcome::Done(collected) => {
+            *result = collected;
+            return false;
+        }
+        PhaseOutcome::Cancelled => return true,
+        PhaseOutcome::Failed(e) => e.message,
+        PhaseOutcome::TimedOut(_) => "collect_result timed out".to_string(),
+    };
+    result
+        .telemetry
+        .insert("result_collection_failed".into(), Value::Bool(true));
+    result.push_issue(codes::RESULT_COLLECTION_FAILED.fatal(IssuePhase::Collect, message));
+    false
+}
+
+/// Closes the harness session within the cleanup grace; failures become warnings.
+async fn close_harness(
+    step: &Step<'_>,
+    harness: &Arc<dyn Harness>,
+    state: HarnessSession,
+    result: &mut RunResult,
+) {
+    let rc = step.rc;
+    let close = tokio::time::timeout(
+        rc.cleanup_grace.max(Duration::from_secs(1)),
+        harness.close_session(&rc.ctx, state),
+    )
+    .await;
+    match close {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            result.push_issue(codes::CLOSE_SESSION_FAILED.warning(IssuePhase::Cleanup, e.message))
+        }
+        Err(_) => result.push_issue(codes::CLOSE_SESSION_TIMEOUT.warning(
+            IssuePhase::Cleanup,
+            "close_session exceeded the cleanup grace",
+        )),
+    }
+}

@@ -1,0 +1,144 @@
+//! Result reuse (`--reuse`): the reuse key, finding the source run, and importing its
+//! finished tasks into the new run before the rest is scheduled.
+//!
+//! A task is reused when the source published it under the same reuse key with every attempt
+//! complete; its directory is copied (artifacts verified against their manifest) and its
+//! metrics counted. Interrupted tasks of the source with an evaluation checkpoint may resume
+//! their evaluation instead of rerunning the agent ([`Imported::resumable`]).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_results::store::{
+    attempts_complete, find_reuse_source, published_tasks, running_tasks, PublishedTask,
+};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::context::RequestContext;
+use super::task_source::TaskSource;
+use crate::metrics::outcomes_from_results;
+
+/// The reuse key: benchmark id, benchmark params (except `sample_ids`, which selects tasks
+/// but does not change them) and attempt plan, hashed. The task id is matched separately.
+pub fn reuse_key(req: &RunRequest) -> String {
+    let mut params = req.benchmark.params.clone();
+    params.remove("sample_ids");
+    let canonical = json!({
+        "benchmark": req.benchmark.id,
+        "params": params,
+        "attempts": {"k": req.execution.attempts.k, "strategy": req.execution.attempts.strategy},
+    });
+    Sha256::digest(canonical.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What a reuse import brought into the run.
+pub(super) struct Imported {
+    /// The source run directory.
+    pub(super) source: PathBuf,
+    /// Ids of the imported tasks.
+    pub(super) reused: HashSet<String>,
+    /// Interrupted tasks of the source, by task directory name (evaluation resume).
+    pub(super) resumable: HashMap<String, PathBuf>,
+    /// The `reuse_loaded` progress payload.
+    pub(super) summary: Value,
+}
+
+/// The source run of `rc`'s reuse request: the named run, or the newest other run of the
+/// namespace (`None`: nothing to reuse).
+pub(super) fn source_run(
+    rc: &RequestContext,
+    results_dir: &Path,
+    namespace: &[String],
+) -> Result<Option<PathBuf>, String> {
+    let named = &rc.request.runtime.reuse_run_id;
+    find_reuse_source(
+        results_dir,
+        namespace,
+        (!named.is_empty()).then_some(named.as_str()),
+        Some(rc.store.run_dir()),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Imports every selected task `source` published under this run's reuse key, reading the
+/// task stream `tasks` once (the tasks to run are read again from a fresh stream).
+pub(super) fn import(
+    rc: &RequestContext,
+    tasks: &mut TaskSource,
+    source: PathBuf,
+) -> Result<Imported, String> {
+    let mut candidates: HashMap<String, PublishedTask> = published_tasks(&source)
+        .map(|published| (published.task_id.clone(), published))
+        .collect();
+    let mut not_reused: HashMap<&'static str, u64> = HashMap::new();
+    let mut reused = HashSet::new();
+    while let Some(task) = tasks.next_task()? {
+        let Some(published) = candidates.remove(&task.task_id) else {
+            continue;
+        };
+        match import_task(rc, &task.category, &published) {
+            Ok(()) => {
+                reused.insert(published.task_id);
+            }
+            Err(why) => *not_reused.entry(why).or_default() += 1,
+        }
+    }
+    if !candidates.is_empty() {
+        not_reused.insert("not selected", candidates.len() as u64);
+    }
+    let resumable: HashMap<String, PathBuf> = if rc.request.runtime.checkpoint_resume != Some(false)
+    {
+        running_tasks(&source).into_iter().collect()
+    } else {
+        HashMap::new()
+    };
+    if let Err(e) = rc
+        .store
+        .import_resolved_plans(&source, &|id| reused.contains(id))
+    {
+        tracing::warn!("cannot copy the plans of reused tasks: {e}");
+    }
+    let summary = json!({
+        "reused_tasks": reused.len(),
+        "tasks_to_run": (tasks.total()).saturating_sub(reused.len()),
+        "source": source,
+        "not_reused": not_reused,
+        "interrupted_tasks_with_checkpoints": resumable.len(),
+    });
+    Ok(Imported {
+        source,
+        reused,
+        resumable,
+        summary,
+    })
+}
+
+/// Imports one published task, or says why it is not reused.
+fn import_task(
+    rc: &RequestContext,
+    category: &str,
+    published: &PublishedTask,
+) -> Result<(), &'static str> {
+    if published.task_json["reuse_key"].as_str() != Some(rc.reuse_key.as_str()) {
+        return Err("different benchmark, params or attempt plan");
+    }
+    if !attempts_complete(published) {
+        return Err("incomplete attempts");
+    }
+    match rc.store.import_published(published) {
+        Ok(dir) => {
+            let outcomes = outcomes_from_results(&dir, &published.task_json["attempts"]);
+            rc.record_metrics(category, &outcomes);
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("cannot reuse task {}: {e}", published.task_id);
+            Err("copy failed")
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Finishing a request's run: metrics, `summary.md`, the final `run_info.json`, the last
+//! progress events, and one filesystem sync for everything the run wrote.
+
+use std::time::SystemTime;
+
+use agentcompass_results::status::RunStatus;
+use agentcompass_results::store::RunInfo;
+use agentcompass_results::time::rfc3339;
+use serde_json::{json, Value};
+
+use super::RequestOutcome;
+use agentcompass_plugin_api::contracts::MetricReport;
+
+use crate::metrics::{headline_line, render_summary, SummaryTitle};
+use crate::progress::ProgressEvent;
+use crate::runtime::context::RequestContext;
+
+/// Writes the run's report and final state. A run that would be `completed` but has tasks
+/// with final FATAL issues is `failed`.
+pub(super) async fn finish(
+    rc: &RequestContext,
+    info: &mut RunInfo,
+    mut outcome: RequestOutcome,
+    status: RunStatus,
+    error: Option<String>,
+) -> RequestOutcome {
+    rc.emit(ProgressEvent::SummaryStarted);
+    let report = {
+        let metrics = match rc.metrics.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        metrics.report()
+    };
+    let mut status = status;
+    if status == RunStatus::Completed && report.evaluation_failed {
+        status = RunStatus::Failed;
+        outcome.error = Some(format!(
+            "final FATAL issues; results: {}",
+            rc.store.run_dir().display()
+        ));
+    }
+    write_report(rc, &report);
+    info.status = status;
+    info.finished_at = Some(rfc3339(SystemTime::now()));
+    info.error = error.or(outcome.error.clone());
+    info.metric_artifacts = Some(
+        json!({"generated_at": info.finished_at, "source": "evaluation", "report": {"k": report.k, "strategy": report.strategy, "aggregation": report.aggregation}}),
+    );
+    if let Err(e) = rc.store.finalize_run_info(info) {
+        tracing::error!("cannot write run_info.json: {e}");
+    }
+    rc.emit(ProgressEvent::RunFinished {
+        status,
+        error: info.error.as_deref(),
+    });
+    rc.progress.finish();
+    sync_results(rc).await;
+    outcome.status = status;
+    outcome.error = info.error.clone();
+    outcome.headline = headline_line(&report);
+    outcome
+}
+
+/// `metrics.json` and `summary.md`.
+fn write_report(rc: &RequestContext, report: &MetricReport) {
+    let title = SummaryTitle {
+        benchmark: rc.request.benchmark.id.clone(),
+        model: rc.request.model.id.clone(),
+        harness: rc.request.harness.id.clone(),
+        run_id: rc.store.run_id().to_string(),
+    };
+    let report_json = serde_json::to_value(report).unwrap_or(Value::Null);
+    if let Err(e) = rc.store.write_metrics(&report_json) {
+        tracing::error!("cannot write metrics.json: {e}");
+    }
+    if let Err(e) = rc.store.write_summary(&render_summary(report, &title)) {
+        tracing::error!("cannot write summary.md: {e}");
+    }
+}
+
+/// Batched durability: everything this run wrote reaches the disk here (see fsutil).
+async fn sync_results(rc: &RequestContext) {
+    let run_dir = rc.store.run_dir().to_path_buf();
+    let synced = tokio::task::spawn_blocking(move || {
+        agentcompass_results::fsutil::sync_filesystem(&run_dir)
+    })
+    .await;
+    if let Ok(Err(e)) = synced {
+        tracing::warn!("cannot sync the results filesystem: {e}");
+    }
+}

@@ -1,0 +1,170 @@
+//! One request of an orchestration, as a sequence of named steps: preflight (before anything
+//! is written), create the run, share its context, open the task stream, import reused tasks,
+//! schedule the rest under the shared limits, finish (metrics, summary, `run_info` status).
+
+mod finish;
+mod preflight;
+mod schedule;
+mod start;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agentcompass_results::status::RunStatus;
+use serde_json::json;
+
+pub use preflight::{preflight, PreparedRequest};
+
+use super::context::RequestContext;
+use super::limits::Limits;
+use super::reuse;
+use super::task_source::TaskSource;
+use crate::host_services::CancelToken;
+use crate::progress::{ProgressEvent, TerminalSink};
+use crate::request::{output_namespace, ResolvedRuntimeOptions};
+use agentcompass_results::store::RunInfo;
+
+/// The terminal state of one request.
+#[derive(Debug, Clone)]
+pub struct RequestOutcome {
+    /// Request name (empty for a direct run).
+    pub name: String,
+    /// `completed`, `failed`, `cancelled` or `timed_out`.
+    pub status: RunStatus,
+    /// The results directory, once created.
+    pub run_dir: Option<PathBuf>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// `correct (native@1): 80.00% ...`.
+    pub headline: Option<String>,
+    /// Tasks published in this run (new and reused).
+    pub published: usize,
+    /// Tasks reused from an earlier run.
+    pub reused: usize,
+}
+
+impl RequestOutcome {
+    /// A request that failed before its run started.
+    fn failed(name: &str, error: String) -> Self {
+        RequestOutcome {
+            name: name.to_string(),
+            status: RunStatus::Failed,
+            run_dir: None,
+            error: Some(error),
+            headline: None,
+            published: 0,
+            reused: 0,
+        }
+    }
+}
+
+/// Shared, orchestration-wide inputs of a request run.
+pub struct Shared {
+    /// Process-wide options.
+    pub runtime: ResolvedRuntimeOptions,
+    /// Limits.
+    pub limits: Arc<Limits>,
+    /// Cancellation.
+    pub cancel: CancelToken,
+    /// Terminal progress.
+    pub terminal: Option<Arc<dyn TerminalSink>>,
+    /// Orchestration id and name.
+    pub orchestration: (String, String),
+    /// Why the run was stopped (`cancelled` or `timed_out`), once it is.
+    pub stop_reason: Arc<Mutex<Option<RunStatus>>>,
+}
+
+impl Shared {
+    fn stop_reason(&self) -> Option<RunStatus> {
+        self.stop_reason.lock().map(|r| *r).unwrap_or(None)
+    }
+}
+
+/// Runs one prepared request to its terminal state.
+pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestOutcome {
+    let name = prepared.run.name.clone();
+    let started = match start::create_run(shared, &prepared.run) {
+        Ok(started) => started,
+        Err(e) => return RequestOutcome::failed(&name, e),
+    };
+    let mut outcome = RequestOutcome::failed(&name, String::new());
+    outcome.error = None;
+    outcome.run_dir = Some(started.store.run_dir().to_path_buf());
+    let mut info = started.info;
+    started.progress.emit(ProgressEvent::RunStarted {
+        benchmark: &prepared.run.request.benchmark.id,
+        harness: &prepared.run.request.harness.id,
+        environment: &prepared.run.request.environment.id,
+        model: &prepared.run.request.model.id,
+    });
+    let (mut rc, preloaded) =
+        match start::request_context(shared, prepared, started.store, started.progress) {
+            Ok(context) => context,
+            Err(e) => {
+                outcome.error = Some(e);
+                return outcome;
+            }
+        };
+    tracing::info!(run_dir = %rc.store.run_dir().display(), "run started");
+    // Tasks (normally opened before anything was written; see `PreparedRequest::load_tasks`).
+    let tasks = match preloaded {
+        Some(tasks) => Ok(tasks),
+        None => TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await,
+    };
+    let mut tasks = match tasks {
+        Ok(tasks) => tasks,
+        Err(e) => return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, Some(e)).await,
+    };
+    rc.emit(ProgressEvent::TasksLoaded {
+        total: tasks.total() as u64,
+    });
+    let reused = match import_reused(shared, &mut rc, &mut info, &mut tasks).await {
+        Ok(reused) => reused,
+        Err(e) => return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, Some(e)).await,
+    };
+    outcome.reused = reused.len();
+    let rc = Arc::new(rc);
+    let scheduled = schedule::run_all(shared, &rc, tasks, &reused).await;
+    outcome.published = reused.len() + scheduled.published;
+    let (status, error) = match shared.stop_reason() {
+        Some(reason) => (reason, None),
+        None if scheduled.load_error.is_some() => (RunStatus::Failed, scheduled.load_error),
+        None if scheduled.store_failed => (
+            RunStatus::Failed,
+            Some("some results could not be written".to_string()),
+        ),
+        None => (RunStatus::Completed, None),
+    };
+    finish::finish(&rc, &mut info, outcome, status, error).await
+}
+
+/// With `--reuse`, imports the finished tasks of the source run (reading the task stream once)
+/// and reopens the stream for the tasks to run. Returns the ids of the reused tasks.
+async fn import_reused(
+    shared: &Shared,
+    rc: &mut RequestContext,
+    info: &mut RunInfo,
+    tasks: &mut TaskSource,
+) -> Result<std::collections::HashSet<String>, String> {
+    if rc.request.runtime.reuse != Some(true) {
+        return Ok(Default::default());
+    }
+    let results_dir = PathBuf::from(&shared.runtime.results_dir);
+    let namespace = output_namespace(&rc.request);
+    let Some(source) = reuse::source_run(rc, &results_dir, &namespace)? else {
+        tracing::info!("nothing to reuse under {}", results_dir.display());
+        return Ok(Default::default());
+    };
+    let imported = reuse::import(rc, tasks, source)?;
+    *tasks = TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await?;
+    rc.resumable = imported.resumable;
+    info.reused_from = Some(json!({
+        "run_id": imported.source.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "path": imported.source,
+    }));
+    if let Err(e) = rc.store.write_run_info(info) {
+        tracing::error!("cannot write run_info.json: {e}");
+    }
+    rc.emit(ProgressEvent::ReuseLoaded(imported.summary));
+    Ok(imported.reused)
+}

@@ -1,0 +1,135 @@
+//! Checking a request before anything is written: its output paths, its references, its
+//! components, the harness's support for the environment and model, the retry patterns and
+//! the model gateway's settings; then its task stream's first page.
+
+use std::path::{Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_results::naming::sanitize_component;
+
+use crate::config::resolve_references;
+use crate::host_services::{CancelToken, HostServices};
+use crate::planner::Planner;
+use crate::registry::Registry;
+use crate::request::{output_namespace, OrchestratedRun};
+use crate::runtime::retry::compile_patterns;
+use crate::runtime::task_source::TaskSource;
+
+/// A request checked and ready to run (nothing written yet).
+pub struct PreparedRequest {
+    pub(super) run: OrchestratedRun,
+    pub(super) resolved: RunRequest,
+    pub(super) planner: Planner,
+    pub(super) patterns: Vec<regex::Regex>,
+    /// The selected tasks (first page read), once opened by [`PreparedRequest::load_tasks`].
+    pub(super) tasks: Option<TaskSource>,
+}
+
+/// `request NAME: ` for a named request of an orchestration, nothing for a direct run.
+fn label(run: &OrchestratedRun) -> String {
+    if run.name.is_empty() {
+        String::new()
+    } else {
+        format!("request {}: ", run.name)
+    }
+}
+
+impl PreparedRequest {
+    /// Opens the request's task stream and reads its first page before anything is written,
+    /// so a dataset or task directory the benchmark rejects is refused like any other bad
+    /// input (no results directory). The run goes on reading the same stream.
+    pub async fn load_tasks(&mut self) -> Result<(), String> {
+        let ctx =
+            HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
+                .into_ctx();
+        let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
+        self.tasks = Some(tasks.map_err(|e| format!("{}{e}", label(&self.run)))?);
+        Ok(())
+    }
+}
+
+/// Checks a request before anything is written: components instantiate, references resolve,
+/// retry patterns compile, the harness supports the environment and model.
+pub fn preflight(
+    registry: &Registry,
+    results_dir: &Path,
+    run: OrchestratedRun,
+) -> Result<PreparedRequest, String> {
+    let label = label(&run);
+    check_output(results_dir, &run).map_err(|e| format!("{label}{e}"))?;
+    let resolved = resolve_request(&run.request).map_err(|e| format!("{label}{e}"))?;
+    let planner = Planner::new(registry, &resolved).map_err(|e| format!("{label}{e}"))?;
+    check_harness(&planner, &resolved).map_err(|e| format!("{label}{e}"))?;
+    let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
+        .map_err(|e| format!("{label}{e}"))?;
+    crate::model::Protocol::choose(&resolved.model).map_err(|e| format!("{label}{e}"))?;
+    crate::model::GatewaySettings::from_params(&resolved.model.params)
+        .map_err(|e| format!("{label}{e}"))?;
+    Ok(PreparedRequest {
+        run,
+        resolved,
+        planner,
+        patterns,
+        tasks: None,
+    })
+}
+
+/// An explicit run id must be new; a reuse source must exist.
+fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), String> {
+    let namespace_dir: PathBuf = output_namespace(&run.request)
+        .iter()
+        .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
+    let run_id = &run.request.output.run_id;
+    if !run_id.is_empty() {
+        let dir = namespace_dir.join(sanitize_component(run_id));
+        if dir.exists() {
+            return Err(format!(
+                "output.run_id: run directory {} already exists; choose a different --run-id or use --reuse",
+                dir.display()
+            ));
+        }
+    }
+    let reuse_id = &run.request.runtime.reuse_run_id;
+    if !reuse_id.is_empty() && !namespace_dir.join(reuse_id).join("run_info.json").is_file() {
+        let hint = if run.name.is_empty() {
+            "--reuse takes the name of a run directory there"
+        } else {
+            "reuse_run_id names a run directory there"
+        };
+        return Err(format!(
+            "runtime.reuse_run_id: run `{reuse_id}` not found under {} ({hint})",
+            namespace_dir.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The request with its `${VAR}` references resolved (in memory only); every resolved value
+/// and the model key are registered as secrets.
+fn resolve_request(request: &RunRequest) -> Result<RunRequest, String> {
+    let value = serde_json::to_value(request).map_err(|e| e.to_string())?;
+    let resolved_value =
+        resolve_references("", &value, &crate::config::process_env).map_err(|e| e.to_string())?;
+    agentcompass_redact::register_resolved_values(&value, &resolved_value);
+    agentcompass_redact::register_secret(&request.model.api_key);
+    serde_json::from_value(resolved_value).map_err(|e| e.to_string())
+}
+
+/// The harness supports the request's environment and model protocol.
+fn check_harness(planner: &Planner, resolved: &RunRequest) -> Result<(), String> {
+    let Some(harness) = planner.harness() else {
+        return Ok(());
+    };
+    let supported = harness
+        .supports(&resolved.environment, &resolved.model)
+        .map_err(|e| format!("harness {}: {e}", resolved.harness.id))?;
+    if supported {
+        return Ok(());
+    }
+    Err(format!(
+        "harness `{}` does not support environment `{}` with model protocol {:?}",
+        resolved.harness.id,
+        resolved.environment.id,
+        resolved.model.api_protocol.protocols()
+    ))
+}

@@ -1,0 +1,88 @@
+//! Scheduling a request's tasks: a global attempt slot is taken before a task is spawned, so
+//! at most `task_concurrency` tasks (of every request) are in flight, and pending tasks stay
+//! in the benchmark's stream (they cost nothing) until a slot is free.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::Shared;
+use crate::runtime::context::RequestContext;
+use crate::runtime::task::{run_task, TaskEnd};
+use crate::runtime::task_source::TaskSource;
+
+/// What scheduling every task produced.
+#[derive(Debug, Default)]
+pub(super) struct Scheduled {
+    /// Tasks published by this run (reused ones not included).
+    pub(super) published: usize,
+    /// Some result could not be written.
+    pub(super) store_failed: bool,
+    /// The task stream failed midway.
+    pub(super) load_error: Option<String>,
+}
+
+impl Scheduled {
+    fn tally(&mut self, done: Result<TaskEnd, tokio::task::JoinError>) {
+        match done {
+            Ok(TaskEnd::Published) => self.published += 1,
+            Ok(TaskEnd::Cancelled) => {}
+            Ok(TaskEnd::StoreFailed) => self.store_failed = true,
+            Err(e) => {
+                tracing::error!("a task crashed: {e}");
+                self.store_failed = true;
+            }
+        }
+    }
+}
+
+/// Runs every task of `tasks` not in `reused`, until the stream ends or the run is cancelled.
+pub(super) async fn run_all(
+    shared: &Shared,
+    rc: &Arc<RequestContext>,
+    mut tasks: TaskSource,
+    reused: &HashSet<String>,
+) -> Scheduled {
+    // Every plugin call of this run sends the same resolved request: serialise it once.
+    let _pinned = agentcompass_plugin_api::abi::request_json::pin_request_json(&rc.resolved)
+        .map_err(|e| tracing::debug!("request not pinned: {e}"))
+        .ok();
+    let total = tasks.total();
+    let mut running = tokio::task::JoinSet::new();
+    let mut scheduled = Scheduled::default();
+    for index in 0.. {
+        if shared.cancel.is_cancelled() {
+            break;
+        }
+        let task = match tasks.next_task() {
+            Ok(Some(task)) => task,
+            Ok(None) => break,
+            Err(e) => {
+                scheduled.load_error = Some(e);
+                break;
+            }
+        };
+        if reused.contains(&task.task_id) {
+            continue;
+        }
+        for warning in &task.load_warnings {
+            tracing::warn!("task {}: {warning}", task.task_id);
+        }
+        let slot = tokio::select! {
+            slot = shared.limits.attempt_slot() => slot,
+            _ = shared.cancel.cancelled() => break,
+        };
+        while let Some(done) = running.try_join_next() {
+            scheduled.tally(done);
+        }
+        let rc = rc.clone();
+        running.spawn(async move {
+            let end = run_task(&rc, task, index, total).await;
+            drop(slot);
+            end
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        scheduled.tally(done);
+    }
+    scheduled
+}

@@ -1,0 +1,157 @@
+//! Starting a request's run: its results directory with `run_info.json` and `params.json`,
+//! its progress recorder, and the context its tasks share.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use agentcompass_plugin_api::contracts::{MetricContract, RunRequest};
+use agentcompass_redact::redact_value;
+use agentcompass_results::store::{RunInfo, RunStore};
+use agentcompass_results::time::rfc3339;
+use serde_json::{json, Value};
+
+use super::preflight::PreparedRequest;
+use super::Shared;
+use crate::host_services::HostServices;
+use crate::metrics::MetricAggregator;
+use crate::progress::{ProgressMeta, ProgressRecorder};
+use crate::request::{output_namespace, OrchestratedRun};
+use crate::runtime::context::RequestContext;
+use crate::runtime::reuse::reuse_key;
+
+/// A run whose results directory exists, with its first files written.
+pub(super) struct Started {
+    pub(super) store: RunStore,
+    pub(super) info: RunInfo,
+    pub(super) progress: ProgressRecorder,
+}
+
+/// Creates the run directory, writes `run_info.json` (status `running`) and `params.json`
+/// (both redacted) and opens the progress files. A failure is the request's error.
+pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Started, String> {
+    let request = &run.request;
+    let results_dir = PathBuf::from(&shared.runtime.results_dir);
+    let explicit_run_id =
+        (!request.output.run_id.is_empty()).then_some(request.output.run_id.as_str());
+    let store = RunStore::create(&results_dir, &output_namespace(request), explicit_run_id)
+        .map_err(|e| e.to_string())?;
+    let mut info = RunInfo::new(
+        store.run_id(),
+        rfc3339(SystemTime::now()),
+        redact_value(&serde_json::to_value(request).unwrap_or(Value::Null)),
+    );
+    info.orchestration = Some(
+        json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
+    );
+    store.write_run_info(&info).map_err(|e| e.to_string())?;
+    store
+        .write_params(&redact_value(&params_json(request)))
+        .map_err(|e| e.to_string())?;
+    let progress = ProgressRecorder::create(
+        &store.progress_jsonl_path(),
+        &store.progress_json_path(),
+        progress_meta(&store, run, &shared.orchestration.0),
+        shared.terminal.clone(),
+    )
+    .map_err(|e| {
+        format!(
+            "cannot write progress files in {}: {e}",
+            store.run_dir().display()
+        )
+    })?;
+    Ok(Started {
+        store,
+        info,
+        progress,
+    })
+}
+
+/// `params.json`: the request's components, model and execution, as written.
+fn params_json(request: &RunRequest) -> Value {
+    json!({
+        "benchmark": {"id": request.benchmark.id, "params": request.benchmark.params},
+        "harness": {"id": request.harness.id, "params": request.harness.params},
+        "model": {"id": request.model.id, "params": request.model.params, "base_url": request.model.base_url, "api_key": request.model.api_key, "api_protocol": request.model.api_protocol},
+        "execution": request.execution,
+        "output": request.output,
+    })
+}
+
+fn progress_meta(store: &RunStore, run: &OrchestratedRun, orchestration_id: &str) -> ProgressMeta {
+    let request = &run.request;
+    ProgressMeta {
+        run_id: store.run_id().to_string(),
+        benchmark: request.benchmark.id.clone(),
+        harness: request.harness.id.clone(),
+        environment: request.environment.id.clone(),
+        model: request.model.id.clone(),
+        request_name: run.name.clone(),
+        orchestration_id: orchestration_id.to_string(),
+    }
+}
+
+/// The context every task of the run shares: components, store, progress, limits, the model
+/// gateway, streaming metrics and the run's `run.log`.
+pub(super) fn request_context(
+    shared: &Shared,
+    prepared: PreparedRequest,
+    store: RunStore,
+    progress: ProgressRecorder,
+) -> Result<
+    (
+        RequestContext,
+        Option<crate::runtime::task_source::TaskSource>,
+    ),
+    String,
+> {
+    let PreparedRequest {
+        run,
+        resolved,
+        planner,
+        patterns,
+        tasks,
+    } = prepared;
+    let contract = planner
+        .benchmark()
+        .benchmark
+        .metric_contract()
+        .unwrap_or_else(|_| MetricContract::correct());
+    let primary_metric = contract.primary().map(|m| m.id.clone());
+    let attempts = resolved.execution.attempts;
+    let model = crate::model::ModelGateway::new(&resolved.model).map_err(|e| e.to_string())?;
+    let ctx = HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None)
+        .into_ctx();
+    let run_log = crate::logging::open_run_log(
+        &store.run_log_path(),
+        crate::logging::level_from_name(&shared.runtime.file_log_level),
+    )
+    .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
+    .ok();
+    let runtime = &shared.runtime;
+    let rc = RequestContext {
+        reuse_key: reuse_key(&resolved),
+        request: run.request,
+        resolved,
+        planner,
+        store,
+        progress,
+        limits: shared.limits.clone(),
+        cancel: shared.cancel.clone(),
+        patterns,
+        cleanup_grace: Duration::from_secs_f64(runtime.cleanup_grace_seconds),
+        checkpoint_after: Duration::from_secs_f64(runtime.checkpoint_after_seconds.min(1e9)),
+        ctx,
+        model: Arc::new(model),
+        metrics: Mutex::new(MetricAggregator::new(
+            contract,
+            attempts.k.max(1),
+            attempts.strategy,
+        )),
+        primary_metric,
+        run_log,
+        resumable: HashMap::new(),
+    };
+    Ok((rc, tasks))
+}
