@@ -36,34 +36,36 @@
 //!   runtime has no I/O driver.
 
 mod archive;
+mod config;
+mod container;
+mod exec;
 mod rt;
 mod session;
 #[cfg(test)]
 mod tests;
+mod transfer;
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, EnvironmentSetup,
-    ExecutionPlan, JsonMap, NetworkMode, OpenEnvironmentRequest, ProviderCapabilities,
+    ComponentInfo, ComponentKind, ExecutionPlan, JsonMap, NetworkMode, OpenEnvironmentRequest,
+    ProviderCapabilities,
 };
+use agentcompass_plugin_api::sdk::provider::{random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{
     async_trait, Ctx, EnvironmentProvider, PluginBuilder, SessionRef,
 };
-use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
+use agentcompass_plugin_api::{tracing, Error, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{
-    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
-    RemoveContainerOptionsBuilder,
-};
+use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use bollard::{Docker, API_DEFAULT_VERSION};
-use futures_util::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use config::{check_build_context, config_schema, workdir_of, Config};
+use container::Launch;
 use session::DockerSession;
 
 /// Provider id.
@@ -73,12 +75,6 @@ pub const ID: &str = "docker";
 pub const DESCRIPTION: &str = "Containers through the Docker Engine API: image from setup.image, \
      or built from a task's Dockerfile context under the build timeout; keep-alive container, exec, archive file transfer, no-network = network none";
 
-/// The socket used when neither the `docker_host` parameter nor `DOCKER_HOST` is set.
-const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
-
-/// The working directory when `setup.workdir` is not given.
-const DEFAULT_WORKDIR: &str = "/app";
-
 /// Name prefix of the containers this provider creates.
 const NAME_PREFIX: &str = "agentcompass-";
 
@@ -87,11 +83,9 @@ const LABEL_RUN: &str = "agentcompass.run_id";
 const LABEL_TASK: &str = "agentcompass.task_id";
 const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 const LABEL_MANAGED: &str = "agentcompass.managed";
-/// Label of a built image: the sha256 of its build context archive.
-const LABEL_CONTEXT: &str = "agentcompass.context_sha256";
-
-/// Repository of built images tagged by their context.
-const BUILD_REPOSITORY: &str = "agentcompass-build";
+/// The error of an open without an image to run.
+const IMAGE_REQUIRED: &str = "docker: setup.image is required (e.g. --env-params '{\"setup\": \
+                              {\"image\": \"debian:bookworm\"}}')";
 
 /// Timeout of each Docker API request (until its response headers arrive).
 const REQUEST_TIMEOUT_SECONDS: u64 = 300;
@@ -106,200 +100,6 @@ agentcompass_plugin_api::export_plugin!(register);
 pub fn info() -> ComponentInfo {
     ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
 }
-
-fn config_schema() -> ConfigSchema {
-    ConfigSchema::empty()
-        .field(ConfigField::new(
-            "docker_host",
-            ConfigType::String,
-            Value::Null,
-            "Docker Engine address (default: the DOCKER_HOST environment variable, else \
-             unix:///var/run/docker.sock)",
-        ))
-        .field(ConfigField::new(
-            "network",
-            ConfigType::String,
-            json!("host"),
-            "Network mode of `public` containers: `host`, `bridge` or another existing network \
-             (`no-network` always uses `none`)",
-        ))
-        .field(ConfigField::new(
-            "keep_alive_command",
-            ConfigType::Array,
-            json!(["sleep", "2147483647"]),
-            "The container's main command, keeping it alive between execs",
-        ))
-        .field(ConfigField::new(
-            "pull",
-            ConfigType::Boolean,
-            json!(false),
-            "Pull setup.image when it is missing locally (false: the image must exist locally)",
-        ))
-        .field(ConfigField::new(
-            "build_context",
-            ConfigType::String,
-            Value::Null,
-            "Absolute host directory holding a `Dockerfile`: the image is built from it (tagged \
-             setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
-             network, and reused while the context is unchanged",
-        ))
-}
-
-/// The provider's parameters.
-#[derive(Debug, Clone, PartialEq)]
-struct Config {
-    docker_host: String,
-    network: String,
-    keep_alive_command: Vec<String>,
-    pull: bool,
-    build_context: Option<PathBuf>,
-}
-
-impl Config {
-    fn parse(params: &JsonMap) -> Result<Config> {
-        let problems = config_schema().validate(params);
-        if !problems.is_empty() {
-            return Err(Error::invalid_input(format!(
-                "environment `{ID}`: {}",
-                problems.join("; ")
-            )));
-        }
-        let text = |key: &str| -> Result<Option<String>> {
-            match params.get(key).and_then(Value::as_str) {
-                Some(s) if s.trim().is_empty() => Err(Error::invalid_input(format!(
-                    "environment `{ID}`: parameter `{key}` must not be empty"
-                ))),
-                other => Ok(other.map(str::to_string)),
-            }
-        };
-        let docker_host = match text("docker_host")? {
-            Some(host) => host,
-            None => std::env::var("DOCKER_HOST")
-                .ok()
-                .filter(|h| !h.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string()),
-        };
-        let keep_alive_command = match params.get("keep_alive_command") {
-            None | Some(Value::Null) => vec!["sleep".to_string(), "2147483647".to_string()],
-            Some(Value::Array(items)) => {
-                let argv: Option<Vec<String>> = items
-                    .iter()
-                    .map(|v| v.as_str().map(str::to_string))
-                    .collect();
-                match argv {
-                    Some(argv) if !argv.is_empty() => argv,
-                    _ => {
-                        return Err(Error::invalid_input(format!(
-                            "environment `{ID}`: parameter `keep_alive_command` must be a \
-                             non-empty array of strings"
-                        )))
-                    }
-                }
-            }
-            Some(_) => unreachable!("checked by the schema"),
-        };
-        Ok(Config {
-            docker_host,
-            network: text("network")?.unwrap_or_else(|| "host".to_string()),
-            keep_alive_command,
-            pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
-            build_context: text("build_context")?.map(PathBuf::from),
-        })
-    }
-}
-
-/// Checks that a build context is an absolute directory holding a `Dockerfile`.
-fn check_build_context(context: &Path) -> Result<()> {
-    let shown = context.display();
-    let problem = if !context.is_absolute() {
-        "must be an absolute path"
-    } else if !context.is_dir() {
-        "is not an existing directory"
-    } else if !context.join("Dockerfile").is_file() {
-        "holds no `Dockerfile`"
-    } else {
-        return Ok(());
-    };
-    Err(Error::invalid_input(format!(
-        "environment `{ID}`: parameter `build_context` `{shown}` {problem}"
-    )))
-}
-
-/// The container path of the working directory: absolute and normalised, not `/`.
-fn workdir_of(setup: &EnvironmentSetup) -> Result<String> {
-    let given = setup.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR);
-    if !given.starts_with('/') {
-        return Err(Error::invalid_input(format!(
-            "environment `{ID}`: setup.workdir `{given}` must be an absolute path"
-        )));
-    }
-    let normal = normalize(Path::new("/"), given);
-    if normal == "/" {
-        return Err(Error::invalid_input(format!(
-            "environment `{ID}`: setup.workdir `{given}` must not be the root directory"
-        )));
-    }
-    Ok(normal)
-}
-
-/// `path` as an absolute, lexically normalised container path (relative paths against `base`).
-pub(crate) fn normalize(base: &Path, path: &str) -> String {
-    let joined = if path.starts_with('/') {
-        PathBuf::from(path)
-    } else {
-        base.join(path)
-    };
-    let mut out = PathBuf::from("/");
-    for component in joined.components() {
-        match component {
-            Component::Normal(name) => out.push(name),
-            Component::ParentDir => {
-                out.pop();
-            }
-            _ => {}
-        }
-    }
-    out.to_string_lossy().into_owned()
-}
-
-/// A task id reduced to a short, container-name-safe string.
-fn sanitise(task_id: &str) -> String {
-    let cleaned: String = task_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(48)
-        .collect();
-    if cleaned.is_empty() {
-        "task".to_string()
-    } else {
-        cleaned
-    }
-}
-
-/// A random, name-safe suffix (16 hex digits).
-pub(crate) fn random_suffix() -> String {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::time::{SystemTime, UNIX_EPOCH};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u32(std::process::id());
-    hasher.write_u128(nanos);
-    format!("{:016x}", hasher.finish())
-}
-
 /// A Docker error as an environment error.
 pub(crate) fn docker_error(op: &str, err: bollard::errors::Error) -> Error {
     Error::environment(format!("docker: {op}: {err}"))
@@ -378,15 +178,11 @@ impl EnvironmentProvider for DockerProvider {
         if let Some(context) = &config.build_context {
             check_build_context(context)?;
         }
-        let image =
-            match setup.image.as_deref().map(str::trim) {
-                Some(image) if !image.is_empty() => Some(image.to_string()),
-                _ if config.build_context.is_some() => None,
-                _ => return Err(Error::invalid_input(
-                    "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \
-                 \"debian:bookworm\"}}')",
-                )),
-            };
+        let image = match setup.image.as_deref().map(str::trim) {
+            Some(image) if !image.is_empty() => Some(image.to_string()),
+            _ if config.build_context.is_some() => None,
+            _ => return Err(Error::invalid_input(IMAGE_REQUIRED)),
+        };
         let network = match request.baseline_network_policy.network_mode {
             NetworkMode::Public => config.network.clone(),
             NetworkMode::NoNetwork => "none".to_string(),
@@ -397,98 +193,32 @@ impl EnvironmentProvider for DockerProvider {
                 )))
             }
         };
-        let resources = request.environment.resources.clone().unwrap_or_default();
         let name = format!(
             "{NAME_PREFIX}{}-{}-{}",
             sanitise(&request.task_id),
             request.attempt,
             random_suffix()
         );
-        let labels = HashMap::from([
-            (LABEL_RUN.to_string(), request.run_id.clone()),
-            (LABEL_TASK.to_string(), request.task_id.clone()),
-            (LABEL_ATTEMPT.to_string(), request.attempt.to_string()),
-            (LABEL_MANAGED.to_string(), "true".to_string()),
-        ]);
-        let body = ContainerCreateBody {
-            cmd: Some(config.keep_alive_command.clone()),
-            env: Some(
-                request
-                    .resolved_env
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect(),
-            ),
-            working_dir: Some(workdir.clone()),
-            labels: Some(labels),
-            host_config: Some(HostConfig {
-                network_mode: Some(network.clone()),
-                nano_cpus: resources.cpu.map(|cpu| (cpu * 1e9).round() as i64),
-                memory: resources
-                    .memory_mb
-                    .map(|mb| i64::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)),
-                auto_remove: Some(false),
-                ..Default::default()
-            }),
-            ..Default::default()
+        let launch = Launch {
+            host: config.docker_host.clone(),
+            image,
+            build_context: config.build_context.clone(),
+            pull: config.pull,
+            container: name.clone(),
+            body: container_body(request, &config, &workdir, &network),
+            workdir: workdir.clone(),
+            deadline: setup
+                .build_timeout_seconds
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         };
-        let deadline = setup
-            .build_timeout_seconds
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .and_then(|s| Duration::try_from_secs_f64(s).ok());
-        let host = config.docker_host.clone();
-        let pull = config.pull;
-        let build_context = config.build_context.clone();
-        let container = name.clone();
-        let session_workdir = workdir.clone();
-        let docker = crate::rt::spawn(async move {
-            let docker = connect(&host).await?;
-            let work = async {
-                let image = match build_context {
-                    Some(context) => build_image(&docker, &context, image).await?,
-                    None => image.ok_or_else(|| {
-                        Error::invalid_input(
-                            "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \"debian:bookworm\"}}')",
-                        )
-                    })?,
-                };
-                let body = ContainerCreateBody {
-                    image: Some(image.clone()),
-                    ..body
-                };
-                create_and_start(&docker, &container, &image, pull, body, &workdir).await
-            };
-            let outcome = match deadline {
-                Some(limit) => match tokio::time::timeout(limit, work).await {
-                    Ok(outcome) => outcome,
-                    Err(_) => Err(Error::new(
-                        ErrorKind::Timeout,
-                        format!(
-                            "docker: opening the environment took longer than \
-                             setup.build_timeout_seconds ({}s)",
-                            limit.as_secs_f64()
-                        ),
-                    )),
-                },
-                None => work.await,
-            };
-            match outcome {
-                Ok(()) => Ok(docker),
-                Err(e) => {
-                    if let Err(cleanup) = remove_container(&docker, &container).await {
-                        tracing::warn!(container = %container, "cleanup failed: {cleanup}");
-                    }
-                    Err(e)
-                }
-            }
-        })
-        .await??;
+        let docker = crate::rt::spawn(launch.run()).await??;
         tracing::debug!(provider = ID, container = %name, network = %network, "opened environment");
         Ok(Arc::new(DockerSession::new(
             docker,
             name,
             config.docker_host,
-            session_workdir,
+            workdir,
             request.resolved_env.clone(),
         )))
     }
@@ -532,134 +262,41 @@ impl EnvironmentProvider for DockerProvider {
     }
 }
 
-/// The built image of the host directory `context`: tagged `tag` (default: by the context's
-/// sha256), reused when an image with that tag and the context's sha256 label exists.
-async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    let shown = context.display().to_string();
-    let from = context.to_path_buf();
-    let tar = tokio::task::spawn_blocking(move || archive::context_tar(&from))
-        .await
-        .map_err(|e| Error::environment(format!("docker: archiving `{shown}` failed: {e}")))?
-        .map_err(|e| {
-            Error::environment(format!(
-                "docker: cannot archive the build context `{shown}`: {e}"
-            ))
-        })?;
-    let sha: String = Sha256::digest(&tar)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
-    match docker.inspect_image(&tag).await {
-        Ok(found) => {
-            let labels = found.config.and_then(|c| c.labels).unwrap_or_default();
-            if labels.get(LABEL_CONTEXT) == Some(&sha) {
-                tracing::debug!(provider = ID, image = %tag, "reusing the built image");
-                return Ok(tag);
-            }
-        }
-        Err(e) if status_of(&e) == Some(404) => {}
-        Err(e) => return Err(docker_error(&format!("inspecting image `{tag}`"), e)),
-    }
-    tracing::debug!(provider = ID, image = %tag, context = %shown, "building the image");
-    let labels = HashMap::from([(LABEL_CONTEXT, sha.as_str())]);
-    let options = BuildImageOptionsBuilder::new()
-        .dockerfile("Dockerfile")
-        .t(&tag)
-        .labels(&labels)
-        .pull("false")
-        .rm(true)
-        .forcerm(true)
-        .networkmode("none")
-        .build();
-    let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
-    let mut step = None;
-    let failure = |step: &Option<String>, message: &str| {
-        let line = message
-            .lines()
-            .map(str::trim)
-            .rfind(|l| !l.is_empty())
-            .unwrap_or("the build failed");
-        let at = step
-            .as_deref()
-            .map(|s| format!(" at `{s}`"))
-            .unwrap_or_default();
-        Error::environment(format!(
-            "docker: building image `{tag}` from `{shown}` failed{at}: {line}"
-        ))
-    };
-    while let Some(item) = output.next().await {
-        match item {
-            Ok(info) => {
-                let lines = info.stream.as_deref().unwrap_or_default().lines();
-                if let Some(last) = lines.map(str::trim).rfind(|l| l.starts_with("Step ")) {
-                    step = Some(last.to_string());
-                }
-            }
-            Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Err(failure(&step, &error))
-            }
-            Err(e) => return Err(failure(&step, &e.to_string())),
-        }
-    }
-    match docker.inspect_image(&tag).await {
-        Ok(_) => Ok(tag),
-        Err(e) => Err(docker_error(
-            &format!("inspecting the built image `{tag}`"),
-            e,
-        )),
-    }
-}
-
-/// Checks (or pulls) the image, then creates and starts the container and its working
-/// directory.
-async fn create_and_start(
-    docker: &Docker,
-    name: &str,
-    image: &str,
-    pull: bool,
-    body: ContainerCreateBody,
+/// The create body of a session's container (all but its image): keep-alive command, the
+/// request's resolved bindings, working directory, labels, network and resources.
+fn container_body(
+    request: &OpenEnvironmentRequest,
+    config: &Config,
     workdir: &str,
-) -> Result<()> {
-    match docker.inspect_image(image).await {
-        Ok(_) => {}
-        Err(e) if status_of(&e) == Some(404) => {
-            if !pull {
-                return Err(Error::environment(format!(
-                    "docker: image `{image}` does not exist locally and pulling is disabled \
-                     (parameter `pull` = false); build or pull it first, or set `pull` to true"
-                )));
-            }
-            let options = CreateImageOptionsBuilder::new().from_image(image).build();
-            let mut progress = docker.create_image(Some(options), None, None);
-            while let Some(step) = progress.next().await {
-                step.map_err(|e| docker_error(&format!("pulling image `{image}`"), e))?;
-            }
-        }
-        Err(e) => return Err(docker_error(&format!("inspecting image `{image}`"), e)),
-    }
-    let options = CreateContainerOptionsBuilder::new().name(name).build();
-    docker
-        .create_container(Some(options), body)
-        .await
-        .map_err(|e| docker_error(&format!("creating a container from `{image}`"), e))?;
-    docker
-        .start_container(name, None)
-        .await
-        .map_err(|e| docker_error(&format!("starting container `{name}`"), e))?;
-    // Docker creates the working directory itself; this makes sure of it (best effort: an
-    // image without `mkdir` still works).
-    let argv = vec!["mkdir".to_string(), "-p".to_string(), workdir.to_string()];
-    match session::exec_captured(docker, name, argv, Vec::new(), "/", None).await {
-        Ok(r) if r.returncode == 0 => {}
-        Ok(r) => tracing::warn!(
-            container = %name,
-            "mkdir -p {workdir} failed ({}): {}",
-            r.returncode,
-            r.stderr.trim()
+    network: &str,
+) -> ContainerCreateBody {
+    let resources = request.environment.resources.clone().unwrap_or_default();
+    let labels = HashMap::from([
+        (LABEL_RUN.to_string(), request.run_id.clone()),
+        (LABEL_TASK.to_string(), request.task_id.clone()),
+        (LABEL_ATTEMPT.to_string(), request.attempt.to_string()),
+        (LABEL_MANAGED.to_string(), "true".to_string()),
+    ]);
+    ContainerCreateBody {
+        cmd: Some(config.keep_alive_command.clone()),
+        env: Some(
+            request
+                .resolved_env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
         ),
-        Err(e) => tracing::warn!(container = %name, "mkdir -p {workdir} failed: {e}"),
+        working_dir: Some(workdir.to_string()),
+        labels: Some(labels),
+        host_config: Some(HostConfig {
+            network_mode: Some(network.to_string()),
+            nano_cpus: resources.cpu.map(|cpu| (cpu * 1e9).round() as i64),
+            memory: resources
+                .memory_mb
+                .map(|mb| i64::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)),
+            auto_remove: Some(false),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
-    Ok(())
 }

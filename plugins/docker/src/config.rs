@@ -1,0 +1,172 @@
+//! The provider's parameters, the build context and the working directory.
+
+use std::path::{Component, Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::{
+    ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
+};
+use agentcompass_plugin_api::{Error, Result};
+use serde_json::{json, Value};
+
+use crate::ID;
+
+/// The socket used when neither the `docker_host` parameter nor `DOCKER_HOST` is set.
+const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
+
+/// The working directory when `setup.workdir` is not given.
+const DEFAULT_WORKDIR: &str = "/app";
+
+pub(crate) fn config_schema() -> ConfigSchema {
+    ConfigSchema::empty()
+        .field(ConfigField::new(
+            "docker_host",
+            ConfigType::String,
+            Value::Null,
+            "Docker Engine address (default: the DOCKER_HOST environment variable, else \
+             unix:///var/run/docker.sock)",
+        ))
+        .field(ConfigField::new(
+            "network",
+            ConfigType::String,
+            json!("host"),
+            "Network mode of `public` containers: `host`, `bridge` or another existing network \
+             (`no-network` always uses `none`)",
+        ))
+        .field(ConfigField::new(
+            "keep_alive_command",
+            ConfigType::Array,
+            json!(["sleep", "2147483647"]),
+            "The container's main command, keeping it alive between execs",
+        ))
+        .field(ConfigField::new(
+            "pull",
+            ConfigType::Boolean,
+            json!(false),
+            "Pull setup.image when it is missing locally (false: the image must exist locally)",
+        ))
+        .field(ConfigField::new(
+            "build_context",
+            ConfigType::String,
+            Value::Null,
+            "Absolute host directory holding a `Dockerfile`: the image is built from it (tagged \
+             setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
+             network, and reused while the context is unchanged",
+        ))
+}
+
+/// The provider's parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Config {
+    pub(crate) docker_host: String,
+    pub(crate) network: String,
+    pub(crate) keep_alive_command: Vec<String>,
+    pub(crate) pull: bool,
+    pub(crate) build_context: Option<PathBuf>,
+}
+
+impl Config {
+    pub(crate) fn parse(params: &JsonMap) -> Result<Config> {
+        let problems = config_schema().validate(params);
+        if !problems.is_empty() {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: {}",
+                problems.join("; ")
+            )));
+        }
+        let text = |key: &str| -> Result<Option<String>> {
+            match params.get(key).and_then(Value::as_str) {
+                Some(s) if s.trim().is_empty() => Err(Error::invalid_input(format!(
+                    "environment `{ID}`: parameter `{key}` must not be empty"
+                ))),
+                other => Ok(other.map(str::to_string)),
+            }
+        };
+        let docker_host = match text("docker_host")? {
+            Some(host) => host,
+            None => std::env::var("DOCKER_HOST")
+                .ok()
+                .filter(|h| !h.trim().is_empty())
+                .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string()),
+        };
+        let keep_alive_command = match params.get("keep_alive_command") {
+            None | Some(Value::Null) => vec!["sleep".to_string(), "2147483647".to_string()],
+            Some(Value::Array(items)) => {
+                let argv: Option<Vec<String>> = items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_string))
+                    .collect();
+                match argv {
+                    Some(argv) if !argv.is_empty() => argv,
+                    _ => {
+                        return Err(Error::invalid_input(format!(
+                            "environment `{ID}`: parameter `keep_alive_command` must be a \
+                             non-empty array of strings"
+                        )))
+                    }
+                }
+            }
+            Some(_) => unreachable!("checked by the schema"),
+        };
+        Ok(Config {
+            docker_host,
+            network: text("network")?.unwrap_or_else(|| "host".to_string()),
+            keep_alive_command,
+            pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
+            build_context: text("build_context")?.map(PathBuf::from),
+        })
+    }
+}
+
+/// Checks that a build context is an absolute directory holding a `Dockerfile`.
+pub(crate) fn check_build_context(context: &Path) -> Result<()> {
+    let shown = context.display();
+    let problem = if !context.is_absolute() {
+        "must be an absolute path"
+    } else if !context.is_dir() {
+        "is not an existing directory"
+    } else if !context.join("Dockerfile").is_file() {
+        "holds no `Dockerfile`"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid_input(format!(
+        "environment `{ID}`: parameter `build_context` `{shown}` {problem}"
+    )))
+}
+
+/// The container path of the working directory: absolute and normalised, not `/`.
+pub(crate) fn workdir_of(setup: &EnvironmentSetup) -> Result<String> {
+    let given = setup.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR);
+    if !given.starts_with('/') {
+        return Err(Error::invalid_input(format!(
+            "environment `{ID}`: setup.workdir `{given}` must be an absolute path"
+        )));
+    }
+    let normal = normalize(Path::new("/"), given);
+    if normal == "/" {
+        return Err(Error::invalid_input(format!(
+            "environment `{ID}`: setup.workdir `{given}` must not be the root directory"
+        )));
+    }
+    Ok(normal)
+}
+
+/// `path` as an absolute, lexically normalised container path (relative paths against `base`).
+pub(crate) fn normalize(base: &Path, path: &str) -> String {
+    let joined = if path.starts_with('/') {
+        PathBuf::from(path)
+    } else {
+        base.join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for component in joined.components() {
+        match component {
+            Component::Normal(name) => out.push(name),
+            Component::ParentDir => {
+                out.pop();
+            }
+            _ => {}
+        }
+    }
+    out.to_string_lossy().into_owned()
+}

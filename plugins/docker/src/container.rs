@@ -1,0 +1,230 @@
+//! A session's container: its image (checked, pulled or built from a context), its create
+//! body, and starting it within the build timeout.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
+use bollard::models::ContainerCreateBody;
+use bollard::query_parameters::{
+    BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
+};
+use bollard::Docker;
+use futures_util::StreamExt;
+
+use crate::{
+    archive, connect, docker_error, exec, remove_container, status_of, ID, IMAGE_REQUIRED,
+};
+
+/// Label of a built image: the sha256 of its build context archive.
+pub(crate) const LABEL_CONTEXT: &str = "agentcompass.context_sha256";
+
+/// Repository of built images tagged by their context.
+const BUILD_REPOSITORY: &str = "agentcompass-build";
+
+/// Everything a session's container is started from, on the provider runtime.
+pub(crate) struct Launch {
+    /// The daemon's address.
+    pub(crate) host: String,
+    /// `setup.image` (the tag of a built image, if a context is given).
+    pub(crate) image: Option<String>,
+    /// The build context, if the image is built.
+    pub(crate) build_context: Option<PathBuf>,
+    /// Whether a missing image is pulled.
+    pub(crate) pull: bool,
+    /// The container's name.
+    pub(crate) container: String,
+    /// The create body, but the image.
+    pub(crate) body: ContainerCreateBody,
+    /// The working directory made sure of after start.
+    pub(crate) workdir: String,
+    /// `setup.build_timeout_seconds`: the limit of everything but connecting.
+    pub(crate) deadline: Option<Duration>,
+}
+
+impl Launch {
+    /// Connects, then (within the deadline) builds or checks the image, creates and starts the
+    /// container; on failure the container is removed again. The connected client.
+    pub(crate) async fn run(self) -> Result<Docker> {
+        let docker = connect(&self.host).await?;
+        let container = self.container.clone();
+        let outcome = match self.deadline {
+            Some(limit) => match tokio::time::timeout(limit, self.start(&docker)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "docker: opening the environment took longer than \
+                         setup.build_timeout_seconds ({}s)",
+                        limit.as_secs_f64()
+                    ),
+                )),
+            },
+            None => self.start(&docker).await,
+        };
+        match outcome {
+            Ok(()) => Ok(docker),
+            Err(e) => {
+                if let Err(cleanup) = remove_container(&docker, &container).await {
+                    tracing::warn!(container = %container, "cleanup failed: {cleanup}");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn start(self, docker: &Docker) -> Result<()> {
+        let image = match self.build_context {
+            Some(context) => build_image(docker, &context, self.image).await?,
+            None => self
+                .image
+                .ok_or_else(|| Error::invalid_input(IMAGE_REQUIRED))?,
+        };
+        let body = ContainerCreateBody {
+            image: Some(image.clone()),
+            ..self.body
+        };
+        create_and_start(
+            docker,
+            &self.container,
+            &image,
+            self.pull,
+            body,
+            &self.workdir,
+        )
+        .await
+    }
+}
+
+/// The built image of the host directory `context`: tagged `tag` (default: by the context's
+/// sha256), reused when an image with that tag and the context's sha256 label exists.
+async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let shown = context.display().to_string();
+    let from = context.to_path_buf();
+    let tar = tokio::task::spawn_blocking(move || archive::context_tar(&from))
+        .await
+        .map_err(|e| Error::environment(format!("docker: archiving `{shown}` failed: {e}")))?
+        .map_err(|e| {
+            Error::environment(format!(
+                "docker: cannot archive the build context `{shown}`: {e}"
+            ))
+        })?;
+    let sha: String = Sha256::digest(&tar)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
+    match docker.inspect_image(&tag).await {
+        Ok(found) => {
+            let labels = found.config.and_then(|c| c.labels).unwrap_or_default();
+            if labels.get(LABEL_CONTEXT) == Some(&sha) {
+                tracing::debug!(provider = ID, image = %tag, "reusing the built image");
+                return Ok(tag);
+            }
+        }
+        Err(e) if status_of(&e) == Some(404) => {}
+        Err(e) => return Err(docker_error(&format!("inspecting image `{tag}`"), e)),
+    }
+    tracing::debug!(provider = ID, image = %tag, context = %shown, "building the image");
+    let labels = HashMap::from([(LABEL_CONTEXT, sha.as_str())]);
+    let options = BuildImageOptionsBuilder::new()
+        .dockerfile("Dockerfile")
+        .t(&tag)
+        .labels(&labels)
+        .pull("false")
+        .rm(true)
+        .forcerm(true)
+        .networkmode("none")
+        .build();
+    let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+    let mut step = None;
+    let failure = |step: &Option<String>, message: &str| {
+        let line = message
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("the build failed");
+        let at = step
+            .as_deref()
+            .map(|s| format!(" at `{s}`"))
+            .unwrap_or_default();
+        Error::environment(format!(
+            "docker: building image `{tag}` from `{shown}` failed{at}: {line}"
+        ))
+    };
+    while let Some(item) = output.next().await {
+        match item {
+            Ok(info) => {
+                let lines = info.stream.as_deref().unwrap_or_default().lines();
+                if let Some(last) = lines.map(str::trim).rfind(|l| l.starts_with("Step ")) {
+                    step = Some(last.to_string());
+                }
+            }
+            Err(bollard::errors::Error::DockerStreamError { error }) => {
+                return Err(failure(&step, &error))
+            }
+            Err(e) => return Err(failure(&step, &e.to_string())),
+        }
+    }
+    match docker.inspect_image(&tag).await {
+        Ok(_) => Ok(tag),
+        Err(e) => Err(docker_error(
+            &format!("inspecting the built image `{tag}`"),
+            e,
+        )),
+    }
+}
+
+/// Checks (or pulls) the image, then creates and starts the container and its working
+/// directory.
+async fn create_and_start(
+    docker: &Docker,
+    name: &str,
+    image: &str,
+    pull: bool,
+    body: ContainerCreateBody,
+    workdir: &str,
+) -> Result<()> {
+    match docker.inspect_image(image).await {
+        Ok(_) => {}
+        Err(e) if status_of(&e) == Some(404) => {
+            if !pull {
+                return Err(Error::environment(format!(
+                    "docker: image `{image}` does not exist locally and pulling is disabled \
+                     (parameter `pull` = false); build or pull it first, or set `pull` to true"
+                )));
+            }
+            let options = CreateImageOptionsBuilder::new().from_image(image).build();
+            let mut progress = docker.create_image(Some(options), None, None);
+            while let Some(step) = progress.next().await {
+                step.map_err(|e| docker_error(&format!("pulling image `{image}`"), e))?;
+            }
+        }
+        Err(e) => return Err(docker_error(&format!("inspecting image `{image}`"), e)),
+    }
+    let options = CreateContainerOptionsBuilder::new().name(name).build();
+    docker
+        .create_container(Some(options), body)
+        .await
+        .map_err(|e| docker_error(&format!("creating a container from `{image}`"), e))?;
+    docker
+        .start_container(name, None)
+        .await
+        .map_err(|e| docker_error(&format!("starting container `{name}`"), e))?;
+    // Docker creates the working directory itself; this makes sure of it (best effort: an
+    // image without `mkdir` still works).
+    let argv = vec!["mkdir".to_string(), "-p".to_string(), workdir.to_string()];
+    match exec::exec_captured(docker, name, argv, Vec::new(), "/", None).await {
+        Ok(r) if r.returncode == 0 => {}
+        Ok(r) => tracing::warn!(
+            container = %name,
+            "mkdir -p {workdir} failed ({}): {}",
+            r.returncode,
+            r.stderr.trim()
+        ),
+        Err(e) => tracing::warn!(container = %name, "mkdir -p {workdir} failed: {e}"),
+    }
+    Ok(())
+}

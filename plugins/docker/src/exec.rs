@@ -1,0 +1,373 @@
+//! Docker execs: captured output, timeouts (the marked processes killed), detached commands
+//! and probes.
+
+use std::time::Duration;
+
+use agentcompass_plugin_api::contracts::ExecResult;
+use agentcompass_plugin_api::{Error, Result};
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
+use bollard::Docker;
+use futures_util::{Stream, StreamExt};
+use tokio::time::Instant;
+
+use crate::{docker_error, status_of, ID};
+
+/// The variable marking every process started by one exec (used to kill them on a timeout).
+pub(crate) const EXEC_MARKER: &str = "AGENTCOMPASS_EXEC_ID";
+
+/// How long output may keep flowing after the command ended (a background child still holding
+/// it) or was killed, before the captured output is returned without it.
+const OUTPUT_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a running command is checked for having ended while its output stays open.
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How long the kill of a timed-out command may take.
+const KILL_TIMEOUT: Duration = Duration::from_secs(15);
+
+fn exec_error(container: &str, op: &str, e: bollard::errors::Error) -> Error {
+    match status_of(&e) {
+        Some(404) => Error::environment(format!(
+            "exec: container `{container}` does not exist (closed or removed)"
+        )),
+        Some(409) => Error::environment(format!("exec: container `{container}` is not running")),
+        _ => docker_error(&format!("exec: {op}"), e),
+    }
+}
+
+/// `test <flag> <path>` (through `/bin/sh`): exit 0 is true, 1 false; anything else is an
+/// error.
+pub(crate) async fn probe(
+    docker: &Docker,
+    container: &str,
+    flag: &str,
+    path: &str,
+) -> Result<bool> {
+    // `test` is a shell builtin: no `test` binary needed in the image.
+    let argv = vec![
+        "/bin/sh".to_string(),
+        "-c".to_string(),
+        format!("test {flag} \"$1\""),
+        "sh".to_string(),
+        path.to_string(),
+    ];
+    let r = run_exec(docker, container, argv, Vec::new(), "/", None, None).await?;
+    match r.returncode {
+        0 => Ok(true),
+        1 => Ok(false),
+        code => Err(Error::environment(format!(
+            "environment `{ID}`: `test {flag} {path}` failed with exit code {code}: {}",
+            r.stderr.trim()
+        ))),
+    }
+}
+
+/// Runs a command to completion without a timeout marker (internal commands).
+pub(crate) async fn exec_captured(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    env: Vec<String>,
+    cwd: &str,
+    timeout: Option<Duration>,
+) -> Result<ExecResult> {
+    run_exec(docker, container, argv, env, cwd, timeout, None).await
+}
+
+/// Starts a command in the background.
+pub(crate) async fn start_detached(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    env: Vec<String>,
+    cwd: &str,
+) -> Result<ExecResult> {
+    let created = docker
+        .create_exec(
+            container,
+            CreateExecOptions {
+                attach_stdout: Some(false),
+                attach_stderr: Some(false),
+                env: Some(env),
+                cmd: Some(argv),
+                working_dir: Some(cwd.to_string()),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| exec_error(container, "create", e))?;
+    docker
+        .start_exec(
+            &created.id,
+            Some(StartExecOptions {
+                detach: true,
+                ..Default::default()
+            }),
+        )
+        .await
+        .map_err(|e| exec_error(container, "start", e))?;
+    Ok(ExecResult::new(0, "", ""))
+}
+
+/// Kills every process of the exec marked `marker` when dropped armed (the `exec` future was
+/// dropped): the kill is spawned on the current runtime.
+struct KillGuard {
+    docker: Docker,
+    container: String,
+    marker: Option<String>,
+}
+
+impl KillGuard {
+    /// Kills the marked processes now (and disarms).
+    async fn kill(&mut self) {
+        if let Some(marker) = self.marker.take() {
+            kill_marked(&self.docker, &self.container, &marker).await;
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.marker = None;
+    }
+}
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        let Some(marker) = self.marker.take() else {
+            return;
+        };
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let (docker, container) = (self.docker.clone(), self.container.clone());
+            handle.spawn(async move { kill_marked(&docker, &container, &marker).await });
+        }
+    }
+}
+
+/// SIGKILLs every process of the container whose environment holds the marker (best effort:
+/// needs `/bin/sh` and `cat` in the image; runs as root). Command substitution drops the NUL
+/// separators of `/proc/<pid>/environ`; the marker value is unique, so a substring match is
+/// enough.
+async fn kill_marked(docker: &Docker, container: &str, marker: &str) {
+    let script = format!(
+        "for p in /proc/[0-9]*; do \
+           case \"$(cat \"$p/environ\" 2>/dev/null)\" in \
+             *'{EXEC_MARKER}={marker}'*) kill -9 \"${{p#/proc/}}\" 2>/dev/null;; \
+           esac; \
+         done 2>/dev/null; true"
+    );
+    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script];
+    let work = async {
+        let created = docker
+            .create_exec(
+                container,
+                CreateExecOptions {
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(argv),
+                    user: Some("0".to_string()),
+                    working_dir: Some("/".to_string()),
+                    ..Default::default()
+                },
+            )
+            .await?;
+        if let StartExecResults::Attached { mut output, .. } =
+            docker.start_exec(&created.id, None).await?
+        {
+            while output.next().await.is_some() {}
+        }
+        Ok::<_, bollard::errors::Error>(())
+    };
+    match tokio::time::timeout(KILL_TIMEOUT, work).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => agentcompass_plugin_api::tracing::warn!(
+            container = %container,
+            "killing a timed-out command failed: {e}"
+        ),
+        Err(_) => agentcompass_plugin_api::tracing::warn!(
+            container = %container,
+            "killing a timed-out command timed out"
+        ),
+    }
+}
+
+#[derive(Default)]
+struct Captured {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+impl Captured {
+    fn push(&mut self, chunk: LogOutput) {
+        match chunk {
+            LogOutput::StdErr { message } => self.stderr.extend_from_slice(&message),
+            LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                self.stdout.extend_from_slice(&message)
+            }
+            LogOutput::StdIn { .. } => {}
+        }
+    }
+
+    /// Reads what is left of `output` for at most `grace`.
+    async fn drain<S>(&mut self, output: &mut S, grace: Duration)
+    where
+        S: Stream<Item = std::result::Result<LogOutput, bollard::errors::Error>> + Unpin,
+    {
+        let until = Instant::now() + grace;
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout_at(until, output.next()).await {
+            self.push(chunk);
+        }
+    }
+
+    /// Reads `output` until it ends, the exec ended (then what is left for at most
+    /// [`OUTPUT_GRACE`]) or `deadline` passed. Whether the deadline passed.
+    async fn collect<S>(
+        &mut self,
+        docker: &Docker,
+        id: &str,
+        output: &mut S,
+        deadline: Option<Instant>,
+    ) -> Result<bool>
+    where
+        S: Stream<Item = std::result::Result<LogOutput, bollard::errors::Error>> + Unpin,
+    {
+        let mut next_check = Instant::now() + POLL_INTERVAL;
+        loop {
+            let wake = deadline.map_or(next_check, |d| d.min(next_check));
+            match tokio::time::timeout_at(wake, output.next()).await {
+                Ok(Some(Ok(chunk))) => self.push(chunk),
+                Ok(Some(Err(e))) => return Err(docker_error("exec: reading the output", e)),
+                Ok(None) => return Ok(false),
+                Err(_) => {
+                    let now = Instant::now();
+                    if deadline.is_some_and(|d| now >= d) {
+                        return Ok(true);
+                    }
+                    if !exec_running(docker, id).await? {
+                        // Ended; a background child may still hold the output open.
+                        self.drain(output, OUTPUT_GRACE).await;
+                        return Ok(false);
+                    }
+                    next_check = now + POLL_INTERVAL;
+                }
+            }
+        }
+    }
+
+    fn texts(&self) -> (String, String) {
+        (
+            String::from_utf8_lossy(&self.stdout).into_owned(),
+            String::from_utf8_lossy(&self.stderr).into_owned(),
+        )
+    }
+}
+
+/// Whether an exec is still running.
+async fn exec_running(docker: &Docker, id: &str) -> Result<bool> {
+    let inspected = docker
+        .inspect_exec(id)
+        .await
+        .map_err(|e| docker_error("exec: inspect", e))?;
+    Ok(inspected.running.unwrap_or(false))
+}
+
+/// The exit code of a finished exec (waiting briefly for the daemon to record it).
+async fn exit_code(docker: &Docker, id: &str) -> Result<i32> {
+    for _ in 0..200 {
+        let inspected = docker
+            .inspect_exec(id)
+            .await
+            .map_err(|e| docker_error("exec: inspect", e))?;
+        if !inspected.running.unwrap_or(false) {
+            if let Some(code) = inspected.exit_code {
+                return Ok(i32::try_from(code).unwrap_or(-1));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Err(Error::environment(
+        "exec: the daemon did not report the command's exit code",
+    ))
+}
+
+/// Runs one exec with captured output. With a `marker` (carried in `env`), a timeout or a
+/// drop of this future kills the marked processes.
+pub(crate) async fn run_exec(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    env: Vec<String>,
+    cwd: &str,
+    timeout: Option<Duration>,
+    marker: Option<String>,
+) -> Result<ExecResult> {
+    let program = argv.first().cloned().unwrap_or_default();
+    let created = docker
+        .create_exec(
+            container,
+            CreateExecOptions {
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                env: Some(env),
+                cmd: Some(argv),
+                working_dir: Some(cwd.to_string()),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| exec_error(container, "create", e))?;
+    let mut guard = KillGuard {
+        docker: docker.clone(),
+        container: container.to_string(),
+        marker,
+    };
+    let started = docker
+        .start_exec(&created.id, None)
+        .await
+        .map_err(|e| exec_error(container, "start", e))?;
+    let StartExecResults::Attached {
+        mut output,
+        input: _input,
+    } = started
+    else {
+        return Err(Error::environment(
+            "exec: the daemon did not attach the output",
+        ));
+    };
+    let mut captured = Captured::default();
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    if captured
+        .collect(docker, &created.id, &mut output, deadline)
+        .await?
+    {
+        guard.kill().await;
+        captured.drain(&mut output, OUTPUT_GRACE).await;
+        let (stdout, stderr) = captured.texts();
+        return Ok(ExecResult::timeout(stdout, stderr));
+    }
+    guard.disarm();
+    let code = exit_code(docker, &created.id).await?;
+    let (stdout, stderr) = captured.texts();
+    if let Some(error) = start_failure(code, &stdout, &stderr, &program, cwd) {
+        return Err(error);
+    }
+    Ok(ExecResult::new(code, stdout, stderr))
+}
+
+/// The error of a command the runtime could not start (exit code 126 or 127 with the OCI
+/// runtime's message), instead of its exit code.
+fn start_failure(code: i32, stdout: &str, stderr: &str, program: &str, cwd: &str) -> Option<Error> {
+    if !matches!(code, 126 | 127) {
+        return None;
+    }
+    let text = if stdout.contains("OCI runtime exec failed") {
+        stdout
+    } else {
+        stderr
+    };
+    text.contains("OCI runtime exec failed").then(|| {
+        Error::environment(format!(
+            "exec: cannot start `{program}` in `{cwd}`: {}",
+            text.trim()
+        ))
+    })
+}
