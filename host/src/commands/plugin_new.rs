@@ -146,6 +146,19 @@ impl ApiSource {
             ApiSource::Version(req) => toml::Value::String(req.clone()).to_string(),
         }
     }
+
+    /// A `[dev-dependencies]` table with the plugin API and `feature` enabled.
+    fn dev_dependency_with(&self, feature: &str) -> String {
+        let source = match self {
+            ApiSource::Path(path) => {
+                format!("path = {}", toml::Value::String(path.display().to_string()))
+            }
+            ApiSource::Version(req) => format!("version = {}", toml::Value::String(req.clone())),
+        };
+        let feature = toml::Value::String(feature.to_string());
+        let dependency = format!("{{ {source}, features = [{feature}] }}");
+        format!("\n[dev-dependencies]\nagentcompass-plugin-api = {dependency}\n")
+    }
 }
 
 impl fmt::Display for ApiSource {
@@ -259,19 +272,16 @@ fn run_example(name: &str, kind: ComponentKind) -> (String, String) {
 pub fn render(name: &str, kind: ComponentKind, api: &ApiSource) -> Vec<(&'static str, String)> {
     let word = kind_word(kind);
     let (source, extra_deps) = match kind {
-        ComponentKind::Benchmark => (BENCHMARK, ""),
-        ComponentKind::Harness => (HARNESS, ""),
-        // Only for `tokio::task::spawn_blocking` inside the SDK's plugin-owned runtime.
-        ComponentKind::Environment => (
-            ENVIRONMENT,
-            "tokio = { version = \"1\", default-features = false, features = [\"rt\"] }\n",
-        ),
-        ComponentKind::Recipe => (RECIPE, ""),
+        ComponentKind::Benchmark => (BENCHMARK, String::new()),
+        ComponentKind::Harness => (HARNESS, String::new()),
+        // The tests run the SDK's session contract kit.
+        ComponentKind::Environment => (ENVIRONMENT, api.dev_dependency_with("contract-kit")),
+        ComponentKind::Recipe => (RECIPE, String::new()),
     };
     let (run, note) = run_example(name, kind);
     let cargo = CARGO_TOML
         .replace("__API_DEP__", &api.toml())
-        .replace("__EXTRA_DEPS__\n", extra_deps)
+        .replace("__EXTRA_DEPS__\n", &extra_deps)
         .replace("__KIND__", word)
         .replace("__NAME__", name);
     let readme = README
@@ -438,9 +448,12 @@ mod tests {
                 "{cargo}"
             );
             assert!(parsed["workspace"].as_table().is_some());
+            let kit = parsed
+                .get("dev-dependencies")
+                .map(|d| d["agentcompass-plugin-api"]["features"][0].as_str());
             assert_eq!(
-                parsed["dependencies"].get("tokio").is_some(),
-                kind == ComponentKind::Environment
+                kit,
+                (kind == ComponentKind::Environment).then_some(Some("contract-kit"))
             );
             let lib = &files[3].1;
             assert!(lib.contains("pub const ID: &str = \"my-pack\";"), "{lib}");
