@@ -58,7 +58,7 @@ fn stand_in(kind: ComponentKind, id: &str, fields: &[(&str, ConfigType)]) -> Bui
 fn registry() -> Registry {
     use ComponentKind::{Benchmark, Environment, Harness, Recipe};
     use ConfigType::{Any, Array, Boolean, Integer, Number, Object, String};
-    let mut builtins = agentcompass_host::builtins::all();
+    let mut builtins = agentcompass_builtins::all();
     builtins.extend([
         stand_in(
             Benchmark,

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use agentcompass_host::loader::manifest::{
+use agentcompass_loader::manifest::{
     library_path_for_manifest, manifest_path_for_library, PluginManifest,
 };
 use libfuzzer_sys::fuzz_target;

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentSetup, EnvironmentSpec, NetworkPolicy, ResourceRequirements, RunRequest, TaskSpec,
+    EnvironmentSetup, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan, NetworkPolicy,
+    ResourceRequirements, RunRequest, TaskSpec,
 };
 
 fn merge_resources(layers: &[Option<&ResourceRequirements>]) -> Option<ResourceRequirements> {
@@ -115,6 +116,70 @@ pub fn evaluation_baseline(
         .or_else(|| req.environment.baseline_network_policy.clone())
         .or_else(|| task.evaluation_baseline_network_policy.clone())
         .or_else(|| agent_baseline.cloned())
+}
+
+/// Fields of a request's environment that only a fresh evaluation environment uses.
+fn fresh_only_fields(env: &EnvironmentSpec) -> [(&'static str, bool); 4] {
+    [
+        (
+            "evaluation_baseline_network_policy",
+            env.evaluation_baseline_network_policy.is_some(),
+        ),
+        (
+            "evaluation_environment_env_variables",
+            env.evaluation_environment_env_variables.is_some(),
+        ),
+        (
+            "evaluation_setup",
+            env.evaluation_setup != Default::default(),
+        ),
+        ("evaluation_resources", env.evaluation_resources.is_some()),
+    ]
+}
+
+/// Step 8 of planning: for a fresh evaluation, the evaluation environment and its baseline
+/// policy (and artifacts must be saved, to be restored there); otherwise neither, and the
+/// request may not set fresh-only fields.
+pub(super) fn finish_evaluation(
+    plan: &mut ExecutionPlan,
+    task: &TaskSpec,
+    req: &RunRequest,
+) -> Result<(), String> {
+    let mode = plan.evaluation_environment_mode;
+    let fresh = mode == EvaluationEnvironmentMode::Fresh;
+    if !fresh {
+        if let Some((field, _)) = fresh_only_fields(&req.environment)
+            .iter()
+            .find(|(_, set)| *set)
+        {
+            return Err(format!(
+                "environment.{field} applies to a fresh evaluation environment, but the evaluation mode is `{mode}`"
+            ));
+        }
+    }
+    plan.save_artifacts = match req.execution.save_artifacts {
+        Some(false) if fresh => {
+            return Err(
+                "fresh evaluation restores collected artifacts, so execution.save_artifacts cannot be false".into(),
+            )
+        }
+        Some(value) => value,
+        None => fresh,
+    };
+    if !fresh {
+        plan.evaluation_environment = None;
+        plan.evaluation_baseline_network_policy = None;
+        return Ok(());
+    }
+    plan.evaluation_environment = Some(evaluation_environment(req, task, &plan.environment));
+    let baseline =
+        evaluation_baseline(req, task, plan.baseline_network_policy.as_ref()).unwrap_or_default();
+    plan.evaluation_baseline_network_policy = Some(
+        baseline
+            .normalized()
+            .map_err(|e| format!("evaluation_baseline_network_policy: {e}"))?,
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,84 +5,32 @@
 mod artifacts;
 pub mod bindings;
 mod environment;
+mod error;
+mod policies;
+pub mod recipe;
+mod timeouts;
 
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan,
-    NetworkPolicy, RunRequest, TaskSpec,
+    RunRequest, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
-use agentcompass_plugin_api::Error;
 
-use crate::registry::{Registry, RegistryError};
+use crate::registry::Registry;
 pub use bindings::{check_plan_bindings, phase_bindings, resolve_bindings, BindingError, Phase};
-
-/// Why a plan could not be made (or is refused).
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PlanError {
-    /// A component could not be instantiated.
-    #[error("{0}")]
-    Registry(String),
-    /// A component failed while planning.
-    #[error("{stage}: {error}")]
-    Component {
-        /// `benchmark build_plan`, `recipe example_recipe apply`, ...
-        stage: String,
-        /// The component's error (already naming the plugin).
-        error: Error,
-    },
-    /// The request and task combine into an invalid plan.
-    #[error("task {task_id}: {message}")]
-    Invalid {
-        /// Task concerned.
-        task_id: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The provider cannot enforce the plan (fail closed, before anything is allocated).
-    #[error("task {task_id}: {message}")]
-    Unsupported {
-        /// Task concerned.
-        task_id: String,
-        /// The provider's refusal.
-        message: String,
-    },
-    /// Environment bindings refer to unset variables.
-    #[error("task {task_id}: {error}")]
-    Bindings {
-        /// Task concerned.
-        task_id: String,
-        /// The missing names.
-        error: BindingError,
-    },
-}
-
-impl From<RegistryError> for PlanError {
-    fn from(err: RegistryError) -> Self {
-        PlanError::Registry(err.to_string())
-    }
-}
+pub use error::PlanError;
+use recipe::RecipeSet;
+pub use timeouts::resolve_phase_timeout;
 
 /// The components one request plans with, instantiated once per run.
 pub struct Planner {
     benchmark: BenchmarkHandle,
     benchmark_info: ComponentInfo,
     harness: Option<Arc<dyn Harness>>,
-    recipes: Vec<(String, Arc<dyn Recipe>)>,
+    recipes: RecipeSet,
     provider: Arc<dyn EnvironmentProvider>,
-}
-
-/// `(override or default) × (phase multiplier or common multiplier)`; `None` stays `None`.
-pub fn resolve_phase_timeout(
-    default: Option<f64>,
-    explicit: Option<f64>,
-    multiplier: f64,
-    phase_multiplier: Option<f64>,
-) -> Option<f64> {
-    explicit
-        .or(default)
-        .map(|seconds| seconds * phase_multiplier.unwrap_or(multiplier))
 }
 
 impl Planner {
@@ -99,15 +47,7 @@ impl Planner {
         } else {
             Some(registry.harness(&req.harness.id)?)
         };
-        let whitelist = &req.execution.enabled_recipes;
-        for id in whitelist {
-            registry.get(ComponentKind::Recipe, id)?;
-        }
-        let recipes = registry
-            .list(ComponentKind::Recipe)
-            .filter(|e| whitelist.is_empty() || whitelist.contains(&e.info.id))
-            .map(|e| Ok((e.info.id.clone(), registry.recipe(&e.info.id)?)))
-            .collect::<Result<Vec<_>, PlanError>>()?;
+        let recipes = RecipeSet::for_request(registry, &req.execution.enabled_recipes)?;
         let provider = registry.environment(&req.environment.id)?;
         Ok(Planner {
             benchmark,
@@ -130,7 +70,7 @@ impl Planner {
             benchmark,
             benchmark_info,
             harness,
-            recipes,
+            recipes: RecipeSet::new(recipes),
             provider,
         }
     }
@@ -152,113 +92,55 @@ impl Planner {
 
     /// Ids of the candidate recipes, in the order they are tried.
     pub fn recipe_ids(&self) -> Vec<&str> {
-        self.recipes.iter().map(|(id, _)| id.as_str()).collect()
+        self.recipes.ids()
     }
 
-    /// Plans one attempt of `task`.
+    /// Plans one attempt of `task`, in the seed's order: evaluation mode, requested policies,
+    /// the task-local environment, the benchmark's and harness's subplans, recipes, then the
+    /// normalisation of the final plan.
     pub fn plan(
         &self,
         task: &TaskSpec,
         req: &RunRequest,
         attempt: u32,
     ) -> Result<ExecutionPlan, PlanError> {
-        let invalid = |message: String| PlanError::Invalid {
-            task_id: task.task_id.clone(),
-            message,
-        };
-        let component = |stage: &str| {
-            let stage = stage.to_string();
-            move |error: Error| PlanError::Component {
-                stage: stage.clone(),
-                error,
-            }
-        };
-        let exec = &req.execution;
-
-        // 1. Evaluation mode: request > task > benchmark default.
-        let mode = match req
-            .environment
-            .evaluation_environment_mode
-            .or(task.evaluation_environment_mode)
-        {
-            Some(mode) => mode,
-            None => self
-                .benchmark
-                .benchmark
-                .evaluation_environment_mode(req)
-                .map_err(component("benchmark evaluation_environment_mode"))?,
-        };
-
-        // 2. Policies: an explicit request policy wins over the task's hint.
-        let env_req = &req.environment;
-        let pick = |request: &Option<NetworkPolicy>, hint: &Option<NetworkPolicy>, field: &str| {
-            request
-                .clone()
-                .or_else(|| hint.clone())
-                .map(|p| p.normalized().map_err(|e| invalid(format!("{field}: {e}"))))
-                .transpose()
-        };
-        let baseline = pick(
-            &env_req.baseline_network_policy,
-            &task.baseline_network_policy,
-            "baseline_network_policy",
-        )?;
-        let run_policy = pick(
-            &env_req.run_network_policy,
-            &task.run_network_policy,
-            "run_network_policy",
-        )?;
-        let evaluation_policy = pick(
-            &env_req.evaluation_network_policy,
-            &task.evaluation_network_policy,
-            "evaluation_network_policy",
-        )?;
-
-        // 3. Task-local copy of the environment.
+        let mode = self.evaluation_mode(task, req)?;
+        let policies = policies::requested(task, req)?;
         let environment = environment::task_environment(req, task);
-
-        // 4.-5. Component subplans.
         let benchmark_plan = self
             .benchmark
             .benchmark
             .build_plan(task, req, &environment)
-            .map_err(component("benchmark build_plan"))?;
+            .map_err(PlanError::component("benchmark build_plan"))?;
         let harness_plan = match &self.harness {
             Some(harness) => harness
                 .build_plan(req, &environment)
-                .map_err(component("harness build_plan"))?,
+                .map_err(PlanError::component("harness build_plan"))?,
             None => HarnessPlan::default(),
         };
-
-        // Timeouts: benchmark plan, then task, then the harness fallback budget.
-        let run_default = benchmark_plan
-            .run_timeout_seconds
-            .or(task.run_timeout_seconds)
-            .or(harness_plan.default_run_timeout_seconds);
-        let evaluation_default = benchmark_plan
-            .evaluation_timeout_seconds
-            .or(task.evaluation_timeout_seconds);
-
+        let exec = &req.execution;
+        let (run_timeout_seconds, evaluation_timeout_seconds) =
+            timeouts::phase_timeouts(exec, task, &benchmark_plan, &harness_plan);
         let supported = self.benchmark_info.collect_artifacts;
+        let invalid = PlanError::invalid(task);
         let artifacts =
             artifacts::initial_paths(supported, exec.artifacts.as_ref(), task.artifacts.as_ref())
-                .map_err(invalid)?;
+                .map_err(&invalid)?;
         let artifact_collect = artifacts::initial_commands(
             supported,
             exec.artifact_collect.as_ref(),
             &task.artifact_collect,
         )
-        .map_err(invalid)?;
-
-        let mut plan = ExecutionPlan {
+        .map_err(&invalid)?;
+        let plan = ExecutionPlan {
             task_id: task.task_id.clone(),
             attempt,
             environment,
             evaluation_environment: None,
             evaluation_environment_mode: mode,
-            baseline_network_policy: baseline,
-            run_network_policy: run_policy,
-            evaluation_network_policy: evaluation_policy,
+            baseline_network_policy: policies.baseline,
+            run_network_policy: policies.run,
+            evaluation_network_policy: policies.evaluation,
             evaluation_baseline_network_policy: None,
             benchmark_plan,
             harness_plan,
@@ -271,34 +153,34 @@ impl Planner {
             artifact_collect_timeout_seconds: exec.artifact_collect_timeout_seconds,
             runresult_collect_timeout_seconds: exec.runresult_collect_timeout_seconds,
             run_timer_compensation_seconds: exec.run_timer_compensation_seconds,
-            run_timeout_seconds: resolve_phase_timeout(
-                run_default,
-                exec.run_timeout_seconds,
-                exec.timeout_multiplier,
-                exec.run_timeout_multiplier,
-            ),
-            evaluation_timeout_seconds: resolve_phase_timeout(
-                evaluation_default,
-                exec.evaluation_timeout_seconds,
-                exec.timeout_multiplier,
-                exec.evaluation_timeout_multiplier,
-            ),
+            run_timeout_seconds,
+            evaluation_timeout_seconds,
             save_artifacts: false,
         };
-
-        // 6. Recipes, in registry order, each on the previous one's plan.
-        for (id, recipe) in &self.recipes {
-            if recipe
-                .matches(req, task, &plan)
-                .map_err(component(&format!("recipe {id} matches")))?
-            {
-                plan = recipe
-                    .apply(plan.clone(), req, task)
-                    .map_err(component(&format!("recipe {id} apply")))?;
-                plan.applied_recipes.push(id.clone());
-            }
-        }
+        let plan = self.recipes.apply(plan, req, task)?;
         self.finish(plan, task, req)
+    }
+
+    /// The initial evaluation mode: request > task > the benchmark's default.
+    fn evaluation_mode(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+    ) -> Result<EvaluationEnvironmentMode, PlanError> {
+        match req
+            .environment
+            .evaluation_environment_mode
+            .or(task.evaluation_environment_mode)
+        {
+            Some(mode) => Ok(mode),
+            None => self
+                .benchmark
+                .benchmark
+                .evaluation_environment_mode(req)
+                .map_err(PlanError::component(
+                    "benchmark evaluation_environment_mode",
+                )),
+        }
     }
 
     /// Post-recipe normalisation: artifact capability, benchmark artifact resolution,
@@ -309,110 +191,43 @@ impl Planner {
         task: &TaskSpec,
         req: &RunRequest,
     ) -> Result<ExecutionPlan, PlanError> {
-        let invalid = |message: String| PlanError::Invalid {
-            task_id: task.task_id.clone(),
-            message,
-        };
-        let exec = &req.execution;
+        self.finish_artifacts(&mut plan, task, req)?;
+        plan.harness_plan.run_timeout_seconds = plan.run_timeout_seconds;
+        // 7. Missing policies become public.
+        policies::fill_defaults(&mut plan).map_err(PlanError::invalid(task))?;
+        // 8. The evaluation environment for the final mode.
+        environment::finish_evaluation(&mut plan, task, req).map_err(PlanError::invalid(task))?;
+        Ok(plan)
+    }
+
+    /// The final artifact selection: the benchmark's resolution (unless the request lists its
+    /// own), the conventional main directory, validation; nothing without the capability.
+    fn finish_artifacts(
+        &self,
+        plan: &mut ExecutionPlan,
+        task: &TaskSpec,
+        req: &RunRequest,
+    ) -> Result<(), PlanError> {
         let supported = self.benchmark_info.collect_artifacts;
         plan.artifact_collection_supported = supported;
-        if supported {
-            if exec.artifacts.is_none() {
-                if let Some(list) = self
+        if !supported {
+            plan.artifacts.clear();
+            plan.artifact_collect.clear();
+        } else {
+            if req.execution.artifacts.is_none() {
+                let resolved = self
                     .benchmark
                     .benchmark
-                    .resolve_artifacts(task, req, &plan)
-                    .map_err(|error| PlanError::Component {
-                        stage: "benchmark resolve_artifacts".into(),
-                        error,
-                    })?
-                {
+                    .resolve_artifacts(task, req, plan)
+                    .map_err(PlanError::component("benchmark resolve_artifacts"))?;
+                if let Some(list) = resolved {
                     plan.artifacts = list;
                 }
             }
             plan.artifacts = artifacts::with_main_dir(std::mem::take(&mut plan.artifacts));
-        } else {
-            plan.artifacts.clear();
-            plan.artifact_collect.clear();
         }
-        artifacts::validate(&plan.artifacts, &plan.artifact_collect).map_err(invalid)?;
-
-        plan.harness_plan.run_timeout_seconds = plan.run_timeout_seconds;
-
-        // 7. Missing policies become public.
-        for (field, slot) in [
-            ("baseline_network_policy", &mut plan.baseline_network_policy),
-            ("run_network_policy", &mut plan.run_network_policy),
-            (
-                "evaluation_network_policy",
-                &mut plan.evaluation_network_policy,
-            ),
-        ] {
-            let policy = slot.take().unwrap_or_default();
-            *slot = Some(
-                policy
-                    .normalized()
-                    .map_err(|e| invalid(format!("{field}: {e}")))?,
-            );
-        }
-
-        // 8. The evaluation environment for the final mode.
-        let mode = plan.evaluation_environment_mode;
-        let fresh = mode == EvaluationEnvironmentMode::Fresh;
-        let env_req = &req.environment;
-        if !fresh {
-            let fresh_only = [
-                (
-                    "evaluation_baseline_network_policy",
-                    env_req.evaluation_baseline_network_policy.is_some(),
-                ),
-                (
-                    "evaluation_environment_env_variables",
-                    env_req.evaluation_environment_env_variables.is_some(),
-                ),
-                (
-                    "evaluation_setup",
-                    env_req.evaluation_setup != Default::default(),
-                ),
-                (
-                    "evaluation_resources",
-                    env_req.evaluation_resources.is_some(),
-                ),
-            ];
-            if let Some((field, _)) = fresh_only.iter().find(|(_, set)| *set) {
-                return Err(invalid(format!(
-                    "environment.{field} applies to a fresh evaluation environment, but the evaluation mode is `{mode}`"
-                )));
-            }
-        }
-        plan.save_artifacts = match exec.save_artifacts {
-            Some(false) if fresh => {
-                return Err(invalid(
-                    "fresh evaluation restores collected artifacts, so execution.save_artifacts cannot be false".into(),
-                ))
-            }
-            Some(value) => value,
-            None => fresh,
-        };
-        if fresh {
-            plan.evaluation_environment = Some(environment::evaluation_environment(
-                req,
-                task,
-                &plan.environment,
-            ));
-            let baseline =
-                environment::evaluation_baseline(req, task, plan.baseline_network_policy.as_ref())
-                    .unwrap_or_default();
-            plan.evaluation_baseline_network_policy = Some(
-                baseline
-                    .normalized()
-                    .map_err(|e| invalid(format!("evaluation_baseline_network_policy: {e}")))?,
-            );
-        } else {
-            plan.evaluation_environment = None;
-            plan.evaluation_baseline_network_policy = None;
-        }
-        Ok(plan)
+        artifacts::validate(&plan.artifacts, &plan.artifact_collect)
+            .map_err(PlanError::invalid(task))
     }
 
     /// Fail-closed checks before anything is allocated: the provider must be able to enforce
@@ -437,25 +252,3 @@ impl Planner {
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod timeout_tests {
-    use super::*;
-
-    #[test]
-    fn phase_multiplier_replaces_the_common_one() {
-        assert_eq!(
-            resolve_phase_timeout(Some(100.0), None, 2.0, None),
-            Some(200.0)
-        );
-        assert_eq!(
-            resolve_phase_timeout(Some(100.0), None, 2.0, Some(0.5)),
-            Some(50.0)
-        );
-        assert_eq!(
-            resolve_phase_timeout(Some(100.0), Some(10.0), 2.0, None),
-            Some(20.0)
-        );
-        assert_eq!(resolve_phase_timeout(None, None, 2.0, Some(3.0)), None);
-    }
-}

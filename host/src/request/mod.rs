@@ -3,14 +3,14 @@
 
 pub mod layers;
 pub mod orchestration;
-pub mod runtime;
+pub mod runtime_options;
 pub mod sections;
 pub mod single;
 
 pub use orchestration::{
     load_orchestration_file, resolve_orchestration, LaunchArgs, OrchestratedRun, Orchestration,
 };
-pub use runtime::{ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
+pub use runtime_options::{ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
 pub use single::{resolve_run, RunArgs};
 
 use agentcompass_plugin_api::contracts::RunRequest;

@@ -7,7 +7,7 @@ use agentcompass_plugin_api::contracts::{ComponentKind, RunMetadata, RunRequest}
 use serde_json::{json, Map, Value};
 
 use super::layers::Layer;
-use super::runtime::ResolvedRuntimeOptions;
+use super::runtime_options::ResolvedRuntimeOptions;
 use super::sections::{
     benchmark_spec, config_component_layers, config_environment_layers, config_execution_layers,
     config_runtime_layer, environment_spec, execution_spec, harness_spec, model_spec, output_spec,
