@@ -45,6 +45,30 @@ fn main_series(report: &MetricReport) -> Option<&MetricSeries> {
 /// Renders the human-readable `summary.md` for a metric report.
 pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     let mut out = String::new();
+    write_title(&mut out, report, title);
+    let counts = main_series(report).map(|s| s.counts).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "Total: {} · Evaluated: {} · Invalidated: {} · Error: {}\n",
+        counts.total, counts.evaluated, counts.invalidated, counts.error
+    );
+    write_series_table(&mut out, report);
+    write_categories(&mut out, report);
+    if report.evaluation_failed {
+        let _ = writeln!(
+            out,
+            "\nEvaluation failed: {} tasks have fatal errors; values are reference values over \
+             the remaining tasks.",
+            counts.invalidated
+        );
+    }
+    write_usage(&mut out, report);
+    out.push_str("\nFull report: `metrics.json`.\n");
+    out
+}
+
+/// `# BENCHMARK — model`, then the harness, run id and attempt plan.
+fn write_title(out: &mut String, report: &MetricReport, title: &SummaryTitle) {
     let harness = if title.harness.is_empty() {
         "none"
     } else {
@@ -66,14 +90,10 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
         );
     }
     out.push_str("\n\n");
+}
 
-    let counts = main_series(report).map(|s| s.counts).unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "Total: {} · Evaluated: {} · Invalidated: {} · Error: {}\n",
-        counts.total, counts.evaluated, counts.invalidated, counts.error
-    );
-
+/// One row per metric series.
+fn write_series_table(out: &mut String, report: &MetricReport) {
     out.push_str("| Metric | Reducer | Value | Evaluated | Error | Unavailable | Total |\n");
     out.push_str("|---|---|---:|---:|---:|---:|---:|\n");
     for series in &report.series {
@@ -90,51 +110,49 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
             series.counts.total,
         );
     }
+}
 
-    if let Some(series) = main_series(report).filter(|s| s.categories.len() > 1) {
+/// The main series per category, when there are several categories.
+fn write_categories(out: &mut String, report: &MetricReport) {
+    let Some(series) = main_series(report).filter(|s| s.categories.len() > 1) else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n## Categories — {} ({}@{})\n",
+        cell(&series.metric_id),
+        cell(&series.reducer),
+        report.k
+    );
+    out.push_str("| Category | Value |\n|---|---:|\n");
+    for (category, value) in &series.categories {
         let _ = writeln!(
             out,
-            "\n## Categories — {} ({}@{})\n",
-            cell(&series.metric_id),
-            cell(&series.reducer),
-            report.k
+            "| {} | {} |",
+            cell(category),
+            format_value(series.kind, *value)
         );
-        out.push_str("| Category | Value |\n|---|---:|\n");
-        for (category, value) in &series.categories {
-            let _ = writeln!(
-                out,
-                "| {} | {} |",
-                cell(category),
-                format_value(series.kind, *value)
-            );
-        }
     }
+}
 
-    if report.evaluation_failed {
-        let _ = writeln!(
-            out,
-            "\nEvaluation failed: {} tasks have fatal errors; values are reference values over \
-             the remaining tasks.",
-            counts.invalidated
-        );
-    }
-    if let Some(usage) = report
+/// The run's model usage, when it made model calls.
+fn write_usage(out: &mut String, report: &MetricReport) {
+    let Some(usage) = report
         .extra
         .get("model_usage")
         .and_then(|v| serde_json::from_value::<TokenUsage>(v.clone()).ok())
-    {
-        let _ = write!(
-            out,
-            "\nModel usage: {} calls · {} prompt tokens ({} cached) · {} completion tokens",
-            usage.requests, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
-        );
-        if let Some(cost) = usage.cost_usd {
-            let _ = write!(out, " · ${cost:.4}");
-        }
-        out.push('\n');
+    else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "\nModel usage: {} calls · {} prompt tokens ({} cached) · {} completion tokens",
+        usage.requests, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
+    );
+    if let Some(cost) = usage.cost_usd {
+        let _ = write!(out, " · ${cost:.4}");
     }
-    out.push_str("\nFull report: `metrics.json`.\n");
-    out
+    out.push('\n');
 }
 
 /// The one-line overview of the headline series, e.g.

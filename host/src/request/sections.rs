@@ -155,41 +155,7 @@ pub fn environment_spec(
             shared_layers.clear();
             continue;
         }
-        layer.check_references()?;
-        let mut params = Map::new();
-        for (key, value) in &layer.map {
-            if key == "image" || key == "evaluation_image" {
-                let field = if key == "image" {
-                    "setup"
-                } else {
-                    "evaluation_setup"
-                };
-                return Err(layer.error(
-                    key,
-                    format!("`{key}` is not a parameter: set {field}.image"),
-                ));
-            }
-            if !ENVIRONMENT_SHARED_FIELDS.contains(&key.as_str()) {
-                params.insert(key.clone(), value.clone());
-                continue;
-            }
-            // Check the value on its own so an error names this layer.
-            let single = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
-            serde_path_to_error::deserialize::<_, EnvironmentSpec>(single).map_err(|e| {
-                layer.error(
-                    &e.path().to_string(),
-                    agentcompass_plugin_api::one_line(&e.inner().to_string()),
-                )
-            })?;
-            let merged = if OBJECT_UNION_FIELDS.contains(&key.as_str()) {
-                non_null_union(shared.get(key), value)
-            } else if is_env_map_key(key) && value.is_object() {
-                deep_merge(shared.get(key).unwrap_or(&Value::Null), value)
-            } else {
-                value.clone()
-            };
-            shared.insert(key.clone(), merged);
-        }
+        let params = merge_shared_fields(layer, &mut shared)?;
         shared_layers.push(Layer::new(
             layer.source.clone(),
             layer.path.clone(),
@@ -208,20 +174,7 @@ pub fn environment_spec(
                 agentcompass_plugin_api::one_line(&e.inner().to_string()),
             )
         })?;
-    for field in POLICY_FIELDS {
-        let slot = match field {
-            "baseline_network_policy" => &mut spec.baseline_network_policy,
-            "evaluation_baseline_network_policy" => &mut spec.evaluation_baseline_network_policy,
-            "run_network_policy" => &mut spec.run_network_policy,
-            _ => &mut spec.evaluation_network_policy,
-        };
-        if let Some(policy) = slot.as_ref() {
-            let normalized: NetworkPolicy = policy
-                .normalized()
-                .map_err(|e| attribute(&shared_layers, field, e.to_string()))?;
-            *slot = Some(normalized);
-        }
-    }
+    normalize_policies(&mut spec, &shared_layers)?;
     if let Some(workdir) = spec
         .setup
         .workdir
@@ -235,6 +188,68 @@ pub fn environment_spec(
         ));
     }
     Ok(spec)
+}
+
+/// Merges the shared fields of one layer into `shared` (each checked on its own, so an error
+/// names this layer) and returns the rest: the provider's parameters.
+fn merge_shared_fields(
+    layer: &Layer,
+    shared: &mut Map<String, Value>,
+) -> Result<Map<String, Value>, ConfigError> {
+    layer.check_references()?;
+    let mut params = Map::new();
+    for (key, value) in &layer.map {
+        if key == "image" || key == "evaluation_image" {
+            let field = if key == "image" {
+                "setup"
+            } else {
+                "evaluation_setup"
+            };
+            return Err(layer.error(
+                key,
+                format!("`{key}` is not a parameter: set {field}.image"),
+            ));
+        }
+        if !ENVIRONMENT_SHARED_FIELDS.contains(&key.as_str()) {
+            params.insert(key.clone(), value.clone());
+            continue;
+        }
+        let single = Value::Object(Map::from_iter([(key.clone(), value.clone())]));
+        serde_path_to_error::deserialize::<_, EnvironmentSpec>(single).map_err(|e| {
+            layer.error(
+                &e.path().to_string(),
+                agentcompass_plugin_api::one_line(&e.inner().to_string()),
+            )
+        })?;
+        let merged = if OBJECT_UNION_FIELDS.contains(&key.as_str()) {
+            non_null_union(shared.get(key), value)
+        } else if is_env_map_key(key) && value.is_object() {
+            deep_merge(shared.get(key).unwrap_or(&Value::Null), value)
+        } else {
+            value.clone()
+        };
+        shared.insert(key.clone(), merged);
+    }
+    Ok(params)
+}
+
+/// Normalises every network policy of `spec`, naming the layer that set a bad one.
+fn normalize_policies(spec: &mut EnvironmentSpec, layers: &[Layer]) -> Result<(), ConfigError> {
+    for field in POLICY_FIELDS {
+        let slot = match field {
+            "baseline_network_policy" => &mut spec.baseline_network_policy,
+            "evaluation_baseline_network_policy" => &mut spec.evaluation_baseline_network_policy,
+            "run_network_policy" => &mut spec.run_network_policy,
+            _ => &mut spec.evaluation_network_policy,
+        };
+        if let Some(policy) = slot.as_ref() {
+            let normalized: NetworkPolicy = policy
+                .normalized()
+                .map_err(|e| attribute(layers, field, e.to_string()))?;
+            *slot = Some(normalized);
+        }
+    }
+    Ok(())
 }
 
 const PROTOCOLS: [&str; 3] = ["openai-chat", "openai-responses", "anthropic"];

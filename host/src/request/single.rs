@@ -3,7 +3,10 @@
 //! `execution` → explicit values; the model from explicit arguments only; output and reuse from
 //! explicit arguments, with the configured `runtime.reuse` when reuse is unspecified.
 
-use agentcompass_plugin_api::contracts::{ComponentKind, RunMetadata, RunRequest};
+use agentcompass_plugin_api::contracts::{
+    BenchmarkSpec, ComponentKind, EnvironmentSpec, ExecutionSpec, HarnessSpec, OutputSpec,
+    RunMetadata, RunRequest,
+};
 use serde_json::{json, Map, Value};
 
 use super::layers::Layer;
@@ -87,6 +90,11 @@ pub fn check_recipes(
     Ok(())
 }
 
+/// An optional `--X-params` map as a flag layer.
+fn params_layer(name: &str, map: &Option<Map<String, Value>>) -> Option<Layer> {
+    map.clone().map(|m| Layer::new(name, "", m))
+}
+
 /// Resolves one run into a complete, validated `RunRequest`.
 pub fn resolve_run(
     config: &LoadedConfig,
@@ -94,11 +102,31 @@ pub fn resolve_run(
     runtime: &ResolvedRuntimeOptions,
     registry: &Registry,
 ) -> Result<RunRequest, ConfigError> {
-    let params =
-        |name: &str, map: &Option<Map<String, Value>>| map.clone().map(|m| Layer::new(name, "", m));
+    let (benchmark, harness, environment) = components(config, args, registry)?;
+    Ok(RunRequest {
+        model: model_spec(&model_layers(args))?,
+        benchmark,
+        harness,
+        environment,
+        execution: execution(config, args, registry)?,
+        runtime: run_runtime_spec(&runtime_layers(config, args))?,
+        output: output(args)?,
+        metadata: RunMetadata {
+            config_path: config.config_path(),
+            recipe_dirs: Some(runtime.recipe_dirs.clone()),
+            request_name: String::new(),
+        },
+    })
+}
 
+/// The benchmark, harness and environment: the selected config entry, then the flags.
+fn components(
+    config: &LoadedConfig,
+    args: &RunArgs,
+    registry: &Registry,
+) -> Result<(BenchmarkSpec, HarnessSpec, EnvironmentSpec), ConfigError> {
     let mut layers = config_component_layers(config, "benchmarks", &args.benchmark);
-    layers.extend(params("--benchmark-params", &args.benchmark_params));
+    layers.extend(params_layer("--benchmark-params", &args.benchmark_params));
     let at = IdSource {
         source: "command line",
         path: "BENCHMARK",
@@ -106,7 +134,7 @@ pub fn resolve_run(
     let benchmark = benchmark_spec(registry, &args.benchmark, &at, &layers)?;
 
     let mut layers = config_component_layers(config, "harnesses", &args.harness);
-    layers.extend(params("--harness-params", &args.harness_params));
+    layers.extend(params_layer("--harness-params", &args.harness_params));
     let at = IdSource {
         source: "command line",
         path: "HARNESS",
@@ -114,68 +142,88 @@ pub fn resolve_run(
     let harness = harness_spec(registry, &args.harness, &args.benchmark, &at, &layers)?;
 
     let mut env_layers = config_environment_layers(config, &args.environment);
-    env_layers.extend(params("--env-params", &args.env_params).map(|l| (l, false)));
+    env_layers.extend(params_layer("--env-params", &args.env_params).map(|l| (l, false)));
     let at = IdSource {
         source: "--env",
         path: "environment",
     };
     let environment = environment_spec(registry, &args.environment, &at, &env_layers)?;
+    Ok((benchmark, harness, environment))
+}
 
-    // One layer per flag, so an error names the flag that set the bad value.
-    let mut model_layers = vec![flag("command line", json!({"id": args.model}))];
+/// The model from explicit arguments only, one layer per flag, so an error names the flag
+/// that set the bad value.
+fn model_layers(args: &RunArgs) -> Vec<Layer> {
+    let mut layers = vec![flag("command line", json!({"id": args.model}))];
     if let Some(url) = &args.model_base_url {
-        model_layers.push(flag("--model-base-url", json!({"base_url": url})));
+        layers.push(flag("--model-base-url", json!({"base_url": url})));
     }
     if let Some(key) = &args.model_api_key {
-        model_layers.push(flag("--model-api-key", json!({"api_key": key})));
+        layers.push(flag("--model-api-key", json!({"api_key": key})));
     }
     if let Some(protocol) = &args.model_api_protocol {
-        model_layers.push(flag(
+        layers.push(flag(
             "--model-api-protocol",
             json!({"api_protocol": protocol}),
         ));
     }
-    model_layers.extend(params("--model-params", &args.model_params).map(|l| {
+    layers.extend(params_layer("--model-params", &args.model_params).map(|l| {
         Layer::new(
             l.source,
             "params",
             Map::from_iter([("params".to_string(), Value::Object(l.map))]),
         )
     }));
-    let model = model_spec(&model_layers)?;
+    layers
+}
 
+/// ExecutionSpec defaults → config `execution` → `--execution-params` → the single flags;
+/// every enabled recipe must be registered.
+fn execution(
+    config: &LoadedConfig,
+    args: &RunArgs,
+    registry: &Registry,
+) -> Result<ExecutionSpec, ConfigError> {
     let mut layers = config_execution_layers(config, false);
-    layers.extend(params("--execution-params", &args.execution_params));
-    if let Some(n) = args.task_concurrency {
-        layers.push(flag("--task-concurrency", json!({"task_concurrency": n})));
-    }
-    if let Some(strategy) = &args.attempt_strategy {
-        layers.push(flag(
+    layers.extend(params_layer("--execution-params", &args.execution_params));
+    let flags = [
+        (
+            "--task-concurrency",
+            args.task_concurrency
+                .map(|n| json!({"task_concurrency": n})),
+        ),
+        (
             "--attempt-strategy",
-            json!({"attempts": {"strategy": strategy}}),
-        ));
-    }
-    if let Some(k) = args.k {
-        layers.push(flag("--k", json!({"attempts": {"k": k}})));
-    }
-    if let Some(n) = args.max_retries {
-        layers.push(flag("--max-retries", json!({"max_retries": n})));
-    }
-    if let Some(patterns) = &args.retry_pattern_list {
-        layers.push(flag(
+            args.attempt_strategy
+                .as_ref()
+                .map(|strategy| json!({"attempts": {"strategy": strategy}})),
+        ),
+        ("--k", args.k.map(|k| json!({"attempts": {"k": k}}))),
+        (
+            "--max-retries",
+            args.max_retries.map(|n| json!({"max_retries": n})),
+        ),
+        (
             "--retry-pattern-list",
-            json!({"retry_pattern_list": patterns}),
-        ));
-    }
-    if !args.recipes.is_empty() {
-        layers.push(flag("--recipe", json!({"enabled_recipes": args.recipes})));
-    }
-    if args.keep_environment {
-        layers.push(flag(
+            args.retry_pattern_list
+                .as_ref()
+                .map(|patterns| json!({"retry_pattern_list": patterns})),
+        ),
+        (
+            "--recipe",
+            (!args.recipes.is_empty()).then(|| json!({"enabled_recipes": args.recipes})),
+        ),
+        (
             "--keep-environment",
-            json!({"keep_environment": true}),
-        ));
-    }
+            args.keep_environment
+                .then(|| json!({"keep_environment": true})),
+        ),
+    ];
+    layers.extend(
+        flags
+            .into_iter()
+            .filter_map(|(name, value)| value.map(|value| flag(name, value))),
+    );
     let execution = execution_spec(&layers)?;
     let recipe_source = super::layers::owner(&layers, "enabled_recipes");
     check_recipes(
@@ -184,7 +232,11 @@ pub fn resolve_run(
         recipe_source.map_or("--recipe", |l| l.source.as_str()),
         "enabled_recipes",
     )?;
+    Ok(execution)
+}
 
+/// The configured `runtime.reuse`, then `--reuse` and `--no-checkpoint-resume`.
+fn runtime_layers(config: &LoadedConfig, args: &RunArgs) -> Vec<Layer> {
     let mut layers = config_runtime_layer(config);
     match args.reuse.as_deref() {
         Some("") => layers.push(flag("--reuse", json!({"reuse": true}))),
@@ -197,8 +249,11 @@ pub fn resolve_run(
             json!({"checkpoint_resume": false}),
         ));
     }
-    let run_runtime = run_runtime_spec(&layers)?;
+    layers
+}
 
+/// `--run-name` and `--run-id`.
+fn output(args: &RunArgs) -> Result<OutputSpec, ConfigError> {
     let mut output = Map::new();
     if let Some(name) = &args.run_name {
         output.insert("run_name".into(), json!(name));
@@ -206,20 +261,5 @@ pub fn resolve_run(
     if let Some(id) = &args.run_id {
         output.insert("run_id".into(), json!(id));
     }
-    let output = output_spec(&[Layer::new("command line", "", output)])?;
-
-    Ok(RunRequest {
-        model,
-        benchmark,
-        harness,
-        environment,
-        execution,
-        runtime: run_runtime,
-        output,
-        metadata: RunMetadata {
-            config_path: config.config_path(),
-            recipe_dirs: Some(runtime.recipe_dirs.clone()),
-            request_name: String::new(),
-        },
-    })
+    output_spec(&[Layer::new("command line", "", output)])
 }
