@@ -5,6 +5,7 @@
 //! command does). Everything is located from the test binary's own path, so it follows
 //! `CARGO_TARGET_DIR`.
 
+mod freshness;
 pub mod scripted;
 
 use std::fs;
@@ -23,7 +24,7 @@ pub fn target_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// The built host binary.
+/// The built host binary (refused when missing or older than its sources).
 pub fn host_bin() -> PathBuf {
     let bin = target_dir().join("agentcompass-host");
     assert!(
@@ -31,10 +32,12 @@ pub fn host_bin() -> PathBuf {
         "{} is missing: run `cargo build --workspace` before the tests",
         bin.display()
     );
+    freshness::ensure_fresh(&bin, "agentcompass-host");
     bin
 }
 
-/// A built plugin library, by crate name (`example-pack` → `libexample_pack.so`).
+/// A built plugin library, by crate name (`example-pack` → `libexample_pack.so`; refused when
+/// missing or older than its sources).
 pub fn built_library(crate_name: &str) -> PathBuf {
     let lib = target_dir().join(format!("lib{}.so", crate_name.replace('-', "_")));
     assert!(
@@ -42,6 +45,7 @@ pub fn built_library(crate_name: &str) -> PathBuf {
         "{} is missing: run `cargo build --workspace` before the tests",
         lib.display()
     );
+    freshness::ensure_fresh(&lib, crate_name);
     lib
 }
 
