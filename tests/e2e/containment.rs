@@ -9,7 +9,7 @@ use agentcompass_plugin_api::contracts::{
     EnvironmentSpec, ExecRequest, ExecutionPlan, HarnessPlan, OpenEnvironmentRequest, RunRequest,
     TaskAttempts,
 };
-use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::{Ctx, EvaluationInput, SessionRef};
 
 fn registry(dirs: &PluginDirs) -> Registry {
     let plugin_dir = dirs.package("p", "example-pack");
@@ -90,7 +90,17 @@ async fn example_pack_round_trips_through_the_abi() {
             .await
             .expect("close session");
         let scored = bench
-            .evaluate(&ctx, task, &prepared, result, &req, &plan, Some(&env))
+            .evaluate_attempt(
+                &ctx,
+                EvaluationInput {
+                    task,
+                    prepared: &prepared,
+                    result,
+                    req: &req,
+                    plan: &plan,
+                    env: Some(&env),
+                },
+            )
             .await
             .expect("evaluate");
         assert_eq!(
@@ -370,7 +380,17 @@ async fn example_calculator_params_shape_the_answers() {
         {
             Ok(result) => {
                 let scored = bench
-                    .evaluate(&ctx, &task, &prepared, result, &req, &exec_plan, None)
+                    .evaluate_attempt(
+                        &ctx,
+                        EvaluationInput {
+                            task: &task,
+                            prepared: &prepared,
+                            result,
+                            req: &req,
+                            plan: &exec_plan,
+                            env: None,
+                        },
+                    )
                     .await
                     .unwrap();
                 format!("{}", scored.metrics["correct"].as_f64())

@@ -9,7 +9,7 @@ use agentcompass_plugin_api::contracts::{
     ExecutionPlan, MetricContract, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
     TaskOutput, TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, PluginBuilder, SessionRef};
+use agentcompass_plugin_api::sdk::{EvaluationInput, async_trait, Benchmark, Ctx, PluginBuilder, SessionRef};
 use agentcompass_plugin_api::Result;
 use serde_json::{json, Value};
 
@@ -98,16 +98,13 @@ impl Benchmark for Bench {
         Ok(prepare(task))
     }
 
-    async fn evaluate(
+    async fn evaluate_attempt(
         &self,
         _ctx: &Ctx,
-        task: &TaskSpec,
-        _prepared: &PreparedTask,
-        mut result: RunResult,
-        req: &RunRequest,
-        _plan: &ExecutionPlan,
-        _env: Option<&SessionRef>,
+        input: EvaluationInput<'_>,
     ) -> Result<RunResult> {
+        let EvaluationInput { task, mut result, req, .. } = input;
+
         let case_sensitive = req
             .benchmark
             .params
@@ -189,15 +186,7 @@ mod tests {
         let score = |answer: &str| {
             let mut result = RunResult::new(task.task_id.clone());
             result.final_answer = Some(answer.to_string());
-            let scored = block_on(Bench.evaluate(
-                &Ctx::detached(),
-                task,
-                &prepared,
-                result,
-                &RunRequest::default(),
-                &ExecutionPlan::default(),
-                None,
-            ))
+            let scored = block_on(Bench.evaluate_attempt(&Ctx::detached(), EvaluationInput { task, prepared: &prepared, result, req: &RunRequest::default(), plan: &ExecutionPlan::default(), env: None }))
             .unwrap();
             scored.metrics["correct"]
         };

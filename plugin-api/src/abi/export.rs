@@ -17,8 +17,8 @@ use super::request_json::decode_request;
 use super::*;
 use crate::contracts::LogLevel;
 use crate::sdk::{
-    Benchmark, Ctx, EnvironmentProvider, Harness, HarnessFreeBenchmark, HarnessSession, Recipe,
-    SessionRef, TaskStream,
+    Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
+    HarnessSession, Recipe, SessionRef, TaskStream,
 };
 use crate::{Error, Result};
 
@@ -328,10 +328,15 @@ impl BenchmarkAbi for BenchmarkExport {
             let plan = from_json(&plan, "execution plan")?;
             let env = optional_session(env);
             let ctx = import_ctx(ctx);
-            to_json(
-                &b.evaluate(&ctx, &task, &prepared, result, &req, &plan, env.as_ref())
-                    .await?,
-            )
+            let input = EvaluationInput {
+                task: &task,
+                prepared: &prepared,
+                result,
+                req: &req,
+                plan: &plan,
+                env: env.as_ref(),
+            };
+            to_json(&b.evaluate_attempt(&ctx, input).await?)
         })
     }
 

@@ -25,7 +25,7 @@ use crate::contracts::{
     RunResult, SessionInfo, TaskAttempts, TaskSpec,
 };
 use crate::sdk::{
-    Benchmark, BoxFuture, Ctx, EnvironmentProvider, EnvironmentSession, Harness,
+    Benchmark, BoxFuture, Ctx, EnvironmentProvider, EnvironmentSession, EvaluationInput, Harness,
     HarnessFreeBenchmark, HarnessSession, HostApi, Recipe, SessionRef, TaskStream, VecTaskStream,
 };
 use crate::{Error, Result};
@@ -378,24 +378,15 @@ impl Benchmark for ImportedBenchmark {
         self.label.decode("prepare_task", &json)
     }
 
-    async fn evaluate(
-        &self,
-        ctx: &Ctx,
-        task: &TaskSpec,
-        prepared: &PreparedTask,
-        result: RunResult,
-        req: &RunRequest,
-        plan: &ExecutionPlan,
-        env: Option<&SessionRef>,
-    ) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
         let call = self.object.evaluate(
             export_ctx(ctx),
-            to_json(task)?,
-            to_json(prepared)?,
-            to_json(&result)?,
-            request_json(req)?,
-            to_json(plan)?,
-            optional_env(env),
+            to_json(input.task)?,
+            to_json(input.prepared)?,
+            to_json(&input.result)?,
+            request_json(input.req)?,
+            to_json(input.plan)?,
+            optional_env(input.env),
         );
         let json = await_foreign(call)
             .await

@@ -17,13 +17,29 @@ use crate::contracts::{
     OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, SessionInfo,
     TaskAttempts, TaskSpec,
 };
-use crate::Result;
+use crate::{Error, Result};
 
 /// A shared, open environment session.
 pub type SessionRef = Arc<dyn EnvironmentSession>;
 
 /// The state a harness keeps between `start_session` and `close_session`.
 pub type HarnessSession = Arc<dyn Any + Send + Sync>;
+
+/// What [`Benchmark::evaluate_attempt`] scores: one attempt of one task.
+pub struct EvaluationInput<'a> {
+    /// The task.
+    pub task: &'a TaskSpec,
+    /// What the harness saw.
+    pub prepared: &'a PreparedTask,
+    /// The attempt's run result, to be scored and returned.
+    pub result: RunResult,
+    /// The resolved run request.
+    pub req: &'a RunRequest,
+    /// The attempt's final execution plan.
+    pub plan: &'a ExecutionPlan,
+    /// The evaluation environment, if the mode has one.
+    pub env: Option<&'a SessionRef>,
+}
 
 /// Loads tasks, prepares them for the harness and scores the results.
 #[async_trait]
@@ -98,18 +114,44 @@ pub trait Benchmark: Send + Sync + 'static {
         plan: &BenchmarkPlan,
     ) -> Result<PreparedTask>;
 
-    /// Scores one attempt; owns `metrics`, correctness and evaluation errors.
+    /// Scores one attempt; owns `metrics`, correctness and evaluation errors. `input.env` is
+    /// the evaluation environment (the task's own in `reuse` mode, a fresh one in `fresh`
+    /// mode, none in `none` mode).
+    ///
+    /// Implement this method. Its default calls [`Benchmark::evaluate`], so benchmarks written
+    /// against the seven-argument form keep building and running unchanged.
+    async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        #[allow(deprecated)]
+        self.evaluate(
+            ctx,
+            input.task,
+            input.prepared,
+            input.result,
+            input.req,
+            input.plan,
+            input.env,
+        )
+        .await
+    }
+
+    /// The former form of [`Benchmark::evaluate_attempt`], kept for benchmarks written against
+    /// it; the host only calls `evaluate_attempt`.
+    #[deprecated(note = "implement `evaluate_attempt`, which takes one `EvaluationInput`")]
     #[allow(clippy::too_many_arguments)]
     async fn evaluate(
         &self,
-        ctx: &Ctx,
-        task: &TaskSpec,
-        prepared: &PreparedTask,
-        result: RunResult,
-        req: &RunRequest,
-        plan: &ExecutionPlan,
-        env: Option<&SessionRef>,
-    ) -> Result<RunResult>;
+        _ctx: &Ctx,
+        _task: &TaskSpec,
+        _prepared: &PreparedTask,
+        _result: RunResult,
+        _req: &RunRequest,
+        _plan: &ExecutionPlan,
+        _env: Option<&SessionRef>,
+    ) -> Result<RunResult> {
+        Err(Error::msg(
+            "this benchmark implements neither `evaluate_attempt` nor `evaluate`",
+        ))
+    }
 
     /// Request-level metrics (default: contract-driven mean of each metric).
     async fn aggregate_metrics(

@@ -1,10 +1,12 @@
 //! `example_exact_match`: generated arithmetic questions, exact-match scoring.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask, RunRequest,
-    RunResult, TaskInput, TaskOutput, TaskSpec,
+    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
+    TaskOutput, TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{async_trait, runtime, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, runtime, Benchmark, Ctx, EvaluationInput, SessionRef,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -133,16 +135,14 @@ impl Benchmark for ExampleExactMatch {
         Ok(prepared)
     }
 
-    async fn evaluate(
-        &self,
-        _ctx: &Ctx,
-        _task: &TaskSpec,
-        _prepared: &PreparedTask,
-        mut result: RunResult,
-        req: &RunRequest,
-        plan: &ExecutionPlan,
-        _env: Option<&SessionRef>,
-    ) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let EvaluationInput {
+            mut result,
+            req,
+            plan,
+            ..
+        } = input;
+
         let delay = params(req)?.evaluate_delay_ms;
         if delay > 0 {
             runtime::sleep(std::time::Duration::from_millis(delay)).await?;

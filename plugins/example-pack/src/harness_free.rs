@@ -9,7 +9,9 @@ use agentcompass_plugin_api::contracts::{
     AssistantContent, ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult,
     TaskInput, TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, HarnessFreeBenchmark, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, EvaluationInput, HarnessFreeBenchmark, SessionRef,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde::Deserialize;
 use serde_json::json;
@@ -86,16 +88,11 @@ impl Benchmark for ExampleSelfCheck {
         Ok(prepared)
     }
 
-    async fn evaluate(
-        &self,
-        _ctx: &Ctx,
-        task: &TaskSpec,
-        _prepared: &PreparedTask,
-        mut result: RunResult,
-        _req: &RunRequest,
-        _plan: &ExecutionPlan,
-        _env: Option<&SessionRef>,
-    ) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let EvaluationInput {
+            task, mut result, ..
+        } = input;
+
         let expected = task.ground_truth.as_str().unwrap_or_default().to_string();
         let correct = result.final_answer.as_deref() == Some(expected.as_str());
         result

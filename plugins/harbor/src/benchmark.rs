@@ -10,7 +10,7 @@ use agentcompass_plugin_api::contracts::{
     ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
     MetricValue, PreparedTask, RunRequest, RunResult, TaskInput, TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -342,16 +342,15 @@ impl Benchmark for Harbor {
         Ok(prepared)
     }
 
-    async fn evaluate(
-        &self,
-        _ctx: &Ctx,
-        task: &TaskSpec,
-        _prepared: &PreparedTask,
-        mut result: RunResult,
-        _req: &RunRequest,
-        plan: &ExecutionPlan,
-        env: Option<&SessionRef>,
-    ) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let EvaluationInput {
+            task,
+            mut result,
+            plan,
+            env,
+            ..
+        } = input;
+
         let started = Instant::now();
         let payload: Plan = plan.benchmark_plan.payload()?;
         let Some(env) = env else {

@@ -13,7 +13,9 @@ use agentcompass_plugin_api::contracts::{
     MetricKind, MetricValue, NetworkMode, NetworkPolicy, PreparedTask, ResourceRequirements,
     RunRequest, RunResult, SessionInfo, TaskSpec, TaskStatus,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EnvironmentSession, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, EnvironmentSession, EvaluationInput, SessionRef,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 use tempfile::TempDir;
@@ -1088,14 +1090,16 @@ fn evaluate(name: &str, session: &Arc<ScriptedSession>, stale: Option<&str>) -> 
     let plan = execution_plan(&task, &req);
     let prepared = prepare(&task, &req, session);
     let env: SessionRef = session.clone();
-    block_on(Harbor.evaluate(
+    block_on(Harbor.evaluate_attempt(
         &Ctx::detached(),
-        &task,
-        &prepared,
-        RunResult::new(task.task_id.clone()),
-        &req,
-        &plan,
-        Some(&env),
+        EvaluationInput {
+            task: &task,
+            prepared: &prepared,
+            result: RunResult::new(task.task_id.clone()),
+            req: &req,
+            plan: &plan,
+            env: Some(&env),
+        },
     ))
     .unwrap()
 }
@@ -1218,14 +1222,16 @@ fn evaluate_prefers_reward_json_and_reports_bad_rewards() {
     let (task, req) = example_task("primes", "agent");
     let mut plan = execution_plan(&task, &req);
     plan.evaluation_environment_mode = EvaluationEnvironmentMode::NoEnvironment;
-    let result = block_on(Harbor.evaluate(
+    let result = block_on(Harbor.evaluate_attempt(
         &Ctx::detached(),
-        &task,
-        &PreparedTask::default(),
-        RunResult::new("primes"),
-        &req,
-        &plan,
-        None,
+        EvaluationInput {
+            task: &task,
+            prepared: &PreparedTask::default(),
+            result: RunResult::new("primes"),
+            req: &req,
+            plan: &plan,
+            env: None,
+        },
     ))
     .unwrap();
     assert_eq!(result.issues[0].code, "no_environment");

@@ -1,11 +1,13 @@
 //! `qa`: question answering from a JSONL or JSON dataset, scored by exact or normalised match.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, EnvironmentSpec, ExecutionPlan, MetricValue, PreparedTask, RunRequest,
-    RunResult, TaskInput, TaskSpec,
+    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
+    TaskSpec,
 };
 use agentcompass_plugin_api::sdk::select::sample_ids;
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, SessionRef, TaskStream};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, EvaluationInput, SessionRef, TaskStream,
+};
 use agentcompass_plugin_api::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -78,16 +80,11 @@ impl Benchmark for Qa {
         Ok(prepared)
     }
 
-    async fn evaluate(
-        &self,
-        _ctx: &Ctx,
-        _task: &TaskSpec,
-        _prepared: &PreparedTask,
-        mut result: RunResult,
-        _req: &RunRequest,
-        plan: &ExecutionPlan,
-        _env: Option<&SessionRef>,
-    ) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let EvaluationInput {
+            mut result, plan, ..
+        } = input;
+
         let plan: Plan = plan.benchmark_plan.payload()?;
         let correct = result.final_answer.as_deref().is_some_and(|answer| {
             plan.expected

@@ -4,7 +4,7 @@
 use agentcompass_plugin_api::contracts::{
     EnvironmentRole, IssuePhase, IssueSeverity, PreparedTask, RunResult,
 };
-use agentcompass_plugin_api::sdk::SessionRef;
+use agentcompass_plugin_api::sdk::{EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Error;
 use agentcompass_results::store::TaskWriter;
 
@@ -97,15 +97,15 @@ pub(super) async fn evaluate(
     };
     let rc = step.rc;
     let benchmark = &rc.planner.benchmark().benchmark;
-    let call = benchmark.evaluate(
-        &rc.ctx,
-        step.task,
+    let input = EvaluationInput {
+        task: step.task,
         prepared,
-        result.clone(),
-        &rc.resolved,
-        step.plan,
-        scoped.as_ref(),
-    );
+        result: result.clone(),
+        req: &rc.resolved,
+        plan: step.plan,
+        env: scoped.as_ref(),
+    };
+    let call = benchmark.evaluate_attempt(&rc.ctx, input);
     let budget = watchdog(step.plan.evaluation_timeout_seconds);
     match run_phase(&rc.cancel, budget, call).await.or_halt(&RULE) {
         Ok(evaluated) => (merge_evaluated(&result, evaluated), false),

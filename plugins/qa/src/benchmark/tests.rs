@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::{ExecRequest, ExecResult, SessionInfo};
+use agentcompass_plugin_api::contracts::{ExecRequest, ExecResult, ExecutionPlan, SessionInfo};
 use agentcompass_plugin_api::sdk::EnvironmentSession;
 use agentcompass_plugin_api::Error;
 use serde_json::json;
@@ -122,7 +122,18 @@ fn score(task: &TaskSpec, req: &RunRequest, answer: Option<&str>) -> RunResult {
     let prepared = prepare(task, req);
     let mut result = RunResult::new(task.task_id.clone());
     result.final_answer = answer.map(str::to_string);
-    block_on(Qa.evaluate(&Ctx::detached(), task, &prepared, result, req, &plan, None)).unwrap()
+    block_on(Qa.evaluate_attempt(
+        &Ctx::detached(),
+        EvaluationInput {
+            task,
+            prepared: &prepared,
+            result,
+            req,
+            plan: &plan,
+            env: None,
+        },
+    ))
+    .unwrap()
 }
 
 fn prepare(task: &TaskSpec, req: &RunRequest) -> PreparedTask {
