@@ -398,30 +398,11 @@ agentcompass_plugin_api::export_plugin!(register);
 #[cfg(test)]
 mod tests {
     use super::*;
+    // `block_on` polls a future on the test thread, with no runtime, as the host does.
     use agentcompass_plugin_api::contract_kit::{
-        run_session_contract, ContractOptions, ProcessProbe, CHECKS,
+        block_on, run_session_contract, ContractOptions, ProcessProbe, CHECKS,
     };
     use agentcompass_plugin_api::contracts::EnvironmentSpec;
-
-    /// Drives a future to completion on this thread (the SDK needs no particular executor).
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        use std::task::{Context, Poll, Wake, Waker};
-        struct Thread(std::thread::Thread);
-        impl Wake for Thread {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
-    }
 
     fn request() -> OpenEnvironmentRequest {
         OpenEnvironmentRequest::new("run", "task/1", EnvironmentSpec::new(ID))

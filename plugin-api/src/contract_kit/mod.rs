@@ -29,7 +29,8 @@
 //! directory (absolute, reported by [`SessionInfo::default_workdir`]), and relative paths
 //! resolved against it. The kit's own files live in a private directory under the system
 //! temporary directory, removed at the end. The futures need no particular executor (timers
-//! run on [`crate::sdk::runtime`]).
+//! run on [`crate::sdk::runtime`]); [`block_on`] drives one on a plain test thread, as the host
+//! polls a plugin.
 //!
 //! [`SessionInfo::default_workdir`]: crate::contracts::SessionInfo::default_workdir
 
@@ -47,6 +48,7 @@ use crate::contracts::OpenEnvironmentRequest;
 use crate::sdk::EnvironmentProvider;
 
 pub use report::{CheckOutcome, ContractFailure, ContractReport, Outcome};
+pub use support::block_on;
 use support::{CheckFn, Kit};
 
 /// One named check of the contract.

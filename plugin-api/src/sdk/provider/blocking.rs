@@ -38,30 +38,12 @@ mod tests {
         assert!(seen);
     }
 
-    /// Polls `future` on this thread, with no tokio runtime current (like the host polling a
-    /// plugin's future).
-    fn block_on<F: std::future::Future>(future: F) -> F::Output {
-        use std::sync::Arc;
-        use std::task::{Context, Poll, Wake, Waker};
-        struct Thread(std::thread::Thread);
-        impl Wake for Thread {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
-    }
-
+    /// Without a runtime (the host polling a plugin's future), on the plugin-owned runtime's
+    /// pool; `contract_kit::block_on` is such an executor.
+    #[cfg(feature = "contract-kit")]
     #[test]
     fn without_a_runtime_on_the_plugin_runtime() {
+        use crate::contract_kit::block_on;
         let inside = block_on(blocking("x", || {
             tokio::runtime::Handle::try_current().is_ok()
         }));
