@@ -54,7 +54,17 @@ pub(crate) fn create_private_dir(reserved: &Path, prefix: &str, provider: &str) 
 /// The metadata of `path`, or `None` when it does not exist (a missing parent or a file used
 /// as a directory included).
 pub(crate) async fn probe(path: &Path, op: &str) -> Result<Option<fs::Metadata>> {
-    match tokio::fs::metadata(path).await {
+    existing(tokio::fs::metadata(path).await, op, path.display())
+}
+
+/// The metadata of a probed path, or `None` when it does not exist (a missing parent or a
+/// file used as a directory included); `shown` names the path in the error.
+pub(crate) fn existing(
+    probed: io::Result<fs::Metadata>,
+    op: &str,
+    shown: impl std::fmt::Display,
+) -> Result<Option<fs::Metadata>> {
+    match probed {
         Ok(meta) => Ok(Some(meta)),
         Err(e)
             if matches!(
@@ -65,8 +75,7 @@ pub(crate) async fn probe(path: &Path, op: &str) -> Result<Option<fs::Metadata>>
             Ok(None)
         }
         Err(e) => Err(Error::environment(format!(
-            "{op}: cannot inspect `{}`: {e}",
-            path.display()
+            "{op}: cannot inspect `{shown}`: {e}"
         ))),
     }
 }
@@ -119,4 +128,25 @@ pub(crate) async fn remove_owned_dir(path: PathBuf, provider: &'static str) -> R
             })
     })
     .await?
+}
+
+/// Removes `dir`, a directory named by persisted `close_params`, if it is one the provider
+/// creates (an absolute path whose name starts with `prefix`); anything else is refused.
+pub(crate) async fn remove_created_dir(
+    dir: &str,
+    prefix: &str,
+    provider: &'static str,
+) -> Result<()> {
+    let path = PathBuf::from(dir);
+    let created_here = path.is_absolute()
+        && path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(prefix));
+    if !created_here {
+        return Err(Error::invalid_input(format!(
+            "environment `{provider}`: refusing to remove `{dir}`: not a directory this provider \
+             creates"
+        )));
+    }
+    remove_owned_dir(path, provider).await
 }

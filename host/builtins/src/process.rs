@@ -83,6 +83,40 @@ pub(crate) fn spawn_detached(
     cmd.spawn().map_err(spawn_failed)
 }
 
+/// A session's detached commands, kept unreaped so their process-group ids stay reserved
+/// until they are killed: by [`Detached::kill_all`] (close) or when dropped.
+#[derive(Default)]
+pub(crate) struct Detached(Mutex<Vec<Child>>);
+
+impl Detached {
+    /// Keeps a detached command.
+    pub(crate) fn push(&self, child: Child) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(child);
+    }
+
+    fn take(&self) -> Vec<Child> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Kills every command kept so far (by group) and reaps them.
+    pub(crate) async fn kill_all(&self) {
+        for child in self.take() {
+            kill_detached(child).await;
+        }
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        for child in self.take() {
+            GroupGuard::new(child.id()).kill();
+        }
+    }
+}
+
 /// Kills the process group of a detached command, then reaps its leader.
 pub(crate) async fn kill_detached(mut child: Child) {
     GroupGuard::new(child.id()).kill();

@@ -47,7 +47,7 @@ use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, Sessio
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
 
-use super::files::remove_owned_dir;
+use super::files::remove_created_dir;
 use crate::{Builtin, BuiltinFactory};
 use session::HostProcessSession;
 use workdir::Workdir;
@@ -148,18 +148,7 @@ impl EnvironmentProvider for HostProcessProvider {
         if !owned {
             return Ok(());
         }
-        let path = PathBuf::from(workdir);
-        let created_here = path.is_absolute()
-            && path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(OWNED_PREFIX));
-        if !created_here {
-            return Err(Error::invalid_input(format!(
-                "environment `{ID}`: refusing to remove `{workdir}`: not a directory this \
-                 provider creates"
-            )));
-        }
-        remove_owned_dir(path, ID).await
+        remove_created_dir(workdir, OWNED_PREFIX, ID).await
     }
 }
 

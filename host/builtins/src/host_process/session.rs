@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Mutex, PoisonError};
 
 use agentcompass_plugin_api::contracts::{ExecCommand, ExecRequest, ExecResult, SessionInfo};
 use agentcompass_plugin_api::sdk::provider::{
@@ -12,20 +11,20 @@ use agentcompass_plugin_api::sdk::provider::{
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 use super::workdir::Workdir;
 use super::ID;
 use crate::files::{probe, read_text_file, remove_owned_dir, write_text_file};
-use crate::process::{kill_detached, run_captured, GroupGuard};
+use crate::process::{run_captured, Detached};
 
 /// One open `host_process` environment. Deliberately not `Debug`: it holds resolved secrets.
 pub(super) struct HostProcessSession {
     id: String,
     workdir: Workdir,
     env: BTreeMap<String, String>,
-    /// Detached commands, kept unreaped so their process-group ids stay reserved until close.
-    detached: Mutex<Vec<Child>>,
+    /// Detached commands, killed on close (or when the session is dropped).
+    detached: Detached,
 }
 
 impl HostProcessSession {
@@ -34,7 +33,7 @@ impl HostProcessSession {
             id,
             workdir,
             env,
-            detached: Mutex::new(Vec::new()),
+            detached: Detached::default(),
         }
     }
 
@@ -50,25 +49,10 @@ impl HostProcessSession {
         }
     }
 
-    fn take_detached(&self) -> Vec<Child> {
-        std::mem::take(&mut *self.detached.lock().unwrap_or_else(PoisonError::into_inner))
-    }
-
     fn spawn_detached(&self, cmd: Command, program: &str, cwd: &Path) -> Result<ExecResult> {
         let child = crate::process::spawn_detached(cmd, |e| spawn_error(program, cwd, e))?;
-        self.detached
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(child);
+        self.detached.push(child);
         Ok(ExecResult::new(0, "", ""))
-    }
-}
-
-impl Drop for HostProcessSession {
-    fn drop(&mut self) {
-        for child in self.take_detached() {
-            GroupGuard::new(child.id()).kill();
-        }
     }
 }
 
@@ -183,9 +167,7 @@ impl EnvironmentSession for HostProcessSession {
     }
 
     async fn close(&self) -> Result<()> {
-        for child in self.take_detached() {
-            kill_detached(child).await;
-        }
+        self.detached.kill_all().await;
         if let Some(dir) = self.workdir.close().await? {
             remove_owned_dir(dir.clone(), ID).await?;
             tracing::debug!(provider = ID, workdir = %dir.display(), "removed workdir");

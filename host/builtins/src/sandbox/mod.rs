@@ -76,7 +76,7 @@ use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, Sessio
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
 
-use crate::files::{create_private_dir, remove_owned_dir};
+use crate::files::{create_private_dir, remove_created_dir, remove_owned_dir};
 use crate::process::run_captured;
 use crate::{Builtin, BuiltinFactory};
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
@@ -215,18 +215,7 @@ impl EnvironmentProvider for SandboxProvider {
         let Some(dir) = close_params.get("dir").and_then(Value::as_str) else {
             return Ok(());
         };
-        let path = PathBuf::from(dir);
-        let created_here = path.is_absolute()
-            && path
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(OWNED_PREFIX));
-        if !created_here {
-            return Err(Error::invalid_input(format!(
-                "environment `{ID}`: refusing to remove `{dir}`: not a directory this provider \
-                 creates"
-            )));
-        }
-        remove_owned_dir(path, ID).await
+        remove_created_dir(dir, OWNED_PREFIX, ID).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
     ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionInfo,
@@ -17,12 +17,11 @@ use agentcompass_plugin_api::sdk::provider::{
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
-use tokio::process::Child;
 
 use super::layout::Layout;
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
-use crate::files::remove_owned_dir;
-use crate::process::{kill_detached, run_captured, GroupGuard};
+use crate::files::{existing, remove_owned_dir};
+use crate::process::{run_captured, Detached};
 
 /// `HOME` inside the sandbox unless a binding sets it.
 pub(super) const DEFAULT_HOME: &str = "/tmp";
@@ -88,8 +87,8 @@ pub(super) struct SandboxSession {
     pub(super) dir: PathBuf,
     pub(super) layout: Arc<Layout>,
     pub(super) env: BTreeMap<String, String>,
-    /// Detached commands, kept unreaped so their process-group ids stay reserved until close.
-    pub(super) detached: Mutex<Vec<Child>>,
+    /// Detached commands, killed on close (or when the session is dropped).
+    pub(super) detached: Detached,
     pub(super) closed: AtomicBool,
 }
 
@@ -105,7 +104,7 @@ impl SandboxSession {
             dir,
             layout,
             env,
-            detached: Mutex::new(Vec::new()),
+            detached: Detached::default(),
             closed: AtomicBool::new(false),
         }
     }
@@ -118,10 +117,6 @@ impl SandboxSession {
         } else {
             Ok(())
         }
-    }
-
-    pub(super) fn take_detached(&self) -> Vec<Child> {
-        std::mem::take(&mut *self.detached.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// Runs `f` with the layout on the blocking pool, once the session is known to be open.
@@ -139,30 +134,9 @@ impl SandboxSession {
         let path = path.to_string();
         self.with_layout(move |layout| {
             let resolved = layout.resolve(op, &path)?;
-            match fs::metadata(&resolved.host) {
-                Ok(meta) => Ok(Some(meta)),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-                    ) =>
-                {
-                    Ok(None)
-                }
-                Err(e) => Err(Error::environment(format!(
-                    "{op}: cannot inspect `{path}`: {e}"
-                ))),
-            }
+            existing(fs::metadata(&resolved.host), op, &path)
         })
         .await
-    }
-}
-
-impl Drop for SandboxSession {
-    fn drop(&mut self) {
-        for child in self.take_detached() {
-            GroupGuard::new(child.id()).kill();
-        }
     }
 }
 
@@ -230,15 +204,10 @@ impl EnvironmentSession for SandboxSession {
         let start_failed = move |e| bwrap_start_error(&bwrap, e);
         if request.detach {
             let child = crate::process::spawn_detached(cmd, start_failed)?;
-            self.detached
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(child);
+            self.detached.push(child);
             if self.closed.load(Ordering::SeqCst) {
                 // Closed while starting: close may have missed it.
-                for child in self.take_detached() {
-                    kill_detached(child).await;
-                }
+                self.detached.kill_all().await;
                 self.check_open()?;
             }
             return Ok(ExecResult::new(0, "", ""));
@@ -351,9 +320,7 @@ impl EnvironmentSession for SandboxSession {
 
     async fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
-        for child in self.take_detached() {
-            kill_detached(child).await;
-        }
+        self.detached.kill_all().await;
         remove_owned_dir(self.dir.clone(), ID).await?;
         tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
         Ok(())
