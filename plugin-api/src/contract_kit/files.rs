@@ -135,50 +135,55 @@ pub(super) fn tree_transfer<'a>(kit: &'a Kit<'a>, s: &'a SessionRef) -> CheckFut
             s.upload_dir(&tree, "dest").await,
         )?;
 
-        let out = host.join("out");
-        ok(
-            "download_dir",
-            s.download_dir(&format!("{workdir}/dest"), &out).await,
-        )?;
-        same("top.txt", host_read(&out.join("top.txt"))?, b"top".to_vec())?;
-        same(
-            "existing.txt",
-            host_read(&out.join("existing.txt"))?,
-            b"keep".to_vec(),
-        )?;
-        let script = host_read(&out.join("a/b/run.sh"))?;
-        same("a/b/run.sh", script, b"#!/bin/sh\necho ran\n".to_vec())?;
-        same(
-            "mode of a/b/run.sh",
-            host_mode(&out.join("a/b/run.sh"))?,
-            0o750,
-        )?;
-        same("mode of a", host_mode(&out.join("a"))?, 0o711)?;
-        let link = fs::read_link(out.join("link")).map_err(|e| format!("link: {e}"))?;
-        same(
-            "the symlink's target",
-            link.as_path(),
-            Path::new("a/b/run.sh"),
-        )?;
-
-        failed(
-            "download_dir of a missing directory",
-            s.download_dir("nope", &out).await,
-        )?;
-        let e = failed(
-            "download_dir of a file",
-            s.download_dir("dest/top.txt", &out).await,
-        )?;
-        ensure!(
-            e.message.contains("not a directory"),
-            "download_dir of a file: {e}"
-        );
-        failed(
-            "upload_dir of a file",
-            s.upload_dir(&tree.join("top.txt"), "y").await,
-        )?;
-        Ok(())
+        tree_back(s, &host, &tree, &workdir).await
     })
+}
+
+/// The tree [`tree_transfer`] uploaded, downloaded again; the errors of tree transfers.
+async fn tree_back(s: &SessionRef, host: &Path, tree: &Path, workdir: &str) -> Checked {
+    let out = host.join("out");
+    ok(
+        "download_dir",
+        s.download_dir(&format!("{workdir}/dest"), &out).await,
+    )?;
+    same("top.txt", host_read(&out.join("top.txt"))?, b"top".to_vec())?;
+    same(
+        "existing.txt",
+        host_read(&out.join("existing.txt"))?,
+        b"keep".to_vec(),
+    )?;
+    let script = host_read(&out.join("a/b/run.sh"))?;
+    same("a/b/run.sh", script, b"#!/bin/sh\necho ran\n".to_vec())?;
+    same(
+        "mode of a/b/run.sh",
+        host_mode(&out.join("a/b/run.sh"))?,
+        0o750,
+    )?;
+    same("mode of a", host_mode(&out.join("a"))?, 0o711)?;
+    let link = fs::read_link(out.join("link")).map_err(|e| format!("link: {e}"))?;
+    same(
+        "the symlink's target",
+        link.as_path(),
+        Path::new("a/b/run.sh"),
+    )?;
+
+    failed(
+        "download_dir of a missing directory",
+        s.download_dir("nope", &out).await,
+    )?;
+    let e = failed(
+        "download_dir of a file",
+        s.download_dir("dest/top.txt", &out).await,
+    )?;
+    ensure!(
+        e.message.contains("not a directory"),
+        "download_dir of a file: {e}"
+    );
+    failed(
+        "upload_dir of a file",
+        s.upload_dir(&tree.join("top.txt"), "y").await,
+    )?;
+    Ok(())
 }
 
 /// Text I/O on every kind of path, and the probes.
