@@ -139,3 +139,23 @@ async fn a_provider_that_cannot_open_and_an_unknown_skip() {
         .skip(1)
         .all(|(_, why)| why == "open: no backend"));
 }
+
+/// `block_on` polls with no runtime current, as the host does: the SDK's `blocking` then uses
+/// the plugin-owned runtime's pool.
+#[test]
+fn block_on_has_no_runtime_and_blocking_work_still_runs() {
+    use crate::sdk::provider::blocking;
+    assert!(block_on(async {
+        tokio::runtime::Handle::try_current().is_err()
+    }));
+    let inside = block_on(blocking("x", || {
+        tokio::runtime::Handle::try_current().is_ok()
+    }));
+    assert!(inside.unwrap(), "not on a runtime's blocking pool");
+    let err = block_on(blocking("prov", || -> u8 { panic!("boom") })).unwrap_err();
+    assert!(
+        err.message.contains("environment `prov`: file task failed"),
+        "{}",
+        err.message
+    );
+}

@@ -6,9 +6,47 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::template::DirStamp;
+/// A listed directory modified less than this long ago may change again within the same
+/// timestamp tick, unnoticed: its mirror is used once, not cached.
+pub(super) const SETTLE_TIME: Duration = Duration::from_secs(2);
+
+/// When a listed directory was last changed, as far as its metadata tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct DirStamp {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) mtime: (i64, i64),
+    pub(super) ctime: (i64, i64),
+}
+
+impl DirStamp {
+    /// The stamp of `dir` now.
+    pub(super) fn of(dir: &Path) -> io::Result<DirStamp> {
+        let meta = fs::metadata(dir)?;
+        Ok(DirStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    /// Whether the listing last changed more than [`SETTLE_TIME`] ago, so that any later
+    /// change gets a later modification time. (A change of the metadata alone, which moves
+    /// only the change time, does not change the listing.)
+    pub(super) fn settled(&self) -> bool {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let modified = self.mtime.0 as f64 + self.mtime.1 as f64 / 1e9;
+        now - modified > SETTLE_TIME.as_secs_f64()
+    }
+}
 
 /// The read-only mirror of a root, as [`mirror`] finds it.
 #[derive(Default)]

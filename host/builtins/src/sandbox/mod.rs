@@ -53,6 +53,7 @@
 mod config;
 mod layout;
 mod mirror;
+mod mounts;
 mod session;
 mod template;
 #[cfg(test)]

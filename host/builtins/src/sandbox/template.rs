@@ -4,23 +4,16 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
-use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::layout::Mount;
-use super::mirror::{mirror, mount_points, Mirror};
+use super::mirror::{mirror, mount_points, DirStamp, Mirror};
+use super::mounts::Mount;
 use super::{ID, KERNEL_DIRS};
 
 /// Sandbox shapes whose bwrap arguments are kept; the cache starts over beyond that.
 pub(super) const MAX_TEMPLATES: usize = 64;
-
-/// A listed directory modified less than this long ago may change again within the same
-/// timestamp tick, unnoticed: its mirror is used once, not cached.
-pub(super) const SETTLE_TIME: Duration = Duration::from_secs(2);
 
 /// What fixes a sandbox's bwrap arguments, apart from the session's own directories.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -37,40 +30,6 @@ pub(super) struct Shape {
 
 /// The bwrap arguments of each sandbox shape.
 pub(super) type TemplateCache = Mutex<HashMap<Shape, Arc<Template>>>;
-
-/// When a listed directory was last changed, as far as its metadata tells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct DirStamp {
-    pub(super) dev: u64,
-    pub(super) ino: u64,
-    pub(super) mtime: (i64, i64),
-    pub(super) ctime: (i64, i64),
-}
-
-impl DirStamp {
-    /// The stamp of `dir` now.
-    pub(super) fn of(dir: &Path) -> io::Result<DirStamp> {
-        let meta = fs::metadata(dir)?;
-        Ok(DirStamp {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-        })
-    }
-
-    /// Whether the listing last changed more than [`SETTLE_TIME`] ago, so that any later
-    /// change gets a later modification time. (A change of the metadata alone, which moves
-    /// only the change time, does not change the listing.)
-    pub(super) fn settled(&self) -> bool {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64();
-        let modified = self.mtime.0 as f64 + self.mtime.1 as f64 / 1e9;
-        now - modified > SETTLE_TIME.as_secs_f64()
-    }
-}
 
 /// The bwrap arguments fixed by a sandbox's [`Shape`]: all but the `--bind`s of the session's
 /// own directories, which go between `head` and `tail`.

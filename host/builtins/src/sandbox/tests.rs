@@ -2,8 +2,8 @@
 //! provider's own (bwrap, the read-only root and its mirror, mounts, namespaces, networks,
 //! symlink resolution, the per-shape caches).
 
-use super::layout::Mount;
 use super::mirror::unescape_mountinfo;
+use super::mounts::Mount;
 use super::session::setup_failure;
 use super::template::hidden_paths;
 use super::*;

@@ -37,22 +37,4 @@ mod tests {
             .unwrap();
         assert!(seen);
     }
-
-    /// Without a runtime (the host polling a plugin's future), on the plugin-owned runtime's
-    /// pool; `contract_kit::block_on` is such an executor.
-    #[cfg(feature = "contract-kit")]
-    #[test]
-    fn without_a_runtime_on_the_plugin_runtime() {
-        use crate::contract_kit::block_on;
-        let inside = block_on(blocking("x", || {
-            tokio::runtime::Handle::try_current().is_ok()
-        }));
-        assert!(inside.unwrap(), "not on a runtime's blocking pool");
-        let err = block_on(blocking("prov", || -> u8 { panic!("boom") })).unwrap_err();
-        assert!(
-            err.message.contains("environment `prov`: file task failed"),
-            "{}",
-            err.message
-        );
-    }
 }
