@@ -29,7 +29,7 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
         for request in &mut prepared {
             request.load_tasks().await?;
         }
-        Ok::<(), String>(())
+        Ok::<(), agentcompass_host::runtime::RunError>(())
     });
     if let Err(e) = loaded {
         executor.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -395,7 +395,7 @@ impl ModelGateway {
         };
         let json: Value =
             serde_json::from_slice(&bytes).map_err(|e| malformed(format!("not JSON ({e})")))?;
-        wire::parse_response(self.protocol, &json).map_err(malformed)
+        wire::parse_response(self.protocol, &json).map_err(|e| malformed(e.to_string()))
     }
 }
 

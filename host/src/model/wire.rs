@@ -26,10 +26,30 @@ pub fn request_body(
     }
 }
 
+/// Why a successful response body could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    /// The body is not a JSON object.
+    #[error("expected a JSON object, found {0}")]
+    NotAnObject(&'static str),
+    /// A required field is missing or of the wrong type.
+    #[error("field `{field}` must be {expected}")]
+    Field {
+        /// The field's path (`choices[0].message`).
+        field: &'static str,
+        /// What it must be (`a non-empty array`).
+        expected: &'static str,
+    },
+}
+
+const fn field(field: &'static str, expected: &'static str) -> WireError {
+    WireError::Field { field, expected }
+}
+
 /// Parses a successful response body of `protocol`.
-pub fn parse_response(protocol: Protocol, body: &Value) -> Result<ModelResponse, String> {
+pub fn parse_response(protocol: Protocol, body: &Value) -> Result<ModelResponse, WireError> {
     if !body.is_object() {
-        return Err(format!("expected a JSON object, found {}", type_name(body)));
+        return Err(WireError::NotAnObject(type_name(body)));
     }
     let mut response = match protocol {
         Protocol::OpenAiChat => parse_openai_chat(body)?,
@@ -156,16 +176,16 @@ fn openai_chat_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Va
     body
 }
 
-fn parse_openai_chat(body: &Value) -> Result<ModelResponse, String> {
+fn parse_openai_chat(body: &Value) -> Result<ModelResponse, WireError> {
     let choice = body
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|choices| choices.first())
-        .ok_or("field `choices` must be a non-empty array")?;
+        .ok_or(field("choices", "a non-empty array"))?;
     let message = choice
         .get("message")
         .filter(|m| m.is_object())
-        .ok_or("field `choices[0].message` must be an object")?;
+        .ok_or(field("choices[0].message", "an object"))?;
     let tool_calls = message
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -274,11 +294,11 @@ fn responses_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
     body
 }
 
-fn parse_responses(body: &Value) -> Result<ModelResponse, String> {
+fn parse_responses(body: &Value) -> Result<ModelResponse, WireError> {
     let output = body
         .get("output")
         .and_then(Value::as_array)
-        .ok_or("field `output` must be an array")?;
+        .ok_or(field("output", "an array"))?;
     let mut texts = Vec::new();
     let mut reasoning = Vec::new();
     let mut tool_calls = Vec::new();
@@ -425,11 +445,11 @@ fn anthropic_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
     body
 }
 
-fn parse_anthropic(body: &Value) -> Result<ModelResponse, String> {
+fn parse_anthropic(body: &Value) -> Result<ModelResponse, WireError> {
     let content = body
         .get("content")
         .and_then(Value::as_array)
-        .ok_or("field `content` must be an array")?;
+        .ok_or(field("content", "an array"))?;
     let mut texts = Vec::new();
     let mut reasoning = Vec::new();
     let mut tool_calls = Vec::new();
@@ -612,7 +632,11 @@ mod tests {
     fn rejects_bodies_of_the_wrong_shape() {
         assert!(parse_response(Protocol::OpenAiChat, &json!([])).is_err());
         let err = parse_response(Protocol::OpenAiChat, &json!({"choices": []})).unwrap_err();
-        assert!(err.contains("choices"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "field `choices` must be a non-empty array",
+            "{err}"
+        );
         assert!(parse_response(Protocol::Anthropic, &json!({"content": 1})).is_err());
         assert!(parse_response(Protocol::OpenAiResponses, &json!({})).is_err());
     }

@@ -6,6 +6,7 @@ pub(crate) mod artifacts;
 mod attempt;
 mod blocking;
 mod context;
+mod error;
 pub mod limits;
 mod phase;
 pub mod retry;
@@ -18,6 +19,7 @@ mod task_source;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use error::RunError;
 pub use reuse::reuse_key;
 pub use run::{preflight, PreparedRequest, RequestOutcome};
 
@@ -231,7 +233,7 @@ async fn futures_join_all<F: std::future::Future>(
 pub fn preflight_all(
     registry: &Registry,
     orchestration: &Orchestration,
-) -> Result<Vec<PreparedRequest>, String> {
+) -> Result<Vec<PreparedRequest>, RunError> {
     orchestration
         .requests
         .iter()

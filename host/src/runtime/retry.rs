@@ -20,18 +20,26 @@ pub fn retry_reason(issues: &[ExecutionIssue], patterns: &[Regex]) -> Option<Str
         })
 }
 
+/// A `retry_pattern_list` entry that is not a regular expression.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("execution.retry_pattern_list[{index}]: invalid regex: {reason}")]
+pub struct PatternError {
+    /// The entry's position.
+    pub index: usize,
+    /// The regex parser's complaint, one line.
+    pub reason: String,
+}
+
 /// Compiles `retry_pattern_list`, naming a bad entry.
-pub fn compile_patterns(patterns: Option<&Vec<String>>) -> Result<Vec<Regex>, String> {
+pub fn compile_patterns(patterns: Option<&Vec<String>>) -> Result<Vec<Regex>, PatternError> {
     patterns
         .map(|list| {
             list.iter()
                 .enumerate()
-                .map(|(i, p)| {
-                    Regex::new(p).map_err(|e| {
-                        format!(
-                            "execution.retry_pattern_list[{i}]: invalid regex: {}",
-                            agentcompass_plugin_api::one_line(&e.to_string())
-                        )
+                .map(|(index, p)| {
+                    Regex::new(p).map_err(|e| PatternError {
+                        index,
+                        reason: agentcompass_plugin_api::one_line(&e.to_string()),
                     })
                 })
                 .collect()
@@ -87,7 +95,8 @@ mod tests {
         assert_eq!(retry_reason(&warning, &patterns), None);
         let err = compile_patterns(Some(&vec!["(".to_string()])).unwrap_err();
         assert!(
-            err.starts_with("execution.retry_pattern_list[0]: invalid regex"),
+            err.to_string()
+                .starts_with("execution.retry_pattern_list[0]: invalid regex"),
             "{err}"
         );
     }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::context::RequestContext;
+use super::error::RunError;
 use super::task_source::TaskSource;
 use crate::metrics::outcomes_from_results;
 
@@ -54,7 +55,7 @@ pub(super) fn source_run(
     rc: &RequestContext,
     results_dir: &Path,
     namespace: &[String],
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, RunError> {
     let named = &rc.request.runtime.reuse_run_id;
     find_reuse_source(
         results_dir,
@@ -62,7 +63,7 @@ pub(super) fn source_run(
         (!named.is_empty()).then_some(named.as_str()),
         Some(rc.store.run_dir()),
     )
-    .map_err(|e| e.to_string())
+    .map_err(RunError::from)
 }
 
 /// Imports every selected task `source` published under this run's reuse key, reading the
@@ -71,7 +72,7 @@ pub(super) fn import(
     rc: &RequestContext,
     tasks: &mut TaskSource,
     source: PathBuf,
-) -> Result<Imported, String> {
+) -> Result<Imported, RunError> {
     let mut candidates: HashMap<String, PublishedTask> = published_tasks(&source)
         .map(|published| (published.task_id.clone(), published))
         .collect();

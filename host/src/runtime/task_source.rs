@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_plugin_api::sdk::{Ctx, TaskStream};
 
+use super::error::RunError;
 use crate::planner::Planner;
 use agentcompass_results::naming::task_id_hash;
 
@@ -26,14 +27,21 @@ pub struct TaskSource {
 impl TaskSource {
     /// Opens the benchmark's task stream and reads its first page, so that a dataset the
     /// benchmark rejects fails here, before anything is written.
-    pub async fn open(planner: &Planner, ctx: &Ctx, resolved: &RunRequest) -> Result<Self, String> {
+    pub async fn open(
+        planner: &Planner,
+        ctx: &Ctx,
+        resolved: &RunRequest,
+    ) -> Result<Self, RunError> {
         let benchmark = resolved.benchmark.id.clone();
         let stream = planner
             .benchmark()
             .benchmark
             .open_tasks(ctx, resolved)
             .await
-            .map_err(|e| format!("benchmark {benchmark}: {e}"))?;
+            .map_err(|error| RunError::Tasks {
+                benchmark: benchmark.clone(),
+                error,
+            })?;
         let mut source = TaskSource::over(benchmark, stream);
         source.fill()?;
         Ok(source)
@@ -58,7 +66,7 @@ impl TaskSource {
     }
 
     /// The next task, `None` after the last one.
-    pub fn next_task(&mut self) -> Result<Option<TaskSpec>, String> {
+    pub fn next_task(&mut self) -> Result<Option<TaskSpec>, RunError> {
         if let Some(task) = self.page.next() {
             return Ok(Some(task));
         }
@@ -67,23 +75,26 @@ impl TaskSource {
     }
 
     /// Reads the next page (duplicate ids refused).
-    fn fill(&mut self) -> Result<(), String> {
+    fn fill(&mut self) -> Result<(), RunError> {
         if self.finished {
             return Ok(());
         }
         let page = self
             .stream
             .next_page(PAGE_SIZE)
-            .map_err(|e| format!("benchmark {}: {e}", self.benchmark))?;
+            .map_err(|error| RunError::Tasks {
+                benchmark: self.benchmark.clone(),
+                error,
+            })?;
         if page.is_empty() {
             self.finished = true;
         }
         for task in &page {
             if !self.seen.insert(task_id_hash(&task.task_id)) {
-                return Err(format!(
-                    "benchmark {} returned task id `{}` twice",
-                    self.benchmark, task.task_id
-                ));
+                return Err(RunError::DuplicateTask {
+                    benchmark: self.benchmark.clone(),
+                    task_id: task.task_id.clone(),
+                });
             }
         }
         self.page = page.into_iter();
@@ -137,6 +148,6 @@ mod tests {
         let mut source = TaskSource::over("b".into(), Box::new(Repeating(0)));
         assert_eq!(source.next_task().unwrap().unwrap().task_id, "same");
         let err = source.next_task().unwrap_err();
-        assert_eq!(err, "benchmark b returned task id `same` twice");
+        assert_eq!(err.to_string(), "benchmark b returned task id `same` twice");
     }
 }

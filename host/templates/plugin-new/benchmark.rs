@@ -6,10 +6,12 @@
 
 use agentcompass_plugin_api::contracts::{
     BenchmarkPlan, ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
-    ExecutionPlan, MetricContract, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
-    TaskOutput, TaskSpec,
+    MetricContract, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput, TaskOutput,
+    TaskSpec,
 };
-use agentcompass_plugin_api::sdk::{EvaluationInput, async_trait, Benchmark, Ctx, PluginBuilder, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, EvaluationInput, PluginBuilder, SessionRef,
+};
 use agentcompass_plugin_api::Result;
 use serde_json::{json, Value};
 
@@ -98,13 +100,13 @@ impl Benchmark for Bench {
         Ok(prepare(task))
     }
 
-    async fn evaluate_attempt(
-        &self,
-        _ctx: &Ctx,
-        input: EvaluationInput<'_>,
-    ) -> Result<RunResult> {
-        let EvaluationInput { task, mut result, req, .. } = input;
-
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let EvaluationInput {
+            task,
+            mut result,
+            req,
+            ..
+        } = input;
         let case_sensitive = req
             .benchmark
             .params
@@ -142,6 +144,7 @@ agentcompass_plugin_api::export_plugin!(register);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentcompass_plugin_api::contracts::ExecutionPlan;
     use std::future::Future;
 
     /// Drives a future to completion on this thread (the SDK needs no particular executor).
@@ -186,8 +189,15 @@ mod tests {
         let score = |answer: &str| {
             let mut result = RunResult::new(task.task_id.clone());
             result.final_answer = Some(answer.to_string());
-            let scored = block_on(Bench.evaluate_attempt(&Ctx::detached(), EvaluationInput { task, prepared: &prepared, result, req: &RunRequest::default(), plan: &ExecutionPlan::default(), env: None }))
-            .unwrap();
+            let input = EvaluationInput {
+                task,
+                prepared: &prepared,
+                result,
+                req: &RunRequest::default(),
+                plan: &ExecutionPlan::default(),
+                env: None,
+            };
+            let scored = block_on(Bench.evaluate_attempt(&Ctx::detached(), input)).unwrap();
             scored.metrics["correct"]
         };
         assert_eq!(score(" 42\n"), MetricValue::Bool(true));

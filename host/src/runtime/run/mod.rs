@@ -16,6 +16,7 @@ use serde_json::json;
 pub use preflight::{preflight, PreparedRequest};
 
 use super::context::RequestContext;
+use super::error::RunError;
 use super::limits::Limits;
 use super::reuse;
 use super::task_source::TaskSource;
@@ -85,7 +86,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     let name = prepared.run.name.clone();
     let started = match start::create_run(shared, &prepared.run) {
         Ok(started) => started,
-        Err(e) => return RequestOutcome::failed(&name, e),
+        Err(e) => return RequestOutcome::failed(&name, e.to_string()),
     };
     let mut outcome = RequestOutcome::failed(&name, String::new());
     outcome.error = None;
@@ -101,7 +102,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         match start::request_context(shared, prepared, started.store, started.progress) {
             Ok(context) => context,
             Err(e) => {
-                outcome.error = Some(e);
+                outcome.error = Some(e.to_string());
                 return outcome;
             }
         };
@@ -113,14 +114,20 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     };
     let mut tasks = match tasks {
         Ok(tasks) => tasks,
-        Err(e) => return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, Some(e)).await,
+        Err(e) => {
+            let error = Some(e.to_string());
+            return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, error).await;
+        }
     };
     rc.emit(ProgressEvent::TasksLoaded {
         total: tasks.total() as u64,
     });
     let reused = match import_reused(shared, &mut rc, &mut info, &mut tasks).await {
         Ok(reused) => reused,
-        Err(e) => return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, Some(e)).await,
+        Err(e) => {
+            let error = Some(e.to_string());
+            return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, error).await;
+        }
     };
     outcome.reused = reused.len();
     let rc = Arc::new(rc);
@@ -145,7 +152,7 @@ async fn import_reused(
     rc: &mut RequestContext,
     info: &mut RunInfo,
     tasks: &mut TaskSource,
-) -> Result<std::collections::HashSet<String>, String> {
+) -> Result<std::collections::HashSet<String>, RunError> {
     if rc.request.runtime.reuse != Some(true) {
         return Ok(Default::default());
     }

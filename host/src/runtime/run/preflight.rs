@@ -12,6 +12,7 @@ use crate::host_services::{CancelToken, HostServices};
 use crate::planner::Planner;
 use crate::registry::Registry;
 use crate::request::{output_namespace, OrchestratedRun};
+use crate::runtime::error::RunError;
 use crate::runtime::retry::compile_patterns;
 use crate::runtime::task_source::TaskSource;
 
@@ -25,25 +26,16 @@ pub struct PreparedRequest {
     pub(super) tasks: Option<TaskSource>,
 }
 
-/// `request NAME: ` for a named request of an orchestration, nothing for a direct run.
-fn label(run: &OrchestratedRun) -> String {
-    if run.name.is_empty() {
-        String::new()
-    } else {
-        format!("request {}: ", run.name)
-    }
-}
-
 impl PreparedRequest {
     /// Opens the request's task stream and reads its first page before anything is written,
     /// so a dataset or task directory the benchmark rejects is refused like any other bad
     /// input (no results directory). The run goes on reading the same stream.
-    pub async fn load_tasks(&mut self) -> Result<(), String> {
+    pub async fn load_tasks(&mut self) -> Result<(), RunError> {
         let ctx =
             HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
                 .into_ctx();
         let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
-        self.tasks = Some(tasks.map_err(|e| format!("{}{e}", label(&self.run)))?);
+        self.tasks = Some(tasks.map_err(|e| e.in_request(&self.run.name))?);
         Ok(())
     }
 }
@@ -54,17 +46,9 @@ pub fn preflight(
     registry: &Registry,
     results_dir: &Path,
     run: OrchestratedRun,
-) -> Result<PreparedRequest, String> {
-    let label = label(&run);
-    check_output(results_dir, &run).map_err(|e| format!("{label}{e}"))?;
-    let resolved = resolve_request(&run.request).map_err(|e| format!("{label}{e}"))?;
-    let planner = Planner::new(registry, &resolved).map_err(|e| format!("{label}{e}"))?;
-    check_harness(&planner, &resolved).map_err(|e| format!("{label}{e}"))?;
-    let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
-        .map_err(|e| format!("{label}{e}"))?;
-    crate::model::Protocol::choose(&resolved.model).map_err(|e| format!("{label}{e}"))?;
-    crate::model::GatewaySettings::from_params(&resolved.model.params)
-        .map_err(|e| format!("{label}{e}"))?;
+) -> Result<PreparedRequest, RunError> {
+    let checked = check(registry, results_dir, &run);
+    let (resolved, planner, patterns) = checked.map_err(|e| e.in_request(&run.name))?;
     Ok(PreparedRequest {
         run,
         resolved,
@@ -72,6 +56,25 @@ pub fn preflight(
         patterns,
         tasks: None,
     })
+}
+
+/// The checks of [`preflight`], in order; their result is the resolved request, its planner
+/// and its compiled retry patterns.
+fn check(
+    registry: &Registry,
+    results_dir: &Path,
+    run: &OrchestratedRun,
+) -> Result<(RunRequest, Planner, Vec<regex::Regex>), RunError> {
+    check_output(results_dir, run).map_err(RunError::Refused)?;
+    let resolved = resolve_request(&run.request)?;
+    let planner = Planner::new(registry, &resolved)?;
+    check_harness(&planner, &resolved).map_err(RunError::Refused)?;
+    let refused = |e: &dyn std::fmt::Display| RunError::Refused(e.to_string());
+    let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
+        .map_err(|e| refused(&e))?;
+    crate::model::Protocol::choose(&resolved.model).map_err(|e| refused(&e))?;
+    crate::model::GatewaySettings::from_params(&resolved.model.params).map_err(|e| refused(&e))?;
+    Ok((resolved, planner, patterns))
 }
 
 /// An explicit run id must be new; a reuse source must exist.
@@ -106,13 +109,12 @@ fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), String>
 
 /// The request with its `${VAR}` references resolved (in memory only); every resolved value
 /// and the model key are registered as secrets.
-fn resolve_request(request: &RunRequest) -> Result<RunRequest, String> {
-    let value = serde_json::to_value(request).map_err(|e| e.to_string())?;
-    let resolved_value =
-        resolve_references("", &value, &crate::config::process_env).map_err(|e| e.to_string())?;
+fn resolve_request(request: &RunRequest) -> Result<RunRequest, RunError> {
+    let value = serde_json::to_value(request).map_err(|e| RunError::Refused(e.to_string()))?;
+    let resolved_value = resolve_references("", &value, &crate::config::process_env)?;
     agentcompass_redact::register_resolved_values(&value, &resolved_value);
     agentcompass_redact::register_secret(&request.model.api_key);
-    serde_json::from_value(resolved_value).map_err(|e| e.to_string())
+    serde_json::from_value(resolved_value).map_err(|e| RunError::Refused(e.to_string()))
 }
 
 /// The harness supports the request's environment and model protocol.

@@ -57,7 +57,7 @@ pub(super) async fn run_all(
             Ok(Some(task)) => task,
             Ok(None) => break,
             Err(e) => {
-                scheduled.load_error = Some(e);
+                scheduled.load_error = Some(e.to_string());
                 break;
             }
         };

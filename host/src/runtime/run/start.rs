@@ -19,7 +19,9 @@ use crate::metrics::MetricAggregator;
 use crate::progress::{ProgressMeta, ProgressRecorder};
 use crate::request::{output_namespace, OrchestratedRun};
 use crate::runtime::context::RequestContext;
+use crate::runtime::error::RunError;
 use crate::runtime::reuse::reuse_key;
+use crate::runtime::task_source::TaskSource;
 
 /// A run whose results directory exists, with its first files written.
 pub(super) struct Started {
@@ -30,13 +32,12 @@ pub(super) struct Started {
 
 /// Creates the run directory, writes `run_info.json` (status `running`) and `params.json`
 /// (both redacted) and opens the progress files. A failure is the request's error.
-pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Started, String> {
+pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Started, RunError> {
     let request = &run.request;
     let results_dir = PathBuf::from(&shared.runtime.results_dir);
     let explicit_run_id =
         (!request.output.run_id.is_empty()).then_some(request.output.run_id.as_str());
-    let store = RunStore::create(&results_dir, &output_namespace(request), explicit_run_id)
-        .map_err(|e| e.to_string())?;
+    let store = RunStore::create(&results_dir, &output_namespace(request), explicit_run_id)?;
     let mut info = RunInfo::new(
         store.run_id(),
         rfc3339(SystemTime::now()),
@@ -45,10 +46,8 @@ pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Start
     info.orchestration = Some(
         json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
     );
-    store.write_run_info(&info).map_err(|e| e.to_string())?;
-    store
-        .write_params(&redact_value(&params_json(request)))
-        .map_err(|e| e.to_string())?;
+    store.write_run_info(&info)?;
+    store.write_params(&redact_value(&params_json(request)))?;
     let progress = ProgressRecorder::create(
         &store.progress_jsonl_path(),
         &store.progress_json_path(),
@@ -56,10 +55,10 @@ pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Start
         shared.terminal.clone(),
     )
     .map_err(|e| {
-        format!(
+        RunError::Refused(format!(
             "cannot write progress files in {}: {e}",
             store.run_dir().display()
-        )
+        ))
     })?;
     Ok(Started {
         store,
@@ -99,13 +98,7 @@ pub(super) fn request_context(
     prepared: PreparedRequest,
     store: RunStore,
     progress: ProgressRecorder,
-) -> Result<
-    (
-        RequestContext,
-        Option<crate::runtime::task_source::TaskSource>,
-    ),
-    String,
-> {
+) -> Result<(RequestContext, Option<TaskSource>), RunError> {
     let PreparedRequest {
         run,
         resolved,
@@ -120,7 +113,8 @@ pub(super) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
-    let model = crate::model::ModelGateway::new(&resolved.model).map_err(|e| e.to_string())?;
+    let model = crate::model::ModelGateway::new(&resolved.model)
+        .map_err(|e| RunError::Refused(e.to_string()))?;
     let ctx = HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None)
         .into_ctx();
     let run_log = crate::logging::open_run_log(

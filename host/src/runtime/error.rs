@@ -1,0 +1,64 @@
+//! Why a request could not run: refused before anything is written (preflight, the first
+//! page of tasks), or failed while it ran (its store, its task stream).
+
+use agentcompass_plugin_api::Error;
+use agentcompass_results::store::StoreError;
+
+use crate::config::ConfigError;
+use crate::planner::PlanError;
+
+/// A request's failure, one line naming what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A failure of one named request of an orchestration.
+    #[error("request {name}: {error}")]
+    Request {
+        /// The request's name.
+        name: String,
+        /// What failed.
+        error: Box<RunError>,
+    },
+    /// The benchmark could not open or read its tasks.
+    #[error("benchmark {benchmark}: {error}")]
+    Tasks {
+        /// Benchmark id.
+        benchmark: String,
+        /// The benchmark's error (already naming the plugin).
+        error: Error,
+    },
+    /// The benchmark's stream repeated a task id.
+    #[error("benchmark {benchmark} returned task id `{task_id}` twice")]
+    DuplicateTask {
+        /// Benchmark id.
+        benchmark: String,
+        /// The repeated id.
+        task_id: String,
+    },
+    /// The request's configuration is refused (a reference, a run id, a retry pattern).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A component could not be instantiated for the request.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// The results directory could not be written or read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Any other refusal, already one line naming its field or component.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl RunError {
+    /// This error, as the failure of request `name` (unchanged for a direct run, whose name
+    /// is empty).
+    pub fn in_request(self, name: &str) -> Self {
+        if name.is_empty() {
+            self
+        } else {
+            RunError::Request {
+                name: name.to_string(),
+                error: Box::new(self),
+            }
+        }
+    }
+}
