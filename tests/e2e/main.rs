@@ -10,6 +10,7 @@ mod crash;
 mod environments;
 mod harbor;
 mod harness_free;
+mod layering;
 mod listing;
 mod model_gateway;
 mod orchestration;
