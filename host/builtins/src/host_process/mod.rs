@@ -42,7 +42,7 @@ use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, JsonMap, NetworkMode,
     OpenEnvironmentRequest, ProviderCapabilities,
 };
-use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
+use agentcompass_plugin_api::sdk::provider::{blocking, check_params, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
@@ -154,13 +154,7 @@ impl EnvironmentProvider for HostProcessProvider {
 
 /// The `workdir` parameter (checked against the schema; never empty).
 fn fixed_workdir_param(params: &JsonMap) -> Result<Option<String>> {
-    let problems = config_schema().validate(params);
-    if !problems.is_empty() {
-        return Err(Error::invalid_input(format!(
-            "environment `{ID}`: {}",
-            problems.join("; ")
-        )));
-    }
+    check_params(&config_schema(), params, ID)?;
     match params.get("workdir").and_then(Value::as_str) {
         Some("") => Err(Error::invalid_input(format!(
             "environment `{ID}`: parameter `workdir` must not be empty"

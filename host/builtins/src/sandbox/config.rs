@@ -9,6 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
+use agentcompass_plugin_api::sdk::provider::check_params;
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
@@ -42,13 +43,7 @@ pub(super) struct Config {
 
 impl Config {
     pub(super) fn parse(params: &JsonMap) -> Result<Config> {
-        let problems = config_schema().validate(params);
-        if !problems.is_empty() {
-            return Err(Error::invalid_input(format!(
-                "environment `{ID}`: {}",
-                problems.join("; ")
-            )));
-        }
+        check_params(&config_schema(), params, ID)?;
         let text = |key: &str| -> Result<Option<String>> {
             match params.get(key).and_then(Value::as_str) {
                 Some("") => Err(Error::invalid_input(format!(
