@@ -78,6 +78,23 @@ pub enum RegistryError {
     /// Constructing the component failed (a plugin constructor error or panic).
     #[error("{0}")]
     Construct(String),
+    /// A plugin provides harness `none`, the id of harness-free benchmarks.
+    #[error(
+        "harness id `{HARNESS_NONE}` is reserved for harness-free benchmarks; rename the harness"
+    )]
+    ReservedHarness,
+    /// A plugin provides an id already registered.
+    #[error("duplicate {kind} id `{id}`: provided by {existing} and by {new}; remove one of them")]
+    Duplicate {
+        /// Kind of the component.
+        kind: ComponentKind,
+        /// Its id.
+        id: String,
+        /// Where the registered one comes from.
+        existing: Source,
+        /// Where the refused one comes from.
+        new: Source,
+    },
 }
 
 /// The run-local registry.
@@ -109,9 +126,9 @@ impl Registry {
     pub fn add_plugin(&mut self, plugin: LoadedPlugin) -> Result<(), LoadProblem> {
         let source = Source::Plugin(plugin.source.clone());
         self.check_new_components(&plugin.description.components, &source)
-            .map_err(|message| LoadProblem {
+            .map_err(|error| LoadProblem {
                 path: plugin.source.path.clone(),
-                message,
+                message: error.to_string(),
                 detail: None,
             })?;
         for info in &plugin.description.components {
@@ -130,19 +147,18 @@ impl Registry {
         &self,
         components: &[ComponentInfo],
         source: &Source,
-    ) -> Result<(), String> {
+    ) -> Result<(), RegistryError> {
         for info in components {
             if info.kind == ComponentKind::Harness && info.id == HARNESS_NONE {
-                return Err(format!(
-                    "harness id `{HARNESS_NONE}` is reserved for harness-free benchmarks; rename \
-                     the harness"
-                ));
+                return Err(RegistryError::ReservedHarness);
             }
             if let Some(existing) = self.find(info.kind, &info.id) {
-                return Err(format!(
-                    "duplicate {} id `{}`: provided by {} and by {source}; remove one of them",
-                    info.kind, info.id, existing.source
-                ));
+                return Err(RegistryError::Duplicate {
+                    kind: info.kind,
+                    id: info.id.clone(),
+                    existing: existing.source.clone(),
+                    new: source.clone(),
+                });
             }
         }
         Ok(())
@@ -281,7 +297,8 @@ mod tests {
             .check_new_components(&[none], &plugin_source())
             .unwrap_err();
         assert!(
-            err.contains("reserved for harness-free benchmarks"),
+            err.to_string()
+                .contains("reserved for harness-free benchmarks"),
             "{err}"
         );
         let shadow = ComponentInfo::new(ComponentKind::Environment, "host_process", "");
@@ -289,15 +306,14 @@ mod tests {
             .check_new_components(&[shadow], &plugin_source())
             .unwrap_err();
         assert_eq!(
-            err,
+            err.to_string(),
             "duplicate environment id `host_process`: provided by built-in and by \
              p@1.0.0 (/plugins/p.so); remove one of them"
         );
         let fresh = ComponentInfo::new(ComponentKind::Benchmark, "host_process", "");
-        assert_eq!(
-            registry.check_new_components(&[fresh], &plugin_source()),
-            Ok(())
-        );
+        assert!(registry
+            .check_new_components(&[fresh], &plugin_source())
+            .is_ok());
     }
 
     #[test]
