@@ -65,10 +65,10 @@ fn check(
     results_dir: &Path,
     run: &OrchestratedRun,
 ) -> Result<(RunRequest, Planner, Vec<regex::Regex>), RunError> {
-    check_output(results_dir, run).map_err(RunError::Refused)?;
+    check_output(results_dir, run)?;
     let resolved = resolve_request(&run.request)?;
     let planner = Planner::new(registry, &resolved)?;
-    check_harness(&planner, &resolved).map_err(RunError::Refused)?;
+    check_harness(&planner, &resolved)?;
     let refused = |e: &dyn std::fmt::Display| RunError::Refused(e.to_string());
     let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
         .map_err(|e| refused(&e))?;
@@ -78,7 +78,7 @@ fn check(
 }
 
 /// An explicit run id must be new; a reuse source must exist.
-fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), String> {
+fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), RunError> {
     let namespace_dir: PathBuf = output_namespace(&run.request)
         .iter()
         .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
@@ -86,10 +86,10 @@ fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), String>
     if !run_id.is_empty() {
         let dir = namespace_dir.join(sanitize_component(run_id));
         if dir.exists() {
-            return Err(format!(
+            return Err(RunError::Refused(format!(
                 "output.run_id: run directory {} already exists; choose a different --run-id or use --reuse",
                 dir.display()
-            ));
+            )));
         }
     }
     let reuse_id = &run.request.runtime.reuse_run_id;
@@ -99,10 +99,10 @@ fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), String>
         } else {
             "reuse_run_id names a run directory there"
         };
-        return Err(format!(
+        return Err(RunError::Refused(format!(
             "runtime.reuse_run_id: run `{reuse_id}` not found under {} ({hint})",
             namespace_dir.display()
-        ));
+        )));
     }
     Ok(())
 }
@@ -118,20 +118,20 @@ fn resolve_request(request: &RunRequest) -> Result<RunRequest, RunError> {
 }
 
 /// The harness supports the request's environment and model protocol.
-fn check_harness(planner: &Planner, resolved: &RunRequest) -> Result<(), String> {
+fn check_harness(planner: &Planner, resolved: &RunRequest) -> Result<(), RunError> {
     let Some(harness) = planner.harness() else {
         return Ok(());
     };
     let supported = harness
         .supports(&resolved.environment, &resolved.model)
-        .map_err(|e| format!("harness {}: {e}", resolved.harness.id))?;
+        .map_err(|e| RunError::Refused(format!("harness {}: {e}", resolved.harness.id)))?;
     if supported {
         return Ok(());
     }
-    Err(format!(
+    Err(RunError::Refused(format!(
         "harness `{}` does not support environment `{}` with model protocol {:?}",
         resolved.harness.id,
         resolved.environment.id,
         resolved.model.api_protocol.protocols()
-    ))
+    )))
 }
