@@ -31,10 +31,7 @@ pub fn reuse_key(req: &RunRequest) -> String {
         "params": params,
         "attempts": {"k": req.execution.attempts.k, "strategy": req.execution.attempts.strategy},
     });
-    Sha256::digest(canonical.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
 /// What a reuse import brought into the run.

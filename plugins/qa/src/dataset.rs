@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::jsonl::JsonlTasks;
 use crate::record::{parse_record, task_of, Record};
-use crate::shared::{fail, hex, ID};
+use crate::shared::{fail, ID};
 
 /// The required `path` param.
 pub(crate) fn dataset_path(req: &RunRequest) -> Result<String> {
@@ -75,7 +75,7 @@ pub(crate) fn open_dataset(path: &str, wanted: Option<Vec<String>>) -> Result<Bo
 /// a record, its array index (`path[N]`, 0-based).
 fn load_json_dataset(path: &str) -> Result<Dataset> {
     let bytes = std::fs::read(path).map_err(|e| fail(format!("{path}: cannot read: {e}")))?;
-    let sha256 = hex(&Sha256::digest(&bytes));
+    let sha256 = hex::encode(Sha256::digest(&bytes));
     let text = std::str::from_utf8(&bytes).map_err(|e| fail(format!("{path}: not UTF-8: {e}")))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value =

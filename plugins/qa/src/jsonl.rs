@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::record::{parse_record, task_of, Record};
-use crate::shared::{fail, hex};
+use crate::shared::fail;
 
 /// Reads a JSONL file's lines: the line number (1-based) and the text without its line end
 /// (`\n` or `\r\n`); a UTF-8 byte-order mark before the first line is skipped.
@@ -140,7 +140,7 @@ impl JsonlTasks {
         let sha256 = lines
             .hasher
             .take()
-            .map(|h| hex(&h.finalize()))
+            .map(|h| hex::encode(h.finalize()))
             .unwrap_or_default();
         drop(unseen);
         Ok(JsonlTasks {

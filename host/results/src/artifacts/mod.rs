@@ -255,11 +255,6 @@ impl ArtifactManifest {
     }
 }
 
-/// Lowercase hex of `bytes`.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Lowercase hex sha256 of the file at `path` (streamed).
 pub fn sha256_file(path: &Path) -> Result<String, ArtifactError> {
     let mut file = fs::File::open(path).map_err(|e| ArtifactError::io("open", path, e))?;
@@ -274,7 +269,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ArtifactError> {
         }
         hasher.update(&buf[..n]);
     }
-    Ok(hex(&hasher.finalize()))
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// The permission bits of `meta` as four octal digits (`0644`).
@@ -293,7 +288,7 @@ pub fn directory_digest(files: &[FileRecord], links: &[LinkRecord]) -> String {
             )
         })
         .chain(links.iter().map(|l| {
-            let target = hex(&Sha256::digest(l.target.as_bytes()));
+            let target = hex::encode(Sha256::digest(l.target.as_bytes()));
             (l.path.clone(), format!("{}\0link\0{target}\n", l.path))
         }))
         .collect();
@@ -302,7 +297,7 @@ pub fn directory_digest(files: &[FileRecord], links: &[LinkRecord]) -> String {
     for (_, line) in &lines {
         hasher.update(line.as_bytes());
     }
-    hex(&hasher.finalize())
+    hex::encode(hasher.finalize())
 }
 
 /// Whether the relative link `target`, placed at `link` (relative to the entry root), stays

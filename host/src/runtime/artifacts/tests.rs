@@ -27,7 +27,7 @@ fn write(path: &Path, content: &[u8]) {
 }
 
 fn sha(content: &[u8]) -> String {
-    hex(&Sha256::digest(content))
+    hex::encode(Sha256::digest(content))
 }
 
 fn budget() -> Budget {

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::*;
 use crate::scoring::normalize;
-use crate::shared::{hex, ID};
+use crate::shared::ID;
 
 /// Drives a future on the current thread (the crate has no async runtime).
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -197,7 +197,7 @@ fn loads_json_array_with_numeric_ids_and_answers() {
     assert_eq!(tasks[0].ground_truth, json!("2"));
     assert_eq!(tasks[1].ground_truth, json!("3.14"));
     assert_eq!(tasks[2].ground_truth, json!(["2", "3"]));
-    let expected_sha = hex(&Sha256::digest(content.as_bytes()));
+    let expected_sha = hex::encode(Sha256::digest(content.as_bytes()));
     assert_eq!(tasks[0].metadata["dataset_sha256"], json!(expected_sha));
     assert_eq!(tasks[2].metadata["dataset_path"], json!(path));
 }
@@ -242,7 +242,9 @@ fn open_tasks_streams_the_same_tasks_as_load_tasks_in_pages() {
     assert_eq!(streamed[999].question, "q999?");
     assert_eq!(
         streamed[0].metadata["dataset_sha256"],
-        json!(hex(&Sha256::digest(format!("\u{feff}{lines}").as_bytes())))
+        json!(hex::encode(Sha256::digest(
+            format!("\u{feff}{lines}").as_bytes()
+        )))
     );
 }
 
