@@ -5,10 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use abi_stable::std_types::RStr;
-use agentcompass_plugin_api::abi::import::{
-    ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe, Label,
-};
 use agentcompass_plugin_api::abi::PluginRoot_Ref;
+use agentcompass_plugin_api::bridge::import::{
+    ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe,
+};
+use agentcompass_plugin_api::bridge::Label;
 use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_NONE};
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
 use agentcompass_plugin_api::Error;

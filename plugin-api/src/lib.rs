@@ -15,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod abi;
+pub mod bridge;
 #[cfg(feature = "contract-kit")]
 pub mod contract_kit;
 pub mod contracts;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi_stable::library::LibraryError;
-use agentcompass_plugin_api::abi::export::export_ctx;
 use agentcompass_plugin_api::abi::{HostBox, PluginDescription, PluginRoot_Ref, API_VERSION};
+use agentcompass_plugin_api::bridge::host::export_ctx;
 use agentcompass_plugin_api::contracts::ComponentKind;
 use agentcompass_plugin_api::sdk::Ctx;
 use agentcompass_plugin_api::{one_line, Error};

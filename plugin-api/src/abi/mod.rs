@@ -19,9 +19,8 @@
     clippy::too_many_arguments
 )]
 
-pub mod export;
 pub mod guard;
-pub mod import;
+pub mod json;
 pub mod request_json;
 
 use abi_stable::{

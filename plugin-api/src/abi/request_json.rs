@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use abi_stable::std_types::RString;
 
-use super::export::{from_json, to_json};
+use super::json::{from_json, to_json};
 use crate::contracts::RunRequest;
 use crate::Result;
 

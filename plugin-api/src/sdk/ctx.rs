@@ -14,7 +14,7 @@ use crate::Result;
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What the host offers a component during a call. The host implements it; plugins reach it
-/// through the ABI (see [`crate::abi::import`]).
+/// through the ABI (see [`crate::bridge::import`]).
 pub trait HostApi: Send + Sync {
     /// Forwards a log record into the host's `tracing`.
     fn log(&self, level: LogLevel, target: &str, message: &str);

@@ -30,9 +30,9 @@
 //! agentcompass_plugin_api::export_plugin!(register);
 //! ```
 
+pub(crate) mod builder;
 mod ctx;
-pub mod export;
-mod logging;
+pub(crate) mod logging;
 pub mod metrics;
 pub mod provider;
 pub mod runtime;
@@ -41,8 +41,8 @@ mod traits;
 pub mod validate;
 
 pub use async_trait::async_trait;
+pub use builder::{BenchmarkHandle, PluginBuilder};
 pub use ctx::{BoxFuture, Ctx, HostApi};
-pub use export::{BenchmarkHandle, PluginBuilder};
 pub use traits::*;
 
 /// Exports a plugin's root module. `$register` is a `fn(&mut PluginBuilder)` that registers
@@ -58,7 +58,7 @@ macro_rules! export_plugin {
                 $crate::abi::__private::__call_root_module_loader(__agentcompass_root_module)
             }
             fn __agentcompass_root_module() -> $crate::abi::PluginRoot_Ref {
-                $crate::sdk::export::root_module(
+                $crate::bridge::root::root_module(
                     env!("CARGO_PKG_NAME"),
                     env!("CARGO_PKG_VERSION"),
                     $register,

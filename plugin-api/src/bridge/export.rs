@@ -1,195 +1,25 @@
 //! Rust trait objects → ABI objects. Plugins export their components through these wrappers;
 //! the host exports its sessions and host services through them. Every method body runs under
-//! [`guard`](super::guard), so a panic or a bad value becomes a [`PluginError`].
+//! [`guard`](crate::abi::guard), so a panic or a bad value becomes a [`PluginError`].
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RArc, ROption, RResult, RStr, RString};
-use async_ffi::{FfiFuture, FutureExt as _};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use abi_stable::std_types::{ROption, RResult, RStr, RString};
+use async_ffi::FfiFuture;
 
-use super::guard::{async_call, sync_call};
-use super::import::{import_ctx, import_session};
-use super::request_json::decode_request;
-use super::*;
-use crate::contracts::LogLevel;
+use crate::abi::guard::{async_call, sync_call};
+use crate::abi::request_json::decode_request;
+use crate::abi::*;
 use crate::sdk::{
-    Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
-    HarnessSession, Recipe, SessionRef, TaskStream,
+    Benchmark, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark, HarnessSession,
+    Recipe, TaskStream,
 };
-use crate::{Error, Result};
+use crate::Error;
 
-/// Serialises a value for the boundary.
-pub fn to_json<T: Serialize>(value: &T) -> Result<RString> {
-    serde_json::to_string(value)
-        .map(RString::from)
-        .map_err(|e| Error::invalid_input(format!("cannot encode value: {e}")))
-}
-
-/// Decodes a value received over the boundary; `what` names it in the error.
-pub fn from_json<T: DeserializeOwned>(json: &str, what: &str) -> Result<T> {
-    serde_json::from_str(json).map_err(|e| Error::invalid_input(format!("invalid {what}: {e}")))
-}
-
-fn host_handle() -> Option<tokio::runtime::Handle> {
-    tokio::runtime::Handle::try_current().ok()
-}
-
-/// Wraps a session for the boundary. A session that already is an ABI object is passed on as
-/// it is; a native one captures the current tokio runtime (if any) to run its futures on.
-pub fn export_session(session: &SessionRef) -> SessionBox {
-    if let Some(object) = session.abi_object() {
-        return object;
-    }
-    SessionAbi_TO::from_ptr(
-        RArc::new(SessionExport {
-            inner: session.clone(),
-            handle: host_handle(),
-        }),
-        TD_Opaque,
-    )
-}
-
-/// Wraps a call context for the boundary.
-pub fn export_ctx(ctx: &Ctx) -> HostBox {
-    HostServicesAbi_TO::from_ptr(
-        RArc::new(HostExport {
-            ctx: ctx.clone(),
-            handle: host_handle(),
-        }),
-        TD_Opaque,
-    )
-}
-
-#[derive(Clone)]
-struct HostExport {
-    ctx: Ctx,
-    handle: Option<tokio::runtime::Handle>,
-}
-
-impl HostServicesAbi for HostExport {
-    fn log(&self, level: u8, target: RStr<'_>, message: RStr<'_>) {
-        let level = LogLevel::from_u8(level).unwrap_or(LogLevel::Info);
-        self.ctx
-            .host()
-            .log(level, target.as_str(), message.as_str());
-    }
-
-    fn emit_progress(&self, payload_json: RStr<'_>) {
-        if let Ok(payload) = serde_json::from_str::<serde_json::Value>(payload_json.as_str()) {
-            self.ctx.host().emit_progress(&payload);
-        }
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.ctx.is_cancelled()
-    }
-
-    fn cancelled(&self) -> FfiFuture<()> {
-        let cancelled = self.ctx.cancelled();
-        match &self.handle {
-            None => cancelled.into_ffi(),
-            Some(handle) => {
-                let fut = async_call(Some(handle), async move {
-                    cancelled.await;
-                    Ok(())
-                });
-                async move {
-                    let _ = fut.await;
-                }
-                .into_ffi()
-            }
-        }
-    }
-
-    fn call(&self, service: RStr<'_>, request_json: RString) -> JsonFuture {
-        let ctx = self.ctx.clone();
-        let service = service.as_str().to_string();
-        async_call(self.handle.as_ref(), async move {
-            let request = from_json(&request_json, "service request")?;
-            to_json(&ctx.call(&service, request).await?)
-        })
-    }
-}
-
-#[derive(Clone)]
-struct SessionExport {
-    inner: SessionRef,
-    handle: Option<tokio::runtime::Handle>,
-}
-
-impl SessionExport {
-    fn run<T, F>(&self, body: impl FnOnce(SessionRef) -> F) -> FfiFuture<RResult<T, PluginError>>
-    where
-        T: Send + 'static,
-        F: std::future::Future<Output = Result<T>> + Send + 'static,
-    {
-        async_call(self.handle.as_ref(), body(self.inner.clone()))
-    }
-}
-
-impl SessionAbi for SessionExport {
-    fn info(&self) -> RString {
-        to_json(&self.inner.info()).unwrap_or_default()
-    }
-
-    fn exec(&self, request_json: RString) -> JsonFuture {
-        self.run(|s| async move {
-            let request = from_json(&request_json, "exec request")?;
-            to_json(&s.exec(request).await?)
-        })
-    }
-
-    fn upload(&self, src: RString, dst: RString) -> UnitFuture {
-        self.run(|s| async move { s.upload(&PathBuf::from(src.as_str()), &dst).await })
-    }
-
-    fn download(&self, src: RString, dst: RString) -> UnitFuture {
-        self.run(|s| async move { s.download(&src, &PathBuf::from(dst.as_str())).await })
-    }
-
-    fn upload_dir(&self, src: RString, dst: RString) -> UnitFuture {
-        self.run(|s| async move { s.upload_dir(&PathBuf::from(src.as_str()), &dst).await })
-    }
-
-    fn download_dir(&self, src: RString, dst: RString) -> UnitFuture {
-        self.run(|s| async move { s.download_dir(&src, &PathBuf::from(dst.as_str())).await })
-    }
-
-    fn read_text(&self, path: RString) -> JsonFuture {
-        self.run(|s| async move { s.read_text(&path).await.map(RString::from) })
-    }
-
-    fn write_text(&self, path: RString, content: RString) -> UnitFuture {
-        self.run(|s| async move { s.write_text(&path, &content).await })
-    }
-
-    fn is_file(&self, path: RString) -> BoolFuture {
-        self.run(|s| async move { s.is_file(&path).await })
-    }
-
-    fn is_dir(&self, path: RString) -> BoolFuture {
-        self.run(|s| async move { s.is_dir(&path).await })
-    }
-
-    fn endpoint(&self) -> JsonFuture {
-        self.run(|s| async move { to_json(&s.endpoint().await?) })
-    }
-
-    fn set_network_policy(&self, policy_json: RString) -> UnitFuture {
-        self.run(|s| async move {
-            let policy = from_json(&policy_json, "network policy")?;
-            s.set_network_policy(&policy).await
-        })
-    }
-
-    fn close(&self) -> UnitFuture {
-        self.run(|s| async move { s.close().await })
-    }
-}
+use super::host::import_ctx;
+use super::session::{export_session, import_session, optional_session};
+use crate::abi::json::{from_json, to_json};
 
 /// A benchmark exported over the ABI.
 pub struct BenchmarkExport {
@@ -211,10 +41,6 @@ impl BenchmarkExport {
             TD_Opaque,
         )
     }
-}
-
-fn optional_session(env: ROption<SessionBox>) -> Option<SessionRef> {
-    env.into_option().map(import_session)
 }
 
 impl BenchmarkAbi for BenchmarkExport {

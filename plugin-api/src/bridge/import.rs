@@ -6,224 +6,27 @@
 //! the component's label (for example `plugin example-pack@0.1.0 harness example_calculator`)
 //! and the method name, so a failure always names the plugin it came from.
 
-use std::path::Path;
 use std::sync::Arc;
 
-use abi_stable::std_types::{ROption, RResult, RStr, RString};
-use async_ffi::FfiFuture;
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
 
-use super::export::{export_ctx, export_session, from_json, to_json};
-use super::guard::CatchUnwind;
-use super::request_json::request_json;
-use super::*;
+use crate::abi::request_json::request_json;
+use crate::abi::*;
 use crate::contracts::{
-    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
-    ExecResult, ExecutionPlan, HarnessPlan, LogLevel, MetricContract, MetricReport, ModelSpec,
-    NetworkPolicy, OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest,
-    RunResult, SessionInfo, TaskAttempts, TaskSpec,
+    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan,
+    HarnessPlan, MetricContract, MetricReport, ModelSpec, OpenEnvironmentRequest, PreparedTask,
+    ProviderCapabilities, RunRequest, RunResult, TaskAttempts, TaskSpec,
 };
 use crate::sdk::{
-    Benchmark, BoxFuture, Ctx, EnvironmentProvider, EnvironmentSession, EvaluationInput, Harness,
-    HarnessFreeBenchmark, HarnessSession, HostApi, Recipe, SessionRef, TaskStream, VecTaskStream,
+    Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
+    HarnessSession, Recipe, SessionRef, TaskStream, VecTaskStream,
 };
 use crate::{Error, Result};
 
-/// Awaits a foreign future, containing a panic re-raised by async-ffi.
-async fn await_foreign<T>(future: FfiFuture<RResult<T, PluginError>>) -> Result<T> {
-    match CatchUnwind::new(future).await {
-        Ok(RResult::ROk(value)) => Ok(value),
-        Ok(RResult::RErr(err)) => Err(err.into()),
-        Err(panic) => Err(panic),
-    }
-}
-
-fn sync_result<T>(result: RResult<T, PluginError>) -> Result<T> {
-    result.into_result().map_err(Error::from)
-}
-
-/// Where an imported object came from, used as the prefix of every error it returns.
-#[derive(Clone, Debug)]
-pub struct Label(Arc<str>);
-
-impl Label {
-    /// A label such as `plugin example-pack@0.1.0 benchmark example_exact_match`.
-    pub fn new(text: impl Into<String>) -> Self {
-        Label(Arc::from(text.into()))
-    }
-
-    fn err(&self, method: &str) -> impl Fn(Error) -> Error + '_ {
-        let method = method.to_string();
-        move |err| err.context(format_args!("{}: {method}", self.0))
-    }
-
-    fn decode<T: DeserializeOwned>(&self, method: &str, json: &str) -> Result<T> {
-        from_json(json, "return value").map_err(self.err(method))
-    }
-
-    /// The label text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// Host services received over the ABI, as a [`Ctx`].
-pub fn import_ctx(host: HostBox) -> Ctx {
-    Ctx::new(Arc::new(ImportedHost(host)))
-}
-
-struct ImportedHost(HostBox);
-
-impl HostApi for ImportedHost {
-    fn log(&self, level: LogLevel, target: &str, message: &str) {
-        self.0
-            .log(level as u8, RStr::from(target), RStr::from(message));
-    }
-
-    fn emit_progress(&self, payload: &serde_json::Value) {
-        if let Ok(json) = serde_json::to_string(payload) {
-            self.0.emit_progress(RStr::from(json.as_str()));
-        }
-    }
-
-    fn is_cancelled(&self) -> bool {
-        self.0.is_cancelled()
-    }
-
-    fn cancelled(&self) -> BoxFuture<()> {
-        let future = self.0.cancelled();
-        Box::pin(async move {
-            // A panic while waiting is treated as cancellation.
-            let _ = CatchUnwind::new(future).await;
-        })
-    }
-
-    fn call(
-        &self,
-        service: &str,
-        request: serde_json::Value,
-    ) -> BoxFuture<Result<serde_json::Value>> {
-        let host = self.0.clone();
-        let service = service.to_string();
-        Box::pin(async move {
-            let request = to_json(&request)?;
-            let reply = await_foreign(host.call(RStr::from(service.as_str()), request)).await?;
-            from_json(&reply, "service reply")
-        })
-    }
-}
-
-/// A session received over the ABI.
-pub fn import_session(object: SessionBox) -> SessionRef {
-    let info: SessionInfo = from_json(&object.info(), "session info").unwrap_or_default();
-    let label = Label::new(format!("environment {} session {}", info.provider, info.id));
-    Arc::new(ImportedSession {
-        object,
-        info,
-        label,
-    })
-}
-
-struct ImportedSession {
-    object: SessionBox,
-    info: SessionInfo,
-    label: Label,
-}
-
-fn path_string(path: &Path) -> RString {
-    path.to_string_lossy().into_owned().into()
-}
-
-#[async_trait]
-impl EnvironmentSession for ImportedSession {
-    fn info(&self) -> SessionInfo {
-        self.info.clone()
-    }
-
-    async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
-        let json = await_foreign(self.object.exec(to_json(&request)?))
-            .await
-            .map_err(self.label.err("exec"))?;
-        self.label.decode("exec", &json)
-    }
-
-    async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
-        await_foreign(self.object.upload(path_string(src), dst.into()))
-            .await
-            .map_err(self.label.err("upload"))
-    }
-
-    async fn download(&self, src: &str, dst: &Path) -> Result<()> {
-        await_foreign(self.object.download(src.into(), path_string(dst)))
-            .await
-            .map_err(self.label.err("download"))
-    }
-
-    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
-        await_foreign(self.object.upload_dir(path_string(src), dst.into()))
-            .await
-            .map_err(self.label.err("upload_dir"))
-    }
-
-    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
-        await_foreign(self.object.download_dir(src.into(), path_string(dst)))
-            .await
-            .map_err(self.label.err("download_dir"))
-    }
-
-    async fn read_text(&self, path: &str) -> Result<String> {
-        await_foreign(self.object.read_text(path.into()))
-            .await
-            .map(RString::into_string)
-            .map_err(self.label.err("read_text"))
-    }
-
-    async fn write_text(&self, path: &str, content: &str) -> Result<()> {
-        await_foreign(self.object.write_text(path.into(), content.into()))
-            .await
-            .map_err(self.label.err("write_text"))
-    }
-
-    async fn is_file(&self, path: &str) -> Result<bool> {
-        await_foreign(self.object.is_file(path.into()))
-            .await
-            .map_err(self.label.err("is_file"))
-    }
-
-    async fn is_dir(&self, path: &str) -> Result<bool> {
-        await_foreign(self.object.is_dir(path.into()))
-            .await
-            .map_err(self.label.err("is_dir"))
-    }
-
-    async fn endpoint(&self) -> Result<Option<String>> {
-        let json = await_foreign(self.object.endpoint())
-            .await
-            .map_err(self.label.err("endpoint"))?;
-        self.label.decode("endpoint", &json)
-    }
-
-    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
-        await_foreign(self.object.set_network_policy(to_json(policy)?))
-            .await
-            .map_err(self.label.err("set_network_policy"))
-    }
-
-    async fn close(&self) -> Result<()> {
-        await_foreign(self.object.close())
-            .await
-            .map_err(self.label.err("close"))
-    }
-
-    fn abi_object(&self) -> Option<SessionBox> {
-        Some(self.object.clone())
-    }
-}
-
-fn optional_env(env: Option<&SessionRef>) -> ROption<SessionBox> {
-    env.map(export_session).into()
-}
+use super::call::{await_foreign, sync_result, Label};
+use super::host::export_ctx;
+use super::session::{export_session, import_session, optional_env};
+use crate::abi::json::to_json;
 
 /// A task stream received over the ABI.
 struct ImportedTaskStream {
@@ -631,7 +434,11 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Mutex;
 
+    use std::path::Path;
+
     use super::*;
+    use crate::contracts::{ExecRequest, ExecResult, NetworkPolicy, SessionInfo};
+    use crate::sdk::EnvironmentSession;
 
     /// A session keeping files in memory (stands in for a provider's session).
     #[derive(Default)]

@@ -1,19 +1,10 @@
-//! The plugin side of the root module: component registration and the `extern "C"` factories.
+//! Component registration: what a plugin's `register` function fills in (the root module
+//! built from it lives in `crate::bridge::root`).
 
-use std::sync::{Arc, OnceLock};
-
-use abi_stable::prefix_type::PrefixTypeTrait;
-use abi_stable::std_types::{RResult, RStr, RString};
+use std::sync::Arc;
 
 use super::{Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
-use crate::abi::export::{
-    to_json, BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport,
-};
-use crate::abi::guard::sync_call;
-use crate::abi::{
-    BenchmarkBox, EnvironmentBox, HarnessBox, HostBox, PluginDescription, PluginError, PluginRoot,
-    PluginRoot_Ref, RecipeBox, API_VERSION,
-};
+use crate::abi::{PluginDescription, API_VERSION};
 use crate::contracts::{ComponentInfo, ComponentKind};
 use crate::{Error, Result};
 
@@ -26,9 +17,9 @@ pub struct BenchmarkHandle {
     pub harness_free: Option<Arc<dyn HarnessFreeBenchmark>>,
 }
 
-type Factory<T> = Box<dyn Fn() -> Result<T> + Send + Sync>;
+pub(crate) type Factory<T> = Box<dyn Fn() -> Result<T> + Send + Sync>;
 
-enum Constructor {
+pub(crate) enum Constructor {
     Benchmark(Factory<BenchmarkHandle>),
     Harness(Factory<Arc<dyn Harness>>),
     Environment(Factory<Arc<dyn EnvironmentProvider>>),
@@ -48,7 +39,7 @@ pub struct PluginBuilder {
 }
 
 impl PluginBuilder {
-    fn new(name: &str, version: &str) -> Self {
+    pub(crate) fn new(name: &str, version: &str) -> Self {
         PluginBuilder {
             name: name.to_string(),
             version: version.to_string(),
@@ -156,7 +147,7 @@ impl PluginBuilder {
         self
     }
 
-    fn description(&self) -> PluginDescription {
+    pub(crate) fn description(&self) -> PluginDescription {
         PluginDescription {
             name: self.name.clone(),
             version: self.version.clone(),
@@ -165,7 +156,7 @@ impl PluginBuilder {
         }
     }
 
-    fn find(&self, kind: ComponentKind, id: &str) -> Result<&Constructor> {
+    pub(crate) fn find(&self, kind: ComponentKind, id: &str) -> Result<&Constructor> {
         self.components
             .iter()
             .find(|c| c.info.kind == kind && c.info.id == id)
@@ -174,91 +165,4 @@ impl PluginBuilder {
                 Error::invalid_input(format!("plugin {} has no {kind} `{id}`", self.name))
             })
     }
-}
-
-static PLUGIN: OnceLock<Result<PluginBuilder>> = OnceLock::new();
-
-fn plugin() -> Result<&'static PluginBuilder> {
-    match PLUGIN.get() {
-        Some(Ok(plugin)) => Ok(plugin),
-        Some(Err(err)) => Err(err.clone()),
-        None => Err(Error::msg("plugin root module is not initialised")),
-    }
-}
-
-/// Builds the root module (called by [`crate::export_plugin!`]). A panic in `register` is
-/// contained here and reported by every later call (first of all `describe`).
-pub fn root_module(name: &str, version: &str, register: fn(&mut PluginBuilder)) -> PluginRoot_Ref {
-    PLUGIN.get_or_init(|| {
-        super::logging::install_panic_hook();
-        let mut builder = PluginBuilder::new(name, version);
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| register(&mut builder)))
-            .map(|()| builder)
-            .map_err(|payload| {
-                Error::from_panic(payload.as_ref()).context("registering components")
-            })
-    });
-    PluginRoot {
-        describe,
-        init,
-        new_benchmark,
-        new_harness,
-        new_environment,
-        new_recipe,
-    }
-    .leak_into_prefix()
-}
-
-extern "C" fn describe() -> RResult<RString, PluginError> {
-    sync_call(|| to_json(&plugin()?.description()))
-}
-
-extern "C" fn init(host: HostBox) -> RResult<(), PluginError> {
-    sync_call(|| {
-        super::logging::install(host);
-        Ok(())
-    })
-}
-
-fn construct<T>(
-    kind: ComponentKind,
-    id: RStr<'_>,
-    pick: impl FnOnce(&Constructor) -> Option<Result<T>>,
-) -> RResult<T, PluginError> {
-    sync_call(|| {
-        let constructor = plugin()?.find(kind, id.as_str())?;
-        pick(constructor)
-            .unwrap_or_else(|| Err(Error::msg("component registered under another kind")))
-            .map_err(|e| e.context("constructor"))
-    })
-}
-
-extern "C" fn new_benchmark(id: RStr<'_>) -> RResult<BenchmarkBox, PluginError> {
-    construct(ComponentKind::Benchmark, id, |c| match c {
-        Constructor::Benchmark(make) => {
-            Some(make().map(|h| BenchmarkExport::boxed(h.benchmark, h.harness_free)))
-        }
-        _ => None,
-    })
-}
-
-extern "C" fn new_harness(id: RStr<'_>) -> RResult<HarnessBox, PluginError> {
-    construct(ComponentKind::Harness, id, |c| match c {
-        Constructor::Harness(make) => Some(make().map(HarnessExport::boxed)),
-        _ => None,
-    })
-}
-
-extern "C" fn new_environment(id: RStr<'_>) -> RResult<EnvironmentBox, PluginError> {
-    construct(ComponentKind::Environment, id, |c| match c {
-        Constructor::Environment(make) => Some(make().map(EnvironmentExport::boxed)),
-        _ => None,
-    })
-}
-
-extern "C" fn new_recipe(id: RStr<'_>) -> RResult<RecipeBox, PluginError> {
-    construct(ComponentKind::Recipe, id, |c| match c {
-        Constructor::Recipe(make) => Some(make().map(RecipeExport::boxed)),
-        _ => None,
-    })
 }

@@ -1,0 +1,225 @@
+//! Environment sessions across the boundary, both ways.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RArc, ROption, RResult, RString};
+use async_ffi::FfiFuture;
+use async_trait::async_trait;
+
+use crate::abi::guard::async_call;
+use crate::abi::*;
+use crate::contracts::{ExecRequest, ExecResult, NetworkPolicy, SessionInfo};
+use crate::sdk::{EnvironmentSession, SessionRef};
+use crate::Result;
+
+use super::call::{await_foreign, Label};
+use super::host::host_handle;
+use crate::abi::json::{from_json, to_json};
+
+/// Wraps a session for the boundary. A session that already is an ABI object is passed on as
+/// it is; a native one captures the current tokio runtime (if any) to run its futures on.
+pub fn export_session(session: &SessionRef) -> SessionBox {
+    if let Some(object) = session.abi_object() {
+        return object;
+    }
+    SessionAbi_TO::from_ptr(
+        RArc::new(SessionExport {
+            inner: session.clone(),
+            handle: host_handle(),
+        }),
+        TD_Opaque,
+    )
+}
+
+#[derive(Clone)]
+struct SessionExport {
+    inner: SessionRef,
+    handle: Option<tokio::runtime::Handle>,
+}
+
+impl SessionExport {
+    fn run<T, F>(&self, body: impl FnOnce(SessionRef) -> F) -> FfiFuture<RResult<T, PluginError>>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
+        async_call(self.handle.as_ref(), body(self.inner.clone()))
+    }
+}
+
+impl SessionAbi for SessionExport {
+    fn info(&self) -> RString {
+        to_json(&self.inner.info()).unwrap_or_default()
+    }
+
+    fn exec(&self, request_json: RString) -> JsonFuture {
+        self.run(|s| async move {
+            let request = from_json(&request_json, "exec request")?;
+            to_json(&s.exec(request).await?)
+        })
+    }
+
+    fn upload(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.upload(&PathBuf::from(src.as_str()), &dst).await })
+    }
+
+    fn download(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.download(&src, &PathBuf::from(dst.as_str())).await })
+    }
+
+    fn upload_dir(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.upload_dir(&PathBuf::from(src.as_str()), &dst).await })
+    }
+
+    fn download_dir(&self, src: RString, dst: RString) -> UnitFuture {
+        self.run(|s| async move { s.download_dir(&src, &PathBuf::from(dst.as_str())).await })
+    }
+
+    fn read_text(&self, path: RString) -> JsonFuture {
+        self.run(|s| async move { s.read_text(&path).await.map(RString::from) })
+    }
+
+    fn write_text(&self, path: RString, content: RString) -> UnitFuture {
+        self.run(|s| async move { s.write_text(&path, &content).await })
+    }
+
+    fn is_file(&self, path: RString) -> BoolFuture {
+        self.run(|s| async move { s.is_file(&path).await })
+    }
+
+    fn is_dir(&self, path: RString) -> BoolFuture {
+        self.run(|s| async move { s.is_dir(&path).await })
+    }
+
+    fn endpoint(&self) -> JsonFuture {
+        self.run(|s| async move { to_json(&s.endpoint().await?) })
+    }
+
+    fn set_network_policy(&self, policy_json: RString) -> UnitFuture {
+        self.run(|s| async move {
+            let policy = from_json(&policy_json, "network policy")?;
+            s.set_network_policy(&policy).await
+        })
+    }
+
+    fn close(&self) -> UnitFuture {
+        self.run(|s| async move { s.close().await })
+    }
+}
+
+pub(super) fn optional_session(env: ROption<SessionBox>) -> Option<SessionRef> {
+    env.into_option().map(import_session)
+}
+
+/// A session received over the ABI.
+pub fn import_session(object: SessionBox) -> SessionRef {
+    let info: SessionInfo = from_json(&object.info(), "session info").unwrap_or_default();
+    let label = Label::new(format!("environment {} session {}", info.provider, info.id));
+    Arc::new(ImportedSession {
+        object,
+        info,
+        label,
+    })
+}
+
+struct ImportedSession {
+    object: SessionBox,
+    info: SessionInfo,
+    label: Label,
+}
+
+fn path_string(path: &Path) -> RString {
+    path.to_string_lossy().into_owned().into()
+}
+
+#[async_trait]
+impl EnvironmentSession for ImportedSession {
+    fn info(&self) -> SessionInfo {
+        self.info.clone()
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
+        let json = await_foreign(self.object.exec(to_json(&request)?))
+            .await
+            .map_err(self.label.err("exec"))?;
+        self.label.decode("exec", &json)
+    }
+
+    async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
+        await_foreign(self.object.upload(path_string(src), dst.into()))
+            .await
+            .map_err(self.label.err("upload"))
+    }
+
+    async fn download(&self, src: &str, dst: &Path) -> Result<()> {
+        await_foreign(self.object.download(src.into(), path_string(dst)))
+            .await
+            .map_err(self.label.err("download"))
+    }
+
+    async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
+        await_foreign(self.object.upload_dir(path_string(src), dst.into()))
+            .await
+            .map_err(self.label.err("upload_dir"))
+    }
+
+    async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
+        await_foreign(self.object.download_dir(src.into(), path_string(dst)))
+            .await
+            .map_err(self.label.err("download_dir"))
+    }
+
+    async fn read_text(&self, path: &str) -> Result<String> {
+        await_foreign(self.object.read_text(path.into()))
+            .await
+            .map(RString::into_string)
+            .map_err(self.label.err("read_text"))
+    }
+
+    async fn write_text(&self, path: &str, content: &str) -> Result<()> {
+        await_foreign(self.object.write_text(path.into(), content.into()))
+            .await
+            .map_err(self.label.err("write_text"))
+    }
+
+    async fn is_file(&self, path: &str) -> Result<bool> {
+        await_foreign(self.object.is_file(path.into()))
+            .await
+            .map_err(self.label.err("is_file"))
+    }
+
+    async fn is_dir(&self, path: &str) -> Result<bool> {
+        await_foreign(self.object.is_dir(path.into()))
+            .await
+            .map_err(self.label.err("is_dir"))
+    }
+
+    async fn endpoint(&self) -> Result<Option<String>> {
+        let json = await_foreign(self.object.endpoint())
+            .await
+            .map_err(self.label.err("endpoint"))?;
+        self.label.decode("endpoint", &json)
+    }
+
+    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
+        await_foreign(self.object.set_network_policy(to_json(policy)?))
+            .await
+            .map_err(self.label.err("set_network_policy"))
+    }
+
+    async fn close(&self) -> Result<()> {
+        await_foreign(self.object.close())
+            .await
+            .map_err(self.label.err("close"))
+    }
+
+    fn abi_object(&self) -> Option<SessionBox> {
+        Some(self.object.clone())
+    }
+}
+
+pub(super) fn optional_env(env: Option<&SessionRef>) -> ROption<SessionBox> {
+    env.map(export_session).into()
+}
