@@ -1,8 +1,8 @@
 //! A scripted model endpoint on loopback: a fake OpenAI-compatible (chat completions and
 //! Responses) and Anthropic-compatible (Messages) server for end-to-end tests and demos.
 //!
-//! Real HTTP/1.1 over TCP on 127.0.0.1, parsed by hand (request line, headers, `Content-Length`
-//! or chunked bodies, keep-alive, `Connection: close`, `Expect: 100-continue`).
+//! Real HTTP/1.1 over TCP on 127.0.0.1, served by hyper (`Content-Length` or chunked bodies,
+//! keep-alive, `Connection: close`, `Expect: 100-continue`, malformed requests answered 400).
 //!
 //! A [`Script`] is a list of rules; each request goes to the first rule whose `match` holds, and
 //! that rule's responses are served in order (after the last, the last repeats, or with
@@ -37,7 +37,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 // ---------------------------------------------------------------------------------------------
@@ -662,7 +661,6 @@ struct Request {
     path: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
-    keep_alive: bool,
 }
 
 impl Request {
@@ -985,236 +983,104 @@ fn render(state: &State, endpoint: Endpoint, model: &str, kind: &ResponseKind) -
 // HTTP/1.1
 // ---------------------------------------------------------------------------------------------
 
-const MAX_HEAD: usize = 64 * 1024;
+/// The largest request body read (a larger one is answered 413).
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
-/// A malformed request: the status to answer with before closing.
-struct BadRequest(u16, String);
-
-struct Conn {
-    stream: TcpStream,
-    buf: Vec<u8>,
+/// Our request from hyper's: method, path without the query, lowercased headers, the body
+/// (at most [`MAX_BODY`] bytes).
+async fn read_request(
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<Request, (u16, &'static str)> {
+    use http_body_util::BodyExt;
+    let (parts, body) = req.into_parts();
+    let headers = parts
+        .headers
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).trim().to_string();
+            (name.as_str().to_ascii_lowercase(), value)
+        })
+        .collect();
+    let body = http_body_util::Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                (413, "body too large")
+            } else {
+                (400, "truncated body")
+            }
+        })?
+        .to_bytes()
+        .to_vec();
+    Ok(Request {
+        method: parts.method.as_str().to_string(),
+        path: parts.uri.path().to_string(),
+        headers,
+        body,
+    })
 }
 
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-impl Conn {
-    /// Reads more bytes; false at end of stream.
-    async fn fill(&mut self) -> std::io::Result<bool> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.stream.read(&mut chunk).await?;
-        self.buf.extend_from_slice(&chunk[..n]);
-        Ok(n > 0)
-    }
-
-    async fn read_line(&mut self) -> Result<Vec<u8>, BadRequest> {
-        loop {
-            if let Some(i) = find(&self.buf, b"\r\n") {
-                let line = self.buf[..i].to_vec();
-                self.buf.drain(..i + 2);
-                return Ok(line);
-            }
-            if self.buf.len() > MAX_HEAD {
-                return Err(BadRequest(400, "line too long".into()));
-            }
-            if !self.fill().await.unwrap_or(false) {
-                return Err(BadRequest(400, "truncated request".into()));
-            }
-        }
-    }
-
-    async fn read_exact_n(&mut self, n: usize) -> Result<Vec<u8>, BadRequest> {
-        while self.buf.len() < n {
-            if !self.fill().await.unwrap_or(false) {
-                return Err(BadRequest(400, "truncated body".into()));
-            }
-        }
-        Ok(self.buf.drain(..n).collect())
-    }
-
-    /// The next request; `Ok(None)` when the peer closed cleanly between requests.
-    async fn read_request(&mut self) -> Result<Option<Request>, BadRequest> {
-        let head_end = loop {
-            // Stray CRLFs between requests are allowed (RFC 9112 §2.2).
-            while self.buf.starts_with(b"\r\n") {
-                self.buf.drain(..2);
-            }
-            if let Some(i) = find(&self.buf, b"\r\n\r\n") {
-                break i;
-            }
-            if self.buf.len() > MAX_HEAD {
-                return Err(BadRequest(431, "request head too large".into()));
-            }
-            match self.fill().await {
-                Ok(true) => {}
-                Ok(false) | Err(_) if self.buf.is_empty() => return Ok(None),
-                Ok(false) | Err(_) => return Err(BadRequest(400, "truncated request head".into())),
-            }
-        };
-        let head: Vec<u8> = self.buf.drain(..head_end + 4).collect();
-        let head = String::from_utf8_lossy(&head[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let request_line = lines.next().unwrap_or_default();
-        let parts: Vec<&str> = request_line.split(' ').collect();
-        let [method, target, version] = parts[..] else {
-            return Err(BadRequest(400, "malformed request line".into()));
-        };
-        if !version.starts_with("HTTP/1.") {
-            return Err(BadRequest(505, "only HTTP/1.x is supported".into()));
-        }
-        let mut headers = Vec::new();
-        for line in lines {
-            let Some((name, value)) = line.split_once(':') else {
-                return Err(BadRequest(400, "malformed header line".into()));
-            };
-            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
-        }
-        let mut req = Request {
-            method: method.to_string(),
-            path: target.split('?').next().unwrap_or_default().to_string(),
-            headers,
-            body: Vec::new(),
-            keep_alive: false,
-        };
-        let connection = req
-            .header("connection")
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        let has_token = |t: &str| connection.split(',').any(|c| c.trim() == t);
-        req.keep_alive = if version == "HTTP/1.0" {
-            has_token("keep-alive")
-        } else {
-            !has_token("close")
-        };
-        let chunked = req
-            .header("transfer-encoding")
-            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-        let length = match req.header("content-length") {
-            None => 0,
-            Some(v) => match v.parse::<usize>() {
-                Ok(n) if n <= MAX_BODY => n,
-                Ok(_) => return Err(BadRequest(413, "body too large".into())),
-                Err(_) => return Err(BadRequest(400, "bad content-length".into())),
-            },
-        };
-        let expects_continue = req
-            .header("expect")
-            .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
-        if expects_continue && (chunked || length > self.buf.len()) {
-            // Best effort: a failed write surfaces as a truncated body below.
-            let _ = self
-                .stream
-                .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                .await;
-        }
-        if chunked {
-            loop {
-                let line = self.read_line().await?;
-                let line = String::from_utf8_lossy(&line);
-                let size_text = line.split(';').next().unwrap_or_default().trim();
-                let Ok(size) = usize::from_str_radix(size_text, 16) else {
-                    return Err(BadRequest(400, "bad chunk size".into()));
-                };
-                if size == 0 {
-                    // Trailers, up to the empty line.
-                    while !self.read_line().await?.is_empty() {}
-                    break;
-                }
-                if req.body.len() + size > MAX_BODY {
-                    return Err(BadRequest(413, "body too large".into()));
-                }
-                let chunk = self.read_exact_n(size).await?;
-                req.body.extend_from_slice(&chunk);
-                if !self.read_line().await?.is_empty() {
-                    return Err(BadRequest(400, "bad chunk terminator".into()));
-                }
-            }
-        } else {
-            req.body = self.read_exact_n(length).await?;
-        }
-        Ok(Some(req))
+/// Whether the connection stays open after this request (RFC 9112 §9.3).
+fn wants_keep_alive<B>(req: &hyper::Request<B>) -> bool {
+    let connection = req
+        .headers()
+        .get(hyper::header::CONNECTION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let has = |token: &str| connection.split(',').any(|c| c.trim() == token);
+    if req.version() == hyper::Version::HTTP_10 {
+        has("keep-alive")
+    } else {
+        !has("close")
     }
 }
 
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        409 => "Conflict",
-        413 => "Payload Too Large",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        431 => "Request Header Fields Too Large",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        505 => "HTTP Version Not Supported",
-        529 => "Overloaded",
-        _ => "Status",
-    }
-}
-
-async fn write_response(
-    stream: &mut TcpStream,
-    resp: &HttpResponse,
-    keep_alive: bool,
-) -> std::io::Result<()> {
-    let mut out = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: {}\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.body.len(),
-        if keep_alive { "keep-alive" } else { "close" },
-    );
+/// Our response as hyper's (always JSON).
+fn to_hyper(resp: HttpResponse) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+    let mut builder = hyper::Response::builder()
+        .status(resp.status)
+        .header("content-type", "application/json");
     for (name, value) in &resp.headers {
-        out.push_str(&format!("{name}: {value}\r\n"));
+        builder = builder.header(*name, value.as_str());
     }
-    out.push_str("\r\n");
-    let mut bytes = out.into_bytes();
-    bytes.extend_from_slice(&resp.body);
-    stream.write_all(&bytes).await?;
-    stream.flush().await
+    builder
+        .body(http_body_util::Full::new(hyper::body::Bytes::from(
+            resp.body,
+        )))
+        .unwrap_or_else(|_| hyper::Response::new(http_body_util::Full::default()))
 }
 
+/// Serves one connection with hyper's HTTP/1.1 server (keep-alive, chunked bodies,
+/// `Expect: 100-continue` and malformed requests are hyper's).
 async fn handle_connection(stream: TcpStream, state: Arc<State>) {
     let _ = stream.set_nodelay(true);
-    let mut conn = Conn {
-        stream,
-        buf: Vec::new(),
-    };
-    loop {
-        let req = match conn.read_request().await {
-            Ok(Some(req)) => req,
-            Ok(None) => return,
-            Err(BadRequest(status, message)) => {
-                let resp = error_response(None, status, &message);
-                let _ = write_response(&mut conn.stream, &resp, false).await;
-                let _ = conn.stream.shutdown().await;
-                return;
+    let service = hyper::service::service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move {
+            let keep_alive = wants_keep_alive(&req);
+            let resp = match read_request(req).await {
+                Ok(req) => handle(&state, &req).await,
+                Err((status, message)) => error_response(None, status, message),
+            };
+            let mut resp = to_hyper(resp);
+            if keep_alive {
+                // Said explicitly, as HTTP/1.0 clients need (hyper adds `close` itself).
+                resp.headers_mut().insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("keep-alive"),
+                );
             }
-        };
-        let resp = handle(&state, &req).await;
-        if write_response(&mut conn.stream, &resp, req.keep_alive)
-            .await
-            .is_err()
-        {
-            return;
+            Ok::<_, std::convert::Infallible>(resp)
         }
-        if !req.keep_alive {
-            let _ = conn.stream.shutdown().await;
-            return;
-        }
-    }
+    });
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(io, service)
+        .await;
 }
 
 async fn run(listener: TcpListener, state: Arc<State>, shutdown: impl Future<Output = ()>) {
