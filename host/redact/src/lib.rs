@@ -593,6 +593,50 @@ pub fn scrub_text(text: &str) -> String {
     }
 }
 
+/// The shortest tail of a text that is masked when it is the start of a registered secret.
+const MIN_SECRET_PREFIX_CHARS: usize = 4;
+
+/// `text` scrubbed of every registered secret, then cut to at most `max_chars` characters
+/// (`…` appended when cut). Scrubbing before cutting means a secret the cut falls into is
+/// already masked whole; and a tail of the kept text that is the start of a registered secret
+/// (at least 4 characters: text another program had already cut) is masked too.
+pub fn scrub_and_truncate(text: &str, max_chars: usize) -> String {
+    let scrubbed = scrub_text(text);
+    let cut = scrubbed.chars().count() > max_chars;
+    let mut kept: String = scrubbed.chars().take(max_chars).collect();
+    mask_secret_prefix_tail(&mut kept);
+    if cut {
+        kept.push('…');
+    }
+    kept
+}
+
+/// Masks the longest tail of `text` that is a prefix (of at least
+/// [`MIN_SECRET_PREFIX_CHARS`] characters) of a registered secret.
+fn mask_secret_prefix_tail(text: &mut String) {
+    let Ok(secrets) = SECRETS.read() else {
+        return;
+    };
+    let mut longest = 0;
+    for secret in secrets.iter() {
+        let mut n = secret.len().min(text.len());
+        while n > 0 {
+            if secret.is_char_boundary(n) && text.ends_with(&secret[..n]) {
+                break;
+            }
+            n -= 1;
+        }
+        if n > longest && secret[..n].chars().count() >= MIN_SECRET_PREFIX_CHARS {
+            longest = n;
+        }
+    }
+    if longest > 0 {
+        let keep = text.len() - longest;
+        text.truncate(keep);
+        text.push_str(REDACTED);
+    }
+}
+
 /// `value` with every registered secret scrubbed from every string (keys included).
 pub fn scrub_value(value: &Value) -> Value {
     let empty = SECRETS.read().map(|s| s.is_empty()).unwrap_or(true);
@@ -649,5 +693,35 @@ mod secret_registry_tests {
         );
         let scrubbed = scrub_value(&json!({"message": ["failed with sk-registry-test-777"]}));
         assert_eq!(scrubbed, json!({"message": ["failed with ********"]}));
+    }
+}
+
+#[cfg(test)]
+mod truncation_tests {
+    use super::*;
+
+    #[test]
+    fn a_secret_at_the_cut_is_masked_whole_and_a_cut_secret_tail_too() {
+        let key = "sk-proj-d42c0123456789abcdef0123456789ab";
+        register_secret(key);
+        // Cutting before scrubbing (the old order) kept the key's first 11 characters here.
+        let body = format!(
+            "{} \"header\": \"Bearer {key}\" {}",
+            "x".repeat(170),
+            "y".repeat(100)
+        );
+        let short = scrub_and_truncate(&body, 200);
+        assert!(!short.contains("sk-proj-d4"), "{short}");
+        assert!(short.ends_with('…'), "{short}");
+        assert_eq!(short.chars().count(), 201);
+        // Text another program cut inside the key: the prefix at its end is masked.
+        let cut_elsewhere = "Authorization: Bearer sk-proj-d42c01";
+        assert_eq!(
+            scrub_and_truncate(cut_elsewhere, 200),
+            format!("Authorization: Bearer {REDACTED}")
+        );
+        // Three characters are too few to tell.
+        assert_eq!(scrub_and_truncate("ends with sk-", 200), "ends with sk-");
+        assert_eq!(scrub_and_truncate("short", 200), "short");
     }
 }

@@ -448,12 +448,12 @@ fn connection_error(error: &reqwest::Error) -> String {
 fn body_snippet(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut cut: String = one_line.chars().take(200).collect();
-    if one_line.chars().count() > 200 {
-        cut.push('…');
-    }
-    agentcompass_redact::scrub_text(&cut)
+    // Scrubbed before it is cut: a key the cut falls into is masked whole.
+    agentcompass_redact::scrub_and_truncate(&one_line, BODY_SNIPPET_CHARS)
 }
+
+/// How much of an error body an issue message quotes.
+const BODY_SNIPPET_CHARS: usize = 200;
 
 /// Aborts the spawned call when the caller stops waiting (a cancelled harness).
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
