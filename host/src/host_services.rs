@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
+    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE, TEXT_SCRUB_SERVICE,
 };
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
@@ -179,6 +179,17 @@ impl HostApi for HostServices {
                 };
                 Box::pin(async move { answer })
             }
+            TEXT_SCRUB_SERVICE => {
+                let answer = match request.get("text").and_then(|t| t.as_str()) {
+                    Some(text) => Ok(serde_json::json!({
+                        "text": agentcompass_redact::scrub_text(text)
+                    })),
+                    None => Err(Error::invalid_input(format!(
+                        "{TEXT_SCRUB_SERVICE}: expected {{\"text\": string}}"
+                    ))),
+                };
+                Box::pin(async move { answer })
+            }
             _ => {
                 let err = Error::unsupported(format!("host service `{service}` is not available"));
                 Box::pin(async move { Err(err) })
@@ -208,6 +219,18 @@ mod tests {
         token.cancel();
         assert!(waiter.await.is_ok());
         assert!(token.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn text_scrub_masks_registered_secrets() {
+        agentcompass_redact::register_secret("tok-SCRUBSERVICE-5521");
+        let ctx = HostServices::for_plugin("p").into_ctx();
+        let text = "auth: Bearer tok-SCRUBSERVICE-5521 (end)";
+        assert_eq!(ctx.scrub(text).await, "auth: Bearer ******** (end)");
+        let bad = ctx
+            .call(TEXT_SCRUB_SERVICE, serde_json::json!({"txt": 1}))
+            .await;
+        assert!(bad.is_err_and(|e| e.message.contains("expected {\"text\": string}")));
     }
 
     #[tokio::test]

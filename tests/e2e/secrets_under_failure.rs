@@ -198,3 +198,156 @@ fn failing_runs_leak_neither_the_api_key_nor_a_binding() {
     let _: Value = serde_json::from_str(&fs::read_to_string(run.join("progress.json")).unwrap())
         .expect("progress.json");
 }
+
+/// Every window of `len` characters of `secret`: a fragment that long is a leak.
+fn fragments(secret: &str, len: usize) -> Vec<String> {
+    let chars: Vec<char> = secret.chars().collect();
+    chars.windows(len).map(|w| w.iter().collect()).collect()
+}
+
+/// The two shapes that leaked a part of a secret: an error body cut at the edge of an echoed
+/// key (cut before it was scrubbed, the key's first 37 characters survived), and an embedded
+/// `${VAR}` in a binding (`AUTH = "Bearer ${E2E_TOKEN}"`: only the whole expansion was a
+/// secret, so the token printed alone was not, and a stderr tail cut into it kept its end).
+/// No 8-character fragment of either value reaches a results file or the console.
+#[test]
+fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
+    const LONG_KEY: &str = "sk-proj-d42cQ7RZ4M2X9W8V6U5T3S1P0N8K6J4H";
+    const TOKEN: &str = "tokEMBEDDEDq7rz4m2x9w8v6u5t3s1p0n8k6j4h2";
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "qa-pack");
+    for pack in ["harbor-pack", "agents-pack"] {
+        dirs.package("packs", pack);
+    }
+    let ws = Workspace::new();
+    // The fixture's verifier reads E2E_BINDING.
+    let env = &[
+        ("E2E_LONG_KEY", LONG_KEY),
+        ("E2E_TOKEN", TOKEN),
+        ("E2E_BINDING", BINDING),
+    ];
+    let mut outcomes: Vec<(&str, Outcome)> = Vec::new();
+
+    // (a) A 500 whose body echoes the Authorization header; the gateway keeps 200 characters
+    // of a one-line body, and the padding puts that cut 37 characters into the key.
+    let head = r#"{"error": {"message": "invalid credentials ", "header": "Bearer "#;
+    let pad = "x".repeat(200 - 37 - head.len());
+    let echo = format!(
+        r#"{{"error": {{"message": "invalid credentials {pad}", "header": "Bearer {LONG_KEY}"}}}}"#
+    );
+    assert_eq!(
+        echo.find(LONG_KEY),
+        Some(200 - 37),
+        "the cut falls 37 characters into the key"
+    );
+    let server = ScriptedServer::start(
+        &json!({"require_key": LONG_KEY, "rules": [
+            {"match": {"last_user_contains": "2+2"}, "responses": [{"status": 500, "body": echo}]}
+        ]}),
+        None,
+    )
+    .unwrap();
+    let base_url = server.base_url();
+    let dataset = ws.write(
+        "data/qa.jsonl",
+        concat!(
+            r#"{"id": "add", "question": "What is 2+2?", "answer": "4"}"#,
+            "\n"
+        ),
+    );
+    let params = json!({"path": dataset}).to_string();
+    let packs_arg = packs.to_str().unwrap();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            packs_arg,
+            "run",
+            "qa",
+            "openai_chat",
+            "m",
+            "--benchmark-params",
+            &params,
+            "--model-base-url",
+            &base_url,
+            "--model-api-key",
+            "${E2E_LONG_KEY}",
+            "--model-params",
+            r#"{"max_retries": 1, "retry_backoff_seconds": 0}"#,
+            "--max-retries",
+            "1",
+            "--progress",
+            "plain",
+        ],
+        env,
+    );
+    let run = run_dir(&out);
+    let found = issues(&run);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].1.contains("500"), "{found:?}");
+    assert!(
+        found[0].1.contains("Bearer ********"),
+        "the echoed header is recorded, masked: {found:?}"
+    );
+    outcomes.push(("500 echoing the key", out));
+
+    // (b) `AUTH = "Bearer ${E2E_TOKEN}"`: the agent prints the token part alone, then a stderr
+    // whose last 300 characters (the issue message's tail) start inside the token.
+    let task = fixture("failing-verifier");
+    let task_params = json!({"path": task}).to_string();
+    let env_params = json!({"env_variables": {"AUTH": "Bearer ${E2E_TOKEN}"}}).to_string();
+    let command = r#"t=$(echo "$AUTH" | cut -d' ' -f2); echo "token: $t"; printf '%s%0280d' "$t" 0 >&2; exit 3"#;
+    let harness_params = json!({"command": command}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            packs_arg,
+            "run",
+            "harbor",
+            "cli_agent",
+            "m",
+            "--benchmark-params",
+            &task_params,
+            "--harness-params",
+            &harness_params,
+            "--env-params",
+            &env_params,
+            "--model-base-url",
+            &base_url,
+            "--env",
+            "sandbox",
+            "--progress",
+            "plain",
+        ],
+        env,
+    );
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (attempt_dir, result) = &results["failing-verifier"];
+    assert!(
+        !files_containing(attempt_dir, "token: ********").is_empty(),
+        "the agent's output is recorded, masked: {result}"
+    );
+    assert!(
+        result["issues"].to_string().contains("exited with 3"),
+        "{}",
+        result["issues"]
+    );
+    outcomes.push(("embedded binding", out));
+
+    let results_dir = ws.cwd.join("results");
+    for secret in [LONG_KEY, TOKEN] {
+        for fragment in fragments(secret, 8) {
+            assert_eq!(
+                files_containing(&results_dir, &fragment),
+                Vec::<PathBuf>::new(),
+                "`{fragment}` (part of a secret) leaked into results files"
+            );
+            for (what, out) in &outcomes {
+                assert!(
+                    !out.stdout.contains(&fragment) && !out.stderr.contains(&fragment),
+                    "{what}: `{fragment}` leaked on the console: {out:?}"
+                );
+            }
+        }
+    }
+}

@@ -114,6 +114,38 @@ pub fn resolve_bindings(
     bindings: &BTreeMap<String, String>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<BTreeMap<String, String>, BindingError> {
+    resolve(bindings, env, &mut |_, _| {})
+}
+
+/// [`resolve_bindings`], registering as secrets (for scrubbing) every value that came from the
+/// environment: the value of each referenced variable — whole or embedded (`Bearer ${TOKEN}`
+/// registers the token itself, so a command printing only the token is scrubbed too) — and
+/// every expansion that used one. Defaults are written in the configuration and are not
+/// registered.
+pub fn resolve_secret_bindings(
+    bindings: &BTreeMap<String, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, String>, BindingError> {
+    let mut from_env = BTreeSet::new();
+    let resolved = resolve(bindings, env, &mut |key, value| {
+        agentcompass_redact::register_secret(value);
+        from_env.insert(key.to_string());
+    })?;
+    for key in &from_env {
+        if let Some(value) = resolved.get(key) {
+            agentcompass_redact::register_secret(value);
+        }
+    }
+    Ok(resolved)
+}
+
+/// Resolves `bindings`, handing each variable value read from `env` (with its binding's key)
+/// to `found_value`.
+fn resolve(
+    bindings: &BTreeMap<String, String>,
+    env: &dyn Fn(&str) -> Option<String>,
+    found_value: &mut dyn FnMut(&str, &str),
+) -> Result<BTreeMap<String, String>, BindingError> {
     let mut missing = BTreeSet::new();
     let mut out = BTreeMap::new();
     for (key, template) in bindings {
@@ -123,7 +155,10 @@ pub fn resolve_bindings(
                 Piece::Text(text) => value.push_str(text),
                 Piece::Var { name, default } => {
                     match (env(name).filter(|v| !v.is_empty()), default) {
-                        (Some(found), _) => value.push_str(&found),
+                        (Some(found), _) => {
+                            found_value(key, &found);
+                            value.push_str(&found);
+                        }
                         (None, Some(default)) => value.push_str(default),
                         (None, None) => {
                             missing.insert(name.to_string());
@@ -220,5 +255,29 @@ mod tests {
         assert!(matches!(err, BindingError::Malformed { .. }));
         let err = resolve_bindings(&map(&[("A", "${X")]), &env).unwrap_err();
         assert!(err.to_string().contains("unterminated"));
+    }
+
+    #[test]
+    fn embedded_references_register_the_variable_value_itself() {
+        let bindings = BTreeMap::from([
+            ("AUTH".to_string(), "Bearer ${EMBEDDED_TOKEN}".to_string()),
+            (
+                "MODE".to_string(),
+                "${UNSET_MODE:-plain-default}".to_string(),
+            ),
+        ]);
+        let env = |name: &str| (name == "EMBEDDED_TOKEN").then(|| "tok-EMBEDDED-90417".to_string());
+        let resolved = resolve_secret_bindings(&bindings, &env).unwrap();
+        assert_eq!(resolved["AUTH"], "Bearer tok-EMBEDDED-90417");
+        // The token alone is scrubbed, not only the whole expansion.
+        assert_eq!(
+            agentcompass_redact::scrub_text("token=tok-EMBEDDED-90417"),
+            "token=********"
+        );
+        // A default comes from the configuration and is no secret.
+        assert_eq!(
+            agentcompass_redact::scrub_text("mode plain-default"),
+            "mode plain-default"
+        );
     }
 }

@@ -19,7 +19,10 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
 
 use crate::registry::Registry;
-pub use bindings::{check_plan_bindings, phase_bindings, resolve_bindings, BindingError, Phase};
+pub use bindings::{
+    check_plan_bindings, phase_bindings, resolve_bindings, resolve_secret_bindings, BindingError,
+    Phase,
+};
 pub use error::PlanError;
 use recipe::RecipeSet;
 pub use timeouts::resolve_phase_timeout;

@@ -15,7 +15,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 
-use crate::planner::{phase_bindings, resolve_bindings, Phase};
+use crate::planner::{phase_bindings, resolve_secret_bindings, Phase};
 
 /// `session` with the bindings of `phase` in `plan` applied to every command, or the session
 /// itself when the phase adds nothing to the common bindings the session already has.
@@ -33,13 +33,8 @@ pub fn scoped_session(
         return Ok(session.clone());
     }
     let templates = phase_bindings(plan, phase);
-    let resolved = resolve_bindings(&templates, &crate::config::process_env)
+    let resolved = resolve_secret_bindings(&templates, &crate::config::process_env)
         .map_err(|e| Error::invalid_input(e.to_string()))?;
-    for (key, value) in &resolved {
-        if templates.get(key).is_some_and(|template| template != value) {
-            agentcompass_redact::register_secret(value);
-        }
-    }
     Ok(Arc::new(PhaseScopedSession {
         inner: session.clone(),
         bindings: resolved,

@@ -35,6 +35,13 @@ pub type JsonMap = serde_json::Map<String, serde_json::Value>;
 /// The text printed in place of a secret value.
 pub const REDACTED: &str = "********";
 
+/// The host service that scrubs free text of every secret the host knows (the resolved API
+/// key, resolved `${VAR}` values, environment bindings): request `{"text": ...}`, answer
+/// `{"text": ...}`. A component calls it (through [`crate::sdk::Ctx::scrub`]) before it cuts
+/// text short, so a secret the cut would fall into is masked whole instead of leaving a
+/// fragment no later scrub recognises.
+pub const TEXT_SCRUB_SERVICE: &str = "text.scrub";
+
 /// Formats a string map for `Debug` with every value replaced by [`REDACTED`].
 pub(crate) struct RedactedMap<'a>(pub(crate) &'a std::collections::BTreeMap<String, String>);
 

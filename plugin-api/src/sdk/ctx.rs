@@ -103,6 +103,24 @@ impl Ctx {
         })
     }
 
+    /// `text` scrubbed of every secret the host knows. Call it before cutting text short
+    /// (scrub first, then truncate). A host without the service (an older host) answers an
+    /// error; the text then comes back unchanged, and the host still scrubs whole secrets from
+    /// everything it persists.
+    pub async fn scrub(&self, text: &str) -> String {
+        let request = serde_json::json!({ "text": text });
+        match self
+            .call(crate::contracts::TEXT_SCRUB_SERVICE, request)
+            .await
+        {
+            Ok(answer) => match answer.get("text").and_then(|t| t.as_str()) {
+                Some(scrubbed) => scrubbed.to_string(),
+                None => text.to_string(),
+            },
+            Err(_) => text.to_string(),
+        }
+    }
+
     /// The run's model endpoint (base URL, resolved key, model id, protocol), for agents that
     /// bring their own client. Calls made that way bypass the gateway's usage accounting.
     pub async fn model_endpoint(&self) -> Result<ModelEndpoint> {

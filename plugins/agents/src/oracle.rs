@@ -16,7 +16,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
 use crate::params::Params;
-use crate::text::{one_line_tail, tail};
+use crate::text::{one_line_tail, scrubbed_outcome, tail};
 use crate::trajectory::iso_now;
 
 /// Registry id.
@@ -228,6 +228,7 @@ async fn run(
         .await
         .map_err(|e| e.context(format!("{ID}: running {SOLVE_SCRIPT}")))?;
     let duration_ms = clock.elapsed().as_millis();
+    let outcome = scrubbed_outcome(ctx, outcome, "").await;
 
     let mut result = RunResult::new(prepared.task_id.clone());
     result.category = prepared.category.clone();

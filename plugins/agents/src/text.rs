@@ -1,5 +1,8 @@
 //! Text helpers: output truncation (head and tail kept) and secret scrubbing.
 
+use agentcompass_plugin_api::contracts::ExecResult;
+use agentcompass_plugin_api::sdk::Ctx;
+
 /// The placeholder that replaces a secret.
 pub(crate) const REDACTED: &str = agentcompass_plugin_api::contracts::REDACTED;
 
@@ -46,6 +49,19 @@ pub(crate) fn scrub(text: &str, secret: &str) -> String {
         text.to_string()
     } else {
         text.replace(secret, REDACTED)
+    }
+}
+
+/// `outcome` with the host's known secrets scrubbed from both streams ([`Ctx::scrub`]), then
+/// `secret` (the model key this harness holds). Every command's output passes through here
+/// before anything cuts it short: a secret cut in half is no longer recognisable.
+pub(crate) async fn scrubbed_outcome(ctx: &Ctx, outcome: ExecResult, secret: &str) -> ExecResult {
+    let stdout = scrub(&ctx.scrub(&outcome.stdout).await, secret);
+    let stderr = scrub(&ctx.scrub(&outcome.stderr).await, secret);
+    ExecResult {
+        stdout,
+        stderr,
+        ..outcome
     }
 }
 

@@ -17,7 +17,7 @@ use agentcompass_results::time::rfc3339;
 use super::outcome::{whole_seconds, Halt, IssueRule};
 use super::stage::Step;
 use crate::issue_codes as codes;
-use crate::planner::{phase_bindings, resolve_bindings, Phase};
+use crate::planner::{phase_bindings, resolve_secret_bindings, Phase};
 use crate::progress::TaskPhase;
 use crate::runtime::context::AttemptScope;
 use crate::runtime::phase::{run_phase, watchdog};
@@ -73,13 +73,8 @@ fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmen
             phase_bindings(plan, Phase::FreshStartup),
         ),
     };
-    let resolved_env = resolve_bindings(&bindings, &crate::config::process_env)
+    let resolved_env = resolve_secret_bindings(&bindings, &crate::config::process_env)
         .map_err(|e| Error::invalid_input(e.to_string()))?;
-    for (key, value) in &resolved_env {
-        if bindings.get(key).is_some_and(|template| template != value) {
-            agentcompass_redact::register_secret(value);
-        }
-    }
     let mut request =
         OpenEnvironmentRequest::new(rc.store.run_id(), task.task_id.clone(), spec.clone());
     request.attempt = step.attempt;

@@ -14,7 +14,7 @@ use serde_json::json;
 use super::collect::Collector;
 use super::instruction::{agent_env, instruction_text, write_instruction};
 use super::settings::{Settings, ID};
-use crate::text::{one_line_tail, scrub, tail, truncate_middle};
+use crate::text::{one_line_tail, scrub, scrubbed_outcome, tail, truncate_middle};
 use crate::trajectory::iso_now;
 
 /// One `bash -c` step of the run, as recorded.
@@ -26,6 +26,7 @@ struct Recorded {
 /// What every command of one run shares: the environment, the working directory, the key to
 /// scrub from what is recorded, and the output kept per stream.
 struct Shell<'a> {
+    ctx: &'a Ctx,
     env: &'a SessionRef,
     cwd: Option<String>,
     secret: &'a str,
@@ -60,11 +61,7 @@ impl Shell<'_> {
             )
         })?;
         let duration_ms = clock.elapsed().as_millis();
-        let outcome = ExecResult {
-            stdout: scrub(&outcome.stdout, secret),
-            stderr: scrub(&outcome.stderr, secret),
-            ..outcome
-        };
+        let outcome = scrubbed_outcome(self.ctx, outcome, secret).await;
         let step = TrajectoryStep {
             step_id,
             user_content: json!(label),
@@ -198,6 +195,7 @@ pub(super) async fn run(
         .await
         .map_err(|e| e.context(format!("{ID}: the model endpoint is unavailable")))?;
     let shell = Shell {
+        ctx,
         env,
         cwd: prepared
             .input

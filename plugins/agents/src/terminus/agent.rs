@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::prompt::{system_prompt, NUDGE};
 use super::settings::{Settings, ID};
 use super::tools::{bash_command, done_summary, render_observation, tool_defs};
+use crate::text::scrubbed_outcome;
 use crate::trajectory::{assistant_content, iso_now, model_error_issue, model_metric};
 
 /// Finished steps, shared between the loop and `collect_result`.
@@ -345,6 +346,7 @@ impl<'a> Agent<'a> {
         *env_ms += duration_ms as f64;
         match outcome {
             Ok(outcome) => {
+                let outcome = scrubbed_outcome(self.ctx, outcome, "").await;
                 let (text, output) =
                     render_observation(&outcome, timeout, self.settings.max_output_chars);
                 step.observation.push(json!({
