@@ -11,9 +11,13 @@ use std::sync::Arc;
 use agentcompass_plugin_api::{Error, Result};
 use tokio::process::Command;
 
-use super::mounts::{create_mounts, Mount};
+use super::mounts::{create_mounts, seed_run, Mount};
+use super::sockets::BOUND_SOCKETS;
 use super::template::{push, Shape, Template, TemplateCache};
 use super::{ID, KERNEL_DIRS};
+
+/// What covers a host socket in the sandbox (see `sockets`).
+pub(super) const SOCKET_COVER: &str = "/dev/null";
 
 /// Symlinks followed while resolving one path before giving up (the kernel's limit).
 pub(super) const MAX_SYMLINKS: usize = 40;
@@ -40,6 +44,8 @@ pub(super) struct Layout {
     pub(super) mounts: Vec<Mount>,
     /// Sandbox paths replaced by an empty read-only directory.
     pub(super) hidden: Vec<PathBuf>,
+    /// `(link, target)`: sandbox paths made symlinks whatever the root has there.
+    pub(super) links: Vec<(PathBuf, PathBuf)>,
     /// The arguments shared by every sandbox of this shape.
     pub(super) template: Arc<Template>,
     /// The `--bind`s of this session's writable directories.
@@ -76,6 +82,7 @@ impl Layout {
     ) -> Result<Layout> {
         let workdir = shape.workdir.clone();
         let mounts = create_mounts(dir, &workdir)?;
+        seed_run(&shape.root, &mounts)?;
         let template = Template::cached(cache, &shape, &mounts).map_err(|e| {
             Error::environment(format!(
                 "environment `{ID}`: cannot read the root filesystem `{}`: {e}",
@@ -102,21 +109,54 @@ impl Layout {
             setuid,
             mounts,
             hidden: template.hidden.clone(),
+            links: template.links.clone(),
             template,
             binds,
         })
     }
 
     /// A bwrap command for this sandbox, up to `--chdir cwd` (environment not set yet):
-    /// namespaces and mount points, the session's writable binds, then the read-only mirror.
-    pub(super) fn command(&self, cwd: &Path) -> Command {
+    /// namespaces and mount points, the session's writable binds, the read-only mirror, then
+    /// the covers of the host sockets `masks` (from [`Layout::socket_masks`]).
+    pub(super) fn command(&self, cwd: &Path, masks: &[PathBuf]) -> Command {
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(&self.template.head)
             .args(&self.binds)
-            .args(&self.template.tail)
-            .arg("--chdir")
-            .arg(cwd);
+            .args(&self.template.tail);
+        for mask in masks {
+            cmd.arg("--ro-bind").arg(SOCKET_COVER).arg(mask);
+        }
+        cmd.args(["--remount-ro", "/", "--chdir"]).arg(cwd);
         cmd
+    }
+
+    /// The sandbox paths of the host's bound Unix sockets that the read-only mirror shows,
+    /// to be covered in the next command's sandbox. Blocking (reads [`BOUND_SOCKETS`]).
+    pub(super) fn socket_masks(&self) -> Result<Vec<PathBuf>> {
+        let table = fs::read(BOUND_SOCKETS).map_err(|e| {
+            Error::environment(format!(
+                "environment `{ID}`: cannot list the host's Unix sockets ({BOUND_SOCKETS}): {e}"
+            ))
+        })?;
+        Ok(self
+            .template
+            .sockets
+            .masks(&table, |host| self.mirrored(host)))
+    }
+
+    /// Where the host path `host` (directories resolved) is in the sandbox, if it is there
+    /// as the root's own file, inside one of the mirror's binds (not in a private mount, a
+    /// hidden or kernel directory, or behind a link made for the sandbox).
+    pub(super) fn mirrored(&self, host: &Path) -> Option<PathBuf> {
+        let sandbox = Path::new("/").join(host.strip_prefix(&self.root).ok()?);
+        if !matches!(self.place(&sandbox), Place::ReadOnly(_)) {
+            return None;
+        }
+        let bound = sandbox
+            .ancestors()
+            .skip(1)
+            .any(|a| self.template.bound.contains(a));
+        bound.then_some(sandbox)
     }
 
     /// A session path as an absolute, lexically clean sandbox path (`..` kept for the
@@ -159,8 +199,17 @@ impl Layout {
             .iter()
             .map(|m| &m.sandbox)
             .chain(&self.hidden)
+            .chain(self.links.iter().map(|(link, _)| link))
             .chain(&[PathBuf::from("/proc"), PathBuf::from("/dev")])
             .any(|t| t != sandbox && t.starts_with(sandbox))
+    }
+
+    /// The target of the link made for the sandbox at `sandbox`, if there is one.
+    pub(super) fn made_link(&self, sandbox: &Path) -> Option<&PathBuf> {
+        self.links
+            .iter()
+            .find(|(link, _)| link == sandbox)
+            .map(|(_, target)| target)
     }
 
     /// Resolves a session path as the sandbox would, following every symlink (an absolute
@@ -182,7 +231,9 @@ impl Layout {
                     return Err(Error::environment(format!("{op}: `{path}` is {why}")))
                 }
             };
-            let link = if self.is_structural(&next) {
+            let link = if let Some(target) = self.made_link(&next) {
+                Some(target.clone())
+            } else if self.is_structural(&next) {
                 None
             } else {
                 fs::symlink_metadata(&host)

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -60,9 +60,9 @@ pub(super) struct Mirror {
 }
 
 /// Mirrors the directory `dir` of `root` read-only into the sandbox's tmpfs root: every entry
-/// is bound (or, for a symlink, recreated), except the targets (mount points, hidden paths)
-/// and their parents, which become plain directories whose own entries are mirrored the same
-/// way.
+/// is bound (or, for a symlink, recreated), except the targets (mount points, hidden paths,
+/// links made for the sandbox) and their parents, which become plain directories whose own
+/// entries are mirrored the same way, and sockets, which are left out (see `sockets`).
 pub(super) fn mirror(
     root: &Path,
     dir: &Path,
@@ -88,7 +88,7 @@ pub(super) fn mirror(
             }
         } else if kind.is_symlink() {
             out.symlinks.push((fs::read_link(entry.path())?, inside));
-        } else {
+        } else if !kind.is_socket() {
             out.binds.push((entry.path(), inside));
         }
     }

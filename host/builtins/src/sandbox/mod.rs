@@ -5,10 +5,10 @@
 //!   filesystem directory (the `root` parameter, else `setup.image` when it is an absolute
 //!   path; it must then be an existing directory; an image name such as `debian:bookworm` is
 //!   ignored and the host root used). Private writable directories are mounted at the task's
-//!   working directory (`setup.workdir`, default `/app`), `/logs`, `/tests`, `/solution` and
-//!   `/tmp`; they live on the host under one private (0700) directory
+//!   working directory (`setup.workdir`, default `/app`), `/logs`, `/tests`, `/solution`,
+//!   `/run` and `/tmp`; they live on the host under one private (0700) directory
 //!   `<temp>/agentcompass-sandbox-<task>-<attempt>-<random>/` (subdirectories `workdir`,
-//!   `logs`, `tests`, `solution`, `tmp`), created at open and removed on close (or, after a
+//!   `logs`, `tests`, `solution`, `run`, `tmp`), created at open and removed on close (or, after a
 //!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`). Every command
 //!   of the session sees the same directories, so state persists between calls like in a
 //!   container.
@@ -23,6 +23,14 @@
 //!   submounts along (`/sys`) come last. If the system temporary directory is visible in the root
 //!   (it is not when it is `/tmp`, which is private), it is replaced by an empty read-only
 //!   directory, so one sandbox cannot see another's private directories.
+//! - Host Unix sockets are out of reach (`sockets` has the whole design): the host's `/run`,
+//!   `/tmp` and `/dev` (with `/dev/shm`) are not shown, `/var/run` is a symlink to the
+//!   private `/run` (files that `/etc/resolv.conf` links to there are copied in, so DNS
+//!   works), a socket anywhere else in the mirror is left out or covered by `/dev/null` in
+//!   every command's sandbox (found in `/proc/net/unix`, not by walking the tree), and a
+//!   sandbox started by root keeps only Docker's default capabilities, so it cannot unmount
+//!   a cover. Abstract sockets belong to the network namespace: `no-network` cuts them off,
+//!   `public` (the host's namespace) does not.
 //! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
 //!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
 //!   (loopback only); `public` = the host's network. `allowlist` is not supported (refused when
@@ -55,6 +63,7 @@ mod layout;
 mod mirror;
 mod mounts;
 mod session;
+mod sockets;
 mod template;
 #[cfg(test)]
 mod tests;
@@ -90,7 +99,7 @@ pub const ID: &str = "sandbox";
 
 /// One-line description.
 pub const DESCRIPTION: &str = "A per-task Linux namespace sandbox (bubblewrap): read-only root, \
-     private /app /logs /tests /solution /tmp, own PID namespace, no-network enforced";
+     private /app /logs /tests /solution /run /tmp, own PID namespace, no-network enforced";
 
 /// The error when the bwrap binary cannot be found.
 pub const INSTALL_HINT: &str =
@@ -243,7 +252,7 @@ impl SandboxProvider {
 
     /// Runs the probe of [`SandboxProvider::probe`].
     async fn run_probe(layout: &Layout) -> Result<()> {
-        let mut cmd = layout.command(Path::new("/"));
+        let mut cmd = layout.command(Path::new("/"), &[]);
         cmd.arg("--").arg("true");
         cmd.env_clear()
             .env("PATH", DEFAULT_PATH)

@@ -17,6 +17,7 @@ use agentcompass_plugin_api::sdk::provider::{
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
+use tokio::process::Command;
 
 use super::layout::Layout;
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
@@ -80,6 +81,17 @@ pub(super) fn setup_failure(result: &ExecResult, program: &str, cwd: &Path) -> O
     })
 }
 
+/// Whether bwrap failed to set the sandbox up at the cover of one of the host sockets `masks`
+/// (it was removed after it was listed).
+pub(super) fn cover_failed(result: &ExecResult, masks: &[PathBuf]) -> bool {
+    result.returncode == 1
+        && result.stdout.is_empty()
+        && result.stderr.starts_with("bwrap: ")
+        && masks
+            .iter()
+            .any(|m| result.stderr.contains(&*m.to_string_lossy()))
+}
+
 /// One open sandbox. Deliberately not `Debug`: it holds resolved secrets.
 pub(super) struct SandboxSession {
     pub(super) id: String,
@@ -130,6 +142,43 @@ impl SandboxSession {
         blocking(ID, move || f(&layout)).await?
     }
 
+    /// The bwrap command running `request` in `cwd` with the environment `env` and the host
+    /// sockets `masks` covered, and the program it starts (for messages).
+    pub(super) fn command(
+        &self,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        cwd: &Path,
+        masks: &[PathBuf],
+    ) -> (Command, String) {
+        let layout = &self.layout;
+        let mut cmd = layout.command(cwd, masks);
+        cmd.env_clear()
+            .env("PATH", DEFAULT_PATH)
+            .env("HOME", DEFAULT_HOME);
+        for (key, value) in env {
+            if layout.setuid
+                && (key.starts_with("LD_") || SECURE_MODE_DROPPED.contains(&key.as_str()))
+            {
+                cmd.arg("--setenv").arg(key).arg(value);
+            }
+            cmd.env(key, value);
+        }
+        cmd.arg("--");
+        let program = match &request.command {
+            ExecCommand::Shell(line) => {
+                cmd.arg("/bin/sh").arg("-c").arg(line);
+                "/bin/sh"
+            }
+            ExecCommand::Argv(argv) => {
+                cmd.args(argv);
+                argv[0].as_str()
+            }
+        };
+        cmd.stdin(Stdio::null()).process_group(0);
+        (cmd, program.to_string())
+    }
+
     pub(super) async fn probe(&self, op: &'static str, path: &str) -> Result<Option<fs::Metadata>> {
         let path = path.to_string();
         self.with_layout(move |layout| {
@@ -160,13 +209,14 @@ impl EnvironmentSession for SandboxSession {
             None => self.layout.workdir.clone(),
         };
         let shown = cwd.to_string_lossy().into_owned();
-        let is_dir = self
+        let (is_dir, masks) = self
             .with_layout(move |layout| {
-                Ok(match layout.resolve("exec", &shown) {
+                let is_dir = match layout.resolve("exec", &shown) {
                     Ok(resolved) => fs::metadata(resolved.host).is_ok_and(|m| m.is_dir()),
                     // /proc, /dev: bwrap says whether it exists.
                     Err(_) => true,
-                })
+                };
+                Ok((is_dir, layout.socket_masks()?))
             })
             .await?;
         if !is_dir {
@@ -175,32 +225,8 @@ impl EnvironmentSession for SandboxSession {
                 cwd.display()
             )));
         }
-        let layout = &self.layout;
-        let mut cmd = layout.command(&cwd);
-        cmd.env_clear()
-            .env("PATH", DEFAULT_PATH)
-            .env("HOME", DEFAULT_HOME);
-        for (key, value) in &env {
-            if layout.setuid
-                && (key.starts_with("LD_") || SECURE_MODE_DROPPED.contains(&key.as_str()))
-            {
-                cmd.arg("--setenv").arg(key).arg(value);
-            }
-            cmd.env(key, value);
-        }
-        cmd.arg("--");
-        let program = match &request.command {
-            ExecCommand::Shell(line) => {
-                cmd.arg("/bin/sh").arg("-c").arg(line);
-                "/bin/sh"
-            }
-            ExecCommand::Argv(argv) => {
-                cmd.args(argv);
-                argv[0].as_str()
-            }
-        };
-        cmd.stdin(Stdio::null()).process_group(0);
-        let bwrap = layout.bwrap.clone();
+        let (cmd, program) = self.command(&request, &env, &cwd, &masks);
+        let bwrap = self.layout.bwrap.clone();
         let start_failed = move |e| bwrap_start_error(&bwrap, e);
         if request.detach {
             let child = crate::process::spawn_detached(cmd, start_failed)?;
@@ -212,8 +238,15 @@ impl EnvironmentSession for SandboxSession {
             }
             return Ok(ExecResult::new(0, "", ""));
         }
-        let result = run_captured(cmd, program, timeout, start_failed).await?;
-        match setup_failure(&result, program, &cwd) {
+        let mut result = run_captured(cmd, &program, timeout, start_failed.clone()).await?;
+        if cover_failed(&result, &masks) {
+            // A host socket went away between the listing and bwrap's cover of it: nothing
+            // ran yet, so list again and start once more.
+            let masks = self.with_layout(|layout| layout.socket_masks()).await?;
+            let (cmd, _) = self.command(&request, &env, &cwd, &masks);
+            result = run_captured(cmd, &program, timeout, start_failed).await?;
+        }
+        match setup_failure(&result, &program, &cwd) {
             Some(error) => Err(error),
             None => Ok(result),
         }

@@ -4,13 +4,41 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::mirror::{mirror, mount_points, DirStamp, Mirror};
-use super::mounts::Mount;
+use super::mounts::{lexical, Mount};
+use super::sockets::SocketCache;
 use super::{ID, KERNEL_DIRS};
+
+/// The capabilities a sandbox started by root keeps: Docker's default set (no
+/// `CAP_SYS_ADMIN`, so the sandbox's mounts, the covers of host sockets among them, cannot be
+/// undone; no `CAP_NET_ADMIN`, `CAP_SYS_PTRACE`, `CAP_SYS_MODULE`). `CAP_NET_RAW` only with a
+/// network namespace of its own: with the host's (`public`) it would let the sandbox read the
+/// host's traffic. Started by another user, bwrap already drops every capability.
+pub(super) const ROOT_CAPABILITIES: [&str; 14] = [
+    "CAP_AUDIT_WRITE",
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_MKNOD",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_RAW",
+    "CAP_SETFCAP",
+    "CAP_SETGID",
+    "CAP_SETPCAP",
+    "CAP_SETUID",
+    "CAP_SYS_CHROOT",
+];
+
+/// Sandbox paths that are symlinks to `/run` (the session's private one) whatever the root
+/// has there, unless the root's entry already is such a link.
+pub(super) const RUN_ALIASES: [&str; 1] = ["/var/run"];
 
 /// Sandbox shapes whose bwrap arguments are kept; the cache starts over beyond that.
 pub(super) const MAX_TEMPLATES: usize = 64;
@@ -36,13 +64,19 @@ pub(super) type TemplateCache = Mutex<HashMap<Shape, Arc<Template>>>;
 pub(super) struct Template {
     /// Sandbox paths replaced by an empty read-only directory.
     pub(super) hidden: Vec<PathBuf>,
-    /// Namespaces, the directories of every mount point, `/dev` and `/proc`.
+    /// `(link, target)`: sandbox paths made symlinks whatever the root has there.
+    pub(super) links: Vec<(PathBuf, PathBuf)>,
+    /// Namespaces, capabilities, the directories of every mount point, `/dev` and `/proc`.
     pub(super) head: Vec<OsString>,
-    /// The read-only mirror of the root (binds with the fewest submounts first), then
-    /// `--remount-ro /`.
+    /// The read-only mirror of the root (binds with the fewest submounts first). The covers
+    /// of host sockets and `--remount-ro /` follow it.
     pub(super) tail: Vec<OsString>,
+    /// The sandbox paths of the mirror's binds: what is below them is the root's.
+    pub(super) bound: BTreeSet<PathBuf>,
     /// The root directories the mirror lists, as they were before they were listed.
     pub(super) listed: Vec<(PathBuf, DirStamp)>,
+    /// The host's bound sockets already located for this shape.
+    pub(super) sockets: SocketCache,
 }
 
 impl Template {
@@ -50,6 +84,7 @@ impl Template {
     /// parents first).
     pub(super) fn build(shape: &Shape, mounts: &[Mount]) -> io::Result<Template> {
         let hidden = hidden_paths(&shape.root, &shape.temp_base, mounts);
+        let links = run_links(&shape.root, mounts);
         let mut head: Vec<OsString> = [
             "--die-with-parent",
             "--unshare-pid",
@@ -63,10 +98,19 @@ impl Template {
         if shape.no_network {
             head.push("--unshare-net".into());
         }
+        if started_by_root() {
+            push(&mut head, ["--cap-drop", "ALL"].map(OsStr::new));
+            for cap in ROOT_CAPABILITIES {
+                if cap != "CAP_NET_RAW" || shape.no_network {
+                    push(&mut head, ["--cap-add", cap].map(OsStr::new));
+                }
+            }
+        }
         let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
         targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
         targets.extend(hidden.iter().cloned());
-        // Every target and its parents exist on the tmpfs before anything is mounted.
+        // Every target and its parents exist on the tmpfs before anything is mounted (a
+        // link's parents only: the link is made last).
         let mut dirs = BTreeSet::new();
         for target in &targets {
             dirs.extend(
@@ -75,6 +119,15 @@ impl Template {
                     .filter(|a| *a != Path::new("/"))
                     .map(Path::to_path_buf),
             );
+        }
+        for (link, _) in &links {
+            dirs.extend(
+                link.ancestors()
+                    .skip(1)
+                    .filter(|a| *a != Path::new("/"))
+                    .map(Path::to_path_buf),
+            );
+            targets.insert(link.clone());
         }
         for dir in dirs {
             push(&mut head, ["--dir".as_ref(), dir.as_os_str()]);
@@ -86,7 +139,13 @@ impl Template {
         let mut mirrored = Mirror::default();
         mirror(&shape.root, Path::new("/"), &targets, &mut mirrored)?;
         let mut tail = Vec::new();
-        for (target, link) in &mirrored.symlinks {
+        let made_links = links.iter().map(|(link, target)| (target, link));
+        for (target, link) in mirrored
+            .symlinks
+            .iter()
+            .map(|(t, l)| (t, l))
+            .chain(made_links)
+        {
             push(
                 &mut tail,
                 ["--symlink".as_ref(), target.as_os_str(), link.as_os_str()],
@@ -107,12 +166,14 @@ impl Template {
                 ],
             );
         }
-        push(&mut tail, ["--remount-ro", "/"].map(OsStr::new));
         Ok(Template {
             hidden,
+            links,
             head,
             tail,
+            bound: binds.into_iter().map(|(_, inside)| inside).collect(),
             listed: mirrored.listed,
+            sockets: SocketCache::default(),
         })
     }
 
@@ -179,4 +240,46 @@ pub(super) fn hidden_paths(root: &Path, temp_base: &Path, mounts: &[Mount]) -> V
     } else {
         vec![inside]
     }
+}
+
+/// The [`RUN_ALIASES`] to make symlinks to `/run`: those the root has (as a directory, or a
+/// symlink elsewhere) in a real directory, unless a mount point is under them.
+pub(super) fn run_links(root: &Path, mounts: &[Mount]) -> Vec<(PathBuf, PathBuf)> {
+    let mut links = Vec::new();
+    for alias in RUN_ALIASES {
+        let inside = Path::new(alias);
+        let host = root.join(inside.strip_prefix("/").unwrap_or(inside));
+        let parent_is_dir = host
+            .parent()
+            .and_then(|p| fs::symlink_metadata(p).ok())
+            .is_some_and(|m| m.is_dir());
+        let Ok(meta) = fs::symlink_metadata(&host) else {
+            continue;
+        };
+        let to_run = meta.file_type().is_symlink()
+            && fs::read_link(&host).is_ok_and(|target| {
+                let base = inside.parent().unwrap_or(Path::new("/"));
+                lexical(&base.join(target)) == Path::new("/run")
+            });
+        let mounted_below = mounts.iter().any(|m| m.sandbox.starts_with(inside));
+        if parent_is_dir && !to_run && !mounted_below {
+            links.push((inside.to_path_buf(), PathBuf::from("/run")));
+        }
+    }
+    links
+}
+
+/// Whether this process runs with real uid 0, as bwrap sees it (it then keeps every
+/// capability unless told otherwise). Read once, from `/proc/self/status`.
+pub(super) fn started_by_root() -> bool {
+    static ROOT: OnceLock<bool> = OnceLock::new();
+    *ROOT.get_or_init(|| {
+        fs::read_to_string("/proc/self/status").is_ok_and(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next())
+                == Some("0")
+        })
+    })
 }

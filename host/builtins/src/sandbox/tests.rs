@@ -786,7 +786,7 @@ fn the_arguments_of_a_shape_are_reused_until_its_root_changes() {
         Layout::create_cached(&dir, bwrap.clone(), shape(workdir), &cache).unwrap()
     };
     let args = |l: &Layout| -> Vec<String> {
-        let cmd = l.command(Path::new("/"));
+        let cmd = l.command(Path::new("/"), &[]);
         cmd.as_std()
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())
@@ -876,4 +876,294 @@ async fn concurrent_opens_of_a_shape_share_one_probe() {
     for session in sessions {
         session.close().await.unwrap();
     }
+}
+
+/// The variable [`connect_probe`] reads its targets from.
+const PROBE_VAR: &str = "AGENTCOMPASS_TEST_CONNECT";
+
+/// Run inside a sandbox by [`connections_from`] (this test binary, started again): connects
+/// to each Unix socket named in [`PROBE_VAR`] (one a line; `@name` is abstract) and prints
+/// `connect TARGET: ok` or `connect TARGET: ERROR` for each. Does nothing without it.
+#[test]
+#[ignore = "a helper the socket tests run inside the sandbox"]
+fn connect_probe() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+    let Ok(targets) = std::env::var(PROBE_VAR) else {
+        return;
+    };
+    for target in targets.lines() {
+        let connected = match target.strip_prefix('@') {
+            Some(name) => SocketAddr::from_abstract_name(name)
+                .and_then(|addr| UnixStream::connect_addr(&addr)),
+            None => UnixStream::connect(target),
+        };
+        match connected {
+            Ok(_) => println!("connect {target}: ok"),
+            Err(e) => println!("connect {target}: {e}"),
+        }
+    }
+}
+
+/// Which of `targets` (sandbox paths, or `@name`) a command in `session` can connect to, with
+/// the reason of each failure: [`connect_probe`] run inside (this binary, uploaded).
+async fn connections_from(session: &SessionRef, targets: &[String]) -> BTreeMap<String, String> {
+    let exe = std::env::current_exe().unwrap();
+    session.upload(&exe, "/tmp/connect-probe").await.unwrap();
+    let probe = ExecRequest::argv([
+        "/tmp/connect-probe",
+        "--exact",
+        "sandbox::tests::connect_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ])
+    .env(PROBE_VAR, targets.join("\n"))
+    .timeout(60.0);
+    let r = session.exec(probe).await.unwrap();
+    assert_eq!(r.returncode, 0, "{r:?}");
+    let seen: BTreeMap<String, String> = r
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once("connect ").map(|(_, rest)| rest))
+        .filter_map(|l| l.split_once(": "))
+        .map(|(t, outcome)| (t.to_string(), outcome.to_string()))
+        .collect();
+    assert_eq!(seen.len(), targets.len(), "{r:?}");
+    seen
+}
+
+/// Removes the files it holds when dropped (sockets made outside temp dirs).
+struct RemoveOnDrop(Vec<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn host_unix_sockets_are_out_of_reach() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+    let tag = random_suffix();
+    // Opened first: sockets bound later are found by the command that runs after them.
+    let Opened {
+        session: closed, ..
+    } = open_policy(NetworkPolicy::no_network()).await;
+    let Opened {
+        session: public,
+        dir: public_dir,
+    } = open_policy(NetworkPolicy::public()).await;
+
+    // A directory the mirror shows: beside this test binary (not under the temporary
+    // directory, which the sandbox hides).
+    let exe = std::env::current_exe().unwrap();
+    let beside = fs::canonicalize(exe.parent().unwrap()).unwrap();
+    let temp = fs::canonicalize(std::env::temp_dir()).unwrap();
+    assert!(
+        !beside.starts_with(&temp) && !beside.starts_with("/run") && !beside.starts_with("/tmp"),
+        "this test needs the target directory outside {}, /tmp and /run",
+        temp.display()
+    );
+    let mirrored = tempfile::Builder::new()
+        .prefix("agentcompass-test-")
+        .tempdir_in(&beside)
+        .unwrap();
+    let mut places = vec![
+        mirrored.path().join("deep/er/listening.sock"),
+        temp.join(format!("agentcompass-test-{tag}.sock")),
+    ];
+    let run_writable = fs::metadata("/run").is_ok_and(|m| !m.permissions().readonly())
+        && fs::write(format!("/run/agentcompass-test-{tag}"), "").is_ok();
+    let _ = fs::remove_file(format!("/run/agentcompass-test-{tag}"));
+    if run_writable {
+        places.push(PathBuf::from(format!("/run/agentcompass-test-{tag}.sock")));
+    } else {
+        eprintln!("/run is not writable: its case is not tested");
+    }
+    if Path::new("/dev/shm").is_dir() {
+        places.push(PathBuf::from(format!(
+            "/dev/shm/agentcompass-test-{tag}.sock"
+        )));
+    }
+    let _cleanup = RemoveOnDrop(places.clone());
+    let mut listeners = Vec::new();
+    for place in &places {
+        fs::create_dir_all(place.parent().unwrap()).unwrap();
+        listeners.push(UnixListener::bind(place).unwrap());
+    }
+    let abstract_name = format!("agentcompass-test-{tag}");
+    let addr = SocketAddr::from_abstract_name(&abstract_name).unwrap();
+    listeners.push(UnixListener::bind_addr(&addr).unwrap());
+    // The session's own sockets (in its private /tmp) stay reachable.
+    listeners.push(UnixListener::bind(public_dir.join("tmp/own.sock")).unwrap());
+
+    let mut targets: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+    if run_writable {
+        targets.push(format!("/var/run/agentcompass-test-{tag}.sock"));
+    }
+    // From the host, every one answers: the test proves something.
+    for target in &targets {
+        UnixStream::connect(target).unwrap_or_else(|e| panic!("host connect {target}: {e}"));
+    }
+    UnixStream::connect_addr(&addr).unwrap();
+    let abstract_target = format!("@{abstract_name}");
+    targets.push(abstract_target.clone());
+
+    let inside = connections_from(&closed, &targets).await;
+    for (target, outcome) in &inside {
+        assert_ne!(
+            outcome, "ok",
+            "{target} is reachable from a no-network sandbox"
+        );
+    }
+    let mut with_own = targets.clone();
+    with_own.push("/tmp/own.sock".to_string());
+    let inside = connections_from(&public, &with_own).await;
+    for (target, outcome) in &inside {
+        // `public` is the host's network namespace: its abstract sockets with it.
+        let reachable = *target == abstract_target || target == "/tmp/own.sock";
+        assert_eq!(outcome == "ok", reachable, "{target}: {outcome}");
+    }
+    // A covered socket is /dev/null's node, which the sandbox cannot open either.
+    let deep = places[0].display().to_string();
+    let r = sh(
+        &closed,
+        &format!("test -S '{deep}' || echo covered; cat '{deep}'"),
+    )
+    .await;
+    assert!(r.stdout == "covered\n" && r.returncode != 0, "{r:?}");
+    let r = sh(&closed, "ls -A /run; ls -A /dev/shm").await;
+    assert_eq!((r.returncode, r.stdout.as_str()), (0, ""), "{r:?}");
+    closed.close().await.unwrap();
+    public.close().await.unwrap();
+    drop(listeners);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_root_sandbox_keeps_only_the_default_capabilities() {
+    let capabilities = |session: SessionRef| async move {
+        let r = sh(&session, "sed -n 's/^CapEff:\\t//p' /proc/self/status").await;
+        session.close().await.unwrap();
+        u64::from_str_radix(r.stdout.trim(), 16).unwrap()
+    };
+    let closed = capabilities(open_policy(NetworkPolicy::no_network()).await.session).await;
+    let public = capabilities(open_policy(NetworkPolicy::public()).await.session).await;
+    if !template::started_by_root() {
+        assert_eq!((closed, public), (0, 0));
+        return;
+    }
+    // Bit numbers from linux/capability.h.
+    let bits = |names: &[&str]| -> u64 {
+        let number = |name: &str| match name {
+            "CAP_CHOWN" => 0,
+            "CAP_DAC_OVERRIDE" => 1,
+            "CAP_FOWNER" => 3,
+            "CAP_FSETID" => 4,
+            "CAP_KILL" => 5,
+            "CAP_SETGID" => 6,
+            "CAP_SETUID" => 7,
+            "CAP_SETPCAP" => 8,
+            "CAP_NET_BIND_SERVICE" => 10,
+            "CAP_NET_RAW" => 13,
+            "CAP_SYS_CHROOT" => 18,
+            "CAP_MKNOD" => 27,
+            "CAP_AUDIT_WRITE" => 29,
+            "CAP_SETFCAP" => 31,
+            other => panic!("unknown capability {other}"),
+        };
+        names.iter().map(|n| 1u64 << number(n)).sum()
+    };
+    let all = bits(&template::ROOT_CAPABILITIES);
+    assert_eq!(closed, all, "{closed:x}");
+    assert_eq!(public, all & !bits(&["CAP_NET_RAW"]), "{public:x}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_is_private_and_var_run_and_resolv_conf_follow_it() {
+    let host = tempfile::tempdir().unwrap();
+    let rootfs = host.path().join("rootfs");
+    tiny_rootfs(&rootfs);
+    fs::create_dir_all(rootfs.join("var/run")).unwrap();
+    fs::write(rootfs.join("var/run/host.pid"), "1").unwrap();
+    fs::create_dir_all(rootfs.join("run/systemd/resolve")).unwrap();
+    fs::write(rootfs.join("run/host-only"), "").unwrap();
+    fs::write(
+        rootfs.join("run/systemd/resolve/stub-resolv.conf"),
+        "nameserver 127.0.0.53\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "../run/systemd/resolve/stub-resolv.conf",
+        rootfs.join("etc/resolv.conf"),
+    )
+    .unwrap();
+    let mut req = request(JsonMap::new(), NetworkPolicy::no_network());
+    req.environment.setup.image = Some(rootfs.to_string_lossy().into_owned());
+    let Opened { session, dir } = open_request(&req).await;
+    let r = sh(
+        &session,
+        "read l < /etc/resolv.conf; echo $l; test -e /var/run/host.pid || echo no-pid; \
+         test -e /run/host-only || echo no-host-file; echo x > /var/run/mine; read m < /run/mine; \
+         echo $m",
+    )
+    .await;
+    assert_eq!(
+        (r.returncode, r.stdout.as_str()),
+        (0, "nameserver 127.0.0.53\nno-pid\nno-host-file\nx\n"),
+        "{r:?}"
+    );
+    assert_eq!(session.read_text("/var/run/mine").await.unwrap(), "x\n");
+    assert_eq!(fs::read_to_string(dir.join("run/mine")).unwrap(), "x\n");
+    session.close().await.unwrap();
+}
+
+#[test]
+fn bound_sockets_are_read_from_proc_net_unix() {
+    use super::sockets::bound_sockets;
+    let table = b"Num       RefCount Protocol Flags    Type St Inode Path\n\
+        0000000000000000: 00000002 00000000 00010000 0001 01 694537 /run/a b.sock\n\
+        0000000000000000: 00000003 00000000 00000000 0001 03  1676\n\
+        0000000000000000: 00000002 00000000 00010000 0001 01 694535 @abstract\n\
+        0000000000000000: 00000002 00000000 00010000 0001 01    12 relative.sock\n\
+        0000000000000000: 00000003 00000000 00000000 0001 03 694538 /run/a b.sock\n";
+    let found: Vec<(u64, &[u8])> = bound_sockets(table).collect();
+    assert_eq!(
+        found,
+        vec![
+            (694537, b"/run/a b.sock".as_slice()),
+            (694538, b"/run/a b.sock".as_slice())
+        ]
+    );
+}
+
+#[test]
+fn a_cover_of_a_socket_removed_meanwhile_is_recognised() {
+    let masks = [PathBuf::from("/srv/x.sock")];
+    let failed = |stderr: &str| ExecResult::new(1, "", stderr);
+    for line in [
+        "bwrap: Can't create file at /srv/x.sock: Read-only file system\n",
+        "bwrap: Can't mkdir parents for /srv/x.sock: Read-only file system\n",
+    ] {
+        assert!(
+            super::session::cover_failed(&failed(line), &masks),
+            "{line}"
+        );
+    }
+    assert!(!super::session::cover_failed(
+        &failed("bwrap: Can't create file at /srv/y: Read-only file system\n"),
+        &masks
+    ));
+    assert!(!super::session::cover_failed(
+        &ExecResult::new(1, "", "/srv/x.sock\n"),
+        &masks
+    ));
+    assert!(!super::session::cover_failed(
+        &failed("bwrap: Can't create file at /srv/x.sock: x\n"),
+        &[]
+    ));
 }
