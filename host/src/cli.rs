@@ -214,6 +214,14 @@ fn json_string_list(text: &str) -> Result<Vec<String>, String> {
     serde_json::from_str(text).map_err(|e| format!("expected a JSON array of strings: {e}"))
 }
 
+/// A whole number ≥ 0 (negative values reach this parser, so the error names the flag instead
+/// of clap's "unexpected argument" tip).
+fn count(text: &str) -> Result<u32, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("expected a whole number ≥ 0, found `{text}`"))
+}
+
 fn provider_count(text: &str) -> Result<(String, u32), String> {
     let (provider, value) = text
         .split_once('=')
@@ -305,16 +313,16 @@ pub struct RunCmd {
     #[arg(long, value_name = "PROTOCOL")]
     pub model_api_protocol: Option<String>,
     /// Maximum attempts running at once
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
     /// Semantic attempts per task
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
     pub k: Option<u32>,
     /// How semantic attempts are scheduled and scored
     #[arg(long, value_enum)]
     pub attempt_strategy: Option<StrategyArg>,
     /// Runtime retries per attempt
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_retries: Option<u32>,
     /// Regexes of retryable error messages (JSON array)
     // The fully qualified `Vec` makes clap treat the list as one value (the parsed JSON array)
@@ -353,7 +361,7 @@ pub struct LaunchCmd {
     /// Orchestration file
     pub file: PathBuf,
     /// Maximum attempts running at once, across every request
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
     /// Run id for every request
     #[arg(long, value_name = "ID")]

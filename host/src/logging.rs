@@ -125,6 +125,12 @@ impl Write for ScrubbedStderr {
     }
 }
 
+/// Colour only on a terminal, and not when `NO_COLOR` is set (<https://no-color.org>).
+fn console_colours() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Installs the console logger (`AGENTCOMPASS_LOG` filter, else `debug` with `--verbose`,
 /// else `warn`) and the run-log layer.
 pub fn init(verbose: bool) {
@@ -133,6 +139,7 @@ pub fn init(verbose: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let console = tracing_subscriber::fmt::layer()
         .with_writer(|| ScrubbedStderr)
+        .with_ansi(console_colours())
         .with_target(false)
         .with_filter(filter);
     let _ = tracing_subscriber::registry()

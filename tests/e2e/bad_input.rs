@@ -506,7 +506,56 @@ const CASES: &[Case] = &[
         name: "k_not_a_number",
         setup: |_| run(&["--k", "two"]),
         names: "--k",
-        says: "invalid digit",
+        says: "expected a whole number ≥ 0, found `two`",
+    },
+    Case {
+        name: "k_negative",
+        setup: |_| run(&["--k", "-1"]),
+        names: "--k",
+        says: "expected a whole number ≥ 0, found `-1`",
+    },
+    Case {
+        name: "task_concurrency_negative",
+        setup: |_| run(&["--task-concurrency", "-5"]),
+        names: "--task-concurrency",
+        says: "expected a whole number ≥ 0, found `-5`",
+    },
+    Case {
+        name: "task_concurrency_negative_joined",
+        setup: |_| run(&["--task-concurrency=-5"]),
+        names: "--task-concurrency",
+        says: "expected a whole number ≥ 0, found `-5`",
+    },
+    Case {
+        name: "max_retries_negative",
+        setup: |_| run(&["--max-retries", "-1"]),
+        names: "--max-retries",
+        says: "expected a whole number ≥ 0, found `-1`",
+    },
+    Case {
+        name: "launch_task_concurrency_negative",
+        setup: |c| {
+            let mut args = launch(c, "neg.toml", &orchestration("", ""));
+            args.extend(strings(&["--task-concurrency", "-5"]));
+            args
+        },
+        names: "--task-concurrency",
+        says: "expected a whole number ≥ 0, found `-5`",
+    },
+    Case {
+        name: "results_dir_is_a_regular_file",
+        setup: |c| run(&["--results-dir", &path(&c.ws.write("a-file", "x\n"))]),
+        names: "--results-dir",
+        says: "expected a directory, found a regular file",
+    },
+    Case {
+        name: "results_dir_under_a_regular_file",
+        setup: |c| {
+            let file = c.ws.write("b-file", "x\n");
+            run(&["--results-dir", &path(&file.join("sub"))])
+        },
+        names: "--results-dir",
+        says: "expected a directory, found a regular file at",
     },
     Case {
         name: "k_zero",

@@ -288,6 +288,13 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
         found[0].1.contains("Bearer ********"),
         "the echoed header is recorded, masked: {found:?}"
     );
+    // The gateway's retry warning reached the console, without colour codes (stderr is a pipe).
+    assert!(out.stderr.contains("retry 1 of 1"), "{}", out.stderr);
+    assert!(
+        !out.stderr.contains('\x1b'),
+        "ANSI codes on a pipe: {:?}",
+        out.stderr
+    );
     outcomes.push(("500 echoing the key", out));
 
     // (b) `AUTH = "Bearer ${E2E_TOKEN}"`: the agent prints the token part alone, then a stderr

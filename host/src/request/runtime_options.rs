@@ -153,6 +153,35 @@ fn check_seconds(source: &str, key: &str, value: f64) -> Result<f64, ConfigError
     }
 }
 
+/// A results directory must be a directory, or not exist yet under a directory: the nearest
+/// existing ancestor of `value` (itself included) must be a directory.
+fn check_results_dir(source: &str, key: &str, value: &str) -> Result<String, ConfigError> {
+    let path = std::path::Path::new(value);
+    let existing = path
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_ok());
+    match existing.map(|a| (a, std::fs::metadata(a))) {
+        Some((found, Ok(meta))) if !meta.is_dir() => {
+            let what = if meta.is_file() {
+                "a regular file"
+            } else {
+                "not a directory"
+            };
+            let at = if found == path {
+                String::new()
+            } else {
+                format!(" at `{}`", found.display())
+            };
+            Err(ConfigError::invalid(
+                source,
+                key,
+                format!("expected a directory, found {what}{at}: `{value}`"),
+            ))
+        }
+        _ => Ok(value.to_string()),
+    }
+}
+
 impl RuntimeOptions {
     /// Parses an overlay from a mapping (`runtime` config section, orchestration `runtime:`),
     /// ignoring the per-request keys `reuse`, `checkpoint_resume` and `reuse_run_id`.
@@ -195,7 +224,7 @@ impl ResolvedRuntimeOptions {
             }
         };
         if let Some(v) = &over.results_dir {
-            self.results_dir = v.clone();
+            self.results_dir = check_results_dir(&flag("results_dir"), &path("results_dir"), v)?;
         }
         if let Some(v) = &over.data_dir {
             self.data_dir = v.clone();
