@@ -109,17 +109,18 @@ fn no_environment_issue(plan: &ExecutionPlan) -> ExecutionIssue {
     )
 }
 
-/// Where `tests/test.sh` runs: the working directory of the evaluation environment (the fresh
-/// verifier's, or the reused task environment's), else the one recorded in the plan.
+/// Where `tests/test.sh` runs: the working directory of the evaluation environment. A fresh
+/// verifier has only its own (seed 004: omitted values of an explicit verifier environment
+/// are not inherited, so no workdir means the environment's default directory); the reused
+/// task environment has its own, else the one recorded in the plan.
 fn verifier_workdir(plan: &ExecutionPlan, planned: Option<String>) -> Option<String> {
-    match plan.evaluation_environment_mode {
-        EvaluationEnvironmentMode::Fresh => plan
-            .evaluation_environment
-            .as_ref()
-            .and_then(|e| e.setup.workdir.clone()),
-        _ => plan.environment.setup.workdir.clone(),
+    match (
+        plan.evaluation_environment_mode,
+        &plan.evaluation_environment,
+    ) {
+        (EvaluationEnvironmentMode::Fresh, Some(fresh)) => fresh.setup.workdir.clone(),
+        _ => plan.environment.setup.workdir.clone().or(planned),
     }
-    .or(planned)
 }
 
 /// The benchmark.
