@@ -22,12 +22,59 @@ fn clean_absolute(path: &str) -> bool {
             .any(|c| c == Component::ParentDir)
 }
 
-/// Whether `path` is relative and has no `..` component.
-fn clean_relative(path: &str) -> bool {
-    !path.is_empty()
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+/// Harbor's destination rules (`ArtifactConfig._validate_destination`): forward slashes
+/// only, relative, naming something (not `.`), no `..` part, not the manifest. Returns the
+/// destination normalised as a POSIX path (`out/` is `out`, `./a//b` is `a/b`), or what was
+/// expected.
+fn harbor_destination(destination: &str) -> std::result::Result<String, &'static str> {
+    if destination.contains('\\') {
+        return Err("a destination with forward slashes only");
+    }
+    if destination.starts_with('/') {
+        return Err("a relative destination");
+    }
+    let parts: Vec<&str> = destination
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.is_empty() {
+        return Err("a destination naming a file or directory");
+    }
+    if parts.contains(&"..") {
+        return Err("a destination without `..`");
+    }
+    if destination.trim_end_matches('/') == "manifest.json" {
+        return Err("a destination other than manifest.json (reserved for the manifest)");
+    }
+    Ok(parts.join("/"))
+}
+
+/// Harbor's compose service name rule: trimmed, `[a-zA-Z0-9][a-zA-Z0-9_.-]*`.
+pub(crate) fn service_name(service: &str) -> Option<String> {
+    let service = service.trim();
+    let mut chars = service.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    valid.then(|| service.to_string())
+}
+
+/// A `service` field: a valid compose service name, and `main` (seed 004: sidecar services
+/// are not supported).
+fn main_service(entry: &Section) -> Result<()> {
+    let Some(service) = entry.string("service")? else {
+        return Ok(());
+    };
+    match service_name(&service) {
+        Some(name) if name == "main" => Ok(()),
+        Some(_) => Err(entry.error(
+            "service",
+            format!("expected \"main\" (sidecar services are not supported), found {service:?}"),
+        )),
+        None => Err(entry.error(
+            "service",
+            format!("expected a Docker Compose service name, found {service:?}"),
+        )),
+    }
 }
 
 /// Whether two artifact destinations overlap (one is the other or inside it).
@@ -63,6 +110,11 @@ pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<A
     Ok(without_overlaps(candidates, warnings))
 }
 
+/// Validates the `artifacts` of one `[[steps]]` entry (the task-level rules).
+pub(crate) fn step_artifacts(step: &Section, warnings: &mut Warnings) -> Result<()> {
+    declared_artifacts(step, warnings).map(|_| ())
+}
+
 /// The declared `artifacts` entries, each with its dotted key (`artifacts[0]`).
 fn declared_artifacts(
     root: &Section,
@@ -95,21 +147,22 @@ fn artifact_entry(
         Value::String(source) => Ok(ArtifactSpec::new(source.clone())),
         Value::Table(table) => {
             let entry = root.child(key.to_string(), table);
-            let Some(source) = entry.non_empty_string("source")? else {
+            let Some(source) = entry.string("source")? else {
                 return Err(root.error(key, "expected a `source` path, found none"));
             };
-            let service = entry.string("service")?;
-            if let Some(service) = service.as_deref().filter(|s| *s != "main") {
-                return Err(entry.error(
-                    "service",
-                    format!(
-                        "expected \"main\" (sidecar services are not supported), found {service:?}"
-                    ),
-                ));
-            }
+            let destination = match entry.string("destination")? {
+                // Harbor: an empty destination is the default one.
+                None => None,
+                Some(d) if d.is_empty() => None,
+                Some(d) => Some(harbor_destination(&d).map_err(|expected| {
+                    entry.error("destination", format!("expected {expected}, found {d:?}"))
+                })?),
+            };
+            let exclude = entry.string_list("exclude")?.unwrap_or_default();
+            main_service(&entry)?;
             let spec = ArtifactSpec {
-                destination: entry.non_empty_string("destination")?,
-                exclude: entry.string_list("exclude")?.unwrap_or_default(),
+                destination,
+                exclude,
                 ..ArtifactSpec::new(source)
             };
             warnings.unknown(&entry);
@@ -119,7 +172,8 @@ fn artifact_entry(
     }
 }
 
-/// An absolute source without `..`; a relative destination without `..` (not `manifest.json`).
+/// An absolute source without `..` (seed 004: a source is an absolute sandbox path; Harbor
+/// refuses `..` too).
 fn check_artifact_paths(root: &Section, key: &str, spec: &ArtifactSpec) -> Result<()> {
     if !clean_absolute(&spec.source) {
         return Err(root.error(
@@ -129,16 +183,6 @@ fn check_artifact_paths(root: &Section, key: &str, spec: &ArtifactSpec) -> Resul
                 spec.source
             ),
         ));
-    }
-    if let Some(destination) = &spec.destination {
-        if !clean_relative(destination) || destination == "manifest.json" {
-            return Err(root.error(
-                key,
-                format!(
-                    "expected a relative destination without `..` (not manifest.json), found {destination:?}"
-                ),
-            ));
-        }
     }
     Ok(())
 }
@@ -182,22 +226,13 @@ pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollect
             return Err(verifier.expected(&key, "a table with `command`", item));
         };
         let entry = verifier.child(verifier.key(&key), table);
-        let Some(command) = entry.non_empty_string("command")? else {
+        let Some(command) = entry.string("command")? else {
             return Err(verifier.error(&key, "expected a `command` string, found none"));
         };
         let timeout_seconds = entry
             .positive_seconds("timeout_sec")?
             .unwrap_or(DEFAULT_COLLECT_TIMEOUT_SECONDS);
-        if let Some(service) = entry.string("service")? {
-            if service != "main" {
-                return Err(entry.error(
-                    "service",
-                    format!(
-                        "expected \"main\" (sidecar services are not supported), found {service:?}"
-                    ),
-                ));
-            }
-        }
+        main_service(&entry)?;
         if let Some(user) = entry.get("user") {
             return Err(entry.error(
                 "user",

@@ -8,7 +8,30 @@ use std::collections::{BTreeMap, BTreeSet};
 use agentcompass_plugin_api::{Error, Result};
 use toml::Value;
 
+use crate::lax::{bool_from_str, float_from_str, int_from_float, int_from_str};
 use crate::names::ID;
+
+/// A value as Harbor's `float` fields take it (pydantic lax mode).
+pub(crate) fn number_of(value: &Value) -> Option<f64> {
+    match value {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        Value::Boolean(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Value::String(s) => float_from_str(s),
+        _ => None,
+    }
+}
+
+/// A value as Harbor's `int` fields take it (pydantic lax mode).
+pub(crate) fn integer_of(value: &Value) -> Option<i64> {
+    match value {
+        Value::Integer(i) => Some(*i),
+        Value::Float(f) => int_from_float(*f),
+        Value::Boolean(b) => Some(i64::from(*b)),
+        Value::String(s) => int_from_str(s),
+        _ => None,
+    }
+}
 
 /// A short description of a TOML value for error messages (`string "2G"`, `integer 5`, ...).
 pub(crate) fn describe(value: &Value) -> String {
@@ -148,51 +171,131 @@ impl<'a> Section<'a> {
         }
     }
 
-    /// A boolean field.
-    pub(crate) fn boolean(&self, key: &str) -> Result<Option<bool>> {
+    /// A string field that must be one of `choices` exactly (Harbor's enums).
+    pub(crate) fn choice(&self, key: &str, choices: &[&str]) -> Result<Option<String>> {
+        let expected = || {
+            choices
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self.get(key) {
             None => Ok(None),
-            Some(Value::Boolean(b)) => Ok(Some(*b)),
-            Some(other) => Err(self.expected(key, "a boolean", other)),
+            Some(Value::String(s)) if choices.contains(&s.as_str()) => Ok(Some(s.clone())),
+            Some(other) => Err(self.expected(key, &format!("one of {}", expected()), other)),
         }
     }
 
-    /// A positive, finite number of seconds (integer or float).
+    /// A boolean field, with pydantic's coercions (`"yes"`, `"off"`, `1`, `0.0`, ...).
+    pub(crate) fn boolean(&self, key: &str) -> Result<Option<bool>> {
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(value) => value,
+        };
+        let coerced = match value {
+            Value::Boolean(b) => Some(*b),
+            Value::Integer(0) => Some(false),
+            Value::Integer(1) => Some(true),
+            Value::Float(f) if *f == 0.0 => Some(false),
+            Value::Float(f) if *f == 1.0 => Some(true),
+            Value::String(s) => bool_from_str(s),
+            _ => None,
+        };
+        coerced
+            .map(Some)
+            .ok_or_else(|| self.expected(key, "a boolean", value))
+    }
+
+    /// A number field (`float` in Harbor): integers, floats, numeric strings and booleans.
+    pub(crate) fn number(&self, key: &str, expected: &str) -> Result<Option<f64>> {
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(value) => value,
+        };
+        number_of(value)
+            .map(Some)
+            .ok_or_else(|| self.expected(key, expected, value))
+    }
+
+    /// An integer field (`int` in Harbor): integers, whole floats, integer strings and
+    /// booleans.
+    pub(crate) fn integer(&self, key: &str, expected: &str) -> Result<Option<i64>> {
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(value) => value,
+        };
+        integer_of(value)
+            .map(Some)
+            .ok_or_else(|| self.expected(key, expected, value))
+    }
+
+    /// A string or integer field (`str | int` in Harbor, e.g. `user`): a string, or anything
+    /// that converts to an integer except a string.
+    pub(crate) fn string_or_integer(&self, key: &str) -> Result<Option<Value>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(Value::String(s.clone()))),
+            Some(value @ (Value::Integer(_) | Value::Float(_) | Value::Boolean(_))) => {
+                integer_of(value)
+                    .map(|i| Some(Value::Integer(i)))
+                    .ok_or_else(|| self.expected(key, "a user name or a UID", value))
+            }
+            Some(other) => Err(self.expected(key, "a user name or a UID", other)),
+        }
+    }
+
+    /// A positive, finite number of seconds (seed 004: `None` or positive finite seconds).
     pub(crate) fn positive_seconds(&self, key: &str) -> Result<Option<f64>> {
         let expected = "a positive number of seconds";
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as f64)),
-            Some(Value::Float(f)) if f.is_finite() && *f > 0.0 => Ok(Some(*f)),
-            Some(other) => Err(self.expected(key, expected, other)),
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(value) => value,
+        };
+        match number_of(value) {
+            Some(f) if f.is_finite() && f > 0.0 => Ok(Some(f)),
+            _ => Err(self.expected(key, expected, value)),
         }
     }
 
-    /// A positive, finite number (integer or float).
+    /// A positive, finite number (`int | float` in Harbor, e.g. `cpus`: an integer string
+    /// first, then a float string).
     pub(crate) fn positive_number(&self, key: &str) -> Result<Option<f64>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as f64)),
-            Some(Value::Float(f)) if f.is_finite() && *f > 0.0 => Ok(Some(*f)),
-            Some(other) => Err(self.expected(key, "a positive number", other)),
+        let value = match self.get(key) {
+            None => return Ok(None),
+            Some(value) => value,
+        };
+        let coerced = match value {
+            Value::String(s) => int_from_str(s)
+                .map(|i| i as f64)
+                .or_else(|| float_from_str(s)),
+            other => number_of(other),
+        };
+        match coerced {
+            Some(f) if f.is_finite() && f > 0.0 => Ok(Some(f)),
+            _ => Err(self.expected(key, "a positive number", value)),
         }
     }
 
-    /// A positive integer.
+    /// A positive integer (`int` in Harbor, with its coercions).
     pub(crate) fn positive_integer(&self, key: &str) -> Result<Option<u64>> {
         match self.get(key) {
             None => Ok(None),
-            Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
-            Some(other) => Err(self.expected(key, "a positive integer", other)),
+            Some(value) => match integer_of(value) {
+                Some(i) if i > 0 => Ok(Some(i.unsigned_abs())),
+                _ => Err(self.expected(key, "a positive integer", value)),
+            },
         }
     }
 
-    /// A non-negative integer.
+    /// A non-negative integer (`int` in Harbor, with its coercions).
     pub(crate) fn non_negative_integer(&self, key: &str) -> Result<Option<u64>> {
         match self.get(key) {
             None => Ok(None),
-            Some(Value::Integer(i)) if *i >= 0 => Ok(Some(*i as u64)),
-            Some(other) => Err(self.expected(key, "a non-negative integer", other)),
+            Some(value) => match integer_of(value) {
+                Some(i) if i >= 0 => Ok(Some(i.unsigned_abs())),
+                _ => Err(self.expected(key, "a non-negative integer", value)),
+            },
         }
     }
 

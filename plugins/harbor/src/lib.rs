@@ -9,9 +9,13 @@ mod benchmark;
 mod discover;
 mod environment;
 mod fields;
+mod hosts;
+mod lax;
 mod names;
 mod reward;
+mod steps;
 mod task_toml;
+mod unmapped;
 
 #[cfg(test)]
 mod tests;

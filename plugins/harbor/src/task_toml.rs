@@ -36,11 +36,13 @@ use serde_json::json;
 use toml::Value;
 
 use crate::artifacts::{artifacts, collect_commands};
-use crate::environment::{environment_decl, network_policy, EnvironmentDecl};
+use crate::environment::{environment_decl, phase_policy, EnvironmentDecl};
 use crate::fields::{table_to_json, to_json, Section, Warnings};
 use crate::names::{
     task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
+use crate::steps::steps;
+use crate::unmapped;
 
 /// Loader switches derived from the request.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,15 +58,26 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
     let file = toml_path.display().to_string();
     let table = read_toml(&toml_path, &file)?;
     let root = Section::root(&file, &table);
-    refuse_multi_step(dir, &root)?;
-    let instruction = read_instruction(dir)?;
-    require_test_script(dir)?;
-
     let mut warnings = Warnings {
         file: file.clone(),
         list: Vec::new(),
     };
     let decl = TaskDecl::read(&root, &mut warnings)?;
+    if decl.steps.as_ref().is_some_and(|s| !s.is_empty()) {
+        return Err(Error::invalid_input(format!(
+            "{ID}: {}: multi-step Harbor tasks are not supported (found `steps` in {TASK_TOML})",
+            dir.display()
+        )));
+    }
+    if dir.join("steps").is_dir() {
+        warnings.note(
+            "the steps/ directory is ignored (task.toml declares no [[steps]], so Harbor runs \
+             the task as a single step)"
+                .to_string(),
+        );
+    }
+    let instruction = read_instruction(dir)?;
+    require_test_script(dir, &root, &decl)?;
     let mut task = TaskSpec::new(task_id, instruction);
     map_phases(&mut task, &decl, options);
     map_environments(&mut task, &decl);
@@ -100,24 +113,9 @@ fn read_toml(path: &Path, file: &str) -> Result<toml::Table> {
     })
 }
 
-/// Refuses multi-step tasks (`steps` in `task.toml`, or a `steps/` directory).
-fn refuse_multi_step(dir: &Path, root: &Section) -> Result<()> {
-    if root.has("steps") {
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}: multi-step Harbor tasks are not supported (found `steps` in {TASK_TOML})",
-            dir.display()
-        )));
-    }
-    if dir.join("steps").is_dir() {
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}: multi-step Harbor tasks are not supported (found a steps/ directory)",
-            dir.display()
-        )));
-    }
-    Ok(())
-}
-
-/// The non-empty agent instruction (`instruction.md`).
+/// The agent instruction (`instruction.md`, possibly empty, as in Harbor), without the
+/// leading canary lines Harbor strips (`<!-- ... canary ... -->` or `# ... canary ...`) and
+/// the blank lines after them (leading blank lines go too, as in Harbor).
 fn read_instruction(dir: &Path) -> Result<String> {
     let instruction_path = dir.join(INSTRUCTION_MD);
     let instruction = std::fs::read_to_string(&instruction_path).map_err(|e| {
@@ -126,17 +124,67 @@ fn read_instruction(dir: &Path) -> Result<String> {
             instruction_path.display()
         ))
     })?;
-    if instruction.trim().is_empty() {
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}: the task instruction is empty",
-            instruction_path.display()
-        )));
-    }
-    Ok(instruction)
+    Ok(strip_canary(&instruction))
 }
 
-/// Requires the verifier script `tests/test.sh` (a Windows-only verifier is named as such).
-fn require_test_script(dir: &Path) -> Result<()> {
+/// Harbor's `strip_canary`.
+fn strip_canary(text: &str) -> String {
+    let canary = |line: &str| {
+        let line = line.trim();
+        let lower = line.to_lowercase();
+        lower.contains("canary")
+            && ((line.starts_with("<!--") && line.ends_with("-->")) || line.starts_with('#'))
+    };
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut start = lines.iter().take_while(|l| canary(l)).count();
+    start += lines[start..]
+        .iter()
+        .take_while(|l| l.trim().is_empty())
+        .count();
+    if start == 0 {
+        return text.to_string();
+    }
+    lines[start..].join("\n")
+}
+
+/// The OS the verifier runs on, as Harbor resolves it: the agent environment's, or a
+/// separate verifier environment's (its own when it names an image or `tests/` has a
+/// Dockerfile, else its declared OS or the agent environment's).
+fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<&'a str> {
+    let agent_os = decl.environment.setup.os.as_deref();
+    let separate = match decl.verifier.mode {
+        Some(mode) => mode == EvaluationEnvironmentMode::Fresh,
+        None => decl.verifier.environment.is_some(),
+    };
+    match (&decl.verifier.environment, separate) {
+        (Some(verifier), true) => {
+            let bundled = verifier.setup.image.is_some()
+                || ["Dockerfile", "docker-compose.yaml"]
+                    .iter()
+                    .any(|f| dir.join(TESTS_DIR).join(f).is_file());
+            match verifier.setup.os.as_deref() {
+                Some(os) => Some(os),
+                None if bundled => None,
+                None => agent_os,
+            }
+        }
+        _ => agent_os,
+    }
+}
+
+/// Requires the verifier script `tests/test.sh` on Linux (a Windows verifier is refused:
+/// Harbor would need `tests/test.bat`, which this host cannot run).
+fn require_test_script(dir: &Path, root: &Section, decl: &TaskDecl) -> Result<()> {
+    if verifier_os(dir, decl) == Some("windows") {
+        let found = if dir.join(TESTS_DIR).join("test.bat").is_file() {
+            "tests/test.bat (Windows verifiers are not supported)"
+        } else {
+            "no tests/test.bat (Harbor needs it for a Windows verifier)"
+        };
+        return Err(root.file_error(format!(
+            "expected a Linux verifier (os = \"linux\"), found os = \"windows\" and {found}"
+        )));
+    }
     let test_script = dir.join(TESTS_DIR).join(TEST_SCRIPT);
     if test_script.is_file() {
         return Ok(());
@@ -172,19 +220,23 @@ struct TaskDecl {
     verifier: VerifierDecl,
     /// `solution.env`.
     solution_env: Option<BTreeMap<String, String>>,
+    /// The step names of `[[steps]]`.
+    steps: Option<Vec<String>>,
 }
 
 impl TaskDecl {
     /// Reads the root table and its sub-tables. The order of the reads fixes which error is
     /// reported first and the order of the warnings; unknown root keys are warned about last.
     fn read(root: &Section, warnings: &mut Warnings) -> Result<Self> {
-        let schema_version = schema_version(root)?;
+        let schema_version = schema_version(root, warnings)?;
         let source = root.string("source")?;
+        unmapped::reward_strategy(root)?;
         warnings.unsupported(
             root,
             "multi_step_reward_strategy",
             "it only applies to multi-step tasks",
         );
+        let steps = steps(root)?;
         let artifacts = artifacts(root, warnings)?;
         let package = match root.table("task")? {
             Some(section) => Some(package_info(&section, warnings)?),
@@ -222,13 +274,14 @@ impl TaskDecl {
             agent,
             verifier,
             solution_env,
+            steps,
         })
     }
 }
 
 /// What `[agent]` declares.
 #[derive(Debug, Default)]
-struct AgentDecl {
+pub(crate) struct AgentDecl {
     /// `timeout_sec`.
     timeout_seconds: Option<f64>,
     /// `network_mode` / `allowed_hosts`.
@@ -236,23 +289,23 @@ struct AgentDecl {
 }
 
 /// `[agent]`: the run timeout and the agent-phase network policy.
-fn agent_decl(agent: &Section, warnings: &mut Warnings) -> Result<AgentDecl> {
+pub(crate) fn agent_decl(agent: &Section, warnings: &mut Warnings) -> Result<AgentDecl> {
     let decl = AgentDecl {
         timeout_seconds: agent.positive_seconds("timeout_sec")?,
-        network_policy: network_policy(agent, false)?,
+        network_policy: phase_policy(agent, warnings)?,
     };
-    warnings.unsupported(
+    unmapped::user(
         agent,
-        "user",
+        warnings,
         "commands run as the environment's default user",
-    );
+    )?;
     warnings.unknown(agent);
     Ok(decl)
 }
 
 /// What `[verifier]` declares.
 #[derive(Debug, Default)]
-struct VerifierDecl {
+pub(crate) struct VerifierDecl {
     /// `timeout_sec`.
     timeout_seconds: Option<f64>,
     /// `env`.
@@ -269,10 +322,10 @@ struct VerifierDecl {
 
 /// `[verifier]`: timeout, bindings, network policy, environment mode, a separate
 /// `[verifier.environment]` (refused with `environment_mode = "shared"`) and collect commands.
-fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<VerifierDecl> {
+pub(crate) fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<VerifierDecl> {
     let timeout_seconds = verifier.positive_seconds("timeout_sec")?;
     let env_variables = verifier.string_map("env")?.unwrap_or_default();
-    let network_policy = network_policy(verifier, false)?;
+    let network_policy = phase_policy(verifier, warnings)?;
     let mode = environment_mode(verifier)?;
     let environment = match verifier.table("environment")? {
         Some(section) => Some(environment_decl(&section, warnings)?),
@@ -285,11 +338,11 @@ fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<Verifier
         ));
     }
     let collect = collect_commands(verifier)?;
-    warnings.unsupported(
+    unmapped::user(
         verifier,
-        "user",
+        warnings,
         "the verifier runs as the environment's default user",
-    );
+    )?;
     warnings.unknown(verifier);
     Ok(VerifierDecl {
         timeout_seconds,
@@ -303,15 +356,14 @@ fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<Verifier
 
 /// `verifier.environment_mode`: `"shared"` (reuse) or `"separate"` (fresh).
 fn environment_mode(verifier: &Section) -> Result<Option<EvaluationEnvironmentMode>> {
-    match verifier.string("environment_mode")? {
+    let expected = "\"shared\" or \"separate\"";
+    match verifier.get("environment_mode") {
         None => Ok(None),
-        Some(mode) if mode == "shared" => Ok(Some(EvaluationEnvironmentMode::Reuse)),
-        Some(mode) if mode == "separate" => Ok(Some(EvaluationEnvironmentMode::Fresh)),
-        Some(mode) => Err(verifier.expected(
-            "environment_mode",
-            "\"shared\" or \"separate\"",
-            &Value::String(mode),
-        )),
+        Some(Value::String(mode)) if mode == "shared" => Ok(Some(EvaluationEnvironmentMode::Reuse)),
+        Some(Value::String(mode)) if mode == "separate" => {
+            Ok(Some(EvaluationEnvironmentMode::Fresh))
+        }
+        Some(other) => Err(verifier.expected("environment_mode", expected, other)),
     }
 }
 
@@ -426,28 +478,50 @@ fn metadata(dir: &Path, decl: &TaskDecl, table: &toml::Table) -> JsonMap {
     metadata
 }
 
-/// `schema_version`, or its legacy alias `version` (both given: they must agree).
-fn schema_version(root: &Section) -> Result<Option<String>> {
-    let current = root.non_empty_string("schema_version")?;
-    let legacy = root.non_empty_string("version")?;
-    match (current, legacy) {
-        (Some(current), Some(legacy)) if current != legacy => Err(root.error(
-            "version",
-            format!(
-                "expected the legacy alias of schema_version to match \"{current}\", found \"{legacy}\""
-            ),
-        )),
-        (current, legacy) => Ok(current.or(legacy)),
+/// `schema_version`, or its legacy alias `version` (Harbor renames `version` only when
+/// `schema_version` is absent; otherwise `version` is ignored, with a warning here).
+fn schema_version(root: &Section, warnings: &mut Warnings) -> Result<Option<String>> {
+    if root.has("schema_version") {
+        if root.has("version") {
+            root.get("version");
+            warnings
+                .note("legacy field `version` is ignored (`schema_version` is given)".to_string());
+        }
+        return root.string("schema_version");
     }
+    root.string("version")
 }
 
 /// `[task]` package information (kept as declared, after type checks).
 fn package_info(section: &Section, warnings: &mut Warnings) -> Result<serde_json::Value> {
     let mut out = JsonMap::new();
-    for key in ["name", "version"] {
-        if let Some(value) = section.non_empty_string(key)? {
-            out.insert(key.into(), value.into());
+    let Some(name) = section.string("name")? else {
+        return Err(section.file_error(format!(
+            "field `{}`: expected a package name in org/name format, found none",
+            section.key("name")
+        )));
+    };
+    if !package_name_ok(&name) {
+        return Err(section.error(
+            "name",
+            format!(
+                "expected a package name in org/name format (letters, digits, `.`, `_`, `-`; not starting with a dot, no `..`), found {name:?}"
+            ),
+        ));
+    }
+    out.insert("name".into(), name.into());
+    match section.get("version") {
+        None => {}
+        Some(Value::String(v)) if v.is_empty() => {
+            return Err(section.error(
+                "version",
+                "expected a non-empty string, found an empty string",
+            ))
         }
+        Some(Value::String(v)) => {
+            out.insert("version".into(), v.clone().into());
+        }
+        Some(other) => return Err(section.expected("version", "a string", other)),
     }
     if let Some(description) = section.string("description")? {
         out.insert("description".into(), description.into());
@@ -469,6 +543,12 @@ fn package_info(section: &Section, warnings: &mut Warnings) -> Result<serde_json
                 };
                 let author = section.child(section.key(&format!("authors[{i}]")), table);
                 let mut entry = JsonMap::new();
+                if !author.has("name") {
+                    return Err(author.file_error(format!(
+                        "field `{}`: expected an author name, found none",
+                        author.key("name")
+                    )));
+                }
                 for key in ["name", "email"] {
                     if let Some(value) = author.string(key)? {
                         entry.insert(key.into(), value.into());
@@ -483,4 +563,19 @@ fn package_info(section: &Section, warnings: &mut Warnings) -> Result<serde_json
     }
     warnings.unknown(section);
     Ok(serde_json::Value::Object(out))
+}
+
+/// Harbor's `ORG_NAME_PATTERN` (`^[a-zA-Z0-9][a-zA-Z0-9._-]*/[a-zA-Z0-9][a-zA-Z0-9._-]*$`,
+/// where `$` also matches before a final newline) and no `..`.
+fn package_name_ok(name: &str) -> bool {
+    let name = name.strip_suffix('\n').unwrap_or(name);
+    let part_ok = |part: &str| {
+        let mut chars = part.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && chars.all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    };
+    !name.contains("..")
+        && name
+            .split_once('/')
+            .is_some_and(|(org, short)| part_ok(org) && part_ok(short))
 }

@@ -342,6 +342,62 @@ storage = "10G"
         load(&dir).unwrap().baseline_network_policy,
         Some(NetworkPolicy::public())
     );
+    // allow_internet next to network_mode: network_mode wins (as in Harbor), with a warning.
+    let dir = write_task(
+        tmp.path(),
+        "wins",
+        "[environment]\nallow_internet = \"yes\"\nnetwork_mode = \"no-network\"\n",
+    );
+    let task = load(&dir).unwrap();
+    assert_eq!(
+        task.baseline_network_policy,
+        Some(NetworkPolicy::no_network())
+    );
+    assert!(task.load_warnings[0].contains(
+        "legacy field `environment.allow_internet` is ignored (`environment.network_mode` is given and wins, as in Harbor)"
+    ));
+    // `version` next to `schema_version` is ignored (Harbor renames it only when alone).
+    let dir = write_task(
+        tmp.path(),
+        "both",
+        "schema_version = \"1.4\"\nversion = 1\n",
+    );
+    let task = load(&dir).unwrap();
+    assert_eq!(task.metadata["harbor"]["schema_version"], json!("1.4"));
+    assert!(task.load_warnings[0].contains("legacy field `version` is ignored"));
+    // A legacy size that is not a string is ignored with a warning (seed 004).
+    let dir = write_task(tmp.path(), "number", "[environment]\nmemory = 2048\n");
+    let task = load(&dir).unwrap();
+    assert_eq!(task.resources, None);
+    assert!(task.load_warnings[0].contains("legacy field `environment.memory` is ignored"));
+    // Harbor's coercions: numeric strings, whole floats, any-case os, booleans as text.
+    let dir = write_task(
+        tmp.path(),
+        "coerced",
+        "[agent]\ntimeout_sec = \"300\"\n[environment]\ncpus = \"2\"\nmemory_mb = 2048.0\nos = \"LINUX\"\nallow_internet = \"off\"\n",
+    );
+    let task = load(&dir).unwrap();
+    assert_eq!(task.run_timeout_seconds, Some(300.0));
+    let resources = task.resources.clone().unwrap();
+    assert_eq!(
+        (resources.cpu, resources.memory_mb),
+        (Some(2.0), Some(2048))
+    );
+    assert_eq!(task.environment_setup.os.as_deref(), Some("linux"));
+    assert_eq!(
+        task.baseline_network_policy,
+        Some(NetworkPolicy::no_network())
+    );
+    // An empty instruction is accepted, leading canary lines are stripped.
+    let dir = write_task(tmp.path(), "canary", "");
+    std::fs::write(
+        dir.join("instruction.md"),
+        "<!-- canary GUID 1 -->\n\nDo it.\n",
+    )
+    .unwrap();
+    assert_eq!(load(&dir).unwrap().question, "Do it.\n");
+    std::fs::write(dir.join("instruction.md"), "").unwrap();
+    assert_eq!(load(&dir).unwrap().question, "");
 
     // Equal old and new values: the legacy one is ignored with a warning.
     let dir = write_task(
@@ -357,9 +413,10 @@ storage = "10G"
     for (text, mb) in [
         ("2G", Some(2048)),
         ("512M", Some(512)),
-        ("1.5GB", Some(1536)),
-        ("10Gi", Some(10240)),
-        ("1t", Some(1_048_576)),
+        ("1.5G", Some(1536)),
+        ("1.5GB", None),
+        ("10Gi", None),
+        ("1t", None),
         ("2048K", Some(2)),
         ("2048", None),
         ("lots", None),
@@ -378,12 +435,67 @@ fn conflicting_and_invalid_declarations_are_one_line_errors() {
         (
             "mem",
             "[environment]\nmemory = \"4G\"\nmemory_mb = 2048\n",
-            "field `environment.memory`: expected the same size as environment.memory_mb = 2048, found 4096 MiB (conflicting values)",
+            "field `environment.memory`: expected the same size as environment.memory_mb = 2048, found \"4G\" (4096 MiB; conflicting values)",
         ),
         (
-            "net",
-            "[environment]\nallow_internet = true\nnetwork_mode = \"no-network\"\n",
-            "field `environment.allow_internet`: expected a value consistent with network_mode = \"no-network\", found true",
+            "size",
+            "[environment]\nmemory = \"2GB\"\n",
+            "field `environment.memory`: expected a size string such as \"2G\", \"512M\" or \"2048K\", found string \"2GB\"",
+        ),
+        (
+            "package",
+            "[task]\nversion = \"1.0\"\n",
+            "field `task.name`: expected a package name in org/name format, found none",
+        ),
+        (
+            "package-name",
+            "[task]\nname = \"hello\"\n",
+            "field `task.name`: expected a package name in org/name format",
+        ),
+        (
+            "destination",
+            "artifacts = [{source = \"/a\", destination = \".\"}]\n",
+            "field `artifacts[0].destination`: expected a destination naming a file or directory, found \".\"",
+        ),
+        (
+            "backslash",
+            "artifacts = [{source = \"/a\", destination = \"a\\\\b\"}]\n",
+            "field `artifacts[0].destination`: expected a destination with forward slashes only",
+        ),
+        (
+            "gpu-types",
+            "[environment]\ngpu_types = \"H100\"\n",
+            "field `environment.gpu_types`: expected an array of strings, found string \"H100\"",
+        ),
+        (
+            "tpu",
+            "[environment]\ntpu = {type = \"v5e\", topology = \"2x\"}\n",
+            "field `environment.tpu.topology`: expected positive dimensions separated by `x`",
+        ),
+        (
+            "user",
+            "[agent]\nuser = 1.5\n",
+            "field `agent.user`: expected a user name or a UID, found float 1.5",
+        ),
+        (
+            "healthcheck",
+            "[environment]\nhealthcheck = {retries = 3}\n",
+            "field `environment.healthcheck.command`: expected a string, found none",
+        ),
+        (
+            "mcp",
+            "[[environment.mcp_servers]]\nname = \"web\"\ntransport = \"sse\"\n",
+            "field `environment.mcp_servers[0].url`: expected a url for an HTTP transport, found none",
+        ),
+        (
+            "strategy",
+            "multi_step_reward_strategy = \"max\"\n",
+            "field `multi_step_reward_strategy`: expected one of \"mean\", \"final\", found string \"max\"",
+        ),
+        (
+            "cpus",
+            "[environment]\ncpus = 0\n",
+            "field `environment.cpus`: expected a positive number, found integer 0",
         ),
         (
             "hosts",
@@ -401,9 +513,9 @@ fn conflicting_and_invalid_declarations_are_one_line_errors() {
             "field `verifier.timeout_sec`: expected a positive number of seconds, found integer 0",
         ),
         (
-            "size",
+            "lots",
             "[environment]\nmemory = \"lots\"\n",
-            "field `environment.memory`: expected a size string such as \"2G\" or \"512M\", found string \"lots\"",
+            "field `environment.memory`: expected a size string such as \"2G\", \"512M\" or \"2048K\", found string \"lots\"",
         ),
         (
             "workdir",
@@ -434,11 +546,6 @@ fn conflicting_and_invalid_declarations_are_one_line_errors() {
             "sidecar-artifact",
             "artifacts = [{source = \"/data\", service = \"db\"}]\n",
             "field `artifacts[0].service`: expected \"main\" (sidecar services are not supported), found \"db\"",
-        ),
-        (
-            "version",
-            "schema_version = \"1.4\"\nversion = \"1.0\"\n",
-            "field `version`: expected the legacy alias of schema_version to match \"1.4\", found \"1.0\"",
         ),
         ("toml", "[agent]\ntimeout_sec = 1\n[environment\n", "invalid TOML (line 3): "),
     ];
@@ -537,15 +644,22 @@ fn multi_step_tasks_are_refused() {
             dir.display()
         )
     );
+    // Invalid steps are reported as such (Harbor's StepConfig rules).
+    let dir = write_task(tmp.path(), "bad-step", "[[steps]]\nname = \"a/b\"\n");
+    assert!(load_err(&dir).contains("field `steps[0].name`: expected a portable directory name"));
+    let dir = write_task(
+        tmp.path(),
+        "dup-step",
+        "[[steps]]\nname = \"A\"\n[[steps]]\nname = \"a\"\n",
+    );
+    assert!(load_err(&dir).contains("field `steps[1].name`: expected a unique step name"));
+    // `steps = []` and a steps/ directory without [[steps]] are single-step tasks in Harbor.
+    let dir = write_task(tmp.path(), "no-steps", "steps = []\n");
+    assert!(load(&dir).is_ok());
     let dir = write_task(tmp.path(), "steps-dir", "");
     std::fs::create_dir_all(dir.join("steps/one")).unwrap();
-    assert_eq!(
-        load_err(&dir),
-        format!(
-            "{ID}: {}: multi-step Harbor tasks are not supported (found a steps/ directory)",
-            dir.display()
-        )
-    );
+    let task = load(&dir).unwrap();
+    assert!(task.load_warnings[0].contains("the steps/ directory is ignored"));
 }
 
 #[test]
@@ -1266,7 +1380,97 @@ fn network_mode_values_round_trip() {
         "url",
         "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"https://x.org\"]\n",
     );
-    assert!(
-        load_err(&dir).contains("field `environment.allowed_hosts`: invalid allowed_hosts entry")
+    assert!(load_err(&dir).contains(
+        "field `environment.allowed_hosts[0]`: expected a hostname, an IP address or an IP CIDR range (not a URL, port or path), found \"https://x.org\""
+    ));
+    // Harbor refuses a CIDR range with host bits set.
+    let dir = write_task(
+        tmp.path(),
+        "cidr",
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"10.0.0.1/8\"]\n",
     );
+    assert!(load_err(&dir).contains("field `environment.allowed_hosts[0]`: expected"));
+    // An allowlist without hosts allows nothing; hosts no DNS name can match are dropped.
+    let dir = write_task(
+        tmp.path(),
+        "empty",
+        "[environment]\nnetwork_mode = \"allowlist\"\nallowed_hosts = [\"999.1.1.1\"]\n",
+    );
+    let task = load(&dir).unwrap();
+    assert_eq!(
+        task.baseline_network_policy,
+        Some(NetworkPolicy::no_network())
+    );
+    assert!(task.load_warnings[0]
+        .contains("entry \"999.1.1.1\" of `environment.allowed_hosts` is dropped"));
+    // Modes are spelled exactly.
+    let dir = write_task(tmp.path(), "case", "[agent]\nnetwork_mode = \"Public\"\n");
+    assert!(load_err(&dir).contains(
+        "field `agent.network_mode`: expected one of \"public\", \"no-network\", \"allowlist\", found string \"Public\""
+    ));
+}
+
+/// The working directory `bash /tests/test.sh` ran in (from the session's log).
+fn test_sh_cwd(session: &ScriptedSession) -> String {
+    session
+        .log()
+        .into_iter()
+        .find(|line| line.contains("bash /tests/test.sh"))
+        .and_then(|line| line.split(" cwd=").nth(1).map(str::to_string))
+        .and_then(|rest| rest.split(" timeout=").next().map(str::to_string))
+        .unwrap()
+}
+
+#[test]
+fn a_fresh_verifier_does_not_inherit_the_agent_workdir() {
+    // Issue 13, bug 2: `[environment] workdir` with an empty `[verifier.environment]`.
+    let tmp = TempDir::new().unwrap();
+    let dir = write_task(
+        tmp.path(),
+        "fresh-workdir",
+        "[environment]\nworkdir = \"/srv/w\"\n[verifier.environment]\n",
+    );
+    let task = load(&dir).unwrap();
+    let req = request(json!({"path": dir.display().to_string()}), "agent");
+    let run = |mode: EvaluationEnvironmentMode| {
+        let mut plan = execution_plan(&task, &req);
+        plan.evaluation_environment_mode = mode;
+        if mode == EvaluationEnvironmentMode::Fresh {
+            // As the planner resolves it: the explicit (empty) verifier setup, not inherited.
+            let mut fresh = EnvironmentSpec::new("sandbox");
+            fresh.setup = task.evaluation_environment_setup.clone().unwrap();
+            plan.evaluation_environment = Some(fresh);
+        }
+        let session = ScriptedSession::new(Verifier::Writes(vec![(REWARD_TXT, "1")]));
+        let env: SessionRef = session.clone();
+        let prepared = block_on(Harbor.prepare_task(
+            &Ctx::detached(),
+            &task,
+            &env,
+            &req,
+            &plan.benchmark_plan,
+        ))
+        .unwrap();
+        let result = block_on(Harbor.evaluate_attempt(
+            &Ctx::detached(),
+            EvaluationInput {
+                task: &task,
+                prepared: &prepared,
+                result: RunResult::new(task.task_id.clone()),
+                req: &req,
+                plan: &plan,
+                env: Some(&env),
+            },
+        ))
+        .unwrap();
+        assert!(result.issues.is_empty(), "{:?}", result.issues);
+        test_sh_cwd(&session)
+    };
+    assert_eq!(
+        task.evaluation_environment_mode,
+        Some(EvaluationEnvironmentMode::Fresh)
+    );
+    assert_eq!(run(EvaluationEnvironmentMode::Fresh), "None");
+    // The reused task environment keeps the agent's workdir.
+    assert_eq!(run(EvaluationEnvironmentMode::Reuse), "Some(\"/srv/w\")");
 }
