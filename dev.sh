@@ -20,6 +20,33 @@ ensure_tools() {
     fi
 }
 
+# Harbor 0.25.0 in a cached venv: the oracle of plugins/harbor's differential test
+# (tests/harbor_oracle/oracle.py). Made with Python 3.12 (pyenv's, else python3.12 on PATH)
+# when missing or broken; exports AGENTCOMPASS_HARBOR_PYTHON for the test.
+ensure_harbor_oracle() {
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/harbor-0.25.0"
+    local check='import sys, harbor; sys.exit(harbor.__version__ != "0.25.0")'
+    if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
+        local python="" root candidate
+        root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+        for candidate in "$root"/versions/3.12.*/bin/python3.12; do
+            [ -x "$candidate" ] && python="$candidate"
+        done
+        [ -n "$python" ] || python="$(command -v python3.12 || true)"
+        if [ -z "$python" ]; then
+            echo "the Harbor differential test needs Python 3.12 (pyenv install 3.12)" >&2
+            exit 1
+        fi
+        echo "installing harbor==0.25.0 into $venv (oracle of the Harbor differential test)" >&2
+        rm -rf "$venv"
+        mkdir -p "$(dirname "$venv")"
+        "$python" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet "harbor==0.25.0" >&2
+        "$venv/bin/python" -c "$check"
+    fi
+    export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
+}
+
 # Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
 bundle_plugins() {
     local dir
@@ -109,6 +136,7 @@ demo)
     ;;
 test)
     ensure_tools
+    ensure_harbor_oracle
     start_docker
     cargo build --workspace
     bundle_plugins debug
