@@ -12,6 +12,7 @@ mod fields;
 mod hosts;
 mod lax;
 mod names;
+mod phases;
 mod reward;
 mod steps;
 mod task_toml;

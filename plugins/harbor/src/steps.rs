@@ -11,7 +11,7 @@ use toml::Value;
 
 use crate::artifacts::step_artifacts;
 use crate::fields::{number_of, Section, Warnings};
-use crate::task_toml::{agent_decl, verifier_decl};
+use crate::phases::{agent_decl, verifier_decl};
 use crate::unmapped::healthcheck_config;
 
 /// The step names of `[[steps]]` (`None` when absent; an empty list is a single-step task,

@@ -28,19 +28,19 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{
-    ArtifactCollectCommand, ArtifactSpec, EvaluationEnvironmentMode, JsonMap, NetworkPolicy,
-    TaskSpec,
+    ArtifactSpec, EvaluationEnvironmentMode, JsonMap, TaskSpec,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 use toml::Value;
 
-use crate::artifacts::{artifacts, collect_commands};
-use crate::environment::{environment_decl, phase_policy, EnvironmentDecl};
+use crate::artifacts::artifacts;
+use crate::environment::{environment_decl, EnvironmentDecl};
 use crate::fields::{table_to_json, to_json, Section, Warnings};
 use crate::names::{
     task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
+use crate::phases::{agent_decl, verifier_decl, AgentDecl, VerifierDecl};
 use crate::steps::steps;
 use crate::unmapped;
 
@@ -276,94 +276,6 @@ impl TaskDecl {
             solution_env,
             steps,
         })
-    }
-}
-
-/// What `[agent]` declares.
-#[derive(Debug, Default)]
-pub(crate) struct AgentDecl {
-    /// `timeout_sec`.
-    timeout_seconds: Option<f64>,
-    /// `network_mode` / `allowed_hosts`.
-    network_policy: Option<NetworkPolicy>,
-}
-
-/// `[agent]`: the run timeout and the agent-phase network policy.
-pub(crate) fn agent_decl(agent: &Section, warnings: &mut Warnings) -> Result<AgentDecl> {
-    let decl = AgentDecl {
-        timeout_seconds: agent.positive_seconds("timeout_sec")?,
-        network_policy: phase_policy(agent, warnings)?,
-    };
-    unmapped::user(
-        agent,
-        warnings,
-        "commands run as the environment's default user",
-    )?;
-    warnings.unknown(agent);
-    Ok(decl)
-}
-
-/// What `[verifier]` declares.
-#[derive(Debug, Default)]
-pub(crate) struct VerifierDecl {
-    /// `timeout_sec`.
-    timeout_seconds: Option<f64>,
-    /// `env`.
-    env_variables: BTreeMap<String, String>,
-    /// `network_mode` / `allowed_hosts`.
-    network_policy: Option<NetworkPolicy>,
-    /// `environment_mode`.
-    mode: Option<EvaluationEnvironmentMode>,
-    /// `[verifier.environment]`, a separate verifier environment.
-    environment: Option<EnvironmentDecl>,
-    /// `[[verifier.collect]]`.
-    collect: Vec<ArtifactCollectCommand>,
-}
-
-/// `[verifier]`: timeout, bindings, network policy, environment mode, a separate
-/// `[verifier.environment]` (refused with `environment_mode = "shared"`) and collect commands.
-pub(crate) fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Result<VerifierDecl> {
-    let timeout_seconds = verifier.positive_seconds("timeout_sec")?;
-    let env_variables = verifier.string_map("env")?.unwrap_or_default();
-    let network_policy = phase_policy(verifier, warnings)?;
-    let mode = environment_mode(verifier)?;
-    let environment = match verifier.table("environment")? {
-        Some(section) => Some(environment_decl(&section, warnings)?),
-        None => None,
-    };
-    if mode == Some(EvaluationEnvironmentMode::Reuse) && environment.is_some() {
-        return Err(verifier.error(
-            "environment_mode",
-            "expected \"separate\" (or no value) with a [verifier.environment] table, found \"shared\"",
-        ));
-    }
-    let collect = collect_commands(verifier)?;
-    unmapped::user(
-        verifier,
-        warnings,
-        "the verifier runs as the environment's default user",
-    )?;
-    warnings.unknown(verifier);
-    Ok(VerifierDecl {
-        timeout_seconds,
-        env_variables,
-        network_policy,
-        mode,
-        environment,
-        collect,
-    })
-}
-
-/// `verifier.environment_mode`: `"shared"` (reuse) or `"separate"` (fresh).
-fn environment_mode(verifier: &Section) -> Result<Option<EvaluationEnvironmentMode>> {
-    let expected = "\"shared\" or \"separate\"";
-    match verifier.get("environment_mode") {
-        None => Ok(None),
-        Some(Value::String(mode)) if mode == "shared" => Ok(Some(EvaluationEnvironmentMode::Reuse)),
-        Some(Value::String(mode)) if mode == "separate" => {
-            Ok(Some(EvaluationEnvironmentMode::Fresh))
-        }
-        Some(other) => Err(verifier.expected("environment_mode", expected, other)),
     }
 }
 
