@@ -149,9 +149,14 @@ fn strip_canary(text: &str) -> String {
 
 /// The OS the verifier runs on, as Harbor resolves it: the agent environment's, or a
 /// separate verifier environment's (its own when it names an image or `tests/` has a
-/// Dockerfile, else its declared OS or the agent environment's).
-fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<&'a str> {
-    let agent_os = decl.environment.setup.os.as_deref();
+/// Dockerfile, else its declared OS or the agent environment's), with the field declaring it.
+fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<(&'a str, &'static str)> {
+    let agent_os = decl
+        .environment
+        .setup
+        .os
+        .as_deref()
+        .map(|os| (os, "environment.os"));
     let separate = match decl.verifier.mode {
         Some(mode) => mode == EvaluationEnvironmentMode::Fresh,
         None => decl.verifier.environment.is_some(),
@@ -163,7 +168,7 @@ fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<&'a str> {
                     .iter()
                     .any(|f| dir.join(TESTS_DIR).join(f).is_file());
             match verifier.setup.os.as_deref() {
-                Some(os) => Some(os),
+                Some(os) => Some((os, "verifier.environment.os")),
                 None if bundled => None,
                 None => agent_os,
             }
@@ -175,14 +180,14 @@ fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<&'a str> {
 /// Requires the verifier script `tests/test.sh` on Linux (a Windows verifier is refused:
 /// Harbor would need `tests/test.bat`, which this host cannot run).
 fn require_test_script(dir: &Path, root: &Section, decl: &TaskDecl) -> Result<()> {
-    if verifier_os(dir, decl) == Some("windows") {
+    if let Some((os @ "windows", field)) = verifier_os(dir, decl) {
         let found = if dir.join(TESTS_DIR).join("test.bat").is_file() {
-            "tests/test.bat (Windows verifiers are not supported)"
+            "tests/test.bat: Windows verifiers are not supported"
         } else {
-            "no tests/test.bat (Harbor needs it for a Windows verifier)"
+            "no tests/test.bat, which Harbor needs for a Windows verifier"
         };
         return Err(root.file_error(format!(
-            "expected a Linux verifier (os = \"linux\"), found os = \"windows\" and {found}"
+            "field `{field}`: expected \"linux\" for the verifier (it runs tests/{TEST_SCRIPT} with bash), found \"{os}\" and {found}"
         )));
     }
     let test_script = dir.join(TESTS_DIR).join(TEST_SCRIPT);

@@ -149,13 +149,25 @@ fn header(server: &Section, name: &str, value: &str) -> Result<()> {
     let key = format!("headers.{name}");
     let token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+.^_`|~-".contains(c);
     if name.is_empty() || !name.chars().all(token_char) {
-        return Err(server.error(&key, "expected an HTTP header name, found an invalid name"));
+        return Err(server.error(
+            &key,
+            format!("expected an HTTP header name (token characters), found {name:?}"),
+        ));
     }
     if value.contains('\r') || value.contains('\n') {
-        return Err(server.error(&key, "expected a value without line breaks"));
+        return Err(server.error(
+            &key,
+            "expected a value without line breaks, found a line break",
+        ));
     }
     let templates = templates(value)
-        .ok_or_else(|| server.error(&key, "expected well-formed ${VAR} references"))?;
+        // The value is not echoed: a header may hold a credential.
+        .ok_or_else(|| {
+            server.error(
+                &key,
+                "expected well-formed ${VAR} references, found a malformed one",
+            )
+        })?;
     let sensitive_header = sensitive_name(name)
         || name.eq_ignore_ascii_case("cookie")
         || name.eq_ignore_ascii_case("set-cookie");
