@@ -12,6 +12,11 @@ use serde_json::Value;
 const TASKS: usize = 200;
 
 fn spawn_run(ws: &Workspace, reuse: bool) -> Child {
+    spawn_sized(ws, reuse, TASKS, r#"{"delay_ms": 15, "wrong_every": 3}"#)
+}
+
+/// `run example_exact_match example_calculator` over `size` tasks (`--reuse` when asked).
+fn spawn_sized(ws: &Workspace, reuse: bool, size: usize, harness_params: &str) -> Child {
     let mut command = Command::new(host_bin());
     command
         .current_dir(&ws.cwd)
@@ -26,9 +31,9 @@ fn spawn_run(ws: &Workspace, reuse: bool) -> Child {
             "example_calculator",
             "calc",
             "--benchmark-params",
-            &format!(r#"{{"size": {TASKS}}}"#),
+            &format!(r#"{{"size": {size}}}"#),
             "--harness-params",
-            r#"{"delay_ms": 15, "wrong_every": 3}"#,
+            harness_params,
             "--task-concurrency",
             "8",
             "--progress",
@@ -129,6 +134,70 @@ fn sigkill_at_random_instants_then_reuse_loses_and_duplicates_nothing() {
         metric_value(&clean_run),
         "metrics match a clean run"
     );
+}
+
+/// The run directories under `ws`'s results, newest name last.
+fn run_dirs(ws: &Workspace) -> Vec<PathBuf> {
+    let ns = ws
+        .cwd
+        .join("results/calc_example_exact_match_example_calculator");
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&ns)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    dirs.retain(|d| d.join("run_info.json").is_file());
+    dirs.sort();
+    dirs
+}
+
+/// A `--reuse` run killed while it is still importing the earlier run's tasks never becomes
+/// the next reuse's source: after a complete run, reuses killed at several points of their
+/// import (the first as soon as its run_info.json exists, later ones after 1, 50 and 400
+/// imported tasks), the next reuse runs no task again.
+#[test]
+fn a_reuse_killed_while_importing_loses_no_finished_work() {
+    const SIZE: usize = 1500;
+    let params = r#"{"delay_ms": 0, "wrong_every": 3}"#;
+    let ws = Workspace::new();
+    let complete = finished_run_dir(spawn_sized(&ws, false, SIZE, params));
+    assert_eq!(published_ids(&complete).len(), SIZE);
+    let mut imported_at_kill = Vec::new();
+    for after in [0usize, 1, 50, 400] {
+        let before = run_dirs(&ws);
+        let mut child = spawn_sized(&ws, true, SIZE, params);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let killed_at = loop {
+            let fresh = run_dirs(&ws).into_iter().find(|d| !before.contains(d));
+            if let Some(run) = fresh {
+                let imported = published_ids(&run).len();
+                if imported >= after {
+                    child.kill().expect("SIGKILL");
+                    break published_ids(&run).len();
+                }
+            }
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                panic!("the reuse run ended before it could be killed at {after} imports");
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        child.wait().unwrap();
+        imported_at_kill.push(killed_at);
+    }
+    // At least one kill landed in the middle of an import.
+    assert!(
+        imported_at_kill.iter().any(|&n| n > 0 && n < SIZE),
+        "imports at the kills: {imported_at_kill:?}"
+    );
+    eprintln!("tasks imported when each reuse was killed: {imported_at_kill:?}");
+    let last = finished_run_dir(spawn_sized(&ws, true, SIZE, params));
+    let ids = published_ids(&last);
+    assert_eq!(ids.len(), SIZE, "every task, once");
+    let progress = fs::read_to_string(last.join("progress.jsonl")).unwrap();
+    let rerun = progress.matches("\"attempt_started\"").count();
+    assert_eq!(
+        rerun, 0,
+        "finished tasks were run again (imports at the kills: {imported_at_kill:?})"
+    );
+    assert_eq!(metric_value(&last), metric_value(&complete));
 }
 
 #[test]

@@ -36,8 +36,6 @@ pub fn reuse_key(req: &RunRequest) -> String {
 
 /// What a reuse import brought into the run.
 pub(super) struct Imported {
-    /// The source run directory.
-    pub(super) source: PathBuf,
     /// Ids of the imported tasks.
     pub(super) reused: HashSet<String>,
     /// Interrupted tasks of the source, by task directory name (evaluation resume).
@@ -109,7 +107,6 @@ pub(super) fn import(
         "interrupted_tasks_with_checkpoints": resumable.len(),
     });
     Ok(Imported {
-        source,
         reused,
         resumable,
         summary,

@@ -290,12 +290,28 @@ pub struct RunInfo {
     /// `{run_id, path}` of the reuse source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_from: Option<Value>,
+    /// Where a `--reuse` run's import of earlier results is (absent: no reuse was asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_import: Option<ReuseImport>,
     /// `{generated_at, source, report{...}, ...}` of the metric files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric_artifacts: Option<Value>,
     /// `{id, key, name}` of the orchestration this run belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orchestration: Option<Value>,
+}
+
+/// How far a `--reuse` run got importing its source's finished tasks. A run whose import is
+/// still `pending` (it was killed while copying) holds only part of what its source holds, so
+/// it is never chosen as a reuse source itself: the lookup skips it, or, when it is named,
+/// follows its `reused_from` back to a run whose import completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReuseImport {
+    /// The import has not finished (or was interrupted).
+    Pending,
+    /// Every reusable task of the source was imported (or there was nothing to reuse).
+    Complete,
 }
 
 fn default_schema() -> String {
@@ -314,6 +330,7 @@ impl RunInfo {
             error: None,
             request,
             reused_from: None,
+            reuse_import: None,
             metric_artifacts: None,
             orchestration: None,
         }

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::task::{install_task_dir, RESULT_FILE, TASK_FILE};
 use super::{
-    create_dir_all, namespace_dir, sanitize_component, task_dir_name, unique_suffix, RunInfo,
-    RunStore, StoreError, TaskState, DETAILS_DIR, RUNNING_DIR, RUN_INFO_FILE,
+    create_dir_all, namespace_dir, sanitize_component, task_dir_name, unique_suffix, ReuseImport,
+    RunInfo, RunStore, StoreError, TaskState, DETAILS_DIR, RUNNING_DIR, RUN_INFO_FILE,
 };
 use crate::time::parse_timestamp;
 
@@ -39,6 +39,47 @@ pub fn read_run_info(run_dir: &Path) -> Result<RunInfo, StoreError> {
 struct RunInfoHead {
     #[serde(default)]
     started_at: Option<String>,
+    #[serde(default)]
+    reuse_import: Option<ReuseImport>,
+    #[serde(default)]
+    reused_from: Option<ReusedFrom>,
+}
+
+#[derive(Deserialize)]
+struct ReusedFrom {
+    #[serde(default)]
+    path: Option<PathBuf>,
+}
+
+impl RunInfoHead {
+    fn read(run_dir: &Path) -> Option<RunInfoHead> {
+        let file = File::open(run_dir.join(RUN_INFO_FILE)).ok()?;
+        serde_json::from_reader(BufReader::new(file)).ok()
+    }
+
+    /// The run was killed while it imported its own source.
+    fn import_pending(&self) -> bool {
+        self.reuse_import == Some(ReuseImport::Pending)
+    }
+}
+
+/// `run_dir`, or — while its import is pending — the run it was importing from, followed back
+/// until a run whose import completed (a run that no longer exists ends the walk).
+fn complete_source(run_dir: PathBuf) -> PathBuf {
+    let mut current = run_dir;
+    let mut seen = vec![current.clone()];
+    while let Some(head) = RunInfoHead::read(&current) {
+        let next = match (head.import_pending(), head.reused_from.and_then(|r| r.path)) {
+            (true, Some(next)) if next.join(RUN_INFO_FILE).is_file() => next,
+            _ => break,
+        };
+        if seen.iter().any(|s| same_dir(s, &next)) {
+            break;
+        }
+        seen.push(next.clone());
+        current = next;
+    }
+    current
 }
 
 /// The run to reuse under `<results_dir>/<namespace...>`.
@@ -46,7 +87,9 @@ struct RunInfoHead {
 /// With `run_id` (sanitised): that run directory, which must hold `run_info.json`. Without:
 /// the latest run directory holding a parseable `run_info.json`, ranked by its `started_at`
 /// and then by the directory's mtime; `exclude` (the run being written) is never chosen.
-/// `Ok(None)` when there is no candidate.
+/// `Ok(None)` when there is no candidate. A run whose own reuse import is still pending
+/// ([`ReuseImport::Pending`]: killed while importing) is skipped; named, it leads to the run
+/// it was importing from, so reuse always sees every task published in the chain.
 pub fn find_reuse_source(
     results_dir: &Path,
     namespace: &[String],
@@ -68,7 +111,7 @@ pub fn find_reuse_source(
         if excluded(&dir) {
             return Err(StoreError::ReuseSelf { path: dir });
         }
-        return Ok(Some(dir));
+        return Ok(Some(complete_source(dir)));
     }
     let entries = match fs::read_dir(&ns_dir) {
         Ok(entries) => entries,
@@ -87,12 +130,12 @@ pub fn find_reuse_source(
         if excluded(&dir) {
             continue;
         }
-        let Ok(file) = File::open(dir.join(RUN_INFO_FILE)) else {
+        let Some(head) = RunInfoHead::read(&dir) else {
             continue;
         };
-        let Ok(head) = serde_json::from_reader::<_, RunInfoHead>(BufReader::new(file)) else {
+        if head.import_pending() {
             continue;
-        };
+        }
         let started = head.started_at.as_deref().and_then(parse_timestamp);
         let mtime = entry
             .metadata()

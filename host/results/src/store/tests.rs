@@ -471,6 +471,54 @@ fn find_reuse_source_ranks_by_started_at() {
     assert!(matches!(err, StoreError::ReuseSelf { .. }), "{err}");
 }
 
+#[test]
+fn a_run_killed_while_importing_is_never_a_reuse_source() {
+    let root = tempfile::tempdir().unwrap();
+    let namespace = ns(&["n"]);
+    let complete = make_run(root.path(), "a", Some("2026-01-01T00:00:00Z"));
+    // b imported a completely; c was killed while importing b; d while importing c.
+    let chain = [("b", &complete), ("c", &root.path().join("n/b"))];
+    for (i, (id, from)) in chain.iter().enumerate() {
+        let store = RunStore::create(root.path(), &namespace, Some(id)).unwrap();
+        let mut run = info(id, &format!("2026-01-0{}T00:00:00Z", i + 2));
+        run.reused_from = Some(json!({"run_id": "x", "path": from}));
+        run.reuse_import = Some(ReuseImport::Complete);
+        store.write_run_info(&run).unwrap();
+    }
+    let killed = |id: &str, from: &Path, day: u32| {
+        let store = RunStore::create(root.path(), &namespace, Some(id)).unwrap();
+        let mut run = info(id, &format!("2026-01-{day:02}T00:00:00Z"));
+        run.reused_from = Some(json!({"run_id": "x", "path": from}));
+        run.reuse_import = Some(ReuseImport::Pending);
+        store.write_run_info(&run).unwrap();
+        store.run_dir().to_path_buf()
+    };
+    let c = root.path().join("n/c");
+    let d = killed("d", &c, 10);
+    let e = killed("e", &d, 11);
+    // The latest complete run is the source; the newer, half-imported ones are skipped.
+    assert_eq!(
+        find_reuse_source(root.path(), &namespace, None, None).unwrap(),
+        Some(c.clone())
+    );
+    // Named, a half-imported run leads back through the chain to a complete one.
+    assert_eq!(
+        find_reuse_source(root.path(), &namespace, Some("e"), None).unwrap(),
+        Some(c.clone())
+    );
+    assert_eq!(
+        find_reuse_source(root.path(), &namespace, Some("b"), None).unwrap(),
+        Some(root.path().join("n/b"))
+    );
+    // A pending run whose source is gone is all there is.
+    fs::remove_dir_all(&c).unwrap();
+    fs::remove_dir_all(&d).unwrap();
+    assert_eq!(
+        find_reuse_source(root.path(), &namespace, Some("e"), None).unwrap(),
+        Some(e)
+    );
+}
+
 fn published_source(root: &Path) -> (RunStore, PublishedTask) {
     let source = RunStore::create(root, &ns(&["n"]), Some("src")).unwrap();
     let writer = source.begin_task("task/1").unwrap();

@@ -23,7 +23,7 @@ use super::task_source::TaskSource;
 use crate::host_services::CancelToken;
 use crate::progress::{ProgressEvent, TerminalSink};
 use crate::request::{output_namespace, ResolvedRuntimeOptions};
-use agentcompass_results::store::RunInfo;
+use agentcompass_results::store::{ReuseImport, RunInfo};
 
 /// The terminal state of one request.
 #[derive(Debug, Clone)]
@@ -160,18 +160,28 @@ async fn import_reused(
     let namespace = output_namespace(&rc.request);
     let Some(source) = reuse::source_run(rc, &results_dir, &namespace)? else {
         tracing::info!("nothing to reuse under {}", results_dir.display());
+        record_import(rc, info, ReuseImport::Complete);
         return Ok(Default::default());
     };
+    // The source is on record before the first task is copied: a run killed while importing
+    // leads a later lookup back to it.
+    info.reused_from = Some(json!({
+        "run_id": source.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "path": source,
+    }));
+    record_import(rc, info, ReuseImport::Pending);
     let imported = reuse::import(rc, tasks, source)?;
     *tasks = TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await?;
     rc.resumable = imported.resumable;
-    info.reused_from = Some(json!({
-        "run_id": imported.source.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "path": imported.source,
-    }));
+    record_import(rc, info, ReuseImport::Complete);
+    rc.emit(ProgressEvent::ReuseLoaded(imported.summary));
+    Ok(imported.reused)
+}
+
+/// Records how far the reuse import is in `run_info.json`.
+fn record_import(rc: &RequestContext, info: &mut RunInfo, state: ReuseImport) {
+    info.reuse_import = Some(state);
     if let Err(e) = rc.store.write_run_info(info) {
         tracing::error!("cannot write run_info.json: {e}");
     }
-    rc.emit(ProgressEvent::ReuseLoaded(imported.summary));
-    Ok(imported.reused)
 }

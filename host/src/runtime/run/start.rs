@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use agentcompass_plugin_api::contracts::{MetricContract, RunRequest};
 use agentcompass_redact::redact_value;
-use agentcompass_results::store::{RunInfo, RunStore};
+use agentcompass_results::store::{ReuseImport, RunInfo, RunStore};
 use agentcompass_results::time::rfc3339;
 use serde_json::{json, Value};
 
@@ -43,6 +43,10 @@ pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Start
         rfc3339(SystemTime::now()),
         redact_value(&serde_json::to_value(request).unwrap_or(Value::Null)),
     );
+    if request.runtime.reuse == Some(true) {
+        // Until the import completes, this run is no reuse source (see `ReuseImport`).
+        info.reuse_import = Some(ReuseImport::Pending);
+    }
     info.orchestration = Some(
         json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
     );
