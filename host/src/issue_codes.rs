@@ -105,6 +105,8 @@ issue_codes! {
     ENVIRONMENT_CLOSE_TIMEOUT = "environment_close_timeout", "closing an environment exceeded the cleanup grace";
     /// The run was cancelled during the attempt.
     CANCELLED = "cancelled", "the run was cancelled during the attempt";
+    /// The host itself panicked during the attempt (a bug in the host; the task still publishes).
+    HOST_PANIC = "host_panic", "the host itself failed during the attempt (a bug: please report it); the task is still published";
 }
 
 /// The README's "Issue codes" table: one row per code.

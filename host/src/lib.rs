@@ -13,3 +13,4 @@ pub mod registry;
 pub mod request;
 pub mod runtime;
 pub mod setup;
+pub mod wait;

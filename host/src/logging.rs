@@ -131,9 +131,35 @@ fn console_colours() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// Replaces the default panic hook, which prints the message unscrubbed: a host panic prints
+/// one scrubbed line (`panic at FILE:LINE: MESSAGE`) and, with `RUST_BACKTRACE` set, the
+/// backtrace. The runtime turns a panic in a task's lifecycle into a `host_panic` issue.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        let line = format!("panic{location}: {}\n", message.replace('\n', " "));
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(scrub_text(&line).as_bytes());
+        let backtrace = std::backtrace::Backtrace::capture();
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            let _ = writeln!(stderr, "{}", scrub_text(&backtrace.to_string()));
+        }
+    }));
+}
+
 /// Installs the console logger (`AGENTCOMPASS_LOG` filter, else `debug` with `--verbose`,
-/// else `warn`) and the run-log layer.
+/// else `warn`), the run-log layer and the scrubbing panic hook.
 pub fn init(verbose: bool) {
+    install_panic_hook();
     let default = if verbose { "debug" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTCOMPASS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

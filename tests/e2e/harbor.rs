@@ -139,6 +139,43 @@ fn the_verifier_timeout_is_enforced() {
     assert!(result["metrics"].get("reward").is_none(), "{result}");
 }
 
+/// `timeout_sec = 1e300` (agent, verifier, both builds) loads and means "no practical
+/// limit": the task runs and is scored (it used to panic converting the seconds, leaving no
+/// result).
+#[test]
+fn huge_timeouts_mean_no_practical_limit() {
+    let h = harbor();
+    let task = h.ws.cwd.join("huge-timeouts");
+    let source = examples().join("hello-file");
+    for file in ["instruction.md", "solution/solve.sh", "tests/test.sh"] {
+        let to = task.join(file);
+        fs::create_dir_all(to.parent().unwrap()).unwrap();
+        fs::copy(source.join(file), &to).unwrap();
+    }
+    let toml = fs::read_to_string(source.join("task.toml"))
+        .unwrap()
+        .replace("timeout_sec = 120.0", "timeout_sec = 1e300")
+        .replace("timeout_sec = 60.0", "timeout_sec = 1e300")
+        .replace(
+            "[environment]\n",
+            "[environment]\nbuild_timeout_sec = 1e300\n",
+        );
+    fs::write(task.join("task.toml"), &toml).unwrap();
+    let out = h.run(&task, "oracle", &[], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["huge-timeouts"];
+    assert_eq!(reward(result), 1.0, "{result}");
+    // A fresh verifier environment with a huge build timeout opens and scores too (0: it
+    // sees only the collected artifacts, and hello.txt is not one).
+    let fresh = format!("{toml}\n[verifier.environment]\nbuild_timeout_sec = 1e300\n");
+    fs::write(task.join("task.toml"), fresh).unwrap();
+    let out = h.run(&task, "oracle", &[], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["huge-timeouts"];
+    assert_eq!(reward(result), 0.0, "{result}");
+    assert_eq!(result["issues"], json!([]), "{result}");
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

@@ -269,8 +269,8 @@ impl ModelGateway {
         let body = wire::request_body(self.protocol, &self.model, &request, &params);
         let timeout = request
             .timeout_seconds
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .map(Duration::from_secs_f64)
+            .filter(|s| *s > 0.0)
+            .map(crate::wait::duration_from_seconds)
             .unwrap_or(self.settings.timeout);
         let mut attempt = 0u32;
         loop {
@@ -360,8 +360,8 @@ impl ModelGateway {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
+            .filter(|s| *s >= 0.0)
+            .map(crate::wait::duration_from_seconds);
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
             Err(e) if e.is_timeout() => {

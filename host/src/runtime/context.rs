@@ -135,6 +135,8 @@ impl RequestContext {
         phase: TaskPhase,
         detail: serde_json::Value,
     ) {
+        #[cfg(test)]
+        super::failpoint::hit(phase, &task.task_id);
         self.emit(ProgressEvent::PhaseChanged {
             task: task_ref(task, Some(attempt)),
             phase,

@@ -7,6 +7,8 @@ mod attempt;
 mod blocking;
 mod context;
 mod error;
+#[cfg(test)]
+mod failpoint;
 pub mod limits;
 mod phase;
 pub mod retry;
@@ -15,9 +17,10 @@ mod run;
 mod session;
 mod task;
 mod task_source;
+#[cfg(test)]
+mod tests;
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 pub use error::RunError;
 pub use reuse::reuse_key;
@@ -157,7 +160,7 @@ fn watch_deadline(
     seconds: f64,
     notify: NoticeSink,
 ) {
-    let deadline = Duration::from_secs_f64(seconds);
+    let deadline = crate::wait::duration_from_seconds(seconds);
     tokio::spawn(async move {
         tokio::time::sleep(deadline).await;
         if let Ok(mut reason) = stop_reason.lock() {

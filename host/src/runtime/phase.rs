@@ -20,11 +20,12 @@ pub enum PhaseOutcome<T> {
     Cancelled,
 }
 
-/// Seconds → a watchdog duration (`None` or non-positive = no watchdog).
+/// Seconds → a watchdog duration (`None`, non-positive or NaN = no watchdog; huge values are
+/// clamped, see [`crate::wait`]).
 pub fn watchdog(seconds: Option<f64>) -> Option<Duration> {
     seconds
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|s| *s > 0.0)
+        .map(crate::wait::duration_from_seconds)
 }
 
 /// Runs `future` until it finishes, its watchdog fires, or `cancel` is triggered.

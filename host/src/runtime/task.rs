@@ -1,8 +1,6 @@
 //! One task: its semantic attempts (a new plan each), the runtime retries of each attempt (the
 //! same plan), and publishing the task's results.
 
-use std::time::Duration;
-
 use agentcompass_plugin_api::contracts::{
     AttemptStrategy, ExecutionPlan, IssuePhase, IssueSeverity, MetricValue, RunResult, TaskSpec,
 };
@@ -48,9 +46,35 @@ impl LogicalAttempt {
     }
 }
 
-/// One semantic attempt: plan it (a new plan), check the plan, then run it with runtime
-/// retries (the same plan).
+/// One semantic attempt ([`plan_and_run`]). A panic of the host anywhere in it — planning,
+/// any stage of a physical attempt, evaluation, recovery, the retry wait — ends the attempt
+/// with a `host_panic` issue instead of taking the task (and its published result) down.
+/// Resources the attempt had open are left to the cleanup paths that own them (an open
+/// environment stays recorded under `.env-resources/`, where `env close` finds it).
 async fn logical_attempt(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    attempt: u32,
+    writer: &TaskWriter,
+) -> LogicalAttempt {
+    let run = plan_and_run(rc, task, attempt, writer);
+    match agentcompass_plugin_api::abi::guard::CatchUnwind::new(run).await {
+        Ok(done) => done,
+        Err(panic) => {
+            let message = agentcompass_redact::scrub_text(&panic.message);
+            tracing::error!("task {} attempt {attempt}: {message}", task.task_id);
+            let issue = codes::HOST_PANIC.fatal(
+                IssuePhase::Run,
+                format!("the host failed during the attempt ({message})"),
+            );
+            LogicalAttempt::not_run(failed(task, issue), Value::Null)
+        }
+    }
+}
+
+/// Plans the attempt (a new plan), checks the plan, then runs it with runtime retries (the
+/// same plan).
+async fn plan_and_run(
     rc: &RequestContext,
     task: &TaskSpec,
     attempt: u32,
@@ -120,7 +144,7 @@ async fn run_with_retries(
         retries += 1;
         let delay = record_retry(rc, task, attempt, writer, &outcome, retries, &reason);
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs_f64(delay)) => {}
+            _ = tokio::time::sleep(crate::wait::duration_from_seconds(delay)) => {}
             _ = rc.cancel.cancelled() => return (outcome.result, retries, true),
         }
     }

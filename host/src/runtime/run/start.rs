@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use agentcompass_plugin_api::contracts::{MetricContract, RunRequest};
 use agentcompass_redact::redact_value;
@@ -138,8 +138,8 @@ pub(super) fn request_context(
         limits: shared.limits.clone(),
         cancel: shared.cancel.clone(),
         patterns,
-        cleanup_grace: Duration::from_secs_f64(runtime.cleanup_grace_seconds),
-        checkpoint_after: Duration::from_secs_f64(runtime.checkpoint_after_seconds.min(1e9)),
+        cleanup_grace: crate::wait::duration_from_seconds(runtime.cleanup_grace_seconds),
+        checkpoint_after: crate::wait::duration_from_seconds(runtime.checkpoint_after_seconds),
         ctx,
         model: Arc::new(model),
         metrics: Mutex::new(MetricAggregator::new(
