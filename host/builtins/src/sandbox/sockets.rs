@@ -49,10 +49,23 @@ pub(super) const BOUND_SOCKETS: &str = "/proc/net/unix";
 type Place = Option<(PathBuf, PathBuf)>;
 
 /// The listed sockets of one sandbox shape already located, by socket inode (with the path
-/// they were listed with: an inode number can be reused by a later socket).
+/// they were listed with: an inode number can be reused by a later socket), and the scan
+/// that last listed each.
 #[derive(Default)]
 pub(super) struct SocketCache {
-    known: Mutex<HashMap<u64, (Vec<u8>, Place)>>,
+    known: Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    scan: u64,
+    sockets: HashMap<u64, Located>,
+}
+
+struct Located {
+    path: Vec<u8>,
+    place: Place,
+    scan: u64,
 }
 
 impl SocketCache {
@@ -64,27 +77,35 @@ impl SocketCache {
         table: &[u8],
         mirrored: impl Fn(&Path) -> Option<PathBuf>,
     ) -> Vec<PathBuf> {
-        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut next = HashMap::with_capacity(known.len());
         let mut shown: BTreeSet<(PathBuf, PathBuf)> = BTreeSet::new();
-        for (inode, path) in bound_sockets(table) {
-            let place = match known.remove(&inode) {
-                Some((listed, place)) if listed == path => place,
-                _ => locate(path, &mirrored),
-            };
-            if let Some(pair) = &place {
-                shown.insert(pair.clone());
+        {
+            let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            known.scan += 1;
+            let scan = known.scan;
+            for (inode, path) in bound_sockets(table) {
+                let located = known.sockets.entry(inode).or_insert_with(|| Located {
+                    path: Vec::new(),
+                    place: None,
+                    scan: 0,
+                });
+                if located.scan == 0 || located.path != path {
+                    located.path = path.to_vec();
+                    located.place = locate(path, &mirrored);
+                }
+                located.scan = scan;
+                if let Some(pair) = &located.place {
+                    shown.insert(pair.clone());
+                }
             }
-            next.insert(inode, (path.to_vec(), place));
+            known.sockets.retain(|_, located| located.scan == scan);
         }
-        *known = next;
-        drop(known);
-        let masks: BTreeSet<PathBuf> = shown
+        shown
             .into_iter()
             .filter(|(host, _)| fs::symlink_metadata(host).is_ok_and(|m| m.file_type().is_socket()))
             .map(|(_, sandbox)| sandbox)
-            .collect();
-        masks.into_iter().collect()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect()
     }
 }
 
