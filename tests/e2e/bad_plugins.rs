@@ -256,3 +256,179 @@ fn verify_exit_codes() {
     assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
     assert!(out.stdout.starts_with("error: refused plugin"), "{out:?}");
 }
+
+/// Runs the host binary like [`run_host`], but kills it and fails the test if it has not
+/// finished within 30 seconds (a check that blocks, on a FIFO say, must fail, not hang).
+fn run_host_within_30s(args: &[std::ffi::OsString]) -> agentcompass_e2e::Outcome {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(agentcompass_e2e::host_bin())
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("AGENTCOMPASS_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Output is a few lines: it fits the pipes, so waiting before reading cannot deadlock.
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("agentcompass-host {args:?} did not finish within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    agentcompass_e2e::Outcome {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
+/// `list` with the plugin dirs `good` and `bad` and `plugin verify file` (each within 30 s)
+/// refuse the plugin with the same line: `list` warns (exit 0, the good plugin still loads),
+/// `verify` fails (exit 1). Returns the refusal (`refused plugin ...`), temp paths redacted.
+fn list_and_verify_agree(dirs: &PluginDirs, good: &Path, bad: &Path, file: &Path) -> String {
+    let mut args = plugin_dir_args(&[good, bad]);
+    args.extend(["list".into(), "benchmark".into()]);
+    let listed = run_host_within_30s(&args);
+    assert_eq!(listed.code, 0, "{listed:?}");
+    assert!(
+        listed.stdout.contains("example_exact_match"),
+        "the good plugin must still load: {listed:?}"
+    );
+    let warnings: Vec<&str> = listed.stderr.lines().collect();
+    assert_eq!(warnings.len(), 1, "exactly one line on stderr: {listed:?}");
+    let from_list = warnings[0]
+        .strip_prefix("warning: ")
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    let verified = run_host_within_30s(&["plugin".into(), "verify".into(), file.into()]);
+    assert_eq!(verified.code, 1, "{verified:?}");
+    let errors: Vec<&str> = verified.stdout.lines().collect();
+    assert_eq!(errors.len(), 1, "exactly one line: {verified:?}");
+    let from_verify = errors[0]
+        .strip_prefix("error: ")
+        .unwrap_or_else(|| panic!("{verified:?}"));
+    assert_eq!(from_verify, from_list, "verify and list must agree");
+    assert!(from_list.starts_with("refused plugin "), "{from_list}");
+    dirs.redact(from_list)
+}
+
+#[test]
+fn verify_refuses_a_plugin_in_a_sticky_world_writable_dir_as_list_does() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    fs::set_permissions(&bad, fs::Permissions::from_mode(0o1777)).unwrap();
+    let line = list_and_verify_agree(&dirs, &good, &bad, &bad.join("bad-pack.so"));
+    assert_eq!(
+        line,
+        "refused plugin [TMP]/bad: directory [TMP]/bad is group/world-writable (mode 1777); \
+         fix with chmod go-w [TMP]/bad"
+    );
+}
+
+#[test]
+fn verify_refuses_a_world_writable_manifest_as_list_does() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let manifest = bad.join("bad-pack.plugin.toml");
+    fs::set_permissions(&manifest, fs::Permissions::from_mode(0o666)).unwrap();
+    let line = list_and_verify_agree(&dirs, &good, &bad, &bad.join("bad-pack.so"));
+    assert_eq!(
+        line,
+        "refused plugin [TMP]/bad/bad-pack.plugin.toml: file [TMP]/bad/bad-pack.plugin.toml is \
+         group/world-writable (mode 0666); fix with chmod go-w [TMP]/bad/bad-pack.plugin.toml"
+    );
+}
+
+#[test]
+fn verify_refuses_a_manifest_symlinked_out_of_the_dir_as_list_does() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let elsewhere = dirs.dir("elsewhere");
+    let manifest = bad.join("bad-pack.plugin.toml");
+    fs::rename(&manifest, elsewhere.join("bad-pack.plugin.toml")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("bad-pack.plugin.toml"), &manifest).unwrap();
+    let line = list_and_verify_agree(&dirs, &good, &bad, &bad.join("bad-pack.so"));
+    assert_eq!(
+        line,
+        "refused plugin [TMP]/bad/bad-pack.plugin.toml: symlink [TMP]/bad/bad-pack.plugin.toml \
+         points outside the trusted directory [TMP]/bad (to [TMP]/elsewhere/bad-pack.plugin.toml); \
+         copy the file into the directory instead"
+    );
+}
+
+#[test]
+fn verify_refuses_a_library_symlinked_out_of_the_dir_as_list_does() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let elsewhere = dirs.package("elsewhere", "bad-pack");
+    let bad = dirs.dir("bad");
+    std::os::unix::fs::symlink(elsewhere.join("bad-pack.so"), bad.join("bad-pack.so")).unwrap();
+    fs::copy(
+        elsewhere.join("bad-pack.plugin.toml"),
+        bad.join("bad-pack.plugin.toml"),
+    )
+    .unwrap();
+    let line = list_and_verify_agree(&dirs, &good, &bad, &bad.join("bad-pack.so"));
+    assert_eq!(
+        line,
+        "refused plugin [TMP]/bad/bad-pack.so: symlink [TMP]/bad/bad-pack.so points outside the \
+         trusted directory [TMP]/bad (to [TMP]/elsewhere/bad-pack.so); copy the file into the \
+         directory instead"
+    );
+}
+
+#[test]
+fn verify_refuses_a_fifo_named_like_a_plugin_without_blocking() {
+    let dirs = PluginDirs::new();
+    let (good, bad) = good_and_bad(&dirs, "bad-pack");
+    let library = bad.join("bad-pack.so");
+    fs::remove_file(&library).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&library)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let line = list_and_verify_agree(&dirs, &good, &bad, &library);
+    assert_eq!(
+        line,
+        "refused plugin [TMP]/bad/bad-pack.so: plugin file [TMP]/bad/bad-pack.so is a fifo, \
+         expected a regular file; remove it or rename it so it does not end in .so"
+    );
+    // A FIFO manifest beside a good library is refused unopened as well.
+    fs::remove_file(&library).unwrap();
+    fs::copy(built_library("bad-pack"), &library).unwrap();
+    let manifest = bad.join("bad-pack.plugin.toml");
+    fs::remove_file(&manifest).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&manifest)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let line = list_and_verify_agree(&dirs, &good, &bad, &library);
+    assert!(
+        line.contains("bad-pack.plugin.toml") && line.contains("fifo"),
+        "{line}"
+    );
+}

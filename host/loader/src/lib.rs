@@ -6,6 +6,7 @@ mod elf;
 mod load;
 pub mod lockfile;
 pub mod manifest;
+mod regular;
 pub mod trust;
 pub mod verified_file;
 

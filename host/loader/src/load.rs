@@ -18,7 +18,8 @@ use super::dlopen::{open_root_module, OpenFailure};
 use super::lockfile::PluginLock;
 use super::manifest::PluginManifest;
 use super::trust::{
-    canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate, TrustError,
+    check_owner_and_mode, check_path_trusted, current_euid, list_plugin_files, trusted_plugin_dir,
+    PluginCandidate, TrustError,
 };
 use super::verified_file::VerifiedLibrary;
 
@@ -136,10 +137,7 @@ pub struct LoadReport {
 pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     let mut report = LoadReport::default();
     for dir in dirs {
-        let listed = canonical_plugin_dir(&dir.path).and_then(|d| {
-            check_path_trusted(&d)?;
-            list_plugin_files(&d)
-        });
+        let listed = trusted_plugin_dir(&dir.path).and_then(|d| list_plugin_files(&d));
         let candidates = match listed {
             Ok(candidates) => candidates,
             Err(e) => {
@@ -160,7 +158,9 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     report
 }
 
-/// Runs every check on one library and loads it.
+/// Runs every check on one library and loads it. Every file is opened only if it is a regular
+/// file (a FIFO named `NAME.so` or `NAME.plugin.toml` never blocks the load), and checked again
+/// on its descriptor.
 pub fn load_candidate(
     candidate: &PluginCandidate,
     role: DirRole,
@@ -170,7 +170,17 @@ pub fn load_candidate(
     let started = std::time::Instant::now();
     let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
     check_path_trusted(library).map_err(|e| refuse(&e))?;
-    let manifest = PluginManifest::read(&candidate.manifest).map_err(|e| refuse(&e))?;
+    let (manifest, manifest_meta) =
+        PluginManifest::read_with_metadata(&candidate.manifest).map_err(|e| refuse(&e))?;
+    let current_uid = current_euid().map_err(|e| refuse(&e))?;
+    check_owner_and_mode(
+        &manifest_meta,
+        &candidate.manifest,
+        &candidate.manifest,
+        false,
+        current_uid,
+    )
+    .map_err(|e| LoadProblem::from_trust(&e))?;
     manifest
         .validate_at(&candidate.manifest, &candidate.stem, &host_api_version())
         .map_err(|e| refuse(&e))?;

@@ -13,10 +13,14 @@
 //! ```
 
 use std::collections::HashSet;
+use std::fs::Metadata;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::contracts::ComponentKind;
 use serde::{Deserialize, Serialize};
+
+use crate::regular::{open_regular, OpenError};
 
 /// File-name suffix of a plugin manifest (`NAME.plugin.toml`).
 pub const MANIFEST_SUFFIX: &str = ".plugin.toml";
@@ -51,6 +55,17 @@ pub enum ManifestError {
         path: PathBuf,
         /// The OS error, one line.
         message: String,
+    },
+    /// The manifest is not a regular file (it is not opened then).
+    #[error(
+        "manifest {} is a {found}, expected a regular file; replace it with the one `agentcompass-host plugin package` writes",
+        .path.display()
+    )]
+    NotRegularFile {
+        /// The manifest.
+        path: PathBuf,
+        /// What was found.
+        found: &'static str,
     },
     /// The manifest is not valid TOML or does not match the schema.
     #[error(
@@ -207,22 +222,38 @@ impl PluginManifest {
     /// Reads and parses a manifest (unknown keys are errors). Does not validate it: call
     /// [`PluginManifest::validate_at`] next.
     pub fn read(path: &Path) -> Result<PluginManifest, ManifestError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ManifestError::Missing {
+        Self::read_with_metadata(path).map(|(manifest, _)| manifest)
+    }
+
+    /// [`PluginManifest::read`], with the metadata of the file read (from its descriptor).
+    /// Only a regular file is ever opened (a FIFO would block the read forever): a symlink or
+    /// any other kind of file is refused.
+    pub fn read_with_metadata(path: &Path) -> Result<(PluginManifest, Metadata), ManifestError> {
+        let io = |err: &dyn std::fmt::Display| ManifestError::Io {
+            path: path.to_path_buf(),
+            message: collapse_whitespace(&err.to_string()),
+        };
+        let (mut file, meta) = open_regular(path).map_err(|err| match err {
+            OpenError::Io(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                ManifestError::Missing {
                     manifest: path.to_path_buf(),
                     library: library_path_for_manifest(path),
-                })
+                }
             }
-            Err(err) => {
-                return Err(ManifestError::Io {
-                    path: path.to_path_buf(),
-                    message: collapse_whitespace(&err.to_string()),
-                })
-            }
-        };
-        Self::parse(&text, path)
+            OpenError::Io(err) => io(&err),
+            OpenError::Symlink => ManifestError::NotRegularFile {
+                path: path.to_path_buf(),
+                found: "symlink",
+            },
+            OpenError::NotRegular(found) => ManifestError::NotRegularFile {
+                path: path.to_path_buf(),
+                found,
+            },
+            OpenError::Replaced => io(&"it was replaced while it was being opened"),
+        })?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(|err| io(&err))?;
+        Ok((Self::parse(&text, path)?, meta))
     }
 
     /// Parses manifest text; `path` is only used in error messages.
@@ -463,9 +494,53 @@ mod tests {
     fn unreadable_manifest_is_io_error() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("foo.plugin.toml");
-        std::fs::create_dir(&path).unwrap();
+        std::fs::write(&path, b"name = \"\xff\"\n").unwrap();
         let err = PluginManifest::read(&path).unwrap_err();
         assert!(matches!(err, ManifestError::Io { .. }), "{err}");
+    }
+
+    #[test]
+    fn only_a_regular_file_is_opened() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("dir.plugin.toml");
+        std::fs::create_dir(&dir).unwrap();
+        let err = PluginManifest::read(&dir).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ManifestError::NotRegularFile {
+                    found: "directory",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // A FIFO would block a read forever: it is refused without being opened.
+        let fifo = tmp.path().join("fifo.plugin.toml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = PluginManifest::read(&fifo).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::NotRegularFile { found: "fifo", .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("expected a regular file"), "{err}");
+        let link = tmp.path().join("link.plugin.toml");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        let err = PluginManifest::read(&link).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ManifestError::NotRegularFile {
+                    found: "symlink",
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::manifest::{collapse_whitespace, LIBRARY_SUFFIX, MANIFEST_SUFFIX};
+pub(crate) use crate::regular::file_type_name;
 
 /// Group- and world-write permission bits.
 const GROUP_WORLD_WRITE: u32 = 0o022;
@@ -137,6 +138,17 @@ pub enum TrustError {
         /// The entry.
         path: PathBuf,
     },
+    /// A file given by itself (`plugin verify FILE`) that no plugin directory would load.
+    #[error(
+        "plugin file {} {problem}, expected a NAME.so name (a plugin directory loads only those); rename it",
+        .path.display()
+    )]
+    NotAPluginFileName {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its name.
+        problem: &'static str,
+    },
     /// A `NAME.plugin.toml` has no `NAME.so` beside it.
     #[error(
         "manifest without library: {} has no {} beside it; add the library or remove the manifest",
@@ -159,6 +171,7 @@ impl TrustError {
             | TrustError::NotADirectory { dir, .. } => dir,
             TrustError::Io { path, .. }
             | TrustError::NotRegularFile { path, .. }
+            | TrustError::NotAPluginFileName { path, .. }
             | TrustError::NonUtf8Name { path } => path,
             TrustError::NotCanonical { target, .. }
             | TrustError::BadOwner { target, .. }
@@ -217,6 +230,38 @@ pub fn canonical_plugin_dir(dir: &Path) -> Result<PathBuf, TrustError> {
         });
     }
     std::fs::canonicalize(dir).map_err(|err| TrustError::io(dir, "canonicalize", &err))
+}
+
+/// A configured plugin directory, canonical and trusted: [`canonical_plugin_dir`], then
+/// [`check_path_trusted`] on the result (the directory itself may not be a shared sticky one).
+pub fn trusted_plugin_dir(dir: &Path) -> Result<PathBuf, TrustError> {
+    let dir = canonical_plugin_dir(dir)?;
+    check_path_trusted(&dir)?;
+    Ok(dir)
+}
+
+/// The candidate for one plugin file given by itself (`plugin verify DIR/NAME.so`), checked
+/// exactly as the loader checks that entry when `DIR` is a plugin directory: `DIR` is
+/// [`trusted_plugin_dir`], the name is one [`list_plugin_files`] lists (`NAME.so`, not
+/// hidden), and the entry goes through the same per-entry checks (symlinks must stay inside
+/// `DIR`, library and manifest regular files that pass [`check_path_trusted`]). Nothing is
+/// opened. `path` must be absolute.
+pub fn plugin_file_candidate(path: &Path) -> Result<PluginCandidate, TrustError> {
+    let bad = |problem| TrustError::NotAPluginFileName {
+        path: path.to_path_buf(),
+        problem,
+    };
+    let name = path.file_name().ok_or_else(|| bad("has no file name"))?;
+    if name.as_bytes().starts_with(b".") {
+        return Err(bad("is hidden (its name starts with '.')"));
+    }
+    match name.as_bytes().strip_suffix(LIBRARY_SUFFIX.as_bytes()) {
+        Some(stem) if !stem.is_empty() => {}
+        _ => return Err(bad("does not end in .so")),
+    }
+    let dir = path.parent().unwrap_or(Path::new(""));
+    let dir = trusted_plugin_dir(dir)?;
+    candidate(&dir, &name.to_os_string())
 }
 
 /// Checks that `path` and every ancestor up to `/` could only have been written by root or the
@@ -443,29 +488,6 @@ fn resolve_inside(dir: &Path, entry: &Path) -> Result<PathBuf, TrustError> {
     }
     check_path_trusted(&resolved)?;
     Ok(resolved)
-}
-
-/// A short name for the file type in `meta`, for messages.
-pub(crate) fn file_type_name(meta: &Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let ft = meta.file_type();
-    if ft.is_dir() {
-        "directory"
-    } else if ft.is_file() {
-        "regular file"
-    } else if ft.is_symlink() {
-        "symlink"
-    } else if ft.is_fifo() {
-        "fifo"
-    } else if ft.is_socket() {
-        "socket"
-    } else if ft.is_block_device() {
-        "block device"
-    } else if ft.is_char_device() {
-        "character device"
-    } else {
-        "special file"
-    }
 }
 
 #[cfg(test)]
@@ -732,6 +754,62 @@ mod tests {
             items[2].as_ref().unwrap().manifest,
             dir.join("b.plugin.toml")
         );
+    }
+
+    /// One file given by itself gets exactly what the listing of its directory gives it.
+    #[test]
+    fn a_file_alone_is_checked_as_its_directory_listing_checks_it() {
+        let (_tmp, dir) = trusted_tempdir();
+        let (_other_tmp, other) = trusted_tempdir();
+        touch(&dir.join("a.so"));
+        touch(&dir.join("a.plugin.toml"));
+        touch(&other.join("x.so"));
+        symlink(other.join("x.so"), dir.join("x.so")).unwrap();
+        touch(&dir.join("w.so"));
+        touch(&dir.join("w.plugin.toml"));
+        chmod(&dir.join("w.plugin.toml"), 0o666);
+        let listed = list_plugin_files(&dir).unwrap();
+        for (name, item) in ["a.so", "w.so", "x.so"].iter().zip(&listed) {
+            assert_eq!(&plugin_file_candidate(&dir.join(name)), item, "{name}");
+        }
+        assert!(matches!(listed[1], Err(TrustError::Writable { .. })));
+        assert!(matches!(listed[2], Err(TrustError::SymlinkOutside { .. })));
+        // The directory's own checks come first: a shared sticky directory is refused.
+        chmod(&dir, 0o1777);
+        let err = plugin_file_candidate(&dir.join("a.so")).unwrap_err();
+        assert_eq!(err, list_plugin_dir_error(&dir));
+        assert!(
+            matches!(&err, TrustError::Writable { mode: 0o1777, path, .. } if *path == dir),
+            "{err}"
+        );
+        chmod(&dir, 0o755);
+        // Names the listing never lists.
+        for (name, problem) in [
+            (".a.so", "is hidden (its name starts with '.')"),
+            ("a.plugin.toml", "does not end in .so"),
+            (".so", "is hidden (its name starts with '.')"),
+        ] {
+            let err = plugin_file_candidate(&dir.join(name)).unwrap_err();
+            assert_eq!(
+                err,
+                TrustError::NotAPluginFileName {
+                    path: dir.join(name),
+                    problem
+                }
+            );
+            assert!(err.to_string().contains("expected a NAME.so name"), "{err}");
+        }
+        let err = plugin_file_candidate(&dir.join("missing.so")).unwrap_err();
+        assert!(
+            matches!(err, TrustError::Io { action: "stat", .. }),
+            "{err}"
+        );
+    }
+
+    fn list_plugin_dir_error(dir: &Path) -> TrustError {
+        trusted_plugin_dir(dir)
+            .and_then(|d| list_plugin_files(&d))
+            .unwrap_err()
     }
 
     #[test]

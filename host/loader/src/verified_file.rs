@@ -4,39 +4,13 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::manifest::collapse_whitespace;
-use crate::trust::{check_owner_and_mode, current_euid, file_type_name, TrustError};
-
-/// `O_NOFOLLOW` from the Linux UAPI headers, written out to avoid a `libc` dependency: opening a
-/// symlink fails with `ELOOP` instead of following it. The value differs per architecture
-/// (`asm-generic/fcntl.h` vs. the arm/arm64/powerpc `asm/fcntl.h`); the unit test
-/// `refuses_symlink` checks it on the build target.
-#[cfg(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-))]
-const O_NOFOLLOW: i32 = 0o100000;
-/// `O_NOFOLLOW` from the Linux UAPI headers (`asm-generic/fcntl.h`, used by x86_64, x86,
-/// riscv64, loongarch64, s390x), written out to avoid a `libc` dependency: opening a symlink fails
-/// with `ELOOP` instead of following it. The unit test `refuses_symlink` checks it.
-#[cfg(not(any(
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "powerpc",
-    target_arch = "powerpc64"
-)))]
-const O_NOFOLLOW: i32 = 0o400000;
-
-/// `ELOOP`: what `open(O_NOFOLLOW)` returns for a symlink (40 on every Linux architecture
-/// listed above).
-const ELOOP: i32 = 40;
+use crate::regular::{open_regular, OpenError};
+use crate::trust::{check_owner_and_mode, current_euid, TrustError};
 
 /// The ELF magic number.
 const ELF_MAGIC: &[u8; 4] = b"\x7fELF";
@@ -75,7 +49,7 @@ pub enum VerifyError {
         /// The OS error, one line.
         message: String,
     },
-    /// The opened file is not a regular file.
+    /// The library is not a regular file (it is not opened then).
     #[error(
         "plugin library {} is a {found}, expected a regular file; replace it with the built .so",
         .path.display()
@@ -85,6 +59,15 @@ pub enum VerifyError {
         path: PathBuf,
         /// What was found.
         found: &'static str,
+    },
+    /// The file opened is not the one checked just before (the path was replaced).
+    #[error(
+        "plugin library {} was replaced while it was being opened, expected the file checked; retry once nothing writes the plugin directory",
+        .path.display()
+    )]
+    Replaced {
+        /// The library.
+        path: PathBuf,
     },
     /// The opened file's owner or mode is not trusted.
     #[error(transparent)]
@@ -159,8 +142,9 @@ pub struct VerifiedLibrary {
 }
 
 impl VerifiedLibrary {
-    /// Opens `path` (already symlink-resolved; opened with `O_NOFOLLOW`) read-only and, on the
-    /// open descriptor: checks it is a regular file owned by root or the current user and not
+    /// Opens `path` (already symlink-resolved) read-only if it is a regular file, never
+    /// anything else (`crate::regular`: `lstat`, then `O_NOFOLLOW | O_NONBLOCK`, then the
+    /// same inode), and, on the open descriptor: checks it is owned by root or the current user and not
     /// group/world-writable, checks the ELF header (magic, length, shared-object type), and
     /// hashes the whole file with SHA-256.
     pub fn open(path: &Path) -> Result<Self, VerifyError> {
@@ -169,33 +153,26 @@ impl VerifiedLibrary {
 
     /// [`VerifiedLibrary::open`] with the current uid passed in (testable).
     fn open_for(path: &Path, current_uid: Option<u32>) -> Result<Self, VerifyError> {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(O_NOFOLLOW)
-            .open(path)
-            .map_err(|err| {
-                if err.raw_os_error() == Some(ELOOP) {
-                    VerifyError::Symlink {
-                        path: path.to_path_buf(),
-                    }
-                } else {
-                    VerifyError::Open {
-                        path: path.to_path_buf(),
-                        message: collapse_whitespace(&err.to_string()),
-                    }
-                }
-            })?;
+        let (mut file, meta) = open_regular(path).map_err(|err| match err {
+            OpenError::Io(err) => VerifyError::Open {
+                path: path.to_path_buf(),
+                message: collapse_whitespace(&err.to_string()),
+            },
+            OpenError::Symlink => VerifyError::Symlink {
+                path: path.to_path_buf(),
+            },
+            OpenError::NotRegular(found) => VerifyError::NotRegularFile {
+                path: path.to_path_buf(),
+                found,
+            },
+            OpenError::Replaced => VerifyError::Replaced {
+                path: path.to_path_buf(),
+            },
+        })?;
         let read_err = |err: std::io::Error| VerifyError::Read {
             path: path.to_path_buf(),
             message: collapse_whitespace(&err.to_string()),
         };
-        let meta = file.metadata().map_err(read_err)?;
-        if !meta.is_file() {
-            return Err(VerifyError::NotRegularFile {
-                path: path.to_path_buf(),
-                found: file_type_name(&meta),
-            });
-        }
         let current_uid = match current_uid {
             Some(uid) => uid,
             None => current_euid()?,

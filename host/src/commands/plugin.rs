@@ -9,28 +9,28 @@ use agentcompass_host::registry::{Registry, RegistryError};
 use agentcompass_loader::lockfile::PluginLock;
 use agentcompass_loader::manifest::{manifest_path_for_library, ManifestComponent, PluginManifest};
 use agentcompass_loader::trust::{
-    canonical_plugin_dir, check_path_trusted, list_plugin_files, PluginCandidate,
+    list_plugin_files, plugin_file_candidate, trusted_plugin_dir, PluginCandidate,
 };
 use agentcompass_loader::verified_file::sha256_file;
 use agentcompass_loader::{inspect_library, load_candidate, DirRole, LoadOptions, LoadProblem};
 use agentcompass_results::fsutil::write_atomic;
 
+/// What the loader would consider at `path`: every plugin of a directory, or the one entry a
+/// file is, with exactly the loader's checks of that directory and entry (trust of the
+/// directory included; nothing that is not a regular file is ever opened).
 fn candidates(path: &Path) -> Vec<Result<PluginCandidate, LoadProblem>> {
-    let problem = |e: &dyn std::fmt::Display| LoadProblem {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-        detail: None,
-    };
     let absolute = match std::path::absolute(path) {
         Ok(p) => p,
-        Err(e) => return vec![Err(problem(&e))],
+        Err(e) => {
+            return vec![Err(LoadProblem {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+                detail: None,
+            })]
+        }
     };
     if absolute.is_dir() {
-        let listed = canonical_plugin_dir(&absolute).and_then(|dir| {
-            check_path_trusted(&dir)?;
-            list_plugin_files(&dir)
-        });
-        return match listed {
+        return match trusted_plugin_dir(&absolute).and_then(|dir| list_plugin_files(&dir)) {
             Ok(items) => items
                 .into_iter()
                 .map(|item| item.map_err(|e| LoadProblem::from_trust(&e)))
@@ -38,20 +38,7 @@ fn candidates(path: &Path) -> Vec<Result<PluginCandidate, LoadProblem>> {
             Err(e) => vec![Err(LoadProblem::from_trust(&e))],
         };
     }
-    match std::fs::canonicalize(&absolute) {
-        Ok(library) => {
-            let stem = library
-                .file_name()
-                .map(|n| n.to_string_lossy().trim_end_matches(".so").to_string())
-                .unwrap_or_default();
-            vec![Ok(PluginCandidate {
-                manifest: manifest_path_for_library(&library),
-                library,
-                stem,
-            })]
-        }
-        Err(e) => vec![Err(problem(&format_args!("cannot open: {e}")))],
-    }
+    vec![plugin_file_candidate(&absolute).map_err(|e| LoadProblem::from_trust(&e))]
 }
 
 fn instantiate_all(registry: &Registry, name: &str) -> Vec<RegistryError> {
