@@ -959,16 +959,28 @@ async fn host_unix_sockets_are_out_of_reach() {
         dir: public_dir,
     } = open_policy(NetworkPolicy::public()).await;
 
-    // A directory the mirror shows: beside this test binary (not under the temporary
-    // directory, which the sandbox hides).
+    // A directory the mirror shows (not under the temporary directory, /tmp or /run, which the
+    // sandbox hides): beside this test binary, else the home directory, else /var/tmp.
     let exe = std::env::current_exe().unwrap();
-    let beside = fs::canonicalize(exe.parent().unwrap()).unwrap();
     let temp = fs::canonicalize(std::env::temp_dir()).unwrap();
-    assert!(
-        !beside.starts_with(&temp) && !beside.starts_with("/run") && !beside.starts_with("/tmp"),
-        "this test needs the target directory outside {}, /tmp and /run",
-        temp.display()
-    );
+    let hidden =
+        |dir: &Path| dir.starts_with(&temp) || dir.starts_with("/run") || dir.starts_with("/tmp");
+    let candidates = [
+        exe.parent().map(Path::to_path_buf),
+        std::env::var_os("HOME").map(PathBuf::from),
+        Some(PathBuf::from("/var/tmp")),
+    ];
+    let beside = candidates
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| fs::canonicalize(dir).ok())
+        .find(|dir| !hidden(dir) && tempfile::tempdir_in(dir).is_ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no writable directory outside {}, /tmp and /run for the test socket",
+                temp.display()
+            )
+        });
     let mirrored = tempfile::Builder::new()
         .prefix("agentcompass-test-")
         .tempdir_in(&beside)
