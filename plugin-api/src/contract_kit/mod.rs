@@ -12,7 +12,7 @@
 //! observed. Provider-specific behaviour (names, isolation, networks, images) stays in the
 //! provider's own tests.
 //!
-//! ```ignore
+//! ```text
 //! use agentcompass_plugin_api::contract_kit::{run_session_contract, ContractOptions, ProcessProbe};
 //!
 //! #[tokio::test(flavor = "multi_thread")]

@@ -878,49 +878,23 @@ async fn concurrent_opens_of_a_shape_share_one_probe() {
     }
 }
 
-/// The variable [`connect_probe`] reads its targets from.
-const PROBE_VAR: &str = "AGENTCOMPASS_TEST_CONNECT";
-
-/// Run inside a sandbox by [`connections_from`] (this test binary, started again): connects
-/// to each Unix socket named in [`PROBE_VAR`] (one a line; `@name` is abstract) and prints
-/// `connect TARGET: ok` or `connect TARGET: ERROR` for each. Does nothing without it.
-#[test]
-#[ignore = "a helper the socket tests run inside the sandbox"]
-fn connect_probe() {
-    use std::os::linux::net::SocketAddrExt;
-    use std::os::unix::net::{SocketAddr, UnixStream};
-    let Ok(targets) = std::env::var(PROBE_VAR) else {
-        return;
-    };
-    for target in targets.lines() {
-        let connected = match target.strip_prefix('@') {
-            Some(name) => SocketAddr::from_abstract_name(name)
-                .and_then(|addr| UnixStream::connect_addr(&addr)),
-            None => UnixStream::connect(target),
-        };
-        match connected {
-            Ok(_) => println!("connect {target}: ok"),
-            Err(e) => println!("connect {target}: {e}"),
-        }
-    }
-}
+/// Perl (part of every Debian system, so present in the mirrored root) connecting to each Unix
+/// socket named in `$TARGETS` (one a line; `@name` is abstract) and printing `connect TARGET:
+/// ok` or `connect TARGET: ERROR` for each.
+const CONNECT_PROBE: &str = r#"use Socket;
+for my $t (split /\n/, $ENV{TARGETS}) {
+    socket(my $s, AF_UNIX, SOCK_STREAM, 0) or die "socket: $!";
+    (my $path = $t) =~ s/^@/\0/;
+    if (connect($s, pack_sockaddr_un($path))) { print "connect $t: ok\n" }
+    else { print "connect $t: $!\n" }
+}"#;
 
 /// Which of `targets` (sandbox paths, or `@name`) a command in `session` can connect to, with
-/// the reason of each failure: [`connect_probe`] run inside (this binary, uploaded).
+/// the reason of each failure ([`CONNECT_PROBE`] run inside).
 async fn connections_from(session: &SessionRef, targets: &[String]) -> BTreeMap<String, String> {
-    let exe = std::env::current_exe().unwrap();
-    session.upload(&exe, "/tmp/connect-probe").await.unwrap();
-    let probe = ExecRequest::argv([
-        "/tmp/connect-probe",
-        "--exact",
-        "sandbox::tests::connect_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads",
-        "1",
-    ])
-    .env(PROBE_VAR, targets.join("\n"))
-    .timeout(60.0);
+    let probe = ExecRequest::argv(["perl", "-e", CONNECT_PROBE])
+        .env("TARGETS", targets.join("\n"))
+        .timeout(60.0);
     let r = session.exec(probe).await.unwrap();
     assert_eq!(r.returncode, 0, "{r:?}");
     let seen: BTreeMap<String, String> = r
