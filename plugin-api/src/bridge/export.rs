@@ -19,6 +19,7 @@ use crate::Error;
 
 use super::host::import_ctx;
 use super::session::{export_session, import_session, optional_session};
+use super::steps::{score_answer, score_request_of, task_and_step};
 use crate::abi::json::{from_json, to_json};
 
 /// A benchmark exported over the ABI.
@@ -124,14 +125,19 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let task = from_json(&task, "task")?;
+            let (task, step) = task_and_step(&task)?;
             let req = decode_request(&req)?;
             let plan = from_json(&plan, "benchmark plan")?;
             let env = import_session(env);
-            to_json(
-                &b.prepare_task(&import_ctx(ctx), &task, &env, &req, &plan)
-                    .await?,
-            )
+            let ctx = import_ctx(ctx);
+            let prepared = match step {
+                Some(step) => {
+                    b.prepare_step(&ctx, &task, &step, &env, &req, &plan)
+                        .await?
+                }
+                None => b.prepare_task(&ctx, &task, &env, &req, &plan).await?,
+            };
+            to_json(&prepared)
         })
     }
 
@@ -147,7 +153,7 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let task = from_json(&task, "task")?;
+            let (task, step) = task_and_step(&task)?;
             let prepared = from_json(&prepared, "prepared task")?;
             let result = from_json(&result, "run result")?;
             let req = decode_request(&req)?;
@@ -162,13 +168,26 @@ impl BenchmarkAbi for BenchmarkExport {
                 plan: &plan,
                 env: env.as_ref(),
             };
-            to_json(&b.evaluate_attempt(&ctx, input).await?)
+            let evaluated = match step {
+                Some(step) => b.evaluate_step(&ctx, &step, input).await?,
+                None => b.evaluate_attempt(&ctx, input).await?,
+            };
+            to_json(&evaluated)
         })
     }
 
     fn aggregate_metrics(&self, ctx: HostBox, results: RString, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
+            if let Some(request) = score_request_of(&results) {
+                let score = match (request, decode_request(&req)) {
+                    (Ok((task, steps)), Ok(req)) => {
+                        b.score_steps(&import_ctx(ctx), &task, &steps, &req).await
+                    }
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                };
+                return score_answer(score);
+            }
             let results: Vec<_> = from_json(&results, "task results")?;
             let req = decode_request(&req)?;
             to_json(

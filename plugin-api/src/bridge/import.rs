@@ -15,7 +15,8 @@ use crate::abi::*;
 use crate::contracts::{
     ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan,
     HarnessPlan, MetricContract, MetricReport, ModelSpec, OpenEnvironmentRequest, PreparedTask,
-    ProviderCapabilities, RunRequest, RunResult, TaskAttempts, TaskSpec,
+    ProviderCapabilities, RunRequest, RunResult, StepResult, StepScore, TaskAttempts, TaskSpec,
+    TaskStep,
 };
 use crate::sdk::{
     Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
@@ -26,6 +27,7 @@ use crate::{Error, Result};
 use super::call::{await_foreign, sync_result, Label};
 use super::host::export_ctx;
 use super::session::{export_session, import_session, optional_env};
+use super::steps::{read_score_answer, score_request, task_with_step};
 use crate::abi::json::to_json;
 
 /// A task stream received over the ABI.
@@ -56,6 +58,27 @@ impl ImportedBenchmark {
     /// Wraps a plugin benchmark object.
     pub fn new(object: BenchmarkBox, label: Label) -> Self {
         ImportedBenchmark { object, label }
+    }
+
+    /// `evaluate` with the task JSON `task` (a step's, or the task's own).
+    async fn evaluate_json(
+        &self,
+        ctx: &Ctx,
+        task: abi_stable::std_types::RString,
+        input: EvaluationInput<'_>,
+        method: &str,
+    ) -> Result<RunResult> {
+        let call = self.object.evaluate(
+            export_ctx(ctx),
+            task,
+            to_json(input.prepared)?,
+            to_json(&input.result)?,
+            request_json(input.req)?,
+            to_json(input.plan)?,
+            optional_env(input.env),
+        );
+        let json = await_foreign(call).await.map_err(self.label.err(method))?;
+        self.label.decode(method, &json)
     }
 }
 
@@ -181,20 +204,65 @@ impl Benchmark for ImportedBenchmark {
         self.label.decode("prepare_task", &json)
     }
 
-    async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
-        let call = self.object.evaluate(
+    async fn prepare_step(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        step: &TaskStep,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let call = self.object.prepare_task(
             export_ctx(ctx),
-            to_json(input.task)?,
-            to_json(input.prepared)?,
-            to_json(&input.result)?,
-            request_json(input.req)?,
-            to_json(input.plan)?,
-            optional_env(input.env),
+            task_with_step(task, step)?,
+            export_session(env),
+            request_json(req)?,
+            to_json(plan)?,
         );
         let json = await_foreign(call)
             .await
-            .map_err(self.label.err("evaluate"))?;
-        self.label.decode("evaluate", &json)
+            .map_err(self.label.err("prepare_step"))?;
+        self.label.decode("prepare_step", &json)
+    }
+
+    async fn evaluate_step(
+        &self,
+        ctx: &Ctx,
+        step: &TaskStep,
+        input: EvaluationInput<'_>,
+    ) -> Result<RunResult> {
+        self.evaluate_json(
+            ctx,
+            task_with_step(input.task, step)?,
+            input,
+            "evaluate_step",
+        )
+        .await
+    }
+
+    async fn score_steps(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        steps: &[StepResult],
+        req: &RunRequest,
+    ) -> Result<StepScore> {
+        let call = self.object.aggregate_metrics(
+            export_ctx(ctx),
+            score_request(task, steps)?,
+            request_json(req)?,
+        );
+        // A plugin built before steps cannot decode the request (and does nothing).
+        match await_foreign(call).await {
+            Ok(json) => read_score_answer(&json).map_err(self.label.err("score_steps")),
+            Err(_) => Ok(StepScore::last_evaluated(steps)),
+        }
+    }
+
+    async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        let task = to_json(input.task)?;
+        self.evaluate_json(ctx, task, input, "evaluate").await
     }
 
     async fn aggregate_metrics(
@@ -523,5 +591,170 @@ mod tests {
             refused.message.contains("cannot switch network policies"),
             "{refused}"
         );
+    }
+
+    /// A benchmark that tells its step calls from its task calls.
+    struct Stepped {
+        steps: bool,
+    }
+
+    #[async_trait]
+    impl Benchmark for Stepped {
+        async fn load_tasks(&self, _: &Ctx, _: &RunRequest) -> Result<Vec<TaskSpec>> {
+            Ok(vec![])
+        }
+        async fn prepare_task(
+            &self,
+            _: &Ctx,
+            task: &TaskSpec,
+            _: &SessionRef,
+            _: &RunRequest,
+            _: &BenchmarkPlan,
+        ) -> Result<PreparedTask> {
+            Ok(PreparedTask::new(
+                task.task_id.clone(),
+                crate::contracts::TaskInput::new(format!("task: {}", task.question)),
+            ))
+        }
+        async fn prepare_step(
+            &self,
+            ctx: &Ctx,
+            task: &TaskSpec,
+            step: &TaskStep,
+            env: &SessionRef,
+            req: &RunRequest,
+            plan: &BenchmarkPlan,
+        ) -> Result<PreparedTask> {
+            if !self.steps {
+                // What the SDK's default does.
+                let mut task = task.clone();
+                task.question = step.question.clone();
+                return self.prepare_task(ctx, &task, env, req, plan).await;
+            }
+            Ok(PreparedTask::new(
+                task.task_id.clone(),
+                crate::contracts::TaskInput::new(format!(
+                    "step {}: {} (task: {})",
+                    step.name, step.question, task.question
+                )),
+            ))
+        }
+        async fn evaluate_attempt(&self, _: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+            let mut result = input.result;
+            result.extra.insert("by".into(), "evaluate_attempt".into());
+            Ok(result)
+        }
+        async fn evaluate_step(
+            &self,
+            ctx: &Ctx,
+            step: &TaskStep,
+            input: EvaluationInput<'_>,
+        ) -> Result<RunResult> {
+            if !self.steps {
+                return self.evaluate_attempt(ctx, input).await;
+            }
+            let mut result = input.result;
+            result
+                .extra
+                .insert("by".into(), format!("evaluate_step {}", step.name).into());
+            Ok(result)
+        }
+        async fn score_steps(
+            &self,
+            _: &Ctx,
+            _: &TaskSpec,
+            steps: &[StepResult],
+            _: &RunRequest,
+        ) -> Result<StepScore> {
+            if !self.steps {
+                return Ok(StepScore::last_evaluated(steps));
+            }
+            if steps.is_empty() {
+                return Err(Error::invalid_input("no steps"));
+            }
+            Ok(StepScore {
+                stop: true,
+                reason: Some(format!("{} steps", steps.len())),
+                ..StepScore::default()
+            })
+        }
+    }
+
+    fn imported(steps: bool) -> ImportedBenchmark {
+        let object =
+            super::super::export::BenchmarkExport::boxed(Arc::new(Stepped { steps }), None);
+        ImportedBenchmark::new(object, Label::new("plugin p benchmark stepped"))
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn step_calls_cross_the_boundary_on_the_task_methods() {
+        let (bench, ctx) = (imported(true), Ctx::detached());
+        let env: SessionRef = Arc::new(MemorySession::default());
+        let (task, req) = (TaskSpec::new("t", "whole"), RunRequest::default());
+        let step = TaskStep::new("one", "first");
+        let plan = BenchmarkPlan::default();
+        let prepared = bench
+            .prepare_step(&ctx, &task, &step, &env, &req, &plan)
+            .await
+            .unwrap();
+        assert_eq!(prepared.input.prompt, "step one: first (task: whole)");
+        let prepared = bench
+            .prepare_task(&ctx, &task, &env, &req, &plan)
+            .await
+            .unwrap();
+        assert_eq!(prepared.input.prompt, "task: whole");
+        let exec_plan = ExecutionPlan::default();
+        let input = || EvaluationInput {
+            task: &task,
+            prepared: &prepared,
+            result: RunResult::new("t"),
+            req: &req,
+            plan: &exec_plan,
+            env: None,
+        };
+        let stepped = bench.evaluate_step(&ctx, &step, input()).await.unwrap();
+        assert_eq!(stepped.extra["by"], "evaluate_step one");
+        let whole = bench.evaluate_attempt(&ctx, input()).await.unwrap();
+        assert_eq!(whole.extra["by"], "evaluate_attempt");
+        let done = [StepResult {
+            name: "one".into(),
+            ..StepResult::default()
+        }];
+        let score = bench.score_steps(&ctx, &task, &done, &req).await.unwrap();
+        assert_eq!(
+            (score.stop, score.reason.as_deref()),
+            (true, Some("1 steps"))
+        );
+        let err = bench.score_steps(&ctx, &task, &[], &req).await.unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::InvalidInput);
+        assert!(err.message.ends_with("score_steps: no steps"), "{err}");
+        // Ordinary metric aggregation is untouched.
+        let report = bench.aggregate_metrics(&ctx, &[], &req).await.unwrap();
+        assert_eq!(report.series.len(), 1);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn step_defaults_use_the_task_methods() {
+        let (bench, ctx) = (imported(false), Ctx::detached());
+        let env: SessionRef = Arc::new(MemorySession::default());
+        let (task, req) = (TaskSpec::new("t", "whole"), RunRequest::default());
+        let prepared = bench
+            .prepare_step(
+                &ctx,
+                &task,
+                &TaskStep::new("one", "first"),
+                &env,
+                &req,
+                &BenchmarkPlan::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(prepared.input.prompt, "task: first");
+        let done = [StepResult {
+            name: "one".into(),
+            ..StepResult::default()
+        }];
+        let score = bench.score_steps(&ctx, &task, &done, &req).await.unwrap();
+        assert!(score.stop);
     }
 }

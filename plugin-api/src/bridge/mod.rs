@@ -13,6 +13,7 @@ pub mod import;
 #[doc(hidden)]
 pub mod root;
 pub mod session;
+mod steps;
 
 pub use crate::abi::json::{from_json, to_json};
 pub use call::Label;

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod progress;
 pub mod request;
 pub mod result;
+pub mod steps;
 pub mod task;
 
 pub use artifacts::*;
@@ -27,6 +28,7 @@ pub use plan::*;
 pub use progress::*;
 pub use request::*;
 pub use result::*;
+pub use steps::*;
 pub use task::*;
 
 /// A free-form JSON object (component params, metadata, telemetry, …).

@@ -288,6 +288,9 @@ pub struct RunResult {
     /// Benchmark-specific extras.
     #[serde(default)]
     pub extra: JsonMap,
+    /// The finished steps of a multi-step task, in order (empty for a single-step task).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<super::StepResult>,
 }
 
 impl RunResult {

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EvaluationEnvironmentMode, JsonMap,
-    NetworkPolicy, ResourceRequirements,
+    NetworkPolicy, ResourceRequirements, TaskStep,
 };
 
 /// One task as loaded by a benchmark, with optional per-task execution hints.
@@ -85,6 +85,10 @@ pub struct TaskSpec {
     /// Unmapped declarations found while loading.
     #[serde(default)]
     pub load_warnings: Vec<String>,
+    /// The task's steps, run in order in the same task environment (empty: a single-step
+    /// task, prepared by `prepare_task` and scored by `evaluate_attempt`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<TaskStep>,
 }
 
 impl TaskSpec {

@@ -15,7 +15,7 @@ use crate::contracts::{
     ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
     ExecResult, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec, NetworkPolicy,
     OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, SessionInfo,
-    TaskAttempts, TaskSpec,
+    StepResult, StepScore, TaskAttempts, TaskSpec, TaskStep,
 };
 use crate::{Error, Result};
 
@@ -151,6 +151,60 @@ pub trait Benchmark: Send + Sync + 'static {
         Err(Error::msg(
             "this benchmark implements neither `evaluate_attempt` nor `evaluate`",
         ))
+    }
+
+    /// Prepares one step of a multi-step task ([`TaskSpec::steps`]) in the task environment,
+    /// which holds whatever the earlier steps left there. Like `prepare_task`, it must be safe
+    /// to repeat and must not expose hidden answers.
+    ///
+    /// The default is [`Benchmark::prepare_task`] on a copy of the task whose question is the
+    /// step's (when the step has one).
+    async fn prepare_step(
+        &self,
+        ctx: &Ctx,
+        task: &TaskSpec,
+        step: &TaskStep,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        if step.question.is_empty() {
+            return self.prepare_task(ctx, task, env, req, plan).await;
+        }
+        let mut task = task.clone();
+        task.question = step.question.clone();
+        self.prepare_task(ctx, &task, env, req, plan).await
+    }
+
+    /// Scores one step of a multi-step task: `input.prepared` is what `prepare_step` returned
+    /// for it and `input.result` the step's run result; `input.env` is the task environment
+    /// (steps are evaluated in it, `reuse`) or none (`none`).
+    ///
+    /// The default is [`Benchmark::evaluate_attempt`].
+    async fn evaluate_step(
+        &self,
+        ctx: &Ctx,
+        step: &TaskStep,
+        input: EvaluationInput<'_>,
+    ) -> Result<RunResult> {
+        let _ = step;
+        self.evaluate_attempt(ctx, input).await
+    }
+
+    /// The verdict after each finished step of a multi-step task (`steps` holds every step
+    /// run so far, in order): whether the remaining steps run, and the attempt's metrics over
+    /// the steps so far (the last verdict's are the attempt's). It should do no I/O.
+    ///
+    /// The default ([`StepScore::last_evaluated`]) stops after a step that was not evaluated
+    /// and scores the attempt by the last evaluated step.
+    async fn score_steps(
+        &self,
+        _ctx: &Ctx,
+        _task: &TaskSpec,
+        steps: &[StepResult],
+        _req: &RunRequest,
+    ) -> Result<StepScore> {
+        Ok(StepScore::last_evaluated(steps))
     }
 
     /// Request-level metrics (default: contract-driven mean of each metric).
