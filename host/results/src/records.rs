@@ -11,6 +11,8 @@ pub const TASK_SCHEMA: &str = "agentcompass.task.v3";
 pub const RETRY_SCHEMA: &str = "agentcompass.retry.v1";
 /// Schema of evaluation checkpoints.
 pub const CHECKPOINT_SCHEMA: &str = "agentcompass.evaluation_checkpoint.v4";
+/// Schema of a multi-step attempt's step checkpoint (`attempt-N/steps/checkpoint.json`).
+pub const STEPS_CHECKPOINT_SCHEMA: &str = "agentcompass.steps_checkpoint.v1";
 /// Schema of environment-resource records.
 pub const ENV_RECORD_SCHEMA: &str = "agentcompass.environment_resource.v1";
 
@@ -33,6 +35,10 @@ pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
         "analysis_result": {},
         "retry_count": retry_count,
     });
+    let mut payload = payload;
+    if !result.steps.is_empty() {
+        payload["steps"] = redacted(serde_json::to_value(&result.steps).unwrap_or(Value::Null));
+    }
     scrub_value(&payload)
 }
 

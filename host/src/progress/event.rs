@@ -44,6 +44,10 @@ pub enum TaskPhase {
     RecoverEvaluation,
     /// The attempt waits before a runtime retry.
     RetryWait,
+    /// A step of a multi-step task starts (detail: its name, number and the step count).
+    RunStep,
+    /// The finished steps of an interrupted run are restored (multi-step resume).
+    RestoreSteps,
 }
 
 impl TaskPhase {
@@ -65,6 +69,8 @@ impl TaskPhase {
             TaskPhase::Evaluate => "evaluate",
             TaskPhase::RecoverEvaluation => "recover_evaluation",
             TaskPhase::RetryWait => "retry_wait",
+            TaskPhase::RunStep => "run_step",
+            TaskPhase::RestoreSteps => "restore_steps",
         }
     }
 }

@@ -153,6 +153,9 @@ impl RequestContext {
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
     ) -> Option<(serde_json::Value, std::path::PathBuf)> {
         use agentcompass_plugin_api::contracts::EvaluationEnvironmentMode;
+        if !task.steps.is_empty() {
+            return self.resumable_steps(task, attempt);
+        }
         if plan.evaluation_environment_mode == EvaluationEnvironmentMode::Reuse {
             return None;
         }
@@ -168,6 +171,28 @@ impl RequestContext {
                 == serde_json::json!(plan.evaluation_environment_mode)
             && checkpoint["evaluation_network_policy"]
                 == serde_json::json!(plan.evaluation_network_policy);
+        same.then_some((checkpoint, attempt_dir))
+    }
+
+    /// The step checkpoint of an interrupted earlier run for this multi-step attempt (same
+    /// reuse key and task); whether its steps can be resumed is decided when it is used.
+    fn resumable_steps(
+        &self,
+        task: &TaskSpec,
+        attempt: u32,
+    ) -> Option<(serde_json::Value, std::path::PathBuf)> {
+        use agentcompass_results::store::{STEPS_CHECKPOINT_FILE, STEPS_DIR};
+        let dir = self
+            .resumable
+            .get(&agentcompass_results::naming::task_dir_name(&task.task_id))?;
+        let attempt_dir = dir.join(format!("attempt-{attempt}"));
+        let path = attempt_dir.join(STEPS_DIR).join(STEPS_CHECKPOINT_FILE);
+        let checkpoint: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        let same = checkpoint["schema_version"].as_str()
+            == Some(agentcompass_results::records::STEPS_CHECKPOINT_SCHEMA)
+            && checkpoint["reuse_key"].as_str() == Some(self.reuse_key.as_str())
+            && checkpoint["task_id"].as_str() == Some(task.task_id.as_str());
         same.then_some((checkpoint, attempt_dir))
     }
 

@@ -30,7 +30,7 @@ pub use published::{
     attempts_complete, copy_tree, find_reuse_source, published_tasks, read_run_info, running_tasks,
     CopyHook, PublishedTask, PublishedTasks,
 };
-pub use task::{TaskState, TaskWriter};
+pub use task::{TaskState, TaskWriter, STEPS_CHECKPOINT_FILE, STEPS_DIR, STEP_SNAPSHOT_DIR};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter};

@@ -17,6 +17,12 @@ pub(super) const TASK_FILE: &str = "task.json";
 /// File name of an attempt's result.
 pub(super) const RESULT_FILE: &str = "result.json";
 const CHECKPOINT_FILE: &str = "checkpoint.json";
+/// Directory of a multi-step attempt's steps (`attempt-N/steps/<name>/`).
+pub const STEPS_DIR: &str = "steps";
+/// File name of a multi-step attempt's step checkpoint (`attempt-N/steps/checkpoint.json`).
+pub const STEPS_CHECKPOINT_FILE: &str = "checkpoint.json";
+/// Directory of a step's snapshot of the environment's working directory.
+pub const STEP_SNAPSHOT_DIR: &str = "workdir";
 const RETRIES_DIR: &str = "retries";
 /// Longest stage part of a retry file name (keeps names under the 255-byte limit).
 const MAX_STAGE_CHARS: usize = 32;
@@ -127,6 +133,77 @@ impl TaskWriter {
         let path = self.ensure_attempt_dir(attempt)?.join(CHECKPOINT_FILE);
         write_json_atomic_compact(&path, checkpoint)?;
         Ok(path)
+    }
+
+    /// `attempt-<n>/steps/` of a multi-step attempt.
+    pub fn steps_dir(&self, attempt: u32) -> PathBuf {
+        self.attempt_dir(attempt).join(STEPS_DIR)
+    }
+
+    /// `attempt-<n>/steps/<step>/` (the step name as a path component).
+    pub fn step_dir(&self, attempt: u32, step: &str) -> PathBuf {
+        self.steps_dir(attempt).join(sanitize_component(step))
+    }
+
+    /// Removes `attempt-<n>/steps/` (a new physical run of the attempt starts without the
+    /// steps of the one before).
+    pub fn clear_steps(&self, attempt: u32) -> Result<(), StoreError> {
+        let dir = self.steps_dir(attempt);
+        match fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StoreError::io("remove", &dir, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Atomically writes `attempt-<n>/steps/<step>/result.json` (compact) and returns its
+    /// path. `step` must be a portable directory name (as every step name is).
+    pub fn write_step_result(
+        &self,
+        attempt: u32,
+        step: &str,
+        result: &Value,
+    ) -> Result<PathBuf, StoreError> {
+        let dir = self.step_dir(attempt, step);
+        create_dir_all(&dir)?;
+        let path = dir.join(RESULT_FILE);
+        write_json_atomic_compact(&path, result)?;
+        Ok(path)
+    }
+
+    /// Atomically writes `attempt-<n>/steps/checkpoint.json` (compact).
+    pub fn write_steps_checkpoint(
+        &self,
+        attempt: u32,
+        checkpoint: &Value,
+    ) -> Result<PathBuf, StoreError> {
+        let dir = self.steps_dir(attempt);
+        create_dir_all(&dir)?;
+        let path = dir.join(STEPS_CHECKPOINT_FILE);
+        write_json_atomic_compact(&path, checkpoint)?;
+        Ok(path)
+    }
+
+    /// Removes the step checkpoint and every step snapshot of a finished multi-step attempt
+    /// (they only serve to resume an interrupted one).
+    pub fn finish_steps(&self, attempt: u32, steps: &[String]) -> Result<(), StoreError> {
+        let dir = self.steps_dir(attempt);
+        let checkpoint = dir.join(STEPS_CHECKPOINT_FILE);
+        match fs::remove_file(&checkpoint) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(StoreError::io("remove", &checkpoint, e));
+            }
+            _ => {}
+        }
+        for step in steps {
+            let snapshot = dir.join(sanitize_component(step)).join(STEP_SNAPSHOT_DIR);
+            match fs::remove_dir_all(&snapshot) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    return Err(StoreError::io("remove", &snapshot, e));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// `attempt-<n>/checkpoint.json`, or `None` if it is missing or unreadable (logged).

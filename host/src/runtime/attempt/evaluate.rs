@@ -2,7 +2,7 @@
 //! a fresh environment with the collected artifacts restored (fresh).
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentRole, IssuePhase, IssueSeverity, PreparedTask, RunResult,
+    EnvironmentRole, IssuePhase, IssueSeverity, PreparedTask, RunResult, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Error;
@@ -74,6 +74,29 @@ pub(super) async fn evaluate(
     result: RunResult,
     session: Option<&SessionRef>,
 ) -> (RunResult, bool) {
+    let outcome = evaluate_in(step, None, prepared, result, session).await;
+    (outcome.result, outcome.cancelled)
+}
+
+/// How an evaluation ended.
+pub(super) struct Evaluated {
+    /// The (merged) result.
+    pub(super) result: RunResult,
+    /// The run was cancelled during the evaluation.
+    pub(super) cancelled: bool,
+    /// The benchmark's evaluation returned a result (it did not fail or time out).
+    pub(super) returned: bool,
+}
+
+/// The benchmark's `evaluate_attempt`, or its `evaluate_step` for `task_step`, under the
+/// evaluation watchdog.
+pub(super) async fn evaluate_in(
+    step: &Step<'_>,
+    task_step: Option<&TaskStep>,
+    prepared: &PreparedTask,
+    result: RunResult,
+    session: Option<&SessionRef>,
+) -> Evaluated {
     const RULE: IssueRule = IssueRule {
         phase: IssuePhase::Evaluate,
         severity: IssueSeverity::Error,
@@ -92,7 +115,11 @@ pub(super) async fn evaluate(
         Ok(scoped) => scoped,
         Err(halt) => {
             result.push_issue(halt.issue());
-            return (result, false);
+            return Evaluated {
+                result,
+                cancelled: false,
+                returned: false,
+            };
         }
     };
     let rc = step.rc;
@@ -105,15 +132,26 @@ pub(super) async fn evaluate(
         plan: step.plan,
         env: scoped.as_ref(),
     };
-    let call = benchmark.evaluate_attempt(&rc.ctx, input);
-    let budget = watchdog(step.plan.evaluation_timeout_seconds);
-    match run_phase(&rc.cancel, budget, call).await.or_halt(&RULE) {
-        Ok(evaluated) => (merge_evaluated(&result, evaluated), false),
-        Err(Halt::Cancelled(_)) => (result, true),
-        Err(Halt::Issue(issue)) => {
-            result.push_issue(issue);
-            (result, false)
+    let call = async {
+        match task_step {
+            Some(task_step) => benchmark.evaluate_step(&rc.ctx, task_step, input).await,
+            None => benchmark.evaluate_attempt(&rc.ctx, input).await,
         }
+    };
+    let budget = watchdog(step.plan.evaluation_timeout_seconds);
+    let (result, cancelled, returned) =
+        match run_phase(&rc.cancel, budget, call).await.or_halt(&RULE) {
+            Ok(evaluated) => (merge_evaluated(&result, evaluated), false, true),
+            Err(Halt::Cancelled(_)) => (result, true, false),
+            Err(Halt::Issue(issue)) => {
+                result.push_issue(issue);
+                (result, false, false)
+            }
+        };
+    Evaluated {
+        result,
+        cancelled,
+        returned,
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`checkpoint`]: the evaluation checkpoint;
 //! - [`evaluate`]: scoring in the same, no, or a fresh environment;
 //! - [`recovery`]: evaluation-only recovery from an interrupted run's checkpoint;
+//! - [`steps`]: the steps of a multi-step task, one after another in the task environment,
+//!   each persisted as it finishes (and resumed after an interruption);
 //! - [`outcome`]: how a phase's ending becomes an issue (one rule per phase).
 
 mod checkpoint;
@@ -17,6 +19,7 @@ mod evaluate;
 mod outcome;
 mod recovery;
 mod stage;
+mod steps;
 
 use agentcompass_plugin_api::contracts::{
     EnvironmentRole, EvaluationEnvironmentMode, ExecutionPlan, PreparedTask, RunResult, TaskSpec,
@@ -65,7 +68,12 @@ pub async fn physical_attempt(
             return PhysicalOutcome { result, cancelled };
         }
     };
-    let mut stage = run_stage(&step, &env.session).await;
+    if !task.steps.is_empty() {
+        let mut outcome = steps::run_steps(&step, env, writer, steps::Done::default()).await;
+        scope.record_usage(&mut outcome.result);
+        return outcome;
+    }
+    let mut stage = run_stage(&step, &env.session, None).await;
     if !stage.cancelled && !has_fatal(&stage.result) {
         collect::collect_artifacts(&step, &env.session, writer, &mut stage.result).await;
     }

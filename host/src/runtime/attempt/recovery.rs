@@ -1,6 +1,7 @@
 //! Evaluation-only recovery: the agent run of an attempt finished in an interrupted earlier
 //! run and left an evaluation checkpoint; its prepared task, run result and artifacts are
-//! restored and only the evaluation runs (none or fresh mode).
+//! restored and only the evaluation runs (none or fresh mode). A multi-step attempt's step
+//! checkpoint resumes its remaining steps instead (see `steps`).
 
 use std::path::Path;
 
@@ -9,6 +10,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_results::artifacts as manifest;
 use agentcompass_results::fsutil::copy_file_atomic;
+use agentcompass_results::records::STEPS_CHECKPOINT_SCHEMA;
 use agentcompass_results::store::{copy_tree, TaskWriter};
 use serde_json::Value;
 
@@ -75,6 +77,18 @@ pub async fn recover_evaluation(
     checkpoint: Value,
     source_attempt_dir: &Path,
 ) -> Option<PhysicalOutcome> {
+    if checkpoint["schema_version"].as_str() == Some(STEPS_CHECKPOINT_SCHEMA) {
+        return super::steps::resume_steps(
+            rc,
+            task,
+            plan,
+            attempt,
+            writer,
+            checkpoint,
+            source_attempt_dir,
+        )
+        .await;
+    }
     let prepared: PreparedTask = serde_json::from_value(checkpoint["prepared"].clone()).ok()?;
     let result: RunResult = serde_json::from_value(checkpoint["run_result"].clone()).ok()?;
     rc.phase(task, attempt, TaskPhase::RecoverEvaluation);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::{
     ExecutionIssue, ExecutionPlan, IssuePhase, IssueSeverity, PreparedTask, RunResult, TaskSpec,
+    TaskStep,
 };
 use agentcompass_plugin_api::sdk::{Harness, HarnessFreeBenchmark, HarnessSession, SessionRef};
 use agentcompass_plugin_api::ErrorKind;
@@ -56,9 +57,13 @@ impl Step<'_> {
     }
 }
 
-/// Prepare, then the harness (or `run_task`).
-pub(super) async fn run_stage(step: &Step<'_>, session: &SessionRef) -> StageOutcome {
-    let prepared = match prepare(step, session).await {
+/// Prepare (the task, or one step of a multi-step task), then the harness (or `run_task`).
+pub(super) async fn run_stage(
+    step: &Step<'_>,
+    session: &SessionRef,
+    task_step: Option<&TaskStep>,
+) -> StageOutcome {
+    let prepared = match prepare(step, session, task_step).await {
         Ok(prepared) => prepared,
         Err(halt) => return StageOutcome::halted(step.task, None, halt),
     };
@@ -98,8 +103,12 @@ pub(super) async fn run_stage(step: &Step<'_>, session: &SessionRef) -> StageOut
     }
 }
 
-/// The benchmark's `prepare_task` in the (bare) task environment.
-async fn prepare(step: &Step<'_>, session: &SessionRef) -> Result<PreparedTask, Halt> {
+/// The benchmark's `prepare_task` (or `prepare_step`) in the task environment.
+async fn prepare(
+    step: &Step<'_>,
+    session: &SessionRef,
+    task_step: Option<&TaskStep>,
+) -> Result<PreparedTask, Halt> {
     const RULE: IssueRule = IssueRule {
         phase: IssuePhase::Setup,
         severity: IssueSeverity::Fatal,
@@ -110,13 +119,21 @@ async fn prepare(step: &Step<'_>, session: &SessionRef) -> Result<PreparedTask, 
     step.phase(TaskPhase::PrepareTask);
     let rc = step.rc;
     let benchmark = &rc.planner.benchmark().benchmark;
-    let call = benchmark.prepare_task(
-        &rc.ctx,
-        step.task,
-        session,
-        &rc.resolved,
-        &step.plan.benchmark_plan,
-    );
+    let plan = &step.plan.benchmark_plan;
+    let call = async {
+        match task_step {
+            Some(task_step) => {
+                benchmark
+                    .prepare_step(&rc.ctx, step.task, task_step, session, &rc.resolved, plan)
+                    .await
+            }
+            None => {
+                benchmark
+                    .prepare_task(&rc.ctx, step.task, session, &rc.resolved, plan)
+                    .await
+            }
+        }
+    };
     run_phase(&rc.cancel, None, call).await.or_halt(&RULE)
 }
 

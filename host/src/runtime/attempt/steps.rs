@@ -1,0 +1,485 @@
+//! A multi-step attempt: the task's steps one after another in the same task environment (the
+//! agent's state carries over). Each step is prepared (`prepare_step`), run by the harness,
+//! evaluated in the task environment (`evaluate_step`, reuse mode; none mode evaluates without
+//! it) and judged (`score_steps`: go on or stop, and the attempt's metrics so far). Artifacts
+//! are collected once, after the last step run.
+//!
+//! Every finished step is persisted as it finishes: `attempt-N/steps/<name>/result.json` (the
+//! step's full result and its record), and, when another step follows, a snapshot of the
+//! environment's working directory (`attempt-N/steps/<name>/workdir/`) and the step checkpoint
+//! `attempt-N/steps/checkpoint.json`. A rerun of an interrupted attempt (`--reuse`) opens a new
+//! environment, restores the last snapshot into the working directory and runs the remaining
+//! steps only. Only the working directory is restored: files elsewhere (home, `/tmp`, installed
+//! packages, `/logs`), running processes and the agent's own memory are not. Snapshots and the
+//! checkpoint are removed once the attempt ends.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use agentcompass_plugin_api::contracts::{
+    EnvironmentRole, EvaluationEnvironmentMode, ExecRequest, ExecutionPlan, IssuePhase, RunResult,
+    StepResult, StepScore, TaskSpec, TaskStep, TokenUsage, Trajectory,
+};
+use agentcompass_results::naming::sanitize_component;
+use agentcompass_results::records::{attempt_payload, STEPS_CHECKPOINT_SCHEMA};
+use agentcompass_results::store::{copy_tree, TaskWriter, STEPS_DIR, STEP_SNAPSHOT_DIR};
+use agentcompass_results::time::rfc3339;
+use serde_json::{json, Value};
+
+use super::env::{close_environment, open_environment, OpenEnv};
+use super::evaluate::evaluate_in;
+use super::outcome::{failed, has_fatal};
+use super::stage::{run_stage, StageOutcome, Step};
+use super::{collect, PhysicalOutcome};
+use crate::issue_codes as codes;
+use crate::progress::TaskPhase;
+use crate::runtime::blocking::blocking;
+use crate::runtime::context::RequestContext;
+
+/// The steps an interrupted run finished (empty for a new run), and what they added to the
+/// attempt's result.
+#[derive(Default)]
+pub(super) struct Done {
+    records: Vec<StepResult>,
+    partial: Option<RunResult>,
+}
+
+/// The working directory steps share: the plan's, else the environment's default.
+fn shared_workdir(plan: &ExecutionPlan, env: &OpenEnv) -> Option<String> {
+    plan.environment
+        .setup
+        .workdir
+        .clone()
+        .or_else(|| env.session.info().default_workdir)
+}
+
+/// Runs the steps of `step.task` not in `done`, then collects the artifacts and closes the
+/// environment.
+pub(super) async fn run_steps(
+    step: &Step<'_>,
+    env: OpenEnv,
+    writer: &TaskWriter,
+    done: Done,
+) -> PhysicalOutcome {
+    let (task, plan) = (step.task, step.plan);
+    if plan.evaluation_environment_mode == EvaluationEnvironmentMode::Fresh {
+        let mut result = failed(
+            task,
+            codes::UNSUPPORTED.fatal(
+                IssuePhase::Setup,
+                "the steps of a multi-step task are evaluated in the task environment (reuse) \
+                 or without one (none); a fresh evaluation environment per step is not supported",
+            ),
+        );
+        close_environment(step.rc, env, &mut result).await;
+        return PhysicalOutcome {
+            result,
+            cancelled: false,
+        };
+    }
+    if done.records.is_empty() {
+        if let Err(e) = writer.clear_steps(step.attempt) {
+            tracing::warn!("cannot clear the steps of an earlier run: {e}");
+        }
+    }
+    let mut combined = done.partial.unwrap_or_else(|| {
+        let mut result = RunResult::new(task.task_id.clone());
+        result.category = task.category.clone();
+        result
+    });
+    let mut records = done.records;
+    let mut score = StepScore::default();
+    let total = task.steps.len();
+    for (index, task_step) in task.steps.iter().enumerate().skip(records.len()) {
+        step.rc.phase_with(
+            task,
+            step.attempt,
+            TaskPhase::RunStep,
+            json!({"step": task_step.name, "number": index + 1, "total": total}),
+        );
+        let (started, clock) = (SystemTime::now(), Instant::now());
+        let ran = run_one(step, &env, task_step).await;
+        if ran.cancelled {
+            close_environment(step.rc, env, &mut combined).await;
+            return PhysicalOutcome {
+                result: combined,
+                cancelled: true,
+            };
+        }
+        records.push(record(task_step, &ran, started, clock.elapsed()));
+        score = judge(step, &records, &mut combined).await;
+        if let Some(last) = records.last_mut().filter(|_| score.stop) {
+            last.stop_reason = score.reason.clone();
+        }
+        absorb(&mut combined, &ran.result);
+        persist(
+            step,
+            writer,
+            task_step,
+            &ran.result,
+            &records,
+            &mut combined,
+        );
+        if score.stop || index + 1 == total {
+            break;
+        }
+        if let Err(issue) = leave_evaluation(step, &env).await {
+            combined.push_issue(issue);
+            break;
+        }
+        checkpoint(step, &env, writer, task_step, &records, &mut combined).await;
+    }
+    if records.len() < total && !score.stop {
+        // Stopped by a failure of the host (network policy): the steps not run are recorded
+        // by their absence.
+        tracing::warn!(task_id = %task.task_id, "not every step of the task ran");
+    }
+    combined.metrics = score.metrics;
+    combined.extra.extend(score.extra);
+    combined.steps = records;
+    combined.refresh_status();
+    if !has_fatal(&combined) {
+        collect::collect_artifacts(step, &env.session, writer, &mut combined).await;
+    }
+    close_environment(step.rc, env, &mut combined).await;
+    let names: Vec<String> = task.steps.iter().map(|s| s.name.clone()).collect();
+    if let Err(e) = writer.finish_steps(step.attempt, &names) {
+        tracing::warn!("cannot remove the step snapshots of {}: {e}", task.task_id);
+    }
+    PhysicalOutcome {
+        result: combined,
+        cancelled: false,
+    }
+}
+
+/// How one step ended.
+struct Ran {
+    result: RunResult,
+    /// The benchmark's evaluation returned a result.
+    evaluated: bool,
+    cancelled: bool,
+}
+
+/// One step: prepare and run it, then evaluate it unless its run failed fatally.
+async fn run_one(step: &Step<'_>, env: &OpenEnv, task_step: &TaskStep) -> Ran {
+    let StageOutcome {
+        result,
+        prepared,
+        cancelled,
+    } = run_stage(step, &env.session, Some(task_step)).await;
+    let prepared = prepared.filter(|_| !cancelled && !has_fatal(&result));
+    let Some(prepared) = prepared else {
+        return Ran {
+            result,
+            evaluated: false,
+            cancelled,
+        };
+    };
+    let session = (step.plan.evaluation_environment_mode == EvaluationEnvironmentMode::Reuse)
+        .then_some(&env.session);
+    let evaluated = evaluate_in(step, Some(task_step), &prepared, result, session).await;
+    Ran {
+        evaluated: evaluated.returned,
+        cancelled: evaluated.cancelled,
+        result: evaluated.result,
+    }
+}
+
+/// What the attempt's result records of a finished step.
+fn record(task_step: &TaskStep, ran: &Ran, started: SystemTime, took: Duration) -> StepResult {
+    let result = &ran.result;
+    StepResult {
+        name: task_step.name.clone(),
+        status: result.status,
+        evaluated: ran.evaluated,
+        metrics: if ran.evaluated {
+            result.metrics.clone()
+        } else {
+            Default::default()
+        },
+        issues: result.issues.clone(),
+        extra: result.extra.clone(),
+        started_at: Some(rfc3339(started)),
+        finished_at: Some(rfc3339(SystemTime::now())),
+        duration_seconds: took.as_secs_f64(),
+        stop_reason: None,
+        resumed: false,
+    }
+}
+
+/// The benchmark's verdict over the steps so far (its failure is an evaluation error, and the
+/// SDK's default verdict is used).
+async fn judge(step: &Step<'_>, records: &[StepResult], combined: &mut RunResult) -> StepScore {
+    let rc = step.rc;
+    let benchmark = &rc.planner.benchmark().benchmark;
+    match benchmark
+        .score_steps(&rc.ctx, step.task, records, &rc.resolved)
+        .await
+    {
+        Ok(score) => score,
+        Err(e) => {
+            combined.push_issue(codes::EVALUATE_FAILED.error(IssuePhase::Evaluate, e.message));
+            StepScore::last_evaluated(records)
+        }
+    }
+}
+
+/// Adds a step's result to the attempt's: its issues, its trajectory steps (renumbered), its
+/// telemetry (later steps win), artifacts and final answer.
+fn absorb(combined: &mut RunResult, result: &RunResult) {
+    for issue in &result.issues {
+        combined.push_issue(issue.clone());
+    }
+    if let Some(trajectory) = &result.trajectory {
+        let all = combined.trajectory.get_or_insert_with(|| Trajectory {
+            started_at: trajectory.started_at.clone(),
+            ..Trajectory::default()
+        });
+        for mut entry in trajectory.steps.iter().cloned() {
+            entry.step_id = all.steps.len() as u64 + 1;
+            all.steps.push(entry);
+        }
+        if trajectory.finished_at.is_some() {
+            all.finished_at = trajectory.finished_at.clone();
+        }
+    }
+    for (key, value) in &result.telemetry {
+        if key != "model_usage" {
+            combined.telemetry.insert(key.clone(), value.clone());
+        }
+    }
+    for (key, value) in &result.artifacts {
+        combined
+            .artifacts
+            .entry(key.clone())
+            .or_insert_with(|| value.clone());
+    }
+    if result.final_answer.is_some() {
+        combined.final_answer = result.final_answer.clone();
+    }
+}
+
+/// Writes `attempt-N/steps/<name>/result.json`: the step's full result and its record.
+fn persist(
+    step: &Step<'_>,
+    writer: &TaskWriter,
+    task_step: &TaskStep,
+    result: &RunResult,
+    records: &[StepResult],
+    combined: &mut RunResult,
+) {
+    let mut payload = attempt_payload(result, 0);
+    if let Some(record) = records.last() {
+        payload["step"] =
+            agentcompass_redact::redact_value(&serde_json::to_value(record).unwrap_or(Value::Null));
+    }
+    if let Err(e) = writer.write_step_result(step.attempt, &task_step.name, &payload) {
+        combined.push_issue(codes::CHECKPOINT_FAILED.warning(IssuePhase::Collect, e.to_string()));
+    }
+}
+
+/// Back to the baseline network policy after a step's evaluation switched away from it (the
+/// next step's run phase starts from the baseline).
+async fn leave_evaluation(
+    step: &Step<'_>,
+    env: &OpenEnv,
+) -> Result<(), agentcompass_plugin_api::contracts::ExecutionIssue> {
+    let plan = step.plan;
+    let baseline = plan.baseline_network_policy.clone().unwrap_or_default();
+    let evaluation = plan.evaluation_network_policy.as_ref();
+    if plan.evaluation_environment_mode != EvaluationEnvironmentMode::Reuse
+        || evaluation.is_none_or(|p| *p == baseline)
+    {
+        return Ok(());
+    }
+    env.session
+        .set_network_policy(&baseline)
+        .await
+        .map_err(|e| codes::NETWORK_POLICY_FAILED.fatal(IssuePhase::Run, e.message))
+}
+
+/// Snapshots the working directory after `task_step` and writes the step checkpoint, so an
+/// interrupted run resumes at the next step. A failure is a warning (the attempt then cannot
+/// be resumed past the steps checkpointed before).
+async fn checkpoint(
+    step: &Step<'_>,
+    env: &OpenEnv,
+    writer: &TaskWriter,
+    task_step: &TaskStep,
+    records: &[StepResult],
+    combined: &mut RunResult,
+) {
+    let warn = |combined: &mut RunResult, message: String| {
+        combined.push_issue(codes::CHECKPOINT_FAILED.warning(IssuePhase::Collect, message));
+    };
+    let Some(workdir) = shared_workdir(step.plan, env) else {
+        warn(
+            combined,
+            "no working directory to snapshot: the steps cannot be resumed".into(),
+        );
+        return;
+    };
+    let target = writer
+        .step_dir(step.attempt, &task_step.name)
+        .join(STEP_SNAPSHOT_DIR);
+    let limit = Duration::from_secs_f64(step.plan.artifact_limits.timeout_seconds.max(1.0));
+    let download = tokio::time::timeout(limit, env.session.download_dir(&workdir, &target)).await;
+    match download {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return warn(combined, format!("snapshot of {workdir}: {}", e.message)),
+        Err(_) => return warn(combined, format!("snapshot of {workdir} timed out")),
+    }
+    let mut partial = combined.clone();
+    step.rc.record_usage(&mut partial);
+    let partial = serde_json::to_value(&partial).unwrap_or(Value::Null);
+    let names: Vec<&str> = step.task.steps.iter().map(|s| s.name.as_str()).collect();
+    let checkpoint = json!({
+        "schema_version": STEPS_CHECKPOINT_SCHEMA,
+        "reuse_key": step.rc.reuse_key,
+        "task_id": step.task.task_id,
+        "attempt": step.attempt,
+        "steps": names,
+        "finished": agentcompass_redact::redact_value(&serde_json::to_value(records).unwrap_or(Value::Null)),
+        "partial": agentcompass_redact::redact_value(&partial),
+        "workdir": workdir,
+    });
+    if let Err(e) = writer.write_steps_checkpoint(step.attempt, &checkpoint) {
+        warn(combined, e.to_string());
+    }
+}
+
+/// The finished steps of `checkpoint` when they can be resumed: a prefix of the task's steps
+/// that did not stop, whose last snapshot exists in `source_attempt_dir`.
+fn resumable(
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    checkpoint: &Value,
+    source_attempt_dir: &Path,
+) -> Option<(Vec<StepResult>, RunResult, String)> {
+    let records: Vec<StepResult> = serde_json::from_value(checkpoint["finished"].clone()).ok()?;
+    let partial: RunResult = serde_json::from_value(checkpoint["partial"].clone()).ok()?;
+    let workdir = checkpoint["workdir"].as_str()?.to_string();
+    let names: Vec<&str> = task.steps.iter().map(|s| s.name.as_str()).collect();
+    let prefix = !records.is_empty()
+        && records.len() < names.len()
+        && records.iter().zip(&names).all(|(r, n)| r.name == *n)
+        && checkpoint["steps"] == json!(names);
+    let last = records.last()?;
+    let same_workdir = plan
+        .environment
+        .setup
+        .workdir
+        .as_deref()
+        .is_none_or(|w| w == workdir);
+    let snapshot = source_attempt_dir
+        .join(STEPS_DIR)
+        .join(sanitize_component(&last.name))
+        .join(STEP_SNAPSHOT_DIR);
+    (prefix && same_workdir && last.stop_reason.is_none() && snapshot.is_dir())
+        .then_some((records, partial, workdir))
+}
+
+/// Copies the finished steps of the interrupted attempt into this run's attempt directory.
+fn copy_finished(
+    writer: &TaskWriter,
+    attempt: u32,
+    source_attempt_dir: &Path,
+    records: &[StepResult],
+    checkpoint: &Value,
+) -> Result<(), String> {
+    writer.clear_steps(attempt).map_err(|e| e.to_string())?;
+    for record in records {
+        let name = sanitize_component(&record.name);
+        let from = source_attempt_dir.join(STEPS_DIR).join(&name);
+        copy_tree(&from, &writer.step_dir(attempt, &record.name), &mut |_| {
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+    }
+    writer
+        .write_steps_checkpoint(attempt, checkpoint)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Resumes `task`'s multi-step attempt `attempt` from the step checkpoint of an interrupted
+/// run (in `source_attempt_dir`): the finished steps are copied, a new environment gets the
+/// last snapshot of the working directory and the remaining steps run. `None` when it cannot
+/// be resumed (the attempt then runs from its first step).
+pub(super) async fn resume_steps(
+    rc: &RequestContext,
+    task: &TaskSpec,
+    plan: &ExecutionPlan,
+    attempt: u32,
+    writer: &TaskWriter,
+    checkpoint: Value,
+    source_attempt_dir: &Path,
+) -> Option<PhysicalOutcome> {
+    let (mut records, partial, workdir) = resumable(task, plan, &checkpoint, source_attempt_dir)?;
+    rc.phase(task, attempt, TaskPhase::RestoreSteps);
+    if let Err(reason) =
+        blocking(|| copy_finished(writer, attempt, source_attempt_dir, &records, &checkpoint))
+    {
+        tracing::warn!(
+            "not resuming the steps of task {} attempt {attempt}; rerunning them: {reason}",
+            task.task_id
+        );
+        return None;
+    }
+    let earlier_usage: TokenUsage = partial
+        .telemetry
+        .get("model_usage")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let scope = rc.attempt_scope_over(earlier_usage);
+    let step = Step {
+        rc: &scope,
+        task,
+        plan,
+        attempt,
+    };
+    let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
+    let env = open_environment(&step, EnvironmentRole::Task).await.ok()?;
+    let last = records.last()?.name.clone();
+    let snapshot = writer.step_dir(attempt, &last).join(STEP_SNAPSHOT_DIR);
+    if let Err(message) = restore(&env, &snapshot, &workdir).await {
+        tracing::warn!(
+            "not resuming the steps of task {} attempt {attempt}; rerunning them: {message}",
+            task.task_id
+        );
+        let mut scratch = RunResult::new(task.task_id.clone());
+        close_environment(&scope, env, &mut scratch).await;
+        return None;
+    }
+    for record in &mut records {
+        record.resumed = true;
+    }
+    let done = Done {
+        records,
+        partial: Some(partial),
+    };
+    let mut outcome = run_steps(&step, env, writer, done).await;
+    scope.record_usage(&mut outcome.result);
+    Some(outcome)
+}
+
+/// Replaces the working directory's contents with `snapshot`.
+async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), String> {
+    let quoted = format!("'{}'", workdir.replace('\'', r"'\''"));
+    let clear = ExecRequest::shell(format!(
+        "mkdir -p {quoted} && find {quoted} -mindepth 1 -delete"
+    ))
+    .timeout(300.0);
+    let out = env.session.exec(clear).await.map_err(|e| e.message)?;
+    if !out.success() {
+        return Err(format!(
+            "clearing {workdir} exited with {}: {}",
+            out.returncode,
+            out.stderr.trim()
+        ));
+    }
+    env.session
+        .upload_dir(snapshot, workdir)
+        .await
+        .map_err(|e| e.message)
+}
