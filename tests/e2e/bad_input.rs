@@ -756,7 +756,7 @@ const CASES: &[Case] = &[
             )
         },
         names: "[TMP]/tasks/multi-step",
-        says: "multi-step Harbor tasks are not supported",
+        says: "expected the directory of step `one`",
     },
     Case {
         name: "harbor_collect_with_a_user",

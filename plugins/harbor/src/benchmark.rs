@@ -3,12 +3,14 @@
 //! same environment (`reuse`, the default) or in a fresh verifier environment (tasks with a
 //! separate `[verifier.environment]`) and writes `/logs/verifier/reward.{json,txt}`.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
     ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
-    MetricValue, PreparedTask, RunRequest, RunResult, TaskInput, TaskSpec,
+    PreparedTask, RunRequest, RunResult, StepResult, StepScore, TaskInput, TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
@@ -16,7 +18,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::discover::{path_param, task_dirs};
-use crate::names::{ID, SOLUTION_DIR, TESTS_DIR};
+use crate::multistep;
+use crate::names::{
+    ID, SETUP_SCRIPT, SOLUTION_DIR, STEPS_DIR, TESTS_DIR, TEST_SCRIPT, WORKDIR_DIR,
+};
 use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
 use crate::task_toml::{load_task, LoadOptions};
 
@@ -123,10 +128,139 @@ fn verifier_workdir(plan: &ExecutionPlan, planned: Option<String>) -> Option<Str
     }
 }
 
+/// What a verifier run uploads and runs: the test directories (uploaded to `/tests` in
+/// order, later ones over earlier ones), extra bindings of `test.sh`, and the script's name
+/// for messages.
+struct Verifier {
+    tests: Vec<PathBuf>,
+    env: BTreeMap<String, String>,
+    script: String,
+}
+
+/// The host directory of `step` (`steps/<name>/`).
+fn step_dir(task_dir: &str, step: &TaskStep) -> PathBuf {
+    Path::new(task_dir).join(STEPS_DIR).join(&step.name)
+}
+
 /// The benchmark.
 pub struct Harbor;
 
 impl Harbor {
+    /// The harness-facing input: the instruction `question`, the workspace and, for the oracle
+    /// harness, the reference solution's directory (`solution`, required then).
+    fn prepared(
+        task: &TaskSpec,
+        question: String,
+        plan: &Plan,
+        req: &RunRequest,
+        solution: Option<PathBuf>,
+    ) -> Result<PreparedTask> {
+        let mut input = TaskInput::new(question);
+        input.workspace = plan.workdir.clone();
+        let mut prepared = PreparedTask::new(task.task_id.clone(), input);
+        prepared.category = task.category.clone();
+        // The verifier (tests/) and the reference solution stay on the host.
+        prepared.ground_truth = None;
+
+        let mut harbor = serde_json::Map::new();
+        if let Some(workdir) = &plan.workdir {
+            harbor.insert("workdir".into(), workdir.clone().into());
+        }
+        if is_oracle(req) {
+            let Some(solution) = solution else {
+                return Err(Error::invalid_input(format!(
+                    "{ID}: task {}: the {ORACLE_HARNESS} harness needs {} (missing)",
+                    task.task_id,
+                    Path::new(&plan.task_dir).join(SOLUTION_DIR).display()
+                )));
+            };
+            harbor.insert("solution_dir".into(), solution.display().to_string().into());
+        }
+        if !harbor.is_empty() {
+            prepared
+                .metadata
+                .insert("harbor".into(), Value::Object(harbor));
+        }
+        Ok(prepared)
+    }
+
+    /// Uploads a step's `workdir/` into the environment's working directory (the task's, else
+    /// the environment's default) and runs its `setup.sh` there, as Harbor does.
+    async fn stage_workdir(
+        env: &SessionRef,
+        staged: &Path,
+        workdir: Option<String>,
+        step: &TaskStep,
+    ) -> Result<()> {
+        let workdir = match workdir {
+            Some(workdir) => workdir,
+            None => {
+                let out = env.exec(ExecRequest::shell("pwd").timeout(60.0)).await?;
+                let pwd = out.stdout.trim();
+                if pwd.is_empty() {
+                    "/".to_string()
+                } else {
+                    pwd.to_string()
+                }
+            }
+        };
+        env.upload_dir(staged, &workdir).await?;
+        if !staged.join(SETUP_SCRIPT).is_file() {
+            return Ok(());
+        }
+        let script = format!("{}/{SETUP_SCRIPT}", workdir.trim_end_matches('/'));
+        let mut request = ExecRequest::shell(format!("bash {}", shell_quote(&script)));
+        request.cwd = Some(workdir);
+        let out = env.exec(request).await?;
+        if out.success() {
+            return Ok(());
+        }
+        Err(Error::environment(format!(
+            "{ID}: step `{}`: setup.sh exited with {}: {}",
+            step.name,
+            out.returncode,
+            tail(out.stderr.trim(), 500)
+        )))
+    }
+
+    /// Runs `verifier` in the evaluation environment and reads its reward into the result.
+    async fn evaluate_with(
+        input: EvaluationInput<'_>,
+        payload: Plan,
+        verifier: &Verifier,
+    ) -> Result<RunResult> {
+        let EvaluationInput {
+            task,
+            mut result,
+            plan,
+            env,
+            ..
+        } = input;
+        let started = Instant::now();
+        let Some(env) = env else {
+            result.push_issue(no_environment_issue(plan));
+            return Ok(result);
+        };
+        let workdir = verifier_workdir(plan, payload.workdir);
+        let out = Harbor::run_verifier(env, verifier, workdir, plan, started).await?;
+        let mut extra = Harbor::verifier_output(env, &out).await;
+        if out.timed_out {
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Evaluate,
+                "verifier_timeout",
+                format!(
+                    "{ID}: {} of task {} did not finish within the evaluation timeout",
+                    verifier.script, task.task_id
+                ),
+            ));
+            result.extra.insert("harbor".into(), extra);
+            return Ok(result);
+        }
+        Harbor::record_reward(env, task, &out, &mut result, &mut extra).await?;
+        result.extra.insert("harbor".into(), extra);
+        Ok(result)
+    }
+
     /// Runs `command` and fails (as an environment error) unless it succeeds.
     async fn run_checked(env: &SessionRef, command: &str, what: &str) -> Result<()> {
         let out = env.exec(ExecRequest::shell(command).timeout(120.0)).await?;
@@ -156,7 +290,7 @@ impl Harbor {
     /// `verifier_timeout` before the runtime's watchdog fires).
     async fn run_verifier(
         env: &SessionRef,
-        task_dir: &str,
+        verifier: &Verifier,
         workdir: Option<String>,
         plan: &ExecutionPlan,
         started: Instant,
@@ -170,14 +304,16 @@ impl Harbor {
             "removing stale reward files and /tests",
         )
         .await?;
-        let tests = std::path::Path::new(task_dir).join(TESTS_DIR);
-        env.upload_dir(&tests, "/tests").await?;
+        for tests in &verifier.tests {
+            env.upload_dir(tests, "/tests").await?;
+        }
         let mut request = ExecRequest::shell(format!(
             "bash /tests/test.sh > {} 2> {}",
             shell_quote(TEST_STDOUT),
             shell_quote(TEST_STDERR)
         ));
         request.cwd = workdir;
+        request.env = verifier.env.clone();
         if let Some(budget) = plan.evaluation_timeout_seconds {
             let reserve = (budget * 0.05).min(5.0);
             let left = budget - started.elapsed().as_secs_f64() - reserve;
@@ -215,20 +351,7 @@ impl Harbor {
         };
         match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
             Ok(rewards) => {
-                let primary = rewards.primary();
-                for (name, value) in &rewards.values {
-                    if name != "correct" {
-                        result
-                            .metrics
-                            .insert(name.clone(), MetricValue::from(*value));
-                    }
-                }
-                result
-                    .metrics
-                    .insert(reward::REWARD_KEY.into(), MetricValue::from(primary));
-                result
-                    .metrics
-                    .insert("correct".into(), MetricValue::from(primary >= 1.0));
+                result.metrics.extend(reward::metrics(&rewards));
                 extra["reward_file"] = rewards.source.into();
                 extra["rewards"] = json!(rewards.values);
             }
@@ -312,69 +435,95 @@ impl Benchmark for Harbor {
             "creating the /logs directories",
         )
         .await?;
-
-        let mut input = TaskInput::new(task.question.clone());
-        input.workspace = plan.workdir.clone();
-        let mut prepared = PreparedTask::new(task.task_id.clone(), input);
-        prepared.category = task.category.clone();
-        // The verifier (tests/) and the reference solution stay on the host.
-        prepared.ground_truth = None;
-
-        let mut harbor = serde_json::Map::new();
-        if let Some(workdir) = &plan.workdir {
-            harbor.insert("workdir".into(), workdir.clone().into());
-        }
-        if is_oracle(req) {
-            let solution = std::path::Path::new(&plan.task_dir).join(SOLUTION_DIR);
-            if !solution.is_dir() {
-                return Err(Error::invalid_input(format!(
-                    "{ID}: task {}: the {ORACLE_HARNESS} harness needs {} (missing)",
-                    task.task_id,
-                    solution.display()
-                )));
-            }
-            harbor.insert("solution_dir".into(), solution.display().to_string().into());
-        }
-        if !harbor.is_empty() {
-            prepared
-                .metadata
-                .insert("harbor".into(), Value::Object(harbor));
-        }
-        Ok(prepared)
+        let solution = Path::new(&plan.task_dir).join(SOLUTION_DIR);
+        let solution = solution.is_dir().then_some(solution);
+        Harbor::prepared(task, task.question.clone(), &plan, req, solution)
     }
 
     async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
-        let EvaluationInput {
-            task,
-            mut result,
-            plan,
-            env,
-            ..
-        } = input;
-
-        let started = Instant::now();
-        let payload: Plan = plan.benchmark_plan.payload()?;
-        let Some(env) = env else {
-            result.push_issue(no_environment_issue(plan));
-            return Ok(result);
+        let payload: Plan = input.plan.benchmark_plan.payload()?;
+        let verifier = Verifier {
+            tests: vec![Path::new(&payload.task_dir).join(TESTS_DIR)],
+            env: BTreeMap::new(),
+            script: "tests/test.sh".into(),
         };
-        let workdir = verifier_workdir(plan, payload.workdir);
-        let out = Harbor::run_verifier(env, &payload.task_dir, workdir, plan, started).await?;
-        let mut extra = Harbor::verifier_output(env, &out).await;
-        if out.timed_out {
-            result.push_issue(ExecutionIssue::error(
-                IssuePhase::Evaluate,
-                "verifier_timeout",
-                format!(
-                    "{ID}: tests/test.sh of task {} did not finish within the evaluation timeout",
-                    task.task_id
-                ),
-            ));
-            result.extra.insert("harbor".into(), extra);
-            return Ok(result);
+        Harbor::evaluate_with(input, payload, &verifier).await
+    }
+
+    async fn prepare_step(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        step: &TaskStep,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        let plan: Plan = plan.payload()?;
+        let first = task.steps.first().is_none_or(|s| s.name == step.name);
+        // What the previous step's verifier left (its tests and outputs) and the agent logs
+        // go before this step's setup or agent can see them.
+        let reset = if first {
+            format!("mkdir -p {LOG_DIRS}")
+        } else {
+            format!("mkdir -p {LOG_DIRS} /tests && find /logs/verifier /logs/agent /tests -mindepth 1 -delete")
+        };
+        Harbor::run_checked(env, &reset, "resetting /logs and /tests for the step").await?;
+        let step_dir = step_dir(&plan.task_dir, step);
+        let staged = step_dir.join(WORKDIR_DIR);
+        if staged.is_dir() {
+            Harbor::stage_workdir(env, &staged, plan.workdir.clone(), step).await?;
         }
-        Harbor::record_reward(env, task, &out, &mut result, &mut extra).await?;
-        result.extra.insert("harbor".into(), extra);
-        Ok(result)
+        let solution = [
+            step_dir.join(SOLUTION_DIR),
+            Path::new(&plan.task_dir).join(SOLUTION_DIR),
+        ]
+        .into_iter()
+        .find(|dir| dir.is_dir());
+        Harbor::prepared(task, step.question.clone(), &plan, req, solution)
+    }
+
+    async fn evaluate_step(
+        &self,
+        _ctx: &Ctx,
+        step: &TaskStep,
+        input: EvaluationInput<'_>,
+    ) -> Result<RunResult> {
+        let payload: Plan = input.plan.benchmark_plan.payload()?;
+        let step_tests = step_dir(&payload.task_dir, step).join(TESTS_DIR);
+        // Harbor uploads the task's tests/ first and the step's over them.
+        let tests = [
+            Path::new(&payload.task_dir).join(TESTS_DIR),
+            step_tests.clone(),
+        ]
+        .into_iter()
+        .filter(|dir| dir.is_dir())
+        .collect();
+        let script = if step_tests.join(TEST_SCRIPT).is_file() {
+            format!("{STEPS_DIR}/{}/{TESTS_DIR}/{TEST_SCRIPT}", step.name)
+        } else {
+            format!("{TESTS_DIR}/{TEST_SCRIPT}")
+        };
+        let verifier = Verifier {
+            tests,
+            env: step
+                .metadata
+                .get("verifier_env")
+                .cloned()
+                .and_then(|env| serde_json::from_value(env).ok())
+                .unwrap_or_default(),
+            script,
+        };
+        Harbor::evaluate_with(input, payload, &verifier).await
+    }
+
+    async fn score_steps(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        steps: &[StepResult],
+        _req: &RunRequest,
+    ) -> Result<StepScore> {
+        Ok(multistep::score(task, steps))
     }
 }

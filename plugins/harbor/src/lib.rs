@@ -11,6 +11,7 @@ mod environment;
 mod fields;
 mod hosts;
 mod lax;
+mod multistep;
 mod names;
 mod phases;
 mod reward;

@@ -19,6 +19,12 @@ pub const TESTS_DIR: &str = "tests";
 pub const TEST_SCRIPT: &str = "test.sh";
 /// Directory of the reference solution (uploaded to `/solution` by the oracle harness).
 pub const SOLUTION_DIR: &str = "solution";
+/// Directory of the steps of a multi-step task (`steps/<name>/`).
+pub const STEPS_DIR: &str = "steps";
+/// Directory of a step's files staged into the working directory before it runs.
+pub const WORKDIR_DIR: &str = "workdir";
+/// The optional script of a step's [`WORKDIR_DIR`], run after the upload.
+pub const SETUP_SCRIPT: &str = "setup.sh";
 
 /// The task directory's name (the task id).
 pub fn task_id_of(dir: &Path) -> Result<String> {

@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use agentcompass_plugin_api::contracts::MetricValue;
+
 /// The multi-metric reward file.
 pub const REWARD_JSON: &str = "/logs/verifier/reward.json";
 /// The single-number reward file.
@@ -56,6 +58,21 @@ impl Rewards {
         let count = self.values.len().max(1) as f64;
         self.values.values().sum::<f64>() / count
     }
+}
+
+/// The metrics of `rewards`: every reward by name (except one named `correct`), `reward`
+/// (the primary reward) and `correct` (`reward >= 1`).
+pub fn metrics(rewards: &Rewards) -> BTreeMap<String, MetricValue> {
+    let primary = rewards.primary();
+    let mut metrics: BTreeMap<String, MetricValue> = rewards
+        .values
+        .iter()
+        .filter(|(name, _)| *name != "correct")
+        .map(|(name, value)| (name.clone(), MetricValue::from(*value)))
+        .collect();
+    metrics.insert(REWARD_KEY.into(), MetricValue::from(primary));
+    metrics.insert("correct".into(), MetricValue::from(primary >= 1.0));
+    metrics
 }
 
 /// Shortens a file's content for an error message.

@@ -1,11 +1,13 @@
 //! `[[steps]]` (multi-step tasks), validated exactly as Harbor validates `StepConfig`:
 //! a portable, unique `name`, `agent` / `verifier` tables of the task-level schema,
 //! `min_reward` (a number, or a table of numbers), a `healthcheck` and `artifacts`.
-//! The host does not run multi-step tasks yet: a task with steps is refused after this
-//! validation, so an invalid step is reported as such.
+//! The host runs the steps in order in the task environment; what a step declares beyond its
+//! name, `min_reward` and `verifier.env` is not applied per step (a warning says so), and a
+//! step with a separate verifier environment is refused.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use agentcompass_plugin_api::contracts::EvaluationEnvironmentMode;
 use agentcompass_plugin_api::Result;
 use toml::Value;
 
@@ -14,20 +16,34 @@ use crate::fields::{number_of, Section, Warnings};
 use crate::phases::{agent_decl, verifier_decl};
 use crate::unmapped::healthcheck_config;
 
-/// The step names of `[[steps]]` (`None` when absent; an empty list is a single-step task,
-/// as in Harbor).
-pub(crate) fn steps(root: &Section) -> Result<Option<Vec<String>>> {
+/// What one `[[steps]]` entry declares that the host applies.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct StepDecl {
+    /// `name`.
+    pub(crate) name: String,
+    /// `min_reward`: thresholds by reward key (a number gates on `reward`).
+    pub(crate) min_reward: Option<BTreeMap<String, f64>>,
+    /// `verifier.env`.
+    pub(crate) verifier_env: BTreeMap<String, String>,
+    /// The step's verifier runs in a separate environment (`verifier.environment_mode =
+    /// "separate"` or a `[steps.verifier.environment]` table), with the field saying so.
+    pub(crate) separate_verifier: Option<&'static str>,
+}
+
+/// The steps of `[[steps]]` (`None` when absent; an empty list is a single-step task, as in
+/// Harbor). Step fields the host does not apply per step are warned about.
+pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Vec<StepDecl>>> {
     let items = match root.get("steps") {
         None => return Ok(None),
         Some(Value::Array(items)) => items,
         Some(other) => return Err(root.expected("steps", "an array of tables", other)),
     };
-    // Warnings about steps are not reported: a task with steps is refused.
-    let mut ignored = Warnings {
-        file: String::new(),
+    // Warnings of a step list that turns out invalid are not reported (the task is refused).
+    let mut found = Warnings {
+        file: warnings.file.clone(),
         list: Vec::new(),
     };
-    let mut names = Vec::with_capacity(items.len());
+    let mut decls = Vec::with_capacity(items.len());
     let mut keys = BTreeSet::new();
     for (i, item) in items.iter().enumerate() {
         let key = format!("steps[{i}]");
@@ -36,17 +52,43 @@ pub(crate) fn steps(root: &Section) -> Result<Option<Vec<String>>> {
         };
         let step = root.child(key.clone(), table);
         let name = step_name(&step)?;
+        let mut decl = StepDecl {
+            name: name.clone(),
+            min_reward: None,
+            verifier_env: BTreeMap::new(),
+            separate_verifier: None,
+        };
         if let Some(agent) = step.table("agent")? {
-            agent_decl(&agent, &mut ignored)?;
+            agent_decl(&agent, &mut found)?;
+            let not_applied = "the task-level [agent] applies to every step";
+            for field in ["timeout_sec", "network_mode", "allowed_hosts"] {
+                found.unsupported(&agent, field, not_applied);
+            }
         }
         if let Some(verifier) = step.table("verifier")? {
-            verifier_decl(&verifier, &mut ignored)?;
+            let verifier_decl = verifier_decl(&verifier, &mut found)?;
+            decl.verifier_env = verifier_decl.env_variables;
+            decl.separate_verifier = match (verifier_decl.mode, &verifier_decl.environment) {
+                (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
+                (None, Some(_)) => Some("verifier.environment"),
+                _ => None,
+            };
+            let not_applied = "the task-level [verifier] applies to every step";
+            for field in ["timeout_sec", "network_mode", "allowed_hosts", "collect"] {
+                found.unsupported(&verifier, field, not_applied);
+            }
         }
-        min_reward(&step)?;
+        decl.min_reward = min_reward(&step)?;
         if let Some(healthcheck) = step.table("healthcheck")? {
             healthcheck_config(&healthcheck)?;
+            found.unsupported(&step, "healthcheck", "steps run no healthcheck");
         }
-        step_artifacts(&step, &mut ignored)?;
+        step_artifacts(&step, &mut found)?;
+        found.unsupported(
+            &step,
+            "artifacts",
+            "the task's artifacts are collected once, after the last step",
+        );
         // Harbor compares names case-insensitively (and after Unicode normalisation).
         if !keys.insert(name.to_lowercase()) {
             return Err(step.error(
@@ -54,9 +96,10 @@ pub(crate) fn steps(root: &Section) -> Result<Option<Vec<String>>> {
                 format!("expected a unique step name (case-insensitively), found {name:?} again"),
             ));
         }
-        names.push(name);
+        decls.push(decl);
     }
-    Ok(Some(names))
+    warnings.list.append(&mut found.list);
+    Ok(Some(decls))
 }
 
 /// `name`: one portable directory name (Harbor's `validate_step_name`).
@@ -108,19 +151,24 @@ fn windows_device(stem: &str) -> bool {
             .is_some_and(|c| ('1'..='9').contains(c) || "¹²³".contains(*c))
 }
 
-/// `min_reward`: a number, or a table of numbers (per reward key).
-fn min_reward(step: &Section) -> Result<()> {
+/// `min_reward`: a number (the threshold of `reward`), or a table of numbers (per reward
+/// key).
+fn min_reward(step: &Section) -> Result<Option<BTreeMap<String, f64>>> {
     match step.get("min_reward") {
-        None => Ok(()),
+        None => Ok(None),
         Some(Value::Table(table)) => {
+            let mut thresholds = BTreeMap::new();
             for (key, value) in table {
-                if number_of(value).is_none() {
+                let Some(threshold) = number_of(value) else {
                     return Err(step.expected(&format!("min_reward.{key}"), "a number", value));
-                }
+                };
+                thresholds.insert(key.clone(), threshold);
             }
-            Ok(())
+            Ok(Some(thresholds))
         }
-        Some(value) if number_of(value).is_some() => Ok(()),
-        Some(other) => Err(step.expected("min_reward", "a number or a table of numbers", other)),
+        Some(value) => match number_of(value) {
+            Some(threshold) => Ok(Some(BTreeMap::from([("reward".to_string(), threshold)]))),
+            None => Err(step.expected("min_reward", "a number or a table of numbers", value)),
+        },
     }
 }

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{
-    ArtifactSpec, EvaluationEnvironmentMode, JsonMap, TaskSpec,
+    ArtifactSpec, EvaluationEnvironmentMode, JsonMap, TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
@@ -38,10 +38,10 @@ use crate::artifacts::artifacts;
 use crate::environment::{environment_decl, EnvironmentDecl};
 use crate::fields::{table_to_json, to_json, Section, Warnings};
 use crate::names::{
-    task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
+    task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, STEPS_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
 use crate::phases::{agent_decl, verifier_decl, AgentDecl, VerifierDecl};
-use crate::steps::steps;
+use crate::steps::{steps, StepDecl};
 use crate::unmapped;
 
 /// Loader switches derived from the request.
@@ -63,22 +63,27 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         list: Vec::new(),
     };
     let decl = TaskDecl::read(&root, &mut warnings)?;
-    if decl.steps.as_ref().is_some_and(|s| !s.is_empty()) {
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}: multi-step Harbor tasks are not supported (found `steps` in {TASK_TOML})",
-            dir.display()
-        )));
-    }
-    if dir.join("steps").is_dir() {
+    let steps = match decl.steps.as_deref() {
+        Some(steps) if !steps.is_empty() => task_steps(dir, &root, &decl, steps)?,
+        _ => Vec::new(),
+    };
+    if steps.is_empty() && dir.join(STEPS_DIR).is_dir() {
         warnings.note(
             "the steps/ directory is ignored (task.toml declares no [[steps]], so Harbor runs \
              the task as a single step)"
                 .to_string(),
         );
     }
-    let instruction = read_instruction(dir)?;
-    require_test_script(dir, &root, &decl)?;
+    // A multi-step task has no instruction of its own (Harbor reads none).
+    let instruction = if steps.is_empty() {
+        let instruction = read_instruction(&dir.join(INSTRUCTION_MD), "task")?;
+        require_test_script(dir, &root, &decl)?;
+        instruction
+    } else {
+        String::new()
+    };
     let mut task = TaskSpec::new(task_id, instruction);
+    task.steps = steps;
     map_phases(&mut task, &decl, options);
     map_environments(&mut task, &decl);
     note_unsupported_files(dir, &decl.environment, &mut warnings);
@@ -113,18 +118,86 @@ fn read_toml(path: &Path, file: &str) -> Result<toml::Table> {
     })
 }
 
-/// The agent instruction (`instruction.md`, possibly empty, as in Harbor), without the
-/// leading canary lines Harbor strips (`<!-- ... canary ... -->` or `# ... canary ...`) and
-/// the blank lines after them (leading blank lines go too, as in Harbor).
-fn read_instruction(dir: &Path) -> Result<String> {
-    let instruction_path = dir.join(INSTRUCTION_MD);
-    let instruction = std::fs::read_to_string(&instruction_path).map_err(|e| {
+/// An agent instruction (`instruction.md` of the task or of a step, possibly empty, as in
+/// Harbor), without the leading canary lines Harbor strips (`<!-- ... canary ... -->` or
+/// `# ... canary ...`) and the blank lines after them (leading blank lines go too, as in
+/// Harbor).
+fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
+    let instruction = std::fs::read_to_string(instruction_path).map_err(|e| {
         Error::invalid_input(format!(
-            "{ID}: {}: cannot read the task instruction: {e}",
+            "{ID}: {}: cannot read the {whose} instruction: {e}",
             instruction_path.display()
         ))
     })?;
     Ok(strip_canary(&instruction))
+}
+
+/// The steps of a multi-step task, as Harbor checks them: each step's directory with its
+/// `instruction.md`, and a test script of its own (`steps/<name>/tests/test.sh`) or the
+/// task's (`tests/test.sh`). Every step is verified in the task environment: a separate
+/// verifier environment is refused.
+fn task_steps(
+    dir: &Path,
+    root: &Section,
+    decl: &TaskDecl,
+    steps: &[StepDecl],
+) -> Result<Vec<TaskStep>> {
+    let separate = match (decl.verifier.mode, &decl.verifier.environment) {
+        (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
+        (None, Some(_)) => Some("verifier.environment"),
+        _ => None,
+    };
+    let separate = separate.map(str::to_string).or_else(|| {
+        steps.iter().enumerate().find_map(|(i, s)| {
+            s.separate_verifier
+                .map(|field| format!("steps[{i}].{field}"))
+        })
+    });
+    if let Some(field) = separate {
+        return Err(root.file_error(format!(
+            "field `{field}`: a multi-step task is verified in the task environment here, after \
+             each step; a separate verifier environment is not supported"
+        )));
+    }
+    if let Some((os @ "windows", field)) = verifier_os(dir, decl) {
+        return Err(root.file_error(format!(
+            "field `{field}`: expected \"linux\" for the verifier (each step's test.sh runs with \
+             bash), found \"{os}\""
+        )));
+    }
+    let shared_test = dir.join(TESTS_DIR).join(TEST_SCRIPT).is_file();
+    steps
+        .iter()
+        .map(|decl| {
+            let step_dir = dir.join(STEPS_DIR).join(&decl.name);
+            if !step_dir.is_dir() {
+                return Err(Error::invalid_input(format!(
+                    "{ID}: {}: expected the directory of step `{}`, found nothing",
+                    step_dir.display(),
+                    decl.name
+                )));
+            }
+            let question = read_instruction(&step_dir.join(INSTRUCTION_MD), "step")?;
+            if !shared_test && !step_dir.join(TESTS_DIR).join(TEST_SCRIPT).is_file() {
+                return Err(Error::invalid_input(format!(
+                    "{ID}: {}: expected the verifier script of step `{}` \
+                     ({STEPS_DIR}/{}/{TESTS_DIR}/{TEST_SCRIPT} or {TESTS_DIR}/{TEST_SCRIPT}), found nothing",
+                    dir.display(),
+                    decl.name,
+                    decl.name
+                )));
+            }
+            let mut step = TaskStep::new(decl.name.clone(), question);
+            if let Some(thresholds) = &decl.min_reward {
+                step.metadata.insert("min_reward".into(), json!(thresholds));
+            }
+            if !decl.verifier_env.is_empty() {
+                step.metadata
+                    .insert("verifier_env".into(), json!(decl.verifier_env));
+            }
+            Ok(step)
+        })
+        .collect()
 }
 
 /// Harbor's `strip_canary`.
@@ -225,8 +298,10 @@ struct TaskDecl {
     verifier: VerifierDecl,
     /// `solution.env`.
     solution_env: Option<BTreeMap<String, String>>,
-    /// The step names of `[[steps]]`.
-    steps: Option<Vec<String>>,
+    /// `[[steps]]`.
+    steps: Option<Vec<StepDecl>>,
+    /// `multi_step_reward_strategy`.
+    reward_strategy: Option<String>,
 }
 
 impl TaskDecl {
@@ -235,13 +310,15 @@ impl TaskDecl {
     fn read(root: &Section, warnings: &mut Warnings) -> Result<Self> {
         let schema_version = schema_version(root, warnings)?;
         let source = root.string("source")?;
-        unmapped::reward_strategy(root)?;
-        warnings.unsupported(
-            root,
-            "multi_step_reward_strategy",
-            "it only applies to multi-step tasks",
-        );
-        let steps = steps(root)?;
+        let reward_strategy = unmapped::reward_strategy(root)?;
+        let steps = steps(root, warnings)?;
+        if steps.as_ref().is_none_or(Vec::is_empty) {
+            warnings.unsupported(
+                root,
+                "multi_step_reward_strategy",
+                "it only applies to multi-step tasks",
+            );
+        }
         let artifacts = artifacts(root, warnings)?;
         let package = match root.table("task")? {
             Some(section) => Some(package_info(&section, warnings)?),
@@ -280,6 +357,7 @@ impl TaskDecl {
             verifier,
             solution_env,
             steps,
+            reward_strategy,
         })
     }
 }
@@ -389,6 +467,11 @@ fn metadata(dir: &Path, decl: &TaskDecl, table: &toml::Table) -> JsonMap {
     });
     if let Some(workdir) = &decl.environment.setup.workdir {
         harbor["workdir"] = workdir.clone().into();
+    }
+    if decl.steps.as_ref().is_some_and(|s| !s.is_empty()) {
+        // Harbor's default for a multi-step task.
+        harbor["multi_step_reward_strategy"] =
+            decl.reward_strategy.as_deref().unwrap_or("mean").into();
     }
     metadata.insert("harbor".into(), harbor);
     metadata.insert("harbor_raw".into(), table_to_json(table));

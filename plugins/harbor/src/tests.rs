@@ -11,7 +11,7 @@ use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EnvironmentSpec,
     EvaluationEnvironmentMode, ExecCommand, ExecRequest, ExecResult, ExecutionPlan, IssuePhase,
     MetricKind, MetricValue, NetworkMode, NetworkPolicy, PreparedTask, ResourceRequirements,
-    RunRequest, RunResult, SessionInfo, TaskSpec, TaskStatus,
+    RunRequest, RunResult, SessionInfo, TaskSpec, TaskStatus, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, Ctx, EnvironmentSession, EvaluationInput, SessionRef,
@@ -629,21 +629,105 @@ fn verifier_collect_mapping_and_rejections() {
     }
 }
 
+/// Writes step `name` of the task at `dir`: its instruction and the given files.
+fn write_step(dir: &Path, name: &str, files: &[(&str, &str)]) {
+    let step = dir.join("steps").join(name);
+    std::fs::create_dir_all(&step).unwrap();
+    std::fs::write(step.join("instruction.md"), format!("Step {name}.\n")).unwrap();
+    for (path, content) in files {
+        let file = step.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+}
+
 #[test]
-fn multi_step_tasks_are_refused() {
+fn multi_step_tasks_load_their_steps() {
     let tmp = TempDir::new().unwrap();
-    let dir = write_task(
-        tmp.path(),
-        "steps-table",
-        "[[steps]]\nname = \"one\"\n[[steps]]\nname = \"two\"\n",
-    );
+    let toml =
+        "[[steps]]\nname = \"one\"\nmin_reward = 1\nverifier = { env = { LEVEL = \"1\" } }\n\
+                [[steps]]\nname = \"two\"\nmin_reward = { reward = 0.5, style = \"0.25\" }\n";
+    let dir = write_task(tmp.path(), "steps-table", toml);
     assert_eq!(
         load_err(&dir),
         format!(
-            "{ID}: {}: multi-step Harbor tasks are not supported (found `steps` in task.toml)",
+            "{ID}: {}/steps/one: expected the directory of step `one`, found nothing",
             dir.display()
         )
     );
+    write_step(&dir, "one", &[("tests/test.sh", "exit 0\n")]);
+    write_step(&dir, "two", &[]);
+    let task = load(&dir).unwrap();
+    assert_eq!(
+        task.question, "",
+        "a multi-step task has no instruction of its own"
+    );
+    let names: Vec<&str> = task.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["one", "two"]);
+    assert_eq!(task.steps[0].question, "Step one.\n");
+    assert_eq!(task.steps[0].metadata["min_reward"], json!({"reward": 1.0}));
+    assert_eq!(
+        task.steps[0].metadata["verifier_env"],
+        json!({"LEVEL": "1"})
+    );
+    assert_eq!(
+        task.steps[1].metadata["min_reward"],
+        json!({"reward": 0.5, "style": 0.25})
+    );
+    assert_eq!(
+        task.metadata["harbor"]["multi_step_reward_strategy"],
+        "mean"
+    );
+    assert!(task.load_warnings.is_empty(), "{:?}", task.load_warnings);
+
+    // The strategy is kept; step fields not applied per step are warned about.
+    let toml = "multi_step_reward_strategy = \"final\"\n[[steps]]\nname = \"one\"\n\
+                agent = { timeout_sec = 5 }\nartifacts = [\"/app/x\"]\n";
+    let dir = write_task(tmp.path(), "final", toml);
+    write_step(&dir, "one", &[]);
+    let task = load(&dir).unwrap();
+    assert_eq!(
+        task.metadata["harbor"]["multi_step_reward_strategy"],
+        "final"
+    );
+    assert_eq!(task.load_warnings.len(), 2, "{:?}", task.load_warnings);
+    assert!(task.load_warnings[0].contains("field `steps[0].agent.timeout_sec` is not supported"));
+    assert!(task.load_warnings[1].contains("field `steps[0].artifacts` is not supported"));
+
+    // A step needs a test script of its own or the task's.
+    let dir = write_task(tmp.path(), "no-tests", "[[steps]]\nname = \"one\"\n");
+    write_step(&dir, "one", &[]);
+    std::fs::remove_file(dir.join("tests/test.sh")).unwrap();
+    assert!(load_err(&dir).contains("expected the verifier script of step `one`"));
+    // Steps are verified in the task environment.
+    for (name, toml) in [
+        (
+            "separate",
+            "[verifier.environment]\n[[steps]]\nname = \"one\"\n",
+        ),
+        (
+            "separate-step",
+            "[[steps]]\nname = \"one\"\nverifier = { environment_mode = \"separate\" }\n",
+        ),
+    ] {
+        let dir = write_task(tmp.path(), name, toml);
+        write_step(&dir, "one", &[]);
+        let err = load_err(&dir);
+        assert!(
+            err.contains("a separate verifier environment is not supported"),
+            "{err}"
+        );
+    }
+    let err = load_err(&write_task(
+        tmp.path(),
+        "separate-step-named",
+        "[[steps]]\nname = \"one\"\nverifier = { environment = {} }\n",
+    ));
+    assert!(
+        err.contains("field `steps[0].verifier.environment`"),
+        "{err}"
+    );
+
     // Invalid steps are reported as such (Harbor's StepConfig rules).
     let dir = write_task(tmp.path(), "bad-step", "[[steps]]\nname = \"a/b\"\n");
     assert!(load_err(&dir).contains("field `steps[0].name`: expected a portable directory name"));
@@ -655,7 +739,7 @@ fn multi_step_tasks_are_refused() {
     assert!(load_err(&dir).contains("field `steps[1].name`: expected a unique step name"));
     // `steps = []` and a steps/ directory without [[steps]] are single-step tasks in Harbor.
     let dir = write_task(tmp.path(), "no-steps", "steps = []\n");
-    assert!(load(&dir).is_ok());
+    assert!(load(&dir).unwrap().steps.is_empty());
     let dir = write_task(tmp.path(), "steps-dir", "");
     std::fs::create_dir_all(dir.join("steps/one")).unwrap();
     let task = load(&dir).unwrap();
@@ -1131,8 +1215,21 @@ impl EnvironmentSession for ScriptedSession {
         Err(Error::unsupported("download"))
     }
     async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
-        assert!(src.join("test.sh").is_file());
-        self.log.lock().unwrap().push(format!("upload_dir {dst}"));
+        assert!(
+            dst != "/tests" || src.ends_with("tests"),
+            "{}",
+            src.display()
+        );
+        let mut log = self.log.lock().unwrap();
+        if src.iter().any(|c| c == "steps") {
+            let relative = src
+                .iter()
+                .skip_while(|c| *c != "steps")
+                .collect::<PathBuf>();
+            log.push(format!("upload_dir {} {dst}", relative.display()));
+        } else {
+            log.push(format!("upload_dir {dst}"));
+        }
         Ok(())
     }
     async fn download_dir(&self, _: &str, _: &Path) -> Result<()> {
@@ -1473,4 +1570,94 @@ fn a_fresh_verifier_does_not_inherit_the_agent_workdir() {
     assert_eq!(run(EvaluationEnvironmentMode::Fresh), "None");
     // The reused task environment keeps the agent's workdir.
     assert_eq!(run(EvaluationEnvironmentMode::Reuse), "Some(\"/srv/w\")");
+}
+
+#[test]
+fn steps_are_prepared_and_verified_with_their_own_files() {
+    let tmp = TempDir::new().unwrap();
+    let toml = "[environment]\nworkdir = \"/app\"\n[[steps]]\nname = \"one\"\n\
+                verifier = { env = { LEVEL = \"1\" } }\n[[steps]]\nname = \"two\"\n";
+    let dir = write_task(tmp.path(), "two-steps", toml);
+    write_step(
+        &dir,
+        "one",
+        &[
+            ("tests/test.sh", "exit 0\n"),
+            ("workdir/setup.sh", "touch ready\n"),
+            ("workdir/data.txt", "x\n"),
+            ("solution/solve.sh", "true\n"),
+        ],
+    );
+    write_step(&dir, "two", &[]);
+    let req = request(json!({"path": dir.display().to_string()}), "oracle");
+    let task = block_on(Harbor.load_tasks(&Ctx::detached(), &req))
+        .unwrap()
+        .remove(0);
+    let plan = execution_plan(&task, &req);
+    let session = ScriptedSession::new(Verifier::Writes(vec![(REWARD_TXT, "1\n")]));
+    let env: SessionRef = session.clone();
+    let ctx = Ctx::detached();
+    let prepare = |step: &TaskStep| {
+        block_on(Harbor.prepare_step(&ctx, &task, step, &env, &req, &plan.benchmark_plan)).unwrap()
+    };
+    let evaluate = |step: &TaskStep, prepared: &PreparedTask| {
+        block_on(Harbor.evaluate_step(
+            &ctx,
+            step,
+            EvaluationInput {
+                task: &task,
+                prepared,
+                result: RunResult::new(task.task_id.clone()),
+                req: &req,
+                plan: &plan,
+                env: Some(&env),
+            },
+        ))
+        .unwrap()
+    };
+
+    let one = prepare(&task.steps[0]);
+    assert_eq!(one.input.prompt, "Step one.\n");
+    let solution = one.metadata["harbor"]["solution_dir"].as_str().unwrap();
+    assert!(
+        solution.ends_with("two-steps/steps/one/solution"),
+        "{solution}"
+    );
+    let log = session.log();
+    assert_eq!(
+        log,
+        [
+            "exec mkdir -p /logs/verifier /logs/agent /logs/artifacts cwd=None timeout=Some(120.0)",
+            "upload_dir steps/one/workdir /app",
+            "exec bash '/app/setup.sh' cwd=Some(\"/app\") timeout=None",
+        ]
+    );
+    let result = evaluate(&task.steps[0], &one);
+    assert_eq!(result.metrics["reward"], MetricValue::Float(1.0));
+    let log = session.log();
+    let uploads: Vec<&String> = log.iter().filter(|l| l.starts_with("upload_dir")).collect();
+    assert_eq!(
+        uploads[1..],
+        ["upload_dir /tests", "upload_dir steps/one/tests /tests"]
+    );
+
+    // The second step starts without the first one's verifier files; it has no solution or
+    // tests of its own, so the task's serve.
+    let before = session.log().len();
+    let two = prepare(&task.steps[1]);
+    assert_eq!(
+        session.log()[before],
+        "exec mkdir -p /logs/verifier /logs/agent /logs/artifacts /tests && find /logs/verifier \
+         /logs/agent /tests -mindepth 1 -delete cwd=None timeout=Some(120.0)"
+    );
+    let solution = two.metadata["harbor"]["solution_dir"].as_str().unwrap();
+    assert!(solution.ends_with("two-steps/solution"), "{solution}");
+    let before = session.log().len();
+    evaluate(&task.steps[1], &two);
+    let uploads: Vec<String> = session.log()[before..]
+        .iter()
+        .filter(|l| l.starts_with("upload_dir"))
+        .cloned()
+        .collect();
+    assert_eq!(uploads, ["upload_dir /tests"]);
 }
