@@ -293,3 +293,178 @@ fn terminus_solves_the_bundled_tasks_in_several_bash_steps() {
         Vec::<PathBuf>::new()
     );
 }
+
+/// The `steps` records of an attempt's `result.json`.
+fn steps_of(result: &Value) -> Vec<Value> {
+    result["steps"].as_array().cloned().unwrap_or_default()
+}
+
+/// The names of `steps`.
+fn step_names(steps: &[Value]) -> Vec<&str> {
+    steps.iter().map(|s| s["name"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy() {
+    let h = harbor();
+    // mean (the default): per-key means over the steps, a key a step lacks counting 0.
+    let out = h.run(&fixture("multi-step-mean"), "oracle", &[], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (attempt, result) = &results(&run_dir(&out))["multi-step-mean"];
+    assert_eq!(reward(result), 0.75, "(1 + 0.5) / 2: {result}");
+    assert_eq!(result["metrics"]["carried"], 0.5, "(0 + 1) / 2: {result}");
+    assert_eq!(result["metrics"]["correct"], false);
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(
+        result["meta"]["benchmark"]["harbor"]["multi_step_reward_strategy"],
+        "mean"
+    );
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["one", "two"]);
+    // Step one saw its staged workdir/ and setup.sh; step two saw step one's file (its
+    // solution copies it) and not step one's tests.
+    assert_eq!(steps[0]["metrics"]["reward"], 1.0, "{steps:?}");
+    assert_eq!(steps[1]["metrics"]["reward"], 0.5, "{steps:?}");
+    assert_eq!(steps[1]["metrics"]["carried"], 1.0, "{steps:?}");
+    for step in &steps {
+        assert_eq!(step["status"], "completed", "{step}");
+        assert_eq!(step["evaluated"], true, "{step}");
+        assert!(step["started_at"].is_string() && step["duration_seconds"].is_number());
+        assert!(step.get("stop_reason").is_none(), "{step}");
+    }
+    // Per-step results beside the attempt's; no snapshot or checkpoint is left.
+    for name in ["one", "two"] {
+        let step_result =
+            agentcompass_e2e::read_json(&attempt.join("steps").join(name).join("result.json"));
+        assert_eq!(step_result["step"]["name"], name);
+        assert_eq!(
+            step_result["trajectory"]["steps"].as_array().unwrap().len(),
+            1
+        );
+        assert!(!attempt.join("steps").join(name).join("workdir").exists());
+    }
+    assert!(!attempt.join("steps/checkpoint.json").exists());
+    // The attempt's trajectory is the steps' in order.
+    assert_eq!(result["trajectory"]["steps"].as_array().unwrap().len(), 2);
+
+    // final: the last step's rewards as they are.
+    let out = h.run(&fixture("multi-step-final"), "oracle", &[], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["multi-step-final"];
+    assert_eq!(reward(result), 0.5, "{result}");
+    assert_eq!(result["metrics"]["carried"], 1.0, "{result}");
+    assert_eq!(step_names(&steps_of(result)), ["one", "two"]);
+}
+
+#[test]
+fn a_step_below_its_min_reward_stops_the_remaining_steps() {
+    let h = harbor();
+    let out = h.run(&fixture("multi-step-gated"), "oracle", &[], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (attempt, result) = &results(&run_dir(&out))["multi-step-gated"];
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["one"], "step two never ran: {result}");
+    assert_eq!(
+        steps[0]["stop_reason"],
+        "step `one`: reward=0 below min_reward 1"
+    );
+    assert_eq!(reward(result), 0.0, "{result}");
+    assert_eq!(
+        result["status"], "completed",
+        "a stop is a score, not an error"
+    );
+    assert!(!attempt.join("steps/two").exists());
+}
+
+/// Every path under `root` whose file name is `name`.
+fn find_named(root: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.file_name().is_some_and(|n| n == name) {
+                found.push(path.clone());
+            }
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
+    let h = harbor();
+    let params = json!({"path": fixture("multi-step-mean")}).to_string();
+    let args = |env_params: &str| -> Vec<String> {
+        [
+            "--no-bundled-plugins",
+            "--plugin-dir",
+            h.plugins.to_str().unwrap(),
+            "run",
+            "harbor",
+            "oracle",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "sandbox",
+            "--env-params",
+            env_params,
+            "--progress",
+            "none",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    // Step two's solution sleeps: the host is killed once step one's checkpoint is written.
+    let mut child = std::process::Command::new(agentcompass_e2e::host_bin())
+        .current_dir(&h.ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &h.ws.home)
+        .args(args(r#"{"env_variables": {"STEP_TWO_SLEEP": "50"}}"#))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let checkpoint = loop {
+        if let Some(found) = find_named(&h.ws.cwd, "checkpoint.json")
+            .into_iter()
+            .find(|p| p.parent().is_some_and(|d| d.ends_with("attempt-1/steps")))
+        {
+            break found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "no step checkpoint appeared"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let saved = agentcompass_e2e::read_json(&checkpoint);
+    assert_eq!(saved["finished"][0]["name"], "one", "{saved}");
+    assert!(checkpoint
+        .with_file_name("one")
+        .join("workdir/one.txt")
+        .is_file());
+
+    // The rerun restores step one's working directory and runs step two only.
+    let out = h.run(&fixture("multi-step-mean"), "oracle", &["--reuse"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (attempt, result) = &results(&run_dir(&out))["multi-step-mean"];
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["one", "two"], "{result}");
+    assert_eq!(steps[0]["resumed"], true, "{steps:?}");
+    assert!(steps[1].get("resumed").is_none(), "{steps:?}");
+    // Step two found /app/one.txt, which only step one's (restored) work wrote.
+    assert_eq!(steps[1]["metrics"]["reward"], 0.5, "{steps:?}");
+    assert_eq!(reward(result), 0.75, "{result}");
+    assert!(attempt.join("steps/one/result.json").is_file());
+    assert!(!attempt.join("steps/one/workdir").exists());
+}
