@@ -214,6 +214,7 @@ fn fragments(secret: &str, len: usize) -> Vec<String> {
 fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     const LONG_KEY: &str = "sk-proj-d42cQ7RZ4M2X9W8V6U5T3S1P0N8K6J4H";
     const TOKEN: &str = "tokEMBEDDEDq7rz4m2x9w8v6u5t3s1p0n8k6j4h2";
+    const GRADER: &str = "grdVERIFIERa1b2c3d4e5f6g7h8i9j0k1l2m3n4p";
     let dirs = PluginDirs::new();
     let packs = dirs.package("packs", "qa-pack");
     for pack in ["harbor-pack", "agents-pack"] {
@@ -225,6 +226,7 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
         ("E2E_LONG_KEY", LONG_KEY),
         ("E2E_TOKEN", TOKEN),
         ("E2E_BINDING", BINDING),
+        ("E2E_GRADER", GRADER),
     ];
     let mut outcomes: Vec<(&str, Outcome)> = Vec::new();
 
@@ -341,8 +343,45 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     );
     outcomes.push(("embedded binding", out));
 
+    // (c) A verifier printing its binding, then enough output that the benchmark's 4,000-
+    // character tail starts 31 characters into the binding.
+    let task_params = json!({"path": fixture("verifier-cuts-a-secret")}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            packs_arg,
+            "run",
+            "harbor",
+            "cli_agent",
+            "m",
+            "--benchmark-params",
+            &task_params,
+            "--harness-params",
+            r#"{"command": "true"}"#,
+            "--model-base-url",
+            &base_url,
+            "--env",
+            "sandbox",
+            "--progress",
+            "plain",
+        ],
+        env,
+    );
+    let run = run_dir(&out);
+    let (_, result) = &published_results(&run)["verifier-cuts-a-secret"];
+    let tail = result["meta"]["benchmark"]["harbor"]["test_stdout_tail"]
+        .as_str()
+        .unwrap_or_default();
+    // Scrubbed before it was cut, the output is short enough to be kept whole.
+    assert!(
+        tail.starts_with("x********000"),
+        "the secret is masked whole: {}",
+        &result.to_string()[..result.to_string().len().min(1500)]
+    );
+    outcomes.push(("verifier output tail", out));
+
     let results_dir = ws.cwd.join("results");
-    for secret in [LONG_KEY, TOKEN] {
+    for secret in [LONG_KEY, TOKEN, GRADER] {
         for fragment in fragments(secret, 8) {
             assert_eq!(
                 files_containing(&results_dir, &fragment),

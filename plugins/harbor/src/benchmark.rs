@@ -87,7 +87,8 @@ fn task_dir(task: &TaskSpec) -> Result<String> {
         })
 }
 
-/// The last `max` characters of `text`.
+/// The last `max` characters of `text` (scrub it with `Ctx::scrub` first: a secret the cut
+/// falls into is then already masked whole).
 fn tail(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
@@ -187,6 +188,7 @@ impl Harbor {
     /// Uploads a step's `workdir/` into the environment's working directory (the task's, else
     /// the environment's default) and runs its `setup.sh` there, as Harbor does.
     async fn stage_workdir(
+        ctx: &Ctx,
         env: &SessionRef,
         staged: &Path,
         workdir: Option<String>,
@@ -219,12 +221,13 @@ impl Harbor {
             "{ID}: step `{}`: setup.sh exited with {}: {}",
             step.name,
             out.returncode,
-            tail(out.stderr.trim(), 500)
+            tail(ctx.scrub(out.stderr.trim()).await.as_str(), 500)
         )))
     }
 
     /// Runs `verifier` in the evaluation environment and reads its reward into the result.
     async fn evaluate_with(
+        ctx: &Ctx,
         input: EvaluationInput<'_>,
         payload: Plan,
         verifier: &Verifier,
@@ -242,8 +245,8 @@ impl Harbor {
             return Ok(result);
         };
         let workdir = verifier_workdir(plan, payload.workdir);
-        let out = Harbor::run_verifier(env, verifier, workdir, plan, started).await?;
-        let mut extra = Harbor::verifier_output(env, &out).await;
+        let out = Harbor::run_verifier(ctx, env, verifier, workdir, plan, started).await?;
+        let mut extra = Harbor::verifier_output(ctx, env, &out).await;
         if out.timed_out {
             result.push_issue(ExecutionIssue::error(
                 IssuePhase::Evaluate,
@@ -262,7 +265,7 @@ impl Harbor {
     }
 
     /// Runs `command` and fails (as an environment error) unless it succeeds.
-    async fn run_checked(env: &SessionRef, command: &str, what: &str) -> Result<()> {
+    async fn run_checked(ctx: &Ctx, env: &SessionRef, command: &str, what: &str) -> Result<()> {
         let out = env.exec(ExecRequest::shell(command).timeout(120.0)).await?;
         if out.success() {
             Ok(())
@@ -270,7 +273,7 @@ impl Harbor {
             Err(Error::environment(format!(
                 "{ID}: {what} failed (exit {}): {}",
                 out.returncode,
-                tail(out.stderr.trim(), 500)
+                tail(ctx.scrub(out.stderr.trim()).await.as_str(), 500)
             )))
         }
     }
@@ -289,6 +292,7 @@ impl Harbor {
     /// left of the evaluation budget (a small reserve lets the timeout be reported as
     /// `verifier_timeout` before the runtime's watchdog fires).
     async fn run_verifier(
+        ctx: &Ctx,
         env: &SessionRef,
         verifier: &Verifier,
         workdir: Option<String>,
@@ -296,6 +300,7 @@ impl Harbor {
         started: Instant,
     ) -> Result<ExecResult> {
         Harbor::run_checked(
+            ctx,
             env,
             &format!(
                 "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR} \
@@ -323,14 +328,14 @@ impl Harbor {
     }
 
     /// The verifier's exit status and output tails (unreadable output counts as empty).
-    async fn verifier_output(env: &SessionRef, out: &ExecResult) -> Value {
+    async fn verifier_output(ctx: &Ctx, env: &SessionRef, out: &ExecResult) -> Value {
         let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
         let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
         json!({
             "test_exit_code": out.returncode,
             "test_timed_out": out.timed_out,
-            "test_stdout_tail": tail(stdout.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
-            "test_stderr_tail": tail(stderr.as_deref().unwrap_or_default(), OUTPUT_TAIL_CHARS),
+            "test_stdout_tail": tail(&ctx.scrub(stdout.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
+            "test_stderr_tail": tail(&ctx.scrub(stderr.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
         })
     }
 
@@ -422,7 +427,7 @@ impl Benchmark for Harbor {
 
     async fn prepare_task(
         &self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         task: &TaskSpec,
         env: &SessionRef,
         req: &RunRequest,
@@ -430,6 +435,7 @@ impl Benchmark for Harbor {
     ) -> Result<PreparedTask> {
         let plan: Plan = plan.payload()?;
         Harbor::run_checked(
+            ctx,
             env,
             &format!("mkdir -p {LOG_DIRS}"),
             "creating the /logs directories",
@@ -440,19 +446,19 @@ impl Benchmark for Harbor {
         Harbor::prepared(task, task.question.clone(), &plan, req, solution)
     }
 
-    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+    async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
         let payload: Plan = input.plan.benchmark_plan.payload()?;
         let verifier = Verifier {
             tests: vec![Path::new(&payload.task_dir).join(TESTS_DIR)],
             env: BTreeMap::new(),
             script: "tests/test.sh".into(),
         };
-        Harbor::evaluate_with(input, payload, &verifier).await
+        Harbor::evaluate_with(ctx, input, payload, &verifier).await
     }
 
     async fn prepare_step(
         &self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         task: &TaskSpec,
         step: &TaskStep,
         env: &SessionRef,
@@ -468,11 +474,11 @@ impl Benchmark for Harbor {
         } else {
             format!("mkdir -p {LOG_DIRS} /tests && find /logs/verifier /logs/agent /tests -mindepth 1 -delete")
         };
-        Harbor::run_checked(env, &reset, "resetting /logs and /tests for the step").await?;
+        Harbor::run_checked(ctx, env, &reset, "resetting /logs and /tests for the step").await?;
         let step_dir = step_dir(&plan.task_dir, step);
         let staged = step_dir.join(WORKDIR_DIR);
         if staged.is_dir() {
-            Harbor::stage_workdir(env, &staged, plan.workdir.clone(), step).await?;
+            Harbor::stage_workdir(ctx, env, &staged, plan.workdir.clone(), step).await?;
         }
         let solution = [
             step_dir.join(SOLUTION_DIR),
@@ -485,7 +491,7 @@ impl Benchmark for Harbor {
 
     async fn evaluate_step(
         &self,
-        _ctx: &Ctx,
+        ctx: &Ctx,
         step: &TaskStep,
         input: EvaluationInput<'_>,
     ) -> Result<RunResult> {
@@ -514,7 +520,7 @@ impl Benchmark for Harbor {
                 .unwrap_or_default(),
             script,
         };
-        Harbor::evaluate_with(input, payload, &verifier).await
+        Harbor::evaluate_with(ctx, input, payload, &verifier).await
     }
 
     async fn score_steps(
