@@ -10,7 +10,8 @@ pub use files::{
     discover_config_files, load_run_config, parse_file, parse_text, ConfigFile, LoadedConfig,
 };
 pub use interpolate::{
-    check_references, is_env_map_key, resolve_references, whole_field_reference,
+    check_references, convert_text, is_env_map_key, replace_references, resolve_as,
+    resolve_references, whole_field_reference, ReferenceSite,
 };
 pub use merge::deep_merge;
 pub use validate::{validate_config, EXECUTION_KEYS, RUNTIME_KEYS};
