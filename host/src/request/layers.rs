@@ -1,11 +1,11 @@
 //! Merging ordered layers of values (config file → defaults → request → flags) while keeping
 //! track of where each key came from, so errors name the file or flag that set it.
 
-use agentcompass_plugin_api::contracts::{json_type_name, ConfigSchema};
+use agentcompass_plugin_api::contracts::{json_type_name, ConfigSchema, ConfigType};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::config::{check_references, deep_merge, ConfigError};
+use crate::config::{check_references, deep_merge, replace_references, resolve_as, ConfigError};
 
 /// One layer: a mapping and where it came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,6 +61,33 @@ impl Layer {
     /// Rejects embedded `${VAR}` references.
     pub fn check_references(&self) -> Result<(), ConfigError> {
         check_references(&self.source, &self.path, &Value::Object(self.map.clone()))
+    }
+
+    /// This layer with every whole-field `${VAR}` that fills a host field of a non-string
+    /// type (`types`, given the keys inside the layer) resolved from `env` and converted now:
+    /// a typed request has no place for a reference. Every other reference stays as written
+    /// until execution. Errors name this layer, the key path, the variable and the type.
+    pub fn resolve_typed_fields(
+        &self,
+        types: fn(&[&str]) -> ConfigType,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Layer, ConfigError> {
+        let value = Value::Object(self.map.clone());
+        let resolved = replace_references(&self.path, &value, &mut |site| {
+            let keys: Vec<&str> = site.keys.iter().map(String::as_str).collect();
+            match types(&keys) {
+                ConfigType::String | ConfigType::Any => Ok(None),
+                kind => resolve_as(&self.source, site.path, site.name, kind, env).map(Some),
+            }
+        })?;
+        Ok(Layer::new(
+            self.source.clone(),
+            self.path.clone(),
+            match resolved {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            },
+        ))
     }
 }
 
@@ -203,6 +230,72 @@ mod tests {
         assert_eq!(
             err,
             "--benchmark-params: size: expected integer, found string"
+        );
+    }
+
+    #[test]
+    fn typed_host_fields_resolve_when_the_layer_is_built() {
+        use crate::request::field_types::{environment_field_type, execution_field_type};
+        let env = |name: &str| match name {
+            "N" => Some("8".to_string()),
+            "CPUS" => Some("1.5".to_string()),
+            "BAD" => Some("many-3f9e".to_string()),
+            _ => None,
+        };
+        let execution = layer(
+            "c.toml",
+            "execution",
+            json!({
+                "task_concurrency": "${N}",
+                "attempts": {"k": "${N}", "strategy": "${S}"},
+                "analysis_params": {"x": "${N}"},
+            }),
+        );
+        let resolved = execution
+            .resolve_typed_fields(execution_field_type, &env)
+            .unwrap();
+        // String fields and untyped keys keep their references until execution.
+        assert_eq!(
+            Value::Object(resolved.map),
+            json!({
+                "task_concurrency": 8,
+                "attempts": {"k": 8, "strategy": "${S}"},
+                "analysis_params": {"x": "${N}"},
+            })
+        );
+        let environment = layer(
+            "--env-params",
+            "",
+            json!({"resources": {"cpu": "${CPUS}"}, "workdir": "${N}", "setup": {"image": "${I}"}}),
+        );
+        let resolved = environment
+            .resolve_typed_fields(environment_field_type, &env)
+            .unwrap();
+        assert_eq!(
+            Value::Object(resolved.map),
+            json!({"resources": {"cpu": 1.5}, "workdir": "${N}", "setup": {"image": "${I}"}})
+        );
+        let err = layer("--execution-params", "", json!({"max_retries": "${BAD}"}))
+            .resolve_typed_fields(execution_field_type, &env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--execution-params: max_retries: refers to ${BAD}, whose value is not an integer \
+             (expected a whole number such as 42)"
+        );
+        let err = layer(
+            "c.toml",
+            "execution",
+            json!({"keep_environment": "${UNSET}"}),
+        )
+        .resolve_typed_fields(execution_field_type, &env)
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "c.toml: execution.keep_environment: refers to ${UNSET}, which is not set; export \
+             it or change the value"
         );
     }
 

@@ -1,6 +1,7 @@
 //! From configuration, flags and orchestration files to complete `RunRequest`s and the
 //! process-wide runtime options.
 
+pub mod field_types;
 pub mod layers;
 pub mod orchestration;
 pub mod runtime_options;

@@ -2,14 +2,15 @@
 //! registry (ids, schemas) and the contract rules.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkSpec, ComponentKind, EnvironmentSpec, ExecutionSpec, HarnessSpec, ModelSpec,
-    NetworkPolicy, OutputSpec, RunRuntimeSpec, ENVIRONMENT_SHARED_FIELDS, EXECUTION_FIELDS,
-    HARNESS_NONE,
+    BenchmarkSpec, ComponentKind, ConfigType, EnvironmentSpec, ExecutionSpec, HarnessSpec,
+    ModelSpec, NetworkPolicy, OutputSpec, RunRuntimeSpec, ENVIRONMENT_SHARED_FIELDS,
+    EXECUTION_FIELDS, HARNESS_NONE,
 };
 use serde_json::{Map, Value};
 
+use super::field_types::{environment_field_type, execution_field_type, model_field_type};
 use super::layers::{attribute, component_params, deserialize_merged, owner, Layer};
-use crate::config::{deep_merge, is_env_map_key, ConfigError};
+use crate::config::{deep_merge, is_env_map_key, process_env, ConfigError};
 use crate::registry::Registry;
 
 /// Where a component id was chosen (for unknown-id errors).
@@ -30,6 +31,18 @@ fn unknown(
         .get(kind, id)
         .map(|_| ())
         .map_err(|e| ConfigError::invalid(at.source, at.path, e.to_string()))
+}
+
+/// `layers` with the references of their typed host fields resolved and converted (see
+/// [`Layer::resolve_typed_fields`]).
+fn with_typed_fields(
+    layers: &[Layer],
+    types: fn(&[&str]) -> ConfigType,
+) -> Result<Vec<Layer>, ConfigError> {
+    layers
+        .iter()
+        .map(|layer| layer.resolve_typed_fields(types, &process_env))
+        .collect()
 }
 
 /// `BenchmarkSpec`: the id must be registered; params are checked against its schema.
@@ -197,6 +210,7 @@ fn merge_shared_fields(
     shared: &mut Map<String, Value>,
 ) -> Result<Map<String, Value>, ConfigError> {
     layer.check_references()?;
+    let layer = &layer.resolve_typed_fields(environment_field_type, &process_env)?;
     let mut params = Map::new();
     for (key, value) in &layer.map {
         if key == "image" || key == "evaluation_image" {
@@ -268,6 +282,7 @@ pub fn model_spec(layers: &[Layer]) -> Result<ModelSpec, ConfigError> {
         layer.check_keys(&MODEL_KEYS)?;
         layer.check_references()?;
     }
+    let layers = &with_typed_fields(layers, model_field_type)?;
     if owner(layers, "id").is_none() {
         // Name the most specific layer rather than serde's "missing field" at the root.
         return Err(match layers.last() {
@@ -323,6 +338,7 @@ pub fn execution_spec(layers: &[Layer]) -> Result<ExecutionSpec, ConfigError> {
             .check_keys(&["k", "strategy"])?;
         }
     }
+    let layers = &with_typed_fields(layers, execution_field_type)?;
     let base = serde_json::to_value(ExecutionSpec::default()).unwrap_or(Value::Null);
     let spec: ExecutionSpec = deserialize_merged(base, layers)?;
     let bad = |key: &str, message: String| Err(attribute(layers, key, message));

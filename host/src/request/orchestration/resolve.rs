@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkSpec, EnvironmentSpec, ExecutionSpec, HarnessSpec, ModelSpec, OutputSpec, RunMetadata,
-    RunRequest, RunRuntimeSpec,
+    BenchmarkSpec, ConfigType, EnvironmentSpec, ExecutionSpec, HarnessSpec, ModelSpec, OutputSpec,
+    RunMetadata, RunRequest, RunRuntimeSpec,
 };
 use serde_json::{json, Value};
 
 use super::{LaunchArgs, Object, Orchestration, OrchestrationFile, RequestEntry, RequestSections};
-use crate::config::{ConfigError, LoadedConfig};
+use crate::config::{process_env, resolve_as, whole_field_reference, ConfigError, LoadedConfig};
 use crate::registry::Registry;
 use crate::request::layers::Layer;
 use crate::request::runtime_options::ResolvedRuntimeOptions;
@@ -88,6 +88,21 @@ fn task_concurrency(
     let from_config = match from_config {
         None => None,
         Some((file_source, value)) => {
+            // A typed host field: a `${VAR}` converts now (see `Layer::resolve_typed_fields`).
+            let resolved;
+            let value = match value.as_str().and_then(whole_field_reference) {
+                Some(name) => {
+                    resolved = resolve_as(
+                        &file_source,
+                        "execution.task_concurrency",
+                        name,
+                        ConfigType::Integer,
+                        &process_env,
+                    )?;
+                    &resolved
+                }
+                None => value,
+            };
             let n = value
                 .as_u64()
                 .and_then(|n| u32::try_from(n).ok())
