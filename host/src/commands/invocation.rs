@@ -8,10 +8,11 @@ use anyhow::Context;
 use serde_json::Value;
 
 use crate::cli::{GlobalArgs, ProgressArg, RuntimeFlags};
-use agentcompass_host::config::{load_run_config, resolve_references, LoadedConfig};
+use agentcompass_host::config::{load_run_config, LoadedConfig};
 use agentcompass_host::registry::Registry;
 use agentcompass_host::request::{
-    resolve_runtime, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions,
+    resolve_request_references, resolve_runtime, ProgressMode, ResolvedRuntimeOptions,
+    RuntimeOptions,
 };
 use agentcompass_host::setup::{build_registry, PluginSettings, Setup};
 use agentcompass_redact::redact_value;
@@ -99,12 +100,13 @@ pub fn request_payload(request: &RunRequest) -> Value {
     redact_value(&serde_json::to_value(request).unwrap_or(Value::Null))
 }
 
-/// Warns (one line each) about `${VAR}` references whose variable is not set; they must be
-/// set by the time the request executes.
-pub(super) fn warn_unresolved(requests: &[&RunRequest]) {
+/// Warns (one line each) about `${VAR}` references whose variable is not set or whose value
+/// does not convert to its field's type; they must be right by the time the request executes.
+pub(super) fn warn_unresolved(registry: &Registry, requests: &[&RunRequest]) {
     for request in requests {
-        let value = serde_json::to_value(request).unwrap_or(Value::Null);
-        if let Err(e) = resolve_references("", &value, &agentcompass_host::config::process_env) {
+        let resolved =
+            resolve_request_references(registry, request, &agentcompass_host::config::process_env);
+        if let Err(e) = resolved {
             eprintln!("warning: {e}");
         }
     }

@@ -50,6 +50,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     if cmd.dry_run {
         warn_unresolved(
+            &setup.registry,
             &orchestration
                 .requests
                 .iter()

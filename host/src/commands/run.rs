@@ -61,7 +61,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     warn_unknown_providers(&runtime, &setup.registry);
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
     if cmd.dry_run {
-        warn_unresolved(&[&request]);
+        warn_unresolved(&setup.registry, &[&request]);
         print_json(&json!({"request": request_payload(&request), "runtime": runtime}))?;
         return Ok(0);
     }

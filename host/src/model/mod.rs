@@ -17,7 +17,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY
 use reqwest::StatusCode;
 use serde_json::Value;
 
-pub use settings::{GatewaySettings, Pricing};
+pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 
 /// A wire protocol the gateway speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

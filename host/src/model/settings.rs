@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use agentcompass_plugin_api::contracts::{JsonMap, TokenUsage};
+use agentcompass_plugin_api::contracts::{ConfigType, JsonMap, TokenUsage};
 use serde_json::Value;
 
 use super::GatewayError;
@@ -17,6 +17,19 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const DEFAULT_MAX_RETRIES: u32 = 3;
 const DEFAULT_TIMEOUT_SECONDS: f64 = 600.0;
 const DEFAULT_BACKOFF_SECONDS: f64 = 1.0;
+
+/// The type of the gateway setting at `keys` inside `model.params` (a whole-field `${VAR}`
+/// there converts to it); `None` for a generation parameter, which goes to the endpoint with
+/// the variable's text: its type is the endpoint's.
+pub fn gateway_param_type(keys: &[&str]) -> Option<ConfigType> {
+    match keys {
+        ["max_retries"] => Some(ConfigType::Integer),
+        ["timeout" | "retry_backoff_seconds"] => Some(ConfigType::Number),
+        ["pricing"] => Some(ConfigType::Object),
+        ["pricing", "input" | "output" | "cached_input"] => Some(ConfigType::Number),
+        _ => None,
+    }
+}
 
 /// Prices in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -214,5 +227,32 @@ mod tests {
                 .to_string();
             assert!(err.contains(field), "{err}");
         }
+    }
+
+    #[test]
+    fn gateway_param_types_are_what_the_settings_accept() {
+        let sample = |kind| match kind {
+            Some(ConfigType::Integer) => json!(2),
+            Some(ConfigType::Number) => json!(2.5),
+            Some(ConfigType::Object) => json!({}),
+            other => panic!("{other:?}"),
+        };
+        for key in ["max_retries", "timeout", "retry_backoff_seconds", "pricing"] {
+            let value = sample(gateway_param_type(&[key]));
+            let settings = GatewaySettings::from_params(&params(json!({ key: value })));
+            assert!(settings.is_ok(), "{key}");
+        }
+        for field in ["input", "output", "cached_input"] {
+            let value = sample(gateway_param_type(&["pricing", field]));
+            let settings =
+                GatewaySettings::from_params(&params(json!({"pricing": { field: value }})));
+            assert!(settings.is_ok(), "pricing.{field}");
+        }
+        assert_eq!(
+            gateway_param_type(&["max_retries"]),
+            Some(ConfigType::Integer)
+        );
+        assert_eq!(gateway_param_type(&["temperature"]), None);
+        assert_eq!(gateway_param_type(&["pricing", "other"]), None);
     }
 }

@@ -4,6 +4,7 @@
 pub mod field_types;
 pub mod layers;
 pub mod orchestration;
+pub mod references;
 pub mod runtime_options;
 pub mod sections;
 pub mod single;
@@ -11,6 +12,7 @@ pub mod single;
 pub use orchestration::{
     load_orchestration_file, resolve_orchestration, LaunchArgs, OrchestratedRun, Orchestration,
 };
+pub use references::{resolve_request_references, ResolvedRequest};
 pub use runtime_options::{ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
 pub use single::{resolve_run, RunArgs};
 

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 use agentcompass_plugin_api::contracts::RunRequest;
 use agentcompass_results::naming::sanitize_component;
 
-use crate::config::resolve_references;
 use crate::host_services::{CancelToken, HostServices};
 use crate::planner::Planner;
 use crate::registry::Registry;
-use crate::request::{output_namespace, OrchestratedRun};
+use crate::request::{output_namespace, resolve_request_references, OrchestratedRun};
 use crate::runtime::error::RunError;
 use crate::runtime::retry::compile_patterns;
 use crate::runtime::task_source::TaskSource;
@@ -66,7 +65,7 @@ fn check(
     run: &OrchestratedRun,
 ) -> Result<(RunRequest, Planner, Vec<regex::Regex>), RunError> {
     check_output(results_dir, run)?;
-    let resolved = resolve_request(&run.request)?;
+    let resolved = resolve_request(registry, &run.request)?;
     let planner = Planner::new(registry, &resolved)?;
     check_harness(&planner, &resolved)?;
     let refused = |e: &dyn std::fmt::Display| RunError::Refused(e.to_string());
@@ -107,14 +106,15 @@ fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), RunErro
     Ok(())
 }
 
-/// The request with its `${VAR}` references resolved (in memory only); every resolved value
-/// and the model key are registered as secrets.
-fn resolve_request(request: &RunRequest) -> Result<RunRequest, RunError> {
-    let value = serde_json::to_value(request).map_err(|e| RunError::Refused(e.to_string()))?;
-    let resolved_value = resolve_references("", &value, &crate::config::process_env)?;
-    agentcompass_redact::register_resolved_values(&value, &resolved_value);
+/// The request with its `${VAR}` references resolved and converted by their fields' types
+/// (in memory only); every resolved value and the model key are registered as secrets.
+fn resolve_request(registry: &Registry, request: &RunRequest) -> Result<RunRequest, RunError> {
+    let resolved = resolve_request_references(registry, request, &crate::config::process_env)?;
+    for value in &resolved.values {
+        agentcompass_redact::register_secret(value);
+    }
     agentcompass_redact::register_secret(&request.model.api_key);
-    serde_json::from_value(resolved_value).map_err(|e| RunError::Refused(e.to_string()))
+    Ok(resolved.request)
 }
 
 /// The harness supports the request's environment and model protocol.
