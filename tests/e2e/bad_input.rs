@@ -138,6 +138,10 @@ fn harbor_task(c: &Ctx, name: &str, toml: Option<&str>) -> PathBuf {
     dir
 }
 
+/// Variables every case runs with (only the cases that refer to them notice); no line may
+/// show their values.
+const CASE_ENV: &[(&str, &str)] = &[("BAR_SEED", "abc-not-a-seed")];
+
 const QA_LINE: &str = r#"{"id": "a", "question": "What is 2 + 2?", "answer": "4"}"#;
 
 const CASES: &[Case] = &[
@@ -483,6 +487,19 @@ const CASES: &[Case] = &[
         setup: |_| run(&["--model-params", r#"{"max_retries": "many"}"#]),
         names: "--model-params",
         says: "model.params.max_retries: expected an integer",
+    },
+    // `CASE_ENV` sets BAR_SEED to a value no integer field accepts; the line never shows it.
+    Case {
+        name: "benchmark_param_reference_that_does_not_convert",
+        setup: |_| run(&["--benchmark-params", r#"{"seed": "${BAR_SEED}"}"#]),
+        names: "environment: benchmark.params.seed: ",
+        says: "refers to ${BAR_SEED}, whose value is not an integer",
+    },
+    Case {
+        name: "execution_param_reference_that_does_not_convert",
+        setup: |_| run(&["--execution-params", r#"{"max_retries": "${BAR_SEED}"}"#]),
+        names: "--execution-params: max_retries: ",
+        says: "refers to ${BAR_SEED}, whose value is not an integer",
     },
     Case {
         name: "env_params_a_json_string",
@@ -839,7 +856,7 @@ fn rejected(case: &Case, packs: &Path) -> String {
     };
     let args = (case.setup)(&c);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = c.ws.run(&args, &[]);
+    let out = c.ws.run(&args, CASE_ENV);
     let name = case.name;
     assert_eq!(out.code, 2, "{name}: {out:?}");
     assert_eq!(out.stdout, "", "{name}: nothing on stdout: {out:?}");
@@ -856,6 +873,12 @@ fn rejected(case: &Case, packs: &Path) -> String {
         .map(|e| e.expect("entry").file_name())
         .collect();
     assert!(written.is_empty(), "{name}: wrote {written:?}");
+    for (variable, value) in CASE_ENV {
+        assert!(
+            !lines[0].contains(value),
+            "{name}: shows ${variable}'s value: {out:?}"
+        );
+    }
     let line = c.ws.redact(lines[0]);
     assert!(
         line.contains(case.names),

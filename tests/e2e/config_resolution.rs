@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use agentcompass_e2e::Workspace;
+use agentcompass_e2e::{published_results, read_json, run_dir, Workspace};
 use serde_json::{json, Value};
 
 const RUN: [&str; 5] = [
@@ -797,4 +797,186 @@ fn limits_for_providers_not_installed_are_kept_with_a_warning() {
     ));
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["runtime"]["provider_limits"]["sandbx"], 3);
+}
+
+// --- typed `${VAR}` references ----------------------------------------------------------
+
+/// The variables of [`typed_references_config`].
+const TYPED_ENV: &[(&str, &str)] = &[
+    ("BAR_SIZE", "3"),
+    ("BAR_SEED", "4242"),
+    ("BAR_CASE", "true"),
+    ("BAR_WRONG", "2"),
+    ("BAR_RETRIES", "1"),
+    ("BAR_DELAY", "0.5"),
+    ("BAR_K", "2"),
+    ("BAR_BUILD", "30"),
+    ("BAR_TIMEOUT", "45"),
+    ("BAR_TEMPERATURE", "0.2"),
+];
+
+/// Integer and boolean parameters of the example benchmark and harness, execution numbers and
+/// an environment setup number, each a whole-field `${VAR}`.
+fn typed_references_config(ws: &Workspace) -> String {
+    path(&ws.write(
+        "cfg/typed.toml",
+        r#"
+[benchmarks.example_exact_match]
+size = "${BAR_SIZE}"
+seed = "${BAR_SEED}"
+case_sensitive = "${BAR_CASE}"
+[harnesses.example_calculator]
+wrong_every = "${BAR_WRONG}"
+[execution]
+max_retries = "${BAR_RETRIES}"
+retry_min_delay_seconds = "${BAR_DELAY}"
+attempts = { k = "${BAR_K}" }
+[environments.host_process]
+setup = { build_timeout_seconds = "${BAR_BUILD}" }
+"#,
+    ))
+}
+
+/// Issue 13, bug 3: `seed = "${BAR_SEED}"` and its kind fill typed parameters. A real run
+/// succeeds and evaluates the same tasks as literal values: component parameters convert by
+/// their schema's type at execution (the request and `params.json` keep the references),
+/// the host's typed fields (execution, environment setup, gateway settings in
+/// `model.params`) by the host's types; a model generation parameter keeps the text.
+#[test]
+fn whole_field_references_fill_typed_parameters_in_a_real_run() {
+    let ws = Workspace::new();
+    let cfg = typed_references_config(&ws);
+    let model_params = r#"{"timeout": "${BAR_TIMEOUT}", "temperature": "${BAR_TEMPERATURE}"}"#;
+    let args = [
+        "run",
+        "example_exact_match",
+        "example_calculator",
+        "m1",
+        "--config",
+        &cfg,
+        "--model-params",
+        model_params,
+        "--progress",
+        "none",
+    ];
+
+    // Printed: component and model params as written, the host's typed fields converted.
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    let v = ws.run_json(&dry, TYPED_ENV);
+    let r = &v["request"];
+    assert_eq!(
+        r["benchmark"]["params"],
+        json!({"size": "${BAR_SIZE}", "seed": "${BAR_SEED}", "case_sensitive": "${BAR_CASE}"})
+    );
+    assert_eq!(
+        r["harness"]["params"],
+        json!({"wrong_every": "${BAR_WRONG}"})
+    );
+    assert_eq!(r["execution"]["max_retries"], 1);
+    assert_eq!(r["execution"]["retry_min_delay_seconds"], 0.5);
+    assert_eq!(
+        r["execution"]["attempts"],
+        json!({"k": 2, "strategy": "avg"})
+    );
+    assert_eq!(r["environment"]["setup"]["build_timeout_seconds"], 30.0);
+    assert_eq!(r["model"]["params"]["timeout"], "${BAR_TIMEOUT}");
+
+    let out = ws.run(&args, TYPED_ENV);
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let params = read_json(&run.join("params.json"));
+    assert_eq!(params["benchmark"]["params"]["seed"], "${BAR_SEED}");
+    assert_eq!(
+        params["model"]["params"]["temperature"],
+        "${BAR_TEMPERATURE}"
+    );
+    let results = published_results(&run);
+    assert_eq!(results.len(), 3, "size = ${{BAR_SIZE}} = 3: {results:?}");
+    for (id, (attempt_dir, result)) in &results {
+        // k = ${BAR_K} = 2 semantic attempts; wrong_every = ${BAR_WRONG} = 2 misses arith-0001.
+        assert!(attempt_dir.ends_with("attempt-2"), "{id}: {attempt_dir:?}");
+        assert_eq!(result["status"], "completed", "{id}: {result}");
+        assert_eq!(
+            result["metrics"]["correct"],
+            id != "arith-0001",
+            "{id}: {result}"
+        );
+    }
+
+    // The same tasks as literal values, which differ from the default seed's.
+    let truths = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m1",
+            "--progress",
+            "none",
+        ];
+        args.extend_from_slice(extra);
+        let out = ws.run(&args, &[]);
+        assert_eq!(out.code, 0, "{out:?}");
+        let mut truths: Vec<(String, Value)> = published_results(&run_dir(&out))
+            .into_iter()
+            .map(|(id, (_, result))| (id, result["ground_truth"].clone()))
+            .collect();
+        truths.sort_by(|a, b| a.0.cmp(&b.0));
+        truths
+    };
+    let mut referenced: Vec<(String, Value)> = results
+        .into_iter()
+        .map(|(id, (_, result))| (id, result["ground_truth"].clone()))
+        .collect();
+    referenced.sort_by(|a, b| a.0.cmp(&b.0));
+    let literal = truths(&["--benchmark-params", r#"{"size": 3, "seed": 4242}"#]);
+    assert_eq!(referenced, literal);
+    assert_ne!(literal, truths(&["--benchmark-params", r#"{"size": 3}"#]));
+}
+
+/// A referenced value that does not convert is refused before anything is written, one line
+/// naming the key path, the variable and the type but never the value; `--dry-run` warns.
+#[test]
+fn a_referenced_value_that_does_not_convert_is_refused_without_its_value() {
+    let ws = Workspace::new();
+    let cfg = typed_references_config(&ws);
+    for (variable, value, names) in [
+        ("BAR_SEED", "s3cr3t-seed", "environment: benchmark.params.seed: refers to ${BAR_SEED}, whose value is not an integer"),
+        ("BAR_CASE", "s3cr3t-case", "environment: benchmark.params.case_sensitive: refers to ${BAR_CASE}, whose value is not a boolean"),
+        ("BAR_K", "s3cr3t-k", "[TMP]/cfg/typed.toml: execution.attempts.k: refers to ${BAR_K}, whose value is not an integer"),
+    ] {
+        let env: Vec<(&str, &str)> = TYPED_ENV
+            .iter()
+            .map(|&(k, v)| if k == variable { (k, value) } else { (k, v) })
+            .collect();
+        let out = ws.run(
+            &["run", "example_exact_match", "example_calculator", "m1", "--config", &cfg],
+            &env,
+        );
+        assert_eq!(out.code, 2, "{out:?}");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{out:?}");
+        assert!(ws.redact(lines[0]).contains(names), "{out:?}");
+        assert!(!out.stderr.contains(value), "{out:?}");
+        assert!(!ws.cwd.join("results").exists(), "{out:?}");
+    }
+    let env: Vec<(&str, &str)> = TYPED_ENV
+        .iter()
+        .map(|&(k, v)| {
+            if k == "BAR_SEED" {
+                (k, "s3cr3t-seed")
+            } else {
+                (k, v)
+            }
+        })
+        .collect();
+    let out = ws.run(&run_args(&["--config", &cfg]), &env);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stderr_lines("warning: environment: benchmark.params.seed: refers to ${BAR_SEED}")
+            .len(),
+        1,
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("s3cr3t"), "{out:?}");
 }
