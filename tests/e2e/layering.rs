@@ -47,6 +47,7 @@ fn crate_arrows_follow_the_layers() {
     );
     expect("host/loader/Cargo.toml", &["agentcompass-plugin-api"]);
     expect("host/builtins/Cargo.toml", &["agentcompass-plugin-api"]);
+    expect("host/egress/Cargo.toml", &["agentcompass-plugin-api"]);
     expect(
         "host/Cargo.toml",
         &[
@@ -258,6 +259,7 @@ fn no_module_cycles_inside_a_crate() {
         "host/results/src",
         "host/loader/src",
         "host/builtins/src",
+        "host/egress/src",
         "host/redact/src",
         "plugin-api/src",
         "plugins/agents/src",
