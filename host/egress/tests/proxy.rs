@@ -732,6 +732,17 @@ async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
     )
 }
 
+/// Waits (up to 3 s) until the proxy has `n` open connections.
+async fn assert_connections(p: &Proxy, n: usize) {
+    for _ in 0..300 {
+        if p.handle.connections() == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(p.handle.connections(), n);
+}
+
 fn tcp(p: &Proxy) -> SocketAddr {
     match p.at {
         ProxyAt::Tcp(addr) => addr,
@@ -750,8 +761,7 @@ async fn dropping_the_handle_closes_open_tunnels_and_the_listener() {
     }
     // An idle keep-alive client connection too.
     let mut idle = TcpStream::connect(addr).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(p.handle.connections(), 4);
+    assert_connections(&p, 4).await;
     drop(p);
     for tunnel in &mut tunnels {
         assert!(
@@ -780,7 +790,7 @@ async fn shutdown_waits_until_everything_is_closed() {
 async fn idle_connections_and_tunnels_are_closed() {
     let (allowed, _other) = upstreams().await;
     let limits = Limits {
-        idle_timeout: Duration::from_millis(300),
+        idle_timeout: Duration::from_millis(600),
         ..Limits::default()
     };
     let (config, events) = config(allow(&[ALLOWED]), &[]);
@@ -790,7 +800,7 @@ async fn idle_connections_and_tunnels_are_closed() {
     let mut idle = TcpStream::connect(addr).await.unwrap();
     // A tunnel that keeps talking outlives the idle timeout.
     let mut busy = open_tunnel(addr, allowed.addr).await;
-    for _ in 0..6 {
+    for _ in 0..12 {
         tokio::time::sleep(Duration::from_millis(100)).await;
         busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
             .await
@@ -801,15 +811,14 @@ async fn idle_connections_and_tunnels_are_closed() {
         busy.read_exact(&mut body).await.unwrap();
     }
     assert!(
-        closed_within(&mut tunnel, Duration::from_secs(1)).await,
+        closed_within(&mut tunnel, Duration::from_secs(3)).await,
         "idle tunnel open"
     );
     assert!(
-        closed_within(&mut idle, Duration::from_secs(1)).await,
+        closed_within(&mut idle, Duration::from_secs(3)).await,
         "idle connection open"
     );
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    assert_eq!(p.handle.connections(), 1);
+    assert_connections(&p, 1).await;
 }
 
 #[tokio::test]
