@@ -7,8 +7,8 @@ use std::sync::Arc;
 use agentcompass_builtins::{Builtin, BuiltinFactory};
 use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, ComponentInfo, ComponentKind, EvaluationEnvironmentMode,
-    ExecutionPlan, HarnessPlan, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
-    TaskSpec,
+    ExecRequest, ExecutionPlan, HarnessPlan, MetricValue, PreparedTask, RunRequest, RunResult,
+    TaskInput, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, BenchmarkHandle, Ctx, EvaluationInput, Harness, HarnessFreeBenchmark,
@@ -60,9 +60,10 @@ impl Benchmark for PanicBench {
         Ok(ids
             .chain(["ok".to_string()])
             .map(|id| {
-                let mut task = TaskSpec::new(id, "q");
+                let mut task = TaskSpec::new(id.clone(), "q");
                 task.evaluation_environment_mode = Some(EvaluationEnvironmentMode::Fresh);
-                task.artifacts = Some(vec![ArtifactSpec::new(format!("{}/out", workdir(req)))]);
+                let out = format!("{}/{id}/out", workdir(req));
+                task.artifacts = Some(vec![ArtifactSpec::new(out)]);
                 task.artifact_collect = vec![ArtifactCollectCommand::new("true")];
                 task
             })
@@ -77,8 +78,11 @@ impl Benchmark for PanicBench {
         req: &RunRequest,
         _plan: &agentcompass_plugin_api::contracts::BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        env.write_text(&format!("{}/out", workdir(req)), "output")
+        // Each task its own artifact: attempts run concurrently in one working directory.
+        let dir = format!("{}/{}", workdir(req), task.task_id);
+        env.exec(ExecRequest::argv(["mkdir", "-p", dir.as_str()]))
             .await?;
+        env.write_text(&format!("{dir}/out"), "output").await?;
         Ok(PreparedTask::new(task.task_id.clone(), TaskInput::new("q")))
     }
 
