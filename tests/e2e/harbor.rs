@@ -376,6 +376,29 @@ fn a_step_below_its_min_reward_stops_the_remaining_steps() {
     assert!(!attempt.join("steps/two").exists());
 }
 
+/// A step's own `[steps.agent] timeout_sec` applies to that step only: step `slow` (1 s)
+/// stops its 30 s solution, step `quick` ran under the task's 60 s.
+#[test]
+fn a_step_runs_under_its_own_agent_timeout() {
+    let h = harbor();
+    let started = Instant::now();
+    let out = h.run(&fixture("multi-step-timeouts"), "oracle", &[], &[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the 1 s step timeout stopped the 30 s solution: {:?}",
+        started.elapsed()
+    );
+    let (_, result) = &results(&run_dir(&out))["multi-step-timeouts"];
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["quick", "slow"], "{result}");
+    assert!(
+        steps[0]["issues"].as_array().is_none_or(|i| i.is_empty()),
+        "{result}"
+    );
+    let slow = steps[1]["issues"].to_string();
+    assert!(slow.contains("hit the run timeout (1s)"), "{slow}");
+}
+
 /// Every path under `root` whose file name is `name`.
 fn find_named(root: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();

@@ -25,7 +25,7 @@ pub use bindings::{
 };
 pub use error::PlanError;
 use recipe::RecipeSet;
-pub use timeouts::resolve_phase_timeout;
+pub use timeouts::{resolve_phase_timeout, step_plan};
 
 /// The components one request plans with, instantiated once per run.
 pub struct Planner {

@@ -27,6 +27,13 @@ pub struct TaskStep {
     /// Benchmark-private declarations of the step (thresholds, paths, ...).
     #[serde(default)]
     pub metadata: JsonMap,
+    /// The step's own run (agent) timeout: replaces the task's default for this step; the
+    /// request's override and multipliers apply as they do to the task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout_seconds: Option<f64>,
+    /// The step's own evaluation (verifier) timeout, applied like `run_timeout_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_timeout_seconds: Option<f64>,
 }
 
 impl TaskStep {
@@ -36,6 +43,8 @@ impl TaskStep {
             name: name.into(),
             question: question.into(),
             metadata: JsonMap::new(),
+            run_timeout_seconds: None,
+            evaluation_timeout_seconds: None,
         }
     }
 }

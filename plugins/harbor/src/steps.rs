@@ -25,6 +25,10 @@ pub(crate) struct StepDecl {
     pub(crate) min_reward: Option<BTreeMap<String, f64>>,
     /// `verifier.env`.
     pub(crate) verifier_env: BTreeMap<String, String>,
+    /// `agent.timeout_sec` (the task's `[agent]` value when absent).
+    pub(crate) agent_timeout_seconds: Option<f64>,
+    /// `verifier.timeout_sec` (the task's `[verifier]` value when absent).
+    pub(crate) verifier_timeout_seconds: Option<f64>,
     /// The step's verifier runs in a separate environment (`verifier.environment_mode =
     /// "separate"` or a `[steps.verifier.environment]` table), with the field saying so.
     pub(crate) separate_verifier: Option<&'static str>,
@@ -56,25 +60,28 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             name: name.clone(),
             min_reward: None,
             verifier_env: BTreeMap::new(),
+            agent_timeout_seconds: None,
+            verifier_timeout_seconds: None,
             separate_verifier: None,
         };
         if let Some(agent) = step.table("agent")? {
-            agent_decl(&agent, &mut found)?;
+            decl.agent_timeout_seconds = agent_decl(&agent, &mut found)?.timeout_seconds;
             let not_applied = "the task-level [agent] applies to every step";
-            for field in ["timeout_sec", "network_mode", "allowed_hosts"] {
+            for field in ["network_mode", "allowed_hosts"] {
                 found.unsupported(&agent, field, not_applied);
             }
         }
         if let Some(verifier) = step.table("verifier")? {
             let verifier_decl = verifier_decl(&verifier, &mut found)?;
             decl.verifier_env = verifier_decl.env_variables;
+            decl.verifier_timeout_seconds = verifier_decl.timeout_seconds;
             decl.separate_verifier = match (verifier_decl.mode, &verifier_decl.environment) {
                 (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
                 (None, Some(_)) => Some("verifier.environment"),
                 _ => None,
             };
             let not_applied = "the task-level [verifier] applies to every step";
-            for field in ["timeout_sec", "network_mode", "allowed_hosts", "collect"] {
+            for field in ["network_mode", "allowed_hosts", "collect"] {
                 found.unsupported(&verifier, field, not_applied);
             }
         }

@@ -188,6 +188,8 @@ fn task_steps(
                 )));
             }
             let mut step = TaskStep::new(decl.name.clone(), question);
+            step.run_timeout_seconds = decl.agent_timeout_seconds;
+            step.evaluation_timeout_seconds = decl.verifier_timeout_seconds;
             if let Some(thresholds) = &decl.min_reward {
                 step.metadata.insert("min_reward".into(), json!(thresholds));
             }

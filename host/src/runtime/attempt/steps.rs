@@ -32,6 +32,7 @@ use super::outcome::{failed, has_fatal};
 use super::stage::{run_stage, StageOutcome, Step};
 use super::{collect, PhysicalOutcome};
 use crate::issue_codes as codes;
+use crate::planner::step_plan;
 use crate::progress::TaskPhase;
 use crate::runtime::blocking::blocking;
 use crate::runtime::context::RequestContext;
@@ -98,7 +99,15 @@ pub(super) async fn run_steps(
             json!({"step": task_step.name, "number": index + 1, "total": total}),
         );
         let (started, clock) = (SystemTime::now(), Instant::now());
-        let ran = run_one(step, &env, task_step).await;
+        // The step's own timeouts, when it declares them, in a plan of its own.
+        let own_plan = step_plan(step.plan, task_step, &step.rc.resolved.execution);
+        let ran = match &own_plan {
+            Some(plan) => {
+                let own = Step { plan, ..*step };
+                run_one(&own, &env, task_step).await
+            }
+            None => run_one(step, &env, task_step).await,
+        };
         if ran.cancelled {
             close_environment(step.rc, env, &mut combined).await;
             return PhysicalOutcome {
