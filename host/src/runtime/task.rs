@@ -143,6 +143,8 @@ async fn run_with_retries(
         }
         retries += 1;
         let delay = record_retry(rc, task, attempt, writer, &outcome, retries, &reason);
+        #[cfg(test)]
+        super::failpoint::hit(TaskPhase::RetryWait, &task.task_id);
         tokio::select! {
             _ = tokio::time::sleep(crate::wait::duration_from_seconds(delay)) => {}
             _ = rc.cancel.cancelled() => return (outcome.result, retries, true),

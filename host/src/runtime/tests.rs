@@ -7,8 +7,8 @@ use std::sync::Arc;
 use agentcompass_builtins::{Builtin, BuiltinFactory};
 use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, ComponentInfo, ComponentKind, EvaluationEnvironmentMode,
-    ExecRequest, ExecutionPlan, HarnessPlan, MetricValue, PreparedTask, RunRequest, RunResult,
-    TaskInput, TaskSpec,
+    ExecRequest, ExecutionIssue, ExecutionPlan, HarnessPlan, IssuePhase, MetricValue, PreparedTask,
+    RunRequest, RunResult, TaskInput, TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, BenchmarkHandle, Ctx, EvaluationInput, Harness, HarnessFreeBenchmark,
@@ -24,8 +24,9 @@ use crate::registry::Registry;
 use crate::request::{OrchestratedRun, Orchestration, ResolvedRuntimeOptions};
 
 /// Every phase a run with a harness passes through (fresh evaluation, artifacts and an
-/// artifact command make each one happen).
-const HARNESS_PHASES: [TaskPhase; 12] = [
+/// artifact command make each one happen; the `run_step` task has steps, the `retry_wait`
+/// task's harness fails once).
+const HARNESS_PHASES: [TaskPhase; 14] = [
     TaskPhase::Plan,
     TaskPhase::OpenEnvironment,
     TaskPhase::PrepareTask,
@@ -38,6 +39,8 @@ const HARNESS_PHASES: [TaskPhase; 12] = [
     TaskPhase::EvaluateEnvironment,
     TaskPhase::RestoreArtifacts,
     TaskPhase::Evaluate,
+    TaskPhase::RunStep,
+    TaskPhase::RetryWait,
 ];
 
 /// Tasks `panic-at-<phase>` for each of `phases`, plus `ok`; evaluated in a fresh environment
@@ -61,6 +64,12 @@ impl Benchmark for PanicBench {
             .chain(["ok".to_string()])
             .map(|id| {
                 let mut task = TaskSpec::new(id.clone(), "q");
+                if id == task_id_for(TaskPhase::RunStep) {
+                    // Multi-step tasks are evaluated in their own environment.
+                    task.steps = vec![TaskStep::new("only", "q")];
+                    task.evaluation_environment_mode = Some(EvaluationEnvironmentMode::Reuse);
+                    return task;
+                }
                 task.evaluation_environment_mode = Some(EvaluationEnvironmentMode::Fresh);
                 let out = format!("{}/{id}/out", workdir(req));
                 task.artifacts = Some(vec![ArtifactSpec::new(out)]);
@@ -132,7 +141,12 @@ impl Harness for Answers {
         _req: &RunRequest,
         _plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        Ok(RunResult::new(prepared.task_id.clone()))
+        let mut result = RunResult::new(prepared.task_id.clone());
+        if prepared.task_id == task_id_for(TaskPhase::RetryWait) {
+            // A FATAL issue: the runtime retries the attempt (and waits first).
+            result.push_issue(ExecutionIssue::fatal(IssuePhase::Run, "test", "fails once"));
+        }
+        Ok(result)
     }
 }
 
@@ -179,6 +193,7 @@ fn request(benchmark: &str, harness: &str, workdir: &Path) -> RunRequest {
         .cloned()
         .unwrap_or_default();
     req.execution.attempts.k = 1;
+    req.execution.max_retries = 1;
     req
 }
 
