@@ -260,3 +260,136 @@ async fn a_host_panic_in_any_stage_still_publishes_the_task() {
         }
     }
 }
+
+/// Tasks an interrupted run leaves to be resumed: `panic-at-recover_evaluation` (its fresh
+/// evaluation checkpointed, then too slow for the deadline) and `panic-at-restore_steps`
+/// (step `one` finished and snapshotted, step `two`'s evaluation too slow).
+struct SlowToFinish;
+
+#[async_trait]
+impl Benchmark for SlowToFinish {
+    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+        let mut recover = TaskSpec::new(task_id_for(TaskPhase::RecoverEvaluation), "q");
+        recover.evaluation_environment_mode = Some(EvaluationEnvironmentMode::Fresh);
+        let mut steps = TaskSpec::new(task_id_for(TaskPhase::RestoreSteps), "q");
+        steps.steps = vec![TaskStep::new("one", "q"), TaskStep::new("two", "q")];
+        steps.evaluation_environment_mode = Some(EvaluationEnvironmentMode::Reuse);
+        let _ = req;
+        Ok(vec![recover, steps])
+    }
+
+    async fn prepare_task(
+        &self,
+        _ctx: &Ctx,
+        task: &TaskSpec,
+        _env: &SessionRef,
+        _req: &RunRequest,
+        _plan: &agentcompass_plugin_api::contracts::BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        Ok(PreparedTask::new(task.task_id.clone(), TaskInput::new("q")))
+    }
+
+    async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
+        if input.task.steps.is_empty() {
+            // Outlives the first run's deadline (the checkpoint is already written).
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        }
+        let mut result = input.result;
+        result
+            .metrics
+            .insert("correct".into(), MetricValue::Bool(true));
+        Ok(result)
+    }
+
+    async fn evaluate_step(
+        &self,
+        ctx: &Ctx,
+        step: &TaskStep,
+        input: EvaluationInput<'_>,
+    ) -> Result<RunResult> {
+        if step.name == "two" {
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        }
+        let mut result = input.result;
+        result
+            .metrics
+            .insert("correct".into(), MetricValue::Bool(true));
+        let _ = ctx;
+        Ok(result)
+    }
+}
+
+/// One `slow_to_finish`/`answers` request over `work`, as an orchestration.
+fn resume_orchestration(root: &Path, work: &Path, deadline: f64, reuse: bool) -> Orchestration {
+    let mut request = request("slow_to_finish", "answers", work);
+    request.execution.max_retries = 0;
+    request.runtime.reuse = Some(reuse);
+    Orchestration {
+        id: "r".into(),
+        name: "resume".into(),
+        task_concurrency: 2,
+        runtime: ResolvedRuntimeOptions {
+            results_dir: root.join("results").display().to_string(),
+            timeout_seconds: deadline,
+            ..ResolvedRuntimeOptions::default()
+        },
+        requests: vec![OrchestratedRun {
+            key: "r/0".into(),
+            index: 0,
+            name: String::new(),
+            request,
+        }],
+    }
+}
+
+/// The resume paths are part of the lifecycle too: a run stopped by its deadline leaves an
+/// evaluation checkpoint and a step checkpoint behind, and the `--reuse` run that resumes
+/// them panics at `recover_evaluation` and at `restore_steps` — both tasks are published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_panic_while_resuming_an_interrupted_run_still_publishes_the_task() {
+    let root = tempfile::tempdir().unwrap();
+    let work = root.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut builtins = agentcompass_builtins::all();
+    builtins.push(Builtin {
+        info: ComponentInfo::new(ComponentKind::Benchmark, "slow_to_finish", "test"),
+        factory: BuiltinFactory::Benchmark(|| {
+            Ok(BenchmarkHandle {
+                benchmark: Arc::new(SlowToFinish),
+                harness_free: None,
+            })
+        }),
+    });
+    builtins.push(Builtin {
+        info: ComponentInfo::new(ComponentKind::Harness, "answers", "test"),
+        factory: BuiltinFactory::Harness(|| Ok(Arc::new(Answers))),
+    });
+    let registry = Registry::with_builtins(&builtins);
+    let mut last = None;
+    for (deadline, reuse) in [(2.0, false), (0.0, true)] {
+        let orchestration = resume_orchestration(root.path(), &work, deadline, reuse);
+        let mut prepared = super::preflight_all(&registry, &orchestration).unwrap();
+        for request in &mut prepared {
+            request.load_tasks().await.unwrap();
+        }
+        last = Some(super::execute(&orchestration, prepared, |_| {}).await);
+    }
+    let outcome = last.unwrap();
+    let run_dir = outcome.requests[0].run_dir.clone().expect("a run dir");
+    let published: Vec<_> = published_tasks(&run_dir).collect();
+    assert_eq!(published.len(), 2, "both resumed tasks are published");
+    for task in published {
+        let result: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(task.dir.join("attempt-1/result.json")).unwrap(),
+        )
+        .unwrap();
+        let phase = task.task_id.trim_start_matches("panic-at-");
+        let issues = result["issues"].to_string();
+        assert!(
+            issues.contains("host_panic")
+                && issues.contains(&format!("injected host panic at {phase}")),
+            "{}: {issues}",
+            task.task_id
+        );
+    }
+}
