@@ -526,6 +526,20 @@ const CASES: &[Case] = &[
         says: "expected a whole number ≥ 0, found `two`",
     },
     Case {
+        name: "network_policy_with_an_unknown_key",
+        setup: |_| run(&["--env-params", r#"{"run_network_policy": {"mode": "no-network"}}"#]),
+        names: "--env-params",
+        says: "run_network_policy.mode: unknown key (expected network_mode or allowed_hosts)",
+    },
+    Case {
+        name: "network_policy_the_provider_cannot_enforce",
+        setup: |_| {
+            run(&["--env-params", r#"{"run_network_policy": {"network_mode": "no-network"}}"#])
+        },
+        names: "environment `host_process`",
+        says: "cannot enforce run_network_policy mode `no-network` (it supports: public); the request's network policy applies to every task, so none can run",
+    },
+    Case {
         name: "k_negative",
         setup: |_| run(&["--k", "-1"]),
         names: "--k",

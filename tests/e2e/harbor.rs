@@ -176,6 +176,39 @@ fn huge_timeouts_mean_no_practical_limit() {
     assert_eq!(result["issues"], json!([]), "{result}");
 }
 
+/// Tasks whose own policy the provider cannot enforce fail closed one by one (a task's hint,
+/// unlike a request-level policy, does not refuse the request), and the terminal says why: a
+/// count per issue code with one example message.
+#[test]
+fn per_task_refusals_are_summed_up_on_the_terminal() {
+    let h = harbor();
+    let params = json!({"path": examples()}).to_string();
+    let plugins = h.plugins.to_str().unwrap();
+    let args = [
+        "--plugin-dir",
+        plugins,
+        "run",
+        "harbor",
+        "oracle",
+        "m",
+        "--benchmark-params",
+        &params,
+        "--env",
+        "host_process",
+        "--progress",
+        "none",
+    ];
+    let out = h.ws.run(&args, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "  3 × unsupported: task fizzbuzz: environment `host_process` cannot enforce"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

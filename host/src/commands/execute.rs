@@ -54,6 +54,12 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
         if let Some(error) = &request.error {
             eprintln!("{label}error: {error}");
         }
+        for issue in &request.issues {
+            eprintln!(
+                "{label}  {} × {}: {}",
+                issue.count, issue.code, issue.example
+            );
+        }
         if let Some(dir) = &request.run_dir {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
             // The metric table of summary.md, then the results path.

@@ -177,6 +177,7 @@ pub fn environment_spec(
         param_layers.push(Layer::new(layer.source.clone(), layer.path.clone(), params));
     }
     let params = component_params(&format!("environment {id}"), &schema, &param_layers)?;
+    check_policy_keys(&shared, &shared_layers)?;
     shared.insert("id".into(), Value::String(id.to_string()));
     shared.insert("params".into(), Value::Object(params));
     let mut spec: EnvironmentSpec = serde_path_to_error::deserialize(Value::Object(shared))
@@ -245,6 +246,28 @@ fn merge_shared_fields(
         shared.insert(key.clone(), merged);
     }
     Ok(params)
+}
+
+/// The keys a network policy table may have. The contract type ignores unknown keys (for
+/// compatibility between versions); user input must not: `{"mode": "no-network"}` would
+/// otherwise silently mean the public network.
+const POLICY_KEYS: [&str; 2] = ["network_mode", "allowed_hosts"];
+
+/// Refuses a policy table with a key other than [`POLICY_KEYS`], naming the layer.
+fn check_policy_keys(shared: &Map<String, Value>, layers: &[Layer]) -> Result<(), ConfigError> {
+    for field in POLICY_FIELDS {
+        let Some(Value::Object(policy)) = shared.get(field) else {
+            continue;
+        };
+        if let Some(key) = policy.keys().find(|k| !POLICY_KEYS.contains(&k.as_str())) {
+            return Err(attribute(
+                layers,
+                &format!("{field}.{key}"),
+                format!("unknown key (expected {})", POLICY_KEYS.join(" or ")),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Normalises every network policy of `spec`, naming the layer that set a bad one.

@@ -52,6 +52,8 @@ pub struct RequestContext {
     pub run_log: Option<crate::logging::RunLogGuard>,
     /// Interrupted tasks of the reuse source, by task directory name (evaluation resume).
     pub resumable: std::collections::HashMap<String, std::path::PathBuf>,
+    /// The final attempts' FATAL and ERROR issues by code (the terminal summary).
+    pub issues: super::issue_tally::IssueTally,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

@@ -9,6 +9,7 @@ mod context;
 mod error;
 #[cfg(test)]
 mod failpoint;
+pub mod issue_tally;
 pub mod limits;
 mod phase;
 pub mod retry;

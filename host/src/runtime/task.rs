@@ -298,6 +298,7 @@ async fn run_attempts(
             );
             return Err(TaskEnd::StoreFailed);
         }
+        rc.issues.record(&done.result);
         let worst = done.result.highest_severity();
         rc.emit(ProgressEvent::AttemptFinished {
             task: task_ref(task, Some(attempt)),

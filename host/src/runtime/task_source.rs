@@ -61,6 +61,12 @@ impl TaskSource {
     }
 
     /// How many tasks the benchmark selected.
+    /// The tasks of the page read but not yet handed out (the first page, after `open`).
+    pub fn buffered(&self) -> &[TaskSpec] {
+        self.page.as_slice()
+    }
+
+    /// How many tasks the stream holds.
     pub fn total(&self) -> usize {
         self.total
     }

@@ -59,6 +59,7 @@ pub(super) async fn finish(
     outcome.status = status;
     outcome.error = info.error.clone();
     outcome.headline = headline_line(&report);
+    outcome.issues = rc.issues.summary();
     outcome
 }
 

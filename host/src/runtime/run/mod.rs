@@ -42,6 +42,8 @@ pub struct RequestOutcome {
     pub published: usize,
     /// Tasks reused from an earlier run.
     pub reused: usize,
+    /// The final attempts' FATAL and ERROR issues by code, most frequent first.
+    pub issues: Vec<super::issue_tally::IssueCount>,
 }
 
 impl RequestOutcome {
@@ -55,6 +57,7 @@ impl RequestOutcome {
             headline: None,
             published: 0,
             reused: 0,
+            issues: Vec::new(),
         }
     }
 }

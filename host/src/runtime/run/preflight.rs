@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_results::naming::sanitize_component;
 
 use crate::host_services::{CancelToken, HostServices};
@@ -34,8 +34,44 @@ impl PreparedRequest {
             HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
                 .into_ctx();
         let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
-        self.tasks = Some(tasks.map_err(|e| e.in_request(&self.run.name))?);
+        let tasks = tasks.map_err(|e| e.in_request(&self.run.name))?;
+        self.check_enforceable(tasks.buffered())
+            .map_err(|e| e.in_request(&self.run.name))?;
+        self.tasks = Some(tasks);
         Ok(())
+    }
+
+    /// A network policy the request itself sets wins over every task's hint: when the
+    /// provider cannot enforce the plan of any task of the first page, the request is refused
+    /// before a results directory exists (one line naming the policy and the provider)
+    /// instead of publishing a FATAL `unsupported` task for each. Planning does no I/O.
+    fn check_enforceable(&self, first_page: &[TaskSpec]) -> Result<(), RunError> {
+        let env = &self.resolved.environment;
+        let requested = env.baseline_network_policy.is_some()
+            || env.run_network_policy.is_some()
+            || env.evaluation_network_policy.is_some();
+        if !requested || first_page.is_empty() {
+            return Ok(());
+        }
+        let mut refusal = None;
+        for task in first_page {
+            let Ok(plan) = self.planner.plan(task, &self.resolved, 1) else {
+                return Ok(());
+            };
+            match self.planner.check(&plan, &|_| Some(String::new())) {
+                Err(crate::planner::PlanError::Unsupported { message, .. }) => {
+                    refusal.get_or_insert(message);
+                }
+                _ => return Ok(()),
+            }
+        }
+        match refusal {
+            Some(message) => Err(RunError::Refused(format!(
+                "{message}; the request's network policy applies to every task, so \
+                 none can run"
+            ))),
+            None => Ok(()),
+        }
     }
 }
 

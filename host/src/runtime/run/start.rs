@@ -150,6 +150,7 @@ pub(super) fn request_context(
         primary_metric,
         run_log,
         resumable: HashMap::new(),
+        issues: Default::default(),
     };
     Ok((rc, tasks))
 }
