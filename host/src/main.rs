@@ -16,6 +16,9 @@ use anyhow::Context;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    if let Some(code) = agentcompass_builtins::sandbox::run_egress_forwarder() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),

@@ -46,7 +46,12 @@ fn crate_arrows_follow_the_layers() {
         &["agentcompass-plugin-api", "agentcompass-redact"],
     );
     expect("host/loader/Cargo.toml", &["agentcompass-plugin-api"]);
-    expect("host/builtins/Cargo.toml", &["agentcompass-plugin-api"]);
+    // builtins -> egress: the `sandbox` serves an `allowlist` session's egress through the
+    // host's proxy; egress itself depends on plugin-api only, so a plugin could use it too.
+    expect(
+        "host/builtins/Cargo.toml",
+        &["agentcompass-plugin-api", "agentcompass-egress"],
+    );
     expect("host/egress/Cargo.toml", &["agentcompass-plugin-api"]);
     expect(
         "host/Cargo.toml",

@@ -117,8 +117,9 @@ impl Layout {
 
     /// A bwrap command for this sandbox, up to `--chdir cwd` (environment not set yet):
     /// namespaces and mount points, the session's writable binds, the read-only mirror, then
-    /// the covers of the host sockets `masks` (from [`Layout::socket_masks`]).
-    pub(super) fn command(&self, cwd: &Path, masks: &[PathBuf]) -> Command {
+    /// the covers of the host sockets `masks` (from [`Layout::socket_masks`]), then `extra`
+    /// (the session's egress binds).
+    pub(super) fn command(&self, cwd: &Path, masks: &[PathBuf], extra: &[OsString]) -> Command {
         let mut cmd = Command::new(&self.bwrap);
         cmd.args(&self.template.head)
             .args(&self.binds)
@@ -126,6 +127,7 @@ impl Layout {
         for mask in masks {
             cmd.arg("--ro-bind").arg(SOCKET_COVER).arg(mask);
         }
+        cmd.args(extra);
         cmd.args(["--remount-ro", "/", "--chdir"]).arg(cwd);
         cmd
     }

@@ -33,10 +33,39 @@
 //!   `public` (the host's namespace) does not.
 //! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
 //!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
-//!   (loopback only); `public` = the host's network. `allowlist` is not supported (refused when
-//!   the plan is validated). The policy is the request's `baseline_network_policy`; the
-//!   provider cannot switch policies at run time, which the default plan validation enforces
-//!   (`set_network_policy` accepts only the policy the session has).
+//!   (loopback only); `public` = the host's network; `allowlist` = the empty namespace of
+//!   `no-network` whose only way out is the session's egress proxy (below). The policy is the
+//!   request's `baseline_network_policy`; the provider cannot switch policies at run time,
+//!   which the default plan validation enforces (`set_network_policy` accepts only the policy
+//!   the session has).
+//! - `allowlist` (`egress`, `forward`): opening the session starts the host's egress proxy
+//!   (`agentcompass-egress`, every entry type of the contract, a random per-session token)
+//!   on a Unix socket `<private dir>/egress/s` (directory 0700); it runs on the host's tokio
+//!   runtime and stops when the session closes or is dropped (listener and tunnels closed).
+//!   Every command's sandbox has its own empty network namespace and gets, on its tmpfs root,
+//!   `/.agentcompass-egress/proxy` (the socket's directory, read-only) and
+//!   `/.agentcompass-egress/forward` (the host binary, read-only: `current_exe`, so the
+//!   forwarder runs whatever the root), and the command runs as `forward
+//!   __agentcompass-egress-forward SOCKET 3128 -- COMMAND...`: the forwarder binds
+//!   `127.0.0.1:3128` in the namespace (bwrap brings `lo` up), starts itself again as the relay
+//!   with that listener as its standard input, and `exec`s the command — same process, so
+//!   exit codes, signals, output and timeouts are the command's; a program that cannot be
+//!   started is reported with bwrap's own `bwrap: execvp` line, hence the same error. The
+//!   relay forwards each connection to the socket (a thread per direction) and is killed
+//!   with the PID namespace when the command's main process exits. So nothing is reachable
+//!   but the proxy, which checks the token, the name and every resolved address. Commands get
+//!   `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` (and lower case) =
+//!   `http://agent:TOKEN@127.0.0.1:3128`, set over any binding of those names, and
+//!   `NO_PROXY`/`no_proxy` = `localhost,127.0.0.1,::1`: the namespace's own loopback holds
+//!   only the forwarder and what the command serves itself (the proxy's `localhost` would be
+//!   the host's). Why not a listener made by the host in the command's namespace: joining a
+//!   namespace bwrap made in its own user namespace needs a single-threaded helper and a
+//!   hand-off before the command starts (`--block-fd`), more moving parts than a relay. A
+//!   root whose C library cannot run the host binary cannot use `allowlist` (every command
+//!   then fails to start). The static host map (`runtime.egress.hosts`) is not wired yet.
+//!   The token is not registered with the host's secret registry (the SDK has no service for
+//!   that): a command that prints its environment shows it; it opens only this session's
+//!   proxy, which only this session's sandboxes can reach, and dies with the session.
 //! - Commands: `bwrap ... -- <argv>` or `-- /bin/sh -c <string>`; cwd default = the working
 //!   directory, relative cwd resolved against it. Environment: nothing of the host's; `PATH`
 //!   (a standard list) and `HOME=/tmp`, then the call's `env` defaults, the session's resolved
@@ -59,6 +88,8 @@
 //!   `/proc`, `/dev` and the hidden temporary directory exist only for commands.
 
 mod config;
+mod egress;
+mod forward;
 mod layout;
 mod mirror;
 mod mounts;
@@ -76,6 +107,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
     ProviderCapabilities,
@@ -90,16 +122,20 @@ use crate::files::{create_private_dir, remove_created_dir, remove_owned_dir};
 use crate::process::run_captured;
 use crate::{Builtin, BuiltinFactory};
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
+use egress::Egress;
 use layout::Layout;
 use session::SandboxSession;
 use template::{Shape, TemplateCache};
+
+pub use forward::run_if_requested as run_egress_forwarder;
 
 /// Provider id.
 pub const ID: &str = "sandbox";
 
 /// One-line description.
 pub const DESCRIPTION: &str = "A per-task Linux namespace sandbox (bubblewrap): read-only root, \
-     private /app /logs /tests /solution /run /tmp, own PID namespace, no-network enforced";
+     private /app /logs /tests /solution /run /tmp, own PID namespace, no-network enforced, \
+     allowlist through the host's egress proxy";
 
 /// The error when the bwrap binary cannot be found.
 pub const INSTALL_HINT: &str =
@@ -113,6 +149,16 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 
 /// Where only the kernel's file systems are mounted (no host mapping).
 const KERNEL_DIRS: [&str; 2] = ["/proc", "/dev"];
+
+/// The `allowlist` entries the egress proxy matches (every host pattern of the contract).
+const ALLOWLIST_ENTRY_TYPES: [&str; 6] = [
+    "hostname",
+    "wildcard",
+    "ipv4",
+    "ipv6",
+    "ipv4_cidr",
+    "ipv6_cidr",
+];
 
 /// How long the start-up probe of a sandbox shape may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -151,8 +197,12 @@ pub struct SandboxProvider {
 impl EnvironmentProvider for SandboxProvider {
     fn capabilities(&self) -> Result<ProviderCapabilities> {
         Ok(ProviderCapabilities {
-            network_modes: vec![NetworkMode::Public, NetworkMode::NoNetwork],
-            allowlist_entry_types: Vec::new(),
+            network_modes: vec![
+                NetworkMode::Public,
+                NetworkMode::NoNetwork,
+                NetworkMode::Allowlist,
+            ],
+            allowlist_entry_types: ALLOWLIST_ENTRY_TYPES.map(str::to_string).to_vec(),
             dynamic_network_policy: false,
             resource_fields: Vec::new(),
             operating_systems: vec!["linux".to_string()],
@@ -175,15 +225,15 @@ impl EnvironmentProvider for SandboxProvider {
     async fn open(&self, _ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
         let config = Config::parse(&request.environment.params)?;
         let workdir = workdir_of(&request.environment.setup)?;
-        let no_network = match request.baseline_network_policy.network_mode {
-            NetworkMode::Public => false,
-            NetworkMode::NoNetwork => true,
-            NetworkMode::Allowlist => {
-                return Err(Error::unsupported(format!(
-                    "environment `{ID}` cannot enforce network mode `allowlist` (it supports: \
-                     public, no-network)"
-                )))
-            }
+        let policy = request.baseline_network_policy.clone();
+        // `allowlist`: the network namespace of `no-network`, plus the egress proxy.
+        let no_network = policy.network_mode != NetworkMode::Public;
+        let egress_policy = match policy.network_mode {
+            NetworkMode::Allowlist => Some(
+                EgressPolicy::from_network_policy(&policy)
+                    .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?,
+            ),
+            NetworkMode::Public | NetworkMode::NoNetwork => None,
         };
         let image = request.environment.setup.image.clone();
         let prefix = format!(
@@ -206,11 +256,22 @@ impl EnvironmentProvider for SandboxProvider {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let egress = match egress_policy {
+            Some(egress_policy) => match Egress::start(&dir, egress_policy, &id) {
+                Ok(egress) => Some(egress),
+                Err(e) => {
+                    remove_owned_dir(dir, ID).await?;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
         tracing::debug!(
             provider = ID,
             dir = %dir.display(),
             root = %layout.root.display(),
             no_network,
+            egress = egress.is_some(),
             "opened environment"
         );
         Ok(Arc::new(SandboxSession::new(
@@ -218,6 +279,7 @@ impl EnvironmentProvider for SandboxProvider {
             dir,
             layout,
             request.resolved_env.clone(),
+            (policy, egress),
         )))
     }
 
@@ -252,7 +314,7 @@ impl SandboxProvider {
 
     /// Runs the probe of [`SandboxProvider::probe`].
     async fn run_probe(layout: &Layout) -> Result<()> {
-        let mut cmd = layout.command(Path::new("/"), &[]);
+        let mut cmd = layout.command(Path::new("/"), &[], &[]);
         cmd.arg("--").arg("true");
         cmd.env_clear()
             .env("PATH", DEFAULT_PATH)

@@ -19,6 +19,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 use tokio::process::Command;
 
+use super::egress::Egress;
 use super::layout::Layout;
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
 use crate::files::{existing, remove_owned_dir};
@@ -102,6 +103,10 @@ pub(super) struct SandboxSession {
     /// Detached commands, killed on close (or when the session is dropped).
     pub(super) detached: Detached,
     pub(super) closed: AtomicBool,
+    /// The network policy it was opened with (its only one).
+    pub(super) policy: NetworkPolicy,
+    /// `allowlist`: the session's egress proxy (stopped on close, or when dropped).
+    pub(super) egress: Option<Egress>,
 }
 
 impl SandboxSession {
@@ -110,6 +115,7 @@ impl SandboxSession {
         dir: PathBuf,
         layout: Arc<Layout>,
         env: BTreeMap<String, String>,
+        (policy, egress): (NetworkPolicy, Option<Egress>),
     ) -> Self {
         SandboxSession {
             id,
@@ -118,6 +124,8 @@ impl SandboxSession {
             env,
             detached: Detached::default(),
             closed: AtomicBool::new(false),
+            policy,
+            egress,
         }
     }
 
@@ -152,7 +160,12 @@ impl SandboxSession {
         masks: &[PathBuf],
     ) -> (Command, String) {
         let layout = &self.layout;
-        let mut cmd = layout.command(cwd, masks);
+        let egress_args = self
+            .egress
+            .as_ref()
+            .map(Egress::bwrap_args)
+            .unwrap_or_default();
+        let mut cmd = layout.command(cwd, masks, &egress_args);
         cmd.env_clear()
             .env("PATH", DEFAULT_PATH)
             .env("HOME", DEFAULT_HOME);
@@ -165,6 +178,13 @@ impl SandboxSession {
             cmd.env(key, value);
         }
         cmd.arg("--");
+        if let Some(egress) = &self.egress {
+            // The session's network: set over any binding of the same names.
+            for (key, value) in egress.env() {
+                cmd.env(key, value);
+            }
+            egress.wrap(&mut cmd);
+        }
         let program = match &request.command {
             ExecCommand::Shell(line) => {
                 cmd.arg("/bin/sh").arg("-c").arg(line);
@@ -333,15 +353,15 @@ impl EnvironmentSession for SandboxSession {
             .is_some_and(|m| m.is_dir()))
     }
 
-    /// Only the policy the sandbox was opened with is accepted: its network namespace is
-    /// fixed for its lifetime.
+    /// Only the policy the sandbox was opened with is accepted: its network namespace (and
+    /// an `allowlist` session's proxy) is fixed for its lifetime.
     async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
-        let current = if self.layout.no_network {
-            NetworkPolicy::no_network()
-        } else {
-            NetworkPolicy::public()
+        let current = &self.policy;
+        let same = match (policy.normalized(), current.normalized()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => policy == current,
         };
-        if *policy == current {
+        if same {
             Ok(())
         } else {
             Err(Error::unsupported(format!(
@@ -354,6 +374,9 @@ impl EnvironmentSession for SandboxSession {
     async fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
         self.detached.kill_all().await;
+        if let Some(egress) = &self.egress {
+            egress.stop().await;
+        }
         remove_owned_dir(self.dir.clone(), ID).await?;
         tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
         Ok(())

@@ -142,9 +142,23 @@ fn registration_capabilities_and_schema() {
     let caps = SandboxProvider::default().capabilities().unwrap();
     assert_eq!(
         caps.network_modes,
-        vec![NetworkMode::Public, NetworkMode::NoNetwork]
+        vec![
+            NetworkMode::Public,
+            NetworkMode::NoNetwork,
+            NetworkMode::Allowlist
+        ]
     );
-    assert!(caps.allowlist_entry_types.is_empty());
+    assert_eq!(
+        caps.allowlist_entry_types,
+        [
+            "hostname",
+            "wildcard",
+            "ipv4",
+            "ipv6",
+            "ipv4_cidr",
+            "ipv6_cidr"
+        ]
+    );
     assert!(caps.task_env && !caps.startup_env && !caps.dynamic_network_policy);
     assert_eq!(caps.operating_systems, vec!["linux".to_string()]);
     assert!(caps.resource_fields.is_empty());
@@ -166,20 +180,24 @@ fn validate_plan_refuses_what_it_cannot_enforce() {
         .validate_plan(&plan(NetworkPolicy::no_network()))
         .unwrap();
 
-    let err = provider
-        .validate_plan(&plan(NetworkPolicy::allowlist(["example.com"])))
-        .unwrap_err();
-    assert_eq!(err.kind, ErrorKind::Unsupported);
-    assert!(
-        err.message.contains("`sandbox` cannot enforce")
-            && err.message.contains("allowlist")
-            && err.message.contains("public, no-network"),
-        "{}",
-        err.message
-    );
-    // No run-time switching between the two modes it does support.
+    // `allowlist` through the session's egress proxy, every entry type.
+    provider
+        .validate_plan(&plan(NetworkPolicy::allowlist([
+            "example.com",
+            "*.example.org",
+            "10.0.0.1",
+            "fd00::1",
+            "10.0.0.0/8",
+            "fd00::/8",
+        ])))
+        .unwrap();
+    // No run-time switching between the modes it does support.
     let mut switching = plan(NetworkPolicy::public());
     switching.run_network_policy = Some(NetworkPolicy::no_network());
+    let err = provider.validate_plan(&switching).unwrap_err();
+    assert!(err.message.contains("cannot switch"), "{}", err.message);
+    let mut switching = plan(NetworkPolicy::no_network());
+    switching.run_network_policy = Some(NetworkPolicy::allowlist(["example.com"]));
     let err = provider.validate_plan(&switching).unwrap_err();
     assert!(err.message.contains("cannot switch"), "{}", err.message);
 
@@ -232,16 +250,24 @@ async fn missing_bwrap_names_the_package_and_leaves_nothing() {
         .any(|e| e.file_name().to_string_lossy().starts_with(&prefix));
     assert!(!left);
 
-    // Allowlist is refused at open too, and bad parameters.
+    // An invalid allowlist is refused at open too (before anything is made), and bad
+    // parameters.
+    let mut req = request(
+        JsonMap::new(),
+        NetworkPolicy::allowlist(["https://x.org/a"]),
+    );
+    req.task_id = task.clone();
     let err = SandboxProvider::default()
-        .open(
-            &Ctx::detached(),
-            &request(JsonMap::new(), NetworkPolicy::allowlist(["example.com"])),
-        )
+        .open(&Ctx::detached(), &req)
         .await
         .err()
         .unwrap();
-    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert_eq!(err.kind, ErrorKind::InvalidInput, "{}", err.message);
+    let left = fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+    assert!(!left);
     let mut params = JsonMap::new();
     params.insert("root".into(), json!("/nonexistent/rootfs"));
     let err = SandboxProvider::default()
@@ -716,6 +742,7 @@ async fn a_visible_temporary_directory_is_hidden() {
         dir.clone(),
         Arc::new(layout),
         BTreeMap::new(),
+        (NetworkPolicy::no_network(), None),
     );
     let r = session
         .exec(ExecRequest::shell(
@@ -786,7 +813,7 @@ fn the_arguments_of_a_shape_are_reused_until_its_root_changes() {
         Layout::create_cached(&dir, bwrap.clone(), shape(workdir), &cache).unwrap()
     };
     let args = |l: &Layout| -> Vec<String> {
-        let cmd = l.command(Path::new("/"), &[]);
+        let cmd = l.command(Path::new("/"), &[], &[]);
         cmd.as_std()
             .get_args()
             .map(|a| a.to_string_lossy().into_owned())

@@ -1,0 +1,291 @@
+//! `sandbox` with an `allowlist` policy: every command reaches the network only through the
+//! session's egress proxy. Loopback servers on 127.0.0.2:P (allowed) and 127.0.0.3:P (not);
+//! needs bwrap and curl in the host root.
+//!
+//! `harness = false`: this binary is the sandbox's forwarder when a sandbox re-executes it
+//! (as the host binary is in a real run), so its `main` dispatches first. Without the test
+//! harness the code is not `cfg(test)`, hence the explicit allowance of `expect`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use agentcompass_builtins::sandbox::{run_egress_forwarder, SandboxProvider, ID};
+use agentcompass_plugin_api::contract_kit::{
+    run_session_contract, ContractOptions, ProcessProbe, CHECKS,
+};
+use agentcompass_plugin_api::contracts::{
+    EnvironmentSpec, ExecRequest, ExecResult, NetworkPolicy, OpenEnvironmentRequest,
+};
+use agentcompass_plugin_api::sdk::{Ctx, EnvironmentProvider, SessionRef};
+
+fn main() -> ExitCode {
+    if let Some(code) = run_egress_forwarder() {
+        return code;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return ExitCode::SUCCESS;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let servers = Servers::start();
+        for (name, entry) in [("by address", "127.0.0.2"), ("by CIDR", "127.0.0.2/32")] {
+            println!("test allowlist {name} ({entry}) ...");
+            allowlist_reaches_only_the_allowed_server(&servers, entry).await;
+            println!("test allowlist {name} ... ok");
+        }
+        println!("test keeps the session contract ...");
+        keeps_the_session_contract().await;
+        println!("test keeps the session contract ... ok");
+        println!("test figures ...");
+        figures(&servers).await;
+        println!("test figures ... ok");
+    });
+    ExitCode::SUCCESS
+}
+
+/// Two HTTP servers on one port: 127.0.0.2 answers `two`, 127.0.0.3 `three`.
+struct Servers {
+    port: u16,
+}
+
+impl Servers {
+    fn start() -> Servers {
+        for _ in 0..50 {
+            let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+            let port = two.local_addr().expect("address").port();
+            let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
+                continue;
+            };
+            serve(two, "two");
+            serve(three, "three");
+            return Servers { port };
+        }
+        panic!("no port free on both 127.0.0.2 and 127.0.0.3");
+    }
+}
+
+fn serve(listener: TcpListener, body: &'static str) {
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+}
+
+/// The forwarder in front of every command changes nothing the contract kit checks (exit
+/// codes, output, timeouts, detached commands, processes ending with their command).
+async fn keeps_the_session_contract() {
+    let mut req = OpenEnvironmentRequest::new("run", "egress/contract", EnvironmentSpec::new(ID));
+    req.baseline_network_policy = NetworkPolicy::allowlist(["127.0.0.2"]);
+    let options = ContractOptions::default().processes(ProcessProbe::Host);
+    let report = run_session_contract(&SandboxProvider::default(), &req, &options)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.passed(), CHECKS.len());
+}
+
+async fn open(policy: NetworkPolicy) -> (SessionRef, PathBuf) {
+    let mut req = OpenEnvironmentRequest::new("run", "egress/1", EnvironmentSpec::new(ID));
+    req.baseline_network_policy = policy;
+    let session = SandboxProvider::default()
+        .open(&Ctx::detached(), &req)
+        .await
+        .unwrap_or_else(|e| panic!("cannot open a sandbox: {e}"));
+    let dir = PathBuf::from(
+        session.info().close_params["dir"]
+            .as_str()
+            .expect("close_params.dir"),
+    );
+    (session, dir)
+}
+
+async fn sh(session: &SessionRef, line: &str) -> ExecResult {
+    session
+        .exec(ExecRequest::shell(line).timeout(30.0))
+        .await
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+async fn allowlist_reaches_only_the_allowed_server(servers: &Servers, entry: &str) {
+    assert!(
+        Path::new("/usr/bin/curl").exists() && Path::new("/bin/bash").exists(),
+        "these tests need curl and bash in the host root"
+    );
+    let port = servers.port;
+    let policy = NetworkPolicy::allowlist([entry]);
+    let (session, dir) = open(policy.clone()).await;
+
+    // The proxy variables, upper and lower case, through the namespace's own loopback.
+    let r = sh(&session, "env | grep -i _proxy= | sort").await;
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 8, "{r:?}");
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
+        for name in [var.to_string(), var.to_ascii_lowercase()] {
+            let value = lines
+                .iter()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .unwrap_or_else(|| panic!("{name} unset: {r:?}"));
+            assert!(
+                value.starts_with("http://agent:") && value.ends_with("@127.0.0.1:3128"),
+                "{name}={value}"
+            );
+        }
+    }
+    assert!(lines.contains(&"NO_PROXY=localhost,127.0.0.1,::1"), "{r:?}");
+    assert!(lines.contains(&"no_proxy=localhost,127.0.0.1,::1"), "{r:?}");
+
+    // Absolute-URI HTTP through the proxy: the allowed server answers, the other is 403.
+    let get =
+        |host: &str| format!("curl -sS --max-time 10 -w ' %{{http_code}}' http://{host}:{port}/");
+    let r = sh(&session, &get("127.0.0.2")).await;
+    assert_eq!((r.returncode, r.stdout.as_str()), (0, "two 200"), "{r:?}");
+    let r = sh(&session, &get("127.0.0.3")).await;
+    assert_eq!(r.returncode, 0, "{r:?}");
+    assert!(r.stdout.ends_with(" 403"), "{r:?}");
+    assert!(!r.stdout.contains("three"), "{r:?}");
+
+    // CONNECT tunnels the same way.
+    let tunnel = |host: &str| {
+        format!(
+            "curl -sS --max-time 10 --proxytunnel -w ' %{{http_connect}}' http://{host}:{port}/"
+        )
+    };
+    let r = sh(&session, &tunnel("127.0.0.2")).await;
+    assert_eq!((r.returncode, r.stdout.as_str()), (0, "two 200"), "{r:?}");
+    let r = sh(&session, &tunnel("127.0.0.3")).await;
+    assert_ne!(r.returncode, 0, "{r:?}");
+    assert!(
+        r.stdout.ends_with(" 403") && !r.stdout.contains("three"),
+        "{r:?}"
+    );
+
+    // A wrong token is 407, nothing forwarded.
+    let r = sh(
+        &session,
+        &format!(
+            "curl -sS --max-time 10 -x http://agent:wrong-token-0123456789@127.0.0.1:3128 \
+             -w ' %{{http_code}}' -o /dev/null http://127.0.0.2:{port}/"
+        ),
+    )
+    .await;
+    assert_eq!((r.returncode, r.stdout.as_str()), (0, " 407"), "{r:?}");
+
+    // Ignoring the proxy variables reaches nothing, not the allowed server either.
+    for host in ["127.0.0.2", "127.0.0.3"] {
+        let r = sh(
+            &session,
+            &format!("curl -sS --noproxy '*' --max-time 5 http://{host}:{port}/"),
+        )
+        .await;
+        assert!(r.returncode != 0 && r.stdout.is_empty(), "{host}: {r:?}");
+        let r = session
+            .exec(
+                ExecRequest::argv([
+                    "bash",
+                    "-c",
+                    &format!("exec 3<>/dev/tcp/{host}/{port} && echo connected"),
+                ])
+                .timeout(10.0),
+            )
+            .await
+            .expect("exec");
+        assert!(
+            r.returncode != 0 && r.stdout.is_empty() && !r.timed_out,
+            "{host}: {r:?}"
+        );
+    }
+    let r = sh(
+        &session,
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+    )
+    .await;
+    assert_eq!(r.stdout, "lo\n", "{r:?}");
+
+    // The command is the command: exit codes, a missing program, background children.
+    let r = sh(&session, "echo out; echo err >&2; exit 7").await;
+    assert_eq!(
+        (r.returncode, r.stdout.as_str(), r.stderr.as_str()),
+        (7, "out\n", "err\n"),
+        "{r:?}"
+    );
+    let err = session
+        .exec(ExecRequest::argv(["definitely-not-a-program-egress"]))
+        .await
+        .expect_err("a missing program is an error");
+    assert!(
+        err.message
+            .contains("cannot start `definitely-not-a-program-egress`"),
+        "{}",
+        err.message
+    );
+
+    // The policy is fixed; the baseline is accepted again.
+    session
+        .set_network_policy(&policy)
+        .await
+        .expect("same policy");
+    assert!(session
+        .set_network_policy(&NetworkPolicy::public())
+        .await
+        .is_err());
+
+    // After close the proxy is gone.
+    let socket = dir.join("egress").join("s");
+    UnixStream::connect(&socket).expect("the proxy listens while the session is open");
+    session.close().await.expect("close");
+    assert!(UnixStream::connect(&socket).is_err());
+    assert!(!dir.exists());
+}
+
+/// Rough figures, printed: one curl through the proxy vs a `no-network` sandbox's `true`.
+async fn figures(servers: &Servers) {
+    const N: u32 = 20;
+    let (allow, _) = open(NetworkPolicy::allowlist(["127.0.0.2"])).await;
+    let (none, _) = open(NetworkPolicy::no_network()).await;
+    let curl = format!(
+        "curl -sS --max-time 10 -o /dev/null http://127.0.0.2:{}/",
+        servers.port
+    );
+    let mut timings = Vec::new();
+    for (label, session, line) in [
+        ("no-network `true`", &none, "true"),
+        ("allowlist `true`", &allow, "true"),
+        ("allowlist curl via the proxy", &allow, curl.as_str()),
+    ] {
+        sh(session, line).await;
+        let start = Instant::now();
+        for _ in 0..N {
+            let r = sh(session, line).await;
+            assert_eq!(r.returncode, 0, "{r:?}");
+        }
+        timings.push((label, start.elapsed() / N));
+    }
+    for (label, mean) in timings {
+        println!("  {label}: {:.1} ms per command", mean.as_secs_f64() * 1e3);
+    }
+    allow.close().await.expect("close");
+    none.close().await.expect("close");
+}
