@@ -1,6 +1,7 @@
 //! `sandbox` with an `allowlist` policy: every command reaches the network only through the
-//! session's egress proxy. Loopback servers on 127.0.0.2:P (allowed) and 127.0.0.3:P (not);
-//! needs bwrap and curl in the host root.
+//! session's egress proxy. Loopback servers on 127.0.0.2:P (allowed) and 127.0.0.3:P (not),
+//! also reached by names of the provider's `egress_hosts`; needs bwrap and curl in the host
+//! root.
 //!
 //! `harness = false`: this binary is the sandbox's forwarder when a sandbox re-executes it
 //! (as the host binary is in a real run), so its `main` dispatches first. Without the test
@@ -36,9 +37,24 @@ fn main() -> ExitCode {
         .expect("a tokio runtime");
     runtime.block_on(async {
         let servers = Servers::start();
-        for (name, entry) in [("by address", "127.0.0.2"), ("by CIDR", "127.0.0.2/32")] {
+        for (name, entry, allowed, refused) in [
+            ("by address", "127.0.0.2", "127.0.0.2", "127.0.0.3"),
+            ("by CIDR", "127.0.0.2/32", "127.0.0.2", "127.0.0.3"),
+            (
+                "by name",
+                "models.internal",
+                "models.internal",
+                "other.internal",
+            ),
+            (
+                "by wildcard",
+                "*.models.internal",
+                "a.b.models.internal",
+                "other.internal",
+            ),
+        ] {
             println!("test allowlist {name} ({entry}) ...");
-            allowlist_reaches_only_the_allowed_server(&servers, entry).await;
+            allowlist_reaches_only_the_allowed_server(&servers, entry, (allowed, refused)).await;
             println!("test allowlist {name} ... ok");
         }
         println!("test keeps the session contract ...");
@@ -107,8 +123,21 @@ async fn keeps_the_session_contract() {
     assert_eq!(report.passed(), CHECKS.len());
 }
 
+/// The static names of every session (the provider's `egress_hosts`).
+const HOSTS: [(&str, &str); 3] = [
+    ("models.internal", "127.0.0.2"),
+    ("a.b.models.internal", "127.0.0.2"),
+    ("other.internal", "127.0.0.3"),
+];
+
 async fn open(policy: NetworkPolicy) -> (SessionRef, PathBuf) {
-    let mut req = OpenEnvironmentRequest::new("run", "egress/1", EnvironmentSpec::new(ID));
+    let mut spec = EnvironmentSpec::new(ID);
+    let hosts: serde_json::Map<String, serde_json::Value> = HOSTS
+        .iter()
+        .map(|(name, address)| (name.to_string(), (*address).into()))
+        .collect();
+    spec.params.insert("egress_hosts".into(), hosts.into());
+    let mut req = OpenEnvironmentRequest::new("run", "egress/1", spec);
     req.baseline_network_policy = policy;
     let session = SandboxProvider::default()
         .open(&Ctx::detached(), &req)
@@ -129,7 +158,12 @@ async fn sh(session: &SessionRef, line: &str) -> ExecResult {
         .unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
-async fn allowlist_reaches_only_the_allowed_server(servers: &Servers, entry: &str) {
+/// `entry` permits the server named `allowed` (127.0.0.2) and not `refused` (127.0.0.3).
+async fn allowlist_reaches_only_the_allowed_server(
+    servers: &Servers,
+    entry: &str,
+    (allowed, refused): (&str, &str),
+) {
     assert!(
         Path::new("/usr/bin/curl").exists() && Path::new("/bin/bash").exists(),
         "these tests need curl and bash in the host root"
@@ -160,9 +194,9 @@ async fn allowlist_reaches_only_the_allowed_server(servers: &Servers, entry: &st
     // Absolute-URI HTTP through the proxy: the allowed server answers, the other is 403.
     let get =
         |host: &str| format!("curl -sS --max-time 10 -w ' %{{http_code}}' http://{host}:{port}/");
-    let r = sh(&session, &get("127.0.0.2")).await;
+    let r = sh(&session, &get(allowed)).await;
     assert_eq!((r.returncode, r.stdout.as_str()), (0, "two 200"), "{r:?}");
-    let r = sh(&session, &get("127.0.0.3")).await;
+    let r = sh(&session, &get(refused)).await;
     assert_eq!(r.returncode, 0, "{r:?}");
     assert!(r.stdout.ends_with(" 403"), "{r:?}");
     assert!(!r.stdout.contains("three"), "{r:?}");
@@ -173,9 +207,9 @@ async fn allowlist_reaches_only_the_allowed_server(servers: &Servers, entry: &st
             "curl -sS --max-time 10 --proxytunnel -w ' %{{http_connect}}' http://{host}:{port}/"
         )
     };
-    let r = sh(&session, &tunnel("127.0.0.2")).await;
+    let r = sh(&session, &tunnel(allowed)).await;
     assert_eq!((r.returncode, r.stdout.as_str()), (0, "two 200"), "{r:?}");
-    let r = sh(&session, &tunnel("127.0.0.3")).await;
+    let r = sh(&session, &tunnel(refused)).await;
     assert_ne!(r.returncode, 0, "{r:?}");
     assert!(
         r.stdout.ends_with(" 403") && !r.stdout.contains("three"),
@@ -187,7 +221,7 @@ async fn allowlist_reaches_only_the_allowed_server(servers: &Servers, entry: &st
         &session,
         &format!(
             "curl -sS --max-time 10 -x http://agent:wrong-token-0123456789@127.0.0.1:3128 \
-             -w ' %{{http_code}}' -o /dev/null http://127.0.0.2:{port}/"
+             -w ' %{{http_code}}' -o /dev/null http://{allowed}:{port}/"
         ),
     )
     .await;

@@ -6,6 +6,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use agentcompass_egress::HostMap;
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
@@ -33,12 +34,22 @@ pub(super) fn config_schema() -> ConfigSchema {
             "A local root filesystem directory mounted read-only as `/` (default: \
              `setup.image` when it is an absolute directory path, else the host root `/`)",
         ))
+        .field(ConfigField::new(
+            "egress_hosts",
+            ConfigType::Object,
+            json!({}),
+            "allowlist only: static names the egress proxy resolves before DNS, like \
+             Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped name \
+             resolves to its address only",
+        ))
 }
 
 /// The provider's parameters.
 pub(super) struct Config {
     pub(super) bwrap: String,
     pub(super) root: Option<String>,
+    /// The egress proxy's static names (`allowlist` only).
+    pub(super) egress_hosts: HostMap,
 }
 
 impl Config {
@@ -52,9 +63,25 @@ impl Config {
                 other => Ok(other.map(str::to_string)),
             }
         };
+        let mut pairs = Vec::new();
+        if let Some(hosts) = params.get("egress_hosts").and_then(Value::as_object) {
+            for (name, address) in hosts {
+                let address = address.as_str().ok_or_else(|| {
+                    Error::invalid_input(format!(
+                        "environment `{ID}`: parameter `egress_hosts.{name}` must be an \
+                         address string"
+                    ))
+                })?;
+                pairs.push((name.as_str(), address));
+            }
+        }
+        let egress_hosts = HostMap::from_pairs(pairs).map_err(|e| {
+            Error::invalid_input(format!("environment `{ID}`: parameter `egress_hosts`: {e}"))
+        })?;
         Ok(Config {
             bwrap: text("bwrap")?.unwrap_or_else(|| "bwrap".to_string()),
             root: text("root")?,
+            egress_hosts,
         })
     }
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use agentcompass_egress::{
-    EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, ProxyHandle,
+    EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap, ProxyHandle,
 };
 use agentcompass_plugin_api::{Error, Result};
 use tokio::net::UnixListener;
@@ -53,9 +53,15 @@ pub(super) struct Egress {
 }
 
 impl Egress {
-    /// Starts the proxy of `egress_policy` on `<dir>/egress/s` (a 0700 directory), logging
-    /// its decisions for `session`. Must run inside a tokio runtime.
-    pub(super) fn start(dir: &Path, egress_policy: EgressPolicy, session: &str) -> Result<Egress> {
+    /// Starts the proxy of `egress_policy` with the static names `host_map` on
+    /// `<dir>/egress/s` (a 0700 directory), logging its decisions for `session`. Must run
+    /// inside a tokio runtime.
+    pub(super) fn start(
+        dir: &Path,
+        egress_policy: EgressPolicy,
+        host_map: HostMap,
+        session: &str,
+    ) -> Result<Egress> {
         let failed = |what: &str, e: &dyn std::fmt::Display| {
             Error::environment(format!("environment `{ID}`: {what}: {e}"))
         };
@@ -87,7 +93,9 @@ impl Egress {
                 tracing::debug!(provider = ID, session = %label, "{event}");
             }
         });
-        let config = EgressConfig::new(egress_policy, token).with_log(log);
+        let config = EgressConfig::new(egress_policy, token)
+            .with_host_map(host_map)
+            .with_log(log);
         let proxy = EgressProxy::serve(listener, config)
             .map_err(|e| failed("cannot start the egress proxy", &e))?;
         let mut env = Vec::new();

@@ -62,7 +62,9 @@
 //!   namespace bwrap made in its own user namespace needs a single-threaded helper and a
 //!   hand-off before the command starts (`--block-fd`), more moving parts than a relay. A
 //!   root whose C library cannot run the host binary cannot use `allowlist` (every command
-//!   then fails to start). The static host map (`runtime.egress.hosts`) is not wired yet.
+//!   then fails to start). The static host map is the provider's `egress_hosts` parameter
+//!   (name = address, resolved before DNS); the runtime option `runtime.egress.hosts` is not
+//!   wired yet.
 //!   The token is not registered with the host's secret registry (the SDK has no service for
 //!   that): a command that prints its environment shows it; it opens only this session's
 //!   proxy, which only this session's sandboxes can reach, and dies with the session.
@@ -242,6 +244,7 @@ impl EnvironmentProvider for SandboxProvider {
             request.attempt
         );
         let templates = self.templates.clone();
+        let egress_hosts = config.egress_hosts.clone();
         let (layout, dir) = blocking(ID, move || {
             let shape = (workdir, no_network);
             create_layout(&config, image.as_deref(), shape, &prefix, &templates)
@@ -257,7 +260,7 @@ impl EnvironmentProvider for SandboxProvider {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let egress = match egress_policy {
-            Some(egress_policy) => match Egress::start(&dir, egress_policy, &id) {
+            Some(egress_policy) => match Egress::start(&dir, egress_policy, egress_hosts, &id) {
                 Ok(egress) => Some(egress),
                 Err(e) => {
                     remove_owned_dir(dir, ID).await?;

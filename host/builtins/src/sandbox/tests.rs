@@ -222,6 +222,28 @@ fn validate_plan_refuses_what_it_cannot_enforce() {
     let mut p = plan(NetworkPolicy::public());
     p.environment.params.insert("image".into(), json!("x"));
     assert!(provider.validate_plan(&p).is_err());
+    // The egress proxy's static names: name = address.
+    let mut p = plan(NetworkPolicy::allowlist(["m.internal"]));
+    p.environment
+        .params
+        .insert("egress_hosts".into(), json!({"m.internal": "127.0.0.2"}));
+    provider.validate_plan(&p).unwrap();
+    for bad in [
+        json!({"m.internal": "not-an-address"}),
+        json!({"m.internal": 2}),
+        json!({"bad name": "127.0.0.2"}),
+        json!(["m.internal"]),
+    ] {
+        p.environment
+            .params
+            .insert("egress_hosts".into(), bad.clone());
+        let err = provider.validate_plan(&p).unwrap_err();
+        assert!(
+            err.message.contains("egress_hosts"),
+            "{bad}: {}",
+            err.message
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
