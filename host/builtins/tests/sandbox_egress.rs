@@ -294,11 +294,17 @@ async fn allowlist_reaches_only_the_allowed_server(
     assert!(!dir.exists());
 }
 
-/// Rough figures, printed: one curl through the proxy vs a `no-network` sandbox's `true`.
+/// Rough figures, printed: one curl through the proxy vs a `no-network` sandbox's `true` (and
+/// vs the same curl straight to the server from a `public` sandbox).
 async fn figures(servers: &Servers) {
     const N: u32 = 20;
     let (allow, _) = open(NetworkPolicy::allowlist(["127.0.0.2"])).await;
     let (none, _) = open(NetworkPolicy::no_network()).await;
+    let (public, _) = open(NetworkPolicy::public()).await;
+    let direct = format!(
+        "curl -sS --max-time 10 -o /dev/null http://127.0.0.2:{}/",
+        servers.port
+    );
     let curl = format!(
         "curl -sS --max-time 10 -o /dev/null http://127.0.0.2:{}/",
         servers.port
@@ -307,6 +313,7 @@ async fn figures(servers: &Servers) {
     for (label, session, line) in [
         ("no-network `true`", &none, "true"),
         ("allowlist `true`", &allow, "true"),
+        ("public curl, direct", &public, direct.as_str()),
         ("allowlist curl via the proxy", &allow, curl.as_str()),
     ] {
         sh(session, line).await;
@@ -322,4 +329,5 @@ async fn figures(servers: &Servers) {
     }
     allow.close().await.expect("close");
     none.close().await.expect("close");
+    public.close().await.expect("close");
 }
