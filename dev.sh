@@ -11,6 +11,7 @@ ensure_tools() {
     command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
     command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
     command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "installing ${missing[*]} (Debian packages)" >&2
         local sudo=""
