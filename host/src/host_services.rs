@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE, TEXT_SCRUB_SERVICE,
+    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
+    SECRET_REGISTER_SERVICE, TEXT_SCRUB_SERVICE,
 };
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
@@ -179,6 +180,18 @@ impl HostApi for HostServices {
                 };
                 Box::pin(async move { answer })
             }
+            SECRET_REGISTER_SERVICE => {
+                let answer = match request.get("value").and_then(|v| v.as_str()) {
+                    Some(value) => {
+                        agentcompass_redact::register_secret(value);
+                        Ok(serde_json::Value::Null)
+                    }
+                    None => Err(Error::invalid_input(format!(
+                        "{SECRET_REGISTER_SERVICE}: expected {{\"value\": string}}"
+                    ))),
+                };
+                Box::pin(async move { answer })
+            }
             TEXT_SCRUB_SERVICE => {
                 let answer = match request.get("text").and_then(|t| t.as_str()) {
                     Some(text) => Ok(serde_json::json!({
@@ -231,6 +244,24 @@ mod tests {
             .call(TEXT_SCRUB_SERVICE, serde_json::json!({"txt": 1}))
             .await;
         assert!(bad.is_err_and(|e| e.message.contains("expected {\"text\": string}")));
+    }
+
+    #[tokio::test]
+    async fn registered_secrets_are_scrubbed_from_then_on() {
+        let ctx = HostServices::for_plugin("p").into_ctx();
+        assert_eq!(
+            ctx.scrub("token tok-REGISTERED-3318").await,
+            "token tok-REGISTERED-3318"
+        );
+        ctx.register_secret("tok-REGISTERED-3318").await;
+        assert_eq!(
+            ctx.scrub("token tok-REGISTERED-3318").await,
+            "token ********"
+        );
+        let bad = ctx
+            .call(SECRET_REGISTER_SERVICE, serde_json::json!({"v": 1}))
+            .await;
+        assert!(bad.is_err_and(|e| e.message.contains("expected {\"value\": string}")));
     }
 
     #[tokio::test]

@@ -44,6 +44,12 @@ pub const REDACTED: &str = "********";
 /// fragment no later scrub recognises.
 pub const TEXT_SCRUB_SERVICE: &str = "text.scrub";
 
+/// The host service that adds a value to the host's secrets (request `{"value": ...}`, answer
+/// `null`): a component that makes a credential of its own (a per-session token, a generated
+/// password) registers it, and the host scrubs it from everything it prints or persists from
+/// then on. Values shorter than 4 characters are ignored.
+pub const SECRET_REGISTER_SERVICE: &str = "secret.register";
+
 /// Formats a string map for `Debug` with every value replaced by [`REDACTED`].
 pub(crate) struct RedactedMap<'a>(pub(crate) &'a std::collections::BTreeMap<String, String>);
 

@@ -121,6 +121,15 @@ impl Ctx {
         }
     }
 
+    /// Adds `value` to the host's secrets, so the host scrubs it from everything it prints or
+    /// persists. Best effort: a host without the service (an older host) ignores it.
+    pub async fn register_secret(&self, value: &str) {
+        let request = serde_json::json!({ "value": value });
+        let _ = self
+            .call(crate::contracts::SECRET_REGISTER_SERVICE, request)
+            .await;
+    }
+
     /// The run's model endpoint (base URL, resolved key, model id, protocol), for agents that
     /// bring their own client. Calls made that way bypass the gateway's usage accounting.
     pub async fn model_endpoint(&self) -> Result<ModelEndpoint> {
