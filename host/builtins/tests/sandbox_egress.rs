@@ -57,6 +57,9 @@ fn main() -> ExitCode {
             allowlist_reaches_only_the_allowed_server(&servers, entry, (allowed, refused)).await;
             println!("test allowlist {name} ... ok");
         }
+        println!("test switches per phase ...");
+        switches_per_phase(&servers).await;
+        println!("test switches per phase ... ok");
         println!("test keeps the session contract ...");
         keeps_the_session_contract().await;
         println!("test keeps the session contract ... ok");
@@ -276,15 +279,11 @@ async fn allowlist_reaches_only_the_allowed_server(
         err.message
     );
 
-    // The policy is fixed; the baseline is accepted again.
+    // Setting the baseline again keeps its proxy (the same socket below).
     session
         .set_network_policy(&policy)
         .await
         .expect("same policy");
-    assert!(session
-        .set_network_policy(&NetworkPolicy::public())
-        .await
-        .is_err());
 
     // After close the proxy is gone.
     let socket = dir.join("egress").join("s");
@@ -292,6 +291,155 @@ async fn allowlist_reaches_only_the_allowed_server(
     session.close().await.expect("close");
     assert!(UnixStream::connect(&socket).is_err());
     assert!(!dir.exists());
+}
+
+/// What a command on the current policy reaches: `(127.0.0.2, 127.0.0.3)`, each the body
+/// and status curl got (through the proxy variables when they are set), `None` when curl
+/// failed; and whether a direct connection (ignoring the proxy) reached 127.0.0.2.
+async fn reach(session: &SessionRef, port: u16) -> (Option<String>, Option<String>, bool) {
+    let get = |host: &str| {
+        format!("curl -sS --max-time 10 -w ' %{{http_code}}' http://{host}:{port}/ 2>/dev/null")
+    };
+    let mut got = Vec::new();
+    for host in ["127.0.0.2", "127.0.0.3"] {
+        let r = sh(session, &get(host)).await;
+        got.push((r.returncode == 0).then_some(r.stdout));
+    }
+    let direct = sh(
+        session,
+        &format!("curl -sS --noproxy '*' --max-time 5 -o /dev/null http://127.0.0.2:{port}/"),
+    )
+    .await
+    .returncode
+        == 0;
+    let three = got.pop().flatten();
+    let two = got.pop().flatten();
+    (two, three, direct)
+}
+
+/// One session switched `public` (its baseline) -> `no-network` -> `allowlist` -> another
+/// allowlist -> the first again -> the baseline: every command reaches exactly what the
+/// policy of the moment it started allows, and a command running across a switch keeps the
+/// network it started with.
+async fn switches_per_phase(servers: &Servers) {
+    let port = servers.port;
+    let (session, dir) = open(NetworkPolicy::public()).await;
+    let some = |s: &str| Some(s.to_string());
+    let timed = |started: Instant, label: &str| {
+        println!(
+            "  switch to {label}: {:.2} ms",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    };
+
+    // public: the host network, both servers directly, no proxy variables.
+    assert_eq!(
+        reach(&session, port).await,
+        (some("two 200"), some("three 200"), true)
+    );
+    let r = sh(&session, "env | grep -ci _proxy=").await;
+    assert_eq!(r.stdout, "0\n", "{r:?}");
+
+    // no-network: nothing.
+    let started = Instant::now();
+    session
+        .set_network_policy(&NetworkPolicy::no_network())
+        .await
+        .expect("to no-network");
+    timed(started, "no-network");
+    assert_eq!(reach(&session, port).await, (None, None, false));
+    let r = sh(
+        &session,
+        "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '",
+    )
+    .await;
+    assert_eq!(r.stdout, "lo\n", "{r:?}");
+
+    // allowlist (its proxy started now): 127.0.0.2 through the proxy, 127.0.0.3 refused,
+    // nothing directly.
+    let allow_two = NetworkPolicy::allowlist(["127.0.0.2"]);
+    let started = Instant::now();
+    session
+        .set_network_policy(&allow_two)
+        .await
+        .expect("to allowlist");
+    timed(started, "allowlist (proxy started)");
+    let (two, three, direct) = reach(&session, port).await;
+    assert_eq!((two, direct), (some("two 200"), false));
+    let three = three.expect("curl gets the proxy's answer");
+    assert!(
+        three.ends_with(" 403") && !three.contains("three"),
+        "{three}"
+    );
+    let first = dir.join("egress").join("s");
+    UnixStream::connect(&first).expect("the allowlist's proxy listens");
+
+    // Another allowlist: its own proxy; the first one stays up for commands that use it.
+    session
+        .set_network_policy(&NetworkPolicy::allowlist(["127.0.0.3"]))
+        .await
+        .expect("to another allowlist");
+    let (two, three, _) = reach(&session, port).await;
+    assert_eq!(three, some("three 200"));
+    assert!(two.expect("proxy answer").ends_with(" 403"));
+    UnixStream::connect(dir.join("egress-1").join("s")).expect("the second proxy listens");
+    let started = Instant::now();
+    session
+        .set_network_policy(&allow_two)
+        .await
+        .expect("back to the first allowlist");
+    timed(started, "allowlist (proxy reused)");
+    assert_eq!(reach(&session, port).await.0, some("two 200"));
+    assert!(!dir.join("egress-2").exists());
+
+    // A command keeps the network it started with: one started on the allowlist still gets
+    // through after a switch to no-network, one started on no-network still cannot after a
+    // switch to public.
+    let get_two = format!("sleep 1; curl -sS --max-time 10 http://127.0.0.2:{port}/");
+    let running = {
+        let (session, line) = (session.clone(), get_two.clone());
+        tokio::spawn(async move { sh(&session, &line).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    session
+        .set_network_policy(&NetworkPolicy::no_network())
+        .await
+        .expect("to no-network");
+    let r = running.await.expect("join");
+    assert_eq!((r.returncode, r.stdout.as_str()), (0, "two"), "{r:?}");
+    let running = {
+        let (session, line) = (session.clone(), get_two.clone());
+        tokio::spawn(async move { sh(&session, &line).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = Instant::now();
+    session
+        .set_network_policy(&NetworkPolicy::public())
+        .await
+        .expect("back to the baseline");
+    timed(started, "public");
+    let r = running.await.expect("join");
+    assert!(r.returncode != 0 && r.stdout.is_empty(), "{r:?}");
+
+    // The baseline again: the host network, no proxy variables.
+    assert_eq!(
+        reach(&session, port).await,
+        (some("two 200"), some("three 200"), true)
+    );
+    let r = sh(&session, "env | grep -ci _proxy=").await;
+    assert_eq!(r.stdout, "0\n", "{r:?}");
+
+    // Fail closed: an allowlist without entries is refused and changes nothing.
+    let mut empty = NetworkPolicy::allowlist(["x"]);
+    empty.allowed_hosts.clear();
+    assert!(session.set_network_policy(&empty).await.is_err());
+    assert!(reach(&session, port).await.2);
+
+    // Close stops every proxy.
+    session.close().await.expect("close");
+    assert!(UnixStream::connect(&first).is_err());
+    assert!(!dir.exists());
+    assert!(session.set_network_policy(&allow_two).await.is_err());
 }
 
 /// Rough figures, printed: one curl through the proxy vs a `no-network` sandbox's `true` (and

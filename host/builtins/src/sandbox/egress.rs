@@ -54,10 +54,11 @@ pub(super) struct Egress {
 
 impl Egress {
     /// Starts the proxy of `egress_policy` with the static names `host_map` on
-    /// `<dir>/egress/s` (a 0700 directory), logging its decisions for `session`. Must run
+    /// `<dir>/<name>/s` (a new 0700 directory), logging its decisions for `session`. Must run
     /// inside a tokio runtime.
     pub(super) fn start(
         dir: &Path,
+        name: &str,
         egress_policy: EgressPolicy,
         host_map: HostMap,
         session: &str,
@@ -68,7 +69,7 @@ impl Egress {
         let forwarder = std::env::current_exe()
             .and_then(fs::canonicalize)
             .map_err(|e| failed("cannot find the host binary (the egress forwarder)", &e))?;
-        let socket_dir = dir.join("egress");
+        let socket_dir = dir.join(name);
         fs::create_dir(&socket_dir)
             .and_then(|()| fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o700)))
             .map_err(|e| failed("cannot create the egress socket directory", &e))?;

@@ -120,8 +120,21 @@ impl Layout {
     /// the covers of the host sockets `masks` (from [`Layout::socket_masks`]), then `extra`
     /// (the session's egress binds).
     pub(super) fn command(&self, cwd: &Path, masks: &[PathBuf], extra: &[OsString]) -> Command {
+        self.command_in(self.no_network, cwd, masks, extra)
+    }
+
+    /// [`Layout::command`] in its own empty network namespace (`no_network`) or the host's,
+    /// whatever network the layout was made for.
+    pub(super) fn command_in(
+        &self,
+        no_network: bool,
+        cwd: &Path,
+        masks: &[PathBuf],
+        extra: &[OsString],
+    ) -> Command {
         let mut cmd = Command::new(&self.bwrap);
-        cmd.args(&self.template.head)
+        cmd.args(self.template.network(no_network))
+            .args(&self.template.head)
             .args(&self.binds)
             .args(&self.template.tail);
         for mask in masks {

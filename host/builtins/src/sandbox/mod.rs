@@ -34,13 +34,27 @@
 //! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
 //!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
 //!   (loopback only); `public` = the host's network; `allowlist` = the empty namespace of
-//!   `no-network` whose only way out is the session's egress proxy (below). The policy is the
-//!   request's `baseline_network_policy`; the provider cannot switch policies at run time,
-//!   which the default plan validation enforces (`set_network_policy` accepts only the policy
-//!   the session has).
-//! - `allowlist` (`egress`, `forward`): opening the session starts the host's egress proxy
+//!   `no-network` whose only way out is the session's egress proxy (below).
+//! - Per-phase policies (`dynamic_network_policy`): the session has a current policy, the
+//!   request's `baseline_network_policy` at open, and `set_network_policy` replaces it (the
+//!   runtime switches to the run policy before the run stage, to the evaluation policy around
+//!   the evaluation, back to the baseline between steps). Every command is its own bwrap
+//!   invocation, so its network is chosen when it starts, from the policy current then: the
+//!   mirror, binds and template are shared, only the network arguments (`--unshare-net` and,
+//!   for root, `CAP_NET_RAW`) and, for `allowlist`, the egress binds, forwarder and proxy
+//!   variables differ. A switch starts no sandbox and probes nothing (~0.05 ms; a new
+//!   allowlist's proxy ~0.5 ms). Commands already running (detached ones included) keep the
+//!   network they started with. A policy that does not normalize, or a proxy that cannot
+//!   start, is an error and leaves the current policy in place (the runtime records
+//!   `network_policy_failed`). Each distinct allowlist gets its own proxy on first use
+//!   (`<private dir>/egress/s`, then `egress-1/s`, ...), kept until the session closes, so a
+//!   command keeps its proxy after a switch and switching back reuses it. The start-up probe
+//!   covers the baseline's network only: a bwrap that cannot make the other namespace fails
+//!   that command, with bwrap's own message.
+//! - `allowlist` (`egress`, `forward`): an allowlist baseline starts the host's egress proxy
 //!   (`agentcompass-egress`, every entry type of the contract, a random per-session token)
-//!   on a Unix socket `<private dir>/egress/s` (directory 0700); it runs on the host's tokio
+//!   at open (a switch to one, on first use) on a Unix socket `<private dir>/egress/s`
+//!   (directory 0700); it runs on the host's tokio
 //!   runtime and stops when the session closes or is dropped (listener and tunnels closed).
 //!   Every command's sandbox has its own empty network namespace and gets, on its tmpfs root,
 //!   `/.agentcompass-egress/proxy` (the socket's directory, read-only) and
@@ -205,7 +219,7 @@ impl EnvironmentProvider for SandboxProvider {
                 NetworkMode::Allowlist,
             ],
             allowlist_entry_types: ALLOWLIST_ENTRY_TYPES.map(str::to_string).to_vec(),
-            dynamic_network_policy: false,
+            dynamic_network_policy: true,
             resource_fields: Vec::new(),
             operating_systems: vec!["linux".to_string()],
             task_env: true,
@@ -245,6 +259,7 @@ impl EnvironmentProvider for SandboxProvider {
         );
         let templates = self.templates.clone();
         let egress_hosts = config.egress_hosts.clone();
+        let switch_hosts = egress_hosts.clone();
         let (layout, dir) = blocking(ID, move || {
             let shape = (workdir, no_network);
             create_layout(&config, image.as_deref(), shape, &prefix, &templates)
@@ -260,13 +275,15 @@ impl EnvironmentProvider for SandboxProvider {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let egress = match egress_policy {
-            Some(egress_policy) => match Egress::start(&dir, egress_policy, egress_hosts, &id) {
-                Ok(egress) => Some(egress),
-                Err(e) => {
-                    remove_owned_dir(dir, ID).await?;
-                    return Err(e);
+            Some(egress_policy) => {
+                match Egress::start(&dir, "egress", egress_policy, egress_hosts, &id) {
+                    Ok(egress) => Some(egress),
+                    Err(e) => {
+                        remove_owned_dir(dir, ID).await?;
+                        return Err(e);
+                    }
                 }
-            },
+            }
             None => None,
         };
         tracing::debug!(
@@ -277,13 +294,16 @@ impl EnvironmentProvider for SandboxProvider {
             egress = egress.is_some(),
             "opened environment"
         );
-        Ok(Arc::new(SandboxSession::new(
-            id,
-            dir,
-            layout,
-            request.resolved_env.clone(),
-            (policy, egress),
-        )))
+        Ok(Arc::new(
+            SandboxSession::new(
+                id,
+                dir,
+                layout,
+                request.resolved_env.clone(),
+                (policy, egress),
+            )
+            .with_egress_hosts(switch_hosts),
+        ))
     }
 
     async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {

@@ -6,10 +6,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
+use agentcompass_egress::{EgressPolicy, HostMap};
 use agentcompass_plugin_api::contracts::{
-    ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionInfo,
+    ExecCommand, ExecRequest, ExecResult, NetworkMode, NetworkPolicy, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
     blocking, copy_file, copy_tree, timeout_duration, transfer_error,
@@ -93,6 +94,22 @@ pub(super) fn cover_failed(result: &ExecResult, masks: &[PathBuf]) -> bool {
             .any(|m| result.stderr.contains(&*m.to_string_lossy()))
 }
 
+/// The network a command gets when it starts: the session's policy at that moment.
+#[derive(Clone)]
+pub(super) struct Network {
+    /// Normalized (the key of the session's proxies).
+    pub(super) policy: NetworkPolicy,
+    /// `allowlist`: the proxy of this policy.
+    pub(super) egress: Option<Arc<Egress>>,
+}
+
+impl Network {
+    /// Whether the command gets its own empty network namespace (`no-network`, `allowlist`).
+    pub(super) fn isolated(&self) -> bool {
+        self.policy.network_mode != NetworkMode::Public
+    }
+}
+
 /// One open sandbox. Deliberately not `Debug`: it holds resolved secrets.
 pub(super) struct SandboxSession {
     pub(super) id: String,
@@ -103,10 +120,14 @@ pub(super) struct SandboxSession {
     /// Detached commands, killed on close (or when the session is dropped).
     pub(super) detached: Detached,
     pub(super) closed: AtomicBool,
-    /// The network policy it was opened with (its only one).
-    pub(super) policy: NetworkPolicy,
-    /// `allowlist`: the session's egress proxy (stopped on close, or when dropped).
-    pub(super) egress: Option<Egress>,
+    /// The current network policy (the baseline at open), for commands started from now on.
+    pub(super) network: Mutex<Network>,
+    /// Every egress proxy the session started, one per distinct (normalized) allowlist, kept
+    /// until it closes (stopped then, or when dropped): a command keeps the proxy it started
+    /// with, and switching back to an allowlist reuses its proxy.
+    pub(super) proxies: Mutex<Vec<(NetworkPolicy, Arc<Egress>)>>,
+    /// The static host map of the proxies started by a switch (the `egress_hosts` parameter).
+    pub(super) egress_hosts: HostMap,
 }
 
 impl SandboxSession {
@@ -117,6 +138,9 @@ impl SandboxSession {
         env: BTreeMap<String, String>,
         (policy, egress): (NetworkPolicy, Option<Egress>),
     ) -> Self {
+        let policy = policy.normalized().unwrap_or(policy);
+        let egress = egress.map(Arc::new);
+        let proxies = egress.iter().map(|e| (policy.clone(), e.clone())).collect();
         SandboxSession {
             id,
             dir,
@@ -124,8 +148,61 @@ impl SandboxSession {
             env,
             detached: Detached::default(),
             closed: AtomicBool::new(false),
-            policy,
-            egress,
+            network: Mutex::new(Network { policy, egress }),
+            proxies: Mutex::new(proxies),
+            egress_hosts: HostMap::default(),
+        }
+    }
+
+    /// The static host map for proxies started by a switch to `allowlist`.
+    pub(super) fn with_egress_hosts(mut self, hosts: HostMap) -> Self {
+        self.egress_hosts = hosts;
+        self
+    }
+
+    /// The network a command started now gets.
+    pub(super) fn current_network(&self) -> Network {
+        self.network
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The proxy of the normalized allowlist `policy`: the session's own if it has one, else
+    /// started now (on `<dir>/egress-N/s`).
+    fn proxy_for(&self, policy: &NetworkPolicy) -> Result<Arc<Egress>> {
+        let mut proxies = self.proxies.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, egress)) = proxies.iter().find(|(p, _)| p == policy) {
+            return Ok(egress.clone());
+        }
+        let egress_policy = EgressPolicy::from_network_policy(policy)
+            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
+        let name = match proxies.len() {
+            0 => "egress".to_string(),
+            n => format!("egress-{n}"),
+        };
+        let egress = Arc::new(Egress::start(
+            &self.dir,
+            &name,
+            egress_policy,
+            self.egress_hosts.clone(),
+            &self.id,
+        )?);
+        proxies.push((policy.clone(), egress.clone()));
+        Ok(egress)
+    }
+
+    /// Stops every proxy the session started.
+    async fn stop_proxies(&self) {
+        let proxies: Vec<Arc<Egress>> = self
+            .proxies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, e)| e.clone())
+            .collect();
+        for egress in proxies {
+            egress.stop().await;
         }
     }
 
@@ -150,22 +227,20 @@ impl SandboxSession {
         blocking(ID, move || f(&layout)).await?
     }
 
-    /// The bwrap command running `request` in `cwd` with the environment `env` and the host
-    /// sockets `masks` covered, and the program it starts (for messages).
+    /// The bwrap command running `request` in `cwd` on `network` with the environment `env`
+    /// and the host sockets `masks` covered, and the program it starts (for messages).
     pub(super) fn command(
         &self,
+        network: &Network,
         request: &ExecRequest,
         env: &BTreeMap<String, String>,
         cwd: &Path,
         masks: &[PathBuf],
     ) -> (Command, String) {
         let layout = &self.layout;
-        let egress_args = self
-            .egress
-            .as_ref()
-            .map(Egress::bwrap_args)
-            .unwrap_or_default();
-        let mut cmd = layout.command(cwd, masks, &egress_args);
+        let egress = network.egress.as_deref();
+        let egress_args = egress.map(Egress::bwrap_args).unwrap_or_default();
+        let mut cmd = layout.command_in(network.isolated(), cwd, masks, &egress_args);
         cmd.env_clear()
             .env("PATH", DEFAULT_PATH)
             .env("HOME", DEFAULT_HOME);
@@ -178,7 +253,7 @@ impl SandboxSession {
             cmd.env(key, value);
         }
         cmd.arg("--");
-        if let Some(egress) = &self.egress {
+        if let Some(egress) = egress {
             // The session's network: set over any binding of the same names.
             for (key, value) in egress.env() {
                 cmd.env(key, value);
@@ -224,6 +299,8 @@ impl EnvironmentSession for SandboxSession {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
         let env = request.effective_env(&self.env)?;
+        // Chosen when the command starts: a later switch does not change it.
+        let network = self.current_network();
         let cwd = match &request.cwd {
             Some(cwd) => self.layout.absolute(cwd),
             None => self.layout.workdir.clone(),
@@ -245,7 +322,7 @@ impl EnvironmentSession for SandboxSession {
                 cwd.display()
             )));
         }
-        let (cmd, program) = self.command(&request, &env, &cwd, &masks);
+        let (cmd, program) = self.command(&network, &request, &env, &cwd, &masks);
         let bwrap = self.layout.bwrap.clone();
         let start_failed = move |e| bwrap_start_error(&bwrap, e);
         if request.detach {
@@ -263,7 +340,7 @@ impl EnvironmentSession for SandboxSession {
             // A host socket went away between the listing and bwrap's cover of it: nothing
             // ran yet, so list again and start once more.
             let masks = self.with_layout(|layout| layout.socket_masks()).await?;
-            let (cmd, _) = self.command(&request, &env, &cwd, &masks);
+            let (cmd, _) = self.command(&network, &request, &env, &cwd, &masks);
             result = run_captured(cmd, &program, timeout, start_failed).await?;
         }
         match setup_failure(&result, &program, &cwd) {
@@ -353,30 +430,34 @@ impl EnvironmentSession for SandboxSession {
             .is_some_and(|m| m.is_dir()))
     }
 
-    /// Only the policy the sandbox was opened with is accepted: its network namespace (and
-    /// an `allowlist` session's proxy) is fixed for its lifetime.
+    /// Makes `policy` the network of every command started from now on (commands already
+    /// running keep theirs): the host's network, an empty namespace, or an empty namespace
+    /// behind this allowlist's egress proxy (started on its first use). Nothing is started
+    /// or probed otherwise. A policy that does not normalize, or a proxy that cannot start,
+    /// is an error and leaves the current policy in place.
     async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
-        let current = &self.policy;
-        let same = match (policy.normalized(), current.normalized()) {
-            (Ok(a), Ok(b)) => a == b,
-            _ => policy == current,
+        self.check_open()?;
+        let policy = policy
+            .normalized()
+            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
+        let egress = match policy.network_mode {
+            NetworkMode::Allowlist => Some(self.proxy_for(&policy)?),
+            NetworkMode::Public | NetworkMode::NoNetwork => None,
         };
-        if same {
-            Ok(())
-        } else {
-            Err(Error::unsupported(format!(
-                "environment `{ID}` cannot switch from network mode `{}` to `{}` at run time",
-                current.network_mode, policy.network_mode
-            )))
+        if self.closed.load(Ordering::SeqCst) {
+            // Closed while the proxy started: close may have missed it.
+            self.stop_proxies().await;
+            self.check_open()?;
         }
+        tracing::debug!(provider = ID, session = %self.id, mode = %policy.network_mode, "network policy set");
+        *self.network.lock().unwrap_or_else(PoisonError::into_inner) = Network { policy, egress };
+        Ok(())
     }
 
     async fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
         self.detached.kill_all().await;
-        if let Some(egress) = &self.egress {
-            egress.stop().await;
-        }
+        self.stop_proxies().await;
         remove_owned_dir(self.dir.clone(), ID).await?;
         tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
         Ok(())

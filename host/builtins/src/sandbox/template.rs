@@ -56,6 +56,25 @@ pub(super) struct Shape {
     pub(super) temp_base: PathBuf,
 }
 
+/// `--unshare-net` for an own empty network namespace, and for a sandbox started by root the
+/// capabilities it keeps (`CAP_NET_RAW` only in its own namespace). bwrap takes these in any
+/// order relative to the mount operations.
+fn network_args(no_network: bool, by_root: bool) -> Vec<OsString> {
+    let mut args = Vec::new();
+    if no_network {
+        args.push("--unshare-net".into());
+    }
+    if by_root {
+        push(&mut args, ["--cap-drop", "ALL"].map(OsStr::new));
+        for cap in ROOT_CAPABILITIES {
+            if cap != "CAP_NET_RAW" || no_network {
+                push(&mut args, ["--cap-add", cap].map(OsStr::new));
+            }
+        }
+    }
+    args
+}
+
 /// The bwrap arguments of each sandbox shape.
 pub(super) type TemplateCache = Mutex<HashMap<Shape, Arc<Template>>>;
 
@@ -66,8 +85,12 @@ pub(super) struct Template {
     pub(super) hidden: Vec<PathBuf>,
     /// `(link, target)`: sandbox paths made symlinks whatever the root has there.
     pub(super) links: Vec<(PathBuf, PathBuf)>,
-    /// Namespaces, capabilities, the directories of every mount point, `/dev` and `/proc`.
+    /// Namespaces but the network's, the directories of every mount point, `/dev` and
+    /// `/proc`.
     pub(super) head: Vec<OsString>,
+    /// The network namespace and capabilities, before `head`: `[host network, own empty
+    /// namespace]` (a session switches between them per command, see [`Template::network`]).
+    pub(super) networks: [Vec<OsString>; 2],
     /// The read-only mirror of the root (binds with the fewest submounts first). The covers
     /// of host sockets and `--remount-ro /` follow it.
     pub(super) tail: Vec<OsString>,
@@ -95,17 +118,8 @@ impl Template {
         .iter()
         .map(OsString::from)
         .collect();
-        if shape.no_network {
-            head.push("--unshare-net".into());
-        }
-        if started_by_root() {
-            push(&mut head, ["--cap-drop", "ALL"].map(OsStr::new));
-            for cap in ROOT_CAPABILITIES {
-                if cap != "CAP_NET_RAW" || shape.no_network {
-                    push(&mut head, ["--cap-add", cap].map(OsStr::new));
-                }
-            }
-        }
+        let by_root = started_by_root();
+        let networks = [false, true].map(|no_network| network_args(no_network, by_root));
         let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
         targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
         targets.extend(hidden.iter().cloned());
@@ -170,11 +184,18 @@ impl Template {
             hidden,
             links,
             head,
+            networks,
             tail,
             bound: binds.into_iter().map(|(_, inside)| inside).collect(),
             listed: mirrored.listed,
             sockets: SocketCache::default(),
         })
+    }
+
+    /// The network arguments of a sandbox with its own empty network namespace
+    /// (`no_network`) or the host's.
+    pub(super) fn network(&self, no_network: bool) -> &[OsString] {
+        &self.networks[usize::from(no_network)]
     }
 
     /// The arguments for `shape` from `cache`, if the directories they list have not changed
