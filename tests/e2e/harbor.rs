@@ -2,7 +2,8 @@
 //! the bundled `examples/harbor` tasks solved by `oracle` (reward 1) and by `terminus` driven by
 //! a scripted model on loopback (several bash steps in the trajectory), a do-nothing agent
 //! (reward 0), an agent that pre-writes its reward (still 0), the verifier's own timeout, a
-//! fresh verifier seeded only with the collected artifacts, and phase-scoped bindings.
+//! fresh verifier seeded only with the collected artifacts, phase-scoped bindings, and
+//! per-phase network policies in one sandbox.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -523,4 +524,61 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
     assert_eq!(reward(result), 0.75, "{result}");
     assert!(attempt.join("steps/one/result.json").is_file());
     assert!(!attempt.join("steps/one/workdir").exists());
+}
+
+/// Two HTTP servers on one port, answering 200 to anything: on 127.0.0.2 and 127.0.0.3.
+fn two_loopback_servers() -> u16 {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    for _ in 0..50 {
+        let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+        let port = two.local_addr().expect("address").port();
+        let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
+            continue;
+        };
+        for listener in [two, three] {
+            std::thread::spawn(move || {
+                for mut stream in listener.incoming().flatten() {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    );
+                }
+            });
+        }
+        return port;
+    }
+    panic!("no port free on both 127.0.0.2 and 127.0.0.3");
+}
+
+#[test]
+fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
+    // [environment] public, [agent] allowlist 127.0.0.2, [verifier] no-network, two steps in
+    // one sandbox: each step's setup.sh (the baseline: both servers), the agent (127.0.0.2
+    // through the proxy, 403 for 127.0.0.3), the verifier (nothing); step two's setup.sh
+    // shows the baseline back after step one's evaluation. The verifiers check every line.
+    let port = two_loopback_servers().to_string();
+    let h = harbor();
+    let out = h.run(
+        &fixture("phase-network"),
+        "oracle",
+        &[],
+        &[("E2E_NET_PORT", port.as_str())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["phase-network"];
+    assert_eq!(result["status"], "completed", "{result}");
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["one", "two"]);
+    for step in &steps {
+        assert_eq!(step["metrics"]["reward"], 1.0, "{step}");
+    }
+    assert_eq!(reward(result), 1.0, "{result}");
 }
