@@ -299,6 +299,15 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     );
     outcomes.push(("500 echoing the key", out));
 
+    // `run harbor cli_agent m ARGS...` in the sandbox, pointed at the scripted model.
+    let harbor_cli_agent = |args: &[&str]| {
+        let mut all = vec!["--plugin-dir", packs_arg, "run", "harbor", "cli_agent", "m"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--model-base-url", &base_url, "--env", "sandbox"]);
+        all.extend_from_slice(&["--progress", "plain"]);
+        ws.run(&all, env)
+    };
+
     // (b) `AUTH = "Bearer ${E2E_TOKEN}"`: the agent prints the token part alone, then a stderr
     // whose last 300 characters (the issue message's tail) start inside the token.
     let task = fixture("failing-verifier");
@@ -306,29 +315,14 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     let env_params = json!({"env_variables": {"AUTH": "Bearer ${E2E_TOKEN}"}}).to_string();
     let command = r#"t=$(echo "$AUTH" | cut -d' ' -f2); echo "token: $t"; printf '%s%0280d' "$t" 0 >&2; exit 3"#;
     let harness_params = json!({"command": command}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            packs_arg,
-            "run",
-            "harbor",
-            "cli_agent",
-            "m",
-            "--benchmark-params",
-            &task_params,
-            "--harness-params",
-            &harness_params,
-            "--env-params",
-            &env_params,
-            "--model-base-url",
-            &base_url,
-            "--env",
-            "sandbox",
-            "--progress",
-            "plain",
-        ],
-        env,
-    );
+    let out = harbor_cli_agent(&[
+        "--benchmark-params",
+        &task_params,
+        "--harness-params",
+        &harness_params,
+        "--env-params",
+        &env_params,
+    ]);
     let run = run_dir(&out);
     let results = published_results(&run);
     let (attempt_dir, result) = &results["failing-verifier"];
@@ -346,27 +340,12 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     // (c) A verifier printing its binding, then enough output that the benchmark's 4,000-
     // character tail starts 31 characters into the binding.
     let task_params = json!({"path": fixture("verifier-cuts-a-secret")}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            packs_arg,
-            "run",
-            "harbor",
-            "cli_agent",
-            "m",
-            "--benchmark-params",
-            &task_params,
-            "--harness-params",
-            r#"{"command": "true"}"#,
-            "--model-base-url",
-            &base_url,
-            "--env",
-            "sandbox",
-            "--progress",
-            "plain",
-        ],
-        env,
-    );
+    let out = harbor_cli_agent(&[
+        "--benchmark-params",
+        &task_params,
+        "--harness-params",
+        r#"{"command": "true"}"#,
+    ]);
     let run = run_dir(&out);
     let (_, result) = &published_results(&run)["verifier-cuts-a-secret"];
     let tail = result["meta"]["benchmark"]["harbor"]["test_stdout_tail"]
