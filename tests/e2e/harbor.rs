@@ -582,3 +582,20 @@ fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
     }
     assert_eq!(reward(result), 1.0, "{result}");
 }
+
+#[test]
+fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() {
+    // [verifier.environment] public (the fresh verifier's baseline), [agent] and [verifier]
+    // no-network: the evaluation switches away from the fresh baseline.
+    let port = two_loopback_servers().to_string();
+    let h = harbor();
+    let out = h.run(
+        &fixture("fresh-network"),
+        "oracle",
+        &["--execution-params", r#"{"save_artifacts": true}"#],
+        &[("E2E_NET_PORT", port.as_str())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["fresh-network"];
+    assert_eq!(reward(result), 1.0, "{result}");
+}

@@ -2,7 +2,8 @@
 //! a fresh environment with the collected artifacts restored (fresh).
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentRole, IssuePhase, IssueSeverity, PreparedTask, RunResult, TaskStep,
+    EnvironmentRole, EvaluationEnvironmentMode, IssuePhase, IssueSeverity, PreparedTask, RunResult,
+    TaskStep,
 };
 use agentcompass_plugin_api::sdk::{EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Error;
@@ -45,15 +46,22 @@ fn merge_evaluated(run: &RunResult, mut evaluated: RunResult) -> RunResult {
     evaluated
 }
 
-/// Switches `session` to the evaluation network policy (when it differs from the run's) and
-/// scopes it to the evaluation-phase bindings.
+/// Switches `session` to the evaluation network policy (when it differs from the session's
+/// current one: the run's in the task environment, the fresh verifier's baseline in a fresh
+/// one) and scopes it to the evaluation-phase bindings.
 async fn enter_evaluation_phase(
     step: &Step<'_>,
     session: Option<&SessionRef>,
 ) -> Result<Option<SessionRef>, Halt> {
     let plan = step.plan;
     if let (Some(session), Some(policy)) = (session, plan.evaluation_network_policy.as_ref()) {
-        let current = plan.run_network_policy.clone().unwrap_or_default();
+        let current = match plan.evaluation_environment_mode {
+            EvaluationEnvironmentMode::Fresh => plan.evaluation_baseline_network_policy.clone(),
+            EvaluationEnvironmentMode::Reuse | EvaluationEnvironmentMode::NoEnvironment => {
+                plan.run_network_policy.clone()
+            }
+        }
+        .unwrap_or_default();
         if *policy != current {
             session.set_network_policy(policy).await.map_err(|e| {
                 Halt::Issue(codes::NETWORK_POLICY_FAILED.error(IssuePhase::Evaluate, e.message))
