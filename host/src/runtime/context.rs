@@ -98,8 +98,22 @@ impl RequestContext {
         self.attempt_scope_over(Default::default())
     }
 
-    /// An attempt scope whose usage adds to `base` (usage recorded by an earlier run).
-    pub fn attempt_scope_over(
+    /// An attempt scope resuming `earlier` (a result an interrupted run recorded): its usage
+    /// adds to the model usage `earlier` recorded.
+    pub fn attempt_scope_resuming(
+        &self,
+        earlier: &agentcompass_plugin_api::contracts::RunResult,
+    ) -> AttemptScope<'_> {
+        let recorded = earlier
+            .telemetry
+            .get("model_usage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        self.attempt_scope_over(recorded)
+    }
+
+    /// An attempt scope whose usage adds to `base`.
+    fn attempt_scope_over(
         &self,
         base: agentcompass_plugin_api::contracts::TokenUsage,
     ) -> AttemptScope<'_> {

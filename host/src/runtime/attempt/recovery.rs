@@ -104,12 +104,7 @@ pub async fn recover_evaluation(
     if writer.write_checkpoint(attempt, &checkpoint).is_err() {
         return None;
     }
-    let earlier_usage = result
-        .telemetry
-        .get("model_usage")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let scope = rc.attempt_scope_over(earlier_usage);
+    let scope = rc.attempt_scope_resuming(&result);
     let step = Step {
         rc: &scope,
         task,

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use agentcompass_plugin_api::contracts::{
     EnvironmentRole, EvaluationEnvironmentMode, ExecRequest, ExecutionPlan, IssuePhase, RunResult,
-    StepResult, StepScore, TaskSpec, TaskStep, TokenUsage, Trajectory,
+    StepResult, StepScore, TaskSpec, TaskStep, Trajectory,
 };
 use agentcompass_results::naming::sanitize_component;
 use agentcompass_results::records::{attempt_payload, STEPS_CHECKPOINT_SCHEMA};
@@ -435,12 +435,7 @@ pub(super) async fn resume_steps(
         );
         return None;
     }
-    let earlier_usage: TokenUsage = partial
-        .telemetry
-        .get("model_usage")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default();
-    let scope = rc.attempt_scope_over(earlier_usage);
+    let scope = rc.attempt_scope_resuming(&partial);
     let step = Step {
         rc: &scope,
         task,
