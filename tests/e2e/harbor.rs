@@ -581,6 +581,13 @@ fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
         assert_eq!(step["metrics"]["reward"], 1.0, "{step}");
     }
     assert_eq!(reward(result), 1.0, "{result}");
+    // The proxy's token (of a proxy started by the switch) is a secret: the agent's output
+    // that shows it is persisted scrubbed.
+    let shown = result["trajectory"].to_string();
+    assert!(
+        shown.contains("proxy=http://agent:********@127.0.0.1:3128"),
+        "{shown}"
+    );
 }
 
 #[test]

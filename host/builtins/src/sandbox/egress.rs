@@ -50,6 +50,8 @@ pub(super) struct Egress {
     forwarder: PathBuf,
     /// `(name, value)` of the proxy variables; the values hold the token.
     env: Vec<(String, String)>,
+    /// The proxy's token (for the host's secret registry).
+    token: String,
 }
 
 impl Egress {
@@ -86,6 +88,7 @@ impl Egress {
         let token =
             EgressToken::random().map_err(|e| failed("cannot make the egress token", &e))?;
         let url = format!("http://agent:{}@127.0.0.1:{PROXY_PORT}", token.expose());
+        let secret = token.expose().to_string();
         let label = session.to_string();
         let log = EgressLog::new(move |event| {
             if event.is_refusal() {
@@ -111,6 +114,7 @@ impl Egress {
             socket_dir,
             forwarder,
             env,
+            token: secret,
         })
     }
 
@@ -136,6 +140,11 @@ impl Egress {
             .arg(format!("{SOCKET_DIR}/{SOCKET_NAME}"))
             .arg(PROXY_PORT.to_string())
             .arg("--");
+    }
+
+    /// The proxy's token.
+    pub(super) fn token(&self) -> &str {
+        &self.token
     }
 
     /// The proxy variables (values hold the token).

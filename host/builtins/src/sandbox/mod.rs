@@ -79,8 +79,9 @@
 //!   then fails to start). The static host map is the provider's `egress_hosts` parameter
 //!   (name = address, resolved before DNS); the runtime option `runtime.egress.hosts` is not
 //!   wired yet.
-//!   The token is not registered with the host's secret registry (the SDK has no service for
-//!   that): a command that prints its environment shows it; it opens only this session's
+//!   Every proxy's token is registered with the host's secrets (`Ctx::register_secret`, at
+//!   open or when a switch starts the proxy), so what the host prints or persists (a
+//!   command's output in a trajectory) shows it scrubbed; it opens only this session's
 //!   proxy, which only this session's sandboxes can reach, and dies with the session.
 //! - Commands: `bwrap ... -- <argv>` or `-- /bin/sh -c <string>`; cwd default = the working
 //!   directory, relative cwd resolved against it. Environment: nothing of the host's; `PATH`
@@ -238,7 +239,7 @@ impl EnvironmentProvider for SandboxProvider {
         Ok(())
     }
 
-    async fn open(&self, _ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
+    async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
         let config = Config::parse(&request.environment.params)?;
         let workdir = workdir_of(&request.environment.setup)?;
         let policy = request.baseline_network_policy.clone();
@@ -286,6 +287,9 @@ impl EnvironmentProvider for SandboxProvider {
             }
             None => None,
         };
+        if let Some(egress) = &egress {
+            ctx.register_secret(egress.token()).await;
+        }
         tracing::debug!(
             provider = ID,
             dir = %dir.display(),
@@ -302,7 +306,8 @@ impl EnvironmentProvider for SandboxProvider {
                 request.resolved_env.clone(),
                 (policy, egress),
             )
-            .with_egress_hosts(switch_hosts),
+            .with_egress_hosts(switch_hosts)
+            .with_ctx(ctx),
         ))
     }
 

@@ -15,7 +15,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::provider::{
     blocking, copy_file, copy_tree, timeout_duration, transfer_error,
 };
-use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 use tokio::process::Command;
@@ -128,6 +128,9 @@ pub(super) struct SandboxSession {
     pub(super) proxies: Mutex<Vec<(NetworkPolicy, Arc<Egress>)>>,
     /// The static host map of the proxies started by a switch (the `egress_hosts` parameter).
     pub(super) egress_hosts: HostMap,
+    /// The open's context: the tokens of proxies started by a switch are registered with
+    /// the host's secrets through it.
+    pub(super) ctx: Option<Ctx>,
 }
 
 impl SandboxSession {
@@ -151,12 +154,19 @@ impl SandboxSession {
             network: Mutex::new(Network { policy, egress }),
             proxies: Mutex::new(proxies),
             egress_hosts: HostMap::default(),
+            ctx: None,
         }
     }
 
     /// The static host map for proxies started by a switch to `allowlist`.
     pub(super) fn with_egress_hosts(mut self, hosts: HostMap) -> Self {
         self.egress_hosts = hosts;
+        self
+    }
+
+    /// The context through which the tokens of proxies started later are registered.
+    pub(super) fn with_ctx(mut self, ctx: &Ctx) -> Self {
+        self.ctx = Some(ctx.clone());
         self
     }
 
@@ -169,11 +179,11 @@ impl SandboxSession {
     }
 
     /// The proxy of the normalized allowlist `policy`: the session's own if it has one, else
-    /// started now (on `<dir>/egress-N/s`).
-    fn proxy_for(&self, policy: &NetworkPolicy) -> Result<Arc<Egress>> {
+    /// started now (on `<dir>/egress-N/s`), and whether it was.
+    fn proxy_for(&self, policy: &NetworkPolicy) -> Result<(Arc<Egress>, bool)> {
         let mut proxies = self.proxies.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, egress)) = proxies.iter().find(|(p, _)| p == policy) {
-            return Ok(egress.clone());
+            return Ok((egress.clone(), false));
         }
         let egress_policy = EgressPolicy::from_network_policy(policy)
             .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
@@ -189,7 +199,7 @@ impl SandboxSession {
             &self.id,
         )?);
         proxies.push((policy.clone(), egress.clone()));
-        Ok(egress)
+        Ok((egress, true))
     }
 
     /// Stops every proxy the session started.
@@ -441,7 +451,13 @@ impl EnvironmentSession for SandboxSession {
             .normalized()
             .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
         let egress = match policy.network_mode {
-            NetworkMode::Allowlist => Some(self.proxy_for(&policy)?),
+            NetworkMode::Allowlist => {
+                let (egress, started) = self.proxy_for(&policy)?;
+                if let Some(ctx) = self.ctx.as_ref().filter(|_| started) {
+                    ctx.register_secret(egress.token()).await;
+                }
+                Some(egress)
+            }
             NetworkMode::Public | NetworkMode::NoNetwork => None,
         };
         if self.closed.load(Ordering::SeqCst) {
