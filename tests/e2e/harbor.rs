@@ -594,6 +594,29 @@ fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
 }
 
 #[test]
+fn artifact_commands_run_on_the_baseline_after_the_run_phase() {
+    // [environment] public, [agent] no-network: the agent cannot reach 127.0.0.2 (reward 1
+    // says so), the [[verifier.collect]] command after the run phase can (the baseline is
+    // restored), and its output is a collected artifact.
+    let port = two_loopback_servers().to_string();
+    let h = harbor();
+    let out = h.run(
+        &fixture("collect-network"),
+        "oracle",
+        &["--execution-params", r#"{"save_artifacts": true}"#],
+        &[("E2E_NET_PORT", port.as_str())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (attempt, result) = &results(&run_dir(&out))["collect-network"];
+    assert_eq!(reward(result), 1.0, "the agent reached nothing: {result}");
+    let collected = fs::read_to_string(attempt.join("artifacts/app/collected.txt")).unwrap();
+    assert_eq!(
+        collected, "ok",
+        "the artifact command ran on the public baseline"
+    );
+}
+
+#[test]
 fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() {
     // [verifier.environment] public (the fresh verifier's baseline), [agent] and [verifier]
     // no-network: the evaluation switches away from the fresh baseline.

@@ -47,8 +47,8 @@ fn merge_evaluated(run: &RunResult, mut evaluated: RunResult) -> RunResult {
 }
 
 /// Switches `session` to the evaluation network policy (when it differs from the session's
-/// current one: the run's in the task environment, the fresh verifier's baseline in a fresh
-/// one) and scopes it to the evaluation-phase bindings.
+/// current one: the baseline in the task environment, restored after the run phase; the fresh
+/// verifier's baseline in a fresh one) and scopes it to the evaluation-phase bindings.
 async fn enter_evaluation_phase(
     step: &Step<'_>,
     session: Option<&SessionRef>,
@@ -58,7 +58,7 @@ async fn enter_evaluation_phase(
         let current = match plan.evaluation_environment_mode {
             EvaluationEnvironmentMode::Fresh => plan.evaluation_baseline_network_policy.clone(),
             EvaluationEnvironmentMode::Reuse | EvaluationEnvironmentMode::NoEnvironment => {
-                plan.run_network_policy.clone()
+                plan.baseline_network_policy.clone()
             }
         }
         .unwrap_or_default();

@@ -95,6 +95,9 @@ pub(super) async fn run_stage(
         if result.category.is_empty() {
             result.category = step.task.category.clone();
         }
+        if let Err(issue) = leave_run_phase(step.plan, session).await {
+            result.push_issue(issue);
+        }
     }
     StageOutcome {
         result,
@@ -152,6 +155,24 @@ async fn enter_run_phase(
     }
     scoped_session(session, plan, Phase::Run)
         .map_err(|e| codes::ENV_BINDINGS_FAILED.fatal(IssuePhase::Run, e.message))
+}
+
+/// Restores the baseline network policy after the run phase (when the run's differed), so
+/// artifact commands, the next step's setup and the evaluation switch start from the
+/// baseline. A failure is FATAL: later commands would run on the run's network.
+async fn leave_run_phase(plan: &ExecutionPlan, session: &SessionRef) -> Result<(), ExecutionIssue> {
+    let baseline = plan.baseline_network_policy.clone().unwrap_or_default();
+    match plan.run_network_policy.as_ref() {
+        Some(run_policy) if *run_policy != baseline => {
+            session.set_network_policy(&baseline).await.map_err(|e| {
+                codes::NETWORK_POLICY_FAILED.fatal(
+                    IssuePhase::Run,
+                    format!("restoring the baseline after the run phase: {}", e.message),
+                )
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The result of a run phase stopped by its watchdog.
