@@ -146,6 +146,12 @@ pub(super) async fn run_steps(
     combined.metrics = score.metrics;
     combined.extra.extend(score.extra);
     combined.steps = records;
+    // The artifacts are collected on the baseline, as after a single-step attempt's run.
+    if !has_fatal(&combined) {
+        if let Err(issue) = leave_evaluation(step, &env).await {
+            combined.push_issue(issue);
+        }
+    }
     combined.refresh_status();
     if !has_fatal(&combined) {
         collect::collect_artifacts(step, &env.session, writer, &mut combined).await;
