@@ -150,6 +150,14 @@ impl Harness for Answers {
     }
 }
 
+/// The `answers` harness as a built-in.
+fn answers() -> Builtin {
+    Builtin {
+        info: ComponentInfo::new(ComponentKind::Harness, "answers", "test"),
+        factory: BuiltinFactory::Harness(|| Ok(Arc::new(Answers))),
+    }
+}
+
 fn registry() -> Registry {
     let mut builtins = agentcompass_builtins::all();
     builtins.push(Builtin {
@@ -175,10 +183,7 @@ fn registry() -> Registry {
             })
         }),
     });
-    builtins.push(Builtin {
-        info: ComponentInfo::new(ComponentKind::Harness, "answers", "test"),
-        factory: BuiltinFactory::Harness(|| Ok(Arc::new(Answers))),
-    });
+    builtins.push(answers());
     Registry::with_builtins(&builtins)
 }
 
@@ -360,10 +365,7 @@ async fn a_host_panic_while_resuming_an_interrupted_run_still_publishes_the_task
             })
         }),
     });
-    builtins.push(Builtin {
-        info: ComponentInfo::new(ComponentKind::Harness, "answers", "test"),
-        factory: BuiltinFactory::Harness(|| Ok(Arc::new(Answers))),
-    });
+    builtins.push(answers());
     let registry = Registry::with_builtins(&builtins);
     let mut last = None;
     for (deadline, reuse) in [(2.0, false), (0.0, true)] {

@@ -60,6 +60,28 @@ impl ImportedBenchmark {
         ImportedBenchmark { object, label }
     }
 
+    /// `prepare_task` with the task already as JSON (a step rides inside it), errors and
+    /// decoding labelled with `method`.
+    async fn prepare_json(
+        &self,
+        ctx: &Ctx,
+        task: abi_stable::std_types::RString,
+        env: &SessionRef,
+        req: &RunRequest,
+        plan: &BenchmarkPlan,
+        method: &str,
+    ) -> Result<PreparedTask> {
+        let call = self.object.prepare_task(
+            export_ctx(ctx),
+            task,
+            export_session(env),
+            request_json(req)?,
+            to_json(plan)?,
+        );
+        let json = await_foreign(call).await.map_err(self.label.err(method))?;
+        self.label.decode(method, &json)
+    }
+
     /// `evaluate` with the task JSON `task` (a step's, or the task's own).
     async fn evaluate_json(
         &self,
@@ -191,17 +213,9 @@ impl Benchmark for ImportedBenchmark {
         req: &RunRequest,
         plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        let call = self.object.prepare_task(
-            export_ctx(ctx),
-            to_json(task)?,
-            export_session(env),
-            request_json(req)?,
-            to_json(plan)?,
-        );
-        let json = await_foreign(call)
+        let task = to_json(task)?;
+        self.prepare_json(ctx, task, env, req, plan, "prepare_task")
             .await
-            .map_err(self.label.err("prepare_task"))?;
-        self.label.decode("prepare_task", &json)
     }
 
     async fn prepare_step(
@@ -213,17 +227,9 @@ impl Benchmark for ImportedBenchmark {
         req: &RunRequest,
         plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        let call = self.object.prepare_task(
-            export_ctx(ctx),
-            task_with_step(task, step)?,
-            export_session(env),
-            request_json(req)?,
-            to_json(plan)?,
-        );
-        let json = await_foreign(call)
+        let task = task_with_step(task, step)?;
+        self.prepare_json(ctx, task, env, req, plan, "prepare_step")
             .await
-            .map_err(self.label.err("prepare_step"))?;
-        self.label.decode("prepare_step", &json)
     }
 
     async fn evaluate_step(
