@@ -74,6 +74,7 @@ mod auth;
 mod config;
 mod conn;
 mod event;
+pub mod forward;
 mod io;
 mod listener;
 mod policy;

@@ -25,6 +25,10 @@ pub struct ProviderCapabilities {
     pub task_env: bool,
     /// Can inject variables at startup.
     pub startup_env: bool,
+    /// Makes the [`HostEndpoint`]s of an open request reachable inside the environment under
+    /// every network policy (`no-network` included). Needed by harnesses whose agent calls
+    /// the model from inside the environment; a provider without it is refused for them.
+    pub host_endpoints: bool,
 }
 
 impl Default for ProviderCapabilities {
@@ -37,6 +41,7 @@ impl Default for ProviderCapabilities {
             operating_systems: Vec::new(),
             task_env: false,
             startup_env: false,
+            host_endpoints: false,
         }
     }
 }
@@ -88,6 +93,26 @@ pub struct OpenEnvironmentRequest {
     /// Already-resolved common bindings. These are secret values: providers must never log them.
     #[serde(default)]
     pub resolved_env: BTreeMap<String, String>,
+    /// Host services to make reachable inside the environment at `127.0.0.1:PORT` whatever
+    /// the network policy (a provider declares [`ProviderCapabilities::host_endpoints`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_endpoints: Vec<HostEndpoint>,
+}
+
+/// A host service an environment must reach: a Unix socket on the host that the provider
+/// makes reachable at `127.0.0.1:port` inside the environment. In an isolated network
+/// namespace the provider forwards that port to the socket; where the environment shares
+/// the host's network (`host_process`, a `public` sandbox, a host-network container) the
+/// host already listens on `127.0.0.1:port` itself and nothing needs forwarding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEndpoint {
+    /// What it serves (`model`: the run's model endpoint).
+    pub name: String,
+    /// The Unix socket's path on the host (in a private directory of the attempt).
+    pub socket: String,
+    /// The TCP port on the environment's loopback (and on the host's, where the host listens
+    /// too).
+    pub port: u16,
 }
 
 fn default_attempt() -> u32 {
@@ -110,6 +135,7 @@ impl OpenEnvironmentRequest {
             baseline_network_policy: NetworkPolicy::public(),
             run_dir: None,
             resolved_env: BTreeMap::new(),
+            host_endpoints: Vec::new(),
         }
     }
 }
@@ -125,6 +151,7 @@ impl fmt::Debug for OpenEnvironmentRequest {
             .field("baseline_network_policy", &self.baseline_network_policy)
             .field("run_dir", &self.run_dir)
             .field("resolved_env", &RedactedMap(&self.resolved_env))
+            .field("host_endpoints", &self.host_endpoints)
             .finish()
     }
 }

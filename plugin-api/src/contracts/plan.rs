@@ -50,6 +50,12 @@ pub struct HarnessPlan {
     pub run_timeout_seconds: Option<f64>,
     /// Harness-private typed state (see [`HarnessPlan::payload`]).
     pub payload: serde_json::Value,
+    /// The harness's agent runs inside the environment and calls the model from there: the
+    /// host serves the run's model endpoint inside the task environment (see
+    /// [`super::HostEndpoint`]) and `Ctx::model_endpoint` answers with its address and a
+    /// per-session placeholder token instead of the real key.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model_endpoint_in_environment: bool,
 }
 
 impl Default for HarnessPlan {
@@ -59,6 +65,7 @@ impl Default for HarnessPlan {
             default_run_timeout_seconds: None,
             run_timeout_seconds: None,
             payload: serde_json::Value::Null,
+            model_endpoint_in_environment: false,
         }
     }
 }

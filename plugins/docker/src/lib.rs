@@ -155,6 +155,7 @@ impl EnvironmentProvider for DockerProvider {
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
+            host_endpoints: false,
         })
     }
 

@@ -103,6 +103,7 @@ impl EnvironmentProvider for HostProcessProvider {
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
+            host_endpoints: true,
         })
     }
 

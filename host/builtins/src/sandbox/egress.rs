@@ -16,8 +16,8 @@ use agentcompass_plugin_api::{Error, Result};
 use tokio::net::UnixListener;
 use tokio::process::Command;
 
-use super::forward::ENTRY;
 use super::ID;
+use agentcompass_egress::forward::{self, Forward};
 
 /// The sandbox directory holding the proxy's socket directory and the forwarder.
 pub(super) const EGRESS_DIR: &str = "/.agentcompass-egress";
@@ -135,11 +135,11 @@ impl Egress {
 
     /// Adds the forwarder in front of the command (after bwrap's `--`).
     pub(super) fn wrap(&self, cmd: &mut Command) {
-        cmd.arg(FORWARDER)
-            .arg(ENTRY)
-            .arg(format!("{SOCKET_DIR}/{SOCKET_NAME}"))
-            .arg(PROXY_PORT.to_string())
-            .arg("--");
+        let proxy = Forward {
+            port: PROXY_PORT,
+            socket: PathBuf::from(format!("{SOCKET_DIR}/{SOCKET_NAME}")),
+        };
+        cmd.arg(FORWARDER).args(forward::command_args(&[proxy]));
     }
 
     /// The proxy's token.

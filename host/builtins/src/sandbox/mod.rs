@@ -51,7 +51,7 @@
 //!   command keeps its proxy after a switch and switching back reuses it. The start-up probe
 //!   covers the baseline's network only: a bwrap that cannot make the other namespace fails
 //!   that command, with bwrap's own message.
-//! - `allowlist` (`egress`, `forward`): an allowlist baseline starts the host's egress proxy
+//! - `allowlist` (`egress`; the forwarder is `agentcompass_egress::forward`): an allowlist baseline starts the host's egress proxy
 //!   (`agentcompass-egress`, every entry type of the contract, a random per-session token)
 //!   at open (a switch to one, on first use) on a Unix socket `<private dir>/egress/s`
 //!   (directory 0700); it runs on the host's tokio
@@ -60,7 +60,7 @@
 //!   `/.agentcompass-egress/proxy` (the socket's directory, read-only) and
 //!   `/.agentcompass-egress/forward` (the host binary, read-only: `current_exe`, so the
 //!   forwarder runs whatever the root), and the command runs as `forward
-//!   __agentcompass-egress-forward SOCKET 3128 -- COMMAND...`: the forwarder binds
+//!   __agentcompass-egress-forward 3128=SOCKET -- COMMAND...`: the forwarder binds
 //!   `127.0.0.1:3128` in the namespace (bwrap brings `lo` up), starts itself again as the relay
 //!   with that listener as its standard input, and `exec`s the command — same process, so
 //!   exit codes, signals, output and timeouts are the command's; a program that cannot be
@@ -106,7 +106,6 @@
 
 mod config;
 mod egress;
-mod forward;
 mod layout;
 mod mirror;
 mod mounts;
@@ -144,7 +143,7 @@ use layout::Layout;
 use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
-pub use forward::run_if_requested as run_egress_forwarder;
+pub use agentcompass_egress::forward::run_if_requested as run_egress_forwarder;
 
 /// Provider id.
 pub const ID: &str = "sandbox";
@@ -225,6 +224,7 @@ impl EnvironmentProvider for SandboxProvider {
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
+            host_endpoints: false,
         })
     }
 
