@@ -7,8 +7,13 @@
 //! A [`Script`] is a list of rules; each request goes to the first rule whose `match` holds, and
 //! that rule's responses are served in order (after the last, the last repeats, or with
 //! `"cycle": true` the list starts over). Each response is rendered in the protocol of the
-//! endpoint that was hit. See the `scripted-llm` binary (`support/bin/scripted_llm.rs`) for the
-//! command line, or use [`spawn_on_thread`] / [`serve`] in-process.
+//! endpoint that was hit: as one JSON body, or — when the request has `"stream": true` and the
+//! response is an answer — as the server-sent events the real API streams (see
+//! `scripted_sse.rs`; `stream_options.include_usage` adds the chat usage chunk). Scripted error
+//! statuses and `raw` bodies are never streamed. `delay_ms` delays the answer (the response
+//! head); `chunk_delay_ms` spaces a streamed answer's events. See the `scripted-llm` binary
+//! (`support/bin/scripted_llm.rs`) for the command line, or use [`spawn_on_thread`] /
+//! [`serve`] in-process.
 //!
 //! ```json
 //! {
@@ -20,7 +25,7 @@
 //!      "responses": [
 //!        {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
 //!         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "cached_tokens": 4}},
-//!        {"text": "done", "delay_ms": 50}
+//!        {"text": "done", "delay_ms": 50, "chunk_delay_ms": 10}
 //!      ]},
 //!     {"responses": [{"raw": "not json {"}], "cycle": true}
 //!   ]
@@ -38,6 +43,11 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use tokio::net::{TcpListener, TcpStream};
+
+// The event-stream renderings; a path relative to this file, so the `scripted-llm` binary
+// (which includes this file by path) finds it too.
+#[path = "scripted_sse.rs"]
+mod sse;
 
 // ---------------------------------------------------------------------------------------------
 // The script
@@ -82,6 +92,8 @@ pub struct Match {
 pub struct Response {
     /// Sleep this long before answering.
     pub delay_ms: u64,
+    /// Sleep this long between the events of a streamed answer (`"stream": true` requests).
+    pub chunk_delay_ms: u64,
     /// What to answer.
     pub kind: ResponseKind,
 }
@@ -326,10 +338,12 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             "body",
             "raw",
             "delay_ms",
+            "chunk_delay_ms",
         ],
         field,
     )?;
     let delay_ms = opt_u64(map, "delay_ms", field)?.unwrap_or(0);
+    let chunk_delay_ms = opt_u64(map, "chunk_delay_ms", field)?.unwrap_or(0);
     let has = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
     let answer = has("text") || has("tool_calls");
     let kinds = [answer, has("status"), has("raw")]
@@ -343,7 +357,7 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
         );
     }
     let kind = if let Some(raw) = map.get("raw").filter(|v| !v.is_null()) {
-        for key in ["usage", "body"] {
+        for key in ["usage", "body", "chunk_delay_ms"] {
             if map.contains_key(key) {
                 return err(&sub(field, key), "not allowed with `raw`");
             }
@@ -353,8 +367,10 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             _ => return err(&sub(field, "raw"), "expected a string"),
         }
     } else if has("status") {
-        if map.contains_key("usage") {
-            return err(&sub(field, "usage"), "not allowed with `status`");
+        for key in ["usage", "chunk_delay_ms"] {
+            if map.contains_key(key) {
+                return err(&sub(field, key), "not allowed with `status`");
+            }
         }
         let sf = sub(field, "status");
         let status = match opt_u64(map, "status", field)? {
@@ -416,7 +432,11 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             usage,
         }
     };
-    Ok(Response { delay_ms, kind })
+    Ok(Response {
+        delay_ms,
+        chunk_delay_ms,
+        kind,
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -675,16 +695,40 @@ impl Request {
 struct HttpResponse {
     status: u16,
     headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
+    body: Body,
+}
+
+/// A response body: bytes sent at once, or server-sent events.
+enum Body {
+    /// A JSON (or scripted raw) body.
+    Bytes(Vec<u8>),
+    /// `text/event-stream` frames, `gap` apart.
+    Events { frames: Vec<String>, gap: Duration },
 }
 
 impl HttpResponse {
-    fn json(status: u16, body: &Value) -> HttpResponse {
+    fn bytes(status: u16, body: Vec<u8>) -> HttpResponse {
         HttpResponse {
             status,
             headers: Vec::new(),
-            body: body.to_string().into_bytes(),
+            body: Body::Bytes(body),
         }
+    }
+
+    fn json(status: u16, body: &Value) -> HttpResponse {
+        HttpResponse::bytes(status, body.to_string().into_bytes())
+    }
+
+    fn events(frames: Vec<String>, gap: Duration) -> HttpResponse {
+        HttpResponse {
+            status: 200,
+            headers: Vec::new(),
+            body: Body::Events { frames, gap },
+        }
+    }
+
+    fn is_stream(&self) -> bool {
+        matches!(self.body, Body::Events { .. })
     }
 }
 
@@ -756,10 +800,12 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         "method": req.method,
         "path": req.path,
         "authorized": is_authorized,
+        "stream": false,
         "body": log_body,
     });
     let finish = |entry: &mut Value, status: u16, resp: HttpResponse| {
         entry["status"] = json!(status);
+        entry["stream"] = json!(resp.is_stream());
         state.record(entry.take());
         resp
     };
@@ -819,7 +865,8 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         .and_then(Value::as_str)
         .unwrap_or("scripted-llm")
         .to_string();
-    let resp = render(state, endpoint, &model, &response.kind);
+    let stream = sse::Options::of(&body);
+    let resp = render(state, endpoint, &model, &response, stream);
     let status = resp.status;
     let resp = finish(&mut entry, status, resp);
     if response.delay_ms > 0 {
@@ -842,31 +889,191 @@ fn arguments_object(arguments: &Value) -> Value {
     }
 }
 
-fn render(state: &State, endpoint: Endpoint, model: &str, kind: &ResponseKind) -> HttpResponse {
-    let (text, tool_calls, usage) = match kind {
-        ResponseKind::Raw(raw) => {
-            return HttpResponse {
-                status: 200,
-                headers: Vec::new(),
-                body: raw.clone().into_bytes(),
-            }
+/// A scripted answer with its ids drawn: what every rendering (JSON or event stream) shows.
+struct Answer<'a> {
+    /// The response number (`chatcmpl-N`, `resp_N`, `msg_N`).
+    id: u64,
+    created: u64,
+    model: &'a str,
+    text: Option<&'a str>,
+    /// The tool calls with their ids (`call_N`).
+    calls: Vec<(String, &'a ToolCall)>,
+    usage: Usage,
+}
+
+impl Answer<'_> {
+    fn chat_finish_reason(&self) -> &'static str {
+        if self.calls.is_empty() {
+            "stop"
+        } else {
+            "tool_calls"
         }
+    }
+
+    fn anthropic_stop_reason(&self) -> &'static str {
+        if self.calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        }
+    }
+}
+
+/// The Responses item id of a function call: `fc_N` for `call_N`.
+fn function_call_item_id(call_id: &str) -> String {
+    format!("fc_{}", call_id.strip_prefix("call_").unwrap_or(call_id))
+}
+
+fn chat_usage(usage: Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+    })
+}
+
+fn responses_usage(usage: Usage) -> Value {
+    json!({
+        "input_tokens": usage.prompt_tokens,
+        "output_tokens": usage.completion_tokens,
+        "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    })
+}
+
+fn anthropic_usage(usage: Usage, output_tokens: u64) -> Value {
+    json!({
+        "input_tokens": usage.prompt_tokens.saturating_sub(usage.cached_tokens),
+        "output_tokens": output_tokens,
+        "cache_read_input_tokens": usage.cached_tokens,
+        "cache_creation_input_tokens": 0,
+    })
+}
+
+fn chat_body(a: &Answer<'_>) -> Value {
+    let mut message = json!({"role": "assistant", "content": a.text});
+    if !a.calls.is_empty() {
+        message["tool_calls"] = a
+            .calls
+            .iter()
+            .map(|(cid, c)| {
+                json!({"id": cid, "type": "function",
+                       "function": {"name": c.name, "arguments": arguments_string(&c.arguments)}})
+            })
+            .collect();
+    }
+    json!({
+        "id": format!("chatcmpl-{}", a.id),
+        "object": "chat.completion",
+        "created": a.created,
+        "model": a.model,
+        "choices": [{
+            "index": 0,
+            "message": message,
+            "finish_reason": a.chat_finish_reason(),
+        }],
+        "usage": chat_usage(a.usage),
+    })
+}
+
+/// The Responses message item holding `text`.
+fn responses_message_item(id: u64, text: &str) -> Value {
+    json!({
+        "type": "message",
+        "id": format!("msg_{id}"),
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    })
+}
+
+/// The Responses function-call item of a call.
+fn responses_call_item(call_id: &str, call: &ToolCall) -> Value {
+    json!({
+        "type": "function_call",
+        "id": function_call_item_id(call_id),
+        "call_id": call_id,
+        "name": call.name,
+        "arguments": arguments_string(&call.arguments),
+        "status": "completed",
+    })
+}
+
+fn responses_body(a: &Answer<'_>) -> Value {
+    let mut output = Vec::new();
+    if let Some(text) = a.text {
+        output.push(responses_message_item(a.id, text));
+    }
+    for (cid, c) in &a.calls {
+        output.push(responses_call_item(cid, c));
+    }
+    json!({
+        "id": format!("resp_{}", a.id),
+        "object": "response",
+        "created_at": a.created,
+        "model": a.model,
+        "status": "completed",
+        "output": output,
+        "usage": responses_usage(a.usage),
+    })
+}
+
+fn anthropic_body(a: &Answer<'_>) -> Value {
+    let mut content = Vec::new();
+    if let Some(text) = a.text {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    for (cid, c) in &a.calls {
+        content.push(json!({
+            "type": "tool_use",
+            "id": cid,
+            "name": c.name,
+            "input": arguments_object(&c.arguments),
+        }));
+    }
+    json!({
+        "id": format!("msg_{}", a.id),
+        "type": "message",
+        "role": "assistant",
+        "model": a.model,
+        "content": content,
+        "stop_reason": a.anthropic_stop_reason(),
+        "stop_sequence": null,
+        "usage": anthropic_usage(a.usage, a.usage.completion_tokens),
+    })
+}
+
+/// A scripted error status: the raw body, or a protocol-shaped JSON error.
+fn render_status(endpoint: Endpoint, status: u16, body: Option<&str>) -> HttpResponse {
+    let mut resp = match body {
+        Some(raw) => HttpResponse::bytes(status, raw.as_bytes().to_vec()),
+        None => HttpResponse::json(
+            status,
+            &error_body(Some(endpoint), status, &format!("scripted error {status}")),
+        ),
+    };
+    if status == 429 {
+        resp.headers.push(("retry-after", "0".to_string()));
+    }
+    resp
+}
+
+/// Renders a scripted response in the endpoint's protocol: JSON, or an event stream when the
+/// request asked for one (`stream`) and the response is an answer (errors and raw bodies are
+/// never streamed).
+fn render(
+    state: &State,
+    endpoint: Endpoint,
+    model: &str,
+    response: &Response,
+    stream: Option<sse::Options>,
+) -> HttpResponse {
+    let (text, tool_calls, usage) = match &response.kind {
+        ResponseKind::Raw(raw) => return HttpResponse::bytes(200, raw.clone().into_bytes()),
         ResponseKind::Status { status, body } => {
-            let mut resp = match body {
-                Some(raw) => HttpResponse {
-                    status: *status,
-                    headers: Vec::new(),
-                    body: raw.clone().into_bytes(),
-                },
-                None => HttpResponse::json(
-                    *status,
-                    &error_body(Some(endpoint), *status, &format!("scripted error {status}")),
-                ),
-            };
-            if *status == 429 {
-                resp.headers.push(("retry-after", "0".to_string()));
-            }
-            return resp;
+            return render_status(endpoint, *status, body.as_deref())
         }
         ResponseKind::Answer {
             text,
@@ -874,107 +1081,26 @@ fn render(state: &State, endpoint: Endpoint, model: &str, kind: &ResponseKind) -
             usage,
         } => (text, tool_calls, usage),
     };
-    let id = state.next_id();
-    let calls: Vec<(String, &ToolCall)> = tool_calls
-        .iter()
-        .map(|c| (state.next_call_id(), c))
-        .collect();
+    let answer = Answer {
+        id: state.next_id(),
+        created: unix_now(),
+        model,
+        text: text.as_deref(),
+        calls: tool_calls
+            .iter()
+            .map(|c| (state.next_call_id(), c))
+            .collect(),
+        usage: *usage,
+    };
+    if let Some(options) = stream {
+        let frames = sse::render(endpoint, &answer, options);
+        let gap = Duration::from_millis(response.chunk_delay_ms);
+        return HttpResponse::events(frames, gap);
+    }
     let body = match endpoint {
-        Endpoint::Chat => {
-            let mut message = json!({"role": "assistant", "content": text});
-            if !calls.is_empty() {
-                message["tool_calls"] = calls
-                    .iter()
-                    .map(|(cid, c)| {
-                        json!({"id": cid, "type": "function",
-                               "function": {"name": c.name, "arguments": arguments_string(&c.arguments)}})
-                    })
-                    .collect();
-            }
-            json!({
-                "id": format!("chatcmpl-{id}"),
-                "object": "chat.completion",
-                "created": unix_now(),
-                "model": model,
-                "choices": [{
-                    "index": 0,
-                    "message": message,
-                    "finish_reason": if calls.is_empty() { "stop" } else { "tool_calls" },
-                }],
-                "usage": {
-                    "prompt_tokens": usage.prompt_tokens,
-                    "completion_tokens": usage.completion_tokens,
-                    "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                    "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
-                },
-            })
-        }
-        Endpoint::Responses => {
-            let mut output = Vec::new();
-            if let Some(text) = text {
-                output.push(json!({
-                    "type": "message",
-                    "id": format!("msg_{id}"),
-                    "status": "completed",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
-                }));
-            }
-            for (cid, c) in &calls {
-                output.push(json!({
-                    "type": "function_call",
-                    "id": format!("fc_{}", &cid["call_".len()..]),
-                    "call_id": cid,
-                    "name": c.name,
-                    "arguments": arguments_string(&c.arguments),
-                    "status": "completed",
-                }));
-            }
-            json!({
-                "id": format!("resp_{id}"),
-                "object": "response",
-                "created_at": unix_now(),
-                "model": model,
-                "status": "completed",
-                "output": output,
-                "usage": {
-                    "input_tokens": usage.prompt_tokens,
-                    "output_tokens": usage.completion_tokens,
-                    "total_tokens": usage.prompt_tokens + usage.completion_tokens,
-                    "input_tokens_details": {"cached_tokens": usage.cached_tokens},
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                },
-            })
-        }
-        Endpoint::Anthropic | Endpoint::Models => {
-            let mut content = Vec::new();
-            if let Some(text) = text {
-                content.push(json!({"type": "text", "text": text}));
-            }
-            for (cid, c) in &calls {
-                content.push(json!({
-                    "type": "tool_use",
-                    "id": cid,
-                    "name": c.name,
-                    "input": arguments_object(&c.arguments),
-                }));
-            }
-            json!({
-                "id": format!("msg_{id}"),
-                "type": "message",
-                "role": "assistant",
-                "model": model,
-                "content": content,
-                "stop_reason": if calls.is_empty() { "end_turn" } else { "tool_use" },
-                "stop_sequence": null,
-                "usage": {
-                    "input_tokens": usage.prompt_tokens.saturating_sub(usage.cached_tokens),
-                    "output_tokens": usage.completion_tokens,
-                    "cache_read_input_tokens": usage.cached_tokens,
-                    "cache_creation_input_tokens": 0,
-                },
-            })
-        }
+        Endpoint::Chat => chat_body(&answer),
+        Endpoint::Responses => responses_body(&answer),
+        Endpoint::Anthropic | Endpoint::Models => anthropic_body(&answer),
     };
     HttpResponse::json(200, &body)
 }
@@ -1039,19 +1165,33 @@ fn wants_keep_alive<B>(req: &hyper::Request<B>) -> bool {
     }
 }
 
-/// Our response as hyper's (always JSON).
-fn to_hyper(resp: HttpResponse) -> hyper::Response<http_body_util::Full<hyper::body::Bytes>> {
+/// A hyper response body: ours, all at once or as events.
+type HyperBody = http_body_util::Either<http_body_util::Full<hyper::body::Bytes>, sse::EventBody>;
+
+/// Our response as hyper's (JSON, or `text/event-stream`).
+fn to_hyper(resp: HttpResponse) -> hyper::Response<HyperBody> {
+    let (content_type, body) = match resp.body {
+        Body::Bytes(bytes) => (
+            "application/json",
+            HyperBody::Left(http_body_util::Full::new(bytes.into())),
+        ),
+        Body::Events { frames, gap } => (
+            "text/event-stream; charset=utf-8",
+            HyperBody::Right(sse::EventBody::new(frames, gap)),
+        ),
+    };
     let mut builder = hyper::Response::builder()
         .status(resp.status)
-        .header("content-type", "application/json");
+        .header("content-type", content_type);
+    if matches!(body, HyperBody::Right(_)) {
+        builder = builder.header("cache-control", "no-cache");
+    }
     for (name, value) in &resp.headers {
         builder = builder.header(*name, value.as_str());
     }
     builder
-        .body(http_body_util::Full::new(hyper::body::Bytes::from(
-            resp.body,
-        )))
-        .unwrap_or_else(|_| hyper::Response::new(http_body_util::Full::default()))
+        .body(body)
+        .unwrap_or_else(|_| hyper::Response::new(HyperBody::Left(Default::default())))
 }
 
 /// Serves one connection with hyper's HTTP/1.1 server (keep-alive, chunked bodies,
@@ -1193,7 +1333,8 @@ impl ScriptedServer {
     }
 
     /// The requests served so far, as the log lines (`method`, `path`, `authorized`, `status`,
-    /// `body`, and `rule`/`response` indexes when a rule answered).
+    /// `stream` — whether the answer was an event stream —, `body`, and `rule`/`response`
+    /// indexes when a rule answered).
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.requests).clone()
     }
@@ -1758,6 +1899,179 @@ mod tests {
         assert_eq!(reply.json()["choices"][0]["message"]["content"], "slow");
     }
 
+    /// A chunked reply: its body's chunks with the time each arrived.
+    struct Chunked {
+        status: u16,
+        headers: Vec<(String, String)>,
+        chunks: Vec<(std::time::Instant, String)>,
+    }
+
+    /// Reads a chunked reply's head and then its body one chunk at a time.
+    fn read_chunked(reader: &mut BufReader<StdStream>) -> Chunked {
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("status line");
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("status");
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).expect("header");
+            let Some((n, v)) = h.trim_end().split_once(':') else {
+                break;
+            };
+            headers.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+        let mut chunks = Vec::new();
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).expect("chunk size");
+            let size = usize::from_str_radix(size.trim(), 16).expect("hex size");
+            let mut data = vec![0; size + 2];
+            reader.read_exact(&mut data).expect("chunk");
+            if size == 0 {
+                break;
+            }
+            data.truncate(size);
+            chunks.push((
+                std::time::Instant::now(),
+                String::from_utf8(data).expect("utf-8"),
+            ));
+        }
+        Chunked {
+            status,
+            headers,
+            chunks,
+        }
+    }
+
+    fn stream_post(port: u16, path: &str, body: &Value) -> (u16, Vec<(String, String)>, String) {
+        let (mut stream, mut reader) = connect(port);
+        let bytes = request_bytes("POST", path, &[], &body.to_string(), true);
+        stream.write_all(&bytes).expect("write");
+        let reply = read_chunked(&mut reader);
+        let text = reply.chunks.into_iter().map(|(_, c)| c).collect();
+        (reply.status, reply.headers, text)
+    }
+
+    /// The `data:` payloads of an event stream, with their `event:` names.
+    fn sse_data(text: &str) -> Vec<(Option<String>, String)> {
+        text.split("\n\n")
+            .filter(|f| !f.is_empty())
+            .map(|frame| {
+                let event = frame
+                    .lines()
+                    .find_map(|l| l.strip_prefix("event: "))
+                    .map(str::to_string);
+                let data = frame
+                    .lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .expect("data line");
+                (event, data.to_string())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streams_in_every_protocol_with_the_same_ids() {
+        let server = spawn_on_thread(json!([{"responses": [{
+            "text": "hello", "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 2}
+        }]}]));
+        let p = server.port;
+        let chat_body = json!({"model": "gpt-test", "stream": true, "stream_options": {"include_usage": true},
+                               "messages": [{"role": "user", "content": "x"}]});
+        let (status, headers, text) = stream_post(p, "/v1/chat/completions", &chat_body);
+        assert_eq!(status, 200);
+        let content_type = headers
+            .iter()
+            .find(|(n, _)| n == "content-type")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(content_type, Some("text/event-stream; charset=utf-8"));
+        let events = sse_data(&text);
+        assert_eq!(events.last().map(|(_, d)| d.as_str()), Some("[DONE]"));
+        let first: Value = serde_json::from_str(&events[0].1).expect("chunk");
+        assert_eq!(first["id"], "chatcmpl-1");
+        assert_eq!(first["model"], "gpt-test");
+        let with_call = events.iter().find(|(_, d)| d.contains("\"id\":\"call_1\""));
+        assert!(with_call.is_some(), "{text}");
+
+        let (_, _, text) = stream_post(p, "/v1/responses", &json!({"stream": true, "input": "x"}));
+        let events = sse_data(&text);
+        let (kind, data) = events.last().expect("events");
+        assert_eq!(kind.as_deref(), Some("response.completed"));
+        let done: Value = serde_json::from_str(data).expect("completed");
+        assert_eq!(done["response"]["id"], "resp_2");
+        assert_eq!(done["response"]["output"][1]["call_id"], "call_2");
+        assert_eq!(done["response"]["usage"]["input_tokens"], 9);
+
+        let (_, _, text) = stream_post(
+            p,
+            "/v1/messages",
+            &json!({"stream": true, "max_tokens": 5, "messages": []}),
+        );
+        let events = sse_data(&text);
+        assert_eq!(events[0].0.as_deref(), Some("message_start"));
+        assert_eq!(
+            events.last().and_then(|(k, _)| k.as_deref()),
+            Some("message_stop")
+        );
+        assert!(text.contains("\"id\":\"call_3\""), "{text}");
+
+        let streamed: Vec<Value> = server
+            .requests()
+            .iter()
+            .map(|r| r["stream"].clone())
+            .collect();
+        assert_eq!(streamed, vec![json!(true); 3]);
+        // Non-streaming requests are logged so.
+        post(p, "/v1/chat/completions", &chat("x"));
+        assert_eq!(server.requests()[3]["stream"], false);
+    }
+
+    #[test]
+    fn errors_and_raw_bodies_are_never_streamed() {
+        let server = spawn_on_thread(
+            json!([{"responses": [{"status": 429}, {"raw": "nope"}, {"text": "ok"}]}]),
+        );
+        let body = json!({"stream": true, "messages": [{"role": "user", "content": "x"}]});
+        let limited = post(server.port, "/v1/messages", &body);
+        assert_eq!(limited.status, 429);
+        assert_eq!(limited.header("content-type"), Some("application/json"));
+        assert_eq!(limited.json()["error"]["type"], "rate_limit_error");
+        let raw = post(server.port, "/v1/chat/completions", &body);
+        assert_eq!(raw.body, "nope");
+        let requests = server.requests();
+        assert_eq!(requests[0]["stream"], false);
+        assert_eq!(requests[1]["stream"], false);
+        let (status, _, text) = stream_post(server.port, "/v1/chat/completions", &body);
+        assert_eq!(status, 200);
+        assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+        assert_eq!(server.requests()[2]["stream"], true);
+    }
+
+    #[test]
+    fn chunk_delay_spaces_the_events() {
+        let server =
+            spawn_on_thread(json!([{"responses": [{"text": "abc", "chunk_delay_ms": 100}]}]));
+        let (mut stream, mut reader) = connect(server.port);
+        let body = json!({"stream": true, "messages": [{"role": "user", "content": "x"}]});
+        let bytes = request_bytes("POST", "/v1/chat/completions", &[], &body.to_string(), true);
+        stream.write_all(&bytes).expect("write");
+        let chunks = read_chunked(&mut reader).chunks;
+        // role, three pieces, finish, [DONE]: each frame its own chunk, 100 ms apart.
+        assert_eq!(chunks.len(), 6, "{chunks:?}");
+        let (first, _) = chunks[0];
+        let (last, _) = chunks[chunks.len() - 1];
+        assert!(
+            last - first >= Duration::from_millis(500),
+            "{:?}",
+            last - first
+        );
+    }
+
     #[test]
     fn drop_stops_the_server() {
         let server = spawn_on_thread(json!([{"responses": [{"text": "x"}]}]));
@@ -1800,6 +2114,10 @@ mod tests {
             (
                 json!({"rules": [{"cycle": "yes", "responses": [{"text": "a"}]}]}),
                 "rules[0].cycle",
+            ),
+            (
+                json!({"rules": [{"responses": [{"status": 500, "chunk_delay_ms": 5}]}]}),
+                "rules[0].responses[0].chunk_delay_ms",
             ),
             (json!({"require_key": 5, "rules": []}), "require_key"),
             (json!({}), "rules"),
