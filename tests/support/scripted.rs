@@ -57,7 +57,8 @@ mod sse;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script {
     /// When set, requests must carry `Authorization: Bearer KEY` (OpenAI endpoints) or
-    /// `x-api-key: KEY` (Anthropic) or get a 401.
+    /// `x-api-key: KEY` or `Authorization: Bearer KEY` (Anthropic, whose SDK 2.x sends its API
+    /// key as a bearer token) or get a 401.
     pub require_key: Option<String>,
     /// The rules; the first whose conditions hold answers.
     pub rules: Vec<Rule>,
@@ -772,7 +773,7 @@ fn authorized(state: &State, endpoint: Option<Endpoint>, req: &Request) -> bool 
     let api_key = req.header("x-api-key").is_some_and(|v| v == key);
     match endpoint {
         Some(Endpoint::Chat | Endpoint::Responses) => bearer,
-        Some(Endpoint::Anthropic) => api_key,
+        Some(Endpoint::Anthropic) => api_key || bearer,
         Some(Endpoint::Models) | None => bearer || api_key,
     }
 }
@@ -1687,7 +1688,8 @@ mod tests {
             .status,
             200
         );
-        // Anthropic wants x-api-key, not a bearer token.
+        // Anthropic takes x-api-key or a bearer token (the anthropic SDK 2.x sends its API key
+        // so); OpenAI endpoints want the bearer token.
         assert_eq!(
             send(
                 p,
@@ -1697,11 +1699,15 @@ mod tests {
                 &body
             )
             .status,
-            401
+            200
         );
         assert_eq!(
             send(p, "POST", "/v1/messages", &[("X-Api-Key", key)], &body).status,
             200
+        );
+        assert_eq!(
+            send(p, "POST", chat_path, &[("X-Api-Key", key)], &body).status,
+            401
         );
 
         let text = std::fs::read_to_string(&log).expect("log");
@@ -1714,11 +1720,14 @@ mod tests {
             .iter()
             .map(|l| l["authorized"].as_bool().expect("bool"))
             .collect();
-        assert_eq!(authorized, vec![false, false, true, true, false, true]);
+        assert_eq!(
+            authorized,
+            vec![false, false, true, true, true, true, false]
+        );
         assert_eq!(lines[0]["path"], chat_path);
         assert_eq!(lines[0]["body"]["messages"][1]["content"], "hi");
         assert_eq!(lines[0]["status"], 401);
-        assert_eq!(server.requests().len(), 6);
+        assert_eq!(server.requests().len(), 7);
     }
 
     #[test]
