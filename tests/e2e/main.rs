@@ -19,6 +19,7 @@ mod plugin_new;
 mod qa;
 mod rejections;
 mod runtime;
+mod scripted_sdk;
 mod secrets;
 mod secrets_under_failure;
 mod session_contract;
