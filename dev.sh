@@ -48,6 +48,34 @@ ensure_harbor_oracle() {
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 
+# The official model SDKs (openai 3.57.0, anthropic 2.15.0) in a cached venv: the clients of
+# the scripted model server's streaming differential test (tests/scripted_sdk/clients.py). Made
+# like the Harbor oracle's venv; exports AGENTCOMPASS_MODEL_SDK_PYTHON for the test.
+ensure_model_sdks() {
+    local openai="3.57.0" anthropic="2.15.0"
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/model-sdks-openai-$openai-anthropic-$anthropic"
+    local check="import sys, openai, anthropic; sys.exit((openai.__version__, anthropic.__version__) != (\"$openai\", \"$anthropic\"))"
+    if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
+        local python="" root candidate
+        root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+        for candidate in "$root"/versions/3.12.*/bin/python3.12; do
+            [ -x "$candidate" ] && python="$candidate"
+        done
+        [ -n "$python" ] || python="$(command -v python3.12 || true)"
+        if [ -z "$python" ]; then
+            echo "the model SDK differential test needs Python 3.12 (pyenv install 3.12)" >&2
+            exit 1
+        fi
+        echo "installing openai==$openai anthropic==$anthropic into $venv (clients of the scripted model server test)" >&2
+        rm -rf "$venv"
+        mkdir -p "$(dirname "$venv")"
+        "$python" -m venv "$venv"
+        "$venv/bin/python" -m pip install --quiet "openai==$openai" "anthropic==$anthropic" >&2
+        "$venv/bin/python" -c "$check"
+    fi
+    export AGENTCOMPASS_MODEL_SDK_PYTHON="$venv/bin/python"
+}
+
 # Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
 bundle_plugins() {
     local dir
@@ -138,6 +166,7 @@ demo)
 test)
     ensure_tools
     ensure_harbor_oracle
+    ensure_model_sdks
     start_docker
     cargo build --workspace
     bundle_plugins debug
