@@ -2,7 +2,8 @@
 //! SDKs. `tests/scripted_sdk/clients.py` streams one request per case with the `openai` client
 //! (chat completions by hand and with the SDK's `stream` helper, the Responses `stream`
 //! helper) and the `anthropic` client (`messages.stream` → `get_final_message`) against a
-//! server started here, and prints what the clients assembled; it must be what the script says.
+//! server started here — answers with tool calls, truncated answers, scripted 429s — and
+//! prints what the clients assembled; it must be what the script says.
 //!
 //! The SDKs' Python is `AGENTCOMPASS_MODEL_SDK_PYTHON` (a venv with the pinned `openai` and
 //! `anthropic`), which `./dev.sh test` creates and exports; without it the test fails. Traffic
@@ -67,6 +68,11 @@ fn script() -> Value {
             "text": "Checking the files.",
             "tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 6, "cached_tokens": 45},
+        })),
+        case("truncated", json!({
+            "text": "The answer is cut sh",
+            "usage": {"prompt_tokens": 8, "completion_tokens": 16},
+            "truncated": true,
         })),
         case("error", json!({"status": 429})),
     ]})
@@ -166,6 +172,26 @@ fn expected_report() -> Value {
             "stop_reason": "tool_use",
             "usage": {"input_tokens": 5, "output_tokens": 6, "cache_read_input_tokens": 45},
         },
+        "chat_truncated": {
+            "ids": ["chatcmpl-6"],
+            "roles": ["assistant"],
+            "content": "The answer is cut sh",
+            "tool_calls": [],
+            "finish_reason": "length",
+            "usage": {"prompt_tokens": 8, "completion_tokens": 16, "total_tokens": 24, "cached_tokens": 0},
+        },
+        "responses_truncated": {
+            "last_event": "response.incomplete",
+            "status": "incomplete",
+            "incomplete_reason": "max_output_tokens",
+            "output_text": "The answer is cut sh",
+        },
+        "anthropic_truncated": {
+            "text_stream": "The answer is cut sh",
+            "content": [{"type": "text", "text": "The answer is cut sh"}],
+            "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 8, "output_tokens": 16, "cache_read_input_tokens": 0},
+        },
         "chat_error": {"raised": "RateLimitError", "status": 429},
         "anthropic_error": {"raised": "RateLimitError", "status": 429},
     })
@@ -205,7 +231,10 @@ fn official_sdks_assemble_the_scripted_streams() {
         .iter()
         .map(|r| r["stream"].as_bool().unwrap_or_default())
         .collect();
-    assert_eq!(streamed, [true, true, true, true, true, false, false]);
+    assert_eq!(
+        streamed,
+        [true, true, true, true, true, true, true, true, false, false]
+    );
     assert!(server
         .requests()
         .iter()

@@ -150,6 +150,18 @@ def anthropic_stream(client, marker):
     }
 
 
+def responses_truncated(client, marker):
+    """responses.create(stream=True) on a truncated answer: the last event and its response."""
+    events = list(client.responses.create(model="o-test", input=marker, stream=True))
+    last = events[-1]
+    return {
+        "last_event": last.type,
+        "status": last.response.status,
+        "incomplete_reason": last.response.incomplete_details.reason,
+        "output_text": last.response.output_text,
+    }
+
+
 def streamed_error(call):
     """A streamed request the script answers with an error status: what the client raised."""
     try:
@@ -172,6 +184,9 @@ def main():
         "chat_helper": chat_helper(oai, "case chat_helper"),
         "responses": responses_stream(oai, "case responses"),
         "anthropic": anthropic_stream(ant, "case anthropic"),
+        "chat_truncated": chat_accumulated(oai, "case truncated"),
+        "responses_truncated": responses_truncated(oai, "case truncated"),
+        "anthropic_truncated": anthropic_stream(ant, "case truncated"),
         "chat_error": streamed_error(lambda: chat_accumulated(oai, "case error")),
         "anthropic_error": streamed_error(lambda: anthropic_stream(ant, "case error")),
     }

@@ -11,7 +11,8 @@
 //! response is an answer — as the server-sent events the real API streams (see
 //! `scripted_sse.rs`; `stream_options.include_usage` adds the chat usage chunk). Scripted error
 //! statuses and `raw` bodies are never streamed. `delay_ms` delays the answer (the response
-//! head); `chunk_delay_ms` spaces a streamed answer's events. See the `scripted-llm` binary
+//! head); `chunk_delay_ms` spaces a streamed answer's events. `"truncated": true` makes an
+//! answer one cut short by the output-token limit (`length`, `max_tokens`, `incomplete`). See the `scripted-llm` binary
 //! (`support/bin/scripted_llm.rs`) for the command line, or use [`spawn_on_thread`] /
 //! [`serve`] in-process.
 //!
@@ -25,7 +26,8 @@
 //!      "responses": [
 //!        {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
 //!         "usage": {"prompt_tokens": 12, "completion_tokens": 3, "cached_tokens": 4}},
-//!        {"text": "done", "delay_ms": 50, "chunk_delay_ms": 10}
+//!        {"text": "done", "delay_ms": 50, "chunk_delay_ms": 10},
+//!        {"text": "cut sh", "truncated": true}
 //!      ]},
 //!     {"responses": [{"raw": "not json {"}], "cycle": true}
 //!   ]
@@ -110,6 +112,9 @@ pub enum ResponseKind {
         tool_calls: Vec<ToolCall>,
         /// Token usage to report.
         usage: Usage,
+        /// Cut short by the output-token limit: finish reason `length` (chat), stop reason
+        /// `max_tokens` (Anthropic), an `incomplete` response (Responses).
+        truncated: bool,
     },
     /// An error status with an optional raw body (a protocol-shaped JSON error otherwise).
     Status {
@@ -340,6 +345,7 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             "raw",
             "delay_ms",
             "chunk_delay_ms",
+            "truncated",
         ],
         field,
     )?;
@@ -358,7 +364,7 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
         );
     }
     let kind = if let Some(raw) = map.get("raw").filter(|v| !v.is_null()) {
-        for key in ["usage", "body", "chunk_delay_ms"] {
+        for key in ["usage", "body", "chunk_delay_ms", "truncated"] {
             if map.contains_key(key) {
                 return err(&sub(field, key), "not allowed with `raw`");
             }
@@ -368,7 +374,7 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             _ => return err(&sub(field, "raw"), "expected a string"),
         }
     } else if has("status") {
-        for key in ["usage", "chunk_delay_ms"] {
+        for key in ["usage", "chunk_delay_ms", "truncated"] {
             if map.contains_key(key) {
                 return err(&sub(field, key), "not allowed with `status`");
             }
@@ -427,10 +433,16 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
                 }
             }
         };
+        let truncated = match map.get("truncated") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => return err(&sub(field, "truncated"), "expected true or false"),
+        };
         ResponseKind::Answer {
             text,
             tool_calls,
             usage,
+            truncated,
         }
     };
     Ok(Response {
@@ -900,11 +912,15 @@ struct Answer<'a> {
     /// The tool calls with their ids (`call_N`).
     calls: Vec<(String, &'a ToolCall)>,
     usage: Usage,
+    /// Cut short by the output-token limit.
+    truncated: bool,
 }
 
 impl Answer<'_> {
     fn chat_finish_reason(&self) -> &'static str {
-        if self.calls.is_empty() {
+        if self.truncated {
+            "length"
+        } else if self.calls.is_empty() {
             "stop"
         } else {
             "tool_calls"
@@ -912,7 +928,9 @@ impl Answer<'_> {
     }
 
     fn anthropic_stop_reason(&self) -> &'static str {
-        if self.calls.is_empty() {
+        if self.truncated {
+            "max_tokens"
+        } else if self.calls.is_empty() {
             "end_turn"
         } else {
             "tool_use"
@@ -1015,7 +1033,12 @@ fn responses_body(a: &Answer<'_>) -> Value {
         "object": "response",
         "created_at": a.created,
         "model": a.model,
-        "status": "completed",
+        "status": if a.truncated { "incomplete" } else { "completed" },
+        "incomplete_details": if a.truncated {
+            json!({"reason": "max_output_tokens"})
+        } else {
+            Value::Null
+        },
         "output": output,
         "usage": responses_usage(a.usage),
     })
@@ -1071,7 +1094,7 @@ fn render(
     response: &Response,
     stream: Option<sse::Options>,
 ) -> HttpResponse {
-    let (text, tool_calls, usage) = match &response.kind {
+    let (text, tool_calls, usage, truncated) = match &response.kind {
         ResponseKind::Raw(raw) => return HttpResponse::bytes(200, raw.clone().into_bytes()),
         ResponseKind::Status { status, body } => {
             return render_status(endpoint, *status, body.as_deref())
@@ -1080,7 +1103,8 @@ fn render(
             text,
             tool_calls,
             usage,
-        } => (text, tool_calls, usage),
+            truncated,
+        } => (text, tool_calls, usage, *truncated),
     };
     let answer = Answer {
         id: state.next_id(),
@@ -1092,6 +1116,7 @@ fn render(
             .map(|c| (state.next_call_id(), c))
             .collect(),
         usage: *usage,
+        truncated,
     };
     if let Some(options) = stream {
         let frames = sse::render(endpoint, &answer, options);
@@ -2082,6 +2107,30 @@ mod tests {
     }
 
     #[test]
+    fn truncated_answers_in_every_protocol() {
+        let server =
+            spawn_on_thread(json!([{"responses": [{"text": "cut sh", "truncated": true}]}]));
+        let p = server.port;
+        let v = post(p, "/v1/chat/completions", &chat("x")).json();
+        assert_eq!(v["choices"][0]["finish_reason"], "length");
+        let v = post(p, "/v1/messages", &json!({"messages": []})).json();
+        assert_eq!(v["stop_reason"], "max_tokens");
+        let v = post(p, "/v1/responses", &json!({"input": "x"})).json();
+        assert_eq!(v["status"], "incomplete");
+        assert_eq!(v["incomplete_details"]["reason"], "max_output_tokens");
+        let (_, _, text) = stream_post(p, "/v1/responses", &json!({"stream": true, "input": "x"}));
+        let events = sse_data(&text);
+        assert_eq!(
+            events.last().and_then(|(k, _)| k.as_deref()),
+            Some("response.incomplete")
+        );
+        // Not truncated: no incomplete details.
+        let server = spawn_on_thread(json!([{"responses": [{"text": "whole"}]}]));
+        let v = post(server.port, "/v1/responses", &json!({"input": "x"})).json();
+        assert!(v["incomplete_details"].is_null());
+    }
+
+    #[test]
     fn drop_stops_the_server() {
         let server = spawn_on_thread(json!([{"responses": [{"text": "x"}]}]));
         let port = server.port;
@@ -2127,6 +2176,14 @@ mod tests {
             (
                 json!({"rules": [{"responses": [{"status": 500, "chunk_delay_ms": 5}]}]}),
                 "rules[0].responses[0].chunk_delay_ms",
+            ),
+            (
+                json!({"rules": [{"responses": [{"raw": "x", "truncated": true}]}]}),
+                "rules[0].responses[0].truncated",
+            ),
+            (
+                json!({"rules": [{"responses": [{"text": "x", "truncated": 1}]}]}),
+                "rules[0].responses[0].truncated",
             ),
             (json!({"require_key": 5, "rules": []}), "require_key"),
             (json!({}), "rules"),

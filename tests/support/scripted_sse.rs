@@ -6,7 +6,7 @@
 //!   pieces, the finish reason, the usage chunk when `stream_options.include_usage`), then
 //!   `data: [DONE]`;
 //! - Responses: `event: response.*` with a `sequence_number`, ending in `response.completed`
-//!   carrying the whole response (usage included);
+//!   carrying the whole response (usage included; `response.incomplete` when truncated);
 //! - Anthropic Messages: `message_start`, a `content_block_start`/`_delta`/`_stop` run per
 //!   block (`ping` after the first start), `message_delta` (stop reason, output tokens),
 //!   `message_stop`.
@@ -259,7 +259,12 @@ fn responses(a: &Answer<'_>) -> Vec<String> {
         responses_call_events(&mut seq, output_index, call_id, call);
         output_index += 1;
     }
-    seq.push("response.completed", json!({"response": responses_body(a)}));
+    let last = if a.truncated {
+        "response.incomplete"
+    } else {
+        "response.completed"
+    };
+    seq.push(last, json!({"response": responses_body(a)}));
     seq.frames
 }
 
@@ -449,6 +454,7 @@ mod tests {
                 .map(|(i, c)| (format!("call_{}", i + 1), c))
                 .collect(),
             usage: USAGE,
+            truncated: false,
         }
     }
 
