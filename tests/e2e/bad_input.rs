@@ -526,10 +526,22 @@ const CASES: &[Case] = &[
         says: "expected a whole number ≥ 0, found `two`",
     },
     Case {
+        name: "egress_host_that_is_not_an_address",
+        setup: |c| {
+            with_config(
+                c,
+                "egress.toml",
+                b"[runtime.egress.hosts]\n\"models.internal\" = \"localhost\"\n",
+            )
+        },
+        names: "[TMP]/cfg/egress.toml",
+        says: "runtime.egress.hosts.models.internal: invalid host map address `localhost` for `models.internal`: not an IP address",
+    },
+    Case {
         name: "network_policy_with_an_unknown_key",
         setup: |_| run(&["--env-params", r#"{"run_network_policy": {"mode": "no-network"}}"#]),
         names: "--env-params",
-        says: "run_network_policy.mode: unknown key (expected network_mode or allowed_hosts)",
+        says: "run_network_policy.mode: unknown key (expected network_mode, allowed_hosts or denied_hosts)",
     },
     Case {
         name: "network_policy_the_provider_cannot_enforce",
@@ -538,6 +550,17 @@ const CASES: &[Case] = &[
         },
         names: "environment `host_process`",
         says: "cannot enforce run_network_policy mode `no-network` (it supports: public); the request's network policy applies to every task, so none can run",
+    },
+    Case {
+        name: "denylist_the_provider_cannot_enforce",
+        setup: |_| {
+            run(&[
+                "--env-params",
+                r#"{"run_network_policy": {"network_mode": "denylist", "denied_hosts": ["evil.example:443"]}}"#,
+            ])
+        },
+        names: "environment `host_process`",
+        says: "cannot enforce run_network_policy mode `denylist` (it supports: public)",
     },
     Case {
         name: "k_negative",

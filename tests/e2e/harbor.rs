@@ -594,6 +594,36 @@ fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
 }
 
 #[test]
+fn an_allowlist_by_name_reaches_a_name_of_the_runtime_egress_hosts() {
+    // [agent] allowlist `models.internal`, a name only the runtime option
+    // `runtime.egress.hosts` maps (to 127.0.0.2): the agent reaches that server through the
+    // proxy, `other.internal` (127.0.0.3 there) is refused with 403, a direct connection
+    // reaches nothing. Without the option the name does not resolve: reward 0.
+    let port = two_loopback_servers().to_string();
+    let h = harbor();
+    let config = h.ws.write(
+        "cfg/egress.toml",
+        "[runtime.egress.hosts]\n\"models.internal\" = \"127.0.0.2\"\n\
+         \"other.internal\" = \"127.0.0.3\"\n",
+    );
+    let env = [("E2E_NET_PORT", port.as_str())];
+    let config = config.to_str().unwrap();
+    let out = h.run(
+        &fixture("egress-hosts-network"),
+        "oracle",
+        &["--config", config],
+        &env,
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["egress-hosts-network"];
+    assert_eq!(reward(result), 1.0, "{result}");
+    let out = h.run(&fixture("egress-hosts-network"), "oracle", &[], &env);
+    assert_eq!(out.code, 0, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["egress-hosts-network"];
+    assert_eq!(reward(result), 0.0, "{result}");
+}
+
+#[test]
 fn artifact_commands_run_on_the_baseline_after_the_run_phase() {
     // [environment] public, [agent] no-network: the agent cannot reach 127.0.0.2 (reward 1
     // says so), the [[verifier.collect]] command after the run phase can (the baseline is

@@ -61,6 +61,8 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-results",
             "agentcompass-loader",
             "agentcompass-builtins",
+            // `runtime.egress.hosts` is checked with the proxy's own host map rules.
+            "agentcompass-egress",
         ],
     );
     for plugin in [

@@ -1,7 +1,8 @@
-//! `sandbox` with an `allowlist` policy: every command reaches the network only through the
-//! session's egress proxy. Loopback servers on 127.0.0.2:P (allowed) and 127.0.0.3:P (not),
-//! also reached by names of the provider's `egress_hosts`; needs bwrap and curl in the host
-//! root.
+//! `sandbox` with an `allowlist` or `denylist` policy: every command reaches the network only
+//! through the session's egress proxy. Loopback servers on 127.0.0.2:P and 127.0.0.3:P (one
+//! allowed, the other not: an allowlist names the first, a denylist the second), also reached
+//! by names of the provider's `egress_hosts`, and a second pair on another port for entries
+//! with a port; needs bwrap and curl in the host root.
 //!
 //! `harness = false`: this binary is the sandbox's forwarder when a sandbox re-executes it
 //! (as the host binary is in a real run), so its `main` dispatches first. Without the test
@@ -37,6 +38,7 @@ fn main() -> ExitCode {
         .expect("a tokio runtime");
     runtime.block_on(async {
         let servers = Servers::start();
+        let other_port = Servers::start();
         for (name, entry, allowed, refused) in [
             ("by address", "127.0.0.2", "127.0.0.2", "127.0.0.3"),
             ("by CIDR", "127.0.0.2/32", "127.0.0.2", "127.0.0.3"),
@@ -54,9 +56,35 @@ fn main() -> ExitCode {
             ),
         ] {
             println!("test allowlist {name} ({entry}) ...");
-            allowlist_reaches_only_the_allowed_server(&servers, entry, (allowed, refused)).await;
+            let policy = NetworkPolicy::allowlist([entry]);
+            reaches_only_the_allowed_server(&servers, policy, (allowed, refused)).await;
             println!("test allowlist {name} ... ok");
         }
+        // The reverse: the entry names 127.0.0.3, the other server is reached.
+        for (name, entry, allowed, refused) in [
+            ("by address", "127.0.0.3", "127.0.0.2", "127.0.0.3"),
+            ("by CIDR", "127.0.0.3/32", "127.0.0.2", "127.0.0.3"),
+            (
+                "by name",
+                "other.internal",
+                "models.internal",
+                "other.internal",
+            ),
+            (
+                "by wildcard",
+                "*.other.internal",
+                "a.b.models.internal",
+                "a.b.other.internal",
+            ),
+        ] {
+            println!("test denylist {name} ({entry}) ...");
+            let policy = NetworkPolicy::denylist([entry]);
+            reaches_only_the_allowed_server(&servers, policy, (allowed, refused)).await;
+            println!("test denylist {name} ... ok");
+        }
+        println!("test entries with a port ...");
+        port_entries_match_their_port_only(&servers, &other_port).await;
+        println!("test entries with a port ... ok");
         println!("test switches per phase ...");
         switches_per_phase(&servers).await;
         println!("test switches per phase ... ok");
@@ -127,10 +155,11 @@ async fn keeps_the_session_contract() {
 }
 
 /// The static names of every session (the provider's `egress_hosts`).
-const HOSTS: [(&str, &str); 3] = [
+const HOSTS: [(&str, &str); 4] = [
     ("models.internal", "127.0.0.2"),
     ("a.b.models.internal", "127.0.0.2"),
     ("other.internal", "127.0.0.3"),
+    ("a.b.other.internal", "127.0.0.3"),
 ];
 
 async fn open(policy: NetworkPolicy) -> (SessionRef, PathBuf) {
@@ -161,10 +190,10 @@ async fn sh(session: &SessionRef, line: &str) -> ExecResult {
         .unwrap_or_else(|e| panic!("{line}: {e}"))
 }
 
-/// `entry` permits the server named `allowed` (127.0.0.2) and not `refused` (127.0.0.3).
-async fn allowlist_reaches_only_the_allowed_server(
+/// `policy` permits the server named `allowed` (127.0.0.2) and not `refused` (127.0.0.3).
+async fn reaches_only_the_allowed_server(
     servers: &Servers,
-    entry: &str,
+    policy: NetworkPolicy,
     (allowed, refused): (&str, &str),
 ) {
     assert!(
@@ -172,7 +201,6 @@ async fn allowlist_reaches_only_the_allowed_server(
         "these tests need curl and bash in the host root"
     );
     let port = servers.port;
-    let policy = NetworkPolicy::allowlist([entry]);
     let (session, dir) = open(policy.clone()).await;
 
     // The proxy variables, upper and lower case, through the namespace's own loopback.
@@ -392,6 +420,23 @@ async fn switches_per_phase(servers: &Servers) {
     assert_eq!(reach(&session, port).await.0, some("two 200"));
     assert!(!dir.join("egress-2").exists());
 
+    // A denylist: its own proxy; 127.0.0.2 through it, 127.0.0.3 refused, nothing directly.
+    let started = Instant::now();
+    session
+        .set_network_policy(&NetworkPolicy::denylist(["127.0.0.3"]))
+        .await
+        .expect("to a denylist");
+    timed(started, "denylist (proxy started)");
+    let (two, three, direct) = reach(&session, port).await;
+    assert_eq!((two, direct), (some("two 200"), false));
+    assert!(three.expect("proxy answer").ends_with(" 403"));
+    UnixStream::connect(dir.join("egress-2").join("s")).expect("the denylist's proxy listens");
+    session
+        .set_network_policy(&allow_two)
+        .await
+        .expect("back to the first allowlist");
+    assert!(!dir.join("egress-3").exists());
+
     // A command keeps the network it started with: one started on the allowlist still gets
     // through after a switch to no-network, one started on no-network still cannot after a
     // switch to public.
@@ -440,6 +485,48 @@ async fn switches_per_phase(servers: &Servers) {
     assert!(UnixStream::connect(&first).is_err());
     assert!(!dir.exists());
     assert!(session.set_network_policy(&allow_two).await.is_err());
+}
+
+/// An entry with a port matches that port only: allowlist `127.0.0.2:P` and
+/// `models.internal:P` reach port P and not Q (the same address), denylist `127.0.0.3:P`
+/// refuses port P and reaches Q; IPv4 and `[v6]` forms are accepted by the provider.
+async fn port_entries_match_their_port_only(servers: &Servers, other: &Servers) {
+    let (p, q) = (servers.port, other.port);
+    let get = |host: &str, port: u16| {
+        format!("curl -sS --max-time 10 -w ' %{{http_code}}' http://{host}:{port}/ 2>/dev/null")
+    };
+    let policies = [
+        (
+            NetworkPolicy::allowlist([format!("127.0.0.2:{p}"), format!("[::1]:{p}")]),
+            "127.0.0.2",
+        ),
+        (
+            NetworkPolicy::allowlist([format!("models.internal:{p}")]),
+            "models.internal",
+        ),
+    ];
+    for (policy, host) in policies {
+        let (session, _) = open(policy.clone()).await;
+        let r = sh(&session, &get(host, p)).await;
+        assert_eq!(r.stdout, "two 200", "{policy:?}: {r:?}");
+        let r = sh(&session, &get(host, q)).await;
+        assert!(
+            r.stdout.ends_with(" 403") && !r.stdout.contains("two"),
+            "{policy:?}: {r:?}"
+        );
+        session.close().await.expect("close");
+    }
+    let (session, _) = open(NetworkPolicy::denylist([format!("127.0.0.3:{p}")])).await;
+    let r = sh(&session, &get("127.0.0.3", p)).await;
+    assert!(
+        r.stdout.ends_with(" 403") && !r.stdout.contains("three"),
+        "{r:?}"
+    );
+    let r = sh(&session, &get("127.0.0.3", q)).await;
+    assert_eq!(r.stdout, "three 200", "{r:?}");
+    let r = sh(&session, &get("127.0.0.2", p)).await;
+    assert_eq!(r.stdout, "two 200", "{r:?}");
+    session.close().await.expect("close");
 }
 
 /// Rough figures, printed: one curl through the proxy vs a `no-network` sandbox's `true` (and

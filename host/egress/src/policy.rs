@@ -1,144 +1,52 @@
 //! The egress policy: allowlist or denylist entries — host patterns of the network contract,
 //! each with an optional port — checked on the requested name and on every resolved address.
 
-use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use agentcompass_plugin_api::contracts::{
-    HostPattern, NetworkMode, NetworkPolicy, NetworkPolicyError,
+    HostEntry, HostPattern, NetworkMode, NetworkPolicy, NetworkPolicyError,
 };
 
 /// Why a policy or one of its entries is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
-    /// One entry is malformed.
-    #[error("invalid egress entry `{entry}`: {reason}")]
-    InvalidEntry {
-        /// The entry as written.
-        entry: String,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The network policy it was built from is invalid.
+    /// An entry, or the network policy the egress policy was built from, is invalid.
     #[error(transparent)]
     Contract(#[from] NetworkPolicyError),
 }
 
-/// One policy entry: a host pattern (hostname, `*.` wildcard, IPv4/IPv6 address or CIDR) and
-/// an optional port. Written `entry` or `entry:port`; an IPv6 address or CIDR with a port is
-/// bracketed (`[::1]:8080`, `[fd00::/8]:443`), since `2001:db8::1:443` is itself an address.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct EgressRule {
-    /// What the entry matches.
-    pub host: HostPattern,
-    /// The only port it matches; `None` matches every port.
-    pub port: Option<u16>,
-}
+/// One policy entry: the network contract's [`HostEntry`] — a host pattern (hostname, `*.`
+/// wildcard, IPv4/IPv6 address or CIDR) and an optional port, written `entry` or
+/// `entry:port` (`[::1]:8080`, `[fd00::/8]:443` for IPv6), parsed by [`HostEntry::parse`].
+pub type EgressRule = HostEntry;
 
-impl EgressRule {
-    /// Parses one entry (trimmed and lowercased, as the network contract parses hosts).
-    pub fn parse(entry: &str) -> Result<EgressRule, PolicyError> {
-        let invalid = |reason: String| PolicyError::InvalidEntry {
-            entry: entry.to_string(),
-            reason,
-        };
-        let s = entry.trim();
-        if let Some(inner) = s.strip_prefix('[') {
-            let (inner, rest) = inner
-                .split_once(']')
-                .ok_or_else(|| invalid("an unclosed `[`".into()))?;
-            if !inner.contains(':') {
-                return Err(invalid("brackets are only for IPv6 addresses".into()));
-            }
-            let host = HostPattern::parse(inner).map_err(|e| invalid(reason_of(e)))?;
-            let port = match rest {
-                "" => None,
-                _ => Some(
-                    rest.strip_prefix(':')
-                        .and_then(parse_port)
-                        .ok_or_else(|| invalid("expected `:port` (1-65535) after `]`".into()))?,
-                ),
-            };
-            return Ok(EgressRule { host, port });
-        }
-        match HostPattern::parse(s) {
-            Ok(host) => Ok(EgressRule { host, port: None }),
-            Err(whole) => {
-                let Some((host, port)) = s.rsplit_once(':').filter(|(h, _)| !h.contains(':'))
-                else {
-                    return Err(invalid(reason_of(whole)));
-                };
-                let port =
-                    parse_port(port).ok_or_else(|| invalid("port must be 1-65535".into()))?;
-                let host = HostPattern::parse(host).map_err(|e| invalid(reason_of(e)))?;
-                Ok(EgressRule {
-                    host,
-                    port: Some(port),
-                })
-            }
-        }
-    }
-
-    fn port_matches(&self, port: u16) -> bool {
-        self.port.is_none_or(|p| p == port)
-    }
-
-    /// Whether the entry is a hostname or wildcard matching `name` (normalised: lowercase,
-    /// no trailing dot).
-    fn matches_name(&self, name: &str) -> bool {
-        match &self.host {
-            HostPattern::Hostname(h) => h == name,
-            HostPattern::Wildcard(domain) => name
-                .strip_suffix(domain.as_str())
-                .and_then(|head| head.strip_suffix('.'))
-                .is_some_and(|head| !head.is_empty()),
-            HostPattern::Ip(_) | HostPattern::Cidr(..) => false,
-        }
-    }
-
-    /// Whether the entry is an address or CIDR containing `ip`.
-    fn matches_address(&self, ip: IpAddr) -> bool {
-        match self.host {
-            HostPattern::Ip(a) => contains(a, full_prefix(a), ip),
-            HostPattern::Cidr(net, prefix) => contains(net, prefix, ip),
-            HostPattern::Hostname(_) | HostPattern::Wildcard(_) => false,
-        }
-    }
-
-    fn is_name(&self) -> bool {
-        matches!(
-            self.host,
-            HostPattern::Hostname(_) | HostPattern::Wildcard(_)
-        )
+/// Whether `rule` is a hostname or wildcard matching `name` (normalised: lowercase, no
+/// trailing dot).
+fn matches_name(rule: &EgressRule, name: &str) -> bool {
+    match &rule.host {
+        HostPattern::Hostname(h) => h == name,
+        HostPattern::Wildcard(domain) => name
+            .strip_suffix(domain.as_str())
+            .and_then(|head| head.strip_suffix('.'))
+            .is_some_and(|head| !head.is_empty()),
+        HostPattern::Ip(_) | HostPattern::Cidr(..) => false,
     }
 }
 
-impl fmt::Display for EgressRule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v6 = matches!(
-            self.host,
-            HostPattern::Ip(IpAddr::V6(_)) | HostPattern::Cidr(IpAddr::V6(_), _)
-        );
-        match self.port {
-            None => write!(f, "{}", self.host),
-            Some(port) if v6 => write!(f, "[{}]:{port}", self.host),
-            Some(port) => write!(f, "{}:{port}", self.host),
-        }
+/// Whether `rule` is an address or CIDR containing `ip`.
+fn matches_address(rule: &EgressRule, ip: IpAddr) -> bool {
+    match rule.host {
+        HostPattern::Ip(a) => contains(a, full_prefix(a), ip),
+        HostPattern::Cidr(net, prefix) => contains(net, prefix, ip),
+        HostPattern::Hostname(_) | HostPattern::Wildcard(_) => false,
     }
 }
 
-fn reason_of(err: NetworkPolicyError) -> String {
-    match err {
-        NetworkPolicyError::InvalidEntry { reason, .. } => reason.to_string(),
-        other => other.to_string(),
-    }
-}
-
-fn parse_port(s: &str) -> Option<u16> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<u16>().ok().filter(|p| *p != 0)
+fn is_name(rule: &EgressRule) -> bool {
+    matches!(
+        rule.host,
+        HostPattern::Hostname(_) | HostPattern::Wildcard(_)
+    )
 }
 
 fn full_prefix(ip: IpAddr) -> u8 {
@@ -251,12 +159,13 @@ impl EgressPolicy {
         Ok(EgressPolicy::new(EgressMode::Denylist, parse_all(entries)?))
     }
 
-    /// The proxy's policy for a network policy of the contract: `allowlist` keeps its
-    /// entries, `no-network` is an empty allowlist and `public` an empty denylist.
+    /// The proxy's policy for a network policy of the contract: `allowlist` and `denylist`
+    /// keep their entries, `no-network` is an empty allowlist and `public` an empty denylist.
     pub fn from_network_policy(policy: &NetworkPolicy) -> Result<EgressPolicy, PolicyError> {
         let policy = policy.normalized()?;
         match policy.network_mode {
             NetworkMode::Allowlist => EgressPolicy::allowlist(&policy.allowed_hosts),
+            NetworkMode::Denylist => EgressPolicy::denylist(&policy.denied_hosts),
             NetworkMode::NoNetwork => Ok(EgressPolicy::new(EgressMode::Allowlist, Vec::new())),
             NetworkMode::Public => Ok(EgressPolicy::new(EgressMode::Denylist, Vec::new())),
         }
@@ -277,12 +186,12 @@ impl EgressPolicy {
         let hit = self
             .rules
             .iter()
-            .find(|r| r.port_matches(port) && r.matches_name(name));
+            .find(|r| r.port_matches(port) && matches_name(r, name));
         match (self.mode, hit) {
             (EgressMode::Allowlist, Some(_)) => NameVerdict::Allowed,
             // Resolving a name no entry names would only leak it to the resolver (a DNS
             // exfiltration channel), unless an address entry could still permit it.
-            (EgressMode::Allowlist, None) if self.rules.iter().all(EgressRule::is_name) => {
+            (EgressMode::Allowlist, None) if self.rules.iter().all(is_name) => {
                 NameVerdict::Refused(format!("{name}:{port} is not in the allowlist"))
             }
             (EgressMode::Allowlist, None) => NameVerdict::CheckAddresses,
@@ -306,7 +215,7 @@ impl EgressPolicy {
         let denied_by = |ip: IpAddr| {
             self.rules
                 .iter()
-                .find(|r| r.port_matches(port) && r.matches_address(ip))
+                .find(|r| r.port_matches(port) && matches_address(r, ip))
         };
         let literal = shown.parse::<IpAddr>().is_ok();
         // "127.0.0.3 is ..." for an address literal, "name resolves to 127.0.0.3, ..." else.
@@ -379,7 +288,7 @@ where
 {
     entries
         .into_iter()
-        .map(|e| EgressRule::parse(e.as_ref()))
+        .map(|e| Ok(HostEntry::parse(e.as_ref())?))
         .collect()
 }
 
@@ -467,6 +376,18 @@ mod tests {
         );
         assert!(
             EgressPolicy::from_network_policy(&NetworkPolicy::allowlist(Vec::<String>::new()))
+                .is_err()
+        );
+        let deny = EgressPolicy::from_network_policy(&NetworkPolicy::denylist([
+            "127.0.0.3:8080",
+            "Evil.example",
+        ]))
+        .unwrap();
+        assert_eq!(deny.mode(), EgressMode::Denylist);
+        let rules: Vec<String> = deny.rules().iter().map(|r| r.to_string()).collect();
+        assert_eq!(rules, ["127.0.0.3:8080", "evil.example"]);
+        assert!(
+            EgressPolicy::from_network_policy(&NetworkPolicy::denylist(Vec::<String>::new()))
                 .is_err()
         );
     }

@@ -26,6 +26,7 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "recipe_dirs",
     "plugin_dirs",
     "plugin_lock",
+    "egress",
     "reuse",
     "checkpoint_resume",
 ];

@@ -16,6 +16,7 @@ use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan,
     RunRequest, TaskSpec,
 };
+use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
 
 use crate::registry::Registry;
@@ -234,18 +235,22 @@ impl Planner {
     }
 
     /// Fail-closed checks before anything is allocated: the provider must be able to enforce
-    /// the plan, and every environment binding must resolve from `env`.
+    /// the plan, and every environment binding must resolve from `env`. The host checks the
+    /// plan against the provider's declared capabilities itself before the provider's own
+    /// check: a plugin built before a policy feature (a mode, entries with ports) does not
+    /// declare it, and its own older check could not know to refuse it.
     pub fn check(
         &self,
         plan: &ExecutionPlan,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(), PlanError> {
-        self.provider
-            .validate_plan(plan)
-            .map_err(|e| PlanError::Unsupported {
-                task_id: plan.task_id.clone(),
-                message: e.message,
-            })?;
+        let unsupported = |e: agentcompass_plugin_api::Error| PlanError::Unsupported {
+            task_id: plan.task_id.clone(),
+            message: e.message,
+        };
+        let capabilities = self.provider.capabilities().map_err(unsupported)?;
+        validate_against_capabilities(&capabilities, plan).map_err(unsupported)?;
+        self.provider.validate_plan(plan).map_err(unsupported)?;
         check_plan_bindings(plan, env).map_err(|error| PlanError::Bindings {
             task_id: plan.task_id.clone(),
             error,

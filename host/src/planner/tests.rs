@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
     ArtifactSpec, BenchmarkPlan, ComponentInfo, ComponentKind, EnvironmentSetup, EnvironmentSpec,
-    EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan, NetworkPolicy, PreparedTask, RunRequest,
-    RunResult, TaskSpec, MAIN_ARTIFACTS_DIR,
+    EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan, NetworkMode, NetworkPolicy,
+    OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, TaskSpec,
+    MAIN_ARTIFACTS_DIR,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, Benchmark, BenchmarkHandle, Ctx, Harness, HarnessSession, Recipe, SessionRef,
+    async_trait, Benchmark, BenchmarkHandle, Ctx, EnvironmentProvider, Harness, HarnessSession,
+    Recipe, SessionRef,
 };
 use agentcompass_plugin_api::Result;
 
@@ -541,4 +543,63 @@ fn provider_validation_fails_closed() {
         err.to_string(),
         "task t1: environment `host_process` cannot enforce run_network_policy mode `no-network` (it supports: public)"
     );
+}
+
+/// A provider built before denylists and port entries: it declares allowlists of hostnames,
+/// and its own (older) plan check could not know to refuse what it does not declare.
+struct OlderProvider;
+
+#[async_trait]
+impl EnvironmentProvider for OlderProvider {
+    fn capabilities(&self) -> Result<ProviderCapabilities> {
+        Ok(ProviderCapabilities {
+            network_modes: vec![
+                NetworkMode::Public,
+                NetworkMode::NoNetwork,
+                NetworkMode::Allowlist,
+            ],
+            allowlist_entry_types: vec!["hostname".into()],
+            dynamic_network_policy: true,
+            ..ProviderCapabilities::public_only()
+        })
+    }
+
+    fn validate_plan(&self, _: &ExecutionPlan) -> Result<()> {
+        Ok(())
+    }
+
+    async fn open(&self, _: &Ctx, _: &OpenEnvironmentRequest) -> Result<SessionRef> {
+        Err(agentcompass_plugin_api::Error::unsupported(
+            "planning tests open nothing",
+        ))
+    }
+}
+
+#[test]
+fn the_host_checks_declared_capabilities_before_the_providers_own_check() {
+    let mut planner = planner();
+    planner.provider = Arc::new(OlderProvider);
+    let mut req = request();
+    req.environment.id = "older".into();
+    req.environment.run_network_policy = Some(NetworkPolicy::allowlist(["pypi.org"]));
+    let plan = planner.plan(&task(), &req, 1).unwrap();
+    planner.check(&plan, &|_| None).unwrap();
+    for (policy, line) in [
+        (
+            NetworkPolicy::denylist(["evil.example"]),
+            "task t1: environment `older` cannot enforce run_network_policy mode `denylist` (it \
+             supports: public, no-network, allowlist)",
+        ),
+        (
+            NetworkPolicy::allowlist(["pypi.org:443"]),
+            "task t1: environment `older` cannot enforce run_network_policy entry \
+             `pypi.org:443` (entries with a port are not supported)",
+        ),
+    ] {
+        req.environment.run_network_policy = Some(policy);
+        let plan = planner.plan(&task(), &req, 1).unwrap();
+        let err = planner.check(&plan, &|_| None).unwrap_err();
+        assert!(matches!(err, PlanError::Unsupported { .. }));
+        assert_eq!(err.to_string(), line);
+    }
 }

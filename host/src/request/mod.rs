@@ -13,7 +13,7 @@ pub use orchestration::{
     load_orchestration_file, resolve_orchestration, LaunchArgs, OrchestratedRun, Orchestration,
 };
 pub use references::{resolve_request_references, ResolvedRequest};
-pub use runtime_options::{ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
+pub use runtime_options::{EgressOptions, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
 pub use single::{resolve_run, RunArgs};
 
 use agentcompass_plugin_api::contracts::RunRequest;

@@ -1,13 +1,34 @@
 //! Process-wide runtime options (results dir, deadline, cleanup grace, provider limits,
-//! environment open rate, progress, logging, plugin and recipe dirs) — distinct from the
-//! per-request `RunRuntimeSpec` (reuse).
+//! environment open rate, progress, logging, plugin and recipe dirs, the egress proxy's static
+//! names) — distinct from the per-request `RunRuntimeSpec` (reuse).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use agentcompass_egress::HostMap;
+
 use crate::config::ConfigError;
+
+/// `runtime.egress`: options of the egress proxies providers run for `allowlist` and
+/// `denylist` policies.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EgressOptions {
+    /// Static names, name = IP address (`"models.internal" = "127.0.0.2"`), resolved by the
+    /// proxy before DNS, like Docker's `--add-host`; passed to providers in
+    /// `OpenEnvironmentRequest::egress_hosts`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hosts: BTreeMap<String, String>,
+}
+
+impl EgressOptions {
+    /// Whether nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.hosts.is_empty()
+    }
+}
 
 /// Progress display mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -57,6 +78,8 @@ pub struct RuntimeOptions {
     pub plugin_dirs: Option<Vec<String>>,
     /// Plugin lock file.
     pub plugin_lock: Option<String>,
+    /// The egress proxies' options (`hosts` updated name by name).
+    pub egress: Option<EgressOptions>,
 }
 
 /// The resolved process-wide runtime options.
@@ -94,6 +117,9 @@ pub struct ResolvedRuntimeOptions {
     pub plugin_dirs: Vec<String>,
     /// Plugin lock file.
     pub plugin_lock: Option<String>,
+    /// The egress proxies' options (not printed when empty).
+    #[serde(default, skip_serializing_if = "EgressOptions::is_empty")]
+    pub egress: EgressOptions,
 }
 
 impl Default for ResolvedRuntimeOptions {
@@ -117,6 +143,7 @@ impl Default for ResolvedRuntimeOptions {
             recipe_dirs: Vec::new(),
             plugin_dirs: Vec::new(),
             plugin_lock: None,
+            egress: EgressOptions::default(),
         }
     }
 }
@@ -285,6 +312,18 @@ impl ResolvedRuntimeOptions {
         if let Some(v) = &over.plugin_lock {
             self.plugin_lock = Some(v.clone());
         }
+        if let Some(egress) = &over.egress {
+            for (name, address) in &egress.hosts {
+                HostMap::from_pairs([(name, address)]).map_err(|e| {
+                    ConfigError::invalid(
+                        flag("egress"),
+                        format!("runtime.egress.hosts.{name}"),
+                        e.to_string(),
+                    )
+                })?;
+                self.egress.hosts.insert(name.clone(), address.clone());
+            }
+        }
         Ok(())
     }
 }
@@ -341,6 +380,71 @@ mod tests {
         assert!(
             err.starts_with("--log-level: runtime.log_level: expected one of"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn egress_hosts_are_checked_and_updated_by_name() {
+        let overlay = |source: &str, hosts: Value| {
+            RuntimeOptions::from_map(
+                source,
+                "runtime",
+                json!({"egress": {"hosts": hosts}}).as_object().unwrap(),
+            )
+        };
+        let mut options = ResolvedRuntimeOptions::default();
+        let first = overlay(
+            "user.toml",
+            json!({"models.internal": "127.0.0.2", "other.internal": "127.0.0.3"}),
+        )
+        .unwrap();
+        options.apply("user.toml", &first).unwrap();
+        let second = overlay("project.toml", json!({"other.internal": "::1"})).unwrap();
+        options.apply("project.toml", &second).unwrap();
+        assert_eq!(
+            options.egress.hosts,
+            BTreeMap::from([
+                ("models.internal".to_string(), "127.0.0.2".to_string()),
+                ("other.internal".to_string(), "::1".to_string()),
+            ])
+        );
+        let printed = serde_json::to_value(&options).unwrap();
+        assert_eq!(printed["egress"]["hosts"]["other.internal"], "::1");
+        assert!(serde_json::to_value(ResolvedRuntimeOptions::default())
+            .unwrap()
+            .get("egress")
+            .is_none());
+
+        let bad = overlay("c.toml", json!({"models.internal": "not-an-ip"})).unwrap();
+        let err = options.apply("c.toml", &bad).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "c.toml: runtime.egress.hosts.models.internal: invalid host map address \
+             `not-an-ip` for `models.internal`: not an IP address"
+        );
+        let bad = overlay("c.toml", json!({"bad_name!": "127.0.0.2"})).unwrap();
+        let err = options.apply("c.toml", &bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("c.toml: runtime.egress.hosts.bad_name!: invalid host map name"),
+            "{err}"
+        );
+        let err = overlay("c.toml", json!({"a.internal": 1}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("c.toml: runtime.egress.hosts.a.internal: invalid type"),
+            "{err}"
+        );
+        let err = RuntimeOptions::from_map(
+            "c.toml",
+            "runtime",
+            json!({"egress": {"host": {}}}).as_object().unwrap(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            err,
+            "c.toml: runtime.egress.host: unknown field `host`, expected `hosts`"
         );
     }
 }

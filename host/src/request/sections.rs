@@ -251,7 +251,7 @@ fn merge_shared_fields(
 /// The keys a network policy table may have. The contract type ignores unknown keys (for
 /// compatibility between versions); user input must not: `{"mode": "no-network"}` would
 /// otherwise silently mean the public network.
-const POLICY_KEYS: [&str; 2] = ["network_mode", "allowed_hosts"];
+const POLICY_KEYS: [&str; 3] = ["network_mode", "allowed_hosts", "denied_hosts"];
 
 /// Refuses a policy table with a key other than [`POLICY_KEYS`], naming the layer.
 fn check_policy_keys(shared: &Map<String, Value>, layers: &[Layer]) -> Result<(), ConfigError> {
@@ -263,7 +263,11 @@ fn check_policy_keys(shared: &Map<String, Value>, layers: &[Layer]) -> Result<()
             return Err(attribute(
                 layers,
                 &format!("{field}.{key}"),
-                format!("unknown key (expected {})", POLICY_KEYS.join(" or ")),
+                format!(
+                    "unknown key (expected {} or {})",
+                    POLICY_KEYS[..POLICY_KEYS.len() - 1].join(", "),
+                    POLICY_KEYS[POLICY_KEYS.len() - 1]
+                ),
             ));
         }
     }

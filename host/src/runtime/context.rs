@@ -54,6 +54,9 @@ pub struct RequestContext {
     pub resumable: std::collections::HashMap<String, std::path::PathBuf>,
     /// The final attempts' FATAL and ERROR issues by code (the terminal summary).
     pub issues: super::issue_tally::IssueTally,
+    /// `runtime.egress.hosts`, passed to every environment opened
+    /// (`OpenEnvironmentRequest::egress_hosts`).
+    pub egress_hosts: std::collections::BTreeMap<String, String>,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

@@ -13,7 +13,9 @@ use super::{EnvironmentSpec, NetworkMode, NetworkPolicy, RedactedMap};
 pub struct ProviderCapabilities {
     /// Enforceable network modes.
     pub network_modes: Vec<NetworkMode>,
-    /// Accepted allowlist entry types (see [`super::HostPattern::entry_type`]).
+    /// Accepted entry types of `allowlist` and `denylist` policies (see
+    /// [`super::HostPattern::entry_type`]; empty: every pattern type), plus
+    /// [`super::PORT_ENTRY_TYPE`] when entries may carry a port (`host:port`).
     pub allowlist_entry_types: Vec<String>,
     /// Can switch policies on a live session.
     pub dynamic_network_policy: bool,
@@ -97,6 +99,11 @@ pub struct OpenEnvironmentRequest {
     /// the network policy (a provider declares [`ProviderCapabilities::host_endpoints`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_endpoints: Vec<HostEndpoint>,
+    /// Static names (name → IP address) the environment's egress proxy resolves before DNS,
+    /// like Docker's `--add-host`: the runtime option `runtime.egress.hosts`, validated by the
+    /// host. Used by providers that enforce `allowlist`/`denylist` with a proxy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub egress_hosts: BTreeMap<String, String>,
 }
 
 /// A host service an environment must reach: a Unix socket on the host that the provider
@@ -136,6 +143,7 @@ impl OpenEnvironmentRequest {
             run_dir: None,
             resolved_env: BTreeMap::new(),
             host_endpoints: Vec::new(),
+            egress_hosts: BTreeMap::new(),
         }
     }
 }
@@ -152,6 +160,7 @@ impl fmt::Debug for OpenEnvironmentRequest {
             .field("run_dir", &self.run_dir)
             .field("resolved_env", &RedactedMap(&self.resolved_env))
             .field("host_endpoints", &self.host_endpoints)
+            .field("egress_hosts", &self.egress_hosts)
             .finish()
     }
 }
@@ -202,6 +211,16 @@ mod tests {
         );
         let value = serde_json::to_value(&req).unwrap();
         assert_eq!(value["role"], "evaluation");
+        assert!(value.get("egress_hosts").is_none(), "{value}");
+        let back: OpenEnvironmentRequest = serde_json::from_value(value).unwrap();
+        assert_eq!(back, req);
+        req.egress_hosts
+            .insert("models.internal".into(), "127.0.0.2".into());
+        let value = serde_json::to_value(&req).unwrap();
+        assert_eq!(
+            value["egress_hosts"],
+            json!({"models.internal": "127.0.0.2"})
+        );
         let back: OpenEnvironmentRequest = serde_json::from_value(value).unwrap();
         assert_eq!(back, req);
         let minimal: OpenEnvironmentRequest = serde_json::from_value(

@@ -2,7 +2,7 @@
 
 use crate::contracts::{
     EvaluationEnvironmentMode, ExecutionPlan, NetworkPolicy, ProviderCapabilities,
-    ResourceRequirements,
+    ResourceRequirements, PORT_ENTRY_TYPE,
 };
 use crate::{Error, Result};
 
@@ -32,7 +32,8 @@ fn resource_fields(resources: &ResourceRequirements) -> Vec<&'static str> {
 }
 
 /// Refuses what the provider cannot enforce, failing closed: network modes it does not
-/// support (every phase, and allowlist entries of unsupported types), a phase policy that
+/// support (every phase; allowlist and denylist entries of unsupported types, and entries
+/// with a port unless it lists [`PORT_ENTRY_TYPE`]), a phase policy that
 /// differs from its environment's baseline when the provider cannot switch policies at run
 /// time, resource fields it cannot apply, and an operating system it does not offer.
 pub fn validate_against_capabilities(
@@ -77,22 +78,24 @@ pub fn validate_against_capabilities(
                 modes(caps)
             )));
         }
-        if let Some(entry) = policy
-            .host_patterns()
-            .unwrap_or_default()
-            .into_iter()
-            .find(|p| {
-                !caps.allowlist_entry_types.is_empty()
-                    && !caps
-                        .allowlist_entry_types
-                        .iter()
-                        .any(|t| t == p.entry_type())
-            })
-        {
-            return Err(Error::unsupported(format!(
-                "environment `{provider}` cannot enforce {field} entry `{entry}` ({} entries are not supported)",
-                entry.entry_type()
-            )));
+        let entries = policy
+            .entries()
+            .map_err(|e| Error::invalid_input(format!("environment `{provider}`: {field}: {e}")))?;
+        let accepts = |entry_type: &str| caps.allowlist_entry_types.iter().any(|t| t == entry_type);
+        for entry in entries {
+            // An empty list accepts every pattern type (as before entry types were listed);
+            // a port is enforced only by a provider that says so.
+            if !caps.allowlist_entry_types.is_empty() && !accepts(entry.entry_type()) {
+                return Err(Error::unsupported(format!(
+                    "environment `{provider}` cannot enforce {field} entry `{entry}` ({} entries are not supported)",
+                    entry.entry_type()
+                )));
+            }
+            if entry.port.is_some() && !accepts(PORT_ENTRY_TYPE) {
+                return Err(Error::unsupported(format!(
+                    "environment `{provider}` cannot enforce {field} entry `{entry}` (entries with a port are not supported)"
+                )));
+            }
         }
         if let Some(base) = phase_of {
             if policy != base && !caps.dynamic_network_policy {
@@ -184,5 +187,63 @@ mod tests {
         });
         let err = validate_against_capabilities(&caps, &p).unwrap_err();
         assert!(err.message.contains("resource `cpu`"), "{err}");
+    }
+
+    #[test]
+    fn denylists_and_ports_need_the_capability() {
+        let old = ProviderCapabilities {
+            network_modes: vec![
+                NetworkMode::Public,
+                NetworkMode::NoNetwork,
+                NetworkMode::Allowlist,
+            ],
+            allowlist_entry_types: vec!["hostname".into(), "ipv4".into()],
+            dynamic_network_policy: true,
+            ..ProviderCapabilities::public_only()
+        };
+        let mut p = plan();
+        p.run_network_policy = Some(NetworkPolicy::denylist(["evil.example"]));
+        let err = validate_against_capabilities(&old, &p).unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::Unsupported);
+        assert_eq!(
+            err.message,
+            "environment `p` cannot enforce run_network_policy mode `denylist` (it supports: \
+             public, no-network, allowlist)"
+        );
+        p.run_network_policy = Some(NetworkPolicy::allowlist(["a.example:443"]));
+        let err = validate_against_capabilities(&old, &p).unwrap_err();
+        assert_eq!(
+            err.message,
+            "environment `p` cannot enforce run_network_policy entry `a.example:443` (entries \
+             with a port are not supported)"
+        );
+        // An empty type list accepts every pattern, never a port.
+        let any_type = ProviderCapabilities {
+            allowlist_entry_types: Vec::new(),
+            ..old.clone()
+        };
+        assert!(validate_against_capabilities(&any_type, &p).is_err());
+        p.run_network_policy = Some(NetworkPolicy::allowlist(["10.0.0.0/8"]));
+        assert!(validate_against_capabilities(&any_type, &p).is_ok());
+        let err = validate_against_capabilities(&old, &p).unwrap_err();
+        assert!(
+            err.message
+                .contains("(ipv4_cidr entries are not supported)"),
+            "{err}"
+        );
+        let new = ProviderCapabilities {
+            network_modes: NetworkMode::ALL.to_vec(),
+            allowlist_entry_types: vec!["hostname".into(), "ipv4".into(), "port".into()],
+            ..old
+        };
+        p.run_network_policy = Some(NetworkPolicy::denylist(["127.0.0.3:80", "evil.example"]));
+        assert!(validate_against_capabilities(&new, &p).is_ok());
+        p.evaluation_network_policy = Some(NetworkPolicy::denylist(["*.evil.example"]));
+        let err = validate_against_capabilities(&new, &p).unwrap_err();
+        assert!(
+            err.message
+                .contains("evaluation_network_policy entry `*.evil.example` (wildcard"),
+            "{err}"
+        );
     }
 }

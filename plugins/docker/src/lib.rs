@@ -187,9 +187,9 @@ impl EnvironmentProvider for DockerProvider {
         let network = match request.baseline_network_policy.network_mode {
             NetworkMode::Public => config.network.clone(),
             NetworkMode::NoNetwork => "none".to_string(),
-            NetworkMode::Allowlist => {
+            mode @ (NetworkMode::Allowlist | NetworkMode::Denylist) => {
                 return Err(Error::unsupported(format!(
-                    "environment `{ID}` cannot enforce network mode `allowlist` (it supports: \
+                    "environment `{ID}` cannot enforce network mode `{mode}` (it supports: \
                      public, no-network)"
                 )))
             }

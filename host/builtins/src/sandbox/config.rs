@@ -1,6 +1,7 @@
 //! The provider's parameters and what they name: the bwrap binary, the root filesystem and
 //! the working directory.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -38,9 +39,10 @@ pub(super) fn config_schema() -> ConfigSchema {
             "egress_hosts",
             ConfigType::Object,
             json!({}),
-            "allowlist only: static names the egress proxy resolves before DNS, like \
-             Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped name \
-             resolves to its address only",
+            "allowlist and denylist: static names the egress proxy resolves before DNS, \
+             like Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped \
+             name resolves to its address only; for a name also in the runtime option \
+             `runtime.egress.hosts`, the runtime option's address is used",
         ))
 }
 
@@ -48,8 +50,8 @@ pub(super) fn config_schema() -> ConfigSchema {
 pub(super) struct Config {
     pub(super) bwrap: String,
     pub(super) root: Option<String>,
-    /// The egress proxy's static names (`allowlist` only).
-    pub(super) egress_hosts: HostMap,
+    /// The egress proxy's static names (`allowlist`, `denylist`), validated.
+    pub(super) egress_hosts: BTreeMap<String, String>,
 }
 
 impl Config {
@@ -63,7 +65,7 @@ impl Config {
                 other => Ok(other.map(str::to_string)),
             }
         };
-        let mut pairs = Vec::new();
+        let mut egress_hosts = BTreeMap::new();
         if let Some(hosts) = params.get("egress_hosts").and_then(Value::as_object) {
             for (name, address) in hosts {
                 let address = address.as_str().ok_or_else(|| {
@@ -72,16 +74,39 @@ impl Config {
                          address string"
                     ))
                 })?;
-                pairs.push((name.as_str(), address));
+                egress_hosts.insert(name.clone(), address.to_string());
             }
         }
-        let egress_hosts = HostMap::from_pairs(pairs).map_err(|e| {
+        HostMap::from_pairs(&egress_hosts).map_err(|e| {
             Error::invalid_input(format!("environment `{ID}`: parameter `egress_hosts`: {e}"))
         })?;
         Ok(Config {
             bwrap: text("bwrap")?.unwrap_or_else(|| "bwrap".to_string()),
             root: text("root")?,
             egress_hosts,
+        })
+    }
+}
+
+impl Config {
+    /// The egress proxy's host map: the `egress_hosts` parameter, then `runtime` (the open
+    /// request's `egress_hosts`, from the runtime option `runtime.egress.hosts`), whose
+    /// address replaces the parameter's for the same name (compared lowercase, without a
+    /// trailing dot): the runtime option describes the host's network, the same for every
+    /// request.
+    pub(super) fn host_map(&self, runtime: &BTreeMap<String, String>) -> Result<HostMap> {
+        let key = |name: &str| name.trim().trim_end_matches('.').to_ascii_lowercase();
+        let overridden: std::collections::BTreeSet<String> =
+            runtime.keys().map(|n| key(n)).collect();
+        let pairs = self
+            .egress_hosts
+            .iter()
+            .filter(|(name, _)| !overridden.contains(&key(name)))
+            .chain(runtime);
+        HostMap::from_pairs(pairs).map_err(|e| {
+            Error::invalid_input(format!(
+                "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
+            ))
         })
     }
 }

@@ -33,26 +33,26 @@
 //!   `public` (the host's namespace) does not.
 //! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
 //!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
-//!   (loopback only); `public` = the host's network; `allowlist` = the empty namespace of
-//!   `no-network` whose only way out is the session's egress proxy (below).
+//!   (loopback only); `public` = the host's network; `allowlist` and `denylist` = the empty
+//!   namespace of `no-network` whose only way out is the session's egress proxy (below).
 //! - Per-phase policies (`dynamic_network_policy`): the session has a current policy, the
 //!   request's `baseline_network_policy` at open, and `set_network_policy` replaces it (the
 //!   runtime switches to the run policy before the run stage, to the evaluation policy around
 //!   the evaluation, back to the baseline between steps). Every command is its own bwrap
 //!   invocation, so its network is chosen when it starts, from the policy current then: the
 //!   mirror, binds and template are shared, only the network arguments (`--unshare-net` and,
-//!   for root, `CAP_NET_RAW`) and, for `allowlist`, the egress binds, forwarder and proxy
+//!   for root, `CAP_NET_RAW`) and, for `allowlist`/`denylist`, the egress binds, forwarder and proxy
 //!   variables differ. A switch starts no sandbox and probes nothing (~0.05 ms; a new
 //!   allowlist's proxy ~0.5 ms). Commands already running (detached ones included) keep the
 //!   network they started with. A policy that does not normalize, or a proxy that cannot
 //!   start, is an error and leaves the current policy in place (the runtime records
-//!   `network_policy_failed`). Each distinct allowlist gets its own proxy on first use
+//!   `network_policy_failed`). Each distinct allowlist or denylist gets its own proxy on first use
 //!   (`<private dir>/egress/s`, then `egress-1/s`, ...), kept until the session closes, so a
 //!   command keeps its proxy after a switch and switching back reuses it. The start-up probe
 //!   covers the baseline's network only: a bwrap that cannot make the other namespace fails
 //!   that command, with bwrap's own message.
-//! - `allowlist` (`egress`; the forwarder is `agentcompass_egress::forward`): an allowlist baseline starts the host's egress proxy
-//!   (`agentcompass-egress`, every entry type of the contract, a random per-session token)
+//! - `allowlist` and `denylist` (`egress`; the forwarder is `agentcompass_egress::forward`): such a baseline starts the host's egress proxy
+//!   (`agentcompass-egress`, every entry type of the contract, ports included, a random per-session token)
 //!   at open (a switch to one, on first use) on a Unix socket `<private dir>/egress/s`
 //!   (directory 0700); it runs on the host's tokio
 //!   runtime and stops when the session closes or is dropped (listener and tunnels closed).
@@ -76,9 +76,10 @@
 //!   namespace bwrap made in its own user namespace needs a single-threaded helper and a
 //!   hand-off before the command starts (`--block-fd`), more moving parts than a relay. A
 //!   root whose C library cannot run the host binary cannot use `allowlist` (every command
-//!   then fails to start). The static host map is the provider's `egress_hosts` parameter
-//!   (name = address, resolved before DNS); the runtime option `runtime.egress.hosts` is not
-//!   wired yet.
+//!   then fails to start). The static host map (name = address, resolved before DNS) is the
+//!   provider's `egress_hosts` parameter and the open request's `egress_hosts` (the runtime
+//!   option `runtime.egress.hosts`); for a name in both, the runtime option's address is used
+//!   (it describes the host's network, the same for every request).
 //!   Every proxy's token is registered with the host's secrets (`Ctx::register_secret`, at
 //!   open or when a switch starts the proxy), so what the host prints or persists (a
 //!   command's output in a trajectory) shows it scrubbed; it opens only this session's
@@ -126,7 +127,7 @@ use std::time::Duration;
 use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
-    ProviderCapabilities,
+    ProviderCapabilities, PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -151,7 +152,7 @@ pub const ID: &str = "sandbox";
 /// One-line description.
 pub const DESCRIPTION: &str = "A per-task Linux namespace sandbox (bubblewrap): read-only root, \
      private /app /logs /tests /solution /run /tmp, own PID namespace, no-network enforced, \
-     allowlist through the host's egress proxy";
+     allowlist and denylist through the host's egress proxy";
 
 /// The error when the bwrap binary cannot be found.
 pub const INSTALL_HINT: &str =
@@ -166,14 +167,16 @@ const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/s
 /// Where only the kernel's file systems are mounted (no host mapping).
 const KERNEL_DIRS: [&str; 2] = ["/proc", "/dev"];
 
-/// The `allowlist` entries the egress proxy matches (every host pattern of the contract).
-const ALLOWLIST_ENTRY_TYPES: [&str; 6] = [
+/// The `allowlist` and `denylist` entries the egress proxy matches: every host pattern of
+/// the contract, with or without a port.
+const ALLOWLIST_ENTRY_TYPES: [&str; 7] = [
     "hostname",
     "wildcard",
     "ipv4",
     "ipv6",
     "ipv4_cidr",
     "ipv6_cidr",
+    PORT_ENTRY_TYPE,
 ];
 
 /// How long the start-up probe of a sandbox shape may take.
@@ -217,6 +220,7 @@ impl EnvironmentProvider for SandboxProvider {
                 NetworkMode::Public,
                 NetworkMode::NoNetwork,
                 NetworkMode::Allowlist,
+                NetworkMode::Denylist,
             ],
             allowlist_entry_types: ALLOWLIST_ENTRY_TYPES.map(str::to_string).to_vec(),
             dynamic_network_policy: true,
@@ -243,10 +247,11 @@ impl EnvironmentProvider for SandboxProvider {
         let config = Config::parse(&request.environment.params)?;
         let workdir = workdir_of(&request.environment.setup)?;
         let policy = request.baseline_network_policy.clone();
-        // `allowlist`: the network namespace of `no-network`, plus the egress proxy.
+        // `allowlist`, `denylist`: the network namespace of `no-network`, plus the egress
+        // proxy.
         let no_network = policy.network_mode != NetworkMode::Public;
         let egress_policy = match policy.network_mode {
-            NetworkMode::Allowlist => Some(
+            NetworkMode::Allowlist | NetworkMode::Denylist => Some(
                 EgressPolicy::from_network_policy(&policy)
                     .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?,
             ),
@@ -259,7 +264,7 @@ impl EnvironmentProvider for SandboxProvider {
             request.attempt
         );
         let templates = self.templates.clone();
-        let egress_hosts = config.egress_hosts.clone();
+        let egress_hosts = config.host_map(&request.egress_hosts)?;
         let switch_hosts = egress_hosts.clone();
         let (layout, dir) = blocking(ID, move || {
             let shape = (workdir, no_network);

@@ -99,12 +99,13 @@ pub(super) fn cover_failed(result: &ExecResult, masks: &[PathBuf]) -> bool {
 pub(super) struct Network {
     /// Normalized (the key of the session's proxies).
     pub(super) policy: NetworkPolicy,
-    /// `allowlist`: the proxy of this policy.
+    /// `allowlist`, `denylist`: the proxy of this policy.
     pub(super) egress: Option<Arc<Egress>>,
 }
 
 impl Network {
-    /// Whether the command gets its own empty network namespace (`no-network`, `allowlist`).
+    /// Whether the command gets its own empty network namespace (`no-network`, `allowlist`,
+    /// `denylist`).
     pub(super) fn isolated(&self) -> bool {
         self.policy.network_mode != NetworkMode::Public
     }
@@ -122,9 +123,9 @@ pub(super) struct SandboxSession {
     pub(super) closed: AtomicBool,
     /// The current network policy (the baseline at open), for commands started from now on.
     pub(super) network: Mutex<Network>,
-    /// Every egress proxy the session started, one per distinct (normalized) allowlist, kept
-    /// until it closes (stopped then, or when dropped): a command keeps the proxy it started
-    /// with, and switching back to an allowlist reuses its proxy.
+    /// Every egress proxy the session started, one per distinct (normalized) allowlist or
+    /// denylist, kept until it closes (stopped then, or when dropped): a command keeps the
+    /// proxy it started with, and switching back to a policy reuses its proxy.
     pub(super) proxies: Mutex<Vec<(NetworkPolicy, Arc<Egress>)>>,
     /// The static host map of the proxies started by a switch (the `egress_hosts` parameter).
     pub(super) egress_hosts: HostMap,
@@ -158,7 +159,7 @@ impl SandboxSession {
         }
     }
 
-    /// The static host map for proxies started by a switch to `allowlist`.
+    /// The static host map for proxies started by a switch to `allowlist` or `denylist`.
     pub(super) fn with_egress_hosts(mut self, hosts: HostMap) -> Self {
         self.egress_hosts = hosts;
         self
@@ -178,7 +179,7 @@ impl SandboxSession {
             .clone()
     }
 
-    /// The proxy of the normalized allowlist `policy`: the session's own if it has one, else
+    /// The proxy of the normalized allowlist or denylist `policy`: the session's own if it has one, else
     /// started now (on `<dir>/egress-N/s`), and whether it was.
     fn proxy_for(&self, policy: &NetworkPolicy) -> Result<(Arc<Egress>, bool)> {
         let mut proxies = self.proxies.lock().unwrap_or_else(PoisonError::into_inner);
@@ -442,7 +443,7 @@ impl EnvironmentSession for SandboxSession {
 
     /// Makes `policy` the network of every command started from now on (commands already
     /// running keep theirs): the host's network, an empty namespace, or an empty namespace
-    /// behind this allowlist's egress proxy (started on its first use). Nothing is started
+    /// behind this allowlist's or denylist's egress proxy (started on its first use). Nothing is started
     /// or probed otherwise. A policy that does not normalize, or a proxy that cannot start,
     /// is an error and leaves the current policy in place.
     async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
@@ -451,7 +452,7 @@ impl EnvironmentSession for SandboxSession {
             .normalized()
             .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
         let egress = match policy.network_mode {
-            NetworkMode::Allowlist => {
+            NetworkMode::Allowlist | NetworkMode::Denylist => {
                 let (egress, started) = self.proxy_for(&policy)?;
                 if let Some(ctx) = self.ctx.as_ref().filter(|_| started) {
                     ctx.register_secret(egress.token()).await;

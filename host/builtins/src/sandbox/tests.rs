@@ -145,7 +145,8 @@ fn registration_capabilities_and_schema() {
         vec![
             NetworkMode::Public,
             NetworkMode::NoNetwork,
-            NetworkMode::Allowlist
+            NetworkMode::Allowlist,
+            NetworkMode::Denylist
         ]
     );
     assert_eq!(
@@ -156,7 +157,8 @@ fn registration_capabilities_and_schema() {
             "ipv4",
             "ipv6",
             "ipv4_cidr",
-            "ipv6_cidr"
+            "ipv6_cidr",
+            "port"
         ]
     );
     assert!(caps.task_env && !caps.startup_env && caps.dynamic_network_policy);
@@ -244,6 +246,34 @@ fn validate_plan_refuses_what_it_cannot_enforce() {
             err.message
         );
     }
+}
+
+#[test]
+fn runtime_egress_hosts_replace_the_parameter_for_a_name() {
+    let mut params = JsonMap::new();
+    params.insert(
+        "egress_hosts".into(),
+        json!({"Models.Internal.": "127.0.0.3", "param.internal": "127.0.0.4"}),
+    );
+    let config = Config::parse(&params).unwrap();
+    let runtime = BTreeMap::from([
+        ("models.internal".to_string(), "127.0.0.2".to_string()),
+        ("runtime.internal".to_string(), "::1".to_string()),
+    ]);
+    let map = config.host_map(&runtime).unwrap();
+    let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+    assert_eq!(map.get("models.internal"), Some(&[ip("127.0.0.2")][..]));
+    assert_eq!(map.get("param.internal"), Some(&[ip("127.0.0.4")][..]));
+    assert_eq!(map.get("runtime.internal"), Some(&[ip("::1")][..]));
+    let map = config.host_map(&BTreeMap::new()).unwrap();
+    assert_eq!(map.get("models.internal"), Some(&[ip("127.0.0.3")][..]));
+    let bad = BTreeMap::from([("x.internal".to_string(), "nope".to_string())]);
+    let err = config.host_map(&bad).unwrap_err();
+    assert!(
+        err.message.contains("runtime.egress.hosts"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -53,8 +53,9 @@ fn open_rule(role: EnvironmentRole) -> IssueRule {
     }
 }
 
-/// The open request of `role`'s environment: its spec, baseline policy and resolved startup
-/// bindings (resolved values are registered as secrets).
+/// The open request of `role`'s environment: its spec, baseline policy, resolved startup
+/// bindings (resolved values are registered as secrets) and the egress proxy's static names
+/// (`runtime.egress.hosts`).
 fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmentRequest, Error> {
     let (rc, task, plan) = (step.rc, step.task, step.plan);
     let (spec, baseline, bindings) = match role {
@@ -82,6 +83,7 @@ fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmen
     request.baseline_network_policy = baseline;
     request.run_dir = Some(rc.store.run_dir().display().to_string());
     request.resolved_env = resolved_env;
+    request.egress_hosts = rc.egress_hosts.clone();
     Ok(request)
 }
 

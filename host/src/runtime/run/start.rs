@@ -151,6 +151,7 @@ pub(super) fn request_context(
         run_log,
         resumable: HashMap::new(),
         issues: Default::default(),
+        egress_hosts: runtime.egress.hosts.clone(),
     };
     Ok((rc, tasks))
 }
