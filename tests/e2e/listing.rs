@@ -37,6 +37,10 @@ fn config_docs_shows_declared_params() {
     for (kind, id) in [
         ("benchmark", "example_exact_match"),
         ("harness", "example_calculator"),
+        // Providers also list what they enforce: network modes, entry types (ports
+        // included), per-phase policies, host endpoints.
+        ("env", "sandbox"),
+        ("env", "host_process"),
     ] {
         let mut args = plugin_dir_args(&[&good]);
         args.extend(["config".into(), "docs".into(), kind.into(), id.into()]);
