@@ -47,6 +47,11 @@ impl EgressToken {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether `presented` is this token (compared in constant time).
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        constant_time_eq(presented, self.0.as_bytes())
+    }
 }
 
 impl fmt::Debug for EgressToken {

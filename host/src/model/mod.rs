@@ -4,6 +4,7 @@
 //! 429/5xx/connection errors, token usage and cost accounting, and the API key, which travels
 //! only in the request's auth header and never appears in an error, log line or result.
 
+mod relay;
 mod settings;
 mod wire;
 
@@ -17,6 +18,7 @@ use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY
 use reqwest::StatusCode;
 use serde_json::Value;
 
+pub use relay::{ModelRelay, RelayError, MODEL_ENDPOINT_NAME};
 pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 
 /// A wire protocol the gateway speaks.
@@ -355,13 +357,7 @@ impl ModelGateway {
             Err(e) => return Err(Attempt::retry(connection_error(&e))),
         };
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| *s >= 0.0)
-            .map(crate::wait::duration_from_seconds);
+        let retry_after = retry_after(response.headers());
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
             Err(e) if e.is_timeout() => {
@@ -415,6 +411,16 @@ impl Attempt {
             retry_after: None,
         }
     }
+}
+
+/// A `Retry-After` given in seconds.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| *s >= 0.0)
+        .map(crate::wait::duration_from_seconds)
 }
 
 fn is_retryable(status: StatusCode) -> bool {

@@ -156,6 +156,39 @@ fn u64_at(value: &Value, path: &[&str]) -> u64 {
 
 // ---- OpenAI chat completions -------------------------------------------------------------
 
+/// A `usage` object of `protocol` as token counts (input including cached tokens; an
+/// Anthropic input count excludes cache reads and writes, so they are added).
+pub fn usage_of(protocol: Protocol, usage: &Value) -> TokenUsage {
+    let (prompt, completion, cached) = match protocol {
+        Protocol::OpenAiChat => (
+            u64_at(usage, &["prompt_tokens"]),
+            u64_at(usage, &["completion_tokens"]),
+            u64_at(usage, &["prompt_tokens_details", "cached_tokens"]),
+        ),
+        Protocol::OpenAiResponses => (
+            u64_at(usage, &["input_tokens"]),
+            u64_at(usage, &["output_tokens"]),
+            u64_at(usage, &["input_tokens_details", "cached_tokens"]),
+        ),
+        Protocol::Anthropic => {
+            let cached = u64_at(usage, &["cache_read_input_tokens"]);
+            (
+                u64_at(usage, &["input_tokens"])
+                    + cached
+                    + u64_at(usage, &["cache_creation_input_tokens"]),
+                u64_at(usage, &["output_tokens"]),
+                cached,
+            )
+        }
+    };
+    TokenUsage {
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        cached_tokens: cached,
+        ..TokenUsage::default()
+    }
+}
+
 fn openai_chat_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
     let mut body = json!({"model": model, "messages": request.messages});
     if !request.tools.is_empty() {
@@ -216,7 +249,7 @@ fn parse_openai_chat(body: &Value) -> Result<ModelResponse, WireError> {
                 .collect()
         })
         .unwrap_or_default();
-    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
+    let usage = usage_of(Protocol::OpenAiChat, body.get("usage").unwrap_or(&Value::Null));
     Ok(ModelResponse {
         content: content_text(message.get("content").unwrap_or(&Value::Null)),
         reasoning: message
@@ -230,12 +263,7 @@ fn parse_openai_chat(body: &Value) -> Result<ModelResponse, WireError> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
-        usage: TokenUsage {
-            prompt_tokens: u64_at(&usage, &["prompt_tokens"]),
-            completion_tokens: u64_at(&usage, &["completion_tokens"]),
-            cached_tokens: u64_at(&usage, &["prompt_tokens_details", "cached_tokens"]),
-            ..TokenUsage::default()
-        },
+        usage,
         model: body
             .get("model")
             .and_then(Value::as_str)
@@ -339,18 +367,16 @@ fn parse_responses(body: &Value) -> Result<ModelResponse, WireError> {
     } else {
         "stop"
     };
-    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
+    let usage = usage_of(
+        Protocol::OpenAiResponses,
+        body.get("usage").unwrap_or(&Value::Null),
+    );
     Ok(ModelResponse {
         content: texts.join("\n"),
         reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
         tool_calls,
         stop_reason: stop_reason.into(),
-        usage: TokenUsage {
-            prompt_tokens: u64_at(&usage, &["input_tokens"]),
-            completion_tokens: u64_at(&usage, &["output_tokens"]),
-            cached_tokens: u64_at(&usage, &["input_tokens_details", "cached_tokens"]),
-            ..TokenUsage::default()
-        },
+        usage,
         model: body
             .get("model")
             .and_then(Value::as_str)
@@ -490,21 +516,13 @@ fn parse_anthropic(body: &Value) -> Result<ModelResponse, WireError> {
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    let usage = body.get("usage").cloned().unwrap_or(Value::Null);
-    let cached = u64_at(&usage, &["cache_read_input_tokens"]);
+    let usage = usage_of(Protocol::Anthropic, body.get("usage").unwrap_or(&Value::Null));
     Ok(ModelResponse {
         content: texts.join("\n"),
         reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
         tool_calls,
         stop_reason,
-        usage: TokenUsage {
-            prompt_tokens: u64_at(&usage, &["input_tokens"])
-                + cached
-                + u64_at(&usage, &["cache_creation_input_tokens"]),
-            completion_tokens: u64_at(&usage, &["output_tokens"]),
-            cached_tokens: cached,
-            ..TokenUsage::default()
-        },
+        usage,
         model: body
             .get("model")
             .and_then(Value::as_str)

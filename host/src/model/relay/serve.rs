@@ -1,0 +1,288 @@
+//! The relay's listeners and its one request handler: check the token, forward, stream the
+//! answer back while metering it.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use agentcompass_egress::EgressToken;
+use bytes::Bytes;
+use futures_util::Stream;
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::task::JoinSet;
+
+use super::upstream::{self, Route};
+use super::usage_tap::{Endpoint, UsageTap};
+use crate::model::{ModelGateway, UsageMeter};
+
+/// Largest request body accepted (a long conversation with images fits).
+const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
+
+/// What every request of one relay shares.
+pub(super) struct RelayState {
+    pub(super) gateway: Arc<ModelGateway>,
+    usage: Arc<UsageMeter>,
+    token: EgressToken,
+    label: String,
+}
+
+impl RelayState {
+    pub(super) fn new(
+        gateway: Arc<ModelGateway>,
+        usage: Arc<UsageMeter>,
+        token: EgressToken,
+        label: &str,
+    ) -> RelayState {
+        RelayState {
+            gateway,
+            usage,
+            token,
+            label: label.to_string(),
+        }
+    }
+
+    /// Adds one call's usage (priced when the gateway has prices) to the attempt's meter.
+    fn record(&self, mut usage: agentcompass_plugin_api::contracts::TokenUsage) {
+        if let Some(pricing) = &self.gateway.settings.pricing {
+            usage.cost_usd = Some(pricing.cost(&usage));
+        }
+        self.usage.add(&usage);
+    }
+}
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Serves both listeners until the task is aborted (which drops, and so aborts, every
+/// connection).
+pub(super) async fn accept(state: Arc<RelayState>, unix: UnixListener, tcp: TcpListener) {
+    let mut connections = JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        tokio::select! {
+            accepted = unix.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(connection(state.clone(), stream));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            },
+            accepted = tcp.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(connection(state.clone(), stream));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            },
+        }
+    }
+}
+
+/// One HTTP/1.1 connection (keep-alive).
+async fn connection<S>(state: Arc<RelayState>, stream: S)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |request| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handle(state, request).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// Answers one request.
+async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<Body> {
+    let route = Route::of(request.uri());
+    let endpoint = route.as_ref().map_or(Endpoint::Other, |r| r.endpoint);
+    if !authorized(&state.token, request.headers()) {
+        tracing::warn!(
+            target: "agentcompass::model",
+            task = %state.label,
+            "model endpoint: refused {} {} (wrong or missing token)",
+            request.method(),
+            request.uri().path()
+        );
+        return error(endpoint, StatusCode::UNAUTHORIZED, "invalid token for the model endpoint of this environment");
+    }
+    let Some(route) = route else {
+        return error(endpoint, StatusCode::NOT_FOUND, "no such endpoint");
+    };
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return error(
+                endpoint,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "request body too large or interrupted",
+            )
+        }
+    };
+    let started = Instant::now();
+    let forwarded = upstream::send(&state.gateway, &parts, &route, body).await;
+    let response = match forwarded {
+        Ok(response) => response,
+        Err(reason) => {
+            tracing::warn!(
+                target: "agentcompass::model",
+                task = %state.label,
+                "model endpoint: {} {}: {reason}",
+                parts.method,
+                route.rest
+            );
+            return error(endpoint, StatusCode::BAD_GATEWAY, &reason);
+        }
+    };
+    let status = response.status();
+    tracing::debug!(
+        target: "agentcompass::model",
+        task = %state.label,
+        "model endpoint: {} {} -> {} in {} ms",
+        parts.method,
+        route.rest,
+        status.as_u16(),
+        started.elapsed().as_millis()
+    );
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let mut builder = Response::builder().status(status.as_u16());
+    for (name, value) in response.headers() {
+        if !upstream::is_hop_by_hop(name.as_str()) {
+            builder = builder.header(name.as_str(), value.as_bytes());
+        }
+    }
+    let tap = status
+        .is_success()
+        .then(|| UsageTap::new(endpoint, &content_type));
+    let stream = Metered {
+        inner: Box::pin(response.bytes_stream()),
+        tap,
+        state: state.clone(),
+    };
+    let body = StreamBody::new(stream).boxed_unsync();
+    builder
+        .body(body)
+        .unwrap_or_else(|_| error(endpoint, StatusCode::BAD_GATEWAY, "bad upstream headers"))
+}
+
+/// Whether the request carries the relay's token.
+fn authorized(token: &EgressToken, headers: &hyper::HeaderMap) -> bool {
+    let presented: Vec<&[u8]> = headers
+        .get_all(AUTHORIZATION)
+        .iter()
+        .filter_map(|v| {
+            let v = v.as_bytes();
+            let scheme = v.get(..7)?;
+            scheme
+                .eq_ignore_ascii_case(b"bearer ")
+                .then(|| v[7..].trim_ascii())
+        })
+        .chain(
+            ["x-api-key", "api-key"]
+                .into_iter()
+                .flat_map(|name| headers.get_all(name).iter().map(HeaderValue::as_bytes)),
+        )
+        .collect();
+    !presented.is_empty() && presented.iter().all(|p| token.matches(p))
+}
+
+/// An error answer in the shape of the endpoint's protocol.
+fn error(endpoint: Endpoint, status: StatusCode, message: &str) -> Response<Body> {
+    let message = format!("agentcompass model endpoint: {message}");
+    let body = match endpoint {
+        Endpoint::Messages => serde_json::json!({
+            "type": "error",
+            "error": {"type": anthropic_error_type(status), "message": message},
+        }),
+        _ => serde_json::json!({
+            "error": {"message": message, "type": openai_error_type(status), "code": null},
+        }),
+    };
+    let body = Full::new(Bytes::from(body.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn anthropic_error_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "authentication_error",
+        StatusCode::NOT_FOUND => "not_found_error",
+        StatusCode::PAYLOAD_TOO_LARGE => "request_too_large",
+        _ => "api_error",
+    }
+}
+
+fn openai_error_type(status: StatusCode) -> &'static str {
+    match status {
+        StatusCode::UNAUTHORIZED => "invalid_request_error",
+        StatusCode::NOT_FOUND | StatusCode::PAYLOAD_TOO_LARGE => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+/// The upstream body as response frames, metered as it passes; the usage is recorded when
+/// the body ends, fails or is dropped (a client that hung up mid-stream).
+struct Metered {
+    inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
+    tap: Option<UsageTap>,
+    state: Arc<RelayState>,
+}
+
+impl Metered {
+    fn finish(&mut self) {
+        if let Some(usage) = self.tap.take().and_then(UsageTap::finish) {
+            self.state.record(usage);
+        }
+    }
+}
+
+impl Stream for Metered {
+    type Item = Result<Frame<Bytes>, std::io::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                if let Some(tap) = &mut self.tap {
+                    tap.feed(&chunk);
+                }
+                Poll::Ready(Some(Ok(Frame::data(chunk))))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                self.finish();
+                Poll::Ready(Some(Err(std::io::Error::other(
+                    agentcompass_redact::scrub_text(&e.to_string()),
+                ))))
+            }
+            Poll::Ready(None) => {
+                self.finish();
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Metered {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}

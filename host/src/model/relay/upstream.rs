@@ -1,0 +1,201 @@
+//! Forwarding one relayed request to the gateway's endpoint: where it goes, which headers
+//! travel, the real key, and the gateway's retries.
+
+use bytes::Bytes;
+use hyper::http::request::Parts;
+use hyper::Uri;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
+
+use super::usage_tap::Endpoint;
+use crate::model::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
+
+/// Headers that belong to one connection, or carry credentials, and never travel on.
+const DROPPED: [&str; 14] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+    "authorization",
+    "x-api-key",
+    "api-key",
+];
+
+/// Whether a response header is connection-level (the relay's own connection decides them).
+pub(super) fn is_hop_by_hop(name: &str) -> bool {
+    DROPPED[..10].contains(&name) || name == "content-length"
+}
+
+/// Where a request goes, relative to the API root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Route {
+    /// The path under the API root (`/chat/completions`), the `/v1` prefix removed.
+    pub(super) rest: String,
+    /// The query string, if any.
+    query: Option<String>,
+    /// The endpoint it names.
+    pub(super) endpoint: Endpoint,
+}
+
+impl Route {
+    /// The route of a request URI: `/v1/REST` or `/REST` (for a client whose base URL has no
+    /// `/v1`); `None` for the bare root.
+    pub(super) fn of(uri: &Uri) -> Option<Route> {
+        let path = uri.path();
+        let rest = match path.strip_prefix("/v1") {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+            _ => path,
+        };
+        if rest.trim_matches('/').is_empty() {
+            return None;
+        }
+        Some(Route {
+            rest: rest.to_string(),
+            query: uri.query().map(str::to_string),
+            endpoint: Endpoint::of(rest),
+        })
+    }
+}
+
+/// The API root of the gateway's endpoint, to which a route's `rest` is appended: the base
+/// URL an OpenAI client is given (it ends in `/v1` for OpenAI itself), and for an Anthropic
+/// base URL the `/v1` below it (as `Protocol::url` builds `/v1/messages`).
+fn api_root(gateway: &ModelGateway) -> String {
+    let base = if gateway.base_url.trim().is_empty() {
+        gateway.protocol.default_base_url()
+    } else {
+        gateway.base_url.trim()
+    }
+    .trim_end_matches('/');
+    match gateway.protocol {
+        Protocol::Anthropic if !base.ends_with("/v1") => format!("{base}/v1"),
+        _ => base.to_string(),
+    }
+}
+
+/// The upstream URL of `route`.
+fn url(gateway: &ModelGateway, route: &Route) -> String {
+    let mut url = api_root(gateway) + &route.rest;
+    if let Some(query) = &route.query {
+        url.push('?');
+        url.push_str(query);
+    }
+    url
+}
+
+/// The client's headers without hop-by-hop and credential headers, with the real key in
+/// the style the client used (`x-api-key` if it sent one, else `Authorization: Bearer`), and
+/// an `anthropic-version` for a Messages call that has none.
+fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    for (name, value) in incoming {
+        if !DROPPED.contains(&name.as_str()) {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    let anthropic_style = incoming.contains_key("x-api-key");
+    if !gateway.api_key.is_empty() {
+        let (name, value) = if anthropic_style {
+            (HeaderName::from_static("x-api-key"), gateway.api_key.clone())
+        } else {
+            (AUTHORIZATION, format!("Bearer {}", gateway.api_key))
+        };
+        if let Ok(mut value) = HeaderValue::from_str(&value) {
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+    }
+    if route.endpoint == Endpoint::Messages && !headers.contains_key("anthropic-version") {
+        headers.insert(
+            "anthropic-version",
+            HeaderValue::from_static("2023-06-01"),
+        );
+    }
+    headers
+}
+
+/// Sends the request, retrying connection failures and retryable statuses as the gateway
+/// does (its `max_retries`, backoff and `Retry-After`), and returns the response whose body
+/// is still to be read; after the last retry a retryable status is returned as it is. The
+/// error is one line without the key.
+pub(super) async fn send(
+    gateway: &ModelGateway,
+    parts: &Parts,
+    route: &Route,
+    body: Bytes,
+) -> Result<reqwest::Response, String> {
+    let url = url(gateway, route);
+    let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
+        .map_err(|_| format!("unsupported method {}", parts.method))?;
+    let headers = headers(gateway, &parts.headers, route);
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let sent = gateway
+            .client
+            .request(method.clone(), &url)
+            .headers(headers.clone())
+            .body(body.clone())
+            .send();
+        let (reason, retry_after) = match tokio::time::timeout(gateway.settings.timeout, sent).await
+        {
+            Ok(Ok(response)) if !is_retryable(response.status()) => return Ok(response),
+            Ok(Ok(response)) if attempt > gateway.settings.max_retries => return Ok(response),
+            Ok(Ok(response)) => (
+                format!("answered {}", response.status().as_u16()),
+                retry_after(response.headers()),
+            ),
+            Ok(Err(e)) => (connection_error(&e), None),
+            Err(_) => (
+                format!(
+                    "no answer within {:.0} s",
+                    gateway.settings.timeout.as_secs_f64()
+                ),
+                None,
+            ),
+        };
+        if attempt > gateway.settings.max_retries {
+            return Err(format!(
+                "{url}: {reason} (gave up after {attempt} attempts)"
+            ));
+        }
+        let delay = retry_after
+            .unwrap_or_else(|| gateway.settings.backoff(attempt))
+            .min(settings::MAX_BACKOFF);
+        tracing::warn!(
+            target: "agentcompass::model",
+            "model endpoint {url}: {reason}; retry {attempt} of {} in {:.1} s",
+            gateway.settings.max_retries,
+            delay.as_secs_f64()
+        );
+        tokio::time::sleep(delay).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn route(uri: &str) -> Option<Route> {
+        Route::of(&uri.parse::<Uri>().unwrap())
+    }
+
+    #[test]
+    fn routes_drop_the_v1_prefix_and_keep_the_query() {
+        let chat = route("/v1/chat/completions").unwrap();
+        assert_eq!((chat.rest.as_str(), chat.endpoint), ("/chat/completions", Endpoint::Chat));
+        let messages = route("/messages?beta=true").unwrap();
+        assert_eq!(messages.rest, "/messages");
+        assert_eq!(messages.query.as_deref(), Some("beta=true"));
+        assert_eq!(messages.endpoint, Endpoint::Messages);
+        assert_eq!(route("/v1models").unwrap().rest, "/v1models");
+        assert_eq!(route("/v1"), None);
+        assert_eq!(route("/"), None);
+    }
+}
