@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    LogLevel, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
+    LogLevel, ModelEndpoint, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
     SECRET_REGISTER_SERVICE, TEXT_SCRUB_SERVICE,
 };
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
@@ -70,6 +70,9 @@ pub struct HostServices {
     progress: Option<Arc<dyn ProgressSink>>,
     model: Option<Arc<ModelGateway>>,
     usage: Option<Arc<UsageMeter>>,
+    /// What `model.endpoint` answers instead of the gateway's own endpoint: the attempt's
+    /// model endpoint inside the environment (placeholder token, never the real key).
+    endpoint: Option<ModelEndpoint>,
 }
 
 impl HostServices {
@@ -81,6 +84,7 @@ impl HostServices {
             progress: None,
             model: None,
             usage: None,
+            endpoint: None,
         }
     }
 
@@ -96,6 +100,7 @@ impl HostServices {
             progress,
             model: None,
             usage: None,
+            endpoint: None,
         }
     }
 
@@ -104,6 +109,13 @@ impl HostServices {
     pub fn with_model(mut self, gateway: Arc<ModelGateway>, usage: Arc<UsageMeter>) -> Self {
         self.model = Some(gateway);
         self.usage = Some(usage);
+        self
+    }
+
+    /// Makes `model.endpoint` answer `endpoint` (the model endpoint served inside the
+    /// attempt's environment) instead of the gateway's endpoint and real key.
+    pub fn with_model_endpoint(mut self, endpoint: ModelEndpoint) -> Self {
+        self.endpoint = Some(endpoint);
         self
     }
 
@@ -173,10 +185,13 @@ impl HostApi for HostServices {
                 })
             }
             MODEL_ENDPOINT_SERVICE => {
-                let answer = match &self.model {
-                    Some(gateway) => serde_json::to_value(gateway.endpoint())
+                let answer = match (&self.endpoint, &self.model) {
+                    (Some(endpoint), _) => {
+                        serde_json::to_value(endpoint).map_err(|e| Error::msg(e.to_string()))
+                    }
+                    (None, Some(gateway)) => serde_json::to_value(gateway.endpoint())
                         .map_err(|e| Error::msg(e.to_string())),
-                    None => Err(no_model()),
+                    (None, None) => Err(no_model()),
                 };
                 Box::pin(async move { answer })
             }

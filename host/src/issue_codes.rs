@@ -49,6 +49,8 @@ issue_codes! {
     UNSUPPORTED = "unsupported", "the environment provider cannot enforce the plan (network policy, OS, resources) or a binding is unset";
     /// Opening the environment failed.
     ENVIRONMENT_FAILED = "environment_failed", "the environment did not open";
+    /// The model endpoint the environment needs could not be served.
+    MODEL_ENDPOINT_FAILED = "model_endpoint_failed", "the model endpoint inside the environment could not be served (socket, port)";
     /// Opening the environment exceeded its build timeout.
     ENVIRONMENT_TIMEOUT = "environment_timeout", "opening the environment exceeded `build_timeout_seconds`";
     /// `prepare_task` failed.

@@ -12,6 +12,7 @@ mod harbor;
 mod harness_free;
 mod layering;
 mod listing;
+mod model_endpoint;
 mod model_gateway;
 mod orchestration;
 mod planning;

@@ -249,7 +249,10 @@ fn parse_openai_chat(body: &Value) -> Result<ModelResponse, WireError> {
                 .collect()
         })
         .unwrap_or_default();
-    let usage = usage_of(Protocol::OpenAiChat, body.get("usage").unwrap_or(&Value::Null));
+    let usage = usage_of(
+        Protocol::OpenAiChat,
+        body.get("usage").unwrap_or(&Value::Null),
+    );
     Ok(ModelResponse {
         content: content_text(message.get("content").unwrap_or(&Value::Null)),
         reasoning: message
@@ -516,7 +519,10 @@ fn parse_anthropic(body: &Value) -> Result<ModelResponse, WireError> {
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    let usage = usage_of(Protocol::Anthropic, body.get("usage").unwrap_or(&Value::Null));
+    let usage = usage_of(
+        Protocol::Anthropic,
+        body.get("usage").unwrap_or(&Value::Null),
+    );
     Ok(ModelResponse {
         content: texts.join("\n"),
         reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),

@@ -251,9 +251,37 @@ impl Planner {
         let capabilities = self.provider.capabilities().map_err(unsupported)?;
         validate_against_capabilities(&capabilities, plan).map_err(unsupported)?;
         self.provider.validate_plan(plan).map_err(unsupported)?;
+        self.check_host_endpoints(plan)?;
         check_plan_bindings(plan, env).map_err(|error| PlanError::Bindings {
             task_id: plan.task_id.clone(),
             error,
+        })
+    }
+}
+
+impl Planner {
+    /// A harness whose agent calls the model from inside the environment needs a provider
+    /// that serves host endpoints there (fail closed: the real key never goes in instead).
+    pub fn check_host_endpoints(&self, plan: &ExecutionPlan) -> Result<(), PlanError> {
+        if !plan.harness_plan.model_endpoint_in_environment {
+            return Ok(());
+        }
+        let serves = self
+            .provider
+            .capabilities()
+            .map(|caps| caps.host_endpoints)
+            .unwrap_or(false);
+        if serves {
+            return Ok(());
+        }
+        Err(PlanError::Unsupported {
+            task_id: plan.task_id.clone(),
+            message: format!(
+                "environment `{}` cannot serve the model endpoint inside the environment, \
+                 which the harness needs (its agent runs there); use an environment that does \
+                 (`config docs env ID` lists `host_endpoints`)",
+                plan.environment.id
+            ),
         })
     }
 }

@@ -70,6 +70,9 @@ pub struct AttemptScope<'a> {
     pub usage: Arc<crate::model::UsageMeter>,
     /// Usage recorded before this scope (a resumed evaluation's agent run).
     usage_base: agentcompass_plugin_api::contracts::TokenUsage,
+    /// The model endpoint served inside the task environment (for a harness whose agent
+    /// runs there); it ends with the scope.
+    relay: Option<crate::model::ModelRelay>,
 }
 
 impl std::ops::Deref for AttemptScope<'_> {
@@ -81,6 +84,14 @@ impl std::ops::Deref for AttemptScope<'_> {
 }
 
 impl AttemptScope<'_> {
+    /// What the task environment must make reachable inside it (the model endpoint).
+    pub fn host_endpoints(&self) -> Vec<agentcompass_plugin_api::contracts::HostEndpoint> {
+        self.relay
+            .iter()
+            .map(crate::model::ModelRelay::host_endpoint)
+            .collect()
+    }
+
     /// Records this attempt's model usage in `telemetry.model_usage` (when there was any),
     /// over the usage the result already carried when the scope began (an evaluation resumed
     /// from a checkpoint keeps the agent run's usage).
@@ -96,9 +107,23 @@ impl AttemptScope<'_> {
 }
 
 impl RequestContext {
-    /// A new attempt scope: host services for the attempt's calls with a fresh usage meter.
-    pub fn attempt_scope(&self) -> AttemptScope<'_> {
-        self.attempt_scope_over(Default::default())
+    /// A new attempt scope: host services for the attempt's calls with a fresh usage meter,
+    /// and, when `plan`'s harness runs its agent inside the environment, the model endpoint
+    /// served there (its failure to start is the attempt's issue).
+    pub async fn attempt_scope(
+        &self,
+        plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
+    ) -> Result<AttemptScope<'_>, crate::model::RelayError> {
+        let usage = Arc::new(crate::model::UsageMeter::new());
+        let relay = if plan.harness_plan.model_endpoint_in_environment {
+            let relay =
+                crate::model::ModelRelay::start(self.model.clone(), usage.clone(), &plan.task_id)
+                    .await?;
+            Some(relay)
+        } else {
+            None
+        };
+        Ok(self.scope(usage, Default::default(), relay))
     }
 
     /// An attempt scope resuming `earlier` (a result an interrupted run recorded): its usage
@@ -112,27 +137,31 @@ impl RequestContext {
             .get("model_usage")
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default();
-        self.attempt_scope_over(recorded)
+        self.scope(Arc::new(crate::model::UsageMeter::new()), recorded, None)
     }
 
-    /// An attempt scope whose usage adds to `base`.
-    fn attempt_scope_over(
+    /// An attempt scope metering into `usage`, over `base`, with the model endpoint `relay`.
+    fn scope(
         &self,
+        usage: Arc<crate::model::UsageMeter>,
         base: agentcompass_plugin_api::contracts::TokenUsage,
+        relay: Option<crate::model::ModelRelay>,
     ) -> AttemptScope<'_> {
-        let usage = Arc::new(crate::model::UsageMeter::new());
-        let ctx = crate::host_services::HostServices::for_component(
+        let mut services = crate::host_services::HostServices::for_component(
             &self.request.harness.id,
             self.cancel.clone(),
             None,
         )
-        .with_model(self.model.clone(), usage.clone())
-        .into_ctx();
+        .with_model(self.model.clone(), usage.clone());
+        if let Some(relay) = &relay {
+            services = services.with_model_endpoint(relay.endpoint());
+        }
         AttemptScope {
             request: self,
-            ctx,
+            ctx: services.into_ctx(),
             usage,
             usage_base: base,
+            relay,
         }
     }
 

@@ -12,6 +12,7 @@ use std::sync::{Mutex, PoisonError};
 use agentcompass_egress::{
     EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap, ProxyHandle,
 };
+use agentcompass_plugin_api::contracts::HostEndpoint;
 use agentcompass_plugin_api::{Error, Result};
 use tokio::net::UnixListener;
 use tokio::process::Command;
@@ -27,6 +28,9 @@ const SOCKET_DIR: &str = "/.agentcompass-egress/proxy";
 
 /// The forwarder (the host binary, read-only) in the sandbox.
 const FORWARDER: &str = "/.agentcompass-egress/forward";
+
+/// Where the directory of host endpoint `N` (its Unix socket) is bound in the sandbox.
+const ENDPOINT_DIR: &str = "/.agentcompass-egress/host";
 
 /// The socket's file name (short: a socket path has at most 107 bytes).
 const SOCKET_NAME: &str = "s";
@@ -46,8 +50,6 @@ pub(super) struct Egress {
     proxy: Mutex<Option<ProxyHandle>>,
     /// Host directory of the socket.
     socket_dir: PathBuf,
-    /// The forwarder binary on the host.
-    forwarder: PathBuf,
     /// `(name, value)` of the proxy variables; the values hold the token.
     env: Vec<(String, String)>,
     /// The proxy's token (for the host's secret registry).
@@ -68,9 +70,6 @@ impl Egress {
         let failed = |what: &str, e: &dyn std::fmt::Display| {
             Error::environment(format!("environment `{ID}`: {what}: {e}"))
         };
-        let forwarder = std::env::current_exe()
-            .and_then(fs::canonicalize)
-            .map_err(|e| failed("cannot find the host binary (the egress forwarder)", &e))?;
         let socket_dir = dir.join(name);
         fs::create_dir(&socket_dir)
             .and_then(|()| fs::set_permissions(&socket_dir, fs::Permissions::from_mode(0o700)))
@@ -112,34 +111,21 @@ impl Egress {
         Ok(Egress {
             proxy: Mutex::new(Some(proxy)),
             socket_dir,
-            forwarder,
             env,
             token: secret,
         })
     }
 
-    /// The bwrap arguments that bind the socket directory and the forwarder into the sandbox
-    /// (on its tmpfs root, before it is remounted read-only).
-    pub(super) fn bwrap_args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec!["--dir".into(), EGRESS_DIR.into()];
-        args.extend([
-            "--ro-bind".into(),
-            self.socket_dir.clone().into_os_string(),
-            SOCKET_DIR.into(),
-            "--ro-bind".into(),
-            self.forwarder.clone().into_os_string(),
-            FORWARDER.into(),
-        ]);
-        args
-    }
-
-    /// Adds the forwarder in front of the command (after bwrap's `--`).
-    pub(super) fn wrap(&self, cmd: &mut Command) {
-        let proxy = Forward {
-            port: PROXY_PORT,
-            socket: PathBuf::from(format!("{SOCKET_DIR}/{SOCKET_NAME}")),
-        };
-        cmd.arg(FORWARDER).args(forward::command_args(&[proxy]));
+    /// The proxy's socket directory as the sandbox sees it, and the port forwarded to it.
+    pub(super) fn mount(&self) -> SocketMount {
+        SocketMount {
+            host_dir: self.socket_dir.clone(),
+            sandbox_dir: PathBuf::from(SOCKET_DIR),
+            forward: Forward {
+                port: PROXY_PORT,
+                socket: PathBuf::from(format!("{SOCKET_DIR}/{SOCKET_NAME}")),
+            },
+        }
     }
 
     /// The proxy's token.
@@ -162,5 +148,97 @@ impl Egress {
         if let Some(proxy) = proxy {
             proxy.shutdown().await;
         }
+    }
+}
+
+/// A host directory holding a Unix socket, bound read-only into an isolated command's
+/// sandbox, and the loopback port the forwarder serves from it.
+#[derive(Debug, Clone)]
+pub(super) struct SocketMount {
+    host_dir: PathBuf,
+    sandbox_dir: PathBuf,
+    forward: Forward,
+}
+
+/// The mounts of the open request's host endpoints (the model endpoint): each socket's
+/// directory at `/.agentcompass-egress/host-N`, forwarded from `127.0.0.1:PORT`.
+pub(super) fn endpoint_mounts(endpoints: &[HostEndpoint]) -> Result<Vec<SocketMount>> {
+    endpoints
+        .iter()
+        .enumerate()
+        .map(|(n, endpoint)| {
+            let socket = Path::new(&endpoint.socket);
+            let (Some(host_dir), Some(name)) = (socket.parent(), socket.file_name()) else {
+                return Err(Error::invalid_input(format!(
+                    "environment `{ID}`: host endpoint `{}`: `{}` is not a socket path",
+                    endpoint.name, endpoint.socket
+                )));
+            };
+            if endpoint.port == 0 || endpoint.port == PROXY_PORT {
+                return Err(Error::invalid_input(format!(
+                    "environment `{ID}`: host endpoint `{}`: port {} is not available",
+                    endpoint.name, endpoint.port
+                )));
+            }
+            let sandbox_dir = PathBuf::from(format!("{ENDPOINT_DIR}-{n}"));
+            Ok(SocketMount {
+                host_dir: host_dir.to_path_buf(),
+                forward: Forward {
+                    port: endpoint.port,
+                    socket: sandbox_dir.join(name),
+                },
+                sandbox_dir,
+            })
+        })
+        .collect()
+}
+
+/// The host binary, which serves as the forwarder inside the sandbox.
+pub(super) fn forwarder_binary() -> Result<PathBuf> {
+    std::env::current_exe()
+        .and_then(fs::canonicalize)
+        .map_err(|e| {
+            Error::environment(format!(
+                "environment `{ID}`: cannot find the host binary (the egress forwarder): {e}"
+            ))
+        })
+}
+
+/// What an isolated command needs to reach host sockets: their directories and the
+/// forwarder bound in, and the forwarder in front of the command.
+pub(super) struct Forwarding<'a> {
+    forwarder: &'a Path,
+    mounts: Vec<SocketMount>,
+}
+
+impl<'a> Forwarding<'a> {
+    /// Forwarding of `mounts` by `forwarder` (`None` when there is nothing to forward).
+    pub(super) fn new(forwarder: &'a Path, mounts: Vec<SocketMount>) -> Option<Forwarding<'a>> {
+        (!mounts.is_empty()).then_some(Forwarding { forwarder, mounts })
+    }
+
+    /// The bwrap arguments that bind the socket directories and the forwarder into the
+    /// sandbox (on its tmpfs root, before it is remounted read-only).
+    pub(super) fn bwrap_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec!["--dir".into(), EGRESS_DIR.into()];
+        for mount in &self.mounts {
+            args.extend([
+                "--ro-bind".into(),
+                mount.host_dir.clone().into_os_string(),
+                mount.sandbox_dir.clone().into_os_string(),
+            ]);
+        }
+        args.extend([
+            "--ro-bind".into(),
+            self.forwarder.as_os_str().to_owned(),
+            FORWARDER.into(),
+        ]);
+        args
+    }
+
+    /// Adds the forwarder in front of the command (after bwrap's `--`).
+    pub(super) fn wrap(&self, cmd: &mut Command) {
+        let forwards: Vec<Forward> = self.mounts.iter().map(|m| m.forward.clone()).collect();
+        cmd.arg(FORWARDER).args(forward::command_args(&forwards));
     }
 }

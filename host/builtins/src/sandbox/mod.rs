@@ -228,7 +228,7 @@ impl EnvironmentProvider for SandboxProvider {
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
-            host_endpoints: false,
+            host_endpoints: true,
         })
     }
 
@@ -257,6 +257,8 @@ impl EnvironmentProvider for SandboxProvider {
             ),
             NetworkMode::Public | NetworkMode::NoNetwork => None,
         };
+        let endpoints = egress::endpoint_mounts(&request.host_endpoints)?;
+        let forwarder = egress::forwarder_binary()?;
         let image = request.environment.setup.image.clone();
         let prefix = format!(
             "{OWNED_PREFIX}{}-{}-",
@@ -312,6 +314,7 @@ impl EnvironmentProvider for SandboxProvider {
                 (policy, egress),
             )
             .with_egress_hosts(switch_hosts)
+            .with_endpoints(endpoints, forwarder)
             .with_ctx(ctx),
         ))
     }

@@ -20,7 +20,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 use tokio::process::Command;
 
-use super::egress::Egress;
+use super::egress::{Egress, Forwarding, SocketMount};
 use super::layout::Layout;
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
 use crate::files::{existing, remove_owned_dir};
@@ -132,6 +132,11 @@ pub(super) struct SandboxSession {
     /// The open's context: the tokens of proxies started by a switch are registered with
     /// the host's secrets through it.
     pub(super) ctx: Option<Ctx>,
+    /// The host endpoints (the model endpoint) every isolated command reaches on its
+    /// loopback; a command on the host's network reaches them there directly.
+    pub(super) endpoints: Vec<SocketMount>,
+    /// The forwarder binary on the host (the host binary itself).
+    pub(super) forwarder: PathBuf,
 }
 
 impl SandboxSession {
@@ -156,7 +161,20 @@ impl SandboxSession {
             proxies: Mutex::new(proxies),
             egress_hosts: HostMap::default(),
             ctx: None,
+            endpoints: Vec::new(),
+            forwarder: PathBuf::new(),
         }
+    }
+
+    /// The host endpoints isolated commands reach through `forwarder`.
+    pub(super) fn with_endpoints(
+        mut self,
+        endpoints: Vec<SocketMount>,
+        forwarder: PathBuf,
+    ) -> Self {
+        self.endpoints = endpoints;
+        self.forwarder = forwarder;
+        self
     }
 
     /// The static host map for proxies started by a switch to `allowlist` or `denylist`.
@@ -250,8 +268,23 @@ impl SandboxSession {
     ) -> (Command, String) {
         let layout = &self.layout;
         let egress = network.egress.as_deref();
-        let egress_args = egress.map(Egress::bwrap_args).unwrap_or_default();
-        let mut cmd = layout.command_in(network.isolated(), cwd, masks, &egress_args);
+        // An isolated command reaches the proxy and the host endpoints only through the
+        // forwarder; on the host's network it reaches the endpoints directly.
+        let mounts = if network.isolated() {
+            egress
+                .map(Egress::mount)
+                .into_iter()
+                .chain(self.endpoints.iter().cloned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let forwarding = Forwarding::new(&self.forwarder, mounts);
+        let forwarding_args = forwarding
+            .as_ref()
+            .map(Forwarding::bwrap_args)
+            .unwrap_or_default();
+        let mut cmd = layout.command_in(network.isolated(), cwd, masks, &forwarding_args);
         cmd.env_clear()
             .env("PATH", DEFAULT_PATH)
             .env("HOME", DEFAULT_HOME);
@@ -269,7 +302,9 @@ impl SandboxSession {
             for (key, value) in egress.env() {
                 cmd.env(key, value);
             }
-            egress.wrap(&mut cmd);
+        }
+        if let Some(forwarding) = &forwarding {
+            forwarding.wrap(&mut cmd);
         }
         let program = match &request.command {
             ExecCommand::Shell(line) => {

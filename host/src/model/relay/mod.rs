@@ -100,12 +100,7 @@ impl ModelRelay {
         // scrubbed like a secret from everything the host prints or persists.
         agentcompass_redact::register_secret(token.expose());
         let (model, protocol) = (gateway.model.clone(), gateway.protocol.name());
-        let state = Arc::new(serve::RelayState::new(
-            gateway,
-            usage,
-            token.clone(),
-            label,
-        ));
+        let state = Arc::new(serve::RelayState::new(gateway, usage, token.clone(), label));
         let server = tokio::spawn(serve::accept(state, unix, tcp));
         Ok(ModelRelay {
             dir,

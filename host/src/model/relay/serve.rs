@@ -111,7 +111,11 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
             request.method(),
             request.uri().path()
         );
-        return error(endpoint, StatusCode::UNAUTHORIZED, "invalid token for the model endpoint of this environment");
+        return error(
+            endpoint,
+            StatusCode::UNAUTHORIZED,
+            "invalid token for the model endpoint of this environment",
+        );
     }
     let Some(route) = route else {
         return error(endpoint, StatusCode::NOT_FOUND, "no such endpoint");

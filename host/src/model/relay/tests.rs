@@ -52,7 +52,8 @@ async fn upstream(answers: Vec<Answer>) -> Upstream {
                                 .get(name)
                                 .map(|v| v.to_str().unwrap().to_string())
                         };
-                        let (authorization, api_key) = (header("authorization"), header("x-api-key"));
+                        let (authorization, api_key) =
+                            (header("authorization"), header("x-api-key"));
                         let path = req.uri().to_string();
                         let body = req.into_body().collect().await.unwrap().to_bytes();
                         seen.lock().unwrap().push(Seen {
@@ -111,9 +112,17 @@ const CHAT_JSON: &str = r#"{"id":"c1","object":"chat.completion","choices":[{"in
 #[tokio::test]
 async fn a_json_call_reaches_the_upstream_with_the_real_key_and_is_metered() {
     let up = upstream(vec![(200, "application/json", CHAT_JSON.into())]).await;
-    let (relay, usage) = relay(gateway(&format!("{}/v1", up.base), "openai-chat", json!({}))).await;
+    let (relay, usage) = relay(gateway(
+        &format!("{}/v1", up.base),
+        "openai-chat",
+        json!({}),
+    ))
+    .await;
     let endpoint = relay.endpoint();
-    assert_eq!(endpoint.base_url, format!("http://127.0.0.1:{}/v1", relay.host_endpoint().port));
+    assert_eq!(
+        endpoint.base_url,
+        format!("http://127.0.0.1:{}/v1", relay.host_endpoint().port)
+    );
     assert_ne!(endpoint.api_key, "sk-real-key-0123456789");
     let body = r#"{"model":"gpt-test","messages":[{"role":"user","content":"hello"}]}"#;
     let answer = reqwest::Client::new()
@@ -125,15 +134,27 @@ async fn a_json_call_reaches_the_upstream_with_the_real_key_and_is_metered() {
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
-    assert_eq!(answer.text().await.unwrap(), CHAT_JSON, "passed through unchanged");
+    assert_eq!(
+        answer.text().await.unwrap(),
+        CHAT_JSON,
+        "passed through unchanged"
+    );
     let seen = up.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/v1/chat/completions?x=1");
-    assert_eq!(seen[0].authorization.as_deref(), Some("Bearer sk-real-key-0123456789"));
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some("Bearer sk-real-key-0123456789")
+    );
     assert_eq!(seen[0].body, body);
     let total = usage.total();
     assert_eq!(
-        (total.prompt_tokens, total.completion_tokens, total.cached_tokens, total.requests),
+        (
+            total.prompt_tokens,
+            total.completion_tokens,
+            total.cached_tokens,
+            total.requests
+        ),
         (12, 3, 4, 1)
     );
     assert!(total.cost_usd.is_none());
@@ -149,7 +170,9 @@ async fn a_stream_passes_byte_for_byte_over_the_unix_socket_and_is_priced() {
     let pricing = json!({"pricing": {"input": 1.0, "output": 2.0}});
     let (relay, usage) = relay(gateway(&up.base, "anthropic", pricing)).await;
     let token = relay.endpoint().api_key;
-    let mut stream = tokio::net::UnixStream::connect(relay.socket()).await.unwrap();
+    let mut stream = tokio::net::UnixStream::connect(relay.socket())
+        .await
+        .unwrap();
     let body = r#"{"model":"gpt-test","stream":true,"max_tokens":10,"messages":[]}"#;
     let request = format!(
         "POST /v1/messages HTTP/1.1\r\nhost: x\r\nx-api-key: {token}\r\nanthropic-version: 2023-06-01\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -168,7 +191,10 @@ async fn a_stream_passes_byte_for_byte_over_the_unix_socket_and_is_priced() {
     assert_eq!(seen[0].api_key.as_deref(), Some("sk-real-key-0123456789"));
     assert_eq!(seen[0].authorization, None);
     let total = usage.total();
-    assert_eq!((total.prompt_tokens, total.completion_tokens, total.requests), (6, 9, 1));
+    assert_eq!(
+        (total.prompt_tokens, total.completion_tokens, total.requests),
+        (6, 9, 1)
+    );
     let cost = total.cost_usd.unwrap();
     assert!((cost - (6.0 + 18.0) / 1e6).abs() < 1e-12, "{cost}");
 }
@@ -176,10 +202,18 @@ async fn a_stream_passes_byte_for_byte_over_the_unix_socket_and_is_priced() {
 #[tokio::test]
 async fn a_wrong_or_missing_token_is_401_and_never_forwarded() {
     let up = upstream(vec![(200, "application/json", CHAT_JSON.into())]).await;
-    let (relay, usage) = relay(gateway(&format!("{}/v1", up.base), "openai-chat", json!({}))).await;
+    let (relay, usage) = relay(gateway(
+        &format!("{}/v1", up.base),
+        "openai-chat",
+        json!({}),
+    ))
+    .await;
     let url = format!("{}/chat/completions", relay.endpoint().base_url);
     let client = reqwest::Client::new();
-    let wrong = client.post(&url).bearer_auth("sk-real-key-0123456789").body("{}");
+    let wrong = client
+        .post(&url)
+        .bearer_auth("sk-real-key-0123456789")
+        .body("{}");
     let missing = client.post(&url).body("{}");
     let two = client
         .post(&url)
@@ -233,7 +267,8 @@ async fn the_endpoint_ends_with_the_relay() {
     let (socket, port) = (relay.socket(), relay.host_endpoint().port);
     let dir = relay.socket_dir().to_path_buf();
     assert!(socket.exists());
-    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&dir).unwrap().permissions());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&dir).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o700);
     drop(relay);
     tokio::task::yield_now().await;

@@ -102,7 +102,10 @@ fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -
     let anthropic_style = incoming.contains_key("x-api-key");
     if !gateway.api_key.is_empty() {
         let (name, value) = if anthropic_style {
-            (HeaderName::from_static("x-api-key"), gateway.api_key.clone())
+            (
+                HeaderName::from_static("x-api-key"),
+                gateway.api_key.clone(),
+            )
         } else {
             (AUTHORIZATION, format!("Bearer {}", gateway.api_key))
         };
@@ -112,10 +115,7 @@ fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -
         }
     }
     if route.endpoint == Endpoint::Messages && !headers.contains_key("anthropic-version") {
-        headers.insert(
-            "anthropic-version",
-            HeaderValue::from_static("2023-06-01"),
-        );
+        headers.insert("anthropic-version", HeaderValue::from_static("2023-06-01"));
     }
     headers
 }
@@ -189,7 +189,10 @@ mod tests {
     #[test]
     fn routes_drop_the_v1_prefix_and_keep_the_query() {
         let chat = route("/v1/chat/completions").unwrap();
-        assert_eq!((chat.rest.as_str(), chat.endpoint), ("/chat/completions", Endpoint::Chat));
+        assert_eq!(
+            (chat.rest.as_str(), chat.endpoint),
+            ("/chat/completions", Endpoint::Chat)
+        );
         let messages = route("/messages?beta=true").unwrap();
         assert_eq!(messages.rest, "/messages");
         assert_eq!(messages.query.as_deref(), Some("beta=true"));

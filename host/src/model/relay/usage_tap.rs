@@ -230,9 +230,18 @@ mod tests {
                 Some((7, 7, 2, 1))
             );
         }
-        assert_eq!(counts(fed(Endpoint::Chat, "application/json", "{}", 4)), None);
-        assert_eq!(counts(fed(Endpoint::Other, "application/json", chat, 4)), None);
-        assert_eq!(counts(fed(Endpoint::Chat, "application/json", "not json", 4)), None);
+        assert_eq!(
+            counts(fed(Endpoint::Chat, "application/json", "{}", 4)),
+            None
+        );
+        assert_eq!(
+            counts(fed(Endpoint::Other, "application/json", chat, 4)),
+            None
+        );
+        assert_eq!(
+            counts(fed(Endpoint::Chat, "application/json", "not json", 4)),
+            None
+        );
     }
 
     #[test]
@@ -248,7 +257,10 @@ mod tests {
                         event: message_stop\ndata: {\"type\":\"message_stop\"}";
         let sse = "text/event-stream; charset=utf-8";
         for piece in [1, 5, 64, 4096] {
-            assert_eq!(counts(fed(Endpoint::Chat, sse, chat, piece)), Some((10, 2, 0, 1)));
+            assert_eq!(
+                counts(fed(Endpoint::Chat, sse, chat, piece)),
+                Some((10, 2, 0, 1))
+            );
             assert_eq!(
                 counts(fed(Endpoint::Responses, sse, responses, piece)),
                 Some((8, 5, 0, 1))

@@ -84,6 +84,9 @@ fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmen
     request.run_dir = Some(rc.store.run_dir().display().to_string());
     request.resolved_env = resolved_env;
     request.egress_hosts = rc.egress_hosts.clone();
+    if role == EnvironmentRole::Task {
+        request.host_endpoints = step.rc.host_endpoints();
+    }
     Ok(request)
 }
 

@@ -52,7 +52,20 @@ pub async fn physical_attempt(
     attempt: u32,
     writer: &TaskWriter,
 ) -> PhysicalOutcome {
-    let scope = rc.attempt_scope();
+    let scope = match rc.attempt_scope(plan).await {
+        Ok(scope) => scope,
+        Err(e) => {
+            let issue = crate::issue_codes::MODEL_ENDPOINT_FAILED.fatal(
+                agentcompass_plugin_api::contracts::IssuePhase::Setup,
+                agentcompass_redact::scrub_text(&e.to_string()),
+            );
+            let result = failed(task, issue);
+            return PhysicalOutcome {
+                result,
+                cancelled: false,
+            };
+        }
+    };
     let step = Step {
         rc: &scope,
         task,

@@ -46,11 +46,26 @@ impl PreparedRequest {
     /// before a results directory exists (one line naming the policy and the provider)
     /// instead of publishing a FATAL `unsupported` task for each. Planning does no I/O.
     fn check_enforceable(&self, first_page: &[TaskSpec]) -> Result<(), RunError> {
+        let Some(first) = first_page.first() else {
+            return Ok(());
+        };
+        // The harness is the request's: one that runs its agent inside the environment needs
+        // the model endpoint there whatever the task.
+        if let Ok(plan) = self.planner.plan(first, &self.resolved, 1) {
+            if let Err(crate::planner::PlanError::Unsupported { message, .. }) =
+                self.planner.check_host_endpoints(&plan)
+            {
+                return Err(RunError::Refused(format!(
+                    "{message} (harness `{}`)",
+                    self.resolved.harness.id
+                )));
+            }
+        }
         let env = &self.resolved.environment;
         let requested = env.baseline_network_policy.is_some()
             || env.run_network_policy.is_some()
             || env.evaluation_network_policy.is_some();
-        if !requested || first_page.is_empty() {
+        if !requested {
             return Ok(());
         }
         let mut refusal = None;

@@ -1,6 +1,9 @@
 //! `cli_agent`: runs an external agent command (Claude Code, Codex, mini-swe-agent, ...) inside
-//! the task environment. The run's model endpoint reaches the command only through the exec
-//! request's environment variables; the key is scrubbed from everything the harness records.
+//! the task environment. The command reaches the run's model through the endpoint the host
+//! serves inside the environment (`HarnessPlan::model_endpoint_in_environment`: under every
+//! network policy, `no-network` included), given to it in the exec request's environment
+//! variables with a per-attempt placeholder token — the real key never enters the
+//! environment; the token is scrubbed from everything the harness records.
 
 mod collect;
 mod instruction;
@@ -60,6 +63,9 @@ impl Harness for CliAgent {
         Settings::read(req)?;
         Ok(HarnessPlan {
             default_run_timeout_seconds: Some(DEFAULT_RUN_TIMEOUT_SECONDS),
+            // The command calls the model from inside the environment: the host serves the
+            // endpoint there, and the command gets a placeholder token, never the real key.
+            model_endpoint_in_environment: true,
             ..HarnessPlan::default()
         })
     }

@@ -1,0 +1,177 @@
+//! The model endpoint inside the environment: an agent command (`cli_agent`) in a `no-network`
+//! Harbor task calls the scripted model from inside the sandbox in all three protocols, with
+//! the placeholder token it was given; the real key is nowhere inside (environment variables,
+//! `/proc/*/environ`, argv, the writable directories), nowhere in the results, and a wrong
+//! token gets 401 without reaching the model. The calls' usage is the attempt's telemetry.
+
+use std::path::{Path, PathBuf};
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{files_containing, published_results, run_dir, PluginDirs, Workspace};
+use serde_json::json;
+
+const KEY: &str = "sk-e2e-ENDPOINT-real-5517";
+
+/// The agent: every call through the endpoint, a wrong token, and what it can see of itself.
+const AGENT: &str = r#"
+set -u
+call() { # PATH AUTH-HEADER BODY
+  curl -sS -m 20 -H "$2" -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' \
+    -d "$3" "$ENDPOINT$1"
+  echo
+}
+ENDPOINT="$OPENAI_BASE_URL"
+{
+  echo "== calls"
+  call /chat/completions "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","messages":[{"role":"user","content":"chat-plain"}]}'
+  call /responses "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","input":"responses-plain"}'
+  call /messages "x-api-key: $ANTHROPIC_API_KEY" '{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"anthropic-plain"}]}'
+  echo "== wrong token"
+  curl -sS -m 20 -o /dev/null -w 'status %{http_code}\n' -H 'Authorization: Bearer not-the-token' \
+    -d '{"model":"m","messages":[{"role":"user","content":"chat-wrong"}]}' "$ENDPOINT/chat/completions"
+  echo "== direct"
+  curl -sS -m 5 -o /dev/null "http://MODEL_HOST/v1/models" && echo "direct reached" || echo "direct refused"
+} > /logs/artifacts/calls.txt 2>&1
+mkdir -p /logs/artifacts/probe
+{
+  echo "== env"; env
+  echo "== environ"; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; echo; done
+  echo "== cmdline"; for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done
+  echo "== end"
+} > /logs/artifacts/probe/self.txt 2>&1
+for dir in /app /tmp /logs/agent /logs/verifier "$HOME" /var/tmp; do
+  [ -d "$dir" ] && [ -w "$dir" ] && cp -r "$dir" "/logs/artifacts/probe/copy$(echo "$dir" | tr / _)" 2>/dev/null
+done
+ls /logs/artifacts/probe > /logs/artifacts/probe/copied.txt
+true
+"#;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/harbor")
+        .join("hello-file")
+}
+
+/// Runs the agent in `env` (`sandbox`, `docker`) against a scripted model that requires the
+/// real key, and checks everything the module docs promise.
+fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&str]) {
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [
+            {"match": {"last_user_contains": "chat-plain"},
+             "responses": [{"text": "chat says hi", "usage": {"prompt_tokens": 11, "completion_tokens": 2}}]},
+            {"match": {"last_user_contains": "responses-plain"},
+             "responses": [{"text": "responses says hi", "usage": {"prompt_tokens": 13, "completion_tokens": 3}}]},
+            {"match": {"last_user_contains": "anthropic-plain"},
+             "responses": [{"text": "anthropic says hi", "usage": {"prompt_tokens": 17, "completion_tokens": 5}}]},
+            {"responses": [{"text": "unexpected"}]}
+        ]}),
+        None,
+    )
+    .unwrap();
+    let base_url = server.base_url();
+    let model_host = base_url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "harbor-pack");
+    dirs.package("packs", "agents-pack");
+    if env == "docker" {
+        dirs.package("packs", "docker-provider");
+    }
+    let harness = json!({"command": AGENT.replace("MODEL_HOST", &model_host)}).to_string();
+    let task = json!({"path": examples()}).to_string();
+    let mut args = vec![
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "run",
+        "harbor",
+        "cli_agent",
+        "m",
+        "--benchmark-params",
+        &task,
+        "--harness-params",
+        &harness,
+        "--model-base-url",
+        &base_url,
+        "--model-api-key",
+        "${E2E_KEY}",
+        "--env",
+        env,
+        "--execution-params",
+        r#"{"save_artifacts": true}"#,
+    ];
+    args.extend_from_slice(extra);
+    let out = ws.run(&args, &[("E2E_KEY", KEY)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (attempt, result) = &results["hello-file"];
+    let artifact = |name: &str| {
+        std::fs::read_to_string(attempt.join("artifacts/logs/artifacts").join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}; {result}"))
+    };
+
+    // Every protocol answered through the endpoint; the wrong token did not get through and
+    // the model itself is out of reach.
+    let calls = artifact("calls.txt");
+    for answer in ["chat says hi", "responses says hi", "anthropic says hi"] {
+        assert!(calls.contains(answer), "{answer}: {calls}");
+    }
+    assert!(calls.contains("status 401"), "{calls}");
+    assert!(calls.contains("direct refused"), "{calls}");
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r["body"].to_string())
+        .collect();
+    assert_eq!(
+        asked.len(),
+        3,
+        "only the three good calls reached the model: {asked:?}"
+    );
+    assert!(!asked.iter().any(|b| b.contains("chat-wrong")), "{asked:?}");
+
+    // The usage of the three calls is the attempt's.
+    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+    assert_eq!(usage["requests"], 3, "{result}");
+    assert_eq!(usage["prompt_tokens"], 11 + 13 + 17, "{usage}");
+    assert_eq!(usage["completion_tokens"], 2 + 3 + 5, "{usage}");
+
+    // What the agent could see (copied out as artifacts, searched below with the rest of the
+    // results): its variables, every process's environment and argv, the writable
+    // directories; the variables hold a placeholder token.
+    let seen = artifact("probe/self.txt");
+    assert!(seen.contains("== end"), "{seen}");
+    let token = seen
+        .lines()
+        .find_map(|line| line.strip_prefix("OPENAI_API_KEY="))
+        .unwrap_or_default();
+    assert_eq!(token.len(), 64, "a placeholder token: {seen}");
+    let copied = artifact("probe/copied.txt");
+    for dir in ["copy_app", "copy_tmp"] {
+        assert!(copied.contains(dir), "{dir}: {copied}");
+    }
+    assert!(
+        seen.contains(&format!("ANTHROPIC_API_KEY={token}")),
+        "{seen}"
+    );
+
+    // And nowhere in the results or on the console.
+    assert_eq!(
+        files_containing(&ws.cwd.join("results"), KEY),
+        Vec::<PathBuf>::new()
+    );
+    assert!(
+        !out.stdout.contains(KEY) && !out.stderr.contains(KEY),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn in_a_no_network_sandbox() {
+    the_agent_reaches_the_model_through_the_endpoint_only("sandbox", &[]);
+}
