@@ -61,7 +61,8 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-results",
             "agentcompass-loader",
             "agentcompass-builtins",
-            // `runtime.egress.hosts` is checked with the proxy's own host map rules.
+            // `runtime.egress.hosts` is checked with the proxy's own host map rules, and the
+            // model endpoint relay's per-attempt token is the egress proxy's.
             "agentcompass-egress",
         ],
     );

@@ -1,5 +1,6 @@
 //! The model endpoint inside the environment: an agent command (`cli_agent`) in a `no-network`
-//! Harbor task calls the scripted model from inside the sandbox in all three protocols, with
+//! Harbor task calls the scripted model from inside the sandbox in all three protocols,
+//! non-streaming and streaming (SSE), with
 //! the placeholder token it was given; the real key is nowhere inside (environment variables,
 //! `/proc/*/environ`, argv, the writable directories), nowhere in the results, and a wrong
 //! token gets 401 without reaching the model. The calls' usage is the attempt's telemetry.
@@ -26,6 +27,10 @@ ENDPOINT="$OPENAI_BASE_URL"
   call /chat/completions "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","messages":[{"role":"user","content":"chat-plain"}]}'
   call /responses "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","input":"responses-plain"}'
   call /messages "x-api-key: $ANTHROPIC_API_KEY" '{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"anthropic-plain"}]}'
+  echo "== streams"
+  call /chat/completions "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"chat-stream"}]}'
+  call /responses "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","stream":true,"input":"responses-stream"}'
+  call /messages "x-api-key: $ANTHROPIC_API_KEY" '{"model":"m","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"anthropic-stream"}]}'
   echo "== wrong token"
   curl -sS -m 20 -o /dev/null -w 'status %{http_code}\n' -H 'Authorization: Bearer not-the-token' \
     -d '{"model":"m","messages":[{"role":"user","content":"chat-wrong"}]}' "$ENDPOINT/chat/completions"
@@ -63,6 +68,12 @@ fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&st
              "responses": [{"text": "responses says hi", "usage": {"prompt_tokens": 13, "completion_tokens": 3}}]},
             {"match": {"last_user_contains": "anthropic-plain"},
              "responses": [{"text": "anthropic says hi", "usage": {"prompt_tokens": 17, "completion_tokens": 5}}]},
+            {"match": {"last_user_contains": "chat-stream"},
+             "responses": [{"text": "chat streams", "usage": {"prompt_tokens": 19, "completion_tokens": 7}, "chunk_delay_ms": 5}]},
+            {"match": {"last_user_contains": "responses-stream"},
+             "responses": [{"text": "responses stream", "usage": {"prompt_tokens": 23, "completion_tokens": 11}, "chunk_delay_ms": 5}]},
+            {"match": {"last_user_contains": "anthropic-stream"},
+             "responses": [{"text": "anthropic streams", "usage": {"prompt_tokens": 29, "completion_tokens": 13}, "chunk_delay_ms": 5}]},
             {"responses": [{"text": "unexpected"}]}
         ]}),
         None,
@@ -121,6 +132,10 @@ fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&st
     for answer in ["chat says hi", "responses says hi", "anthropic says hi"] {
         assert!(calls.contains(answer), "{answer}: {calls}");
     }
+    let streams = calls.split("== streams").nth(1).unwrap_or_default();
+    for end in ["data: [DONE]", "event: response.completed", "event: message_stop"] {
+        assert!(streams.contains(end), "{end}: {streams}");
+    }
     assert!(calls.contains("status 401"), "{calls}");
     assert!(calls.contains("direct refused"), "{calls}");
     let asked: Vec<String> = server
@@ -128,18 +143,14 @@ fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&st
         .iter()
         .map(|r| r["body"].to_string())
         .collect();
-    assert_eq!(
-        asked.len(),
-        3,
-        "only the three good calls reached the model: {asked:?}"
-    );
+    assert_eq!(asked.len(), 6, "only the six good calls reached the model: {asked:?}");
     assert!(!asked.iter().any(|b| b.contains("chat-wrong")), "{asked:?}");
 
-    // The usage of the three calls is the attempt's.
+    // The usage of the six calls, streamed or not, is the attempt's.
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
-    assert_eq!(usage["requests"], 3, "{result}");
-    assert_eq!(usage["prompt_tokens"], 11 + 13 + 17, "{usage}");
-    assert_eq!(usage["completion_tokens"], 2 + 3 + 5, "{usage}");
+    assert_eq!(usage["requests"], 6, "{result}");
+    assert_eq!(usage["prompt_tokens"], 11 + 13 + 17 + 19 + 23 + 29, "{usage}");
+    assert_eq!(usage["completion_tokens"], 2 + 3 + 5 + 7 + 11 + 13, "{usage}");
 
     // What the agent could see (copied out as artifacts, searched below with the rest of the
     // results): its variables, every process's environment and argv, the writable
