@@ -50,7 +50,8 @@ async fn upstream() -> SocketAddr {
             let (stream, _) = listener.accept().await.unwrap();
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(|_req: Request<Incoming>| async {
-                    let mut response = Response::new(Full::new(Bytes::from_static(ANSWER.as_bytes())));
+                    let mut response =
+                        Response::new(Full::new(Bytes::from_static(ANSWER.as_bytes())));
                     response
                         .headers_mut()
                         .insert("content-type", "application/json".parse().unwrap());
@@ -163,7 +164,11 @@ async fn footprint(count: usize, gateway: &Arc<ModelGateway>) {
     let (rss1, fds1) = rss_kib_and_fds();
     for relay in &relays {
         let endpoint = relay.endpoint();
-        call(&format!("{}/chat/completions", endpoint.base_url), &endpoint.api_key).await;
+        call(
+            &format!("{}/chat/completions", endpoint.base_url),
+            &endpoint.api_key,
+        )
+        .await;
     }
     let (rss2, fds2) = rss_kib_and_fds();
     println!("footprint of {count} relays (one per concurrent attempt):");
