@@ -178,3 +178,48 @@ fn a_reader_that_closes_stdout_early_ends_the_host_quietly() {
     assert_eq!(out.status.code(), Some(141), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn the_readme_networks_table_is_what_the_providers_declare() {
+    // Each row of README's "Networks" table, rebuilt from `config docs env ID` (the
+    // providers' declared capabilities; `docker` as its packaged plugin).
+    let dirs = PluginDirs::new();
+    let docker = dirs.package("docker", "docker-provider");
+    let mut rows = String::from(
+        "| provider | network modes | entry types | per-phase policies |\n|---|---|---|---|\n",
+    );
+    for id in ["host_process", "sandbox", "docker"] {
+        let mut args = plugin_dir_args(&[&docker]);
+        args.extend(["config".into(), "docs".into(), "env".into(), id.into()]);
+        let out = run_host(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        let field = |name: &str| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.trim().strip_prefix(&format!("{name}:")))
+                .unwrap_or_else(|| panic!("no `{name}` line: {}", out.stdout))
+                .trim()
+                .to_string()
+        };
+        let entry_types = field("entry types");
+        let entry_types = if entry_types.starts_with("none") {
+            "none".to_string()
+        } else {
+            entry_types
+        };
+        let per_phase = field("per-phase policies");
+        let per_phase = per_phase.split_whitespace().next().unwrap_or_default();
+        rows.push_str(&format!(
+            "| `{id}` | {} | {entry_types} | {per_phase} |\n",
+            field("network modes")
+        ));
+    }
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    assert!(
+        readme.contains(&rows),
+        "README.md's Networks table must be what the providers declare:\n{rows}"
+    );
+}
