@@ -133,7 +133,11 @@ fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&st
         assert!(calls.contains(answer), "{answer}: {calls}");
     }
     let streams = calls.split("== streams").nth(1).unwrap_or_default();
-    for end in ["data: [DONE]", "event: response.completed", "event: message_stop"] {
+    for end in [
+        "data: [DONE]",
+        "event: response.completed",
+        "event: message_stop",
+    ] {
         assert!(streams.contains(end), "{end}: {streams}");
     }
     assert!(calls.contains("status 401"), "{calls}");
@@ -143,14 +147,26 @@ fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&st
         .iter()
         .map(|r| r["body"].to_string())
         .collect();
-    assert_eq!(asked.len(), 6, "only the six good calls reached the model: {asked:?}");
+    assert_eq!(
+        asked.len(),
+        6,
+        "only the six good calls reached the model: {asked:?}"
+    );
     assert!(!asked.iter().any(|b| b.contains("chat-wrong")), "{asked:?}");
 
     // The usage of the six calls, streamed or not, is the attempt's.
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
     assert_eq!(usage["requests"], 6, "{result}");
-    assert_eq!(usage["prompt_tokens"], 11 + 13 + 17 + 19 + 23 + 29, "{usage}");
-    assert_eq!(usage["completion_tokens"], 2 + 3 + 5 + 7 + 11 + 13, "{usage}");
+    assert_eq!(
+        usage["prompt_tokens"],
+        11 + 13 + 17 + 19 + 23 + 29,
+        "{usage}"
+    );
+    assert_eq!(
+        usage["completion_tokens"],
+        2 + 3 + 5 + 7 + 11 + 13,
+        "{usage}"
+    );
 
     // What the agent could see (copied out as artifacts, searched below with the rest of the
     // results): its variables, every process's environment and argv, the writable
