@@ -15,29 +15,49 @@ const KEY: &str = "sk-e2e-ENDPOINT-real-5517";
 
 /// The agent: every call through the endpoint, a wrong token, and what it can see of itself.
 const AGENT: &str = r#"
-set -u
-call() { # PATH AUTH-HEADER BODY
-  curl -sS -m 20 -H "$2" -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' \
-    -d "$3" "$ENDPOINT$1"
+# curl where the environment has it (the sandbox shows the host's), else busybox wget.
+post() { # URL AUTH-HEADER BODY: prints the answer
+  if command -v curl >/dev/null; then
+    curl -sS -m 20 -H "$2" -H 'content-type: application/json' -H 'anthropic-version: 2023-06-01' -d "$3" "$1"
+  else
+    wget -q -T 20 -O - --header "$2" --header 'content-type: application/json' \
+      --header 'anthropic-version: 2023-06-01' --post-data "$3" "$1"
+  fi
   echo
 }
-ENDPOINT="$OPENAI_BASE_URL"
+status() { # URL AUTH-HEADER BODY: prints "status CODE"
+  if command -v curl >/dev/null; then
+    curl -sS -m 20 -o /dev/null -w 'status %{http_code}\n' -H "$2" -d "$3" "$1"
+  else
+    wget -S -T 20 -O /dev/null --header "$2" --post-data "$3" "$1" 2>&1 \
+      | grep -o 'HTTP/1.[01] [0-9]*' | head -n 1 | sed 's/^HTTP.* /status /'
+  fi
+}
+reach() { # URL: prints "direct reached" or "direct refused"
+  if command -v curl >/dev/null; then
+    curl -sS -m 5 -o /dev/null "$1" 2>/dev/null && echo "direct reached" || echo "direct refused"
+  else
+    wget -q -T 5 -O /dev/null "$1" 2>/dev/null && echo "direct reached" || echo "direct refused"
+  fi
+}
+E="$OPENAI_BASE_URL"
+OA="Authorization: Bearer $OPENAI_API_KEY"
+AA="x-api-key: $ANTHROPIC_API_KEY"
+mkdir -p /logs/artifacts/probe
 {
   echo "== calls"
-  call /chat/completions "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","messages":[{"role":"user","content":"chat-plain"}]}'
-  call /responses "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","input":"responses-plain"}'
-  call /messages "x-api-key: $ANTHROPIC_API_KEY" '{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"anthropic-plain"}]}'
+  post "$E/chat/completions" "$OA" '{"model":"m","messages":[{"role":"user","content":"chat-plain"}]}'
+  post "$E/responses" "$OA" '{"model":"m","input":"responses-plain"}'
+  post "$E/messages" "$AA" '{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"anthropic-plain"}]}'
   echo "== streams"
-  call /chat/completions "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"chat-stream"}]}'
-  call /responses "Authorization: Bearer $OPENAI_API_KEY" '{"model":"m","stream":true,"input":"responses-stream"}'
-  call /messages "x-api-key: $ANTHROPIC_API_KEY" '{"model":"m","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"anthropic-stream"}]}'
+  post "$E/chat/completions" "$OA" '{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"chat-stream"}]}'
+  post "$E/responses" "$OA" '{"model":"m","stream":true,"input":"responses-stream"}'
+  post "$E/messages" "$AA" '{"model":"m","stream":true,"max_tokens":16,"messages":[{"role":"user","content":"anthropic-stream"}]}'
   echo "== wrong token"
-  curl -sS -m 20 -o /dev/null -w 'status %{http_code}\n' -H 'Authorization: Bearer not-the-token' \
-    -d '{"model":"m","messages":[{"role":"user","content":"chat-wrong"}]}' "$ENDPOINT/chat/completions"
+  status "$E/chat/completions" "Authorization: Bearer not-the-token" '{"model":"m","messages":[{"role":"user","content":"chat-wrong"}]}'
   echo "== direct"
-  curl -sS -m 5 -o /dev/null "http://MODEL_HOST/v1/models" && echo "direct reached" || echo "direct refused"
+  reach "http://MODEL_HOST/v1/models"
 } > /logs/artifacts/calls.txt 2>&1
-mkdir -p /logs/artifacts/probe
 {
   echo "== env"; env
   echo "== environ"; for f in /proc/[0-9]*/environ; do tr '\0' '\n' < "$f"; echo; done
