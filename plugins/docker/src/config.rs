@@ -1,7 +1,9 @@
 //! The provider's parameters, the build context and the working directory.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
+use agentcompass_egress::HostMap;
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
@@ -53,6 +55,15 @@ pub(crate) fn config_schema() -> ConfigSchema {
              setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
              network, and reused while the context is unchanged",
         ))
+        .field(ConfigField::new(
+            "egress_hosts",
+            ConfigType::Object,
+            json!({}),
+            "allowlist and denylist: static names the egress proxy resolves before DNS, \
+             like Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped \
+             name resolves to its address only; for a name also in the runtime option \
+             `runtime.egress.hosts`, the runtime option's address is used",
+        ))
 }
 
 /// The provider's parameters.
@@ -63,6 +74,8 @@ pub(crate) struct Config {
     pub(crate) keep_alive_command: Vec<String>,
     pub(crate) pull: bool,
     pub(crate) build_context: Option<PathBuf>,
+    /// The egress proxy's static names (`allowlist`, `denylist`), validated.
+    pub(crate) egress_hosts: BTreeMap<String, String>,
 }
 
 impl Config {
@@ -102,12 +115,49 @@ impl Config {
             }
             Some(_) => unreachable!("checked by the schema"),
         };
+        let mut egress_hosts = BTreeMap::new();
+        if let Some(hosts) = params.get("egress_hosts").and_then(Value::as_object) {
+            for (name, address) in hosts {
+                let address = address.as_str().ok_or_else(|| {
+                    Error::invalid_input(format!(
+                        "environment `{ID}`: parameter `egress_hosts.{name}` must be an \
+                         address string"
+                    ))
+                })?;
+                egress_hosts.insert(name.clone(), address.to_string());
+            }
+        }
+        HostMap::from_pairs(&egress_hosts).map_err(|e| {
+            Error::invalid_input(format!("environment `{ID}`: parameter `egress_hosts`: {e}"))
+        })?;
         Ok(Config {
+            egress_hosts,
             docker_host,
             network: text("network")?.unwrap_or_else(|| "host".to_string()),
             keep_alive_command,
             pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
             build_context: text("build_context")?.map(PathBuf::from),
+        })
+    }
+}
+
+impl Config {
+    /// The egress proxy's host map: the `egress_hosts` parameter, then `runtime` (the open
+    /// request's `egress_hosts`, from the runtime option `runtime.egress.hosts`), whose
+    /// address replaces the parameter's for the same name (compared lowercase, without a
+    /// trailing dot), as in `sandbox`.
+    pub(crate) fn host_map(&self, runtime: &BTreeMap<String, String>) -> Result<HostMap> {
+        let key = |name: &str| name.trim().trim_end_matches('.').to_ascii_lowercase();
+        let overridden: BTreeSet<String> = runtime.keys().map(|n| key(n)).collect();
+        let pairs = self
+            .egress_hosts
+            .iter()
+            .filter(|(name, _)| !overridden.contains(&key(name)))
+            .chain(runtime);
+        HostMap::from_pairs(pairs).map_err(|e| {
+            Error::invalid_input(format!(
+                "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
+            ))
         })
     }
 }

@@ -5,7 +5,9 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use agentcompass_plugin_api::contracts::{ExecCommand, ExecRequest, ExecResult, SessionInfo};
+use agentcompass_plugin_api::contracts::{
+    ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionInfo,
+};
 use agentcompass_plugin_api::sdk::provider::{
     blocking, random_suffix, timeout_duration, transfer_error,
 };
@@ -17,6 +19,8 @@ use serde_json::json;
 use crate::archive;
 use crate::config::normalize;
 use crate::exec::{probe, run_exec, start_detached, EXEC_MARKER};
+use crate::isolation::SessionNetwork;
+use crate::network::Attachment;
 use crate::transfer::{fetch, fetch_file, follow, put, MAX_SYMLINKS};
 use crate::{remove_container, ID};
 
@@ -27,6 +31,7 @@ pub(crate) struct DockerSession {
     docker_host: String,
     workdir: String,
     env: BTreeMap<String, String>,
+    network: SessionNetwork,
     closed: AtomicBool,
 }
 
@@ -37,6 +42,7 @@ impl DockerSession {
         docker_host: String,
         workdir: String,
         env: BTreeMap<String, String>,
+        network: SessionNetwork,
     ) -> Self {
         DockerSession {
             docker,
@@ -44,6 +50,7 @@ impl DockerSession {
             docker_host,
             workdir,
             env,
+            network,
             closed: AtomicBool::new(false),
         }
     }
@@ -92,14 +99,27 @@ impl EnvironmentSession for DockerSession {
             id: self.container.clone(),
             provider: ID.to_string(),
             default_workdir: Some(self.workdir.clone()),
-            close_params: json!({"container": self.container, "docker_host": self.docker_host}),
+            close_params: match &self.network {
+                SessionNetwork::Isolated { dir, .. } => json!({
+                    "container": self.container,
+                    "docker_host": self.docker_host,
+                    "egress_dir": dir.display().to_string(),
+                }),
+                SessionNetwork::Shared { .. } => {
+                    json!({"container": self.container, "docker_host": self.docker_host})
+                }
+            },
         }
     }
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = request.effective_env(&self.env)?;
+        let mut env = request.effective_env(&self.env)?;
+        if let SessionNetwork::Isolated { state, .. } = &self.network {
+            // The proxy variables of the policy current now (they override any binding).
+            env.extend(state.lock().await.env());
+        }
         let cwd = match &request.cwd {
             Some(cwd) => self.abs(cwd),
             None => self.workdir.clone(),
@@ -248,12 +268,51 @@ impl EnvironmentSession for DockerSession {
         self.test("-d", path).await
     }
 
+    /// Public containers accept only `public`; isolated ones every non-public policy: the
+    /// session's proxy is replaced (tunnels of the previous policy closed) or stopped
+    /// (`no-network`), and commands started from then on get that policy's proxy variables.
+    /// Commands already running keep their variables, but reach only what the new policy
+    /// permits. A refused or failed switch leaves the current policy.
+    async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
+        self.check_open()?;
+        let policy = policy
+            .normalized()
+            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
+        match &self.network {
+            SessionNetwork::Shared { .. } if policy.is_public() => Ok(()),
+            SessionNetwork::Shared { .. } => Err(Attachment::refusal(
+                &NetworkPolicy::public(),
+                "requested network policy",
+                &policy,
+            )),
+            SessionNetwork::Isolated { state, .. } => {
+                let isolation = state.clone();
+                self.call(move |docker, container| async move {
+                    isolation
+                        .lock()
+                        .await
+                        .apply(&docker, &container, policy)
+                        .await
+                })
+                .await
+            }
+        }
+    }
+
     async fn close(&self) -> Result<()> {
         self.closed.store(true, Ordering::SeqCst);
-        crate::rt::spawn({
+        let removed = crate::rt::spawn({
             let (docker, container) = (self.docker.clone(), self.container.clone());
             async move { remove_container(&docker, &container).await }
         })
-        .await?
+        .await?;
+        let stopped = match &self.network {
+            SessionNetwork::Isolated { state, .. } => {
+                let isolation = state.clone();
+                crate::rt::spawn(async move { isolation.lock().await.stop().await }).await?
+            }
+            SessionNetwork::Shared { .. } => Ok(()),
+        };
+        removed.and(stopped)
     }
 }

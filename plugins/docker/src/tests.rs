@@ -245,7 +245,7 @@ fn no_network_is_isolated_and_public_uses_the_host_network() {
 fn plans_are_validated() {
     let provider = DockerProvider;
     let caps = provider.capabilities().unwrap();
-    assert!(caps.task_env && !caps.dynamic_network_policy);
+    assert!(caps.task_env && caps.dynamic_network_policy && caps.host_endpoints);
     assert_eq!(caps.operating_systems, ["linux"]);
     let mut plan = ExecutionPlan {
         environment: EnvironmentSpec::new(ID),
@@ -260,12 +260,16 @@ fn plans_are_validated() {
     });
     provider.validate_plan(&plan).unwrap();
 
-    let mut refused = plan.clone();
-    refused.baseline_network_policy = Some(NetworkPolicy::allowlist(["pypi.org"]));
+    let mut allowlist = plan.clone();
+    allowlist.baseline_network_policy = Some(NetworkPolicy::allowlist(["pypi.org", "10.0.0.0/8"]));
+    provider.validate_plan(&allowlist).unwrap();
+    // A public run phase in a container started on `none` fails closed.
+    let mut refused = allowlist;
+    refused.run_network_policy = Some(NetworkPolicy::public());
     let err = provider.validate_plan(&refused).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
     assert!(
-        err.message.contains("allowlist") && err.message.contains("public, no-network"),
+        err.message.contains("`allowlist`") && err.message.contains("run_network_policy"),
         "{}",
         err.message
     );
@@ -310,6 +314,7 @@ fn config_defaults() {
             keep_alive_command: vec!["sleep".into(), "2147483647".into()],
             pull: false,
             build_context: None,
+            egress_hosts: std::collections::BTreeMap::new(),
         }
     );
     let schema = info().config_schema;
@@ -319,6 +324,7 @@ fn config_defaults() {
         "keep_alive_command",
         "pull",
         "build_context",
+        "egress_hosts",
     ] {
         assert!(schema.get(key).is_some(), "{key}");
     }

@@ -1,0 +1,205 @@
+//! An isolated container's egress: the host's proxy (`agentcompass_egress`) on a Unix socket
+//! in the session's private host directory, bound read-only into the container, and the
+//! proxy variables its commands get. Switching the policy swaps the proxy: the new one is
+//! bound beside the socket and renamed over it (new connections reach it from then on), then
+//! the old one is shut down with every tunnel it had open, so nothing opened under one
+//! policy survives into the next. A policy without egress (`no-network`) removes the socket:
+//! the forwarder's port then relays to nothing.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use agentcompass_egress::{
+    EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap, ProxyHandle,
+};
+use agentcompass_plugin_api::{tracing, Error, Result};
+use tokio::net::UnixListener;
+
+use crate::forwarder::EGRESS_DIR;
+use crate::ID;
+
+/// Where the forwarder listens for the proxy in the container (`127.0.0.1`).
+pub(crate) const PROXY_PORT: u16 = 3128;
+
+/// The proxy's socket directory in the container (read-only).
+pub(crate) const SOCKET_DIR: &str = "/.agentcompass-egress/proxy";
+
+/// The socket's file name (short: a socket path has at most 107 bytes).
+const SOCKET_NAME: &str = "s";
+
+/// The name a new proxy is bound under before it replaces the socket.
+const NEXT_NAME: &str = "s.next";
+
+/// Proxy variables, set in upper and lower case (curl reads only `http_proxy` in lower case).
+const PROXY_VARS: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
+
+/// What never goes through the proxy: the container's own loopback.
+const NO_PROXY: &str = "localhost,127.0.0.1,::1";
+
+/// The host-side name prefix of the private directories (the provider removes only those).
+pub(crate) const DIR_PREFIX: &str = "agentcompass-docker-";
+
+/// One isolated session's egress: its private directory, token, host map and the proxy
+/// serving now (if the current policy has egress).
+pub(crate) struct Egress {
+    /// The private host directory (0700): `proxy/s` lives in it.
+    dir: PathBuf,
+    token: EgressToken,
+    host_map: HostMap,
+    session: String,
+    proxy: Option<ProxyHandle>,
+}
+
+impl Egress {
+    /// Creates the private directory (`<temp>/agentcompass-docker-<suffix>/proxy`, 0700) of
+    /// the session `session`; no proxy runs yet.
+    pub(crate) fn create(suffix: &str, host_map: HostMap, session: &str) -> Result<Egress> {
+        let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{suffix}"));
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Error::environment(format!("environment `{ID}`: {what}: {e}"))
+        };
+        let token =
+            EgressToken::random().map_err(|e| failed("cannot make the egress token", &e))?;
+        for d in [dir.clone(), dir.join("proxy")] {
+            fs::create_dir(&d)
+                .and_then(|()| fs::set_permissions(&d, fs::Permissions::from_mode(0o700)))
+                .map_err(|e| {
+                    failed(
+                        &format!("cannot create the egress directory `{}`", d.display()),
+                        &e,
+                    )
+                })?;
+        }
+        Ok(Egress {
+            dir,
+            token,
+            host_map,
+            session: session.to_string(),
+            proxy: None,
+        })
+    }
+
+    /// The private host directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The read-only bind of the socket directory into the container.
+    pub(crate) fn bind(&self) -> String {
+        crate::forwarder::ro_bind(&self.dir.join("proxy"), Path::new(SOCKET_DIR))
+    }
+
+    /// The proxy socket as the container sees it.
+    pub(crate) fn container_socket() -> PathBuf {
+        Path::new(SOCKET_DIR).join(SOCKET_NAME)
+    }
+
+    /// The token (for the host's secret registry).
+    pub(crate) fn token(&self) -> &str {
+        self.token.expose()
+    }
+
+    /// The proxy variables of a command (values hold the token).
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        let url = format!(
+            "http://agent:{}@127.0.0.1:{PROXY_PORT}",
+            self.token.expose()
+        );
+        let mut env = Vec::new();
+        for name in PROXY_VARS {
+            env.push((name.to_string(), url.clone()));
+            env.push((name.to_ascii_lowercase(), url.clone()));
+        }
+        env.push(("NO_PROXY".to_string(), NO_PROXY.to_string()));
+        env.push(("no_proxy".to_string(), NO_PROXY.to_string()));
+        env
+    }
+
+    /// Serves `policy` from now on (`None`: no proxy): the new proxy replaces the socket,
+    /// then the old one is shut down with its tunnels. Runs on the provider runtime. On an
+    /// error the current proxy is left as it was.
+    pub(crate) async fn switch(&mut self, policy: Option<EgressPolicy>) -> Result<()> {
+        let socket = self.dir.join("proxy").join(SOCKET_NAME);
+        let failed = |what: &str, e: &dyn std::fmt::Display| {
+            Error::environment(format!("environment `{ID}`: {what}: {e}"))
+        };
+        let next = match policy {
+            Some(policy) => {
+                let staged = self.dir.join("proxy").join(NEXT_NAME);
+                let _ = fs::remove_file(&staged);
+                let listener = UnixListener::bind(&staged).map_err(|e| {
+                    failed(
+                        &format!("cannot bind the egress socket `{}`", staged.display()),
+                        &e,
+                    )
+                })?;
+                let label = self.session.clone();
+                let log = EgressLog::new(move |event| {
+                    if event.is_refusal() {
+                        tracing::warn!(provider = ID, session = %label, "{event}");
+                    } else {
+                        tracing::debug!(provider = ID, session = %label, "{event}");
+                    }
+                });
+                let config = EgressConfig::new(policy, self.token.clone())
+                    .with_host_map(self.host_map.clone())
+                    .with_log(log);
+                let proxy = EgressProxy::serve(listener, config)
+                    .map_err(|e| failed("cannot start the egress proxy", &e))?;
+                fs::rename(&staged, &socket).map_err(|e| {
+                    let _ = fs::remove_file(&staged);
+                    failed("cannot install the egress socket", &e)
+                })?;
+                Some(proxy)
+            }
+            None => {
+                match fs::remove_file(&socket) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(failed("cannot remove the egress socket", &e)),
+                }
+                None
+            }
+        };
+        if let Some(old) = std::mem::replace(&mut self.proxy, next) {
+            old.shutdown().await;
+        }
+        Ok(())
+    }
+
+    /// Stops the proxy (its listener and tunnels closed when this returns) and removes the
+    /// private directory.
+    pub(crate) async fn stop(&mut self) -> Result<()> {
+        if let Some(old) = self.proxy.take() {
+            old.shutdown().await;
+        }
+        remove_dir(&self.dir)
+    }
+}
+
+/// Removes a private directory of this provider (a missing one is fine).
+pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
+    let owned = dir
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with(DIR_PREFIX));
+    if !owned || !dir.is_absolute() {
+        return Err(Error::invalid_input(format!(
+            "environment `{ID}`: refusing to remove `{}`: not a directory this provider creates",
+            dir.display()
+        )));
+    }
+    match fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::environment(format!(
+            "environment `{ID}`: cannot remove `{}`: {e}",
+            dir.display()
+        ))),
+    }
+}
+
+/// The container path of the `index`th host endpoint's socket directory.
+pub(crate) fn endpoint_dir(index: usize) -> PathBuf {
+    Path::new(EGRESS_DIR).join(format!("endpoint-{index}"))
+}

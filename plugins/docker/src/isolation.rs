@@ -1,0 +1,152 @@
+//! What a session runs for its container's network: on a shared network, the forwarder of
+//! its host endpoints (only when that network is not the host's); on `none`, the egress
+//! proxy of the current policy, the forwarder serving the proxy's port and the endpoints,
+//! and the current policy itself.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agentcompass_egress::forward::Forward;
+use agentcompass_plugin_api::contracts::{HostEndpoint, NetworkPolicy};
+use agentcompass_plugin_api::{Error, Result};
+use bollard::Docker;
+use tokio::sync::Mutex;
+
+use crate::egress::{endpoint_dir, Egress, PROXY_PORT};
+use crate::forwarder::{self, ro_bind, Bundle, Running};
+use crate::network::{egress_of, Attachment};
+use crate::ID;
+
+/// A session's network, fixed by its baseline when the container started.
+pub(crate) enum SessionNetwork {
+    /// The `network` parameter: `public` only.
+    Shared {
+        /// The endpoints' forwarder (held for its output task), if the network is not the
+        /// host's.
+        _forwarder: Option<Running>,
+    },
+    /// `none`: switched among the non-public policies by the session's proxy.
+    Isolated {
+        /// The proxy, forwarder and current policy.
+        state: Arc<Mutex<Isolation>>,
+        /// The private host directory (for crash cleanup).
+        dir: std::path::PathBuf,
+    },
+}
+
+/// The state of an isolated session.
+pub(crate) struct Isolation {
+    baseline: NetworkPolicy,
+    current: NetworkPolicy,
+    egress: Egress,
+    bundle: Arc<Bundle>,
+    /// The proxy's port and the host endpoints.
+    forwards: Vec<Forward>,
+    forwarder: Option<Running>,
+}
+
+/// The container side of host endpoints: read-only binds of their socket directories and
+/// their forwards.
+pub(crate) fn endpoint_mounts(endpoints: &[HostEndpoint]) -> Result<(Vec<String>, Vec<Forward>)> {
+    let mut binds = Vec::new();
+    let mut forwards = Vec::new();
+    for (index, endpoint) in endpoints.iter().enumerate() {
+        let socket = Path::new(&endpoint.socket);
+        let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: host endpoint `{}`: `{}` is not a socket path",
+                endpoint.name, endpoint.socket
+            )));
+        };
+        if !socket.is_absolute() || endpoint.port == 0 || endpoint.port == PROXY_PORT {
+            return Err(Error::invalid_input(format!(
+                "environment `{ID}`: host endpoint `{}` needs an absolute socket path and a \
+                 port other than 0 and {PROXY_PORT} (got `{}`, {})",
+                endpoint.name, endpoint.socket, endpoint.port
+            )));
+        }
+        let inside = endpoint_dir(index);
+        binds.push(ro_bind(dir, &inside));
+        forwards.push(forwarder::forward(endpoint.port, inside.join(name)));
+    }
+    Ok((binds, forwards))
+}
+
+impl Isolation {
+    /// The state of a container just started on `none`: nothing runs yet.
+    pub(crate) fn new(
+        baseline: NetworkPolicy,
+        egress: Egress,
+        bundle: Arc<Bundle>,
+        endpoints: Vec<Forward>,
+    ) -> Isolation {
+        let mut forwards = vec![forwarder::forward(PROXY_PORT, Egress::container_socket())];
+        forwards.extend(endpoints);
+        Isolation {
+            current: baseline.clone(),
+            baseline,
+            egress,
+            bundle,
+            forwards,
+            forwarder: None,
+        }
+    }
+
+    /// Starts what the baseline needs: the forwarder when there are endpoints or the
+    /// baseline has egress, the baseline's proxy. Runs on the provider runtime.
+    pub(crate) async fn start(&mut self, docker: &Docker, container: &str) -> Result<()> {
+        if self.forwards.len() > 1 {
+            self.ensure_forwarder(docker, container).await?;
+        }
+        let baseline = self.baseline.clone();
+        self.apply(docker, container, baseline).await
+    }
+
+    async fn ensure_forwarder(&mut self, docker: &Docker, container: &str) -> Result<()> {
+        if self.forwarder.is_none() {
+            self.forwarder =
+                Some(forwarder::start(docker, container, &self.bundle, &self.forwards).await?);
+        }
+        Ok(())
+    }
+
+    /// Makes the normalised non-public `policy` current: its proxy replaces the previous
+    /// one (whose tunnels are closed), or no proxy for `no-network`; the forwarder is
+    /// started on first need. On an error the current policy stays. Runs on the provider
+    /// runtime.
+    pub(crate) async fn apply(
+        &mut self,
+        docker: &Docker,
+        container: &str,
+        policy: NetworkPolicy,
+    ) -> Result<()> {
+        if !Attachment::Isolated.admits(&policy) {
+            return Err(Attachment::refusal(
+                &self.baseline,
+                "requested network policy",
+                &policy,
+            ));
+        }
+        let egress_policy = egress_of(&policy)?;
+        if egress_policy.is_some() {
+            self.ensure_forwarder(docker, container).await?;
+        }
+        self.egress.switch(egress_policy).await?;
+        self.current = policy;
+        Ok(())
+    }
+
+    /// The proxy variables of a command started now (none without a proxy).
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
+        match egress_of(&self.current) {
+            Ok(Some(_)) => self.egress.env(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Stops the proxy and the forwarder's output task and removes the private directory.
+    pub(crate) async fn stop(&mut self) -> Result<()> {
+        self.forwarder = None;
+        self.egress.stop().await
+    }
+}
