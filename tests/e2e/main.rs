@@ -7,6 +7,7 @@ mod bad_plugins;
 mod config_resolution;
 mod containment;
 mod crash;
+mod docker_networks;
 mod environments;
 mod harbor;
 mod harness_free;

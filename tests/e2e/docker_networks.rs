@@ -1,0 +1,213 @@
+//! Per-phase network policies in one `docker` container, end to end: the built binary, the
+//! bundled `docker` plugin, the Harbor benchmark and `oracle`, against the private daemon
+//! at `AGENTCOMPASS_TEST_DOCKER_HOST`. The in-container forwarder is the host binary itself.
+//! Also the fail-closed refusal of a task whose phases mix public and non-public.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use agentcompass_e2e::{published_results as results, run_dir, PluginDirs, Workspace};
+use serde_json::{json, Value};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository")
+        .to_path_buf()
+}
+
+fn docker_host() -> String {
+    std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").expect(
+        "AGENTCOMPASS_TEST_DOCKER_HOST is not set: run the tests with ./dev.sh test, which \
+         starts a private Docker daemon",
+    )
+}
+
+/// A build context for the fixtures' image: busybox, the host's `bash` as `/bin/bash` and
+/// `/bin/sh` and the host's GNU `find` (Harbor runs its scripts with bash and clears
+/// `/tests` with `find -delete`; busybox's shell would run its own applets first), with
+/// the libraries `ldd` resolves for them, and the `fetch` shell client of the docker egress
+/// tests at `/usr/local/bin/fetch.sh`.
+fn image_context(dir: &Path) -> PathBuf {
+    let context = dir.join("image");
+    let root = context.join("root");
+    for program in ["/usr/bin/bash", "/usr/bin/find"] {
+        let listed = std::process::Command::new("ldd")
+            .arg(program)
+            .output()
+            .expect("ldd");
+        let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+        let libraries = text.lines().filter_map(|line| {
+            let line = line.trim();
+            let path = line.split(" => ").last()?.split(" (").next()?.trim();
+            path.starts_with('/').then(|| path.to_string())
+        });
+        for file in libraries.chain([program.to_string()]) {
+            let to = root.join(file.trim_start_matches('/'));
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(&file, &to).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+    }
+    let bin = root.join("usr/local/bin");
+    fs::create_dir_all(&bin).unwrap();
+    fs::copy(
+        repo_root().join("plugins/docker/tests/fetch.sh"),
+        bin.join("fetch.sh"),
+    )
+    .unwrap();
+    fs::rename(root.join("usr/bin/find"), bin.join("find")).unwrap();
+    fs::write(
+        context.join("Dockerfile"),
+        "FROM agentcompass-test/busybox:1
+         COPY root/ /
+         RUN for tool in cut tr; do ln -sf busybox /bin/$tool; done \
+         && ln -sf /usr/bin/bash /bin/bash && ln -sf /usr/bin/bash /bin/sh\n",
+    )
+    .unwrap();
+    context
+}
+
+/// Two HTTP servers on one port, 127.0.0.2 and 127.0.0.3, answering `ok`.
+fn two_loopback_servers() -> u16 {
+    for _ in 0..50 {
+        let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
+        let port = two.local_addr().expect("address").port();
+        let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
+            continue;
+        };
+        for listener in [two, three] {
+            std::thread::spawn(move || {
+                for mut stream in listener.incoming().flatten() {
+                    let mut seen = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => seen.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    );
+                }
+            });
+        }
+        return port;
+    }
+    panic!("no port free on both 127.0.0.2 and 127.0.0.3");
+}
+
+fn env_params(context: &Path) -> String {
+    json!({"docker_host": docker_host(), "build_context": context}).to_string()
+}
+
+#[test]
+fn each_phase_runs_under_its_own_network_policy_in_one_container() {
+    // [environment] allowlist 127.0.0.3 (the baseline), [agent] allowlist 127.0.0.2,
+    // [verifier] no-network, two steps in one container: each step's setup.sh (the
+    // baseline: 403 for 127.0.0.2, 127.0.0.3 reached), the agent (127.0.0.2 through the
+    // proxy, 403 for 127.0.0.3), the verifier (nothing); step two's setup.sh shows the
+    // baseline back after step one's evaluation, the artifact command after the last one.
+    // The verifiers check every line.
+    let port = two_loopback_servers().to_string();
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    dirs.package("p", "docker-provider");
+    let context = image_context(ws.root());
+    let fixture = repo_root().join("tests/fixtures/harbor/docker-phase-network");
+    let params = json!({"path": fixture}).to_string();
+    let env = env_params(&context);
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "run",
+            "harbor",
+            "oracle",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "docker",
+            "--env-params",
+            &env,
+            "--execution-params",
+            r#"{"save_artifacts": true}"#,
+            "--progress",
+            "none",
+        ],
+        &[("E2E_NET_PORT", port.as_str())],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let (attempt, result) = &results(&run_dir(&out))["docker-phase-network"];
+    assert_eq!(result["status"], "completed", "{result}");
+    let steps: Vec<Value> = result["steps"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = steps.iter().filter_map(|s| s["name"].as_str()).collect();
+    assert_eq!(names, ["one", "two"], "{result}");
+    for step in &steps {
+        assert_eq!(step["metrics"]["reward"], 1.0, "{step}");
+    }
+    assert_eq!(result["metrics"]["reward"], 1.0, "{result}");
+    // After the session's phases: the baseline again.
+    let after = fs::read_to_string(attempt.join("artifacts/app/after.txt")).unwrap();
+    assert_eq!(after, "after 127.0.0.2 403\nafter 127.0.0.3 200\n");
+    // The proxy's token is a secret: the agent's output that shows it is persisted scrubbed.
+    let shown = result["trajectory"].to_string();
+    assert!(
+        shown.contains("proxy=http://agent:********@127.0.0.1:3128"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
+    // The sandbox fixture: a public baseline with an allowlisted agent; docker cannot switch a
+    // container between its own network and `none`, so the task fails closed, one line.
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    dirs.package("p", "docker-provider");
+    let fixture = repo_root().join("tests/fixtures/harbor/phase-network");
+    let params = json!({"path": fixture}).to_string();
+    let env =
+        json!({"docker_host": docker_host(), "setup": {"image": "agentcompass-test/busybox:1"}})
+            .to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "run",
+            "harbor",
+            "oracle",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "docker",
+            "--env-params",
+            &env,
+            "--progress",
+            "none",
+        ],
+        &[("E2E_NET_PORT", "1")],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["phase-network"];
+    let expected = "environment `docker` cannot switch from its baseline network policy \
+                    (`public`) to the run_network_policy (`allowlist`): a container runs on \
+                    its own network from its start, so its phases must be all public or all \
+                    non-public";
+    let issues = result["issues"].to_string();
+    assert!(issues.contains(expected), "{issues}");
+    assert!(issues.contains("unsupported"), "{issues}");
+    // Refused at planning: no agent ran.
+    assert!(
+        result["trajectory"].as_array().is_none_or(|t| t.is_empty()),
+        "{result}"
+    );
+}
