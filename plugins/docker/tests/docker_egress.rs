@@ -33,10 +33,11 @@ use docker_provider::{DockerProvider, ID};
 const IMAGE: &str = "agentcompass-test/busybox:1";
 
 /// The static names of every session (the provider's `egress_hosts`).
-const HOSTS: [(&str, &str); 3] = [
+const HOSTS: [(&str, &str); 4] = [
     ("models.internal", "127.0.0.2"),
     ("a.b.models.internal", "127.0.0.2"),
     ("other.internal", "127.0.0.3"),
+    ("x.other.internal", "127.0.0.3"),
 ];
 
 /// One named test over the shared servers.
@@ -51,8 +52,10 @@ fn main() -> ExitCode {
     }
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let servers = Servers::start();
-    let tests: [(&str, Test); 9] = [
+    let tests: [(&str, Test); 11] = [
         ("allowlist_by_address_cidr_name_and_wildcard", allowlists),
+        ("denylist_by_address_cidr_name_and_wildcard", denylists),
+        ("ports_and_runtime_egress_hosts", ports_and_runtime_hosts),
         ("no_network_reaches_nothing", no_network_reaches_nothing),
         ("switches_per_phase_in_one_container", switches_per_phase),
         ("public_and_isolated_phases_do_not_mix", phases_do_not_mix),
@@ -265,6 +268,70 @@ fn allowlists(servers: &Servers) {
     }
 }
 
+fn denylists(servers: &Servers) {
+    for (name, entry, allowed, denied) in [
+        ("by address", "127.0.0.3", "127.0.0.2", "127.0.0.3"),
+        ("by CIDR", "127.0.0.3/32", "127.0.0.2", "127.0.0.3"),
+        (
+            "by name",
+            "other.internal",
+            "models.internal",
+            "other.internal",
+        ),
+        (
+            "by wildcard",
+            "*.other.internal",
+            "a.b.models.internal",
+            "x.other.internal",
+        ),
+    ] {
+        let session = open(&request(NetworkPolicy::denylist([entry])));
+        let got = fetch(&session, allowed, servers.port);
+        assert!(reached(&got, "two"), "{name}: {allowed}: {got}");
+        let got = fetch(&session, denied, servers.port);
+        assert!(refused(&got), "{name}: {denied}: {got}");
+        for host in ["127.0.0.2", "127.0.0.3"] {
+            let got = fetch_direct(&session, host, servers.port);
+            assert!(unreachable(&got), "{name}: direct {host}: {got}");
+        }
+        println!("  denylist {name} ({entry}): {allowed} reached, {denied} 403, direct nothing");
+    }
+}
+
+fn ports_and_runtime_hosts(servers: &Servers) {
+    let p = servers.port;
+    // An entry with a port matches that port only.
+    let session = open(&request(NetworkPolicy::allowlist([format!(
+        "127.0.0.2:{p}"
+    )])));
+    assert!(reached(&fetch(&session, "127.0.0.2", p), "two"));
+    drop(session);
+    let other = if p == 1 { 2 } else { p - 1 };
+    let session = open(&request(NetworkPolicy::allowlist([format!(
+        "127.0.0.2:{other}"
+    )])));
+    assert!(refused(&fetch(&session, "127.0.0.2", p)));
+    drop(session);
+    // `runtime.egress.hosts` (the request's egress_hosts): a name only it maps, and its
+    // address wins over the parameter's for a name in both.
+    let mut req = request(NetworkPolicy::allowlist([
+        "runtime.internal",
+        "models.internal",
+    ]));
+    req.egress_hosts = [
+        ("runtime.internal".to_string(), "127.0.0.2".to_string()),
+        ("models.internal".to_string(), "127.0.0.3".to_string()),
+    ]
+    .into();
+    let session = open(&req);
+    assert!(reached(&fetch(&session, "runtime.internal", p), "two"));
+    assert!(reached(&fetch(&session, "models.internal", p), "three"));
+    drop(session);
+    let session = open(&request(NetworkPolicy::allowlist(["runtime.internal"])));
+    let got = fetch(&session, "runtime.internal", p);
+    assert!(!got.starts_with("200"), "{got}");
+}
+
 fn no_network_reaches_nothing(servers: &Servers) {
     let session = open(&request(NetworkPolicy::no_network()));
     for (host, port) in [
@@ -342,7 +409,10 @@ fn switches_per_phase(servers: &Servers) {
     assert!(refused(&fetch(&session, "127.0.0.2", p)));
     assert!(reached(&fetch(&session, "other.internal", p), "three"));
 
-    // Evaluation: no-network, then the baseline again (no-network).
+    // A denylist phase, then the evaluation: no-network, the baseline again (no-network).
+    block_on(session.set_network_policy(&NetworkPolicy::denylist(["127.0.0.3"]))).unwrap();
+    assert!(reached(&fetch(&session, "127.0.0.2", p), "two"));
+    assert!(refused(&fetch(&session, "127.0.0.3", p)));
     block_on(session.set_network_policy(&NetworkPolicy::no_network())).unwrap();
     for host in ["127.0.0.2", "127.0.0.3"] {
         assert!(unreachable(&fetch(&session, host, p)));
