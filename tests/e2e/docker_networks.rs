@@ -1,7 +1,8 @@
 //! Per-phase network policies in one `docker` container, end to end: the built binary, the
 //! bundled `docker` plugin, the Harbor benchmark and `oracle`, against the private daemon
 //! at `AGENTCOMPASS_TEST_DOCKER_HOST`. The in-container forwarder is the host binary itself.
-//! Also the fail-closed refusal of a task whose phases mix public and non-public.
+//! Also the fail-closed refusal of a task whose phases mix public and non-public, and the
+//! model endpoint (a host endpoint) from inside a `no-network` container.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -25,15 +26,15 @@ fn docker_host() -> String {
     )
 }
 
-/// A build context for the fixtures' image: busybox, the host's `bash` as `/bin/bash` and
-/// `/bin/sh` and the host's GNU `find` (Harbor runs its scripts with bash and clears
-/// `/tests` with `find -delete`; busybox's shell would run its own applets first), with
-/// the libraries `ldd` resolves for them, and the `fetch` shell client of the docker egress
-/// tests at `/usr/local/bin/fetch.sh`.
-fn image_context(dir: &Path) -> PathBuf {
+/// A build context for a test image: busybox, the host's `programs` (with the libraries
+/// `ldd` resolves for them) at their host paths, the host's `bash` as `/bin/bash` and
+/// `/bin/sh` (Harbor runs its scripts with bash; busybox's shell would run its own applets
+/// first, e.g. a `find` without `-delete`), `HOME=/root`, and the `fetch` shell client of
+/// the docker egress tests at `/usr/local/bin/fetch.sh`.
+fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
     let context = dir.join("image");
     let root = context.join("root");
-    for program in ["/usr/bin/bash", "/usr/bin/find"] {
+    for program in ["/usr/bin/bash"].iter().chain(programs) {
         let listed = std::process::Command::new("ldd")
             .arg(program)
             .output()
@@ -52,18 +53,19 @@ fn image_context(dir: &Path) -> PathBuf {
     }
     let bin = root.join("usr/local/bin");
     fs::create_dir_all(&bin).unwrap();
+    fs::create_dir_all(root.join("root")).unwrap();
     fs::copy(
         repo_root().join("plugins/docker/tests/fetch.sh"),
         bin.join("fetch.sh"),
     )
     .unwrap();
-    fs::rename(root.join("usr/bin/find"), bin.join("find")).unwrap();
     fs::write(
         context.join("Dockerfile"),
-        "FROM agentcompass-test/busybox:1
-         COPY root/ /
-         RUN for tool in cut tr; do ln -sf busybox /bin/$tool; done \
-         && ln -sf /usr/bin/bash /bin/bash && ln -sf /usr/bin/bash /bin/sh\n",
+        "FROM agentcompass-test/busybox:1\n\
+         COPY root/ /\n\
+         RUN for tool in cut tr; do ln -sf busybox /bin/$tool; done \\
+         && ln -sf /usr/bin/bash /bin/bash && ln -sf /usr/bin/bash /bin/sh\n\
+         ENV HOME=/root\n",
     )
     .unwrap();
     context
@@ -117,7 +119,7 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     let plugins = dirs.package("p", "harbor-pack");
     dirs.package("p", "agents-pack");
     dirs.package("p", "docker-provider");
-    let context = image_context(ws.root());
+    let context = image_context(ws.root(), &["/usr/bin/find"]);
     let fixture = repo_root().join("tests/fixtures/harbor/docker-phase-network");
     let params = json!({"path": fixture}).to_string();
     let env = env_params(&context);
@@ -209,5 +211,23 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     assert!(
         result["trajectory"].as_array().is_none_or(|t| t.is_empty()),
         "{result}"
+    );
+}
+
+#[test]
+fn the_model_endpoint_is_reachable_from_a_no_network_container() {
+    // The model endpoint test of `sandbox`, in `docker`: a no-network Harbor task whose agent
+    // (curl, the host's, in the image) calls all three protocols, streamed and not, through
+    // the host endpoint the provider forwards into the container; 401 for a wrong token; the
+    // real key nowhere inside or in the results.
+    let dir = tempfile::tempdir().unwrap();
+    let context = image_context(
+        dir.path(),
+        &["/usr/bin/find", "/usr/bin/curl", "/usr/bin/tr"],
+    );
+    let params = env_params(&context);
+    crate::model_endpoint::the_agent_reaches_the_model_through_the_endpoint_only(
+        "docker",
+        &["--env-params", &params],
     );
 }

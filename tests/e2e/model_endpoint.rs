@@ -79,7 +79,7 @@ fn examples() -> PathBuf {
 
 /// Runs the agent in `env` (`sandbox`, `docker`) against a scripted model that requires the
 /// real key, and checks everything the module docs promise.
-fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&str]) {
+pub(crate) fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, extra: &[&str]) {
     let server = ScriptedServer::start(
         &json!({"require_key": KEY, "rules": [
             {"match": {"last_user_contains": "chat-plain"},
