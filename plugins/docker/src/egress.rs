@@ -116,6 +116,11 @@ impl Egress {
         env
     }
 
+    /// Whether a proxy is serving now.
+    pub(crate) fn serving(&self) -> bool {
+        self.proxy.is_some()
+    }
+
     /// Serves `policy` from now on (`None`: no proxy): the new proxy replaces the socket,
     /// then the old one is shut down with its tunnels. Runs on the provider runtime. On an
     /// error the current proxy is left as it was.

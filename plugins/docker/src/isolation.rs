@@ -112,7 +112,8 @@ impl Isolation {
 
     /// Makes the normalised non-public `policy` current: its proxy replaces the previous
     /// one (whose tunnels are closed), or no proxy for `no-network`; the forwarder is
-    /// started on first need. On an error the current policy stays. Runs on the provider
+    /// started on first need. The current policy again changes nothing (its tunnels are
+    /// already within it). On an error the current policy stays. Runs on the provider
     /// runtime.
     pub(crate) async fn apply(
         &mut self,
@@ -126,6 +127,9 @@ impl Isolation {
                 "requested network policy",
                 &policy,
             ));
+        }
+        if policy == self.current && (self.egress.serving() || egress_of(&policy)?.is_none()) {
+            return Ok(());
         }
         let egress_policy = egress_of(&policy)?;
         if egress_policy.is_some() {

@@ -391,6 +391,15 @@ fn switches_per_phase(servers: &Servers) {
         assert!(Instant::now() < until, "the tunnel did not open");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The same policy again (the runtime restoring a baseline equal to the run's) changes
+    // nothing: the tunnel stays open.
+    block_on(session.set_network_policy(&NetworkPolicy::allowlist(["127.0.0.2"]))).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let r = sh(
+        &session,
+        "kill -0 $(cat /tmp/tunnel.pid) 2>/dev/null && echo open || echo closed",
+    );
+    assert_eq!(r.stdout.trim(), "open", "{r:?}");
     let switched = Instant::now();
     block_on(session.set_network_policy(&NetworkPolicy::allowlist(["other.internal"]))).unwrap();
     let switch_time = switched.elapsed();
