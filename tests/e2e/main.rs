@@ -1,6 +1,7 @@
 //! End-to-end tests: the real `agentcompass-host` binary and the real loader against real
 //! plugin `.so` files laid out in temp directories.
 
+mod agent_image;
 mod artifacts;
 mod bad_input;
 mod bad_plugins;
