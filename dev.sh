@@ -21,58 +21,49 @@ ensure_tools() {
     fi
 }
 
-# Harbor 0.25.0 in a cached venv: the oracle of plugins/harbor's differential test
-# (tests/harbor_oracle/oracle.py). Made with Python 3.12 (pyenv's, else python3.12 on PATH)
-# when missing or broken; exports AGENTCOMPASS_HARBOR_PYTHON for the test.
+# A cached Python 3.12 venv (pyenv's, else python3.12 on PATH): `ensure_venv DIR CHECK WHAT
+# PACKAGE...` makes DIR with PACKAGEs when `DIR/bin/python -c CHECK` fails (missing, broken or
+# other versions); WHAT says what it is for.
+ensure_venv() {
+    local venv="$1" check="$2" what="$3"
+    shift 3
+    "$venv/bin/python" -c "$check" >/dev/null 2>&1 && return
+    local python="" root candidate
+    root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
+    for candidate in "$root"/versions/3.12.*/bin/python3.12; do
+        [ -x "$candidate" ] && python="$candidate"
+    done
+    [ -n "$python" ] || python="$(command -v python3.12 || true)"
+    if [ -z "$python" ]; then
+        echo "$what needs Python 3.12 (pyenv install 3.12)" >&2
+        exit 1
+    fi
+    echo "installing $* into $venv ($what)" >&2
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet "$@" >&2
+    "$venv/bin/python" -c "$check"
+}
+
+# Harbor 0.25.0: the oracle of plugins/harbor's differential test (tests/harbor_oracle/oracle.py);
+# exports AGENTCOMPASS_HARBOR_PYTHON for the test.
 ensure_harbor_oracle() {
     local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/harbor-0.25.0"
-    local check='import sys, harbor; sys.exit(harbor.__version__ != "0.25.0")'
-    if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
-        local python="" root candidate
-        root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
-        for candidate in "$root"/versions/3.12.*/bin/python3.12; do
-            [ -x "$candidate" ] && python="$candidate"
-        done
-        [ -n "$python" ] || python="$(command -v python3.12 || true)"
-        if [ -z "$python" ]; then
-            echo "the Harbor differential test needs Python 3.12 (pyenv install 3.12)" >&2
-            exit 1
-        fi
-        echo "installing harbor==0.25.0 into $venv (oracle of the Harbor differential test)" >&2
-        rm -rf "$venv"
-        mkdir -p "$(dirname "$venv")"
-        "$python" -m venv "$venv"
-        "$venv/bin/python" -m pip install --quiet "harbor==0.25.0" >&2
-        "$venv/bin/python" -c "$check"
-    fi
+    ensure_venv "$venv" 'import sys, harbor; sys.exit(harbor.__version__ != "0.25.0")' \
+        "the Harbor differential test" "harbor==0.25.0"
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 
-# The official model SDKs (openai 3.57.0, anthropic 2.15.0) in a cached venv: the clients of
-# the scripted model server's streaming differential test (tests/scripted_sdk/clients.py). Made
-# like the Harbor oracle's venv; exports AGENTCOMPASS_MODEL_SDK_PYTHON for the test.
+# The official model SDKs (openai 3.57.0, anthropic 2.15.0): the clients of the scripted model
+# server's streaming differential test (tests/scripted_sdk/clients.py); exports
+# AGENTCOMPASS_MODEL_SDK_PYTHON for the test.
 ensure_model_sdks() {
     local openai="3.57.0" anthropic="2.15.0"
     local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/model-sdks-openai-$openai-anthropic-$anthropic"
-    local check="import sys, openai, anthropic; sys.exit((openai.__version__, anthropic.__version__) != (\"$openai\", \"$anthropic\"))"
-    if ! "$venv/bin/python" -c "$check" >/dev/null 2>&1; then
-        local python="" root candidate
-        root="$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"
-        for candidate in "$root"/versions/3.12.*/bin/python3.12; do
-            [ -x "$candidate" ] && python="$candidate"
-        done
-        [ -n "$python" ] || python="$(command -v python3.12 || true)"
-        if [ -z "$python" ]; then
-            echo "the model SDK differential test needs Python 3.12 (pyenv install 3.12)" >&2
-            exit 1
-        fi
-        echo "installing openai==$openai anthropic==$anthropic into $venv (clients of the scripted model server test)" >&2
-        rm -rf "$venv"
-        mkdir -p "$(dirname "$venv")"
-        "$python" -m venv "$venv"
-        "$venv/bin/python" -m pip install --quiet "openai==$openai" "anthropic==$anthropic" >&2
-        "$venv/bin/python" -c "$check"
-    fi
+    ensure_venv "$venv" \
+        "import sys, openai, anthropic; sys.exit((openai.__version__, anthropic.__version__) != (\"$openai\", \"$anthropic\"))" \
+        "the scripted model server's SDK test" "openai==$openai" "anthropic==$anthropic"
     export AGENTCOMPASS_MODEL_SDK_PYTHON="$venv/bin/python"
 }
 

@@ -5,8 +5,6 @@
 //! model endpoint (a host endpoint) from inside a `no-network` container.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::{published_results as results, run_dir, PluginDirs, Workspace};
@@ -71,36 +69,6 @@ fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
     context
 }
 
-/// Two HTTP servers on one port, 127.0.0.2 and 127.0.0.3, answering `ok`.
-fn two_loopback_servers() -> u16 {
-    for _ in 0..50 {
-        let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-        let port = two.local_addr().expect("address").port();
-        let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
-            continue;
-        };
-        for listener in [two, three] {
-            std::thread::spawn(move || {
-                for mut stream in listener.incoming().flatten() {
-                    let mut seen = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => seen.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let _ = stream.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    );
-                }
-            });
-        }
-        return port;
-    }
-    panic!("no port free on both 127.0.0.2 and 127.0.0.3");
-}
-
 fn env_params(context: &Path) -> String {
     json!({"docker_host": docker_host(), "build_context": context}).to_string()
 }
@@ -113,7 +81,7 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     // proxy, 403 for 127.0.0.3), the verifier (nothing); step two's setup.sh shows the
     // baseline back after step one's evaluation, the artifact command after the last one.
     // The verifiers check every line.
-    let port = two_loopback_servers().to_string();
+    let port = agentcompass_e2e::two_loopback_servers().to_string();
     let ws = Workspace::new();
     let dirs = PluginDirs::new();
     let plugins = dirs.package("p", "harbor-pack");

@@ -529,45 +529,13 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
     assert!(!attempt.join("steps/one/workdir").exists());
 }
 
-/// Two HTTP servers on one port, answering 200 to anything: on 127.0.0.2 and 127.0.0.3.
-fn two_loopback_servers() -> u16 {
-    use std::io::{Read, Write};
-    use std::net::TcpListener;
-    for _ in 0..50 {
-        let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-        let port = two.local_addr().expect("address").port();
-        let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
-            continue;
-        };
-        for listener in [two, three] {
-            std::thread::spawn(move || {
-                for mut stream in listener.incoming().flatten() {
-                    let mut seen = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => seen.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let _ = stream.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    );
-                }
-            });
-        }
-        return port;
-    }
-    panic!("no port free on both 127.0.0.2 and 127.0.0.3");
-}
-
 #[test]
 fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
     // [environment] public, [agent] allowlist 127.0.0.2, [verifier] no-network, two steps in
     // one sandbox: each step's setup.sh (the baseline: both servers), the agent (127.0.0.2
     // through the proxy, 403 for 127.0.0.3), the verifier (nothing); step two's setup.sh
     // shows the baseline back after step one's evaluation. The verifiers check every line.
-    let port = two_loopback_servers().to_string();
+    let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
     let out = h.run(
         &fixture("phase-network"),
@@ -599,7 +567,7 @@ fn an_allowlist_by_name_reaches_a_name_of_the_runtime_egress_hosts() {
     // `runtime.egress.hosts` maps (to 127.0.0.2): the agent reaches that server through the
     // proxy, `other.internal` (127.0.0.3 there) is refused with 403, a direct connection
     // reaches nothing. Without the option the name does not resolve: reward 0.
-    let port = two_loopback_servers().to_string();
+    let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
     let config = h.ws.write(
         "cfg/egress.toml",
@@ -628,7 +596,7 @@ fn artifact_commands_run_on_the_baseline_after_the_run_phase() {
     // [environment] public, [agent] no-network: the agent cannot reach 127.0.0.2 (reward 1
     // says so), the [[verifier.collect]] command after the run phase can (the baseline is
     // restored), and its output is a collected artifact.
-    let port = two_loopback_servers().to_string();
+    let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
     let out = h.run(
         &fixture("collect-network"),
@@ -650,7 +618,7 @@ fn artifact_commands_run_on_the_baseline_after_the_run_phase() {
 fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() {
     // [verifier.environment] public (the fresh verifier's baseline), [agent] and [verifier]
     // no-network: the evaluation switches away from the fresh baseline.
-    let port = two_loopback_servers().to_string();
+    let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
     let out = h.run(
         &fixture("fresh-network"),

@@ -7,7 +7,7 @@ use agentcompass_egress::HostMap;
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
-use agentcompass_plugin_api::sdk::provider::check_params;
+use agentcompass_plugin_api::sdk::provider::{check_params, string_table};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
@@ -115,18 +115,7 @@ impl Config {
             }
             Some(_) => unreachable!("checked by the schema"),
         };
-        let mut egress_hosts = BTreeMap::new();
-        if let Some(hosts) = params.get("egress_hosts").and_then(Value::as_object) {
-            for (name, address) in hosts {
-                let address = address.as_str().ok_or_else(|| {
-                    Error::invalid_input(format!(
-                        "environment `{ID}`: parameter `egress_hosts.{name}` must be an \
-                         address string"
-                    ))
-                })?;
-                egress_hosts.insert(name.clone(), address.to_string());
-            }
-        }
+        let egress_hosts = string_table(params, "egress_hosts", ID)?;
         HostMap::from_pairs(&egress_hosts).map_err(|e| {
             Error::invalid_input(format!("environment `{ID}`: parameter `egress_hosts`: {e}"))
         })?;

@@ -22,4 +22,4 @@ pub use blocking::blocking;
 pub use exec::{exit_code, spawn_error, timeout_duration};
 pub use files::{copy_file, copy_tree, copy_tree_contents, make_writable, mode_of, transfer_error};
 pub use names::{random_suffix, sanitise};
-pub use params::check_params;
+pub use params::{check_params, string_table};
