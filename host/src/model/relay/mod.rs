@@ -9,8 +9,8 @@
 //! (`Authorization: Bearer TOKEN`, `x-api-key: TOKEN` or `api-key: TOKEN`); anything else is
 //! `401` and is never forwarded. An accepted request is passed through unchanged — path under
 //! the API root, query, body and headers, minus hop-by-hop and credential headers — to the
-//! gateway's endpoint with the real key added in the style the client used (`x-api-key` for
-//! one that sent `x-api-key`, `Authorization: Bearer` otherwise). Connection failures and
+//! gateway's endpoint with the real key added in the style of the API called (`x-api-key`
+//! for Anthropic's `/messages`, `Authorization: Bearer` otherwise). Connection failures and
 //! retryable statuses (408, 429, 5xx, 529) are retried with the gateway's backoff before
 //! anything reaches the client; the response then streams back byte for byte (SSE included),
 //! while its usage is read as it passes (`usage_tap`) and added, priced, to the attempt's

@@ -200,6 +200,42 @@ async fn a_stream_passes_byte_for_byte_over_the_unix_socket_and_is_priced() {
 }
 
 #[tokio::test]
+async fn the_real_key_goes_in_the_style_of_the_api_called() {
+    let up = upstream(vec![(200, "application/json", "{}".into())]).await;
+    let (relay, _usage) = relay(gateway(
+        &format!("{}/v1", up.base),
+        "openai-chat",
+        json!({}),
+    ))
+    .await;
+    let endpoint = relay.endpoint();
+    let client = reqwest::Client::new();
+    // The Anthropic SDK sends its key as a bearer token; Anthropic wants `x-api-key`.
+    let messages = client
+        .post(format!("{}/messages", endpoint.base_url))
+        .bearer_auth(&endpoint.api_key)
+        .body("{}");
+    // A client that sends `x-api-key` to an OpenAI endpoint: OpenAI wants a bearer token.
+    let chat = client
+        .post(format!("{}/chat/completions", endpoint.base_url))
+        .header("x-api-key", &endpoint.api_key)
+        .body("{}");
+    for request in [messages, chat] {
+        assert_eq!(request.send().await.unwrap().status(), 200);
+    }
+    let seen = up.seen.lock().unwrap().clone();
+    assert_eq!(seen[0].path, "/v1/messages");
+    assert_eq!(seen[0].api_key.as_deref(), Some("sk-real-key-0123456789"));
+    assert_eq!(seen[0].authorization, None);
+    assert_eq!(seen[1].path, "/v1/chat/completions");
+    assert_eq!(
+        seen[1].authorization.as_deref(),
+        Some("Bearer sk-real-key-0123456789")
+    );
+    assert_eq!(seen[1].api_key, None);
+}
+
+#[tokio::test]
 async fn a_wrong_or_missing_token_is_401_and_never_forwarded() {
     let up = upstream(vec![(200, "application/json", CHAT_JSON.into())]).await;
     let (relay, usage) = relay(gateway(

@@ -89,9 +89,11 @@ fn url(gateway: &ModelGateway, route: &Route) -> String {
     url
 }
 
-/// The client's headers without hop-by-hop and credential headers, with the real key in
-/// the style the client used (`x-api-key` if it sent one, else `Authorization: Bearer`), and
-/// an `anthropic-version` for a Messages call that has none.
+/// The client's headers without hop-by-hop and credential headers, with the real key in the
+/// style of the API called — `x-api-key` for Anthropic's Messages API (`/messages`, and
+/// `/messages/count_tokens`), `Authorization: Bearer` for everything else, as the gateway
+/// sends it — whatever the client used for the placeholder (the Anthropic SDK sends its key
+/// as a bearer token), and an `anthropic-version` for a Messages call that has none.
 fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -> HeaderMap {
     let mut headers = HeaderMap::new();
     for (name, value) in incoming {
@@ -99,7 +101,7 @@ fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -
             headers.append(name.clone(), value.clone());
         }
     }
-    let anthropic_style = incoming.contains_key("x-api-key");
+    let anthropic_style = route.rest.starts_with("/messages");
     if !gateway.api_key.is_empty() {
         let (name, value) = if anthropic_style {
             (
