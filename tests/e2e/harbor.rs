@@ -507,6 +507,17 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
     };
     child.kill().unwrap();
     child.wait().unwrap();
+    // The killed run's sandbox is left, and recorded for `env close`.
+    let listed = h.ws.run(&["env", "list"], &[]);
+    let records: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let left: Vec<PathBuf> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["close_params"]["dir"].as_str().map(PathBuf::from))
+        .collect();
+    assert_eq!(left.len(), 1, "{records}");
+    assert!(left[0].is_dir(), "{records}");
     let saved = agentcompass_e2e::read_json(&checkpoint);
     assert_eq!(saved["finished"][0]["name"], "one", "{saved}");
     assert!(checkpoint
@@ -527,6 +538,10 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
     assert_eq!(reward(result), 0.75, "{result}");
     assert!(attempt.join("steps/one/result.json").is_file());
     assert!(!attempt.join("steps/one/workdir").exists());
+    // And `env close --all` releases the killed run's sandbox.
+    let closed = h.ws.run(&["env", "close", "--all"], &[]);
+    assert_eq!(closed.code, 0, "{closed:?}");
+    assert!(!left[0].exists(), "{}", left[0].display());
 }
 
 #[test]
