@@ -88,5 +88,5 @@ pub use config::{EgressConfig, Limits};
 pub use event::{EgressEvent, EgressLog, EgressOutcome};
 pub use listener::Listener;
 pub use policy::{EgressMode, EgressPolicy, EgressRule, PolicyError};
-pub use resolve::{HostMap, HostMapError};
+pub use resolve::{egress_hosts_param, HostMap, HostMapError};
 pub use server::{EgressProxy, ProxyHandle, ServeError};

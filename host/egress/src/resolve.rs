@@ -81,6 +81,13 @@ impl HostMap {
         Ok(map)
     }
 
+    /// This map with every name `over` maps replaced by `over`'s addresses (names compared
+    /// normalised): a provider's own table overridden by the runtime option.
+    pub fn overridden_by(mut self, over: HostMap) -> HostMap {
+        self.entries.extend(over.entries);
+        self
+    }
+
     /// The addresses of a normalised name, if it is mapped.
     pub fn get(&self, name: &str) -> Option<&[IpAddr]> {
         self.entries.get(name).map(Vec::as_slice)
@@ -90,6 +97,20 @@ impl HostMap {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// The `egress_hosts` parameter every provider that serves the egress proxy declares (a
+/// table of name = address, read with `sdk::provider::string_table`).
+pub fn egress_hosts_param() -> agentcompass_plugin_api::contracts::ConfigField {
+    agentcompass_plugin_api::contracts::ConfigField::new(
+        "egress_hosts",
+        agentcompass_plugin_api::contracts::ConfigType::Object,
+        serde_json::json!({}),
+        "allowlist and denylist: static names the egress proxy resolves before DNS, \
+         like Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped \
+         name resolves to its address only; for a name also in the runtime option \
+         `runtime.egress.hosts`, the runtime option's address is used",
+    )
 }
 
 /// Why a name could not be resolved.
@@ -130,6 +151,20 @@ pub(crate) async fn resolve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_overriding_map_replaces_a_name_whole() {
+        let base = HostMap::from_pairs([
+            ("Models.Internal.", "127.0.0.2"),
+            ("a.internal", "127.0.0.4"),
+        ])
+        .unwrap();
+        let over = HostMap::from_pairs([("models.internal", "127.0.0.3")]).unwrap();
+        let merged = base.overridden_by(over);
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(merged.get("models.internal"), Some(&[ip("127.0.0.3")][..]));
+        assert_eq!(merged.get("a.internal"), Some(&[ip("127.0.0.4")][..]));
+    }
 
     #[test]
     fn host_map_normalises_and_validates() {

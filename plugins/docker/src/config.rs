@@ -1,9 +1,9 @@
 //! The provider's parameters, the build context and the working directory.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use agentcompass_egress::HostMap;
+use agentcompass_egress::{egress_hosts_param, HostMap};
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
@@ -55,15 +55,7 @@ pub(crate) fn config_schema() -> ConfigSchema {
              setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
              network, and reused while the context is unchanged",
         ))
-        .field(ConfigField::new(
-            "egress_hosts",
-            ConfigType::Object,
-            json!({}),
-            "allowlist and denylist: static names the egress proxy resolves before DNS, \
-             like Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped \
-             name resolves to its address only; for a name also in the runtime option \
-             `runtime.egress.hosts`, the runtime option's address is used",
-        ))
+        .field(egress_hosts_param())
 }
 
 /// The provider's parameters.
@@ -136,18 +128,13 @@ impl Config {
     /// address replaces the parameter's for the same name (compared lowercase, without a
     /// trailing dot), as in `sandbox`.
     pub(crate) fn host_map(&self, runtime: &BTreeMap<String, String>) -> Result<HostMap> {
-        let key = |name: &str| name.trim().trim_end_matches('.').to_ascii_lowercase();
-        let overridden: BTreeSet<String> = runtime.keys().map(|n| key(n)).collect();
-        let pairs = self
-            .egress_hosts
-            .iter()
-            .filter(|(name, _)| !overridden.contains(&key(name)))
-            .chain(runtime);
-        HostMap::from_pairs(pairs).map_err(|e| {
-            Error::invalid_input(format!(
+        let own = HostMap::from_pairs(&self.egress_hosts);
+        own.and_then(|own| Ok(own.overridden_by(HostMap::from_pairs(runtime)?)))
+            .map_err(|e| {
+                Error::invalid_input(format!(
                 "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
             ))
-        })
+            })
     }
 }
 

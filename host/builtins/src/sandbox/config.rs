@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use agentcompass_egress::HostMap;
+use agentcompass_egress::{egress_hosts_param, HostMap};
 use agentcompass_plugin_api::contracts::{
     ConfigField, ConfigSchema, ConfigType, EnvironmentSetup, JsonMap,
 };
@@ -35,15 +35,7 @@ pub(super) fn config_schema() -> ConfigSchema {
             "A local root filesystem directory mounted read-only as `/` (default: \
              `setup.image` when it is an absolute directory path, else the host root `/`)",
         ))
-        .field(ConfigField::new(
-            "egress_hosts",
-            ConfigType::Object,
-            json!({}),
-            "allowlist and denylist: static names the egress proxy resolves before DNS, \
-             like Docker's --add-host (`{\"models.internal\": \"127.0.0.2\"}`); a mapped \
-             name resolves to its address only; for a name also in the runtime option \
-             `runtime.egress.hosts`, the runtime option's address is used",
-        ))
+        .field(egress_hosts_param())
 }
 
 /// The provider's parameters.
@@ -84,19 +76,13 @@ impl Config {
     /// trailing dot): the runtime option describes the host's network, the same for every
     /// request.
     pub(super) fn host_map(&self, runtime: &BTreeMap<String, String>) -> Result<HostMap> {
-        let key = |name: &str| name.trim().trim_end_matches('.').to_ascii_lowercase();
-        let overridden: std::collections::BTreeSet<String> =
-            runtime.keys().map(|n| key(n)).collect();
-        let pairs = self
-            .egress_hosts
-            .iter()
-            .filter(|(name, _)| !overridden.contains(&key(name)))
-            .chain(runtime);
-        HostMap::from_pairs(pairs).map_err(|e| {
-            Error::invalid_input(format!(
+        let own = HostMap::from_pairs(&self.egress_hosts);
+        own.and_then(|own| Ok(own.overridden_by(HostMap::from_pairs(runtime)?)))
+            .map_err(|e| {
+                Error::invalid_input(format!(
                 "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
             ))
-        })
+            })
     }
 }
 
