@@ -18,6 +18,8 @@ mod terminus;
 mod testkit;
 mod text;
 mod trajectory;
+#[allow(dead_code, unused_imports)]
+pub(crate) mod transcript;
 
 use agentcompass_plugin_api::sdk::PluginBuilder;
 
