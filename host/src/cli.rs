@@ -31,6 +31,10 @@ pub struct GlobalArgs {
     /// Lock file pinning every plugin's sha256 (`[plugins] name = "<sha256>"`)
     #[arg(long = "plugin-lock", value_name = "FILE", global = true)]
     pub plugin_lock: Option<PathBuf>,
+    /// The install cache of the agents harnesses run inside environments (default
+    /// `~/.cache/agentcompass-host/installs`)
+    #[arg(long = "install-cache-dir", value_name = "DIR", global = true)]
+    pub install_cache_dir: Option<PathBuf>,
     /// Do not load the plugins bundled next to the binary (`<install dir>/plugins`)
     #[arg(long = "no-bundled-plugins", global = true)]
     pub no_bundled_plugins: bool,

@@ -51,6 +51,10 @@ issue_codes! {
     ENVIRONMENT_FAILED = "environment_failed", "the environment did not open";
     /// The model endpoint the environment needs could not be served.
     MODEL_ENDPOINT_FAILED = "model_endpoint_failed", "the model endpoint inside the environment could not be served (socket, port)";
+    /// A tool the harness needs could not be installed into the install cache.
+    AGENT_INSTALL_FAILED = "agent_install_failed", "a package the harness runs in the environment could not be installed (the message names it and the installer's last error line)";
+    /// Installing a tool the harness needs exceeded its timeout.
+    AGENT_INSTALL_TIMEOUT = "agent_install_timeout", "installing a package the harness needs exceeded its install timeout";
     /// Opening the environment exceeded its build timeout.
     ENVIRONMENT_TIMEOUT = "environment_timeout", "opening the environment exceeded `build_timeout_seconds`";
     /// `prepare_task` failed.

@@ -3,6 +3,7 @@
 pub mod config;
 pub mod exit_code;
 pub mod host_services;
+pub mod install;
 pub mod issue_codes;
 pub mod logging;
 pub mod metrics;

@@ -81,6 +81,10 @@ fn capabilities_text(capabilities: Result<ProviderCapabilities, String>) -> Stri
             "host endpoints",
             format!("{} (host_endpoints)", yes_no(caps.host_endpoints)),
         ),
+        (
+            "host mounts",
+            format!("{} (host_mounts)", yes_no(caps.host_mounts)),
+        ),
     ];
     let mut out = String::from("capabilities:\n");
     for (name, value) in rows {
@@ -107,7 +111,8 @@ mod tests {
              network modes:      public, no-network, allowlist, denylist\n  \
              entry types:        hostname, port\n  \
              per-phase policies: yes (dynamic_network_policy)\n  \
-             host endpoints:     no (host_endpoints)\n"
+             host endpoints:     no (host_endpoints)\n  \
+             host mounts:        no (host_mounts)\n"
         );
         let text = capabilities_text(Ok(ProviderCapabilities::public_only()));
         assert!(

@@ -51,6 +51,12 @@ pub fn runtime_overlay(
             .then(|| absolute_strings(&global.recipe_dirs))
             .transpose()?,
         plugin_lock: global.plugin_lock.as_ref().map(|p| p.display().to_string()),
+        install_cache_dir: global
+            .install_cache_dir
+            .as_ref()
+            .map(|dir| absolute_strings(std::slice::from_ref(dir)))
+            .transpose()?
+            .and_then(|dirs| dirs.into_iter().next()),
         ..RuntimeOptions::default()
     };
     if let Some(flags) = flags {

@@ -27,6 +27,7 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "plugin_dirs",
     "plugin_lock",
     "egress",
+    "install_cache_dir",
     "reuse",
     "checkpoint_resume",
 ];

@@ -229,6 +229,9 @@ impl Planner {
                 }
             }
             plan.artifacts = artifacts::with_main_dir(std::mem::take(&mut plan.artifacts));
+            // The harness's own files (its agent's raw logs) come after the benchmark's.
+            let own = plan.harness_plan.artifacts.clone();
+            plan.artifacts.extend(own);
         }
         artifacts::validate(&plan.artifacts, &plan.artifact_collect)
             .map_err(PlanError::invalid(task))
@@ -261,16 +264,37 @@ impl Planner {
 
 impl Planner {
     /// A harness whose agent calls the model from inside the environment needs a provider
-    /// that serves host endpoints there (fail closed: the real key never goes in instead).
+    /// that serves host endpoints there (fail closed: the real key never goes in instead);
+    /// one that installs tools needs a provider that mounts host directories, and installs
+    /// the host can make (absolute, distinct mount paths; plain package names and versions).
     pub fn check_host_endpoints(&self, plan: &ExecutionPlan) -> Result<(), PlanError> {
+        let capabilities = self.provider.capabilities().ok();
+        if !plan.harness_plan.installs.is_empty()
+            && !capabilities.as_ref().is_some_and(|caps| caps.host_mounts)
+        {
+            let install = &plan.harness_plan.installs[0];
+            return Err(PlanError::Unsupported {
+                task_id: plan.task_id.clone(),
+                message: format!(
+                    "environment `{}` cannot mount host directories, which the harness needs \
+                     for its installed `{}` ({}); use an environment that does (`config docs \
+                     env ID` lists `host_mounts`)",
+                    plan.environment.id,
+                    install.package,
+                    install.installer.as_str()
+                ),
+            });
+        }
+        if let Err(message) = crate::install::check_installs(&plan.harness_plan.installs) {
+            return Err(PlanError::Unsupported {
+                task_id: plan.task_id.clone(),
+                message,
+            });
+        }
         if !plan.harness_plan.model_endpoint_in_environment {
             return Ok(());
         }
-        let serves = self
-            .provider
-            .capabilities()
-            .map(|caps| caps.host_endpoints)
-            .unwrap_or(false);
+        let serves = capabilities.is_some_and(|caps| caps.host_endpoints);
         if serves {
             return Ok(());
         }

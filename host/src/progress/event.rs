@@ -16,6 +16,8 @@ use super::TaskRef;
 pub enum TaskPhase {
     /// The planner resolves the attempt's execution plan.
     Plan,
+    /// The harness's tools are installed into the install cache (only when missing).
+    InstallTools,
     /// The task environment opens.
     OpenEnvironment,
     /// The benchmark prepares the task in the environment.
@@ -55,6 +57,7 @@ impl TaskPhase {
     pub fn as_str(self) -> &'static str {
         match self {
             TaskPhase::Plan => "plan",
+            TaskPhase::InstallTools => "install_tools",
             TaskPhase::OpenEnvironment => "open_environment",
             TaskPhase::PrepareTask => "prepare_task",
             TaskPhase::RunTask => "run_task",

@@ -80,6 +80,8 @@ pub struct RuntimeOptions {
     pub plugin_lock: Option<String>,
     /// The egress proxies' options (`hosts` updated name by name).
     pub egress: Option<EgressOptions>,
+    /// The install cache of the tools harnesses run inside environments.
+    pub install_cache_dir: Option<String>,
 }
 
 /// The resolved process-wide runtime options.
@@ -120,6 +122,10 @@ pub struct ResolvedRuntimeOptions {
     /// The egress proxies' options (not printed when empty).
     #[serde(default, skip_serializing_if = "EgressOptions::is_empty")]
     pub egress: EgressOptions,
+    /// The install cache of the tools harnesses run inside environments (`None`:
+    /// `InstallCache::default_root`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_cache_dir: Option<String>,
 }
 
 impl Default for ResolvedRuntimeOptions {
@@ -144,6 +150,7 @@ impl Default for ResolvedRuntimeOptions {
             plugin_dirs: Vec::new(),
             plugin_lock: None,
             egress: EgressOptions::default(),
+            install_cache_dir: None,
         }
     }
 }
@@ -311,6 +318,16 @@ impl ResolvedRuntimeOptions {
         }
         if let Some(v) = &over.plugin_lock {
             self.plugin_lock = Some(v.clone());
+        }
+        if let Some(dir) = &over.install_cache_dir {
+            if dir.trim().is_empty() {
+                return Err(ConfigError::invalid(
+                    flag("install_cache_dir"),
+                    path("install_cache_dir"),
+                    "must not be empty".to_string(),
+                ));
+            }
+            self.install_cache_dir = Some(dir.clone());
         }
         if let Some(egress) = &over.egress {
             for (name, address) in &egress.hosts {

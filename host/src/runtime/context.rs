@@ -57,6 +57,8 @@ pub struct RequestContext {
     /// `runtime.egress.hosts`, passed to every environment opened
     /// (`OpenEnvironmentRequest::egress_hosts`).
     pub egress_hosts: std::collections::BTreeMap<String, String>,
+    /// Where the tools harnesses run inside environments are installed.
+    pub install_cache: crate::install::InstallCache,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

@@ -31,6 +31,12 @@ pub struct ProviderCapabilities {
     /// every network policy (`no-network` included). Needed by harnesses whose agent calls
     /// the model from inside the environment; a provider without it is refused for them.
     pub host_endpoints: bool,
+    /// Makes the [`HostMount`]s of an open request visible inside the environment (a bind
+    /// mount, or a copy where the engine cannot reach the host's files). Needed by harnesses
+    /// that run a tool installed in the host's install cache; a provider without it is refused
+    /// for them.
+    #[serde(default)]
+    pub host_mounts: bool,
 }
 
 impl Default for ProviderCapabilities {
@@ -44,6 +50,7 @@ impl Default for ProviderCapabilities {
             task_env: false,
             startup_env: false,
             host_endpoints: false,
+            host_mounts: false,
         }
     }
 }
@@ -104,6 +111,27 @@ pub struct OpenEnvironmentRequest {
     /// host. Used by providers that enforce `allowlist`/`denylist` with a proxy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub egress_hosts: BTreeMap<String, String>,
+    /// Host directories to make visible inside the environment (a provider declares
+    /// [`ProviderCapabilities::host_mounts`]): the installed tools of the harness, read-only;
+    /// the staging directory of an install, writable, in the helper environment that makes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_mounts: Vec<HostMount>,
+}
+
+/// A host directory seen inside an environment at `target`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostMount {
+    /// The absolute path of the directory on the host.
+    pub source: String,
+    /// The absolute path inside the environment.
+    pub target: String,
+    /// Whether the environment may only read it (the default).
+    #[serde(default = "default_read_only")]
+    pub read_only: bool,
+}
+
+fn default_read_only() -> bool {
+    true
 }
 
 /// A host service an environment must reach: a Unix socket on the host that the provider
@@ -144,6 +172,7 @@ impl OpenEnvironmentRequest {
             resolved_env: BTreeMap::new(),
             host_endpoints: Vec::new(),
             egress_hosts: BTreeMap::new(),
+            host_mounts: Vec::new(),
         }
     }
 }

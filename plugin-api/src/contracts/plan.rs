@@ -56,6 +56,74 @@ pub struct HarnessPlan {
     /// per-session placeholder token instead of the real key.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub model_endpoint_in_environment: bool,
+    /// Packages the agent needs inside the environment. The host installs each once per
+    /// machine and platform into its install cache and mounts it read-only at
+    /// [`ToolInstall::mount_path`] (the provider declares
+    /// [`super::ProviderCapabilities::host_mounts`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub installs: Vec<ToolInstall>,
+    /// Files the harness leaves in the environment that are kept as attempt artifacts (its
+    /// agent's raw logs), collected after the declared artifacts of the benchmark when the
+    /// benchmark collects artifacts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactSpec>,
+}
+
+/// The package manager that makes a [`ToolInstall`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Installer {
+    /// `npm install --prefix DIR PACKAGE@VERSION` (the environment needs `npm` and `node`).
+    Npm,
+    /// `python3 -m venv DIR && DIR/bin/pip install PACKAGE==VERSION` (the environment needs
+    /// `python3` with `venv`).
+    Pip,
+}
+
+impl Installer {
+    /// The name users see (`npm`, `pip`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Installer::Npm => "npm",
+            Installer::Pip => "pip",
+        }
+    }
+}
+
+/// One package a harness runs inside the environment. It is made by its installer inside a
+/// helper environment of the same provider and image (public network, the cache entry mounted
+/// writable at `mount_path`), so native parts and absolute paths fit the environment it runs in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInstall {
+    /// The package manager.
+    pub installer: Installer,
+    /// The registry package (`@anthropic-ai/claude-code`, `mini-swe-agent`).
+    pub package: String,
+    /// The exact version.
+    pub version: String,
+    /// Absolute path at which the environment sees the installation (read-only).
+    pub mount_path: String,
+    /// The registry or index URL (npm `--registry`, pip `--index-url`); `None`: the
+    /// installer's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registry: Option<String>,
+    /// How long the install may take, in seconds.
+    #[serde(default = "default_install_timeout")]
+    pub timeout_seconds: f64,
+}
+
+fn default_install_timeout() -> f64 {
+    1800.0
+}
+
+impl ToolInstall {
+    /// `package@version` (npm) or `package==version` (pip), as the installer spells it.
+    pub fn requirement(&self) -> String {
+        match self.installer {
+            Installer::Npm => format!("{}@{}", self.package, self.version),
+            Installer::Pip => format!("{}=={}", self.package, self.version),
+        }
+    }
 }
 
 impl Default for HarnessPlan {
@@ -66,6 +134,8 @@ impl Default for HarnessPlan {
             run_timeout_seconds: None,
             payload: serde_json::Value::Null,
             model_endpoint_in_environment: false,
+            installs: Vec::new(),
+            artifacts: Vec::new(),
         }
     }
 }

@@ -50,6 +50,10 @@
 //!   host's `/proc/<container pid>/net/tcp`), and its container root must be able to use a
 //!   root-owned 0700 directory (no user-namespace remapping); the host binary must run with
 //!   the host's loader (it does: the loader and libraries are the host's).
+//! - Host mounts (`OpenEnvironmentRequest.host_mounts`: the harness's installed tools,
+//!   read-only, and an install's staging directory, writable): bind mounts of the host
+//!   directories (the daemon is local), checked first (absolute clean targets, not under
+//!   `/proc`, `/dev`, `/sys` or `/.agentcompass-egress`, not nested, existing sources).
 //! - Commands: Docker execs (argv, or `/bin/sh -c <string>`); cwd default = the working
 //!   directory, relative cwd resolved against it. Environment: the call's `env` defaults, then
 //!   the session's resolved bindings, then `required_env` (the precedence of `host_process`).
@@ -75,6 +79,7 @@ mod egress;
 mod exec;
 mod forwarder;
 mod isolation;
+mod mounts;
 mod network;
 mod rt;
 mod session;
@@ -209,6 +214,7 @@ impl EnvironmentProvider for DockerProvider {
             task_env: true,
             startup_env: false,
             host_endpoints: true,
+            host_mounts: true,
         })
     }
 
@@ -270,6 +276,7 @@ impl EnvironmentProvider for DockerProvider {
         } else {
             None
         };
+        binds.extend(mounts::host_mount_binds(&request.host_mounts)?);
         let egress = match attachment {
             Attachment::Isolated => {
                 let host_map = config.host_map(&request.egress_hosts)?;

@@ -104,6 +104,7 @@ impl EnvironmentProvider for HostProcessProvider {
             task_env: true,
             startup_env: false,
             host_endpoints: true,
+            host_mounts: false,
         })
     }
 

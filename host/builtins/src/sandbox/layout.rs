@@ -32,6 +32,18 @@ pub(super) enum Place {
     Hidden(&'static str),
 }
 
+/// A host directory of the open request bound into the sandbox (`HostMount`): read-only
+/// (an installed tool) or writable (an install's staging directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct HostBind {
+    /// The host directory.
+    pub(super) host: PathBuf,
+    /// Where it appears in the sandbox.
+    pub(super) sandbox: PathBuf,
+    /// Bound with `--ro-bind` (else `--bind`).
+    pub(super) read_only: bool,
+}
+
 /// The fixed shape of one session's sandbox: everything but the command.
 pub(super) struct Layout {
     pub(super) bwrap: PathBuf,
@@ -48,8 +60,10 @@ pub(super) struct Layout {
     pub(super) links: Vec<(PathBuf, PathBuf)>,
     /// The arguments shared by every sandbox of this shape.
     pub(super) template: Arc<Template>,
-    /// The `--bind`s of this session's writable directories.
+    /// The `--bind`s of this session's writable directories, then its host mounts.
     pub(super) binds: Vec<OsString>,
+    /// The open request's host mounts.
+    pub(super) host_binds: Vec<HostBind>,
 }
 
 impl Layout {
@@ -69,16 +83,19 @@ impl Layout {
             workdir,
             no_network,
             temp_base: temp_base.to_path_buf(),
+            mount_points: Vec::new(),
         };
-        Layout::create_cached(dir, bwrap, shape, &TemplateCache::default())
+        Layout::create_cached(dir, bwrap, shape, &TemplateCache::default(), Vec::new())
     }
 
-    /// [`Layout::create`], with the shape's arguments taken from (or added to) `cache`.
+    /// [`Layout::create`], with the shape's arguments taken from (or added to) `cache`, and
+    /// the host mounts `host_binds` (their sandbox paths are the shape's `mount_points`).
     pub(super) fn create_cached(
         dir: &Path,
         bwrap: PathBuf,
         shape: Shape,
         cache: &TemplateCache,
+        host_binds: Vec<HostBind>,
     ) -> Result<Layout> {
         let workdir = shape.workdir.clone();
         let mounts = create_mounts(dir, &workdir)?;
@@ -100,6 +117,21 @@ impl Layout {
                 ],
             );
         }
+        for bind in &host_binds {
+            let flag = if bind.read_only {
+                "--ro-bind"
+            } else {
+                "--bind"
+            };
+            push(
+                &mut binds,
+                [
+                    flag.as_ref(),
+                    bind.host.as_os_str(),
+                    bind.sandbox.as_os_str(),
+                ],
+            );
+        }
         let setuid = fs::metadata(&bwrap).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0);
         Ok(Layout {
             bwrap,
@@ -112,6 +144,7 @@ impl Layout {
             links: template.links.clone(),
             template,
             binds,
+            host_binds,
         })
     }
 
@@ -186,6 +219,19 @@ impl Layout {
 
     /// Where a resolved (symlink-free, `..`-free) sandbox path is on the host.
     pub(super) fn place(&self, sandbox: &Path) -> Place {
+        if let Some(bind) = self
+            .host_binds
+            .iter()
+            .find(|b| sandbox.starts_with(&b.sandbox))
+        {
+            let rest = sandbox.strip_prefix(&bind.sandbox).unwrap_or(Path::new(""));
+            let host = bind.host.join(rest);
+            return if bind.read_only {
+                Place::ReadOnly(host)
+            } else {
+                Place::Writable(host)
+            };
+        }
         if let Some(mount) = self
             .mounts
             .iter()
@@ -213,6 +259,7 @@ impl Layout {
         self.mounts
             .iter()
             .map(|m| &m.sandbox)
+            .chain(self.host_binds.iter().map(|b| &b.sandbox))
             .chain(&self.hidden)
             .chain(self.links.iter().map(|(link, _)| link))
             .chain(&[PathBuf::from("/proc"), PathBuf::from("/dev")])

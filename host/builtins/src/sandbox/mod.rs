@@ -84,6 +84,11 @@
 //!   open or when a switch starts the proxy), so what the host prints or persists (a
 //!   command's output in a trajectory) shows it scrubbed; it opens only this session's
 //!   proxy, which only this session's sandboxes can reach, and dies with the session.
+//! - Host mounts (`OpenEnvironmentRequest.host_mounts`: the harness's installed tools,
+//!   read-only, and an install's staging directory, writable) are bound at their targets
+//!   (`--ro-bind`/`--bind`), which are mount points of the shape like the private mounts';
+//!   a target must be absolute and clean and not overlap a private mount, `/proc` or `/dev`.
+//!   File operations under them map to their host directories.
 //! - Commands: `bwrap ... -- <argv>` or `-- /bin/sh -c <string>`; cwd default = the working
 //!   directory, relative cwd resolved against it. Environment: nothing of the host's; `PATH`
 //!   (a standard list) and `HOME=/tmp`, then the call's `env` defaults, the session's resolved
@@ -119,14 +124,14 @@ mod tests;
 use std::collections::HashMap;
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
+    ComponentInfo, ComponentKind, ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest,
     ProviderCapabilities, PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
@@ -140,7 +145,7 @@ use crate::process::run_captured;
 use crate::{Builtin, BuiltinFactory};
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
 use egress::Egress;
-use layout::Layout;
+use layout::{HostBind, Layout};
 use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
@@ -229,6 +234,7 @@ impl EnvironmentProvider for SandboxProvider {
             task_env: true,
             startup_env: false,
             host_endpoints: true,
+            host_mounts: true,
         })
     }
 
@@ -268,9 +274,17 @@ impl EnvironmentProvider for SandboxProvider {
         let templates = self.templates.clone();
         let egress_hosts = config.host_map(&request.egress_hosts)?;
         let switch_hosts = egress_hosts.clone();
+        let host_binds = host_binds(&request.host_mounts, &workdir)?;
         let (layout, dir) = blocking(ID, move || {
             let shape = (workdir, no_network);
-            create_layout(&config, image.as_deref(), shape, &prefix, &templates)
+            create_layout(
+                &config,
+                image.as_deref(),
+                shape,
+                &prefix,
+                &templates,
+                host_binds,
+            )
         })
         .await??;
         let layout = Arc::new(layout);
@@ -379,12 +393,62 @@ impl SandboxProvider {
 
 /// Finds bwrap and the root, creates the session's private directory `<temp>/<prefix><random>`
 /// and its layout (removing the directory again if that fails). Blocking.
+/// The open request's host mounts as binds: an existing host directory each, at an absolute,
+/// clean sandbox path that is not `/`, not under `/proc` or `/dev`, and neither inside nor
+/// around a private writable mount (the working directory, `/tmp`, ...) or another host mount.
+fn host_binds(mounts: &[HostMount], workdir: &Path) -> Result<Vec<HostBind>> {
+    let mut binds: Vec<HostBind> = Vec::with_capacity(mounts.len());
+    for (i, mount) in mounts.iter().enumerate() {
+        let bad = |why: String| {
+            Error::invalid_input(format!(
+                "environment `{ID}`: host_mounts[{i}] `{}`: {why}",
+                mount.target
+            ))
+        };
+        let sandbox = PathBuf::from(&mount.target);
+        let clean = sandbox
+            .components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !sandbox.is_absolute() || !clean || sandbox == Path::new("/") {
+            return Err(bad("must be an absolute path (not `/`, no `..`)".into()));
+        }
+        let private = mounts::FIXED_MOUNTS
+            .iter()
+            .map(|(p, _, _)| PathBuf::from(p))
+            .chain([workdir.to_path_buf()])
+            .chain(KERNEL_DIRS.iter().map(PathBuf::from));
+        let nested = |a: &Path, b: &Path| a.starts_with(b) || b.starts_with(a);
+        if let Some(other) = private
+            .map(|p| p.to_path_buf())
+            .chain(binds.iter().map(|b| b.sandbox.clone()))
+            .find(|p| nested(&sandbox, p))
+        {
+            return Err(bad(format!("overlaps `{}`", other.display())));
+        }
+        let host = PathBuf::from(&mount.source);
+        if !host.is_absolute() || !host.is_dir() {
+            return Err(bad(format!(
+                "the host directory `{}` does not exist",
+                mount.source
+            )));
+        }
+        binds.push(HostBind {
+            host,
+            sandbox,
+            read_only: mount.read_only,
+        });
+    }
+    binds.sort_by(|a, b| a.sandbox.cmp(&b.sandbox));
+    Ok(binds)
+}
+
 fn create_layout(
     config: &Config,
     image: Option<&str>,
     (workdir, no_network): (PathBuf, bool),
     prefix: &str,
     templates: &TemplateCache,
+    host_binds: Vec<HostBind>,
 ) -> Result<(Layout, PathBuf)> {
     let bwrap = find_program(&config.bwrap).ok_or_else(|| {
         Error::environment(format!(
@@ -404,8 +468,9 @@ fn create_layout(
         workdir,
         no_network,
         temp_base: base,
+        mount_points: host_binds.iter().map(|b| b.sandbox.clone()).collect(),
     };
-    match Layout::create_cached(&dir, bwrap, shape, templates) {
+    match Layout::create_cached(&dir, bwrap, shape, templates, host_binds) {
         Ok(layout) => Ok((layout, dir)),
         Err(e) => {
             let _ = fs::remove_dir_all(&dir);

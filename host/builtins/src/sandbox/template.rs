@@ -54,6 +54,9 @@ pub(super) struct Shape {
     pub(super) no_network: bool,
     /// The host's temporary directory (canonical), hidden when the root shows it.
     pub(super) temp_base: PathBuf,
+    /// The sandbox paths of the open request's host mounts (sorted): mount points like the
+    /// private mounts' (see [`super::layout::HostBind`]).
+    pub(super) mount_points: Vec<PathBuf>,
 }
 
 /// `--unshare-net` for an own empty network namespace, and for a sandbox started by root the
@@ -123,6 +126,7 @@ impl Template {
         let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
         targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
         targets.extend(hidden.iter().cloned());
+        targets.extend(shape.mount_points.iter().cloned());
         // Every target and its parents exist on the tmpfs before anything is mounted (a
         // link's parents only: the link is made last).
         let mut dirs = BTreeSet::new();

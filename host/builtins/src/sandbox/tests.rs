@@ -875,11 +875,12 @@ fn the_arguments_of_a_shape_are_reused_until_its_root_changes() {
         workdir: PathBuf::from(workdir),
         no_network: false,
         temp_base: PathBuf::from("/nonexistent-temp"),
+        mount_points: Vec::new(),
     };
     let layout = |n: usize, workdir: &str| {
         let dir = host.path().join(format!("session-{n}"));
         fs::create_dir(&dir).unwrap();
-        Layout::create_cached(&dir, bwrap.clone(), shape(workdir), &cache).unwrap()
+        Layout::create_cached(&dir, bwrap.clone(), shape(workdir), &cache, Vec::new()).unwrap()
     };
     let args = |l: &Layout| -> Vec<String> {
         let cmd = l.command(Path::new("/"), &[], &[]);
@@ -1248,4 +1249,70 @@ fn a_cover_of_a_socket_removed_meanwhile_is_recognised() {
         &failed("bwrap: Can't create file at /srv/x.sock: x\n"),
         &[]
     ));
+}
+
+#[tokio::test]
+async fn host_mounts_are_bound_read_only_or_writable_at_their_paths() {
+    let tool = tempfile::tempdir().unwrap();
+    fs::write(tool.path().join("agent.sh"), "echo agent-ran\n").unwrap();
+    let staging = tempfile::tempdir().unwrap();
+    let mut req = request(JsonMap::new(), NetworkPolicy::no_network());
+    req.host_mounts = vec![
+        HostMount {
+            source: tool.path().display().to_string(),
+            target: "/opt/agentcompass/tool".into(),
+            read_only: true,
+        },
+        HostMount {
+            source: staging.path().display().to_string(),
+            target: "/opt/agentcompass/staging".into(),
+            read_only: false,
+        },
+    ];
+    let opened = open_request(&req).await;
+    let out = sh(
+        &opened.session,
+        "bash /opt/agentcompass/tool/agent.sh; touch /opt/agentcompass/tool/x 2>/dev/null \
+         && echo tool-writable; echo made > /opt/agentcompass/staging/out.txt; ls /opt | head -3",
+    )
+    .await;
+    assert_eq!(out.returncode, 0, "{out:?}");
+    assert!(out.stdout.starts_with("agent-ran\n"), "{out:?}");
+    assert!(!out.stdout.contains("tool-writable"), "{out:?}");
+    assert_eq!(
+        fs::read_to_string(staging.path().join("out.txt")).unwrap(),
+        "made\n"
+    );
+    assert!(!tool.path().join("x").exists());
+    // The session's own file access sees the mounts as the commands do.
+    assert_eq!(
+        opened
+            .session
+            .read_text("/opt/agentcompass/tool/agent.sh")
+            .await
+            .unwrap(),
+        "echo agent-ran\n"
+    );
+    opened.session.close().await.unwrap();
+
+    for (target, why) in [
+        ("opt/x", "must be an absolute path"),
+        ("/tmp/x", "overlaps `/tmp`"),
+        ("/app", "overlaps `/app`"),
+        ("/proc/x", "overlaps `/proc`"),
+    ] {
+        let mut bad = request(JsonMap::new(), NetworkPolicy::public());
+        bad.host_mounts = vec![HostMount {
+            source: tool.path().display().to_string(),
+            target: target.into(),
+            read_only: true,
+        }];
+        let err = SandboxProvider::default()
+            .open(&Ctx::detached(), &bad)
+            .await
+            .err()
+            .unwrap();
+        assert!(err.message.contains(why), "{target}: {}", err.message);
+        assert!(err.message.contains("host_mounts[0]"), "{}", err.message);
+    }
 }

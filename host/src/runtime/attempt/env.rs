@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentRole, IssuePhase, IssueSeverity, OpenEnvironmentRequest, RunResult,
+    EnvironmentRole, HostMount, IssuePhase, IssueSeverity, OpenEnvironmentRequest, RunResult,
 };
 use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::Error;
@@ -16,6 +16,7 @@ use agentcompass_results::time::rfc3339;
 
 use super::outcome::{whole_seconds, Halt, IssueRule};
 use super::stage::Step;
+use crate::install::InstallError;
 use crate::issue_codes as codes;
 use crate::planner::{phase_bindings, resolve_secret_bindings, Phase};
 use crate::progress::TaskPhase;
@@ -50,6 +51,55 @@ fn open_rule(role: EnvironmentRole) -> IssueRule {
             timed_out: codes::EVALUATION_ENVIRONMENT_FAILED,
             timeout_message: |_| "opening the evaluation environment timed out".into(),
         },
+    }
+}
+
+/// What a failed install of the harness's tools records (before the task environment opens).
+const INSTALL_RULE: IssueRule = IssueRule {
+    phase: IssuePhase::Setup,
+    severity: IssueSeverity::Fatal,
+    failed: codes::AGENT_INSTALL_FAILED,
+    timed_out: codes::AGENT_INSTALL_TIMEOUT,
+    timeout_message: |limit| {
+        format!(
+            "installing the harness's tools took longer than {} s",
+            whole_seconds(limit)
+        )
+    },
+};
+
+/// The read-only mounts of the harness's tools, installed into the install cache first when
+/// missing (in a helper environment of the task's provider and image). Each installer runs
+/// under its own timeout; the watchdog (their sum and a minute) is the backstop.
+async fn tool_mounts(step: &Step<'_>) -> Result<Vec<HostMount>, Halt> {
+    let installs = &step.plan.harness_plan.installs;
+    if installs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rc = step.rc;
+    rc.phase(step.task, step.attempt, TaskPhase::InstallTools);
+    let provider = rc.planner.provider().clone();
+    let budget: f64 = installs.iter().map(|i| i.timeout_seconds).sum::<f64>() + 60.0;
+    let mounts = async {
+        Ok(rc
+            .install_cache
+            .mounts(&provider, &rc.ctx, &step.plan.environment, installs)
+            .await)
+    };
+    match run_phase(&rc.cancel, watchdog(Some(budget)), mounts)
+        .await
+        .or_halt(&INSTALL_RULE)?
+    {
+        Ok(mounts) => Ok(mounts),
+        Err(InstallError::Cancelled) => Err(Halt::Cancelled(INSTALL_RULE.phase)),
+        Err(e @ InstallError::TimedOut { .. }) => Err(Halt::Issue(
+            INSTALL_RULE
+                .timed_out
+                .fatal(INSTALL_RULE.phase, e.to_string()),
+        )),
+        Err(InstallError::Failed(message)) => Err(Halt::Issue(
+            INSTALL_RULE.failed.fatal(INSTALL_RULE.phase, message),
+        )),
     }
 }
 
@@ -98,7 +148,10 @@ pub(super) async fn open_environment(
 ) -> Result<OpenEnv, Halt> {
     let (rc, task, attempt) = (step.rc, step.task, step.attempt);
     let rule = open_rule(role);
-    let request = open_request(step, role).map_err(|e| rule.failure(e))?;
+    let mut request = open_request(step, role).map_err(|e| rule.failure(e))?;
+    if role == EnvironmentRole::Task {
+        request.host_mounts = tool_mounts(step).await?;
+    }
     rc.limits.pace_open(&request.environment.id).await;
     let phase = match role {
         EnvironmentRole::Task => TaskPhase::OpenEnvironment,

@@ -152,6 +152,13 @@ pub(super) fn request_context(
         resumable: HashMap::new(),
         issues: Default::default(),
         egress_hosts: runtime.egress.hosts.clone(),
+        install_cache: crate::install::InstallCache::new(
+            runtime
+                .install_cache_dir
+                .as_ref()
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(crate::install::InstallCache::default_root),
+        ),
     };
     Ok((rc, tasks))
 }

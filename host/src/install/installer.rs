@@ -1,0 +1,97 @@
+//! The installers' command lines, and the one line of their output that says why they failed.
+
+use std::collections::BTreeMap;
+
+use agentcompass_plugin_api::contracts::{ExecRequest, Installer, ToolInstall};
+
+/// Where the helper environment sees the installer's download cache (shared by platforms:
+/// npm's is content-addressed, pip's wheels carry their platform tags).
+pub(super) const DOWNLOADS_MOUNT: &str = "/var/cache/agentcompass-downloads";
+
+/// The installer's HOME inside the helper environment (writable wherever the root is not).
+const INSTALL_HOME: &str = "/tmp/agentcompass-install-home";
+
+/// The commands that make `install` at its mount path, in order.
+pub(super) fn commands(install: &ToolInstall) -> Vec<ExecRequest> {
+    let prefix = install.mount_path.as_str();
+    let requirement = install.requirement();
+    let argvs: Vec<Vec<String>> = match install.installer {
+        Installer::Npm => {
+            let mut argv: Vec<String> = [
+                "npm",
+                "install",
+                "--prefix",
+                prefix,
+                "--cache",
+                DOWNLOADS_MOUNT,
+                "--no-audit",
+                "--no-fund",
+                "--no-update-notifier",
+                "--loglevel=error",
+            ]
+            .map(str::to_string)
+            .to_vec();
+            if let Some(registry) = &install.registry {
+                argv.extend(["--registry".to_string(), registry.clone()]);
+            }
+            argv.push(requirement);
+            vec![argv]
+        }
+        Installer::Pip => {
+            let venv = ["python3", "-m", "venv", prefix]
+                .map(str::to_string)
+                .to_vec();
+            let mut pip: Vec<String> = vec![
+                format!("{prefix}/bin/pip"),
+                "install".into(),
+                "--disable-pip-version-check".into(),
+                "--no-input".into(),
+                "--cache-dir".into(),
+                DOWNLOADS_MOUNT.into(),
+            ];
+            if let Some(index) = &install.registry {
+                pip.extend(["--index-url".to_string(), index.clone()]);
+            }
+            pip.push(requirement);
+            vec![venv, pip]
+        }
+    };
+    let env = BTreeMap::from([
+        ("HOME".to_string(), INSTALL_HOME.to_string()),
+        (
+            "npm_config_update_notifier".to_string(),
+            "false".to_string(),
+        ),
+        ("PIP_DISABLE_PIP_VERSION_CHECK".to_string(), "1".to_string()),
+    ]);
+    argvs
+        .into_iter()
+        .map(|argv| {
+            let mut request = ExecRequest::argv(argv);
+            request.env = env.clone();
+            request.cwd = Some("/tmp".to_string());
+            request
+        })
+        .collect()
+}
+
+/// The line of a failed installer's output that says why: the last line of stderr (else
+/// stdout) that is not one of npm's trailers (where its debug log is, generic advice).
+pub(super) fn last_error_line(stderr: &str, stdout: &str) -> String {
+    const TRAILERS: [&str; 4] = [
+        "A complete log of this run can be found in",
+        "In most cases you or one of your dependencies are requesting",
+        "a package version that doesn't exist",
+        "[notice]",
+    ];
+    let pick = |text: &str| {
+        text.lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .rfind(|line| !TRAILERS.iter().any(|t| line.contains(t)))
+            .map(str::to_string)
+    };
+    pick(stderr)
+        .or_else(|| pick(stdout))
+        .unwrap_or_else(|| "(no output)".to_string())
+}

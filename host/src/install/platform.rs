@@ -1,0 +1,43 @@
+//! The platform of an install: the environment it was made in and fits (provider, its
+//! params, the image and the OS), named readably and keyed by a digest.
+
+use agentcompass_plugin_api::contracts::EnvironmentSpec;
+use agentcompass_results::naming::sanitize_component;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+/// Where an install runs and fits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Platform {
+    dir_name: String,
+}
+
+impl Platform {
+    /// The platform of `spec`'s task environment: its provider id, provider params, image and
+    /// OS (not its resources, network, variables or workdir, which do not change what an
+    /// installer makes).
+    pub fn of(spec: &EnvironmentSpec) -> Platform {
+        let identity = json!({
+            "provider": spec.id,
+            "params": spec.params,
+            "image": spec.setup.image,
+            "os": spec.setup.os,
+        });
+        let digest = Sha256::digest(identity.to_string().as_bytes());
+        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let image = spec
+            .setup
+            .image
+            .as_deref()
+            .map(|image| format!("-{}", sanitize_component(image)))
+            .unwrap_or_default();
+        Platform {
+            dir_name: format!("{}{image}-{hex}", sanitize_component(&spec.id)),
+        }
+    }
+
+    /// The platform's directory under the cache root (`docker-agentcompass_agents-debian_12-1a2b3c4d5e6f`).
+    pub fn dir_name(&self) -> &str {
+        &self.dir_name
+    }
+}
