@@ -16,12 +16,29 @@
 //! (`support/bin/scripted_llm.rs`) for the command line, or use [`spawn_on_thread`] /
 //! [`serve`] in-process.
 //!
+//! Match keys (all given must hold): `path` (exact, no query string), `model` (exact),
+//! `last_user_contains` (a substring of the latest user/tool turn), `any_user_contains` (of any
+//! user/tool message), `any_message_contains` (of any message, system prompts included) and
+//! `assistant_turns` (the number of assistant turns already in the conversation — runs of
+//! consecutive assistant items, so one turn's parallel tool calls count once). With
+//! `any_user_contains` + `assistant_turns` a script is stateless: it answers by the
+//! conversation, not by how many requests came before, so several tasks can share a server.
+//!
+//! Every request is logged (the `--log` JSONL, [`ScriptedServer::requests`]) as
+//! `{"method", "path", "authorized", "auth", "headers", "stream", "body", "status"}` plus
+//! `"rule"`/`"response"` (indices) when a rule answered. `headers` are the header *names*,
+//! lowercase, sorted, without repeats; `auth` is `"expected"` (a key was presented in
+//! `x-api-key` or `Authorization: Bearer` and it is the script's `require_key`), `"other"` (some
+//! other key, or any key when the script requires none) or `"none"`. No key value is ever logged.
+//!
 //! ```json
 //! {
 //!   "require_key": "sk-test",
 //!   "rules": [
 //!     {"match": {"last_user_contains": "flaky"},
 //!      "responses": [{"status": 429}, {"text": "ok after retry"}]},
+//!     {"match": {"any_user_contains": "/app/hello.txt", "assistant_turns": 1},
+//!      "responses": [{"text": "wrote /app/hello.txt"}]},
 //!     {"match": {"path": "/v1/chat/completions", "model": "gpt-test"},
 //!      "responses": [
 //!        {"tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
@@ -86,6 +103,14 @@ pub struct Match {
     pub last_user_contains: Option<String>,
     /// A substring of any message's text (system prompts and instructions included).
     pub any_message_contains: Option<String>,
+    /// A substring of any user or tool message's text (not only the latest turn's; system
+    /// prompts and assistant messages excluded).
+    pub any_user_contains: Option<String>,
+    /// The number of assistant turns already in the conversation, exactly: runs of consecutive
+    /// assistant items (chat and Anthropic `assistant` messages; Responses `function_call`,
+    /// assistant `message` and `reasoning` items), so parallel tool calls of one turn count
+    /// once. 0 for the first request of a task.
+    pub assistant_turns: Option<u64>,
     /// The request's `model`, exactly.
     pub model: Option<String>,
 }
@@ -285,6 +310,8 @@ fn parse_rule(value: &Value, field: &str) -> Result<Rule, ScriptError> {
                     "path",
                     "last_user_contains",
                     "any_message_contains",
+                    "any_user_contains",
+                    "assistant_turns",
                     "model",
                 ],
                 &mf,
@@ -293,6 +320,8 @@ fn parse_rule(value: &Value, field: &str) -> Result<Rule, ScriptError> {
                 path: opt_string(mm, "path", &mf)?,
                 last_user_contains: opt_string(mm, "last_user_contains", &mf)?,
                 any_message_contains: opt_string(mm, "any_message_contains", &mf)?,
+                any_user_contains: opt_string(mm, "any_user_contains", &mf)?,
+                assistant_turns: opt_u64(mm, "assistant_turns", &mf)?,
                 model: opt_string(mm, "model", &mf)?,
             }
         }
@@ -552,6 +581,19 @@ fn last_user_text(conv: &[(&'static str, String)]) -> String {
         .unwrap_or_default()
 }
 
+/// The assistant turns in the conversation: runs of consecutive assistant items.
+fn assistant_turns(conv: &[(&'static str, String)]) -> u64 {
+    let mut turns = 0;
+    let mut previous = "";
+    for (role, _) in conv {
+        if *role == "assistant" && previous != "assistant" {
+            turns += 1;
+        }
+        previous = role;
+    }
+    turns
+}
+
 impl Match {
     /// Whether a request (path and parsed body) meets every condition.
     pub fn matches(&self, path: &str, body: &Value) -> bool {
@@ -563,10 +605,19 @@ impl Match {
                 return false;
             }
         }
-        if self.last_user_contains.is_none() && self.any_message_contains.is_none() {
+        if self.last_user_contains.is_none()
+            && self.any_message_contains.is_none()
+            && self.any_user_contains.is_none()
+            && self.assistant_turns.is_none()
+        {
             return true;
         }
         let conv = conversation(body);
+        if let Some(turns) = self.assistant_turns {
+            if assistant_turns(&conv) != turns {
+                return false;
+            }
+        }
         if let Some(needle) = &self.last_user_contains {
             if !last_user_text(&conv).contains(needle.as_str()) {
                 return false;
@@ -574,6 +625,14 @@ impl Match {
         }
         if let Some(needle) = &self.any_message_contains {
             if !conv.iter().any(|(_, t)| t.contains(needle.as_str())) {
+                return false;
+            }
+        }
+        if let Some(needle) = &self.any_user_contains {
+            if !conv
+                .iter()
+                .any(|(r, t)| (*r == "user" || *r == "tool") && t.contains(needle.as_str()))
+            {
                 return false;
             }
         }
@@ -790,6 +849,37 @@ fn authorized(state: &State, endpoint: Option<Endpoint>, req: &Request) -> bool 
     }
 }
 
+/// Which key the request presented, for the log (never the key itself): `"expected"` when it
+/// presented a key (`x-api-key` or `Authorization: Bearer`) and every key presented is the
+/// script's `require_key`, `"other"` when it presented any other key (or the script requires
+/// none), `"none"` when it presented no key.
+fn auth_outcome(state: &State, req: &Request) -> &'static str {
+    let presented: Vec<&str> = req
+        .headers
+        .iter()
+        .filter_map(|(name, value)| match name.as_str() {
+            "x-api-key" => Some(value.as_str()),
+            "authorization" => Some(value.strip_prefix("Bearer ").unwrap_or(value).trim()),
+            _ => None,
+        })
+        .collect();
+    if presented.is_empty() {
+        return "none";
+    }
+    match &state.script.require_key {
+        Some(key) if presented.iter().all(|p| p == key) => "expected",
+        _ => "other",
+    }
+}
+
+/// The request's header names, lowercase, sorted and without repeats (never the values).
+fn header_names(req: &Request) -> Vec<&str> {
+    let mut names: Vec<&str> = req.headers.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -813,6 +903,8 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         "method": req.method,
         "path": req.path,
         "authorized": is_authorized,
+        "auth": auth_outcome(state, req),
+        "headers": header_names(req),
         "stream": false,
         "body": log_body,
     });
@@ -1895,6 +1987,172 @@ mod tests {
     }
 
     #[test]
+    fn stateless_matching_by_turns_and_any_user_text() {
+        let server = spawn_on_thread(json!({"rules": [
+            {"match": {"any_user_contains": "TASK-A", "assistant_turns": 0}, "responses": [{"text": "a0"}]},
+            {"match": {"any_user_contains": "TASK-A", "assistant_turns": 1}, "responses": [{"text": "a1"}]},
+            {"match": {"any_user_contains": "TASK-B", "assistant_turns": 2}, "responses": [{"text": "b2"}]},
+            {"match": {"any_user_contains": "SYSTEM-ONLY"}, "responses": [{"text": "wrong"}]},
+            {"responses": [{"text": "fallback"}]},
+        ]}));
+        let p = server.port;
+        let chat_text = |body: &Value| {
+            post(p, "/v1/chat/completions", body).json()["choices"][0]["message"]["content"].clone()
+        };
+        let first = json!({"messages": [
+            {"role": "system", "content": "SYSTEM-ONLY"},
+            {"role": "user", "content": "do TASK-A"},
+        ]});
+        // The same request twice gets the same answer: no per-rule counter decides.
+        assert_eq!(chat_text(&first), "a0");
+        assert_eq!(chat_text(&first), "a0");
+        let call = |id: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": "{}"}}]});
+        let second = json!({"messages": [
+            {"role": "user", "content": "do TASK-A"},
+            call("call_1"),
+            {"role": "tool", "tool_call_id": "call_1", "content": "out"},
+        ]});
+        assert_eq!(chat_text(&second), "a1");
+        // The system prompt is not a user message.
+        let system_only = json!({"messages": [{"role": "system", "content": "SYSTEM-ONLY"}, {"role": "user", "content": "x"}]});
+        assert_eq!(chat_text(&system_only), "fallback");
+        // Responses: one turn's parallel function calls (and its reasoning) count once.
+        let responses = json!({"input": [
+            {"role": "developer", "content": "SYSTEM-ONLY"},
+            {"role": "user", "content": [{"type": "input_text", "text": "TASK-B"}]},
+            {"type": "reasoning", "summary": []},
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call", "call_id": "c2", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "x"},
+            {"type": "function_call_output", "call_id": "c2", "output": "y"},
+            {"type": "function_call", "call_id": "c3", "name": "exec_command", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c3", "output": "z"},
+        ]});
+        let v = post(p, "/v1/responses", &responses).json();
+        assert_eq!(v["output"][0]["content"][0]["text"], "b2");
+        // Anthropic: assistant messages, the task text in an earlier user message.
+        let anthropic = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "<system-reminder>r</system-reminder>"}, {"type": "text", "text": "TASK-B"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "o"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "o"}]},
+        ]});
+        let v = post(p, "/v1/messages", &anthropic).json();
+        assert_eq!(v["content"][0]["text"], "b2");
+        // TASK-B at turn 1 matches nothing specific.
+        let b1 = json!({"messages": [{"role": "user", "content": "TASK-B"}, call("call_9"), {"role": "tool", "tool_call_id": "call_9", "content": "o"}]});
+        assert_eq!(chat_text(&b1), "fallback");
+    }
+
+    #[test]
+    fn log_has_header_names_and_auth_outcome() {
+        let key = "sk-expected-77";
+        let server = ScriptedServer::start(
+            &json!({"require_key": key, "rules": [{"responses": [{"text": "ok"}]}]}),
+            None,
+        )
+        .expect("start");
+        let p = server.port;
+        let body = chat("hi").to_string();
+        let bearer = format!("Bearer {key}");
+        let chat_path = "/v1/chat/completions";
+        send(
+            p,
+            "POST",
+            chat_path,
+            &[("Authorization", &bearer), ("X-Trace", "1")],
+            &body,
+        );
+        send(
+            p,
+            "POST",
+            chat_path,
+            &[("Authorization", "Bearer sk-other")],
+            &body,
+        );
+        send(p, "POST", chat_path, &[], &body);
+        send(p, "POST", "/v1/messages", &[("x-api-key", key)], &body);
+        send(
+            p,
+            "POST",
+            "/v1/messages",
+            &[
+                ("x-api-key", key),
+                ("authorization", "Bearer sk-placeholder"),
+            ],
+            &body,
+        );
+        let requests = server.requests();
+        let auth: Vec<&str> = requests
+            .iter()
+            .map(|r| r["auth"].as_str().expect("auth"))
+            .collect();
+        assert_eq!(auth, ["expected", "other", "none", "expected", "other"]);
+        let names: Vec<String> = requests[0]["headers"]
+            .as_array()
+            .expect("headers")
+            .iter()
+            .map(|n| n.as_str().expect("name").to_string())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        for name in ["authorization", "content-length", "x-trace"] {
+            assert!(names.iter().any(|n| n == name), "{name}: {names:?}");
+        }
+        assert!(!serde_json::to_string(&requests)
+            .expect("json")
+            .contains("sk-"));
+        // Without `require_key`, any key presented is "other".
+        let open = spawn_on_thread(json!({"rules": [{"responses": [{"text": "ok"}]}]}));
+        send(
+            open.port,
+            "POST",
+            chat_path,
+            &[("Authorization", "Bearer x")],
+            &body,
+        );
+        send(open.port, "POST", chat_path, &[], &body);
+        let auth: Vec<Value> = open.requests().iter().map(|r| r["auth"].clone()).collect();
+        assert_eq!(auth, [json!("other"), json!("none")]);
+    }
+
+    /// The agent-harness scripts in `tests/fixtures/agents/` parse, and each task's three steps
+    /// are told apart by the conversation alone.
+    #[test]
+    fn agent_fixture_scripts_parse_and_are_stateless() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agents");
+        for id in ["claude_code", "codex", "mini_swe_agent", "qwen_code"] {
+            for name in [format!("{id}.json"), format!("{id}-looping.json")] {
+                Script::load(&dir.join(&name)).unwrap_or_else(|e| panic!("{e}"));
+            }
+            let script = Script::load(&dir.join(format!("{id}.json"))).expect("script");
+            let mut seen = Vec::new();
+            for marker in ["/app/hello.txt", "/app/fizzbuzz.txt", "/app/primes.txt"] {
+                let mut messages =
+                    vec![json!({"role": "user", "content": format!("Write `{marker}`.")})];
+                for turn in 0..3 {
+                    let body = json!({"messages": messages});
+                    let path = script.rules[0].conditions.path.clone().expect("path");
+                    let rule = script
+                        .rules
+                        .iter()
+                        .position(|r| r.conditions.matches(&path, &body))
+                        .expect("a rule");
+                    assert!(
+                        !seen.contains(&rule),
+                        "{id} {marker} turn {turn}: rule {rule} again"
+                    );
+                    seen.push(rule);
+                    messages.push(json!({"role": "assistant", "content": "x"}));
+                    messages.push(json!({"role": "user", "content": "output"}));
+                }
+            }
+        }
+    }
+
+    #[test]
     fn other_endpoints_and_bad_requests() {
         let server =
             spawn_on_thread(json!([{"match": {"model": "m1"}, "responses": [{"text": "x"}]}]));
@@ -2184,6 +2442,14 @@ mod tests {
             (
                 json!({"rules": [{"responses": [{"text": "x", "truncated": 1}]}]}),
                 "rules[0].responses[0].truncated",
+            ),
+            (
+                json!({"rules": [{"match": {"assistant_turns": -1}, "responses": [{"text": "a"}]}]}),
+                "rules[0].match.assistant_turns",
+            ),
+            (
+                json!({"rules": [{"match": {"any_user_contains": 3}, "responses": [{"text": "a"}]}]}),
+                "rules[0].match.any_user_contains",
             ),
             (json!({"require_key": 5, "rules": []}), "require_key"),
             (json!({}), "rules"),
