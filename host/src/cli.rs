@@ -58,6 +58,12 @@ pub enum Command {
         #[command(subcommand)]
         command: EnvCommand,
     },
+    /// Install the agents harnesses run inside environments into the install cache
+    Agents {
+        /// Agents command
+        #[command(subcommand)]
+        command: AgentsCommand,
+    },
     /// Recompute metrics.json and summary.md of a run directory from its task details
     Summary {
         /// The run directory (`<results>/<namespace>/<run_id>`)
@@ -393,6 +399,32 @@ pub struct PlanCmd {
     /// Semantic attempt number
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub attempt: u32,
+}
+
+/// `agents` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum AgentsCommand {
+    /// Install (prefetch) what each HARNESS runs inside ENV's environments, once per machine
+    /// and platform, so that later runs need no network for it
+    Install(AgentsInstallCmd),
+}
+
+/// `agentcompass-host agents install HARNESS... [--env ENV] [--env-params JSON]`.
+#[derive(Debug, Args, Clone)]
+pub struct AgentsInstallCmd {
+    /// Harness ids (claude_code, codex, mini_swe_agent, qwen_code, ...)
+    #[arg(required = true, value_name = "HARNESS")]
+    pub harnesses: Vec<String>,
+    /// Environment provider the agents will run in (the install is made in one of its
+    /// environments, with a public network)
+    #[arg(long, default_value = "sandbox")]
+    pub env: String,
+    /// Environment fields and provider parameters (JSON object; `{"setup": {"image": ...}}`)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub env_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Harness parameters (JSON object; `{"version": ...}`), for every HARNESS
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub harness_params: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `env` subcommands.

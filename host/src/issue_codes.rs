@@ -51,6 +51,9 @@ issue_codes! {
     ENVIRONMENT_FAILED = "environment_failed", "the environment did not open";
     /// The model endpoint the environment needs could not be served.
     MODEL_ENDPOINT_FAILED = "model_endpoint_failed", "the model endpoint inside the environment could not be served (socket, port)";
+    /// The agent's last model call through the in-environment endpoint failed after the
+    /// gateway's retries (the agent most likely stopped on it).
+    MODEL_FAILED = "model_failed", "the agent's last call to the model endpoint inside the environment failed after the gateway's retries";
     /// A tool the harness needs could not be installed into the install cache.
     AGENT_INSTALL_FAILED = "agent_install_failed", "a package the harness runs in the environment could not be installed (the message names it and the installer's last error line)";
     /// Installing a tool the harness needs exceeded its timeout.

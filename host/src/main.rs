@@ -7,7 +7,9 @@ mod commands;
 
 use std::process::ExitCode;
 
-use cli::{Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand};
+use cli::{
+    AgentsCommand, Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand,
+};
 
 use agentcompass_host::setup::Setup;
 use agentcompass_loader::lockfile::PluginLock;
@@ -108,6 +110,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 ),
             }
         }
+        Command::Agents {
+            command: AgentsCommand::Install(cmd),
+        } => commands::agents::install(global, &cmd),
         Command::Summary { run_dir } => {
             let setup = load(global)?;
             commands::summary::summary(&setup.registry, &run_dir)

@@ -18,6 +18,7 @@ macro_rules! outln {
     };
 }
 
+pub mod agents;
 pub mod config_docs;
 pub mod config_show;
 pub mod env;

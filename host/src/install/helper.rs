@@ -11,7 +11,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::{Ctx, EnvironmentProvider};
 use agentcompass_results::naming::sanitize_component;
 
-use super::installer::{self, DOWNLOADS_MOUNT};
+use super::installer::{self, DOWNLOADS_MOUNT, TRUST_FILE, TRUST_MOUNT};
 use super::InstallError;
 
 /// The helper environment's open request.
@@ -20,6 +20,7 @@ fn helper_request(
     install: &ToolInstall,
     staging: &Path,
     downloads: &Path,
+    trust: Option<&Path>,
 ) -> OpenEnvironmentRequest {
     let mut spec = spec.clone();
     spec.baseline_network_policy = None;
@@ -42,6 +43,13 @@ fn helper_request(
             read_only: false,
         },
     ];
+    if let Some(trust) = trust {
+        request.host_mounts.push(HostMount {
+            source: trust.display().to_string(),
+            target: TRUST_MOUNT.to_string(),
+            read_only: true,
+        });
+    }
     request
 }
 
@@ -60,7 +68,8 @@ pub(super) async fn install_in_helper(
         install.requirement(),
         install.installer.as_str()
     );
-    let request = helper_request(spec, install, staging, downloads);
+    let trust = copy_trust(staging);
+    let request = helper_request(spec, install, staging, downloads, trust.as_deref());
     let session = provider.open(ctx, &request).await.map_err(|e| {
         InstallError::Failed(format!(
             "installing {what}: the helper environment `{}` did not open: {}",
@@ -69,7 +78,7 @@ pub(super) async fn install_in_helper(
     })?;
     let started = std::time::Instant::now();
     let mut outcome = Ok(());
-    for mut command in installer::commands(install) {
+    for mut command in installer::commands(install, trust.is_some()) {
         let left = install.timeout_seconds - started.elapsed().as_secs_f64();
         if ctx.is_cancelled() {
             outcome = Err(InstallError::Cancelled);
@@ -105,5 +114,20 @@ pub(super) async fn install_in_helper(
     if let Err(e) = session.close().await {
         tracing::warn!("closing the install helper environment: {}", e.message);
     }
+    if let Some(trust) = trust {
+        let _ = std::fs::remove_dir_all(trust);
+    }
     outcome
+}
+
+/// A copy of the host's CA bundle beside the staging directory (the helper environment may
+/// not see the host's file), or `None` when the host has none.
+fn copy_trust(staging: &Path) -> Option<std::path::PathBuf> {
+    let source = installer::trust_file()?;
+    let mut dir = staging.as_os_str().to_owned();
+    dir.push(".trust");
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).ok()?;
+    std::fs::copy(&source, dir.join(TRUST_FILE)).ok()?;
+    Some(dir)
 }

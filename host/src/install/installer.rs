@@ -8,11 +8,61 @@ use agentcompass_plugin_api::contracts::{ExecRequest, Installer, ToolInstall};
 /// npm's is content-addressed, pip's wheels carry their platform tags).
 pub(super) const DOWNLOADS_MOUNT: &str = "/var/cache/agentcompass-downloads";
 
+/// Where the helper environment sees the host's certificate authorities (see [`trust_file`]).
+pub(super) const TRUST_MOUNT: &str = "/var/cache/agentcompass-trust";
+
+/// The name of the CA bundle in [`TRUST_MOUNT`].
+pub(super) const TRUST_FILE: &str = "ca-certificates.crt";
+
+/// Host variables an installer honours that describe the host's network (proxies, indexes,
+/// timeouts), passed to it as they are. CA-file variables are not among them: the file is
+/// the host's, so the helper gets a copy instead (see [`trust_file`]).
+const PASSED_VARIABLES: [&str; 12] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_DEFAULT_TIMEOUT",
+    "npm_config_registry",
+    "NPM_CONFIG_REGISTRY",
+];
+
+/// The host's CA bundle the installers must trust (a TLS-inspecting egress proxy's CA is
+/// usually only there): the file the host's own TLS variables name, else the system bundle.
+pub(super) fn trust_file() -> Option<std::path::PathBuf> {
+    let named = [
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "PIP_CERT",
+        "CURL_CA_BUNDLE",
+    ]
+    .iter()
+    .filter_map(|name| std::env::var_os(name))
+    .map(std::path::PathBuf::from);
+    let system = [
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/cert.pem",
+    ]
+    .iter()
+    .map(std::path::PathBuf::from);
+    named
+        .chain(system)
+        .chain(std::env::var_os("NODE_EXTRA_CA_CERTS").map(std::path::PathBuf::from))
+        .find(|path| path.is_file())
+}
+
 /// The installer's HOME inside the helper environment (writable wherever the root is not).
 const INSTALL_HOME: &str = "/tmp/agentcompass-install-home";
 
-/// The commands that make `install` at its mount path, in order.
-pub(super) fn commands(install: &ToolInstall) -> Vec<ExecRequest> {
+/// The commands that make `install` at its mount path, in order (`trusted`: the host's CA
+/// bundle is at [`TRUST_MOUNT`]).
+pub(super) fn commands(install: &ToolInstall, trusted: bool) -> Vec<ExecRequest> {
     let prefix = install.mount_path.as_str();
     let requirement = install.requirement();
     let argvs: Vec<Vec<String>> = match install.installer {
@@ -56,7 +106,7 @@ pub(super) fn commands(install: &ToolInstall) -> Vec<ExecRequest> {
             vec![venv, pip]
         }
     };
-    let env = BTreeMap::from([
+    let mut env = BTreeMap::from([
         ("HOME".to_string(), INSTALL_HOME.to_string()),
         (
             "npm_config_update_notifier".to_string(),
@@ -64,6 +114,22 @@ pub(super) fn commands(install: &ToolInstall) -> Vec<ExecRequest> {
         ),
         ("PIP_DISABLE_PIP_VERSION_CHECK".to_string(), "1".to_string()),
     ]);
+    for name in PASSED_VARIABLES {
+        if let Some(value) = std::env::var(name).ok().filter(|v| !v.is_empty()) {
+            env.insert(name.to_string(), value);
+        }
+    }
+    if trusted {
+        let bundle = format!("{TRUST_MOUNT}/{TRUST_FILE}");
+        for name in [
+            "NODE_EXTRA_CA_CERTS",
+            "SSL_CERT_FILE",
+            "PIP_CERT",
+            "REQUESTS_CA_BUNDLE",
+        ] {
+            env.insert(name.to_string(), bundle.clone());
+        }
+    }
     argvs
         .into_iter()
         .map(|argv| {

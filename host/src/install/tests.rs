@@ -45,7 +45,7 @@ fn npm_and_pip_commands_install_at_the_mount_path() {
     let argv = |r: &agentcompass_plugin_api::contracts::ExecRequest| {
         serde_json::to_value(&r.command).unwrap()
     };
-    let npm_commands = commands(&install);
+    let npm_commands = commands(&install, false);
     assert_eq!(npm_commands.len(), 1);
     let text = argv(&npm_commands[0]).to_string();
     assert!(
@@ -65,12 +65,17 @@ fn npm_and_pip_commands_install_at_the_mount_path() {
         registry: None,
         timeout_seconds: 60.0,
     };
-    let pip_commands = commands(&pip);
+    let pip_commands = commands(&pip, true);
     assert_eq!(pip_commands.len(), 2);
     assert_eq!(
         argv(&pip_commands[0]),
         serde_json::json!(["python3", "-m", "venv", "/opt/agentcompass/mini_swe_agent"])
     );
+    assert_eq!(
+        pip_commands[1].env["PIP_CERT"],
+        "/var/cache/agentcompass-trust/ca-certificates.crt"
+    );
+    assert!(!npm_commands[0].env.contains_key("PIP_CERT"));
     let text = argv(&pip_commands[1]).to_string();
     assert!(
         text.starts_with("[\"/opt/agentcompass/mini_swe_agent/bin/pip\",\"install\""),

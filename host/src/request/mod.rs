@@ -14,7 +14,7 @@ pub use orchestration::{
 };
 pub use references::{resolve_request_references, ResolvedRequest};
 pub use runtime_options::{EgressOptions, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
-pub use single::{resolve_run, RunArgs};
+pub use single::{resolve_install_target, resolve_run, RunArgs};
 
 use agentcompass_plugin_api::contracts::RunRequest;
 

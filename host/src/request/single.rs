@@ -151,6 +151,31 @@ fn components(
     Ok((benchmark, harness, environment))
 }
 
+/// The harness and environment of `agents install`: each from its config entry, then its
+/// flag (`--harness-params`, `--env-params`), as `run` resolves them.
+pub fn resolve_install_target(
+    config: &LoadedConfig,
+    registry: &Registry,
+    (harness, harness_params): (&str, &Option<Map<String, Value>>),
+    (environment, env_params): (&str, &Option<Map<String, Value>>),
+) -> Result<(HarnessSpec, EnvironmentSpec), ConfigError> {
+    let mut layers = config_component_layers(config, "harnesses", harness);
+    layers.extend(params_layer("--harness-params", harness_params));
+    let at = IdSource {
+        source: "command line",
+        path: "HARNESS",
+    };
+    let harness = harness_spec(registry, harness, "", &at, &layers)?;
+    let mut env_layers = config_environment_layers(config, environment);
+    env_layers.extend(params_layer("--env-params", env_params).map(|l| (l, false)));
+    let at = IdSource {
+        source: "--env",
+        path: "environment",
+    };
+    let environment = environment_spec(registry, environment, &at, &env_layers)?;
+    Ok((harness, environment))
+}
+
 /// The model from explicit arguments only, one layer per flag, so an error names the flag
 /// that set the bad value.
 fn model_layers(args: &RunArgs) -> Vec<Layer> {

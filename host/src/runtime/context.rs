@@ -94,6 +94,16 @@ impl AttemptScope<'_> {
             .collect()
     }
 
+    /// How the agent's last call to the model endpoint inside the environment ended, when it
+    /// failed after the gateway's retries, as the attempt's `model_failed` issue.
+    pub fn model_failure(&self) -> Option<agentcompass_plugin_api::contracts::ExecutionIssue> {
+        let failure = self.relay.as_ref()?.last_failure()?;
+        Some(crate::issue_codes::MODEL_FAILED.error(
+            agentcompass_plugin_api::contracts::IssuePhase::Run,
+            format!("the model endpoint failed: {failure}"),
+        ))
+    }
+
     /// Records this attempt's model usage in `telemetry.model_usage` (when there was any),
     /// over the usage the result already carried when the scope began (an evaluation resumed
     /// from a checkpoint keeps the agent run's usage).

@@ -6,10 +6,14 @@
 //!   model gateway.
 //! - `cli_agent`: runs an external agent CLI inside the environment, pointed at the run's model
 //!   endpoint through environment variables.
+//! - `installed`: `claude_code`, `codex`, `mini_swe_agent`, `qwen_code` — real agent CLIs
+//!   installed by the host's install cache and run inside the environment; their records are
+//!   read by `transcript`.
 //!
 //! Depends only on `agentcompass-plugin-api`.
 
 mod cli_agent;
+mod installed;
 mod openai_chat;
 mod oracle;
 mod params;
@@ -18,8 +22,7 @@ mod terminus;
 mod testkit;
 mod text;
 mod trajectory;
-#[allow(dead_code, unused_imports)]
-pub(crate) mod transcript;
+mod transcript;
 
 use agentcompass_plugin_api::sdk::PluginBuilder;
 
@@ -28,6 +31,11 @@ fn register(plugin: &mut PluginBuilder) {
     plugin.harness(oracle::info(), || Ok(oracle::Oracle));
     plugin.harness(terminus::info(), || Ok(terminus::Terminus));
     plugin.harness(cli_agent::info(), || Ok(cli_agent::CliAgent));
+    for agent in installed::AgentCli::ALL {
+        plugin.harness(installed::info(agent), move || {
+            Ok(installed::InstalledAgent { agent })
+        });
+    }
 }
 
 agentcompass_plugin_api::export_plugin!(register);

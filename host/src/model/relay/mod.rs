@@ -56,6 +56,7 @@ pub struct ModelRelay {
     token: EgressToken,
     model: String,
     protocol: &'static str,
+    state: Arc<serve::RelayState>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -101,15 +102,23 @@ impl ModelRelay {
         agentcompass_redact::register_secret(token.expose());
         let (model, protocol) = (gateway.model.clone(), gateway.protocol.name());
         let state = Arc::new(serve::RelayState::new(gateway, usage, token.clone(), label));
-        let server = tokio::spawn(serve::accept(state, unix, tcp));
+        let server = tokio::spawn(serve::accept(state.clone(), unix, tcp));
         Ok(ModelRelay {
             dir,
             port,
             token,
             model,
             protocol,
+            state,
             server,
         })
+    }
+
+    /// How the last model call through the relay ended when it failed after the gateway's
+    /// retries (`None` when it succeeded, or no call was made): an agent that stopped on a
+    /// failing model stopped on this.
+    pub fn last_failure(&self) -> Option<String> {
+        self.state.last_failure()
     }
 
     /// The Unix socket on the host.

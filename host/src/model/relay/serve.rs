@@ -32,6 +32,9 @@ pub(super) struct RelayState {
     usage: Arc<UsageMeter>,
     token: EgressToken,
     label: String,
+    /// How the last model call ended when it failed after the gateway's retries (`None`
+    /// after a success): what an agent that stopped on it stopped on.
+    last_failure: std::sync::Mutex<Option<String>>,
 }
 
 impl RelayState {
@@ -46,7 +49,24 @@ impl RelayState {
             usage,
             token,
             label: label.to_string(),
+            last_failure: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Remembers how the last model call ended (`None`: it succeeded).
+    fn set_last_failure(&self, failure: Option<String>) {
+        *self
+            .last_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = failure;
+    }
+
+    /// How the last model call ended when it failed after the gateway's retries.
+    pub(super) fn last_failure(&self) -> Option<String> {
+        self.last_failure
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Adds one call's usage (priced when the gateway has prices) to the attempt's meter.
@@ -143,10 +163,22 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
                 parts.method,
                 route.rest
             );
+            state.set_last_failure(Some(format!("{} {}: {reason}", parts.method, route.rest)));
             return error(endpoint, StatusCode::BAD_GATEWAY, &reason);
         }
     };
     let status = response.status();
+    if route.endpoint != Endpoint::Other {
+        state.set_last_failure((!status.is_success()).then(|| {
+            format!(
+                "{} {}: answered {} (after the gateway's {} retries)",
+                parts.method,
+                route.rest,
+                status.as_u16(),
+                state.gateway.settings.max_retries
+            )
+        }));
+    }
     tracing::debug!(
         target: "agentcompass::model",
         task = %state.label,

@@ -87,6 +87,9 @@ pub async fn physical_attempt(
         return outcome;
     }
     let mut stage = run_stage(&step, &env.session, None).await;
+    if let Some(issue) = scope.model_failure() {
+        stage.result.push_issue(issue);
+    }
     if !stage.cancelled && !has_fatal(&stage.result) {
         collect::collect_artifacts(&step, &env.session, writer, &mut stage.result).await;
     }

@@ -24,6 +24,7 @@ use serde_json::json;
 
 use crate::oracle::runs_bash;
 use collect::Collector;
+pub(crate) use instruction::instruction_text;
 use run::run;
 use settings::Settings;
 

@@ -105,13 +105,6 @@ impl StepDraft {
             && self.observations.is_empty()
     }
 
-    /// True when the step has a tool call with this id.
-    fn has_call(&self, id: &str) -> bool {
-        self.tool_calls
-            .iter()
-            .any(|call| call.get("id").and_then(Value::as_str) == Some(id))
-    }
-
     /// The finished step, numbered `step_id`.
     fn into_step(self, step_id: u64) -> TrajectoryStep {
         TrajectoryStep {
