@@ -12,6 +12,7 @@ mod docker_networks;
 mod environments;
 mod harbor;
 mod harness_free;
+mod installed_agents;
 mod layering;
 mod listing;
 mod model_endpoint;

@@ -1,7 +1,9 @@
 //! Artifact collection after the agent run: the declared commands, then the download of the
 //! declared paths into `attempt-N/artifacts/` and the checksummed manifest next to it.
 
-use agentcompass_plugin_api::contracts::{ExecRequest, IssuePhase, IssueSeverity, RunResult};
+use agentcompass_plugin_api::contracts::{
+    ArtifactSpec, ExecRequest, IssuePhase, IssueSeverity, RunResult,
+};
 use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::Error;
 use agentcompass_results::artifacts as manifest;
@@ -17,7 +19,7 @@ use crate::runtime::blocking::blocking;
 use crate::runtime::phase::{run_phase, watchdog, PhaseOutcome};
 
 /// Runs the declared collection commands and downloads the declared paths into
-/// `attempt-N/artifacts/` (when saving; emptied first), then writes the checksummed manifest
+/// `attempt-N/artifacts/` (when saving, else the harness's own only; emptied first), then writes the checksummed manifest
 /// `attempt-N/artifacts.manifest.json` (also kept as `declared_artifacts`, partial with
 /// `complete: false` after a failure). Failures are FATAL collect issues.
 pub(super) async fn collect_artifacts(
@@ -37,8 +39,21 @@ pub(super) async fn collect_artifacts(
             return;
         }
     }
-    if step.plan.save_artifacts {
-        download(step, session, writer, result).await;
+    // The harness's own files (its agent's raw logs) are kept even when the benchmark's
+    // artifacts are not saved.
+    let plan = step.plan;
+    let specs: Vec<ArtifactSpec> = if plan.save_artifacts {
+        plan.artifacts.clone()
+    } else {
+        let own = &plan.harness_plan.artifacts;
+        plan.artifacts
+            .iter()
+            .filter(|spec| own.contains(spec))
+            .cloned()
+            .collect()
+    };
+    if !specs.is_empty() {
+        download(step, session, writer, result, &specs).await;
     }
 }
 
@@ -85,6 +100,7 @@ async fn download(
     session: &SessionRef,
     writer: &TaskWriter,
     result: &mut RunResult,
+    specs: &[ArtifactSpec],
 ) {
     let (plan, attempt_dir) = (step.plan, writer.attempt_dir(step.attempt));
     let root = attempt_dir.join(manifest::ARTIFACTS_DIR);
@@ -99,7 +115,7 @@ async fn download(
         step.attempt,
         TaskPhase::DownloadArtifacts,
         json!({
-            "entry_count": plan.artifacts.len(),
+            "entry_count": specs.len(),
             "max_bytes": limits.max_mb.saturating_mul(1024 * 1024),
             "max_entries": limits.max_files,
             "timeout_seconds": limits.timeout_seconds,
@@ -107,9 +123,7 @@ async fn download(
     );
     let mut entries = Vec::new();
     let transfer = async {
-        Ok::<_, Error>(
-            artifacts::download_all(session, &plan.artifacts, &root, limits, &mut entries).await,
-        )
+        Ok::<_, Error>(artifacts::download_all(session, specs, &root, limits, &mut entries).await)
     };
     let outcome = run_phase(
         &step.rc.cancel,
@@ -119,7 +133,7 @@ async fn download(
     .await;
     let failure = download_failure(outcome);
     // Entries not reached (an earlier failure, the timeout or cancellation).
-    for spec in plan.artifacts.iter().skip(entries.len()) {
+    for spec in specs.iter().skip(entries.len()) {
         entries.push(manifest::ManifestEntry::empty(
             spec,
             manifest::EntryStatus::Uncollected,

@@ -220,12 +220,13 @@ impl Builder {
     fn command(&mut self, slot: &ItemSlot) {
         let item = &slot.item;
         let id = str_at(item, "id").unwrap_or("");
-        let command = str_at(item, "command").unwrap_or("");
-        self.commands.push(command.to_string());
+        let shell_line = str_at(item, "command").unwrap_or("");
+        let command = unwrap_shell(shell_line);
+        self.commands.push(command.clone());
         self.current.tool_calls.push(tool_call(
             id,
             "command_execution",
-            json!({"command": command}),
+            json!({"command": command, "shell_line": shell_line}),
         ));
         let output = str_at(item, "aggregated_output").unwrap_or("");
         let (exit_code, is_error) = if slot.completed {
@@ -262,5 +263,21 @@ impl Builder {
                 .observations
                 .push(observation(id, output, None, None));
         }
+    }
+}
+
+/// The command the agent gave, without the shell Codex wraps it in: `/bin/bash -lc '<cmd>'`
+/// (any `sh`/`bash`/`zsh` with `-c` or `-lc`) becomes `<cmd>`; anything else stays as it is.
+fn unwrap_shell(line: &str) -> String {
+    match shlex::split(line).as_deref() {
+        Some([shell, flag, command])
+            if ["sh", "bash", "zsh"]
+                .iter()
+                .any(|name| shell == name || shell.ends_with(&format!("/{name}")))
+                && (flag == "-c" || flag == "-lc") =>
+        {
+            command.clone()
+        }
+        _ => line.to_string(),
     }
 }

@@ -372,9 +372,10 @@ fn long_tool_output_is_cut_in_the_middle() {
 fn codex_sample() {
     let t = codex_events(CODEX);
     assert_eq!(step_ids(&t), [1, 2]);
+    // The shell Codex wraps each command in is taken off (kept as `shell_line`).
     assert_eq!(
         t.commands,
-        ["/bin/bash -lc 'mkdir -p /tmp/x && echo hi > /tmp/x/hello.txt'"]
+        ["mkdir -p /tmp/x && echo hi > /tmp/x/hello.txt"]
     );
     assert_eq!(t.final_answer.as_deref(), Some(SAMPLE_ANSWER));
     assert_eq!(t.failure, None);
@@ -392,7 +393,8 @@ fn codex_sample() {
     assert_eq!(
         first.assistant_content.tool_calls,
         json!([{"id": "item_1", "name": "command_execution",
-                "arguments": {"command": t.commands[0]}}])
+                "arguments": {"command": t.commands[0],
+                              "shell_line": "/bin/bash -lc 'mkdir -p /tmp/x && echo hi > /tmp/x/hello.txt'"}}])
     );
     assert_eq!(
         first.observation,
@@ -846,4 +848,24 @@ fn mini_rejects_what_is_not_a_trajectory() {
         "{err}"
     );
     assert!(mini_trajectory("{\"messages\": []}").is_ok());
+}
+
+#[test]
+fn codex_shell_wrappers_are_taken_off_and_other_lines_kept() {
+    let line = |command: &str| {
+        let text = format!(
+            "{}\n",
+            json!({"type": "item.completed", "item": {"id": "i", "type": "command_execution",
+                   "command": command, "aggregated_output": "", "exit_code": 0,
+                   "status": "completed"}})
+        );
+        codex_events(&text).commands
+    };
+    assert_eq!(
+        line(r#"/bin/bash -lc "printf 'Hello, world"'!'"\\n' > /app/hello.txt""#),
+        [r"printf 'Hello, world!\n' > /app/hello.txt"]
+    );
+    assert_eq!(line("bash -c 'ls -la'"), ["ls -la"]);
+    assert_eq!(line("/usr/bin/python3 -c 'x'"), ["/usr/bin/python3 -c 'x'"]);
+    assert_eq!(line("echo 'unclosed"), ["echo 'unclosed"]);
 }

@@ -1,0 +1,610 @@
+//! The real agent CLIs as harnesses (`claude_code`, `codex`, `mini_swe_agent`, `qwen_code`),
+//! end to end: the built binary, the bundled Harbor and agents packs, each CLI as installed in
+//! the host's install cache (`./dev.sh test` prefetches it with `agents install` and names the
+//! cache in `AGENTCOMPASS_TEST_INSTALL_CACHE`), driven by `scripted-llm` on loopback through
+//! the in-environment model endpoint of `no-network` tasks.
+//!
+//! Each agent solves the three bundled Harbor tasks plus a test-only task whose instruction
+//! makes it look for the real model key inside its environment (`agent-key-probe`: every
+//! process environment, and files under its home, `/tmp` and `/logs`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{
+    files_containing, published_results, read_json, run_dir, Outcome, PluginDirs, Workspace,
+};
+use serde_json::{json, Value};
+
+/// The real key the host is given (only the relay ever sends it, to scripted-llm).
+const KEY: &str = "sk-e2e-AGENTS-real-9043";
+
+/// The bundled tasks every agent solves.
+const TASKS: [&str; 3] = ["hello-file", "fizzbuzz", "primes"];
+
+/// The probe's task id.
+const PROBE: &str = "agent-key-probe";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn required(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests with ./dev.sh test, which prefetches the agents")
+    })
+}
+
+/// The shared install cache `./dev.sh test` filled (the test's own HOME is a temp dir).
+fn install_cache() -> String {
+    required("AGENTCOMPASS_TEST_INSTALL_CACHE")
+}
+
+/// The agent's shell tool call running `command`, in its own vocabulary.
+fn tool_call(agent: &str, command: &str) -> Value {
+    match agent {
+        "claude_code" => {
+            json!({"name": "Bash", "arguments": {"command": command, "description": "run"}})
+        }
+        "codex" => json!({"name": "exec_command", "arguments": {"cmd": command}}),
+        "mini_swe_agent" => json!({"name": "bash", "arguments": {"command": command}}),
+        "qwen_code" => json!({"name": "run_shell_command",
+                              "arguments": {"command": command, "description": "run", "is_background": false}}),
+        other => panic!("no tool vocabulary for {other}"),
+    }
+}
+
+/// The protocol path the agent calls.
+fn path_of(agent: &str) -> &'static str {
+    match agent {
+        "claude_code" => "/v1/messages",
+        "codex" => "/v1/responses",
+        _ => "/v1/chat/completions",
+    }
+}
+
+/// The agent's last turn saying `text` (mini-swe-agent submits it as its final action).
+fn finish(agent: &str, text: &str) -> Value {
+    if agent == "mini_swe_agent" {
+        json!({"text": "Submitting.", "tool_calls": [tool_call(agent, &format!(
+            "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && echo '{text}'"))],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 3}})
+    } else {
+        json!({"text": text, "usage": {"prompt_tokens": 30, "completion_tokens": 3}})
+    }
+}
+
+/// The probe the agent runs for `agent-key-probe`: the real key (spelled in two pieces, so the
+/// command itself does not contain it) counted in every process environment and in files
+/// under its home, `/tmp` and `/logs`; and its placeholder variables counted. No command
+/// substitution (Qwen Code's shell tool refuses it).
+fn probe_command(agent: &str) -> String {
+    let (head, tail) = KEY.split_at(10);
+    let dir = format!("/logs/agent/{agent}");
+    format!(
+        "k={head}; k=\"${{k}}{tail}\"; \
+         {{ for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\"; done; env; }} 2>/dev/null \
+         | grep -cF \"$k\" > {dir}/probe-environ.txt; \
+         grep -rlF \"$k\" \"$HOME\" /tmp /logs 2>/dev/null | wc -l > {dir}/probe-files.txt; \
+         env | grep -c -e API_KEY -e CODEX_KEY > {dir}/probe-vars.txt; true"
+    )
+}
+
+/// The fixture script of `agent` with the key required and the probe task's rules first.
+fn script(agent: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join(format!("tests/fixtures/agents/{agent}.json")))
+        .unwrap();
+    let mut script: Value = serde_json::from_str(&text).unwrap();
+    script["require_key"] = json!(KEY);
+    let probe = [
+        json!({"match": {"path": path_of(agent), "any_user_contains": "KEY-PROBE", "assistant_turns": 0},
+               "response": {"tool_calls": [tool_call(agent, &probe_command(agent))],
+                            "usage": {"prompt_tokens": 50, "completion_tokens": 5}}}),
+        json!({"match": {"path": path_of(agent), "any_user_contains": "KEY-PROBE", "assistant_turns": 1},
+               "response": finish(agent, "probe done")}),
+    ];
+    let rules = script["rules"].as_array_mut().unwrap();
+    for (i, rule) in probe.into_iter().enumerate() {
+        rules.insert(i, rule);
+    }
+    script
+}
+
+/// The bundled tasks and the probe, copied into one directory of `ws`.
+fn tasks(ws: &Workspace) -> PathBuf {
+    let dir = ws.root().join("tasks");
+    let copy = |from: &Path, name: &str| {
+        let out = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(from)
+            .arg(dir.join(name))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    for task in TASKS {
+        copy(&repo().join("examples/harbor").join(task), task);
+    }
+    copy(&repo().join("tests/fixtures/harbor").join(PROBE), PROBE);
+    dir
+}
+
+/// The model flags of `agent`: the base URL and protocol it speaks (Claude Code the Anthropic
+/// API, Codex the Responses API, the others chat completions).
+fn model_flags(agent: &str, server: &ScriptedServer) -> [String; 4] {
+    let (url, protocol) = match agent {
+        "claude_code" => (server.url(), "anthropic"),
+        "codex" => (server.base_url(), "openai-responses"),
+        _ => (server.base_url(), "openai-chat"),
+    };
+    [
+        "--model-base-url".into(),
+        url,
+        "--model-api-protocol".into(),
+        protocol.into(),
+    ]
+}
+
+/// `run harbor AGENT m-test` on the Harbor tasks at `tasks` with the real key given as
+/// `${AGENT_KEY}`, prices set, four tasks at once, plus `extra`.
+fn run_agent(
+    ws: &Workspace,
+    agent: &str,
+    server: &ScriptedServer,
+    tasks: &Path,
+    extra: &[&str],
+) -> (Outcome, f64) {
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "harbor-pack");
+    dirs.package("packs", "agents-pack");
+    dirs.package("packs", "docker-provider");
+    let cache = install_cache();
+    let benchmark = json!({"path": tasks}).to_string();
+    let model = model_flags(agent, server);
+    let mut args = vec![
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "--install-cache-dir",
+        &cache,
+        "run",
+        "harbor",
+        agent,
+        "m-test",
+        "--benchmark-params",
+        &benchmark,
+        "--model-api-key",
+        "${AGENT_KEY}",
+        "--model-params",
+        r#"{"pricing": {"input": 3.0, "output": 15.0}, "max_retries": 1}"#,
+        "--task-concurrency",
+        "4",
+    ];
+    args.extend(model.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    let started = Instant::now();
+    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    (out, started.elapsed().as_secs_f64())
+}
+
+/// The commands each task's script makes the agent run, in order (the check after the
+/// write; mini-swe-agent's submit action last).
+fn expected_commands(agent: &str, script: &Value, task_marker: &str) -> Vec<String> {
+    let mut turns: Vec<(u64, String)> = Vec::new();
+    for rule in script["rules"].as_array().unwrap() {
+        let m = &rule["match"];
+        if m["any_user_contains"] != json!(task_marker) {
+            continue;
+        }
+        let turn = m["assistant_turns"].as_u64().unwrap();
+        for call in rule["response"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let args = &call["arguments"];
+            let command = args.get("command").or_else(|| args.get("cmd")).unwrap();
+            turns.push((turn, command.as_str().unwrap().to_string()));
+        }
+    }
+    turns.sort_by_key(|(turn, _)| *turn);
+    let commands: Vec<String> = turns.into_iter().map(|(_, c)| c).collect();
+    assert!(commands.len() >= 2, "{agent} {task_marker}: {commands:?}");
+    commands
+}
+
+/// Runs `agent` on the three bundled tasks and the key probe in `env` and checks everything
+/// the harness records.
+fn solves_the_bundled_tasks(agent: &str, extra: &[&str]) {
+    let script = script(agent);
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let ws = Workspace::new();
+    let tasks = tasks(&ws);
+    let (out, seconds) = run_agent(&ws, agent, &server, &tasks, extra);
+    eprintln!("{agent}: 4 tasks in {seconds:.1} s");
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    assert_eq!(results.len(), 4, "{:?}", results.keys());
+    let markers = [
+        ("hello-file", "/app/hello.txt"),
+        ("fizzbuzz", "/app/fizzbuzz.txt"),
+        ("primes", "/app/primes.txt"),
+    ];
+    for (task, (attempt, result)) in &results {
+        let telemetry = &result["meta"]["harness"]["telemetry"];
+        assert_eq!(
+            result["metrics"]["reward"],
+            json!(1.0),
+            "{task}: {result:#}"
+        );
+        assert!(
+            result["issues"].as_array().unwrap().is_empty(),
+            "{task}: {result:#}"
+        );
+        assert_eq!(telemetry["agent"], json!(agent));
+        assert_eq!(telemetry["exit_code"], json!(0), "{task}: {result:#}");
+        // The agent's commands, in order, in telemetry and in the trajectory's tool calls.
+        let commands: Vec<String> = telemetry["agent_commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        if let Some((_, marker)) = markers.iter().find(|(t, _)| t == task) {
+            let expected = expected_commands(agent, &script, marker);
+            let found: Vec<&String> = expected
+                .iter()
+                .filter(|e| commands.iter().any(|c| c.contains(e.as_str())))
+                .collect();
+            assert_eq!(
+                found.len(),
+                expected.len(),
+                "{task}: {commands:?} vs {expected:?}"
+            );
+            let positions: Vec<usize> = expected
+                .iter()
+                .map(|e| {
+                    commands
+                        .iter()
+                        .position(|c| c.contains(e.as_str()))
+                        .unwrap()
+                })
+                .collect();
+            assert!(
+                positions.windows(2).all(|w| w[0] < w[1]),
+                "{task}: {commands:?}"
+            );
+        }
+        let steps = result["trajectory"]["steps"].as_array().unwrap();
+        let calls = steps
+            .iter()
+            .filter(|s| s["assistant_content"]["tool_calls"].is_array())
+            .count();
+        assert!(calls >= 1, "{task}: {steps:?}");
+        assert!(
+            result["final_answer"]
+                .as_str()
+                .is_some_and(|a| !a.is_empty()),
+            "{task}"
+        );
+        // Usage and cost from the gateway's meter.
+        let usage = &telemetry["model_usage"];
+        assert!(usage["requests"].as_u64().unwrap() >= 2, "{task}: {usage}");
+        assert!(
+            usage["prompt_tokens"].as_u64().unwrap() > 0,
+            "{task}: {usage}"
+        );
+        assert!(usage["cost_usd"].as_f64().unwrap() > 0.0, "{task}: {usage}");
+        // The raw log is an attempt artifact.
+        let raw = attempt.join(format!("artifacts/logs/agent/{agent}"));
+        let record = if agent == "mini_swe_agent" {
+            "trajectory.json"
+        } else {
+            "stdout.log"
+        };
+        assert!(raw.join(record).is_file(), "{task}: {}", raw.display());
+    }
+    // The probe found the real key nowhere inside (its verifier scored that) and saw the
+    // placeholder variables.
+    let (attempt, _) = &results[PROBE];
+    let probe = |name: &str| {
+        std::fs::read_to_string(attempt.join(format!("artifacts/logs/agent/{agent}/{name}")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(probe("probe-environ.txt"), "0");
+    assert_eq!(probe("probe-files.txt"), "0");
+    assert_ne!(probe("probe-vars.txt"), "0");
+    // Only the relay sent the real key, on every model call.
+    let requests = server.requests();
+    assert!(requests.len() >= 9, "{requests:?}");
+    assert!(
+        requests.iter().all(|r| r["auth"] == json!("expected")),
+        "{requests:?}"
+    );
+    // Usage and cost in metrics.json and the summary; the key in no results file.
+    let metrics = read_json(&run.join("metrics.json"));
+    let text = metrics.to_string();
+    assert!(text.contains("cost_usd"), "{text}");
+    let summary = std::fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("Model usage: ") && summary.contains(" · $"),
+        "{summary}"
+    );
+    assert_eq!(files_containing(&run, KEY), Vec::<PathBuf>::new());
+    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+}
+
+#[test]
+fn claude_code_solves_the_bundled_tasks_in_a_no_network_sandbox() {
+    solves_the_bundled_tasks("claude_code", &["--env", "sandbox"]);
+}
+
+#[test]
+fn codex_solves_the_bundled_tasks_in_a_no_network_sandbox() {
+    solves_the_bundled_tasks("codex", &["--env", "sandbox"]);
+}
+
+#[test]
+fn mini_swe_agent_solves_the_bundled_tasks_in_a_no_network_sandbox() {
+    solves_the_bundled_tasks("mini_swe_agent", &["--env", "sandbox"]);
+}
+
+#[test]
+fn qwen_code_solves_the_bundled_tasks_in_a_no_network_sandbox() {
+    solves_the_bundled_tasks("qwen_code", &["--env", "sandbox"]);
+}
+
+/// The docker flags: the test daemon and the agents' image.
+fn docker_flags() -> [String; 4] {
+    let params = json!({
+        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
+        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
+    });
+    [
+        "--env".into(),
+        "docker".into(),
+        "--env-params".into(),
+        params.to_string(),
+    ]
+}
+
+#[test]
+fn claude_code_solves_the_bundled_tasks_in_docker() {
+    let flags = docker_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    solves_the_bundled_tasks("claude_code", &flags);
+}
+
+#[test]
+fn mini_swe_agent_solves_the_bundled_tasks_in_docker() {
+    let flags = docker_flags();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    solves_the_bundled_tasks("mini_swe_agent", &flags);
+}
+
+/// A loopback npm registry that knows `@anthropic-ai/claude-code` in one version only.
+fn one_version_registry() -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        listener.set_nonblocking(false).unwrap();
+        for stream in listener.incoming().take(20) {
+            let Ok(mut stream) = stream else { break };
+            let mut buf = [0u8; 8192];
+            let n = stream.read(&mut buf).unwrap_or(0);
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let body = if head.contains("claude-code") {
+                json!({"name": "@anthropic-ai/claude-code", "dist-tags": {"latest": "2.1.332"},
+                       "versions": {"2.1.332": {"name": "@anthropic-ai/claude-code", "version": "2.1.332",
+                       "dist": {"tarball": format!("http://127.0.0.1:{port}/none.tgz")}}}})
+                .to_string()
+            } else {
+                "{}".to_string()
+            };
+            let status = if head.contains("claude-code") {
+                "200 OK"
+            } else {
+                "404 Not Found"
+            };
+            let reply = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(reply.as_bytes());
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_error() {
+    let (port, _registry) = one_version_registry();
+    let server = ScriptedServer::start(&script("claude_code"), None).unwrap();
+    let ws = Workspace::new();
+    let tasks = ws.root().join("one");
+    std::fs::create_dir_all(&tasks).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(repo().join("examples/harbor/hello-file"))
+        .arg(&tasks)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    let empty_cache = tempfile::tempdir().unwrap();
+    let params =
+        json!({"version": "9.9.9", "registry": format!("http://127.0.0.1:{port}/")}).to_string();
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "harbor-pack");
+    dirs.package("packs", "agents-pack");
+    let benchmark = json!({"path": tasks}).to_string();
+    let model = model_flags("claude_code", &server);
+    let mut args = vec![
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "--install-cache-dir",
+        empty_cache.path().to_str().unwrap(),
+        "run",
+        "harbor",
+        "claude_code",
+        "m-test",
+        "--env",
+        "sandbox",
+        "--benchmark-params",
+        &benchmark,
+        "--harness-params",
+        &params,
+        "--model-api-key",
+        "${AGENT_KEY}",
+    ];
+    args.extend(model.iter().map(String::as_str));
+    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let issues = result["issues"].as_array().unwrap();
+    assert_eq!(issues.len(), 1, "{result:#}");
+    let issue = &issues[0];
+    assert_eq!(issue["code"], json!("agent_install_failed"), "{issue}");
+    assert_eq!(issue["severity"], json!("fatal"), "{issue}");
+    let message = issue["message"].as_str().unwrap();
+    assert!(
+        message.contains("`@anthropic-ai/claude-code@9.9.9` (npm)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("No matching version found for @anthropic-ai/claude-code@9.9.9"),
+        "{message}"
+    );
+    // Nothing was published into the cache, and the model was never called.
+    assert!(server.requests().is_empty());
+    let entries: Vec<_> = walk(empty_cache.path())
+        .into_iter()
+        .filter(|p| {
+            p.to_string_lossy().contains("claude-code@9.9.9")
+                && !p.to_string_lossy().contains(".lock")
+        })
+        .collect();
+    assert!(entries.is_empty(), "{entries:?}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// hello-file alone, copied into `ws`.
+fn hello_only(ws: &Workspace) -> PathBuf {
+    let tasks = ws.root().join("hello");
+    std::fs::create_dir_all(&tasks).unwrap();
+    let copy = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(repo().join("examples/harbor/hello-file"))
+        .arg(&tasks)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    tasks
+}
+
+#[test]
+fn a_model_failing_every_call_ends_the_attempt_with_the_gateways_issue() {
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"status": 500}]}]}),
+        None,
+    )
+    .unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let (out, seconds) = run_agent(
+        &ws,
+        "claude_code",
+        &server,
+        &tasks,
+        &[
+            "--env",
+            "sandbox",
+            "--harness-params",
+            r#"{"agent_retries": 0}"#,
+        ],
+    );
+    eprintln!("claude_code against a model answering 500: {seconds:.1} s");
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let codes: Vec<&str> = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"model_failed"), "{result:#}");
+    assert!(!codes.contains(&"run_timeout"), "{result:#}");
+    let model_failed = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["code"] == json!("model_failed"))
+        .unwrap();
+    let message = model_failed["message"].as_str().unwrap();
+    assert!(message.contains("answered 500"), "{message}");
+    // The gateway retried once (max_retries 1) for the agent's one call.
+    assert_eq!(server.requests().len(), 2, "{:?}", server.requests());
+}
+
+#[test]
+fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
+    let text =
+        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
+            .unwrap();
+    let mut looping: Value = serde_json::from_str(&text).unwrap();
+    looping["require_key"] = json!(KEY);
+    let server = ScriptedServer::start(&looping, None).unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let (out, seconds) = run_agent(
+        &ws,
+        "claude_code",
+        &server,
+        &tasks,
+        &[
+            "--env",
+            "sandbox",
+            "--execution-params",
+            r#"{"run_timeout_seconds": 5}"#,
+        ],
+    );
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let issue = &result["issues"][0];
+    assert_eq!(issue["code"], json!("run_timeout"), "{result:#}");
+    let steps = result["trajectory"]["steps"].as_array().map_or(0, Vec::len);
+    eprintln!(
+        "looping claude_code: run of {seconds:.1} s, {steps} steps kept, {} model calls",
+        server.requests().len()
+    );
+    assert!(steps >= 1, "{result:#}");
+    assert!(server.requests().len() >= 2);
+    // Nothing of the agent is left running.
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "agents/claude_code/node_modules"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
