@@ -205,6 +205,23 @@ bundle_plugins() {
         --out "$dir/plugins" >/dev/null
 }
 
+# The real agent CLIs of the installed-agent harnesses (claude_code, codex, mini_swe_agent,
+# qwen_code), in the host's install cache ~/.cache/agentcompass-host/installs, made by the
+# host itself (`agents install`, once per machine and platform; later runs find them, so the
+# tests need no network): for `sandbox` (the host root) all four, for `docker` on the agents'
+# image claude_code and mini_swe_agent. Exports AGENTCOMPASS_TEST_INSTALL_CACHE.
+ensure_agents() {
+    local host cache params
+    host="$(profile_dir "$1")/agentcompass-host"
+    cache="${AGENTCOMPASS_INSTALL_CACHE:-$HOME/.cache/agentcompass-host/installs}"
+    "$host" --install-cache-dir "$cache" agents install claude_code codex mini_swe_agent qwen_code \
+        --env sandbox >&2
+    params="{\"docker_host\": \"$AGENTCOMPASS_TEST_DOCKER_HOST\", \"setup\": {\"image\": \"$AGENTCOMPASS_TEST_AGENT_IMAGE\"}}"
+    "$host" --install-cache-dir "$cache" agents install claude_code mini_swe_agent \
+        --env docker --env-params "$params" >&2
+    export AGENTCOMPASS_TEST_INSTALL_CACHE="$cache"
+}
+
 # A private Docker daemon for the tests: own socket, data root and exec root under a temp
 # dir, no bridge, no iptables (containers use only `none` or `host` networking). Stopped on
 # exit. The test image is imported from a busybox root filesystem assembled here (no registry).
@@ -290,6 +307,7 @@ test)
     ensure_agent_image
     cargo build --workspace
     bundle_plugins debug
+    ensure_agents debug
     # Snapshots are reviewed, never written, by the test command.
     INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo test --workspace
     ;;

@@ -63,7 +63,7 @@ pub fn install(global: &GlobalArgs, cmd: &AgentsInstallCmd) -> anyhow::Result<i3
     let ctx = HostServices::for_plugin("agents install").into_ctx();
     let mut failures = 0;
     for (id, environment, installs) in targets {
-        let platform = Platform::of(&environment);
+        let platform = Platform::of(&environment, capabilities.platform_params.as_deref());
         for install in installs {
             let what = format!(
                 "{id}: {} ({}) for {}",

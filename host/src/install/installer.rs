@@ -42,7 +42,7 @@ pub(super) fn trust_file() -> Option<std::path::PathBuf> {
         "CURL_CA_BUNDLE",
     ]
     .iter()
-    .filter_map(|name| std::env::var_os(name))
+    .filter_map(std::env::var_os)
     .map(std::path::PathBuf::from);
     let system = [
         "/etc/ssl/certs/ca-certificates.crt",

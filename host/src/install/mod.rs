@@ -107,7 +107,11 @@ impl InstallCache {
         spec: &EnvironmentSpec,
         installs: &[ToolInstall],
     ) -> Result<Vec<HostMount>, InstallError> {
-        let platform = Platform::of(spec);
+        let capabilities = provider.capabilities().ok();
+        let keep = capabilities
+            .as_ref()
+            .and_then(|c| c.platform_params.as_deref());
+        let platform = Platform::of(spec, keep);
         let mut mounts = Vec::with_capacity(installs.len());
         for install in installs {
             let entry = self.ensure(provider, ctx, spec, &platform, install).await?;

@@ -13,13 +13,20 @@ pub struct Platform {
 }
 
 impl Platform {
-    /// The platform of `spec`'s task environment: its provider id, provider params, image and
-    /// OS (not its resources, network, variables or workdir, which do not change what an
-    /// installer makes).
-    pub fn of(spec: &EnvironmentSpec) -> Platform {
+    /// The platform of `spec`'s task environment: its provider id, the provider params that
+    /// change what is installed (`platform_params`: the provider's
+    /// `ProviderCapabilities::platform_params`; `None`: all), image and OS — not its
+    /// resources, network, variables or workdir, which do not change what an installer makes.
+    pub fn of(spec: &EnvironmentSpec, platform_params: Option<&[String]>) -> Platform {
+        let params: serde_json::Map<String, serde_json::Value> = spec
+            .params
+            .iter()
+            .filter(|(key, _)| platform_params.is_none_or(|keep| keep.contains(key)))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
         let identity = json!({
             "provider": spec.id,
-            "params": spec.params,
+            "params": params,
             "image": spec.setup.image,
             "os": spec.setup.os,
         });

@@ -112,7 +112,10 @@ fn the_platform_is_the_provider_params_and_image_not_the_workdir() {
         ..EnvironmentSpec::default()
     };
     spec.setup.image = Some("agentcompass/agents-debian:12".into());
-    let platform = Platform::of(&spec);
+    spec.params
+        .insert("docker_host".into(), "unix:///tmp/a.sock".into());
+    let keep = vec!["build_context".to_string()];
+    let platform = Platform::of(&spec, Some(&keep));
     assert!(
         platform
             .dir_name()
@@ -122,10 +125,21 @@ fn the_platform_is_the_provider_params_and_image_not_the_workdir() {
     );
     let mut other_workdir = spec.clone();
     other_workdir.setup.workdir = Some("/work".into());
-    assert_eq!(Platform::of(&other_workdir), platform);
+    assert_eq!(Platform::of(&other_workdir, Some(&keep)), platform);
     let mut other_image = spec.clone();
     other_image.setup.image = Some("debian:12".into());
-    assert_ne!(Platform::of(&other_image), platform);
+    assert_ne!(Platform::of(&other_image, Some(&keep)), platform);
+    // The daemon's socket is not part of the platform; a build context is; all params count
+    // for a provider that names none.
+    let mut other_socket = spec.clone();
+    other_socket
+        .params
+        .insert("docker_host".into(), "unix:///tmp/b.sock".into());
+    assert_eq!(Platform::of(&other_socket, Some(&keep)), platform);
+    let mut built = spec.clone();
+    built.params.insert("build_context".into(), "/ctx".into());
+    assert_ne!(Platform::of(&built, Some(&keep)), platform);
+    assert_ne!(Platform::of(&other_socket, None), Platform::of(&spec, None));
     let cache = InstallCache::new("/cache");
     let entry = cache.entry_dir(&platform, &npm("@a/b", "1.0.0", "/opt/b"));
     assert_eq!(

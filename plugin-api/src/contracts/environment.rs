@@ -37,6 +37,12 @@ pub struct ProviderCapabilities {
     /// for them.
     #[serde(default)]
     pub host_mounts: bool,
+    /// The provider params that change what an installer makes in its environments (the
+    /// root filesystem, an image build), as opposed to how the engine is reached (a socket,
+    /// a network name): the host's install cache keys its entries by these, the provider id
+    /// and `setup.image`/`setup.os`. `None`: every param.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform_params: Option<Vec<String>>,
 }
 
 impl Default for ProviderCapabilities {
@@ -51,6 +57,7 @@ impl Default for ProviderCapabilities {
             startup_env: false,
             host_endpoints: false,
             host_mounts: false,
+            platform_params: None,
         }
     }
 }

@@ -215,6 +215,9 @@ impl EnvironmentProvider for DockerProvider {
             startup_env: false,
             host_endpoints: true,
             host_mounts: true,
+            // An image built from a context; the daemon's socket, the network and the rest
+            // change nothing installed.
+            platform_params: Some(vec!["build_context".to_string()]),
         })
     }
 

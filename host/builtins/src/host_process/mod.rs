@@ -105,6 +105,7 @@ impl EnvironmentProvider for HostProcessProvider {
             startup_env: false,
             host_endpoints: true,
             host_mounts: false,
+            platform_params: None,
         })
     }
 

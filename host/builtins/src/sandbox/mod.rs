@@ -235,6 +235,8 @@ impl EnvironmentProvider for SandboxProvider {
             startup_env: false,
             host_endpoints: true,
             host_mounts: true,
+            // The root filesystem; `bwrap` and `egress_hosts` change nothing installed.
+            platform_params: Some(vec!["root".to_string()]),
         })
     }
 
