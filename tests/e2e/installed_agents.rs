@@ -573,6 +573,13 @@ fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
     let server = ScriptedServer::start(&looping, None).unwrap();
     let ws = Workspace::new();
     let tasks = hello_only(&ws);
+    // A marker on the agent's command line tells its processes from other tests' agents.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let marker = format!("loop-marker-{}-{nanos}", std::process::id());
+    let params = json!({"extra_args": ["--append-system-prompt", marker]}).to_string();
     let (out, seconds) = run_agent(
         &ws,
         "claude_code",
@@ -583,6 +590,8 @@ fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
             "sandbox",
             "--execution-params",
             r#"{"run_timeout_seconds": 5}"#,
+            "--harness-params",
+            &params,
         ],
     );
     let run = run_dir(&out);
@@ -599,7 +608,7 @@ fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
     assert!(server.requests().len() >= 2);
     // Nothing of the agent is left running.
     let left = std::process::Command::new("pgrep")
-        .args(["-f", "agents/claude_code/node_modules"])
+        .args(["-f", &marker])
         .output()
         .unwrap();
     assert!(
