@@ -1,5 +1,9 @@
 //! A scripted model endpoint on loopback: a fake OpenAI-compatible (chat completions and
-//! Responses) and Anthropic-compatible (Messages) server for end-to-end tests and demos.
+//! Responses) and Anthropic-compatible (Messages) server for end-to-end tests and demos. The
+//! auxiliary calls agent CLIs make on their own get sensible answers: `GET /v1/models` lists
+//! `scripted-llm` and the models the rules name, `POST /v1/messages/count_tokens` counts about
+//! four characters a token; title or summary requests are ordinary model calls (a rule answers
+//! them, e.g. with `last_user_contains`).
 //!
 //! Real HTTP/1.1 over TCP on 127.0.0.1, served by hyper (`Content-Length` or chunked bodies,
 //! keep-alive, `Connection: close`, `Expect: 100-continue`, malformed requests answered 400).
@@ -650,6 +654,8 @@ enum Endpoint {
     Responses,
     Anthropic,
     Models,
+    /// Anthropic's token counting (`/v1/messages/count_tokens`), answered from the body.
+    CountTokens,
 }
 
 impl Endpoint {
@@ -659,6 +665,7 @@ impl Endpoint {
             "/v1/responses" => Some(Endpoint::Responses),
             "/v1/messages" => Some(Endpoint::Anthropic),
             "/v1/models" => Some(Endpoint::Models),
+            "/v1/messages/count_tokens" => Some(Endpoint::CountTokens),
             _ => None,
         }
     }
@@ -818,7 +825,7 @@ fn error_type(status: u16) -> &'static str {
 
 fn error_body(endpoint: Option<Endpoint>, status: u16, message: &str) -> Value {
     let kind = error_type(status);
-    if endpoint == Some(Endpoint::Anthropic) {
+    if matches!(endpoint, Some(Endpoint::Anthropic | Endpoint::CountTokens)) {
         json!({"type": "error", "error": {"type": kind, "message": message}})
     } else {
         json!({"error": {"message": message, "type": kind, "param": null, "code": null}})
@@ -844,7 +851,7 @@ fn authorized(state: &State, endpoint: Option<Endpoint>, req: &Request) -> bool 
     let api_key = req.header("x-api-key").is_some_and(|v| v == key);
     match endpoint {
         Some(Endpoint::Chat | Endpoint::Responses) => bearer,
-        Some(Endpoint::Anthropic) => api_key || bearer,
+        Some(Endpoint::Anthropic | Endpoint::CountTokens) => api_key || bearer,
         Some(Endpoint::Models) | None => bearer || api_key,
     }
 }
@@ -955,6 +962,16 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         let r = error_response(Some(endpoint), 400, "the request body is not a JSON object");
         return finish(&mut entry, 400, r);
     };
+    if endpoint == Endpoint::CountTokens {
+        // About four characters a token, over the system prompt, messages and tools.
+        let mut text = String::new();
+        for key in ["system", "messages", "tools"] {
+            collect_text(&body[key], &mut text);
+        }
+        let tokens = text.chars().count().div_ceil(4).max(1);
+        let r = HttpResponse::json(200, &json!({"input_tokens": tokens}));
+        return finish(&mut entry, 200, r);
+    }
     let Some((rule, index, response)) = state.take(&req.path, &body) else {
         let r = error_response(
             Some(endpoint),
@@ -1218,7 +1235,7 @@ fn render(
     let body = match endpoint {
         Endpoint::Chat => chat_body(&answer),
         Endpoint::Responses => responses_body(&answer),
-        Endpoint::Anthropic | Endpoint::Models => anthropic_body(&answer),
+        Endpoint::Anthropic | Endpoint::Models | Endpoint::CountTokens => anthropic_body(&answer),
     };
     HttpResponse::json(200, &body)
 }
@@ -2169,13 +2186,23 @@ mod tests {
             .map(|m| m["id"].clone())
             .collect();
         assert_eq!(ids, vec![json!("scripted-llm"), json!("m1")]);
+        // Anthropic's token counting is answered from the body (about 4 characters a token).
+        let counted = send(
+            p,
+            "POST",
+            "/v1/messages/count_tokens",
+            &[],
+            r#"{"model":"m1","system":"abcd","messages":[{"role":"user","content":"efghijkl"}]}"#,
+        );
+        assert_eq!(counted.status, 200);
+        assert_eq!(counted.json()["input_tokens"], 4);
         assert_eq!(send(p, "GET", "/v1/chat/completions", &[], "").status, 405);
         assert_eq!(
             send(p, "POST", "/v1/chat/completions", &[], "not json").status,
             400
         );
         let requests = server.requests();
-        assert_eq!(requests[3]["body"], "not json");
+        assert_eq!(requests[4]["body"], "not json");
         // A garbage request line gets a 400 and a closed connection.
         let (mut stream, mut reader) = connect(p);
         stream.write_all(b"garbage\r\n\r\n").expect("write");

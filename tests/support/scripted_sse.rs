@@ -55,7 +55,7 @@ pub(super) fn render(endpoint: Endpoint, answer: &Answer<'_>, options: Options) 
     match endpoint {
         Endpoint::Chat => chat(answer, options.include_usage),
         Endpoint::Responses => responses(answer),
-        Endpoint::Anthropic | Endpoint::Models => anthropic(answer),
+        Endpoint::Anthropic | Endpoint::Models | Endpoint::CountTokens => anthropic(answer),
     }
 }
 

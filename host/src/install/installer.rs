@@ -116,6 +116,12 @@ pub(super) fn commands(install: &ToolInstall, trusted: bool) -> Vec<ExecRequest>
     ]);
     for name in PASSED_VARIABLES {
         if let Some(value) = std::env::var(name).ok().filter(|v| !v.is_empty()) {
+            // A proxy or index URL may carry credentials (`http://user:pass@proxy:3128`):
+            // scrubbed like a key from anything the host prints, the installer's error line
+            // included.
+            if value.contains('@') {
+                agentcompass_redact::register_secret(&value);
+            }
             env.insert(name.to_string(), value);
         }
     }
