@@ -605,3 +605,21 @@ fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+#[test]
+fn config_docs_lists_each_installed_agents_parameters() {
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "agents-pack");
+    for agent in ["claude_code", "codex", "mini_swe_agent", "qwen_code"] {
+        let mut args = agentcompass_e2e::plugin_dir_args(&[&packs]);
+        args.extend([
+            "config".into(),
+            "docs".into(),
+            "harness".into(),
+            agent.into(),
+        ]);
+        let out = agentcompass_e2e::run_host(&args);
+        assert_eq!(out.code, 0, "{out:?}");
+        insta::assert_snapshot!(format!("config_docs_{agent}"), dirs.redact(&out.stdout));
+    }
+}
