@@ -64,6 +64,8 @@ pub enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// Serve a read-only web viewer over a results directory (loopback by default)
+    View(ViewCmd),
     /// Recompute metrics.json and summary.md of a run directory from its task details
     Summary {
         /// The run directory (`<results>/<namespace>/<run_id>`)
@@ -89,6 +91,22 @@ pub enum Command {
         #[command(subcommand)]
         command: PluginCommand,
     },
+}
+
+/// `view [RESULTS_DIR] [--host H] [--port P] [--open]`.
+#[derive(Debug, Args)]
+pub struct ViewCmd {
+    /// The results directory (default: the configured results_dir)
+    pub results_dir: Option<PathBuf>,
+    /// The address to listen on
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The first port to try (the next 99 are tried if it is taken; 0: any free port)
+    #[arg(long, default_value_t = 8765)]
+    pub port: u16,
+    /// Open the viewer in a browser (`xdg-open`)
+    #[arg(long)]
+    pub open: bool,
 }
 
 /// What `list` shows.

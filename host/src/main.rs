@@ -113,6 +113,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Agents {
             command: AgentsCommand::Install(cmd),
         } => commands::agents::install(global, &cmd),
+        Command::View(cmd) => {
+            let results_dir = match &cmd.results_dir {
+                Some(dir) => dir.clone(),
+                None => {
+                    let config = commands::invocation::load_config(global)?;
+                    let overlay = commands::invocation::runtime_overlay(global, None)?;
+                    let runtime =
+                        agentcompass_host::request::resolve_runtime(&config, None, &overlay)?;
+                    std::path::PathBuf::from(&runtime.results_dir)
+                }
+            };
+            commands::view::view(&results_dir, &cmd)
+        }
         Command::Summary { run_dir } => {
             let setup = load(global)?;
             commands::summary::summary(&setup.registry, &run_dir)

@@ -64,7 +64,14 @@ fn crate_arrows_follow_the_layers() {
             // `runtime.egress.hosts` is checked with the proxy's own host map rules, and the
             // model endpoint relay's per-attempt token is the egress proxy's.
             "agentcompass-egress",
+            // `view`: the read-only results viewer.
+            "agentcompass-viewer",
         ],
+    );
+    // The viewer reads results through the results crate's readers (and may mask text).
+    expect(
+        "host/viewer/Cargo.toml",
+        &["agentcompass-results", "agentcompass-redact"],
     );
     // docker -> egress: the `docker` provider serves a non-public container's egress through
     // the same proxy (a leaf over plugin-api, compiled into the plugin).

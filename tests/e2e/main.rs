@@ -27,3 +27,4 @@ mod scripted_sdk;
 mod secrets;
 mod secrets_under_failure;
 mod session_contract;
+mod viewer;

@@ -32,6 +32,7 @@ pub mod plugin_new;
 pub mod run;
 pub mod summary;
 mod table;
+pub mod view;
 
 use std::io::Write;
 

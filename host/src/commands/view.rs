@@ -1,0 +1,81 @@
+//! `agentcompass-host view [RESULTS_DIR] [--host H] [--port P] [--open]`: the read-only web
+//! viewer (`agentcompass_viewer`) over a results directory, until Ctrl-C.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+
+use crate::cli::ViewCmd;
+
+/// How many ports from `--port` on are tried.
+const PORT_ATTEMPTS: u16 = 100;
+
+/// Serves the viewer over `results_dir`; prints its URL on stdout (one line) first.
+pub fn view(results_dir: &Path, cmd: &ViewCmd) -> anyhow::Result<i32> {
+    if !results_dir.is_dir() {
+        bail!(
+            "results directory {} does not exist or is not a directory",
+            results_dir.display()
+        );
+    }
+    let root = agentcompass_viewer::paths::Root::new(results_dir)
+        .with_context(|| format!("cannot open results directory {}", results_dir.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the viewer's runtime")?;
+    runtime.block_on(async {
+        let listener = bind(&cmd.host, cmd.port).await?;
+        let handle =
+            agentcompass_viewer::serve(root, listener).context("cannot start the viewer")?;
+        let addr = handle.addr();
+        let host = if addr.is_ipv6() {
+            format!("[{}]", addr.ip())
+        } else {
+            addr.ip().to_string()
+        };
+        let url = format!("http://{host}:{}/", addr.port());
+        crate::outln!("agentcompass viewer: {url}");
+        if cmd.open {
+            // Best effort: no browser opener is not an error.
+            let _ = std::process::Command::new("xdg-open")
+                .arg(&url)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+        tokio::signal::ctrl_c()
+            .await
+            .context("cannot wait for Ctrl-C")?;
+        handle.shutdown().await;
+        Ok(0)
+    })
+}
+
+/// The first free port from `port` on (up to [`PORT_ATTEMPTS`]; port 0 asks for any).
+async fn bind(host: &str, port: u16) -> anyhow::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for offset in 0..PORT_ATTEMPTS {
+        let Some(candidate) = port.checked_add(offset) else {
+            break;
+        };
+        match tokio::net::TcpListener::bind((host, candidate)).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && port != 0 => last = Some(e),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot listen on {host}:{candidate}"))
+            }
+        }
+    }
+    match last {
+        Some(e) => Err(e).with_context(|| {
+            format!(
+                "cannot listen on {host}: ports {port} to {} are taken",
+                port.saturating_add(PORT_ATTEMPTS - 1)
+            )
+        }),
+        None => bail!("cannot listen on {host}:{port}"),
+    }
+}

@@ -1,0 +1,383 @@
+//! The compact per-run index behind filters, issue counts and comparisons: a few bytes per
+//! task (state, correct bit, category id, issue-code ids) plus the task's directory name and
+//! id in one string arena, built once from every task's `task.json` and final `result.json`
+//! and cached per run directory. A run that is not terminal is re-read when its index is older
+//! than [`RUNNING_INDEX_TTL`]. Memory is O(tasks × (names + ~24 bytes)), never O(task JSON).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::OnceCell;
+
+use crate::tasks::{list_task_dirs, read_facts, State};
+
+/// How long the index of a run that is still running is reused before it is rebuilt.
+pub const RUNNING_INDEX_TTL: Duration = Duration::from_secs(2);
+/// How many run indexes are kept.
+const MAX_CACHED: usize = 16;
+
+/// One task in the index.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    name_at: u32,
+    name_len: u16,
+    id_at: u32,
+    id_len: u16,
+    /// The state's index ([`State`] as u8).
+    pub state: u8,
+    /// 1 correct, 0 wrong, -1 not evaluated.
+    pub correct: i8,
+    /// The category's id in [`RunIndex::categories`].
+    pub category: u16,
+    codes_at: u32,
+    codes_len: u16,
+}
+
+/// The index of one run, in listing order (running first, then published by name).
+#[derive(Debug, Default)]
+pub struct RunIndex {
+    arena: String,
+    entries: Vec<Entry>,
+    codes: Vec<u16>,
+    running: usize,
+    categories: Vec<String>,
+    code_names: Vec<String>,
+    issue_counts: Vec<(String, String, u64)>,
+}
+
+fn intern(names: &mut Vec<String>, lookup: &mut HashMap<String, u16>, name: &str) -> u16 {
+    if let Some(id) = lookup.get(name) {
+        return *id;
+    }
+    let id = u16::try_from(names.len()).unwrap_or(u16::MAX);
+    names.push(name.to_string());
+    lookup.insert(name.to_string(), id);
+    id
+}
+
+impl RunIndex {
+    /// Reads every task of the run at `run_dir`.
+    pub fn build(run_dir: &Path) -> RunIndex {
+        let listing = list_task_dirs(run_dir);
+        let mut index = RunIndex::default();
+        let mut categories = HashMap::new();
+        let mut codes = HashMap::new();
+        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for (state, name) in &listing {
+            let dir = run_dir.join("details").join(state.as_str()).join(name);
+            let facts = read_facts(&dir, *state, name);
+            let name_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
+            index.arena.push_str(name);
+            let id_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
+            index.arena.push_str(&facts.task_id);
+            let codes_at = u32::try_from(index.codes.len()).unwrap_or(u32::MAX);
+            let mut seen = Vec::new();
+            for (code, severity) in &facts.issues {
+                let id = intern(&mut index.code_names, &mut codes, code);
+                if !seen.contains(&id) {
+                    seen.push(id);
+                    index.codes.push(id);
+                }
+                *counts.entry((code.clone(), severity.clone())).or_default() += 1;
+            }
+            index.entries.push(Entry {
+                name_at,
+                name_len: u16::try_from(name.len()).unwrap_or(u16::MAX),
+                id_at,
+                id_len: u16::try_from(facts.task_id.len()).unwrap_or(u16::MAX),
+                state: *state as u8,
+                correct: facts.correct.map_or(-1, i8::from),
+                category: intern(&mut index.categories, &mut categories, &facts.category),
+                codes_at,
+                codes_len: u16::try_from(seen.len()).unwrap_or(u16::MAX),
+            });
+            if *state == State::Running {
+                index.running += 1;
+            }
+        }
+        index.issue_counts = counts
+            .into_iter()
+            .map(|((code, severity), n)| (code, severity, n))
+            .collect();
+        index
+    }
+
+    /// Every entry, in listing order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    fn text(&self, at: u32, len: u16) -> &str {
+        let at = at as usize;
+        self.arena
+            .get(at..at + usize::from(len))
+            .unwrap_or_default()
+    }
+
+    /// The entry's task directory name.
+    pub fn name(&self, entry: &Entry) -> &str {
+        self.text(entry.name_at, entry.name_len)
+    }
+
+    /// The entry's task id.
+    pub fn task_id(&self, entry: &Entry) -> &str {
+        self.text(entry.id_at, entry.id_len)
+    }
+
+    /// The entry's category name.
+    pub fn category(&self, entry: &Entry) -> &str {
+        self.categories
+            .get(usize::from(entry.category))
+            .map_or("", String::as_str)
+    }
+
+    /// Whether the entry's final attempt has the issue code `code` (an id).
+    pub fn has_code(&self, entry: &Entry, code: u16) -> bool {
+        let at = entry.codes_at as usize;
+        self.codes
+            .get(at..at + usize::from(entry.codes_len))
+            .is_some_and(|c| c.contains(&code))
+    }
+
+    /// The entry of the task directory `name` in `state`, by binary search.
+    pub fn entry(&self, state: State, name: &str) -> Option<&Entry> {
+        let (range, offset) = if state == State::Running {
+            (&self.entries[..self.running], 0)
+        } else {
+            (&self.entries[self.running..], self.running)
+        };
+        let at = range.binary_search_by(|e| self.name(e).cmp(name)).ok()?;
+        let entry = self.entries.get(offset + at)?;
+        (entry.state == state as u8).then_some(entry)
+    }
+
+    /// The distinct categories, sorted.
+    pub fn categories(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.categories.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The distinct issue codes of final attempts, sorted.
+    pub fn code_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.code_names.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The id of the category `name` (`None`: no task has it).
+    pub fn category_id(&self, name: &str) -> Option<u16> {
+        self.categories
+            .iter()
+            .position(|c| c == name)
+            .and_then(|p| u16::try_from(p).ok())
+    }
+
+    /// The id of the issue code `name` (`None`: no task has it).
+    pub fn code_id(&self, name: &str) -> Option<u16> {
+        self.code_names
+            .iter()
+            .position(|c| c == name)
+            .and_then(|p| u16::try_from(p).ok())
+    }
+
+    /// Final attempts' issues counted as (code, severity, count), sorted by code.
+    pub fn issue_counts(&self) -> &[(String, String, u64)] {
+        &self.issue_counts
+    }
+}
+
+struct Slot {
+    cell: Arc<OnceCell<Arc<RunIndex>>>,
+    created: Instant,
+    terminal: bool,
+}
+
+/// The cached indexes, per canonical run directory.
+#[derive(Default)]
+pub struct IndexCache {
+    slots: Mutex<HashMap<PathBuf, Slot>>,
+}
+
+impl IndexCache {
+    fn cell(&self, run_dir: &Path, terminal: bool) -> Arc<OnceCell<Arc<RunIndex>>> {
+        let mut slots = match self.slots.lock() {
+            Ok(slots) => slots,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(slot) = slots.get(run_dir) {
+            let fresh = slot.terminal || slot.created.elapsed() < RUNNING_INDEX_TTL;
+            if fresh && (slot.terminal == terminal || !slot.cell.initialized()) {
+                return slot.cell.clone();
+            }
+        }
+        if slots.len() >= MAX_CACHED && !slots.contains_key(run_dir) {
+            if let Some(oldest) = slots
+                .iter()
+                .min_by_key(|(_, s)| s.created)
+                .map(|(k, _)| k.clone())
+            {
+                slots.remove(&oldest);
+            }
+        }
+        let cell = Arc::new(OnceCell::new());
+        slots.insert(
+            run_dir.to_path_buf(),
+            Slot {
+                cell: cell.clone(),
+                created: Instant::now(),
+                terminal,
+            },
+        );
+        cell
+    }
+
+    /// The run's index, built (on a blocking thread) if it is not cached or stale.
+    /// `terminal`: the run has ended, so its index never goes stale.
+    pub async fn get(&self, run_dir: &Path, terminal: bool) -> Arc<RunIndex> {
+        let cell = self.cell(run_dir, terminal);
+        let dir = run_dir.to_path_buf();
+        cell.get_or_init(|| async move {
+            let built = tokio::task::spawn_blocking(move || RunIndex::build(&dir)).await;
+            Arc::new(built.unwrap_or_default())
+        })
+        .await
+        .clone()
+    }
+
+    /// The run's index if it is built and fresh; otherwise starts building it in the
+    /// background and returns `None`.
+    pub fn ready_or_start(
+        self: &Arc<Self>,
+        run_dir: &Path,
+        terminal: bool,
+    ) -> Option<Arc<RunIndex>> {
+        let cell = self.cell(run_dir, terminal);
+        if let Some(index) = cell.get() {
+            return Some(index.clone());
+        }
+        let cache = self.clone();
+        let dir = run_dir.to_path_buf();
+        tokio::spawn(async move {
+            cache.get(&dir, terminal).await;
+        });
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    pub(crate) fn write_task(run: &Path, state: &str, id: &str, category: &str, result: &str) {
+        let dir = run.join("details").join(state).join(format!("{id}--00"));
+        fs::create_dir_all(dir.join("attempt-1")).unwrap();
+        fs::write(
+            dir.join("task.json"),
+            format!(
+                r#"{{"task_id":"{id}","category":"{category}","attempts":{{"1":"attempt-1"}}}}"#
+            ),
+        )
+        .unwrap();
+        fs::write(dir.join("attempt-1/result.json"), result).unwrap();
+    }
+
+    #[test]
+    fn index_holds_the_facts() {
+        let run = tempfile::tempdir().unwrap();
+        write_task(
+            run.path(),
+            "normal",
+            "b",
+            "x",
+            r#"{"status":"completed","metrics":{"correct":true}}"#,
+        );
+        write_task(
+            run.path(),
+            "fatal",
+            "a",
+            "y",
+            r#"{"status":"run_error","metrics":{},"issues":[{"code":"run_timeout","severity":"FATAL"}]}"#,
+        );
+        write_task(
+            run.path(),
+            "normal",
+            "c",
+            "x",
+            r#"{"status":"completed","metrics":{"reward":0.0}}"#,
+        );
+        fs::create_dir_all(run.path().join("details/running/z--00")).unwrap();
+        let index = RunIndex::build(run.path());
+        let ids: Vec<&str> = index.entries().iter().map(|e| index.task_id(e)).collect();
+        assert_eq!(ids, ["z", "a", "b", "c"]);
+        let b = index.entry(State::Normal, "b--00").unwrap();
+        assert_eq!((b.correct, index.category(b)), (1, "x"));
+        assert!(index.entry(State::Fatal, "b--00").is_none());
+        let a = index.entry(State::Fatal, "a--00").unwrap();
+        assert!(index.has_code(a, index.code_id("run_timeout").unwrap()));
+        assert_eq!(index.entry(State::Normal, "c--00").unwrap().correct, 0);
+        assert_eq!(index.entry(State::Running, "z--00").unwrap().correct, -1);
+        assert_eq!(index.categories(), ["", "x", "y"]);
+        assert_eq!(
+            index.issue_counts(),
+            [("run_timeout".to_string(), "FATAL".to_string(), 1)]
+        );
+    }
+
+    #[test]
+    fn filters_use_the_index() {
+        use crate::tasks::{select, Filter, TaskQuery};
+        let run = tempfile::tempdir().unwrap();
+        for i in 0..10 {
+            let correct = i % 3 == 0;
+            write_task(
+                run.path(),
+                "normal",
+                &format!("t{i}"),
+                if i < 5 { "low" } else { "high" },
+                &format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#),
+            );
+        }
+        let index = RunIndex::build(run.path());
+        let listing = list_task_dirs(run.path());
+        let q = |filter, category: Option<&str>, q: Option<&str>| TaskQuery {
+            page: 0,
+            size: 100,
+            filter,
+            category: category.map(str::to_string),
+            issue: None,
+            q: q.map(str::to_string),
+        };
+        assert_eq!(
+            select(&listing, Some(&index), &q(Filter::Correct, None, None)).0,
+            4
+        );
+        assert_eq!(
+            select(&listing, Some(&index), &q(Filter::Wrong, None, None)).0,
+            6
+        );
+        assert_eq!(
+            select(
+                &listing,
+                Some(&index),
+                &q(Filter::Correct, Some("high"), None)
+            )
+            .0,
+            2
+        );
+        assert_eq!(
+            select(&listing, Some(&index), &q(Filter::All, Some("none"), None)).0,
+            0
+        );
+        assert_eq!(
+            select(&listing, Some(&index), &q(Filter::All, None, Some("T1"))).0,
+            1
+        );
+        let mut issue = q(Filter::All, None, None);
+        issue.issue = Some("run_timeout".into());
+        assert_eq!(select(&listing, Some(&index), &issue).0, 0);
+    }
+}

@@ -1,0 +1,18 @@
+//! `agentcompass-viewer`: a read-only local web server over a results directory
+//! (`agentcompass-host view`). It serves the embedded front end and a JSON API (the contract is
+//! README's "Viewing results"). *Invariant*: it never writes anything, and every path it opens
+//! is resolved under the canonical results root ([`paths`]); a path leaving it is "not found".
+
+pub mod api;
+pub mod assets;
+pub mod compare;
+pub mod error;
+pub mod index;
+pub mod paths;
+pub mod runs;
+pub mod server;
+pub mod task;
+pub mod tasks;
+
+pub use error::ViewerError;
+pub use server::{serve, ViewerHandle};

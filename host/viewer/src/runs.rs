@@ -1,0 +1,191 @@
+//! Discovering run directories (any directory holding `run_info.json`, namespaces nested) and
+//! summarising each from `run_info.json`, `progress.json` and `metrics.json`.
+
+use std::fs::{self, File};
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use agentcompass_results::status::RunStatus;
+use agentcompass_results::store::read_run_info;
+use agentcompass_results::time::parse_timestamp;
+use serde_json::{json, Value};
+
+use crate::paths::Root;
+
+/// How deep under the root run directories are looked for.
+const MAX_DEPTH: usize = 8;
+
+/// The run directories under the root (canonical paths). Hidden directories and symlinks are
+/// not entered; a run directory's own subdirectories are not searched.
+pub fn discover(root: &Root) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![(root.canonical().to_path_buf(), 0)];
+    while let Some((dir, depth)) = pending.pop() {
+        if dir.join("run_info.json").is_file() {
+            found.push(dir);
+            continue;
+        }
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                pending.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Reads a JSON file (`None` if missing or unparsable).
+pub fn read_json(path: &Path) -> Option<Value> {
+    let file = File::open(path).ok()?;
+    serde_json::from_reader(BufReader::new(file)).ok()
+}
+
+/// Whether the run at `run_dir` has ended (its status is terminal).
+pub fn is_terminal(run_dir: &Path) -> bool {
+    read_run_info(run_dir).is_ok_and(|info| info.status.is_terminal())
+}
+
+/// The `RunSummary` of the run at `run_dir` (canonical, under the root), and its sort key
+/// (started_at, run_id).
+pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
+    let info = read_run_info(run_dir).ok();
+    let path = root.relative(run_dir);
+    let namespace = Path::new(&path)
+        .parent()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir_name = run_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let request = info.as_ref().map(|i| &i.request);
+    let field = |section: &str| -> Value {
+        request
+            .and_then(|r| r.get(section))
+            .and_then(|s| s.get("id"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let run_id = info
+        .as_ref()
+        .map(|i| i.run_id.clone())
+        .filter(|id| !id.is_empty())
+        .unwrap_or(dir_name);
+    let started_at = info
+        .as_ref()
+        .map(|i| i.started_at.clone())
+        .unwrap_or_default();
+    let finished_at = info.as_ref().and_then(|i| i.finished_at.clone());
+    let started = parse_timestamp(&started_at);
+    let duration = match (started, finished_at.as_deref().and_then(parse_timestamp)) {
+        (Some(start), Some(end)) if end >= start => Some((end - start) as f64),
+        _ => None,
+    };
+    let status = info.as_ref().map_or(RunStatus::default(), |i| i.status);
+    let progress = read_json(&run_dir.join("progress.json")).unwrap_or(Value::Null);
+    let count = |key: &str| progress.get(key).cloned().unwrap_or(Value::Null);
+    let headline = read_json(&run_dir.join("metrics.json")).and_then(|m| headline(&m));
+    let value = json!({
+        "path": path,
+        "namespace": namespace,
+        "run_id": run_id,
+        "benchmark": field("benchmark"),
+        "harness": field("harness"),
+        "model": field("model"),
+        "environment": field("environment"),
+        "status": status.as_str(),
+        "started_at": (!started_at.is_empty()).then_some(&started_at),
+        "finished_at": finished_at,
+        "duration_seconds": duration,
+        "total_tasks": count("total_tasks"),
+        "finished_tasks": count("finished_tasks"),
+        "completed_tasks": count("completed_tasks"),
+        "failed_tasks": count("failed_tasks"),
+        "error_tasks": count("error_tasks"),
+        "running_tasks": count("running_tasks"),
+        "headline": headline,
+    });
+    (value, (started.unwrap_or(i64::MIN), run_id))
+}
+
+/// The series of a `metrics.json` whose role is `headline`, as `{series_id, metric_id, value}`.
+pub fn headline(metrics: &Value) -> Option<Value> {
+    let series = metrics.get("series")?.as_array()?;
+    let found = series
+        .iter()
+        .find(|s| s.get("role") == Some(&json!("headline")))?;
+    Some(json!({
+        "series_id": found.get("series_id").or_else(|| found.get("id")).cloned().unwrap_or(Value::Null),
+        "metric_id": found.get("metric_id").or_else(|| found.get("metric")).cloned().unwrap_or(Value::Null),
+        "value": found.get("value").cloned().unwrap_or(Value::Null),
+    }))
+}
+
+/// Every run's summary, newest first (by started_at, else run_id).
+pub fn list(root: &Root) -> Vec<Value> {
+    let mut runs: Vec<(Value, (i64, String))> = discover(root)
+        .iter()
+        .map(|dir| summary(root, dir))
+        .collect();
+    runs.sort_by(|a, b| b.1.cmp(&a.1));
+    runs.into_iter().map(|(v, _)| v).collect()
+}
+
+/// The last `lines` lines of the file at `path` (read from its end, at most 1 MiB).
+pub fn tail(path: &Path, lines: usize) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(1 << 20);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.lines().collect();
+    let from = all.len().saturating_sub(lines);
+    Some(all[from..].join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_are_found_nested_and_sorted_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |rel: &str, started: &str| {
+            let run = dir.path().join(rel);
+            fs::create_dir_all(run.join("details/normal/x")).unwrap();
+            fs::write(
+                run.join("run_info.json"),
+                format!(r#"{{"run_id":"{}","started_at":"{started}","status":"completed","request":{{"benchmark":{{"id":"b"}}}}}}"#,
+                    run.file_name().unwrap().to_string_lossy()),
+            )
+            .unwrap();
+        };
+        write("a/r1", "2026-01-01T00:00:00Z");
+        write("a/b/c/r2", "2026-02-01T00:00:00Z");
+        write(".hidden/r3", "2026-03-01T00:00:00Z");
+        let root = Root::new(dir.path()).unwrap();
+        let runs = list(&root);
+        let paths: Vec<&str> = runs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+        assert_eq!(paths, ["a/b/c/r2", "a/r1"]);
+        assert_eq!(runs[0]["namespace"], "a/b/c");
+        assert_eq!(runs[0]["benchmark"], "b");
+        assert_eq!(runs[0]["status"], "completed");
+    }
+
+    #[test]
+    fn headline_series() {
+        let m = json!({"series": [{"series_id": "s", "metric_id": "acc", "role": "headline", "value": 0.5}]});
+        assert_eq!(headline(&m).unwrap()["value"], 0.5);
+        assert!(headline(&json!({})).is_none());
+    }
+}

@@ -1,0 +1,471 @@
+//! A run's task rows: the listing of task directories (running first, then the published
+//! state directories, each sorted by name), the facts of one task (its `task.json` and final
+//! attempt's `result.json`), filters and paging.
+
+use std::fs::{self, File};
+use std::io::BufReader;
+use std::path::Path;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::error::ViewerError;
+use crate::index::RunIndex;
+use crate::paths::is_plain_name;
+
+/// Where a task directory sits: `details/running/` or a published state directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    /// Still running (or interrupted): `details/running/`.
+    Running = 0,
+    /// Published without errors.
+    Normal = 1,
+    /// Published with an ERROR issue.
+    Error = 2,
+    /// Published with a FATAL issue.
+    Fatal = 3,
+}
+
+impl State {
+    /// Every state, in listing order.
+    pub const ALL: [State; 4] = [State::Running, State::Normal, State::Error, State::Fatal];
+
+    /// The state directory's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Normal => "normal",
+            State::Error => "error",
+            State::Fatal => "fatal",
+        }
+    }
+
+    /// The state named `name`.
+    pub fn parse(name: &str) -> Option<State> {
+        State::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// The state from its index (`as u8`).
+    pub fn from_u8(n: u8) -> State {
+        State::ALL
+            .get(usize::from(n))
+            .copied()
+            .unwrap_or(State::Normal)
+    }
+}
+
+/// The task directories of a run in listing order: running ones first, then every published
+/// one, sorted by directory name (`<task>--<hash>`). Only names are read.
+pub fn list_task_dirs(run_dir: &Path) -> Vec<(State, String)> {
+    let details = run_dir.join("details");
+    let names = |state: State| -> Vec<(State, String)> {
+        let Ok(entries) = fs::read_dir(details.join(state.as_str())) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .map(|n| (state, n))
+            .collect()
+    };
+    let mut running = names(State::Running);
+    running.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut published: Vec<(State, String)> = [State::Normal, State::Error, State::Fatal]
+        .into_iter()
+        .flat_map(names)
+        .collect();
+    published.sort_by(|a, b| a.1.cmp(&b.1));
+    running.extend(published);
+    running
+}
+
+/// What `task.json` says that a row needs.
+#[derive(Deserialize, Default)]
+struct TaskHead {
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    attempts: Option<Map<String, Value>>,
+}
+
+/// What `result.json` says that a row needs (the trajectory is skipped while parsing).
+#[derive(Deserialize, Default)]
+struct ResultHead {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    metrics: Map<String, Value>,
+    #[serde(default)]
+    issues: Vec<IssueHead>,
+    #[serde(default)]
+    meta: Option<MetaHead>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    trajectory: IgnoredAny,
+}
+
+#[derive(Deserialize, Default)]
+struct MetaHead {
+    #[serde(default)]
+    harness: Option<HarnessMeta>,
+}
+
+#[derive(Deserialize, Default)]
+struct HarnessMeta {
+    #[serde(default)]
+    telemetry: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct IssueHead {
+    #[serde(default)]
+    code: String,
+    #[serde(default)]
+    severity: String,
+}
+
+/// The facts about one task a row, a filter or a comparison needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskFacts {
+    /// The task id (`task.json`, else the directory name).
+    pub task_id: String,
+    /// The task's category (`""` when none).
+    pub category: String,
+    /// How many attempts it has.
+    pub attempts: usize,
+    /// The final attempt's status (`running` while it runs).
+    pub status: String,
+    /// The final attempt's correctness: `metrics.correct`, else `reward >= 1`.
+    pub correct: Option<bool>,
+    /// The final attempt's `metrics.reward`.
+    pub reward: Option<f64>,
+    /// The final attempt's issues as (code, severity).
+    pub issues: Vec<(String, String)>,
+    /// The final attempt's duration, when its telemetry records one.
+    pub duration_seconds: Option<f64>,
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let file = File::open(path).ok()?;
+    serde_json::from_reader(BufReader::new(file)).ok()
+}
+
+/// The attempt directory names of a task: from `task.json`'s `attempts`, else the
+/// `attempt-N` directories present; sorted by number.
+pub fn attempt_names(task_dir: &Path, attempts: Option<&Map<String, Value>>) -> Vec<String> {
+    let mut names: Vec<String> = match attempts {
+        Some(map) => map
+            .values()
+            .filter_map(Value::as_str)
+            .filter(|n| is_plain_name(n))
+            .map(str::to_string)
+            .collect(),
+        None => fs::read_dir(task_dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.starts_with("attempt-"))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    names.sort_by_key(|n| attempt_number(n));
+    names.dedup();
+    names
+}
+
+fn attempt_number(name: &str) -> (u64, String) {
+    let n = name
+        .strip_prefix("attempt-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX);
+    (n, name.to_string())
+}
+
+/// Whether a result's metrics say it is correct: `metrics.correct`, else `reward >= 1`.
+pub fn correctness(metrics: &Map<String, Value>) -> Option<bool> {
+    match metrics.get("correct") {
+        Some(Value::Bool(b)) => return Some(*b),
+        Some(Value::Number(n)) => return n.as_f64().map(|v| v >= 1.0),
+        _ => {}
+    }
+    metrics
+        .get("reward")
+        .and_then(Value::as_f64)
+        .map(|r| r >= 1.0)
+}
+
+/// Reads the facts of the task directory `dir` in `state` (named `name`).
+pub fn read_facts(dir: &Path, state: State, name: &str) -> TaskFacts {
+    let head: TaskHead = read_json(&dir.join("task.json")).unwrap_or_default();
+    let attempts = attempt_names(dir, head.attempts.as_ref());
+    let result: Option<ResultHead> = attempts
+        .last()
+        .and_then(|last| read_json(&dir.join(last).join("result.json")));
+    let task_id = head.task_id.unwrap_or_else(|| {
+        name.rsplit_once("--")
+            .map_or(name, |(id, _)| id)
+            .to_string()
+    });
+    let mut facts = TaskFacts {
+        task_id,
+        category: head.category.unwrap_or_default(),
+        attempts: attempts.len(),
+        status: String::new(),
+        ..TaskFacts::default()
+    };
+    match (state, result) {
+        (State::Running, _) => facts.status = "running".to_string(),
+        (_, None) => facts.status = "unknown".to_string(),
+        (_, Some(result)) => {
+            facts.status = result.status.unwrap_or_else(|| "completed".to_string());
+            facts.correct = correctness(&result.metrics);
+            facts.reward = result.metrics.get("reward").and_then(Value::as_f64);
+            facts.issues = result
+                .issues
+                .into_iter()
+                .map(|i| (i.code, i.severity))
+                .collect();
+            facts.duration_seconds = result
+                .meta
+                .and_then(|m| m.harness)
+                .and_then(|h| h.telemetry.get("duration_seconds").and_then(Value::as_f64));
+        }
+    }
+    facts
+}
+
+/// One task row of `/api/tasks`.
+pub fn row_json(state: State, name: &str, facts: &TaskFacts) -> Value {
+    let mut codes: Vec<&str> = facts.issues.iter().map(|(c, _)| c.as_str()).collect();
+    codes.dedup();
+    json!({
+        "task_id": facts.task_id,
+        "ref": format!("{}/{name}", state.as_str()),
+        "state": state.as_str(),
+        "status": facts.status,
+        "category": facts.category,
+        "correct": facts.correct,
+        "reward": facts.reward,
+        "issues": codes,
+        "attempts": facts.attempts,
+        "duration_seconds": facts.duration_seconds,
+    })
+}
+
+/// The `filter` parameter of `/api/tasks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filter {
+    /// Every task.
+    All,
+    /// Tasks in `details/running/`.
+    Running,
+    /// Published in `normal/`.
+    Completed,
+    /// Published in `fatal/`.
+    Failed,
+    /// Published in `error/`.
+    Error,
+    /// Final attempt correct.
+    Correct,
+    /// Final attempt evaluated and not correct.
+    Wrong,
+}
+
+impl Filter {
+    /// The filter named `name`.
+    pub fn parse(name: &str) -> Result<Filter, ViewerError> {
+        Ok(match name {
+            "all" | "" => Filter::All,
+            "running" => Filter::Running,
+            "completed" => Filter::Completed,
+            "failed" => Filter::Failed,
+            "error" => Filter::Error,
+            "correct" => Filter::Correct,
+            "wrong" => Filter::Wrong,
+            other => {
+                return Err(ViewerError::BadRequest(format!(
+                "unknown filter {other:?} (all, running, completed, failed, error, correct, wrong)"
+            )))
+            }
+        })
+    }
+
+    /// Whether the filter needs only the state (no per-task facts).
+    pub fn by_state(self) -> Option<Option<State>> {
+        match self {
+            Filter::All => Some(None),
+            Filter::Running => Some(Some(State::Running)),
+            Filter::Completed => Some(Some(State::Normal)),
+            Filter::Failed => Some(Some(State::Fatal)),
+            Filter::Error => Some(Some(State::Error)),
+            Filter::Correct | Filter::Wrong => None,
+        }
+    }
+}
+
+/// A `/api/tasks` query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskQuery {
+    /// Page number (from 0).
+    pub page: usize,
+    /// Rows per page (1..=1000).
+    pub size: usize,
+    /// The state or correctness filter.
+    pub filter: Filter,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only tasks whose final attempt has this issue code.
+    pub issue: Option<String>,
+    /// Only task ids containing this text (case-insensitive).
+    pub q: Option<String>,
+}
+
+impl TaskQuery {
+    /// Whether answering needs the run's index (anything but a state filter).
+    pub fn needs_index(&self) -> bool {
+        self.filter.by_state().is_none()
+            || self.category.is_some()
+            || self.issue.is_some()
+            || self.q.is_some()
+    }
+}
+
+/// The page of `query` over `listing` (the run's task directories in listing order):
+/// `(total matching, the page's entries)`. Without `index`, only state filters apply.
+pub fn select(
+    listing: &[(State, String)],
+    index: Option<&RunIndex>,
+    query: &TaskQuery,
+) -> (usize, Vec<usize>) {
+    let start = query.page.saturating_mul(query.size);
+    let mut total = 0;
+    let mut page = Vec::new();
+    let state_filter = query.filter.by_state();
+    let q = query.q.as_ref().map(|q| q.to_lowercase());
+    let category = index.and_then(|i| query.category.as_ref().map(|c| i.category_id(c)));
+    let issue = index.and_then(|i| query.issue.as_ref().map(|c| i.code_id(c)));
+    for (at, (state, name)) in listing.iter().enumerate() {
+        let keep = match state_filter {
+            Some(Some(wanted)) => *state == wanted,
+            Some(None) => true,
+            None => true,
+        };
+        if !keep {
+            continue;
+        }
+        if let Some(index) = index {
+            let Some(entry) = index.entry(*state, name) else {
+                // Not in the index (appeared after it was built): only a state filter keeps it.
+                if query.needs_index() {
+                    continue;
+                }
+                total += 1;
+                if total > start && page.len() < query.size {
+                    page.push(at);
+                }
+                continue;
+            };
+            let ok = match query.filter {
+                Filter::Correct => entry.correct == 1,
+                Filter::Wrong => entry.correct == 0,
+                _ => true,
+            } && category.is_none_or(|c| c == Some(entry.category))
+                && issue.is_none_or(|c| c.is_some_and(|c| index.has_code(entry, c)))
+                && q.as_ref()
+                    .is_none_or(|q| index.task_id(entry).to_lowercase().contains(q.as_str()));
+            if !ok {
+                continue;
+            }
+        }
+        total += 1;
+        if total > start && page.len() < query.size {
+            page.push(at);
+        }
+    }
+    (total, page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn correctness_rules() {
+        let m = |v: Value| v.as_object().unwrap().clone();
+        assert_eq!(correctness(&m(json!({"correct": true}))), Some(true));
+        assert_eq!(
+            correctness(&m(json!({"correct": false, "reward": 1}))),
+            Some(false)
+        );
+        assert_eq!(correctness(&m(json!({"reward": 1.0}))), Some(true));
+        assert_eq!(correctness(&m(json!({"reward": 0.5}))), Some(false));
+        assert_eq!(correctness(&m(json!({}))), None);
+    }
+
+    #[test]
+    fn filters_parse() {
+        assert_eq!(Filter::parse("wrong").unwrap(), Filter::Wrong);
+        assert!(matches!(
+            Filter::parse("nope"),
+            Err(ViewerError::BadRequest(_))
+        ));
+    }
+
+    #[test]
+    fn attempts_sorted_by_number() {
+        let map = json!({"1": "attempt-1", "10": "attempt-10", "2": "attempt-2", "x": "../up"});
+        let names = attempt_names(Path::new("/nonexistent"), map.as_object());
+        assert_eq!(names, ["attempt-1", "attempt-2", "attempt-10"]);
+    }
+
+    fn query(page: usize, size: usize, filter: Filter) -> TaskQuery {
+        TaskQuery {
+            page,
+            size,
+            filter,
+            category: None,
+            issue: None,
+            q: None,
+        }
+    }
+
+    #[test]
+    fn paging_by_state_without_index() {
+        let listing: Vec<(State, String)> = (0..7)
+            .map(|i| {
+                (
+                    if i < 2 { State::Running } else { State::Normal },
+                    format!("t{i}"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            select(&listing, None, &query(0, 3, Filter::All)),
+            (7, vec![0, 1, 2])
+        );
+        assert_eq!(
+            select(&listing, None, &query(2, 3, Filter::All)),
+            (7, vec![6])
+        );
+        assert_eq!(
+            select(&listing, None, &query(9, 3, Filter::All)),
+            (7, vec![])
+        );
+        assert_eq!(
+            select(&listing, None, &query(0, 10, Filter::Running)),
+            (2, vec![0, 1])
+        );
+        assert_eq!(
+            select(&listing, None, &query(1, 2, Filter::Completed)),
+            (5, vec![4, 5])
+        );
+    }
+}

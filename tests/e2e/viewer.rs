@@ -1,0 +1,494 @@
+//! `view`: the read-only web viewer over real runs of the example pack. Every endpoint's JSON,
+//! traversal attempts (404), an unknown endpoint, nothing written under RESULTS_DIR, and a
+//! large run paged through with its memory measured.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+use agentcompass_e2e::{host_bin, read_json, run_dir, task_dirs, Workspace};
+use serde_json::{json, Value};
+
+/// A `view` process; killed when dropped.
+struct Viewer {
+    child: Child,
+    port: u16,
+}
+
+impl Viewer {
+    fn start(ws: &Workspace, results: &Path) -> Viewer {
+        let mut child = Command::new(host_bin())
+            .current_dir(&ws.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &ws.home)
+            .args(["--no-bundled-plugins", "view"])
+            .arg(results)
+            .args(["--port", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start view");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("read the URL line");
+        let url = line
+            .trim()
+            .strip_prefix("agentcompass viewer: http://127.0.0.1:")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let port = url.trim_end_matches('/').parse().expect("port");
+        Viewer { child, port }
+    }
+
+    /// GET `target` (path and query, sent as is): (status, head, body).
+    fn get_raw(&self, target: &str) -> (u16, String, Vec<u8>) {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        write!(
+            stream,
+            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut bytes = Vec::new();
+        stream.read_to_end(&mut bytes).expect("read");
+        let split = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("a header block");
+        let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status");
+        (status, head, bytes[split + 4..].to_vec())
+    }
+
+    /// GET `target` and parse its JSON body, asserting `status`.
+    fn json(&self, target: &str, status: u16) -> Value {
+        let (got, head, body) = self.get_raw(target);
+        assert_eq!(
+            got,
+            status,
+            "{target}: {head}\n{}",
+            String::from_utf8_lossy(&body)
+        );
+        assert!(
+            head.contains("content-type: application/json"),
+            "{target}: {head}"
+        );
+        serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{target}: {e}"))
+    }
+
+    fn rss_kb(&self) -> u64 {
+        let status =
+            fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .expect("VmRSS")
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Percent-encodes a query value.
+fn enc(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Every file and directory under `dir` with its size and modification time.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime)> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(&dir).expect("list").flatten() {
+            let meta = fs::symlink_metadata(entry.path()).expect("stat");
+            found.insert(entry.path(), (meta.len(), meta.modified().expect("mtime")));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+fn self_check(ws: &Workspace, size: u64, model: &str) -> PathBuf {
+    let params = format!(r#"{{"size": {size}}}"#);
+    let out = ws.run(
+        &[
+            "run",
+            "example_self_check",
+            "none",
+            model,
+            "--benchmark-params",
+            &params,
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    run_dir(&out)
+}
+
+/// The published task directory of `task_id` in `run`.
+fn task_dir(run: &Path, task_id: &str) -> PathBuf {
+    task_dirs(run, "normal")
+        .into_iter()
+        .find(|d| read_json(&d.join("task.json"))["task_id"] == task_id)
+        .unwrap_or_else(|| panic!("no task {task_id} in {}", run.display()))
+}
+
+/// Marks the final attempt of `task_id` wrong (the example pack's runs are all correct).
+fn make_wrong(run: &Path, task_id: &str) {
+    let path = task_dir(run, task_id).join("attempt-1/result.json");
+    let mut result = read_json(&path);
+    result["metrics"]["correct"] = json!(false);
+    fs::write(&path, result.to_string()).expect("write");
+}
+
+#[test]
+fn view_serves_real_runs_read_only() {
+    let ws = Workspace::new();
+    let results = ws.cwd.join("results");
+    let a = self_check(&ws, 6, "m");
+    // Distinct started_at seconds, so "newest first" is decided by the times.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let b = self_check(&ws, 6, "m");
+    let rel = |run: &Path| {
+        run.strip_prefix(&results)
+            .expect("under results")
+            .display()
+            .to_string()
+    };
+    let (ra, rb) = (rel(&a), rel(&b));
+
+    // Test-made facts on top of the real runs: a wrong task on each side, a second category,
+    // a task still running, an artifact, and links out of the results directory.
+    make_wrong(&a, "self-0003");
+    make_wrong(&b, "self-0001");
+    let t2 = task_dir(&a, "self-0002").join("task.json");
+    let mut task = read_json(&t2);
+    task["category"] = json!("geometry");
+    fs::write(&t2, task.to_string()).expect("write");
+    fs::create_dir_all(a.join("details/running/zz-live--0/attempt-1")).expect("mkdir");
+    let t0 = task_dir(&a, "self-0000");
+    let t0_ref = format!("normal/{}", t0.file_name().unwrap().to_string_lossy());
+    fs::create_dir_all(t0.join("attempt-1/artifacts/logs")).expect("mkdir");
+    fs::write(
+        t0.join("attempt-1/artifacts/logs/out.txt"),
+        "artifact bytes\n",
+    )
+    .expect("write");
+    let outside = ws.write("outside/run_info.json", r#"{"run_id": "outside"}"#);
+    let outside = outside.parent().unwrap();
+    ws.write("outside/secret.txt", "secret");
+    std::os::unix::fs::symlink(outside, results.join("evil")).expect("symlink");
+    std::os::unix::fs::symlink(
+        outside.join("secret.txt"),
+        t0.join("attempt-1/artifacts/leak.txt"),
+    )
+    .expect("symlink");
+
+    let before = tree(&results);
+    let viewer = Viewer::start(&ws, &results);
+
+    // The front end.
+    let (status, head, body) = viewer.get_raw("/");
+    assert_eq!(status, 200, "{head}");
+    assert!(String::from_utf8_lossy(&body).contains("agentcompass viewer"));
+    assert_eq!(viewer.get_raw("/assets/app.js").0, 200);
+    assert_eq!(viewer.get_raw("/assets/app.css").0, 200);
+
+    // Runs, newest first; the link out of the root is not a run.
+    let runs = viewer.json("/api/runs", 200);
+    assert_eq!(runs["root"], results.display().to_string());
+    let listed: Vec<&str> = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [rb.as_str(), ra.as_str()]);
+    let summary = &runs["runs"][1];
+    assert_eq!(summary["namespace"], ra.rsplit_once('/').unwrap().0);
+    assert_eq!(summary["benchmark"], "example_self_check");
+    assert_eq!(summary["harness"], "none");
+    assert_eq!(summary["model"], "m");
+    assert_eq!(summary["status"], "completed");
+    assert_eq!(summary["total_tasks"], 6);
+    assert_eq!(summary["finished_tasks"], 6);
+    assert!(summary["started_at"].is_string() && summary["finished_at"].is_string());
+    assert!(summary["duration_seconds"].is_number(), "{summary}");
+    assert!(summary["headline"]["value"].is_number(), "{summary}");
+
+    // One run.
+    let run = viewer.json(&format!("/api/run?run={}", enc(&ra)), 200);
+    assert_eq!(run["run"]["path"], ra.as_str());
+    assert_eq!(run["run_info"]["run_id"], summary["run_id"]);
+    assert!(run["metrics"]["series"].is_array(), "{run}");
+    assert!(run["params"].is_object(), "{run}");
+    assert!(run["summary_md"].is_string(), "{run}");
+    assert!(run["progress"].is_object(), "{run}");
+    assert_eq!(run["issues"], json!([]));
+    assert!(run["log_tail"].is_string() || run["log_tail"].is_null());
+
+    // Task rows: the running one first, paging, filters, search.
+    let tasks = |query: &str| viewer.json(&format!("/api/tasks?run={}&{query}", enc(&ra)), 200);
+    let all = tasks("");
+    assert_eq!(all["total"], 7, "{all}");
+    assert_eq!(all["tasks"][0]["state"], "running");
+    assert_eq!(all["tasks"][0]["ref"], "running/zz-live--0");
+    assert_eq!(all["tasks"][1]["task_id"], "self-0000");
+    assert_eq!(all["tasks"][1]["ref"], t0_ref.as_str());
+    assert_eq!(all["tasks"][1]["correct"], true);
+    assert_eq!(all["tasks"][1]["status"], "completed");
+    assert_eq!(all["tasks"][1]["attempts"], 1);
+    let page = tasks("page=3&size=2");
+    assert_eq!(
+        (
+            page["total"].clone(),
+            page["tasks"].as_array().unwrap().len()
+        ),
+        (json!(7), 1)
+    );
+    assert_eq!(page["tasks"][0]["task_id"], "self-0005");
+    let wrong = tasks("filter=wrong");
+    assert_eq!(wrong["total"], 1);
+    assert_eq!(wrong["tasks"][0]["task_id"], "self-0003");
+    assert_eq!(wrong["tasks"][0]["correct"], false);
+    assert_eq!(tasks("filter=correct")["total"], 5);
+    assert_eq!(tasks("filter=running")["total"], 1);
+    assert_eq!(tasks("filter=completed")["total"], 6);
+    assert_eq!(tasks("filter=failed")["total"], 0);
+    let geometry = tasks("category=geometry");
+    assert_eq!(geometry["total"], 1);
+    assert_eq!(geometry["tasks"][0]["task_id"], "self-0002");
+    assert_eq!(
+        geometry["categories"],
+        json!(["", "arithmetic", "geometry"])
+    );
+    assert_eq!(tasks("q=SELF-0004")["tasks"][0]["task_id"], "self-0004");
+    assert_eq!(tasks("q=self")["total"], 6);
+    assert_eq!(tasks("issue=run_timeout")["total"], 0);
+    for bad in ["filter=bogus", "size=0", "size=5000", "page=x"] {
+        viewer.json(&format!("/api/tasks?run={}&{bad}", enc(&ra)), 400);
+    }
+
+    // One task: attempts with the trajectory.
+    let detail = viewer.json(
+        &format!("/api/task?run={}&task={}", enc(&ra), enc(&t0_ref)),
+        200,
+    );
+    assert_eq!(detail["task"]["task_id"], "self-0000");
+    assert_eq!(detail["attempts"][0]["name"], "attempt-1");
+    assert_eq!(detail["attempts"][0]["result"]["metrics"]["correct"], true);
+    assert!(
+        !detail["attempts"][0]["result"]["trajectory"]["steps"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{detail}"
+    );
+    assert_eq!(detail["attempts"][0]["retries"], json!([]));
+
+    // An artifact's bytes.
+    let artifact = |rel: &str| {
+        viewer.get_raw(&format!(
+            "/api/artifact?run={}&task={}&attempt=attempt-1&path={}",
+            enc(&ra),
+            enc(&t0_ref),
+            rel
+        ))
+    };
+    let (status, head, body) = artifact("logs%2Fout.txt");
+    assert_eq!(status, 200, "{head}");
+    assert_eq!(body, b"artifact bytes\n");
+    assert!(
+        head.contains("content-type: application/octet-stream"),
+        "{head}"
+    );
+    assert!(
+        head.contains("content-disposition: attachment; filename=\"out.txt\""),
+        "{head}"
+    );
+
+    // Comparison: A -> B fixed self-0003 and broke self-0001.
+    let cmp = viewer.json(&format!("/api/compare?a={}&b={}", enc(&ra), enc(&rb)), 200);
+    assert_eq!(
+        cmp["counts"],
+        json!({"fixed": 1, "broken": 1, "both_right": 4, "both_wrong": 0, "only_a": 1, "only_b": 0}),
+        "{cmp}"
+    );
+    assert_eq!(cmp["a"]["path"], ra.as_str());
+    assert_eq!(cmp["b"]["path"], rb.as_str());
+    assert_eq!(cmp["total"], 7);
+    assert_eq!(
+        cmp["tasks"][0],
+        json!({"task_id": "self-0003", "a": false, "b": true, "change": "fixed"})
+    );
+    assert_eq!(
+        cmp["tasks"][1],
+        json!({"task_id": "self-0001", "a": true, "b": false, "change": "broken"})
+    );
+    let geometry = cmp["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["category"] == "geometry")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        geometry,
+        json!({"category": "geometry", "a": 1.0, "b": null, "delta": null})
+    );
+
+    // Traversal attempts and unknown endpoints: 404 with a JSON error.
+    for target in [
+        "/api/run?run=..".to_string(),
+        "/api/run?run=../outside".to_string(),
+        "/api/run?run=%2e%2e%2foutside".to_string(),
+        format!("/api/run?run={}", enc(&outside.display().to_string())),
+        "/api/run?run=evil".to_string(),
+        "/api/tasks?run=evil".to_string(),
+        format!("/api/task?run={}&task=normal%2f..", enc(&ra)),
+        format!("/api/task?run={}&task=normal%2f..%2f..%2f..", enc(&ra)),
+        format!("/api/run?run={}%2f..%2f..%2f..%2foutside", enc(&ra)),
+        "/api/nope".to_string(),
+        "/assets/../../etc/passwd".to_string(),
+    ] {
+        let body = viewer.json(&target, 404);
+        assert!(body["error"].is_string(), "{target}: {body}");
+    }
+    for rel in [
+        "..%2Fresult.json",
+        "%2e%2e%2f%2e%2e%2ftask.json",
+        "%2Fetc%2Fpasswd",
+        "leak.txt",
+        "logs",
+        "logs%2F..%2F..%2Fresult.json",
+    ] {
+        let (status, head, body) = artifact(rel);
+        assert_eq!(status, 404, "{rel}: {head}");
+        assert!(!String::from_utf8_lossy(&body).contains("secret"), "{rel}");
+    }
+    viewer.json("/api/compare?a=..&b=..", 404);
+    viewer.json(&format!("/api/task?run={}", enc(&ra)), 400);
+
+    drop(viewer);
+    assert_eq!(tree(&results), before, "the viewer wrote under RESULTS_DIR");
+}
+
+#[test]
+fn view_of_a_missing_results_dir_is_one_line() {
+    let ws = Workspace::new();
+    let missing = ws.root().join("no-such-results");
+    let out = ws.run(&["view", missing.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stdout, "");
+    insta::assert_snapshot!("view_missing_results_dir", ws.redact(out.stderr.trim_end()));
+}
+
+/// How many tasks the large run has (`AGENTCOMPASS_TEST_VIEW_TASKS`, default 20,000: a real
+/// run of 100,000 self-check tasks takes too long for every CI run).
+fn large_size() -> u64 {
+    std::env::var("AGENTCOMPASS_TEST_VIEW_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000)
+}
+
+#[test]
+fn view_pages_a_large_run_with_flat_memory() {
+    let ws = Workspace::new();
+    let size = large_size();
+    let started = Instant::now();
+    let params = format!(r#"{{"size": {size}}}"#);
+    let out = ws.run(
+        &[
+            "run",
+            "example_self_check",
+            "none",
+            "m",
+            "--benchmark-params",
+            &params,
+            "--progress",
+            "none",
+            "--task-concurrency",
+            "16",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    eprintln!(
+        "large run: {size} tasks in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let results = ws.cwd.join("results");
+    let rel = run.strip_prefix(&results).unwrap().display().to_string();
+    let viewer = Viewer::start(&ws, &results);
+
+    let page_size = 100;
+    let at = Instant::now();
+    let first = viewer.json(
+        &format!("/api/tasks?run={}&size={page_size}", enc(&rel)),
+        200,
+    );
+    let first_ms = at.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(first["total"], size);
+    assert_eq!(first["tasks"].as_array().unwrap().len(), page_size);
+    let rss_before = viewer.rss_kb();
+
+    let pages = size.div_ceil(page_size as u64);
+    let at = Instant::now();
+    let mut seen = 0;
+    for page in 0..pages {
+        let body = viewer.json(
+            &format!("/api/tasks?run={}&size={page_size}&page={page}", enc(&rel)),
+            200,
+        );
+        seen += body["tasks"].as_array().unwrap().len() as u64;
+    }
+    let paging_s = at.elapsed().as_secs_f64();
+    assert_eq!(seen, size);
+    let rss_after = viewer.rss_kb();
+
+    let at = Instant::now();
+    let correct = viewer.json(&format!("/api/tasks?run={}&filter=correct", enc(&rel)), 200);
+    let filtered_ms = at.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(correct["total"], size);
+    let at = Instant::now();
+    viewer.json(&format!("/api/tasks?run={}&filter=wrong", enc(&rel)), 200);
+    let indexed_ms = at.elapsed().as_secs_f64() * 1000.0;
+    let rss_indexed = viewer.rss_kb();
+    eprintln!(
+        "viewer, {size} tasks: first page {first_ms:.0} ms; {pages} pages in {paging_s:.1} s; \
+         RSS {rss_before} kB before paging, {rss_after} kB after; first filtered request \
+         (index build) {filtered_ms:.0} ms, next {indexed_ms:.0} ms, RSS {rss_indexed} kB"
+    );
+    assert!(
+        rss_after < 2 * rss_before + 20 * 1024,
+        "RSS grew from {rss_before} kB to {rss_after} kB while paging"
+    );
+}
