@@ -228,7 +228,13 @@ async fn run(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError> {
         let summary_md = std::fs::read_to_string(dir.join("summary.md")).ok();
         let body = json!({
             "run": summary,
-            "run_info": runs::read_json(&dir.join("run_info.json")),
+            "run_info": runs::read_json(&dir.join("run_info.json")).map(|mut info| {
+                // Possibly megabytes (one plan per task); `resolved_plans.jsonl` has them too.
+                if let Some(map) = info.as_object_mut() {
+                    map.remove("resolved_execution_plans");
+                }
+                info
+            }),
             "metrics": runs::read_json(&dir.join("metrics.json")),
             "params": runs::read_json(&dir.join("params.json")),
             "summary_md": summary_md,

@@ -1,9 +1,12 @@
 //! Discovering run directories (any directory holding `run_info.json`, namespaces nested) and
 //! summarising each from `run_info.json`, `progress.json` and `metrics.json`.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
 
 use agentcompass_results::status::RunStatus;
 use agentcompass_results::store::read_run_info;
@@ -47,15 +50,93 @@ pub fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_reader(BufReader::new(file)).ok()
 }
 
-/// Whether the run at `run_dir` has ended (its status is terminal).
+/// What a summary needs from `run_info.json`.
+#[derive(Debug, Default)]
+pub struct RunHead {
+    /// `run_id`.
+    pub run_id: String,
+    /// `started_at`.
+    pub started_at: String,
+    /// `finished_at`.
+    pub finished_at: Option<String>,
+    /// `status`.
+    pub status: RunStatus,
+    /// `request.{benchmark,harness,model,environment}.id`.
+    pub ids: [Value; 4],
+}
+
+/// How many run heads are cached before the cache is emptied.
+const MAX_HEADS: usize = 4096;
+
+type HeadKey = (PathBuf, Option<SystemTime>, u64);
+
+/// The head of the run at `run_dir` (`None`: no readable `run_info.json`). A `run_info.json`
+/// can be large (a big run's resolved plans), so heads are cached by path, modification time
+/// and size: every page of a task listing asks whether its run has ended.
+pub fn head(run_dir: &Path) -> Option<Arc<RunHead>> {
+    static HEADS: OnceLock<Mutex<HashMap<HeadKey, Arc<RunHead>>>> = OnceLock::new();
+    let meta = fs::metadata(run_dir.join("run_info.json")).ok()?;
+    let key = (run_dir.to_path_buf(), meta.modified().ok(), meta.len());
+    let heads = HEADS.get_or_init(Mutex::default);
+    let lock = || match heads.lock() {
+        Ok(heads) => heads,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(found) = lock().get(&key) {
+        return Some(found.clone());
+    }
+    let info = read_run_info(run_dir).ok()?;
+    let id = |section: &str| {
+        info.request
+            .get(section)
+            .and_then(|s| s.get("id"))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let head = Arc::new(RunHead {
+        ids: [
+            id("benchmark"),
+            id("harness"),
+            id("model"),
+            id("environment"),
+        ],
+        run_id: info.run_id,
+        started_at: info.started_at,
+        finished_at: info.finished_at,
+        status: info.status,
+    });
+    let mut heads = lock();
+    if heads.len() >= MAX_HEADS {
+        heads.clear();
+    }
+    heads.retain(|k, _| k.0 != key.0);
+    heads.insert(key, head.clone());
+    Some(head)
+}
+
+/// Only the status of a `progress.json`.
+#[derive(serde::Deserialize)]
+struct ProgressStatus {
+    status: RunStatus,
+}
+
+/// Whether the run at `run_dir` has ended (its status is terminal): from the small
+/// `progress.json` when it has a status (a finished run's `run_info.json` holds every resolved
+/// plan, after `status` in key order), else from `run_info.json`.
 pub fn is_terminal(run_dir: &Path) -> bool {
-    read_run_info(run_dir).is_ok_and(|info| info.status.is_terminal())
+    let progress = File::open(run_dir.join("progress.json"))
+        .ok()
+        .and_then(|f| serde_json::from_reader::<_, ProgressStatus>(BufReader::new(f)).ok());
+    match progress {
+        Some(p) => p.status.is_terminal(),
+        None => head(run_dir).is_some_and(|h| h.status.is_terminal()),
+    }
 }
 
 /// The `RunSummary` of the run at `run_dir` (canonical, under the root), and its sort key
 /// (started_at, run_id).
 pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
-    let info = read_run_info(run_dir).ok();
+    let info = head(run_dir);
     let path = root.relative(run_dir);
     let namespace = Path::new(&path)
         .parent()
@@ -65,12 +146,9 @@ pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let request = info.as_ref().map(|i| &i.request);
-    let field = |section: &str| -> Value {
-        request
-            .and_then(|r| r.get(section))
-            .and_then(|s| s.get("id"))
-            .cloned()
+    let field = |at: usize| -> Value {
+        info.as_ref()
+            .and_then(|i| i.ids.get(at).cloned())
             .unwrap_or(Value::Null)
     };
     let run_id = info
@@ -96,10 +174,10 @@ pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
         "path": path,
         "namespace": namespace,
         "run_id": run_id,
-        "benchmark": field("benchmark"),
-        "harness": field("harness"),
-        "model": field("model"),
-        "environment": field("environment"),
+        "benchmark": field(0),
+        "harness": field(1),
+        "model": field(2),
+        "environment": field(3),
         "status": status.as_str(),
         "started_at": (!started_at.is_empty()).then_some(&started_at),
         "finished_at": finished_at,
