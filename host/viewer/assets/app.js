@@ -1,4 +1,841 @@
-// Placeholder: the front end replaces this file.
-fetch("/api/runs").then((r) => r.json()).then((data) => {
-  document.getElementById("app").textContent = data.runs.length + " runs";
-});
+// agentcompass viewer front end (issue 16). Vanilla JS, no build step, no external URL.
+//
+// Safety rule: every string from the API (task ids, questions, observations, logs...) reaches
+// the DOM only as a text node (h() turns string children into text nodes) or as the value of a
+// fixed attribute name via setAttribute. No innerHTML, no eval, no string-built handlers.
+'use strict';
+
+// ---------------------------------------------------------------------------------------------
+// DOM helpers
+
+/** Creates `tag` with `attrs` and `children`. Strings and numbers become text nodes; arrays are
+ *  flattened; null/undefined/false are skipped. Attribute keys starting with "on" must be
+ *  functions (added as listeners); other attributes are set with setAttribute. */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith('on')) {
+      if (typeof value === 'function') el.addEventListener(key.slice(2), value);
+      continue;
+    }
+    if (key === 'checked' || key === 'selected' || key === 'disabled' || key === 'open') {
+      el[key] = Boolean(value);
+      if (key !== 'checked' && key !== 'selected') el.setAttribute(key, '');
+      continue;
+    }
+    if (key === 'value') { el.value = String(value); continue; }
+    el.setAttribute(key, value === true ? '' : String(value));
+  }
+  appendChildren(el, children);
+  return el;
+}
+
+function appendChildren(el, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) appendChildren(el, child);
+    else if (child instanceof Node) el.appendChild(child);
+    else el.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+function replace(el, ...children) {
+  clear(el);
+  appendChildren(el, children);
+  return el;
+}
+
+const $ = (sel, root) => (root || document).querySelector(sel);
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+function isNum(v) { return typeof v === 'number' && Number.isFinite(v); }
+
+function fmtValue(v) {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'boolean') return v ? 'true' : 'false';
+  if (isNum(v)) return Number.isInteger(v) ? String(v) : String(Number(v.toFixed(4)));
+  return String(v);
+}
+
+function fmtPercent(v) { return isNum(v) ? (v * 100).toFixed(1) + '%' : '—'; }
+
+function fmtDuration(s) {
+  if (!isNum(s)) return '—';
+  if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + 's';
+  const m = Math.floor(s / 60), sec = Math.round(s % 60);
+  if (m < 60) return m + 'm ' + String(sec).padStart(2, '0') + 's';
+  return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
+}
+
+function fmtMs(ms) { return isNum(ms) ? (ms >= 1000 ? (ms / 1000).toFixed(2) + 's' : Math.round(ms) + 'ms') : '—'; }
+
+function parseTime(t) {
+  if (isNum(t)) return new Date(t * 1000);
+  if (typeof t === 'string' && t) { const d = new Date(t); return isNaN(d) ? null : d; }
+  return null;
+}
+
+function fmtTime(t) {
+  const d = parseTime(t);
+  return d ? d.toISOString().replace('T', ' ').slice(0, 19) + 'Z' : '—';
+}
+
+function fmtBytes(n) {
+  if (!isNum(n)) return '—';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + ' ' + units[i];
+}
+
+function prettyJson(v) {
+  if (typeof v === 'string') {
+    try { return JSON.stringify(JSON.parse(v), null, 2); } catch (_) { return v; }
+  }
+  return JSON.stringify(v, null, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routes and API
+
+const enc = encodeURIComponent;
+const route = {
+  runs: () => '#/',
+  run: (run) => '#/run/' + enc(run),
+  task: (run, ref) => '#/task/' + enc(run) + '/' + enc(ref),
+  compare: (a, b) => '#/compare/' + enc(a) + '/' + enc(b),
+};
+
+function apiUrl(path, params) {
+  const qs = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v !== null && v !== undefined && v !== '') qs.set(k, String(v));
+  }
+  const s = qs.toString();
+  return '/api/' + path + (s ? '?' + s : '');
+}
+
+async function api(path, params) {
+  const res = await fetch(apiUrl(path, params), { headers: { accept: 'application/json' } });
+  let body = null;
+  try { body = await res.json(); } catch (_) { /* not JSON */ }
+  if (!res.ok) throw new Error((body && body.error) || ('HTTP ' + res.status));
+  return body;
+}
+
+// One generation per page view: polls and late responses of an older view are ignored.
+const view = { gen: 0, timers: [] };
+
+function newView() {
+  view.gen++;
+  for (const t of view.timers) { clearTimeout(t); clearInterval(t); }
+  view.timers = [];
+  setLive(false);
+  return view.gen;
+}
+
+function alive(gen) { return gen === view.gen; }
+
+function every(gen, ms, fn) {
+  const tick = async () => {
+    if (!alive(gen)) return;
+    try { await fn(); } catch (e) { console.warn(e); }
+    if (alive(gen)) view.timers.push(setTimeout(tick, ms));
+  };
+  view.timers.push(setTimeout(tick, ms));
+}
+
+function debounce(fn, ms) {
+  let t = null;
+  return (...args) => { clearTimeout(t); t = setTimeout(() => fn(...args), ms); };
+}
+
+function setLive(on) { const el = $('#live'); if (el) el.hidden = !on; }
+
+function setCrumbs(...items) {
+  const parts = [];
+  items.forEach((it, i) => {
+    if (i) parts.push(h('span', { class: 'sep' }, '/'));
+    parts.push(it.href ? h('a', { href: it.href }, it.text) : h('span', {}, it.text));
+  });
+  replace($('#crumbs'), parts);
+}
+
+function errorBox(e) { return h('div', { class: 'error', role: 'alert' }, 'Error: ', String(e && e.message || e)); }
+
+// ---------------------------------------------------------------------------------------------
+// Small shared widgets
+
+function badge(text, kind) { return h('span', { class: 'badge ' + (kind || String(text)) }, String(text)); }
+
+function statusBadge(status) { return badge(status || 'unknown', 'st-' + String(status || 'unknown').replace(/[^a-z_]/gi, '')); }
+
+function correctMark(v) {
+  if (v === true) return h('span', { class: 'ok', title: 'correct' }, '✓');
+  if (v === false) return h('span', { class: 'bad', title: 'wrong' }, '✗');
+  return h('span', { class: 'muted' }, '—');
+}
+
+function section(title, ...body) { return h('section', { class: 'card' }, h('h2', {}, title), body); }
+
+function folded(title, open, ...body) { return h('details', { open }, h('summary', {}, title), body); }
+
+function pre(text, cls) { return h('pre', { class: cls || '' }, text === null || text === undefined ? '' : String(text)); }
+
+function jsonBlock(value) { return pre(prettyJson(value), 'json'); }
+
+function table(headers, rows, attrs) {
+  return h('div', { class: 'scroll' }, h('table', Object.assign({ class: 'grid' }, attrs || {}),
+    h('thead', {}, h('tr', {}, headers.map((c) => h('th', {}, c)))),
+    h('tbody', {}, rows)));
+}
+
+function kvList(pairs) {
+  return h('dl', { class: 'kv' }, pairs.filter((p) => p).map(([k, v]) => [h('dt', {}, k), h('dd', {}, v instanceof Node ? v : fmtValue(v))]));
+}
+
+function buttonGroup(values, current, attrName, onPick, label) {
+  return h('div', { class: 'btn-group', role: 'group' }, values.map((v) =>
+    h('button', { type: 'button', [attrName]: v, class: v === current ? 'active' : '', 'aria-pressed': String(v === current), onclick: () => onPick(v) }, label ? label(v) : v)));
+}
+
+function select(options, current, onChange, allLabel, attrs) {
+  return h('select', Object.assign({ onchange: (e) => onChange(e.target.value) }, attrs || {}),
+    h('option', { value: '', selected: !current }, allLabel),
+    options.map((o) => h('option', { value: o, selected: o === current }, o)));
+}
+
+function pager(page, size, total, onPage) {
+  const pages = Math.max(1, Math.ceil(total / size));
+  return h('div', { class: 'pager' },
+    h('button', { type: 'button', disabled: page <= 0, 'data-page': 'prev', onclick: () => onPage(page - 1) }, '‹ prev'),
+    h('span', {}, 'page ' + (page + 1) + ' of ' + pages),
+    h('button', { type: 'button', disabled: page + 1 >= pages, 'data-page': 'next', onclick: () => onPage(page + 1) }, 'next ›'));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs page (#/)
+
+const compareSel = [];
+
+async function pageRuns(gen, root) {
+  setCrumbs({ text: 'runs' });
+  const data = await api('runs');
+  if (!alive(gen)) return;
+  const box = h('div', { id: 'runs' });
+  replace(root,
+    h('div', { class: 'toolbar' },
+      h('h1', {}, 'Runs'), h('span', { class: 'muted mono' }, data.root || ''),
+      h('span', { class: 'spacer' }),
+      h('span', { id: 'compare-hint', class: 'muted' }),
+      h('button', { type: 'button', id: 'compare-go', onclick: goCompare }, 'Compare selected')),
+    box);
+  renderRuns(box, data.runs || []);
+  updateCompareButton();
+  if ((data.runs || []).some((r) => r.status === 'running')) {
+    setLive(true);
+    every(gen, 2000, async () => {
+      const fresh = await api('runs');
+      if (alive(gen)) renderRuns(box, fresh.runs || []);
+    });
+  }
+}
+
+function goCompare() {
+  if (compareSel.length === 2) location.hash = route.compare(compareSel[0], compareSel[1]);
+}
+
+function toggleCompare(path, on) {
+  const i = compareSel.indexOf(path);
+  if (on && i < 0) { compareSel.push(path); if (compareSel.length > 2) compareSel.shift(); }
+  if (!on && i >= 0) compareSel.splice(i, 1);
+  document.querySelectorAll('input[data-compare]').forEach((cb) => { cb.checked = compareSel.includes(cb.getAttribute('data-compare')); });
+  updateCompareButton();
+}
+
+function updateCompareButton() {
+  const btn = $('#compare-go'), hint = $('#compare-hint');
+  if (btn) btn.disabled = compareSel.length !== 2;
+  if (hint) hint.textContent = compareSel.length === 2 ? 'A = ' + compareSel[0] + ' · B = ' + compareSel[1] : 'tick two runs to compare (first = A)';
+}
+
+function groupByNamespace(runs) {
+  const groups = new Map();
+  for (const r of runs) {
+    const ns = r.namespace || '(root)';
+    if (!groups.has(ns)) groups.set(ns, []);
+    groups.get(ns).push(r);
+  }
+  const key = (r) => { const d = parseTime(r.started_at); return d ? d.getTime() : 0; };
+  for (const list of groups.values()) list.sort((a, b) => key(b) - key(a) || String(b.run_id).localeCompare(String(a.run_id)));
+  return [...groups.entries()].sort((a, b) => a[0].localeCompare(b[0]));
+}
+
+function renderRuns(box, runs) {
+  if (!runs.length) { replace(box, h('p', { class: 'muted' }, 'No runs under this directory.')); return; }
+  replace(box, groupByNamespace(runs).map(([ns, list]) => h('section', { class: 'card', 'data-namespace': ns },
+    h('h2', { class: 'mono' }, ns),
+    table(['cmp', 'run', 'status', 'model', 'harness', 'benchmark', 'headline', 'tasks', 'started', 'duration'],
+      list.map(runRow), { class: 'grid runs' }))));
+}
+
+function runRow(r) {
+  const hl = r.headline;
+  return h('tr', { 'data-run': r.path, class: r.status === 'running' ? 'running' : '' },
+    h('td', {}, h('input', { type: 'checkbox', 'data-compare': r.path, checked: compareSel.includes(r.path), title: 'compare', onchange: (e) => toggleCompare(r.path, e.target.checked) })),
+    h('td', { class: 'mono' }, h('a', { href: route.run(r.path) }, r.run_id || r.path)),
+    h('td', {}, statusBadge(r.status)),
+    h('td', {}, r.model || ''), h('td', {}, r.harness || ''), h('td', {}, r.benchmark || ''),
+    h('td', { class: 'num', title: hl ? hl.series_id : '' }, hl ? [h('b', {}, fmtValue(hl.value)), ' ', h('span', { class: 'muted' }, hl.metric_id)] : '—'),
+    h('td', {}, taskCounts(r)),
+    h('td', { class: 'mono' }, fmtTime(r.started_at)),
+    h('td', { class: 'num' }, r.status === 'running' && !isNum(r.duration_seconds) ? elapsedSince(r.started_at) : fmtDuration(r.duration_seconds)));
+}
+
+function elapsedSince(t) {
+  const d = parseTime(t);
+  return d ? fmtDuration((Date.now() - d.getTime()) / 1000) + '…' : '…';
+}
+
+function taskCounts(r) {
+  return h('span', { class: 'counts' },
+    h('span', { title: 'finished / total' }, fmtValue(r.finished_tasks) + '/' + fmtValue(r.total_tasks)),
+    r.completed_tasks ? h('span', { class: 'ok', title: 'completed' }, ' ✓' + r.completed_tasks) : null,
+    r.failed_tasks ? h('span', { class: 'warn', title: 'failed' }, ' ✗' + r.failed_tasks) : null,
+    r.error_tasks ? h('span', { class: 'bad', title: 'error' }, ' !' + r.error_tasks) : null,
+    r.running_tasks ? h('span', { class: 'run', title: 'running' }, ' ▶' + r.running_tasks) : null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Run page (#/run/PATH)
+
+const FILTERS = ['all', 'running', 'completed', 'failed', 'error', 'correct', 'wrong'];
+
+async function pageRun(gen, root, runPath, query) {
+  setCrumbs({ text: 'runs', href: route.runs() }, { text: runPath });
+  const data = await api('run', { run: runPath });
+  if (!alive(gen)) return;
+  const head = h('div', { id: 'run-head' });
+  const live = h('div', { id: 'run-live' });
+  const tasksBox = h('section', { class: 'card', id: 'tasks' });
+  replace(root, head, live, h('div', { id: 'run-body' }, runBody(data)), tasksBox);
+  renderRunHead(head, data);
+  renderProgress(live, data);
+  const tl = taskListState(runPath, query);
+  renderTaskListShell(gen, tasksBox, tl);
+  await loadTasks(gen, tl);
+  if (data.run && data.run.status === 'running') {
+    setLive(true);
+    every(gen, 2000, async () => {
+      const fresh = await api('run', { run: runPath });
+      if (!alive(gen)) return;
+      renderRunHead(head, fresh);
+      renderProgress(live, fresh);
+      await loadTasks(gen, tl);
+      if (fresh.run && fresh.run.status !== 'running') { setLive(false); view.gen === gen && rerender(); }
+    });
+  }
+}
+
+function renderRunHead(box, data) {
+  const r = data.run || {};
+  const hl = r.headline;
+  replace(box, h('div', { class: 'toolbar' },
+    h('h1', { class: 'mono' }, r.run_id || r.path), statusBadge(r.status),
+    h('span', { class: 'muted mono' }, r.namespace || ''),
+    h('span', { class: 'spacer' }),
+    h('div', { class: 'headline-box', title: hl ? hl.series_id : 'no headline metric' },
+      h('span', { class: 'muted' }, hl ? hl.metric_id : 'headline'),
+      h('span', { id: 'headline' }, hl ? fmtValue(hl.value) : '—'))));
+}
+
+function renderProgress(box, data) {
+  const p = data.progress;
+  const r = data.run || {};
+  if (!p || r.status !== 'running') { clear(box); return; }
+  const total = p.total_tasks || r.total_tasks || 0, done = p.finished_tasks || 0;
+  replace(box, section('Progress',
+    h('div', { class: 'progress-line' },
+      h('progress', { id: 'progress', max: String(total || 1), value: String(done) }),
+      h('span', {}, done + ' / ' + total + ' finished'),
+      h('span', { class: 'muted' }, 'elapsed ' + fmtDuration(p.elapsed_seconds) + ' · updated ' + fmtTime(p.updated_at))),
+    kvList([['running', p.running_tasks], ['pending', p.pending_tasks], ['completed', p.completed_tasks], ['failed', p.failed_tasks], ['error', p.error_tasks],
+      ['attempts', fmtValue(p.attempts_finished) + ' / ' + fmtValue(p.attempts_started)]]),
+    objectTable('Phases', p.current_phase_counts),
+    activeTasks(p.active_tasks)));
+}
+
+function objectTable(title, obj) {
+  if (!obj || typeof obj !== 'object' || !Object.keys(obj).length) return null;
+  return h('div', {}, h('h3', {}, title), table(['key', 'value'], Object.entries(obj).map(([k, v]) =>
+    h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'mono' }, typeof v === 'object' ? JSON.stringify(v) : fmtValue(v))))));
+}
+
+function activeTasks(active) {
+  if (!active || typeof active !== 'object') return null;
+  const entries = Array.isArray(active) ? active.map((v, i) => [String(i), v]) : Object.entries(active);
+  if (!entries.length) return null;
+  return h('div', {}, h('h3', {}, 'Active tasks (' + entries.length + ')'),
+    table(['task', 'state'], entries.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k),
+      h('td', { class: 'mono' }, v && typeof v === 'object' ? Object.entries(v).map(([a, b]) => a + '=' + (typeof b === 'object' ? JSON.stringify(b) : b)).join(' ') : fmtValue(v))))));
+}
+
+function runBody(data) {
+  return h('div', { class: 'cols' },
+    h('div', {}, metricsSection(data.metrics), issuesSection(data.issues)),
+    h('div', {}, provenanceSection(data), paramsSection(data.params), summarySection(data.summary_md), logSection(data.log_tail)));
+}
+
+function metricsSection(m) {
+  if (!m || !Array.isArray(m.series)) return section('Metrics', h('p', { class: 'muted' }, 'No metrics.json yet.'));
+  const series = m.series;
+  const cats = [...new Set(series.flatMap((s) => Object.keys(s.categories || {})))].sort();
+  const counts = (s) => s.counts || {};
+  return section('Metrics',
+    h('p', { class: 'muted' }, 'aggregation ' + fmtValue(m.aggregation) + ' · k=' + fmtValue(m.k) + ' · ' + fmtValue(m.strategy) + (m.evaluation_failed ? ' · evaluation failed' : '')),
+    table(['series', 'role', 'kind', 'value', 'eval./total', 'error', 'unav.'], series.map((s) =>
+      h('tr', { 'data-series': s.series_id, class: s.role === 'headline' ? 'headline-row' : '' },
+        h('td', { class: 'mono' }, s.series_id), h('td', {}, s.role || ''), h('td', {}, s.kind || ''),
+        h('td', { class: 'num' }, h('b', {}, fmtValue(s.value))),
+        h('td', { class: 'num' }, fmtValue(counts(s).evaluated) + ' / ' + fmtValue(counts(s).total)),
+        h('td', { class: 'num' }, fmtValue(counts(s).error)), h('td', { class: 'num' }, fmtValue(counts(s).unavailable))))),
+    cats.length ? [h('h3', {}, 'Categories'),
+      table(['category'].concat(series.map((s) => s.series_id)), cats.map((c) =>
+        h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue((s.categories || {})[c]))))))] : null,
+    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null);
+}
+
+function issuesSection(issues) {
+  if (!issues || !issues.length) return section('Issues', h('p', { class: 'muted' }, 'No issues on final attempts.'));
+  return section('Issues', table(['code', 'severity', 'count'], issues.map((i) =>
+    h('tr', { 'data-issue': i.code }, h('td', { class: 'mono' }, i.code), h('td', {}, badge(i.severity, 'sev-' + String(i.severity).replace(/[^a-z]/gi, ''))), h('td', { class: 'num' }, fmtValue(i.count))))));
+}
+
+function provenanceSection(data) {
+  const r = data.run || {}, info = data.run_info || {}, req = info.request || {};
+  const orch = info.orchestration || {};
+  return section('Provenance', kvList([
+    ['benchmark', r.benchmark], ['harness', r.harness], ['model', r.model], ['environment', r.environment],
+    ['run id', r.run_id], ['path', r.path],
+    req.model && req.model.api_protocol ? ['api protocol', req.model.api_protocol] : null,
+    orch.id ? ['orchestration', orch.id] : null,
+    ['started', fmtTime(r.started_at)], ['finished', fmtTime(r.finished_at)], ['duration', fmtDuration(r.duration_seconds)],
+    ['tasks', taskCounts(r)],
+  ]));
+}
+
+function paramsSection(params) {
+  return section('Parameters', params ? folded('params.json', false, jsonBlock(params)) : h('p', { class: 'muted' }, 'No params.json.'));
+}
+
+function summarySection(md) {
+  return md ? section('Summary', folded('summary.md', false, pre(md, 'mono'))) : null;
+}
+
+function logSection(log) {
+  return section('run.log', log ? folded('last 200 lines', false, pre(log, 'log')) : h('p', { class: 'muted' }, 'No run.log.'));
+}
+
+// --- the task list
+
+function taskListState(runPath, query) {
+  const filter = FILTERS.includes(query.get('filter')) ? query.get('filter') : 'all';
+  return { run: runPath, page: Math.max(0, parseInt(query.get('page') || '0', 10) || 0), size: 50, filter,
+    category: query.get('category') || '', issue: query.get('issue') || '', q: query.get('q') || '', els: {} };
+}
+
+function saveTaskListState(tl) {
+  const qs = new URLSearchParams();
+  if (tl.filter !== 'all') qs.set('filter', tl.filter);
+  if (tl.page) qs.set('page', String(tl.page));
+  for (const k of ['category', 'issue', 'q']) if (tl[k]) qs.set(k, tl[k]);
+  const s = qs.toString();
+  history.replaceState(null, '', route.run(tl.run) + (s ? '?' + s : ''));
+}
+
+function renderTaskListShell(gen, box, tl) {
+  const reload = () => { saveTaskListState(tl); loadTasks(gen, tl); };
+  const onSearch = debounce((v) => { tl.q = v; tl.page = 0; reload(); }, 250);
+  tl.els = {
+    filters: h('span', {}), category: h('span', {}), issue: h('span', {}),
+    count: h('span', { id: 'task-count' }, '…'), pager: h('div', {}), body: h('tbody', {}), error: h('div', {}),
+  };
+  tl.reload = reload;
+  replace(box,
+    h('h2', {}, 'Tasks ', tl.els.count),
+    h('div', { class: 'toolbar filters' }, tl.els.filters, tl.els.category, tl.els.issue,
+      h('input', { type: 'search', id: 'task-search', placeholder: 'search task id…', value: tl.q, oninput: (e) => onSearch(e.target.value) })),
+    tl.els.error,
+    h('table', { class: 'grid tasks', id: 'task-list' },
+      h('thead', {}, h('tr', {}, ['', 'task', 'status', 'category', 'correct', 'reward', 'issues', 'att.', 'duration'].map((c) => h('th', {}, c)))),
+      tl.els.body),
+    tl.els.pager);
+}
+
+async function loadTasks(gen, tl) {
+  let data;
+  try {
+    data = await api('tasks', { run: tl.run, page: tl.page, size: tl.size, filter: tl.filter, category: tl.category, issue: tl.issue, q: tl.q });
+  } catch (e) {
+    if (alive(gen)) replace(tl.els.error, errorBox(e));
+    return;
+  }
+  if (!alive(gen)) return;
+  clear(tl.els.error);
+  const set = (k, v) => { tl[k] = v; tl.page = 0; tl.reload(); };
+  replace(tl.els.filters, buttonGroup(FILTERS, tl.filter, 'data-filter', (v) => set('filter', v)));
+  replace(tl.els.category, select(data.categories || [], tl.category, (v) => set('category', v), 'all categories', { id: 'category-select' }));
+  replace(tl.els.issue, select(data.issue_codes || [], tl.issue, (v) => set('issue', v), 'any issue', { id: 'issue-select' }));
+  tl.els.count.textContent = data.total + (data.total === 1 ? ' task' : ' tasks');
+  const rows = (data.tasks || []).map((t) => taskRow(tl.run, t));
+  replace(tl.els.body, rows.length ? rows : h('tr', {}, h('td', { colspan: '9', class: 'muted' }, 'No matching tasks.')));
+  replace(tl.els.pager, pager(tl.page, tl.size, data.total || 0, (p) => { tl.page = p; tl.reload(); }));
+}
+
+function taskRow(runPath, t) {
+  const href = route.task(runPath, t.ref);
+  return h('tr', { 'data-task-id': t.task_id, 'data-state': t.state, class: 'state-' + String(t.state).replace(/[^a-z]/gi, '') },
+    h('td', {}, t.state === 'running' ? h('span', { class: 'spinner', title: 'running' }) : null),
+    h('td', { class: 'mono' }, h('a', { href }, t.task_id)),
+    h('td', {}, statusBadge(t.status)),
+    h('td', {}, t.category || ''),
+    h('td', { class: 'num' }, correctMark(t.correct)),
+    h('td', { class: 'num' }, fmtValue(t.reward)),
+    h('td', {}, (t.issues || []).map((c) => badge(c, 'issue'))),
+    h('td', { class: 'num' }, fmtValue(t.attempts)),
+    h('td', { class: 'num' }, fmtDuration(t.duration_seconds)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Task page (#/task/PATH/REF)
+
+async function pageTask(gen, root, runPath, ref, query) {
+  setCrumbs({ text: 'runs', href: route.runs() }, { text: runPath, href: route.run(runPath) }, { text: ref });
+  const data = await api('task', { run: runPath, task: ref });
+  if (!alive(gen)) return;
+  const task = data.task || {};
+  const attempts = data.attempts || [];
+  const panel = h('div', { id: 'attempt' });
+  const tabs = h('div', { class: 'tabs', role: 'tablist', id: 'attempt-tabs' });
+  const show = (i) => {
+    replace(tabs, attempts.map((a, j) => h('button', { type: 'button', role: 'tab', 'data-attempt': a.name, class: i === j ? 'active' : '', 'aria-selected': String(i === j), onclick: () => show(j) },
+      a.name, ' ', a.result ? statusBadge(a.result.status) : null, (a.retries || []).length ? h('span', { class: 'muted' }, ' +' + a.retries.length + ' retr.') : null)));
+    replace(panel, attempts[i] ? attemptPanel(runPath, ref, attempts[i]) : h('p', { class: 'muted' }, 'No attempts recorded yet.'));
+  };
+  replace(root,
+    h('div', { class: 'toolbar' }, h('h1', { class: 'mono', id: 'task-title' }, task.task_id || ref),
+      task.category ? badge(task.category, 'cat') : null),
+    section('Task', kvList([['task id', task.task_id], ['ref', ref], ['category', task.category],
+      task.attempt_plan ? ['attempt plan', 'k=' + fmtValue(task.attempt_plan.k) + ' ' + fmtValue(task.attempt_plan.strategy)] : null,
+      ['retries', task.retry_count], ['schema', task.schema_version]])),
+    tabs, panel);
+  const want = query.get('attempt');
+  const idx = Math.max(0, attempts.findIndex((a) => a.name === want));
+  show(want ? idx : Math.max(0, attempts.length - 1));
+}
+
+function attemptPanel(runPath, ref, a) {
+  const r = a.result || {};
+  return h('div', {},
+    h('div', { class: 'cols' },
+      h('div', {},
+        section('Outcome', kvList([['status', statusBadge(r.status)], ['final answer', r.final_answer === null || r.final_answer === undefined ? '—' : pre(r.final_answer, 'answer')],
+          ['ground truth', r.ground_truth === null || r.ground_truth === undefined ? '—' : pre(prettyJson(r.ground_truth), 'answer')], ['retry count', r.retry_count]])),
+        metricsKv(r.metrics), issuesList(r.issues)),
+      h('div', {}, timingsSection(r), retriesSection(a.retries), metaSection(r))),
+    artifactsSection(runPath, ref, a),
+    trajectorySection(r.trajectory));
+}
+
+function metricsKv(metrics) {
+  const entries = Object.entries(metrics || {});
+  return section('Metrics', entries.length ? h('div', { id: 'task-metrics' }, kvList(entries.map(([k, v]) => [k, v]))) : h('p', { class: 'muted' }, 'No metrics.'));
+}
+
+function issuesList(issues) {
+  if (!issues || !issues.length) return section('Issues', h('p', { class: 'muted' }, 'None.'));
+  return section('Issues', table(['severity', 'phase', 'code', 'message'], issues.map((i) =>
+    h('tr', { 'data-issue': i.code }, h('td', {}, badge(i.severity, 'sev-' + String(i.severity).replace(/[^a-z]/gi, ''))), h('td', {}, i.phase || ''),
+      h('td', { class: 'mono' }, i.code), h('td', { class: 'wrap' }, i.message || '')))));
+}
+
+function telemetryOf(r) {
+  const harness = r.meta && r.meta.harness && r.meta.harness.telemetry;
+  return harness || r.telemetry || {};
+}
+
+function timingsSection(r) {
+  const t = r.trajectory || {};
+  const tel = telemetryOf(r);
+  const start = parseTime(t.started_at), end = parseTime(t.finished_at);
+  const steps = (t.steps || []);
+  const sum = (f) => steps.reduce((acc, s) => acc + (s.metric && isNum(s.metric[f]) ? s.metric[f] : 0), 0);
+  const pairs = [
+    ['trajectory start', fmtTime(t.started_at)], ['trajectory end', fmtTime(t.finished_at)],
+    start && end ? ['trajectory span', fmtDuration((end - start) / 1000)] : null,
+    ['steps', steps.length],
+    ['prompt tokens (steps)', sum('prompt_tokens_len')], ['completion tokens (steps)', sum('completion_tokens_len')],
+    sum('llm_infer_ms') ? ['llm time (steps)', fmtMs(sum('llm_infer_ms'))] : null,
+    sum('env_action_ms') ? ['env time (steps)', fmtMs(sum('env_action_ms'))] : null,
+  ];
+  for (const [k, v] of Object.entries(tel)) {
+    if (/(_ms|_seconds|duration)$/.test(k) && isNum(v)) pairs.push([k, /_ms$/.test(k) ? fmtMs(v) : fmtDuration(v)]);
+  }
+  if (r.timings && typeof r.timings === 'object') for (const [k, v] of Object.entries(r.timings)) pairs.push([k, isNum(v) ? fmtValue(v) : JSON.stringify(v)]);
+  return section('Timings', kvList(pairs));
+}
+
+function metaSection(r) {
+  const tel = telemetryOf(r);
+  const parts = [];
+  if (Object.keys(tel).length) parts.push(folded('telemetry', false, jsonBlock(tel)));
+  if (r.meta && Object.keys(r.meta).length) parts.push(folded('meta', false, jsonBlock(r.meta)));
+  if (r.analysis_result && Object.keys(r.analysis_result).length) parts.push(folded('analysis', false, jsonBlock(r.analysis_result)));
+  return parts.length ? section('Details', parts) : null;
+}
+
+function retriesSection(retries) {
+  if (!retries || !retries.length) return null;
+  return section('Discarded retries (' + retries.length + ')', retries.map((rt) =>
+    h('div', { class: 'retry' },
+      kvList([['retry', fmtValue(rt.retry) + ' / ' + fmtValue(rt.max_retries)], ['stage', rt.stage], ['matched', rt.matched_pattern], ['archived to', rt.archived_to], ['delay', fmtDuration(rt.retry_delay_seconds)]]),
+      rt.issues && rt.issues.length ? issuesTable(rt.issues) : null,
+      folded('record', false, jsonBlock(rt)))));
+}
+
+function issuesTable(issues) {
+  return table(['severity', 'code', 'message'], issues.map((i) => h('tr', {}, h('td', {}, i.severity || ''), h('td', { class: 'mono' }, i.code || ''), h('td', { class: 'wrap' }, i.message || ''))));
+}
+
+function artifactHref(runPath, ref, attempt, path) {
+  return apiUrl('artifact', { run: runPath, task: ref, attempt, path });
+}
+
+function downloadLink(runPath, ref, attempt, path) {
+  return h('a', { href: artifactHref(runPath, ref, attempt, path), download: path.split('/').pop() || 'artifact', class: 'dl' }, 'download');
+}
+
+function artifactsSection(runPath, ref, a) {
+  const m = a.manifest;
+  if (!m || !Array.isArray(m.entries)) return null;
+  const rows = [];
+  for (const e of m.entries) {
+    const collected = e.status === 'collected' || e.status === 'partial';
+    rows.push(h('tr', { 'data-artifact': e.destination },
+      h('td', { class: 'mono' }, e.destination), h('td', { class: 'mono muted' }, e.source), h('td', {}, e.kind || '—'),
+      h('td', {}, badge(e.status, 'art-' + String(e.status).replace(/[^a-z]/gi, ''))), h('td', { class: 'num' }, fmtBytes(e.bytes)),
+      h('td', { class: 'mono hash', title: e.sha256 || '' }, e.sha256 ? e.sha256.slice(0, 16) + '…' : '—'),
+      h('td', {}, collected && e.kind === 'file' ? downloadLink(runPath, ref, a.name, e.destination) : (e.error ? h('span', { class: 'bad' }, e.error) : ''))));
+    for (const f of e.files || []) {
+      const p = e.destination.replace(/\/$/, '') + '/' + f.path;
+      rows.push(h('tr', { class: 'sub', 'data-artifact': p }, h('td', { class: 'mono' }, '└ ' + f.path), h('td', {}), h('td', {}, 'file'), h('td', {}),
+        h('td', { class: 'num' }, fmtBytes(f.bytes)), h('td', { class: 'mono hash', title: f.sha256 || '' }, f.sha256 ? f.sha256.slice(0, 16) + '…' : '—'),
+        h('td', {}, downloadLink(runPath, ref, a.name, p))));
+    }
+  }
+  return section('Artifacts', h('p', { class: 'muted' }, (m.complete ? 'complete' : 'incomplete') + ' · ' + fmtBytes(m.total_bytes)),
+    table(['destination', 'source', 'kind', 'status', 'size', 'sha256', ''], rows, { class: 'grid', id: 'artifacts' }));
+}
+
+// --- trajectory
+
+function trajectorySection(t) {
+  if (!t || !Array.isArray(t.steps) || !t.steps.length) return section('Trajectory', h('div', { id: 'trajectory' }, h('p', { class: 'muted' }, 'No trajectory recorded.')));
+  return section('Trajectory (' + t.steps.length + ' steps, ' + fmtValue(t.schema_version) + ')',
+    h('div', { id: 'trajectory' }, t.steps.map(stepView)));
+}
+
+function stepView(s, i) {
+  const ac = s.assistant_content || {};
+  const calls = Array.isArray(ac.tool_calls) ? ac.tool_calls : (ac.tool_calls ? [ac.tool_calls] : []);
+  const obs = Array.isArray(s.observation) ? s.observation : [];
+  return h('div', { class: 'step', 'data-step': String(s.step_id !== undefined ? s.step_id : i + 1) },
+    h('div', { class: 'step-head' }, h('b', {}, 'Step ' + fmtValue(s.step_id !== undefined ? s.step_id : i + 1)), stepMetrics(s.metric, s)),
+    s.system_prompt ? h('details', { class: 'system' }, h('summary', {}, 'system prompt'), pre(s.system_prompt)) : null,
+    hasValue(s.tools) ? h('details', { class: 'tools' }, h('summary', {}, 'tools' + (Array.isArray(s.tools) ? ' (' + s.tools.length + ')' : '')), jsonBlock(s.tools)) : null,
+    hasValue(s.user_content) ? h('div', { class: 'msg user' }, h('div', { class: 'role' }, 'user'), contentView(s.user_content)) : null,
+    ac.reasoning_content ? h('details', { class: 'msg reasoning', open: true }, h('summary', {}, 'reasoning'), pre(ac.reasoning_content)) : null,
+    hasValue(ac.content) ? h('div', { class: 'msg assistant' }, h('div', { class: 'role' }, 'assistant'), contentView(ac.content)) : null,
+    calls.map((c) => toolCallView(c, obs)),
+    obs.filter((o) => !calls.some((c) => c && o && c.id && c.id === o.tool_call_id)).map(observationView));
+}
+
+function hasValue(v) {
+  if (v === null || v === undefined || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  return true;
+}
+
+function stepMetrics(m, s) {
+  m = m || {};
+  const chip = (label, v) => (v === null || v === undefined ? null : h('span', { class: 'chip' }, label + ' ' + v));
+  return h('span', { class: 'chips' },
+    chip('in', isNum(m.prompt_tokens_len) ? m.prompt_tokens_len + ' tok' : null),
+    chip('out', isNum(m.completion_tokens_len) ? m.completion_tokens_len + ' tok' : null),
+    chip('llm', isNum(m.llm_infer_ms) ? fmtMs(m.llm_infer_ms) : null),
+    chip('env', isNum(m.env_action_ms) ? fmtMs(m.env_action_ms) : null),
+    chip('stop', m.stop_reason || null),
+    s.started_at ? chip('at', fmtTime(s.started_at)) : null);
+}
+
+/** user/assistant content: a string, or a list of parts ({type:"text",text}), or any JSON. */
+function contentView(c) {
+  if (typeof c === 'string') return pre(c, 'text');
+  if (Array.isArray(c) && c.every((p) => p && typeof p === 'object' && typeof p.text === 'string')) return c.map((p) => pre(p.text, 'text'));
+  return jsonBlock(c);
+}
+
+function toolArgs(c) {
+  let args = c.arguments !== undefined ? c.arguments : (c.function && c.function.arguments);
+  if (typeof args === 'string') { try { args = JSON.parse(args); } catch (_) { /* keep the string */ } }
+  return args;
+}
+
+function toolCallView(c, obs) {
+  if (!c || typeof c !== 'object') return h('div', { class: 'tool-call' }, jsonBlock(c));
+  const args = toolArgs(c);
+  const name = c.name || (c.function && c.function.name) || 'tool';
+  const command = args && typeof args === 'object' && typeof args.command === 'string' ? args.command
+    : (args && typeof args === 'object' && Array.isArray(args.command) ? args.command.join(' ') : null);
+  const matched = obs.filter((o) => o && c.id && o.tool_call_id === c.id);
+  return h('div', { class: 'tool-call', 'data-tool': name },
+    h('div', { class: 'call-head' }, h('span', { class: 'tool-name' }, name), c.id ? h('span', { class: 'muted mono' }, ' ' + c.id) : null,
+      args && typeof args === 'object' && typeof args.description === 'string' ? h('span', { class: 'muted' }, ' — ' + args.description) : null),
+    command !== null ? pre(command, 'command') : null,
+    typeof args === 'string' ? pre(args, 'command') : folded('arguments', command === null, jsonBlock(args === undefined ? null : args)),
+    matched.map(observationView));
+}
+
+function observationView(o) {
+  if (!o || typeof o !== 'object') return h('div', { class: 'observation' }, pre(typeof o === 'string' ? o : prettyJson(o)));
+  const err = o.is_error === true || (isNum(o.exit_code) && o.exit_code !== 0);
+  const streams = [];
+  if (o.stdout !== undefined && o.stdout !== null) streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stdout'), pre(o.stdout, 'out')));
+  if (o.stderr !== undefined && o.stderr !== null && o.stderr !== '') streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stderr'), pre(o.stderr, 'out err')));
+  if (!streams.length && o.output !== undefined) streams.push(pre(typeof o.output === 'string' ? o.output : prettyJson(o.output), 'out'));
+  if (!streams.length && o.content !== undefined) streams.push(contentView(o.content));
+  const known = ['tool_call_id', 'output', 'stdout', 'stderr', 'exit_code', 'is_error', 'content'];
+  const rest = Object.keys(o).filter((k) => !known.includes(k));
+  return h('div', { class: 'observation' + (err ? ' is-error' : '') },
+    h('div', { class: 'obs-head' }, h('span', { class: 'role' }, 'observation'),
+      o.tool_call_id ? h('span', { class: 'muted mono' }, ' ' + o.tool_call_id) : null,
+      o.exit_code !== undefined && o.exit_code !== null ? h('span', { class: 'exit ' + (o.exit_code === 0 ? 'ok' : 'bad'), 'data-exit-code': String(o.exit_code) }, ' exit ' + o.exit_code) : null,
+      o.is_error === true ? h('span', { class: 'bad' }, ' error') : null),
+    streams,
+    rest.length ? folded('more', false, jsonBlock(Object.fromEntries(rest.map((k) => [k, o[k]])))) : null);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compare page (#/compare/A/B)
+
+const CHANGES = ['fixed', 'broken', 'both_right', 'both_wrong', 'only_a', 'only_b'];
+const CHANGE_LABEL = { fixed: 'fixed', broken: 'broken', both_right: 'both right', both_wrong: 'both wrong', only_a: 'only in A', only_b: 'only in B' };
+
+async function fetchAllCompare(gen, a, b) {
+  const size = 100;
+  const first = await api('compare', { a, b, page: 0, size });
+  const tasks = (first.tasks || []).slice();
+  const pages = Math.min(200, Math.ceil((first.total || 0) / size));
+  for (let p = 1; p < pages && alive(gen); p++) {
+    const next = await api('compare', { a, b, page: p, size });
+    if (!next.tasks || !next.tasks.length) break;
+    tasks.push(...next.tasks);
+  }
+  first.tasks = tasks;
+  return first;
+}
+
+async function pageCompare(gen, root, a, b, query) {
+  setCrumbs({ text: 'runs', href: route.runs() }, { text: 'compare' });
+  const data = await fetchAllCompare(gen, a, b);
+  if (!alive(gen)) return;
+  const st = { change: CHANGES.includes(query.get('change')) ? query.get('change') : '', page: 0, size: 100 };
+  const list = h('div', {});
+  const counts = h('div', { id: 'compare-counts', class: 'counts-grid' });
+  const rerenderList = () => {
+    history.replaceState(null, '', route.compare(a, b) + (st.change ? '?change=' + enc(st.change) : ''));
+    renderCompareCounts(counts, data.counts || {}, st, rerenderList);
+    renderCompareTasks(list, a, b, data.tasks, st, rerenderList);
+  };
+  replace(root,
+    h('div', { class: 'toolbar' }, h('h1', {}, 'Compare')),
+    h('div', { class: 'cols' }, runCard('A', data.a), runCard('B', data.b)),
+    section('Changes (A → B)', counts),
+    categoriesDelta(data.categories),
+    section('Tasks', list));
+  rerenderList();
+}
+
+function runCard(label, r) {
+  r = r || {};
+  const hl = r.headline;
+  return section(label + ': ' + (r.run_id || r.path || '?'), kvList([
+    ['path', h('a', { href: route.run(r.path || ''), class: 'mono' }, r.path || '')],
+    ['model', r.model], ['harness', r.harness], ['benchmark', r.benchmark], ['status', statusBadge(r.status)],
+    ['headline', hl ? fmtValue(hl.value) + ' ' + hl.metric_id : '—'], ['started', fmtTime(r.started_at)]]));
+}
+
+function renderCompareCounts(box, counts, st, rerender) {
+  replace(box, CHANGES.map((c) => h('button', { type: 'button', class: 'count ch-' + c + (st.change === c ? ' active' : ''), 'data-change': c,
+    onclick: () => { st.change = st.change === c ? '' : c; st.page = 0; rerender(); } },
+  h('span', { class: 'n' }, fmtValue(counts[c] || 0)), h('span', { class: 'l' }, CHANGE_LABEL[c]))));
+}
+
+function categoriesDelta(cats) {
+  if (!cats || !cats.length) return null;
+  return section('Categories', table(['category', 'A', 'B', 'Δ'], cats.map((c) => h('tr', { 'data-category': c.category },
+    h('td', {}, c.category), h('td', { class: 'num' }, fmtValue(c.a)), h('td', { class: 'num' }, fmtValue(c.b)),
+    h('td', { class: 'num ' + (isNum(c.delta) ? (c.delta > 0 ? 'ok' : c.delta < 0 ? 'bad' : '') : '') }, isNum(c.delta) ? (c.delta > 0 ? '+' : '') + fmtValue(c.delta) : '—')))));
+}
+
+function renderCompareTasks(box, a, b, tasks, st, rerender) {
+  const rows = st.change ? tasks.filter((t) => t.change === st.change) : tasks;
+  const page = rows.slice(st.page * st.size, (st.page + 1) * st.size);
+  replace(box,
+    h('div', { class: 'toolbar' }, buttonGroup([''].concat(CHANGES), st.change, 'data-change-filter', (v) => { st.change = v; st.page = 0; rerender(); }, (v) => (v ? CHANGE_LABEL[v] : 'all')),
+      h('span', { id: 'compare-task-count' }, rows.length + (rows.length === 1 ? ' task' : ' tasks'))),
+    table(['task', 'A', 'B', 'change'], page.map((t) => h('tr', { 'data-task-id': t.task_id, 'data-change': t.change },
+      h('td', { class: 'mono' }, h('a', { href: route.run(b) + '?q=' + enc(t.task_id), title: 'find in B' }, t.task_id)), h('td', { class: 'num' }, correctMark(t.a)), h('td', { class: 'num' }, correctMark(t.b)),
+      h('td', {}, badge(CHANGE_LABEL[t.change] || t.change, 'ch-' + String(t.change).replace(/[^a-z_]/gi, ''))))), { class: 'grid', id: 'compare-tasks' }),
+    pager(st.page, st.size, rows.length, (p) => { st.page = p; rerender(); }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Router
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const qi = raw.indexOf('?');
+  const path = qi >= 0 ? raw.slice(0, qi) : raw;
+  const query = new URLSearchParams(qi >= 0 ? raw.slice(qi + 1) : '');
+  const parts = path.split('/').filter((p) => p !== '').map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
+  return { parts, query };
+}
+
+async function rerender() {
+  const gen = newView();
+  const root = $('#app');
+  const { parts, query } = parseHash();
+  try {
+    if (parts.length === 0) await pageRuns(gen, root);
+    else if (parts[0] === 'run' && parts.length >= 2) await pageRun(gen, root, parts.slice(1).join('/'), query);
+    else if (parts[0] === 'task' && parts.length === 3) await pageTask(gen, root, parts[1], parts[2], query);
+    else if (parts[0] === 'task' && parts.length > 3) await pageTask(gen, root, parts.slice(1, -2).join('/'), parts.slice(-2).join('/'), query);
+    else if (parts[0] === 'compare' && parts.length === 3) await pageCompare(gen, root, parts[1], parts[2], query);
+    else replace(root, h('p', {}, 'Unknown page. '), h('a', { href: '#/' }, 'Back to runs'));
+  } catch (e) {
+    if (alive(gen)) replace(root, errorBox(e), h('p', {}, h('a', { href: '#/' }, 'Back to runs')));
+  }
+  if (alive(gen)) window.scrollTo(0, 0);
+}
+
+window.addEventListener('hashchange', rerender);
+window.addEventListener('DOMContentLoaded', rerender);
