@@ -224,7 +224,8 @@ function pager(page, size, total, onPage) {
 // ---------------------------------------------------------------------------------------------
 // Runs page (#/)
 
-const compareSel = [];
+// The runs picked on the runs page: one for side A, one for side B (kept across re-renders).
+const compareSel = { a: null, b: null };
 
 async function pageRuns(gen, root) {
   setCrumbs({ text: 'runs' });
@@ -249,22 +250,30 @@ async function pageRuns(gen, root) {
   }
 }
 
+function compareReady() { return Boolean(compareSel.a && compareSel.b && compareSel.a !== compareSel.b); }
+
 function goCompare() {
-  if (compareSel.length === 2) location.hash = route.compare(compareSel[0], compareSel[1]);
+  if (compareReady()) location.hash = route.compare(compareSel.a, compareSel.b);
 }
 
-function toggleCompare(path, on) {
-  const i = compareSel.indexOf(path);
-  if (on && i < 0) { compareSel.push(path); if (compareSel.length > 2) compareSel.shift(); }
-  if (!on && i >= 0) compareSel.splice(i, 1);
-  document.querySelectorAll('input[data-compare]').forEach((cb) => { cb.checked = compareSel.includes(cb.getAttribute('data-compare')); });
+function toggleCompare(side, path, on) {
+  compareSel[side] = on ? path : (compareSel[side] === path ? null : compareSel[side]);
+  document.querySelectorAll('input[data-compare]').forEach((cb) => {
+    cb.checked = compareSel[cb.getAttribute('data-side')] === cb.getAttribute('data-compare');
+  });
   updateCompareButton();
 }
 
 function updateCompareButton() {
   const btn = $('#compare-go'), hint = $('#compare-hint');
-  if (btn) btn.disabled = compareSel.length !== 2;
-  if (hint) hint.textContent = compareSel.length === 2 ? 'A = ' + compareSel[0] + ' · B = ' + compareSel[1] : 'tick two runs to compare (first = A)';
+  if (btn) btn.disabled = !compareReady();
+  if (hint) hint.textContent = compareReady() ? 'A = ' + compareSel.a + ' · B = ' + compareSel.b : 'tick a run in column A and another in column B to compare';
+}
+
+function compareBox(side, path) {
+  return h('input', { type: 'checkbox', 'data-compare': path, 'data-side': side, checked: compareSel[side] === path,
+    title: 'compare: use as ' + side.toUpperCase(), 'aria-label': 'compare as ' + side.toUpperCase(),
+    onchange: (e) => toggleCompare(side, path, e.target.checked) });
 }
 
 function groupByNamespace(runs) {
@@ -281,16 +290,19 @@ function groupByNamespace(runs) {
 
 function renderRuns(box, runs) {
   if (!runs.length) { replace(box, h('p', { class: 'muted' }, 'No runs under this directory.')); return; }
-  replace(box, groupByNamespace(runs).map(([ns, list]) => h('section', { class: 'card', 'data-namespace': ns },
-    h('h2', { class: 'mono' }, ns),
-    table(['cmp', 'run', 'status', 'model', 'harness', 'benchmark', 'headline', 'tasks', 'started', 'duration'],
-      list.map(runRow), { class: 'grid runs' }))));
+  const headers = ['A', 'B', 'run', 'status', 'model', 'harness', 'benchmark', 'headline', 'tasks', 'started', 'duration'];
+  replace(box, h('section', { class: 'card' }, h('div', { class: 'scroll' }, h('table', { class: 'grid runs', id: 'runs-table' },
+    h('thead', {}, h('tr', {}, headers.map((c) => h('th', {}, c)))),
+    groupByNamespace(runs).map(([ns, list]) => h('tbody', { 'data-namespace': ns },
+      h('tr', { class: 'group' }, h('th', { colspan: String(headers.length), class: 'mono' }, ns, h('span', { class: 'muted' }, ' · ' + list.length + (list.length === 1 ? ' run' : ' runs')))),
+      list.map(runRow)))))));
 }
 
 function runRow(r) {
   const hl = r.headline;
   return h('tr', { 'data-run': r.path, class: r.status === 'running' ? 'running' : '' },
-    h('td', {}, h('input', { type: 'checkbox', 'data-compare': r.path, checked: compareSel.includes(r.path), title: 'compare', onchange: (e) => toggleCompare(r.path, e.target.checked) })),
+    h('td', { class: 'cmp' }, compareBox('a', r.path)),
+    h('td', { class: 'cmp' }, compareBox('b', r.path)),
     h('td', { class: 'mono' }, h('a', { href: route.run(r.path) }, r.run_id || r.path)),
     h('td', {}, statusBadge(r.status)),
     h('td', {}, r.model || ''), h('td', {}, r.harness || ''), h('td', {}, r.benchmark || ''),
@@ -481,6 +493,7 @@ function renderTaskListShell(gen, box, tl) {
 }
 
 async function loadTasks(gen, tl) {
+  const seq = (tl.seq = (tl.seq || 0) + 1);
   let data;
   try {
     data = await api('tasks', { run: tl.run, page: tl.page, size: tl.size, filter: tl.filter, category: tl.category, issue: tl.issue, q: tl.q });
@@ -488,12 +501,17 @@ async function loadTasks(gen, tl) {
     if (alive(gen)) replace(tl.els.error, errorBox(e));
     return;
   }
-  if (!alive(gen)) return;
+  if (!alive(gen) || seq !== tl.seq) return;
   clear(tl.els.error);
   const set = (k, v) => { tl[k] = v; tl.page = 0; tl.reload(); };
   replace(tl.els.filters, buttonGroup(FILTERS, tl.filter, 'data-filter', (v) => set('filter', v)));
-  replace(tl.els.category, select(data.categories || [], tl.category, (v) => set('category', v), 'all categories', { id: 'category-select' }));
-  replace(tl.els.issue, select(data.issue_codes || [], tl.issue, (v) => set('issue', v), 'any issue', { id: 'issue-select' }));
+  // Re-created only when the options change, so a 2 s poll does not close an open drop-down.
+  const sig = JSON.stringify([data.categories, data.issue_codes, tl.category, tl.issue]);
+  if (sig !== tl.selectSig) {
+    tl.selectSig = sig;
+    replace(tl.els.category, select(data.categories || [], tl.category, (v) => set('category', v), 'all categories', { id: 'category-select' }));
+    replace(tl.els.issue, select(data.issue_codes || [], tl.issue, (v) => set('issue', v), 'any issue', { id: 'issue-select' }));
+  }
   tl.els.count.textContent = data.total + (data.total === 1 ? ' task' : ' tasks');
   const rows = (data.tasks || []).map((t) => taskRow(tl.run, t));
   replace(tl.els.body, rows.length ? rows : h('tr', {}, h('td', { colspan: '9', class: 'muted' }, 'No matching tasks.')));
@@ -690,6 +708,9 @@ function stepMetrics(m, s) {
 function contentView(c) {
   if (typeof c === 'string') return pre(c, 'text');
   if (Array.isArray(c) && c.every((p) => p && typeof p === 'object' && typeof p.text === 'string')) return c.map((p) => pre(p.text, 'text'));
+  if (Array.isArray(c) && c.every((m) => m && typeof m === 'object' && typeof m.role === 'string' && 'content' in m)) {
+    return c.map((m) => h('div', { class: 'sub-msg' }, h('span', { class: 'role' }, m.role), contentView(m.content)));
+  }
   return jsonBlock(c);
 }
 

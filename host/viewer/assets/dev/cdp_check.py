@@ -143,10 +143,12 @@ def main():
         print(f"chromium ready in {time.time() - t0:.2f}s", flush=True)
 
         check("runs page lists runs", goto(ws, "#/", "document.querySelectorAll('tr[data-run]').length >= 3"))
-        n = js(ws, WAIT + """document.querySelectorAll('input[data-compare]')[0].click();
-                 document.querySelectorAll('input[data-compare]')[1].click(); await wait(50);
+        n = js(ws, WAIT + """document.querySelectorAll('input[data-side=a]')[1].click();
+                 document.querySelectorAll('input[data-side=b]')[0].click(); await wait(50);
                  return document.getElementById('compare-go').disabled;""")
-        check("two checkboxes enable Compare", n is False)
+        check("A and B checkboxes enable Compare", n is False)
+        h = js(ws, "document.getElementById('compare-go').click(); return location.hash;")
+        check("Compare goes to #/compare/A/B", h == "#/compare/" + RUN_B + "/" + RUN, h)
 
         check("run page loads", goto(ws, f"#/run/{RUN}", "document.querySelectorAll('#task-list [data-task-id]').length > 0"))
         check("headline", js(ws, "return document.getElementById('headline').textContent;") == "0.8833")
