@@ -464,13 +464,21 @@ function taskListState(runPath, query) {
     category: query.get('category') || '', issue: query.get('issue') || '', q: query.get('q') || '', els: {} };
 }
 
+/** Rewrites the hash's query for the page at `base` (a route.*() value) without a history entry,
+ *  unless the user has meanwhile navigated elsewhere (a pending hashchange must not be undone). */
+function replaceQuery(base, qs) {
+  const key = (hash) => parseHash(hash).parts.join('/');
+  if (key(location.hash) !== key(base)) return;
+  const s = qs.toString();
+  history.replaceState(null, '', base + (s ? '?' + s : ''));
+}
+
 function saveTaskListState(tl) {
   const qs = new URLSearchParams();
   if (tl.filter !== 'all') qs.set('filter', tl.filter);
   if (tl.page) qs.set('page', String(tl.page));
   for (const k of ['category', 'issue', 'q']) if (tl[k]) qs.set(k, tl[k]);
-  const s = qs.toString();
-  history.replaceState(null, '', route.run(tl.run) + (s ? '?' + s : ''));
+  replaceQuery(route.run(tl.run), qs);
 }
 
 function renderTaskListShell(gen, box, tl) {
@@ -561,7 +569,12 @@ async function pageTask(gen, root, runPath, ref, query) {
 }
 
 function attemptPanel(runPath, ref, a) {
-  const r = a.result || {};
+  if (!a.result) {
+    return h('div', { id: 'no-result' },
+      section('Outcome', h('p', { class: 'muted' }, String(ref).startsWith('running/') ? 'Still running: no result.json yet.' : 'No result.json for this attempt.')),
+      retriesSection(a.retries), artifactsSection(runPath, ref, a));
+  }
+  const r = a.result;
   return h('div', {},
     h('div', { class: 'cols' },
       h('div', {},
@@ -782,7 +795,7 @@ async function pageCompare(gen, root, a, b, query) {
   const list = h('div', {});
   const counts = h('div', { id: 'compare-counts', class: 'counts-grid' });
   const rerenderList = () => {
-    history.replaceState(null, '', route.compare(a, b) + (st.change ? '?change=' + enc(st.change) : ''));
+    replaceQuery(route.compare(a, b), new URLSearchParams(st.change ? { change: st.change } : {}));
     renderCompareCounts(counts, data.counts || {}, st, rerenderList);
     renderCompareTasks(list, a, b, data.tasks, st, rerenderList);
   };
@@ -832,8 +845,8 @@ function renderCompareTasks(box, a, b, tasks, st, rerender) {
 // ---------------------------------------------------------------------------------------------
 // Router
 
-function parseHash() {
-  const raw = location.hash.replace(/^#/, '') || '/';
+function parseHash(hash) {
+  const raw = (hash === undefined ? location.hash : hash).replace(/^#/, '') || '/';
   const qi = raw.indexOf('?');
   const path = qi >= 0 ? raw.slice(0, qi) : raw;
   const query = new URLSearchParams(qi >= 0 ? raw.slice(qi + 1) : '');

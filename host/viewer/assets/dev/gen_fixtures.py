@@ -79,3 +79,4 @@ for i,t in enumerate(tasks[4:]):
 ct.append({"task_id":"new-task","a":None,"b":True,"change":"only_b"})
 counts={k:sum(1 for t in ct if t['change']==k) for k in ch}
 json.dump({"a":B,"b":A,"counts":counts,"categories":[{"category":"files","a":0.8,"b":0.9,"delta":0.1},{"category":"shell","a":0.9,"b":0.85,"delta":-0.05},{"category":"web","a":0.75,"b":0.9,"delta":0.15}],"total":len(ct),"tasks":ct},open(out+'/compare.json','w'),indent=1)
+json.dump({"task":{"task_id":"t-061","category":"files","attempts":{"1":"attempt-1"},"attempt_plan":{"k":1,"strategy":"avg"},"retry_count":0,"schema_version":"agentcompass.task.v3"},"attempts":[{"name":"attempt-1","result":None,"manifest":None,"retries":[]}]},open(out+'/task-running.json','w'),indent=1)

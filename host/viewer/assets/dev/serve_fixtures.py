@@ -86,6 +86,8 @@ def api_task(q):
     ref = q.get("task", [""])[0]
     if ref.startswith("normal/xss--"):
         return 200, fixture("task.json")
+    if ref.startswith("running/"):
+        return 200, fixture("task-running.json")
     if ".." in ref:
         return 404, {"error": "no such task"}
     return 200, fixture("task-real.json")
