@@ -194,8 +194,13 @@ function jsonBlock(value) { return pre(prettyJson(value), 'json'); }
 
 function table(headers, rows, attrs) {
   return h('div', { class: 'scroll' }, h('table', Object.assign({ class: 'grid' }, attrs || {}),
-    h('thead', {}, h('tr', {}, headers.map((c) => h('th', {}, c)))),
+    h('thead', {}, headerRow(headers)),
     h('tbody', {}, rows)));
+}
+
+/** A header row; a header is a string or [text, class] (class "num" right-aligns it). */
+function headerRow(headers) {
+  return h('tr', {}, headers.map((c) => (Array.isArray(c) ? h('th', { class: c[1] }, c[0]) : h('th', {}, c))));
 }
 
 function kvList(pairs) {
@@ -290,9 +295,9 @@ function groupByNamespace(runs) {
 
 function renderRuns(box, runs) {
   if (!runs.length) { replace(box, h('p', { class: 'muted' }, 'No runs under this directory.')); return; }
-  const headers = ['A', 'B', 'run', 'status', 'model', 'harness', 'benchmark', 'headline', 'tasks', 'started', 'duration'];
+  const headers = ['A', 'B', 'run', 'status', 'model', 'harness', 'benchmark', ['headline', 'num'], 'tasks', 'started', ['duration', 'num']];
   replace(box, h('section', { class: 'card' }, h('div', { class: 'scroll' }, h('table', { class: 'grid runs', id: 'runs-table' },
-    h('thead', {}, h('tr', {}, headers.map((c) => h('th', {}, c)))),
+    h('thead', {}, headerRow(headers)),
     groupByNamespace(runs).map(([ns, list]) => h('tbody', { 'data-namespace': ns },
       h('tr', { class: 'group' }, h('th', { colspan: String(headers.length), class: 'mono' }, ns, h('span', { class: 'muted' }, ' · ' + list.length + (list.length === 1 ? ' run' : ' runs')))),
       list.map(runRow)))))));
@@ -413,21 +418,21 @@ function metricsSection(m) {
   const counts = (s) => s.counts || {};
   return section('Metrics',
     h('p', { class: 'muted' }, 'aggregation ' + fmtValue(m.aggregation) + ' · k=' + fmtValue(m.k) + ' · ' + fmtValue(m.strategy) + (m.evaluation_failed ? ' · evaluation failed' : '')),
-    table(['series', 'role', 'kind', 'value', 'eval./total', 'error', 'unav.'], series.map((s) =>
+    table(['series', 'role', 'kind', ['value', 'num'], ['eval./total', 'num'], ['error', 'num'], ['unav.', 'num']], series.map((s) =>
       h('tr', { 'data-series': s.series_id, class: s.role === 'headline' ? 'headline-row' : '' },
         h('td', { class: 'mono' }, s.series_id), h('td', {}, s.role || ''), h('td', {}, s.kind || ''),
         h('td', { class: 'num' }, h('b', {}, fmtValue(s.value))),
         h('td', { class: 'num' }, fmtValue(counts(s).evaluated) + ' / ' + fmtValue(counts(s).total)),
         h('td', { class: 'num' }, fmtValue(counts(s).error)), h('td', { class: 'num' }, fmtValue(counts(s).unavailable))))),
     cats.length ? [h('h3', {}, 'Categories'),
-      table(['category'].concat(series.map((s) => s.series_id)), cats.map((c) =>
+      table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
         h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue((s.categories || {})[c]))))))] : null,
     m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null);
 }
 
 function issuesSection(issues) {
   if (!issues || !issues.length) return section('Issues', h('p', { class: 'muted' }, 'No issues on final attempts.'));
-  return section('Issues', table(['code', 'severity', 'count'], issues.map((i) =>
+  return section('Issues', table(['code', 'severity', ['count', 'num']], issues.map((i) =>
     h('tr', { 'data-issue': i.code }, h('td', { class: 'mono' }, i.code), h('td', {}, badge(i.severity, 'sev-' + String(i.severity).replace(/[^a-z]/gi, ''))), h('td', { class: 'num' }, fmtValue(i.count))))));
 }
 
@@ -495,7 +500,7 @@ function renderTaskListShell(gen, box, tl) {
       h('input', { type: 'search', id: 'task-search', placeholder: 'search task id…', value: tl.q, oninput: (e) => onSearch(e.target.value) })),
     tl.els.error,
     h('table', { class: 'grid tasks', id: 'task-list' },
-      h('thead', {}, h('tr', {}, ['', 'task', 'status', 'category', 'correct', 'reward', 'issues', 'att.', 'duration'].map((c) => h('th', {}, c)))),
+      h('thead', {}, headerRow(['', 'task', 'status', 'category', ['correct', 'num'], ['reward', 'num'], 'issues', ['att.', 'num'], ['duration', 'num']])),
       tl.els.body),
     tl.els.pager);
 }
@@ -673,7 +678,7 @@ function artifactsSection(runPath, ref, a) {
     }
   }
   return section('Artifacts', h('p', { class: 'muted' }, (m.complete ? 'complete' : 'incomplete') + ' · ' + fmtBytes(m.total_bytes)),
-    table(['destination', 'source', 'kind', 'status', 'size', 'sha256', ''], rows, { class: 'grid', id: 'artifacts' }));
+    table(['destination', 'source', 'kind', 'status', ['size', 'num'], 'sha256', ''], rows, { class: 'grid', id: 'artifacts' }));
 }
 
 // --- trajectory
@@ -733,6 +738,11 @@ function toolArgs(c) {
   return args;
 }
 
+/** Arguments besides the command and its description (then the JSON is shown unfolded). */
+function hasOtherArgs(args) {
+  return Boolean(args && typeof args === 'object' && Object.keys(args).some((k) => k !== 'command' && k !== 'description'));
+}
+
 function toolCallView(c, obs) {
   if (!c || typeof c !== 'object') return h('div', { class: 'tool-call' }, jsonBlock(c));
   const args = toolArgs(c);
@@ -744,7 +754,7 @@ function toolCallView(c, obs) {
     h('div', { class: 'call-head' }, h('span', { class: 'tool-name' }, name), c.id ? h('span', { class: 'muted mono' }, ' ' + c.id) : null,
       args && typeof args === 'object' && typeof args.description === 'string' ? h('span', { class: 'muted' }, ' — ' + args.description) : null),
     command !== null ? pre(command, 'command') : null,
-    typeof args === 'string' ? pre(args, 'command') : folded('arguments', command === null, jsonBlock(args === undefined ? null : args)),
+    typeof args === 'string' ? pre(args, 'command') : folded('arguments', command === null || hasOtherArgs(args), jsonBlock(args === undefined ? null : args)),
     matched.map(observationView));
 }
 
@@ -825,7 +835,7 @@ function renderCompareCounts(box, counts, st, rerender) {
 
 function categoriesDelta(cats) {
   if (!cats || !cats.length) return null;
-  return section('Categories', table(['category', 'A', 'B', 'Δ'], cats.map((c) => h('tr', { 'data-category': c.category },
+  return section('Categories', table(['category', ['A', 'num'], ['B', 'num'], ['Δ', 'num']], cats.map((c) => h('tr', { 'data-category': c.category },
     h('td', {}, c.category), h('td', { class: 'num' }, fmtValue(c.a)), h('td', { class: 'num' }, fmtValue(c.b)),
     h('td', { class: 'num ' + (isNum(c.delta) ? (c.delta > 0 ? 'ok' : c.delta < 0 ? 'bad' : '') : '') }, isNum(c.delta) ? (c.delta > 0 ? '+' : '') + fmtValue(c.delta) : '—')))));
 }
@@ -836,7 +846,7 @@ function renderCompareTasks(box, a, b, tasks, st, rerender) {
   replace(box,
     h('div', { class: 'toolbar' }, buttonGroup([''].concat(CHANGES), st.change, 'data-change-filter', (v) => { st.change = v; st.page = 0; rerender(); }, (v) => (v ? CHANGE_LABEL[v] : 'all')),
       h('span', { id: 'compare-task-count' }, rows.length + (rows.length === 1 ? ' task' : ' tasks'))),
-    table(['task', 'A', 'B', 'change'], page.map((t) => h('tr', { 'data-task-id': t.task_id, 'data-change': t.change },
+    table(['task', ['A', 'num'], ['B', 'num'], 'change'], page.map((t) => h('tr', { 'data-task-id': t.task_id, 'data-change': t.change },
       h('td', { class: 'mono' }, h('a', { href: route.run(b) + '?q=' + enc(t.task_id), title: 'find in B' }, t.task_id)), h('td', { class: 'num' }, correctMark(t.a)), h('td', { class: 'num' }, correctMark(t.b)),
       h('td', {}, badge(CHANGE_LABEL[t.change] || t.change, 'ch-' + String(t.change).replace(/[^a-z_]/gi, ''))))), { class: 'grid', id: 'compare-tasks' }),
     pager(st.page, st.size, rows.length, (p) => { st.page = p; rerender(); }));
