@@ -12,6 +12,8 @@ ensure_tools() {
     command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
     command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The viewer's browser tests drive Debian's chromium headless.
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     if [ "${#missing[@]}" -gt 0 ]; then
         echo "installing ${missing[*]} (Debian packages)" >&2
         local sudo=""
@@ -298,6 +300,7 @@ demo)
     echo
     echo "results: $run_dir"
     echo "  summary.md, metrics.json, details/normal/<task>/attempt-1/result.json (trajectory: every bash step)"
+    echo "browse them: $host view $results --open"
     ;;
 test)
     ensure_tools

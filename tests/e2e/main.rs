@@ -28,3 +28,4 @@ mod secrets;
 mod secrets_under_failure;
 mod session_contract;
 mod viewer;
+mod viewer_browser;
