@@ -281,6 +281,7 @@ fn no_module_cycles_inside_a_crate() {
         "host/builtins/src",
         "host/egress/src",
         "host/redact/src",
+        "host/viewer/src",
         "plugin-api/src",
         "plugins/agents/src",
         "plugins/docker/src",

@@ -12,9 +12,10 @@ use crate::compare;
 use crate::error::ViewerError;
 use crate::index::IndexCache;
 use crate::paths::Root;
+use crate::query::{self, Filter, TaskQuery};
 use crate::runs;
 use crate::task;
-use crate::tasks::{self, list_task_dirs, read_facts, row_json, Filter, TaskQuery};
+use crate::tasks::{list_task_dirs, read_facts, row_json};
 
 /// Largest page size of `/api/tasks` and `/api/compare`.
 pub const MAX_PAGE_SIZE: usize = 1000;
@@ -279,7 +280,7 @@ async fn task_rows(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError>
     };
     let index_ready = index.is_some();
     let body = blocking(move || {
-        let (total, picked) = tasks::select(&listing, index.as_deref(), &query);
+        let (total, picked) = query::select(&listing, index.as_deref(), &query);
         let rows: Vec<Value> = picked
             .iter()
             .filter_map(|at| listing.get(*at))

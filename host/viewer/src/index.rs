@@ -329,7 +329,7 @@ mod tests {
 
     #[test]
     fn filters_use_the_index() {
-        use crate::tasks::{select, Filter, TaskQuery};
+        use crate::query::{select, Filter, TaskQuery};
         let run = tempfile::tempdir().unwrap();
         for i in 0..10 {
             let correct = i % 3 == 0;

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod error;
 pub mod index;
 pub mod paths;
+pub mod query;
 pub mod runs;
 pub mod server;
 pub mod task;
