@@ -529,6 +529,11 @@ async function loadTasks(gen, tl) {
   const rows = (data.tasks || []).map((t) => taskRow(tl.run, t));
   replace(tl.els.body, rows.length ? rows : h('tr', {}, h('td', { colspan: '9', class: 'muted' }, 'No matching tasks.')));
   replace(tl.els.pager, pager(tl.page, tl.size, data.total || 0, (p) => { tl.page = p; tl.reload(); }));
+  // The server answers before its per-run index is built (categories and issue codes empty
+  // until then): ask again shortly to fill the drop-downs.
+  if (data.index_ready === false && (tl.indexRetries = (tl.indexRetries || 0) + 1) <= 20) {
+    setTimeout(() => { if (alive(gen) && seq === tl.seq) loadTasks(gen, tl); }, 500);
+  }
 }
 
 function taskRow(runPath, t) {
