@@ -57,6 +57,18 @@ impl Viewer {
     }
 }
 
+impl Viewer {
+    /// The task page of `task_id` in `run` (under `root`).
+    fn task_url(&self, root: &Path, run: &Path, task_id: &str) -> String {
+        format!(
+            "{}/#/task/{}/{}",
+            self.url,
+            route(root, run),
+            task_ref(run, task_id).replace('/', "%2F")
+        )
+    }
+}
+
 impl Drop for Viewer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -306,33 +318,15 @@ fn the_viewer_renders_real_runs_and_untrusted_text_as_text_in_chromium() {
     assert!(correct < all && correct > 0, "{correct} of {all}");
 
     // The terminus trajectory of hello-file shows its commands.
-    let hello = task_ref(&terminus, "hello-file");
-    let task_url = format!(
-        "{}/#/task/{}/{}",
-        viewer.url,
-        route(&root, &terminus),
-        hello.replace('/', "%2F")
-    );
+    let task_url = viewer.task_url(&root, &terminus, "hello-file");
     let task = dump_dom(&task_url);
     assert!(task.contains("class=\"step"), "{task}");
     assert!(task.contains("cat /app/hello.txt"), "{task}");
     screenshot(&task_url, "task-terminus-hello-file");
 
     // The payloads show as characters and never run: in the question and in an observation.
-    let xss_task = task_ref(&qa, "xss-question");
-    let xss_url = format!(
-        "{}/#/task/{}/{}",
-        viewer.url,
-        route(&root, &qa),
-        xss_task.replace('/', "%2F")
-    );
-    let observation_task = task_ref(&terminus, "xss-observation");
-    let observation_url = format!(
-        "{}/#/task/{}/{}",
-        viewer.url,
-        route(&root, &terminus),
-        observation_task.replace('/', "%2F")
-    );
+    let xss_url = viewer.task_url(&root, &qa, "xss-question");
+    let observation_url = viewer.task_url(&root, &terminus, "xss-observation");
     for (url, shown) in [
         (
             &xss_url,
