@@ -360,32 +360,24 @@ fn qwen_code_solves_the_bundled_tasks_in_a_no_network_sandbox() {
     solves_the_bundled_tasks("qwen_code", &["--env", "sandbox"]);
 }
 
-/// The docker flags: the test daemon and the agents' image.
-fn docker_flags() -> [String; 4] {
+/// [`solves_the_bundled_tasks`] in `docker` on the agents' image, on the test daemon.
+fn solves_the_bundled_tasks_in_docker(agent: &str) {
     let params = json!({
         "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
         "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    });
-    [
-        "--env".into(),
-        "docker".into(),
-        "--env-params".into(),
-        params.to_string(),
-    ]
+    })
+    .to_string();
+    solves_the_bundled_tasks(agent, &["--env", "docker", "--env-params", &params]);
 }
 
 #[test]
 fn claude_code_solves_the_bundled_tasks_in_docker() {
-    let flags = docker_flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    solves_the_bundled_tasks("claude_code", &flags);
+    solves_the_bundled_tasks_in_docker("claude_code");
 }
 
 #[test]
 fn mini_swe_agent_solves_the_bundled_tasks_in_docker() {
-    let flags = docker_flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    solves_the_bundled_tasks("mini_swe_agent", &flags);
+    solves_the_bundled_tasks_in_docker("mini_swe_agent");
 }
 
 /// A loopback npm registry that knows `@anthropic-ai/claude-code` in one version only.
