@@ -66,6 +66,8 @@ pub enum Command {
     },
     /// Serve a read-only web viewer over a results directory (loopback by default)
     View(ViewCmd),
+    /// Write one self-contained HTML file of a run (opens from file://, no network)
+    Report(ReportCmd),
     /// Recompute metrics.json and summary.md of a run directory from its task details
     Summary {
         /// The run directory (`<results>/<namespace>/<run_id>`)
@@ -107,6 +109,20 @@ pub struct ViewCmd {
     /// Open the viewer in a browser (`xdg-open`)
     #[arg(long)]
     pub open: bool,
+}
+
+/// `report RUN_DIR [--out FILE] [--max-trajectories N]`.
+#[derive(Debug, Args)]
+pub struct ReportCmd {
+    /// The run directory (`<results>/<namespace>/<run_id>`)
+    pub run_dir: PathBuf,
+    /// Where to write the report (default: `RUN_DIR/report.html`)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Include the attempts and trajectories of at most N tasks, those that were not correct
+    /// first (every task of a smaller run)
+    #[arg(long, value_name = "N", default_value_t = 500)]
+    pub max_trajectories: usize,
 }
 
 /// What `list` shows.

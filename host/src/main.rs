@@ -126,6 +126,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             commands::view::view(&results_dir, &cmd)
         }
+        Command::Report(cmd) => commands::report::report(&cmd),
         Command::Summary { run_dir } => {
             let setup = load(global)?;
             commands::summary::summary(&setup.registry, &run_dir)

@@ -491,4 +491,151 @@ fn view_pages_a_large_run_with_flat_memory() {
         rss_after < 2 * rss_before + 20 * 1024,
         "RSS grew from {rss_before} kB to {rss_after} kB while paging"
     );
+
+    // Its report: every row, a bounded number of trajectories.
+    let file = ws.cwd.join("large-report.html");
+    let at = Instant::now();
+    let out = ws.run(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let report_s = at.elapsed().as_secs_f64();
+    let html = fs::read_to_string(&file).expect("report");
+    let data = report_data(&html);
+    assert_eq!(data["rows"].as_array().unwrap().len() as u64, size);
+    assert_eq!(data["details"].as_object().unwrap().len(), 500);
+    eprintln!(
+        "report, {size} tasks: {report_s:.1} s, {:.1} MiB ({:.0} bytes per task)",
+        html.len() as f64 / (1024.0 * 1024.0),
+        html.len() as f64 / size as f64
+    );
+}
+
+/// The JSON data block of a report.
+fn report_data(html: &str) -> Value {
+    let open = r#"<script type="application/json" id="report-data">"#;
+    let start = html.find(open).expect("a data block") + open.len();
+    let end = start + html[start..].find("</script>").expect("its end");
+    serde_json::from_str(&html[start..end]).expect("the data block is JSON")
+}
+
+#[test]
+fn report_writes_one_self_contained_file_within_its_limits() {
+    let ws = Workspace::new();
+    let run = self_check(&ws, 12, "m");
+    for id in ["self-0002", "self-0005", "self-0009"] {
+        make_wrong(&run, id);
+    }
+    let out = ws.run(&["summary", run.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    // An answer that tries to close the data block.
+    let t0 = task_dir(&run, "self-0000").join("attempt-1/result.json");
+    let mut result = read_json(&t0);
+    result["final_answer"] = json!("</script><script>document.title='pwned'</script>");
+    fs::write(&t0, result.to_string()).expect("write");
+
+    // Default output: RUN_DIR/report.html; nothing else changes.
+    let before = tree(&run);
+    let out = ws.run(&["report", run.to_str().unwrap()], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let report = run.join("report.html");
+    let line = out.stdout.trim_end();
+    let head = format!(
+        "report: {} (12 tasks, attempts and trajectories of every task, ",
+        report.display()
+    );
+    assert!(line.starts_with(&head) && line.ends_with(" MiB)"), "{line}");
+    let mut after = tree(&run);
+    after.remove(&report);
+    assert_eq!(before, after, "report changed the run directory");
+    let html = fs::read_to_string(&report).expect("report");
+    let data = report_data(&html);
+    assert_eq!(data["format"], "agentcompass-report");
+    assert_eq!(data["rows"].as_array().unwrap().len(), 12);
+    assert_eq!(data["details"].as_object().unwrap().len(), 12);
+    assert_eq!(data["omitted_details"], 0);
+    assert_eq!(
+        data["run"]["run"]["headline"]["value"].as_f64(),
+        Some(9.0 / 12.0)
+    );
+    // Self-contained: inline style and script allowed by hash, no request allowed at all.
+    assert!(
+        html.contains("default-src 'none'; script-src 'sha256-"),
+        "CSP"
+    );
+    assert!(!html.contains("<script src") && !html.contains("<link rel=\"stylesheet\""));
+    assert_eq!(
+        html.matches("</script>").count(),
+        2,
+        "the payload closed an element"
+    );
+
+    // A bounded report: wrong tasks first, then correct ones.
+    let small = ws.cwd.join("small.html");
+    let out = ws.run(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            small.to_str().unwrap(),
+            "--max-trajectories",
+            "4",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("(12 tasks, attempts and trajectories of 4 (not-correct tasks first)"),
+        "{}",
+        out.stdout
+    );
+    let data = report_data(&fs::read_to_string(&small).expect("report"));
+    let details = data["details"].as_object().unwrap();
+    assert_eq!(details.len(), 4);
+    assert_eq!(data["omitted_details"], 8);
+    let mut ids: Vec<&str> = details
+        .values()
+        .map(|d| d["task"]["task_id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    // The three wrong ones, then the first correct one.
+    assert_eq!(ids, ["self-0000", "self-0002", "self-0005", "self-0009"]);
+    let leftovers: Vec<_> = fs::read_dir(&ws.cwd)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".report."))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn report_of_something_else_is_one_line_and_writes_nothing() {
+    let ws = Workspace::new();
+    let not_a_run = ws.root().join("plain");
+    fs::create_dir_all(&not_a_run).expect("mkdir");
+    let before = tree(ws.root());
+    let out = ws.run(&["report", not_a_run.to_str().unwrap()], &[]);
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{out:?}");
+    insta::assert_snapshot!("report_not_a_run_dir", ws.redact(out.stderr.trim_end()));
+    assert_eq!(tree(ws.root()), before, "a refused report wrote something");
+    let run = self_check(&ws, 2, "m");
+    let out = ws.run(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            ws.root().join("missing/r.html").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""), "{out:?}");
+    insta::assert_snapshot!("report_out_dir_missing", ws.redact(out.stderr.trim_end()));
+    assert!(!run.join("report.html").exists());
 }

@@ -2,11 +2,16 @@
 //! loads `agentcompass-host view` on real runs — the demo's (`oracle` and `terminus` on the
 //! bundled Harbor tasks in `sandbox`, driven by the demo's scripted model) and a run whose task
 //! question and trajectory observation carry XSS payloads — and the test reads the DOM after
-//! the page's scripts ran (`--dump-dom`). Screenshots go to `<target>/viewer-screenshots/`.
+//! the page's scripts ran (`--dump-dom`); then `report` of the terminus run opens from
+//! `file://` with no network request (chromium's net log). Chromium's proxy is a loopback
+//! dead end, so nothing it sends leaves the machine. Screenshots go to
+//! `<target>/viewer-screenshots/`.
 
 use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{host_bin, run_dir, target_dir, PluginDirs, Workspace};
@@ -76,6 +81,23 @@ impl Drop for Viewer {
     }
 }
 
+/// A loopback port that accepts connections and closes them unanswered: chromium's proxy in
+/// every test, so nothing it sends to a non-loopback address (its own background requests —
+/// clock, sign-in, spelling dictionaries — included) leaves the machine.
+fn dead_end_proxy() -> u16 {
+    static PORT: OnceLock<u16> = OnceLock::new();
+    *PORT.get_or_init(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                drop(stream);
+            }
+        });
+        port
+    })
+}
+
 fn chromium_args(profile: &Path) -> Vec<String> {
     vec![
         "--headless=new".into(),
@@ -83,21 +105,63 @@ fn chromium_args(profile: &Path) -> Vec<String> {
         "--disable-gpu".into(),
         "--hide-scrollbars".into(),
         "--virtual-time-budget=3000".into(),
+        "--no-first-run".into(),
+        "--disable-background-networking".into(),
+        "--disable-component-update".into(),
+        "--disable-sync".into(),
+        "--disable-extensions".into(),
+        // Loopback (the viewer) is never proxied; everything else dead-ends.
+        format!("--proxy-server=http://127.0.0.1:{}", dead_end_proxy()),
         format!("--user-data-dir={}", profile.display()),
     ]
 }
 
 /// The DOM of `url` after its scripts ran.
 fn dump_dom(url: &str) -> String {
+    dump_dom_logged(url).0
+}
+
+/// The DOM of `url` after its scripts ran, and the URLs of the requests the page made (from
+/// chromium's net log: requests that have an initiator; chromium's own have none).
+fn dump_dom_logged(url: &str) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
+    let netlog = profile.path().join("netlog.json");
     let out = Command::new("chromium")
         .args(chromium_args(profile.path()))
+        .arg(format!("--log-net-log={}", netlog.display()))
         .arg("--dump-dom")
         .arg(url)
         .output()
         .expect("chromium is not installed: run the tests with ./dev.sh test, which installs it");
     assert!(out.status.success(), "chromium failed: {out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        page_requests(&netlog),
+    )
+}
+
+/// The URLs of the requests a page made, from a chromium net log: `URL_REQUEST_START_JOB`
+/// events whose initiator is an origin (the browser's own requests say "not an origin").
+fn page_requests(netlog: &Path) -> Vec<String> {
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(netlog).unwrap()).unwrap();
+    let start_job = &log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"];
+    assert!(
+        start_job.is_number(),
+        "no URL_REQUEST_START_JOB in the net log"
+    );
+    log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| &e["type"] == start_job)
+        .filter(|e| {
+            e["params"]["initiator"]
+                .as_str()
+                .is_some_and(|i| i != "not an origin")
+        })
+        .filter_map(|e| e["params"]["url"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// A 1280x900 screenshot of `url` into `<target>/viewer-screenshots/NAME.png`.
@@ -286,7 +350,7 @@ fn make_runs(ws: &Workspace, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 #[test]
-fn the_viewer_renders_real_runs_and_untrusted_text_as_text_in_chromium() {
+fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chromium() {
     let ws = Workspace::new();
     let root = ws.root().join("results");
     let (terminus, qa, oracle) = make_runs(&ws, &root);
@@ -347,6 +411,85 @@ fn the_viewer_renders_real_runs_and_untrusted_text_as_text_in_chromium() {
     }
     screenshot(&xss_url, "task-xss-question");
     screenshot(&observation_url, "task-xss-observation");
+
+    report_opens_offline(&ws, &terminus);
+}
+
+/// `dom` without the report's JSON data block (which holds every text of the run as JSON).
+fn rendered(dom: &str) -> String {
+    let open = "<script type=\"application/json\" id=\"report-data\">";
+    let Some(start) = dom.find(open) else {
+        return dom.to_string();
+    };
+    let end = start + dom[start..].find("</script>").expect("the data block ends");
+    format!("{}{}", &dom[..start], &dom[end..])
+}
+
+/// `report` on the terminus run opens from `file://`, renders from its embedded data and
+/// makes no network request (chromium's net log records none from the page; a control page
+/// shows that the log would).
+fn report_opens_offline(ws: &Workspace, terminus: &Path) {
+    let control = ws.write(
+        "control.html",
+        "<img src=\"http://192.0.2.1/pixel.png\"><script>fetch('https://example.invalid/x')</script>",
+    );
+    let (_, seen) = dump_dom_logged(&format!("file://{}", control.display()));
+    assert!(
+        seen.iter().any(|u| u.contains("192.0.2.1"))
+            && seen.iter().any(|u| u.contains("example.invalid")),
+        "the net log misses a page's requests: {seen:?}"
+    );
+
+    let file = ws.root().join("terminus-report.html");
+    let out = ws.run(
+        &[
+            "report",
+            terminus.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let base = format!("file://{}", file.display());
+    let run_path = terminus.file_name().unwrap().to_string_lossy().into_owned();
+    let mut requests = Vec::new();
+
+    let (page, seen) = dump_dom_logged(&format!("{base}#/"));
+    requests.extend(seen);
+    let page = rendered(&page);
+    assert!(page.contains("id=\"headline\""), "{page}");
+    assert!(page.contains("Report of"), "{page}");
+    assert_eq!(count(&page, "data-task-id="), 4, "{page}");
+
+    let task_url = |id: &str| {
+        format!(
+            "{base}#/task/{run_path}/{}",
+            task_ref(terminus, id).replace('/', "%2F")
+        )
+    };
+    let (task, seen) = dump_dom_logged(&task_url("hello-file"));
+    requests.extend(seen);
+    let task = rendered(&task);
+    assert!(task.contains("class=\"step"), "{task}");
+    assert!(task.contains("cat /app/hello.txt"), "{task}");
+
+    let (xss, seen) = dump_dom_logged(&task_url("xss-observation"));
+    requests.extend(seen);
+    let xss = rendered(&xss);
+    assert!(
+        xss.contains("&lt;img src=x onerror=\"document.title='pwned'\"&gt;"),
+        "{xss}"
+    );
+    assert_eq!(count(&xss, "<img"), 0, "{xss}");
+    assert!(xss.contains("<title>agentcompass report</title>"), "{xss}");
+    assert!(
+        requests.is_empty(),
+        "the report made requests: {requests:?}"
+    );
+
+    screenshot(&format!("{base}#/"), "report-terminus");
+    screenshot(&task_url("hello-file"), "report-task-hello-file");
 }
 
 /// `state/dir` of the published task `task_id` in `run`.

@@ -29,6 +29,7 @@ pub mod list;
 pub mod plan;
 pub mod plugin;
 pub mod plugin_new;
+pub mod report;
 pub mod run;
 pub mod summary;
 mod table;

@@ -123,7 +123,78 @@ function apiUrl(path, params) {
   return '/api/' + path + (s ? '?' + s : '');
 }
 
+// Report mode (`agentcompass-host report`): the page embeds its data (#report-data) and the
+// API below answers from it; nothing is fetched (the report's CSP forbids it anyway).
+const REPORT = (() => {
+  const el = document.getElementById('report-data');
+  if (!el) return null;
+  try { return JSON.parse(el.textContent); } catch (e) { return { error: String(e) }; }
+})();
+
+const ROW_FIELDS = ['task_id', 'ref', 'status', 'category', 'correct', 'reward', 'issues', 'attempts', 'duration_seconds'];
+let reportRowCache = null;
+
+/** The report's task rows as the objects /api/tasks returns (expanded once). */
+function reportRows() {
+  if (!reportRowCache) {
+    reportRowCache = (REPORT.rows || []).map((r) => {
+      const row = Object.fromEntries(ROW_FIELDS.map((f, i) => [f, r[i]]));
+      row.state = String(row.ref).split('/')[0];
+      return row;
+    });
+  }
+  return reportRowCache;
+}
+
+/** /api/tasks over the report's rows: the server's filters, search and paging. */
+function reportTasks(p) {
+  const byFilter = {
+    all: () => true, running: (r) => r.state === 'running', completed: (r) => r.state === 'normal',
+    failed: (r) => r.state === 'fatal', error: (r) => r.state === 'error',
+    correct: (r) => r.correct === true, wrong: (r) => r.correct === false,
+  };
+  const keep = byFilter[p.filter || 'all'] || byFilter.all;
+  const q = p.q ? String(p.q).toLowerCase() : '';
+  const rows = reportRows().filter((r) => keep(r) && (!p.category || r.category === p.category) &&
+    (!p.issue || (r.issues || []).includes(p.issue)) && (!q || String(r.task_id).toLowerCase().includes(q)));
+  const page = Number(p.page) || 0, size = Number(p.size) || 50;
+  return { total: rows.length, page, size, categories: REPORT.categories || [], issue_codes: REPORT.issue_codes || [],
+    index_ready: true, tasks: rows.slice(page * size, (page + 1) * size) };
+}
+
+function reportApi(path, p) {
+  if (REPORT.error) throw new Error('cannot read the report data: ' + REPORT.error);
+  const sameRun = (run) => { if (run !== REPORT.run_path) throw new Error('run ' + run + ' is not in this report'); };
+  switch (path) {
+    case 'runs': return { root: '', runs: [REPORT.run.run] };
+    case 'run': sameRun(p.run); return Object.assign({}, REPORT.run, { issues: REPORT.issues || [] });
+    case 'tasks': sameRun(p.run); return reportTasks(p);
+    case 'task': {
+      sameRun(p.run);
+      const detail = (REPORT.details || {})[p.task];
+      if (detail) return detail;
+      const row = reportRows().find((r) => r.ref === p.task);
+      if (!row) throw new Error('no task ' + p.task + ' in this report');
+      return { task: { task_id: row.task_id, category: row.category }, attempts: [], omitted: true, row };
+    }
+    default: throw new Error('not available in a report: ' + path);
+  }
+}
+
+function reportBanner() {
+  const box = $('#report-banner');
+  if (!box || !REPORT || REPORT.error) return;
+  const n = (REPORT.rows || []).length, d = Object.keys(REPORT.details || {}).length;
+  replace(box, 'Report of ', h('b', { class: 'mono' }, REPORT.run_path), ' · generated ', fmtTime(REPORT.generated_at),
+    ' by ', REPORT.generator, ' · ', n + (n === 1 ? ' task' : ' tasks'), ' · attempts and trajectories of ',
+    d === n ? 'every task' : d + ' (not-correct tasks first, at most ' + fmtValue(REPORT.limits && REPORT.limits.max_trajectories) + ')');
+}
+
+/** The crumb of the runs page (a report has one run: none). */
+function homeCrumb() { return REPORT ? null : { text: 'runs', href: route.runs() }; }
+
 async function api(path, params) {
+  if (REPORT) return reportApi(path, params || {});
   const res = await fetch(apiUrl(path, params), { headers: { accept: 'application/json' } });
   let body = null;
   try { body = await res.json(); } catch (_) { /* not JSON */ }
@@ -161,6 +232,7 @@ function debounce(fn, ms) {
 function setLive(on) { const el = $('#live'); if (el) el.hidden = !on; }
 
 function setCrumbs(...items) {
+  items = items.filter((it) => it);
   const parts = [];
   items.forEach((it, i) => {
     if (i) parts.push(h('span', { class: 'sep' }, '/'));
@@ -337,7 +409,7 @@ function taskCounts(r) {
 const FILTERS = ['all', 'running', 'completed', 'failed', 'error', 'correct', 'wrong'];
 
 async function pageRun(gen, root, runPath, query) {
-  setCrumbs({ text: 'runs', href: route.runs() }, { text: runPath });
+  setCrumbs(homeCrumb(), { text: runPath });
   const data = await api('run', { run: runPath });
   if (!alive(gen)) return;
   const head = h('div', { id: 'run-head' });
@@ -349,7 +421,7 @@ async function pageRun(gen, root, runPath, query) {
   const tl = taskListState(runPath, query);
   renderTaskListShell(gen, tasksBox, tl);
   await loadTasks(gen, tl);
-  if (data.run && data.run.status === 'running') {
+  if (!REPORT && data.run && data.run.status === 'running') {
     setLive(true);
     every(gen, 2000, async () => {
       const fresh = await api('run', { run: runPath });
@@ -554,10 +626,11 @@ function taskRow(runPath, t) {
 // Task page (#/task/PATH/REF)
 
 async function pageTask(gen, root, runPath, ref, query) {
-  setCrumbs({ text: 'runs', href: route.runs() }, { text: runPath, href: route.run(runPath) }, { text: ref });
+  setCrumbs(homeCrumb(), { text: runPath, href: route.run(runPath) }, { text: ref });
   const data = await api('task', { run: runPath, task: ref });
   if (!alive(gen)) return;
   const task = data.task || {};
+  if (data.omitted) { renderOmittedTask(root, ref, task, data.row || {}); return; }
   const attempts = data.attempts || [];
   const panel = h('div', { id: 'attempt' });
   const tabs = h('div', { class: 'tabs', role: 'tablist', id: 'attempt-tabs' });
@@ -576,6 +649,17 @@ async function pageTask(gen, root, runPath, ref, query) {
   const want = query.get('attempt');
   const idx = Math.max(0, attempts.findIndex((a) => a.name === want));
   show(want ? idx : Math.max(0, attempts.length - 1));
+}
+
+/** A report's task whose detail the report leaves out: its row, and why. */
+function renderOmittedTask(root, ref, task, row) {
+  replace(root,
+    h('div', { class: 'toolbar' }, h('h1', { class: 'mono', id: 'task-title' }, task.task_id || ref), task.category ? badge(task.category, 'cat') : null),
+    section('Task', kvList([['task id', row.task_id], ['ref', ref], ['status', statusBadge(row.status)], ['correct', correctMark(row.correct)],
+      ['reward', row.reward], ['issues', (row.issues || []).join(', ') || '—'], ['attempts', row.attempts], ['duration', fmtDuration(row.duration_seconds)]])),
+    h('section', { class: 'card', id: 'omitted' }, h('h2', {}, 'Not in this report'),
+      h('p', { class: 'muted' }, 'This report holds the attempts and trajectories of ' + Object.keys(REPORT.details || {}).length + ' of ' + (REPORT.rows || []).length +
+        ' tasks (tasks that were not correct first). Open the run with agentcompass-host view to see this one.')));
 }
 
 function attemptPanel(runPath, ref, a) {
@@ -661,6 +745,7 @@ function artifactHref(runPath, ref, attempt, path) {
 }
 
 function downloadLink(runPath, ref, attempt, path) {
+  if (REPORT) return h('span', { class: 'muted' }, 'not in report');
   return h('a', { href: artifactHref(runPath, ref, attempt, path), download: path.split('/').pop() || 'artifact', class: 'dl' }, 'download');
 }
 
@@ -803,7 +888,7 @@ async function fetchAllCompare(gen, a, b) {
 }
 
 async function pageCompare(gen, root, a, b, query) {
-  setCrumbs({ text: 'runs', href: route.runs() }, { text: 'compare' });
+  setCrumbs(homeCrumb(), { text: 'compare' });
   const data = await fetchAllCompare(gen, a, b);
   if (!alive(gen)) return;
   const st = { change: CHANGES.includes(query.get('change')) ? query.get('change') : '', page: 0, size: 100 };
@@ -874,7 +959,8 @@ async function rerender() {
   const root = $('#app');
   const { parts, query } = parseHash();
   try {
-    if (parts.length === 0) await pageRuns(gen, root);
+    if (parts.length === 0 && REPORT) await pageRun(gen, root, REPORT.run_path || '', query);
+    else if (parts.length === 0) await pageRuns(gen, root);
     else if (parts[0] === 'run' && parts.length >= 2) await pageRun(gen, root, parts.slice(1).join('/'), query);
     else if (parts[0] === 'task' && parts.length === 3) await pageTask(gen, root, parts[1], parts[2], query);
     else if (parts[0] === 'task' && parts.length > 3) await pageTask(gen, root, parts.slice(1, -2).join('/'), parts.slice(-2).join('/'), query);
@@ -887,4 +973,4 @@ async function rerender() {
 }
 
 window.addEventListener('hashchange', rerender);
-window.addEventListener('DOMContentLoaded', rerender);
+window.addEventListener('DOMContentLoaded', () => { reportBanner(); rerender(); });

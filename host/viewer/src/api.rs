@@ -19,8 +19,6 @@ use crate::tasks::{list_task_dirs, read_facts, row_json};
 
 /// Largest page size of `/api/tasks` and `/api/compare`.
 pub const MAX_PAGE_SIZE: usize = 1000;
-/// How many lines of `run.log` `/api/run` returns.
-pub const LOG_TAIL_LINES: usize = 200;
 
 /// A response: status, content type, body and extra headers.
 #[derive(Debug)]
@@ -225,32 +223,11 @@ async fn run(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError> {
     let blocking_dir = dir.clone();
     let (mut body, terminal) = blocking(move || {
         let dir = blocking_dir;
-        let (summary, _) = runs::summary(&root, &dir);
-        let summary_md = std::fs::read_to_string(dir.join("summary.md")).ok();
-        let body = json!({
-            "run": summary,
-            "run_info": runs::read_json(&dir.join("run_info.json")).map(|mut info| {
-                // Possibly megabytes (one plan per task); `resolved_plans.jsonl` has them too.
-                if let Some(map) = info.as_object_mut() {
-                    map.remove("resolved_execution_plans");
-                }
-                info
-            }),
-            "metrics": runs::read_json(&dir.join("metrics.json")),
-            "params": runs::read_json(&dir.join("params.json")),
-            "summary_md": summary_md,
-            "progress": runs::read_json(&dir.join("progress.json")),
-            "log_tail": runs::tail(&dir.join("run.log"), LOG_TAIL_LINES),
-        });
-        Ok((body, runs::is_terminal(&dir)))
+        Ok((runs::run_body(&root, &dir), runs::is_terminal(&dir)))
     })
     .await?;
     let index = app.cache.get(&dir, terminal).await;
-    body["issues"] = index
-        .issue_counts()
-        .iter()
-        .map(|(code, severity, count)| json!({"code": code, "severity": severity, "count": count}))
-        .collect();
+    body["issues"] = runs::issue_counts_json(&index);
     Ok(Reply::json(&body))
 }
 

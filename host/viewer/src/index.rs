@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
 
-use crate::tasks::{list_task_dirs, read_facts, State};
+use crate::tasks::{list_task_dirs, read_facts, State, TaskFacts};
 
 /// How long the index of a run that is still running is reused before it is rebuilt.
 pub const RUNNING_INDEX_TTL: Duration = Duration::from_secs(2);
@@ -57,51 +57,73 @@ fn intern(names: &mut Vec<String>, lookup: &mut HashMap<String, u16>, name: &str
     id
 }
 
-impl RunIndex {
-    /// Reads every task of the run at `run_dir`.
-    pub fn build(run_dir: &Path) -> RunIndex {
-        let listing = list_task_dirs(run_dir);
-        let mut index = RunIndex::default();
-        let mut categories = HashMap::new();
-        let mut codes = HashMap::new();
-        let mut counts: BTreeMap<(String, String), u64> = BTreeMap::new();
-        for (state, name) in &listing {
-            let dir = run_dir.join("details").join(state.as_str()).join(name);
-            let facts = read_facts(&dir, *state, name);
-            let name_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
-            index.arena.push_str(name);
-            let id_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
-            index.arena.push_str(&facts.task_id);
-            let codes_at = u32::try_from(index.codes.len()).unwrap_or(u32::MAX);
-            let mut seen = Vec::new();
-            for (code, severity) in &facts.issues {
-                let id = intern(&mut index.code_names, &mut codes, code);
-                if !seen.contains(&id) {
-                    seen.push(id);
-                    index.codes.push(id);
-                }
-                *counts.entry((code.clone(), severity.clone())).or_default() += 1;
+/// Builds a [`RunIndex`] one task at a time, in listing order.
+#[derive(Default)]
+pub struct IndexBuilder {
+    index: RunIndex,
+    categories: HashMap<String, u16>,
+    codes: HashMap<String, u16>,
+    counts: BTreeMap<(String, String), u64>,
+}
+
+impl IndexBuilder {
+    /// Adds the task directory `name` in `state` with its `facts` (running ones come first).
+    pub fn add(&mut self, state: State, name: &str, facts: &TaskFacts) {
+        let index = &mut self.index;
+        let name_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
+        index.arena.push_str(name);
+        let id_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
+        index.arena.push_str(&facts.task_id);
+        let codes_at = u32::try_from(index.codes.len()).unwrap_or(u32::MAX);
+        let mut seen = Vec::new();
+        for (code, severity) in &facts.issues {
+            let id = intern(&mut index.code_names, &mut self.codes, code);
+            if !seen.contains(&id) {
+                seen.push(id);
+                index.codes.push(id);
             }
-            index.entries.push(Entry {
-                name_at,
-                name_len: u16::try_from(name.len()).unwrap_or(u16::MAX),
-                id_at,
-                id_len: u16::try_from(facts.task_id.len()).unwrap_or(u16::MAX),
-                state: *state as u8,
-                correct: facts.correct.map_or(-1, i8::from),
-                category: intern(&mut index.categories, &mut categories, &facts.category),
-                codes_at,
-                codes_len: u16::try_from(seen.len()).unwrap_or(u16::MAX),
-            });
-            if *state == State::Running {
-                index.running += 1;
-            }
+            *self
+                .counts
+                .entry((code.clone(), severity.clone()))
+                .or_default() += 1;
         }
-        index.issue_counts = counts
+        index.entries.push(Entry {
+            name_at,
+            name_len: u16::try_from(name.len()).unwrap_or(u16::MAX),
+            id_at,
+            id_len: u16::try_from(facts.task_id.len()).unwrap_or(u16::MAX),
+            state: state as u8,
+            correct: facts.correct.map_or(-1, i8::from),
+            category: intern(&mut index.categories, &mut self.categories, &facts.category),
+            codes_at,
+            codes_len: u16::try_from(seen.len()).unwrap_or(u16::MAX),
+        });
+        if state == State::Running {
+            index.running += 1;
+        }
+    }
+
+    /// The finished index.
+    pub fn finish(self) -> RunIndex {
+        let mut index = self.index;
+        index.issue_counts = self
+            .counts
             .into_iter()
             .map(|((code, severity), n)| (code, severity, n))
             .collect();
         index
+    }
+}
+
+impl RunIndex {
+    /// Reads every task of the run at `run_dir`.
+    pub fn build(run_dir: &Path) -> RunIndex {
+        let mut builder = IndexBuilder::default();
+        for (state, name) in list_task_dirs(run_dir) {
+            let dir = run_dir.join("details").join(state.as_str()).join(&name);
+            builder.add(state, &name, &read_facts(&dir, state, &name));
+        }
+        builder.finish()
     }
 
     /// Every entry, in listing order.

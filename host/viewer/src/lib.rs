@@ -10,6 +10,7 @@ pub mod error;
 pub mod index;
 pub mod paths;
 pub mod query;
+pub mod report;
 pub mod runs;
 pub mod server;
 pub mod task;

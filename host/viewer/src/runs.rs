@@ -13,8 +13,11 @@ use agentcompass_results::store::read_run_info;
 use agentcompass_results::time::parse_timestamp;
 use serde_json::{json, Value};
 
+use crate::index::RunIndex;
 use crate::paths::Root;
 
+/// How many lines of `run.log` a run's body holds.
+pub const LOG_TAIL_LINES: usize = 200;
 /// How deep under the root run directories are looked for.
 const MAX_DEPTH: usize = 8;
 
@@ -229,6 +232,36 @@ pub fn tail(path: &Path, lines: usize) -> Option<String> {
     let all: Vec<&str> = text.lines().collect();
     let from = all.len().saturating_sub(lines);
     Some(all[from..].join("\n"))
+}
+
+/// The `/api/run` body of the run at `run_dir` (canonical, under the root), without its issue
+/// counts (those come from the run's index: [`issue_counts_json`]).
+pub fn run_body(root: &Root, dir: &Path) -> Value {
+    let (summary, _) = summary(root, dir);
+    json!({
+        "run": summary,
+        "run_info": read_json(&dir.join("run_info.json")).map(|mut info| {
+            // Possibly megabytes (one plan per task); `resolved_plans.jsonl` has them too.
+            if let Some(map) = info.as_object_mut() {
+                map.remove("resolved_execution_plans");
+            }
+            info
+        }),
+        "metrics": read_json(&dir.join("metrics.json")),
+        "params": read_json(&dir.join("params.json")),
+        "summary_md": fs::read_to_string(dir.join("summary.md")).ok(),
+        "progress": read_json(&dir.join("progress.json")),
+        "log_tail": tail(&dir.join("run.log"), LOG_TAIL_LINES),
+    })
+}
+
+/// The final attempts' issue counts of `index` as `[{code, severity, count}]`.
+pub fn issue_counts_json(index: &RunIndex) -> Value {
+    index
+        .issue_counts()
+        .iter()
+        .map(|(code, severity, count)| json!({"code": code, "severity": severity, "count": count}))
+        .collect()
 }
 
 #[cfg(test)]
