@@ -649,6 +649,30 @@ async function pageTask(gen, root, runPath, ref, query) {
   const want = query.get('attempt');
   const idx = Math.max(0, attempts.findIndex((a) => a.name === want));
   show(want ? idx : Math.max(0, attempts.length - 1));
+  if (!REPORT && String(ref).startsWith('running/')) followRunningTask(gen, runPath, ref, task.task_id, data, attempts, show);
+}
+
+/** A running task's page follows it: new attempts and results appear every 2 s, and once the
+ *  task is published (its directory moves out of running/) the page moves to it. */
+function followRunningTask(gen, runPath, ref, taskId, data, attempts, show) {
+  setLive(true);
+  let last = JSON.stringify(data);
+  every(gen, 2000, async () => {
+    let fresh;
+    try {
+      fresh = await api('task', { run: runPath, task: ref });
+    } catch (_) {
+      const found = await api('tasks', { run: runPath, q: taskId, size: 50 });
+      const row = (found.tasks || []).find((t) => t.task_id === taskId && t.state !== 'running');
+      if (row && alive(gen)) location.replace(route.task(runPath, row.ref));
+      return;
+    }
+    const text = JSON.stringify(fresh);
+    if (!alive(gen) || text === last) return;
+    last = text;
+    attempts.splice(0, attempts.length, ...(fresh.attempts || []));
+    show(Math.max(0, attempts.length - 1));
+  });
 }
 
 /** A report's task whose detail the report leaves out: its row, and why. */

@@ -12,13 +12,33 @@ use crate::compare;
 use crate::error::ViewerError;
 use crate::index::IndexCache;
 use crate::paths::Root;
-use crate::query::{self, Filter, TaskQuery};
+use crate::query::{self, Filter, Listing, TaskQuery};
 use crate::runs;
 use crate::task;
 use crate::tasks::{list_task_dirs, read_facts, row_json};
 
 /// Largest page size of `/api/tasks` and `/api/compare`.
 pub const MAX_PAGE_SIZE: usize = 1000;
+
+/// A response body: bytes in memory, or an open file streamed in chunks (an artifact can be
+/// gigabytes; the server's memory must not grow with it).
+#[derive(Debug)]
+pub enum Body {
+    /// The whole body.
+    Bytes(Vec<u8>),
+    /// A regular file opened by the handler, and its length.
+    File(std::fs::File, u64),
+}
+
+impl Body {
+    /// The in-memory bytes (empty for a file).
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Body::Bytes(bytes) => bytes,
+            Body::File(..) => &[],
+        }
+    }
+}
 
 /// A response: status, content type, body and extra headers.
 #[derive(Debug)]
@@ -28,7 +48,7 @@ pub struct Reply {
     /// The `content-type`.
     pub content_type: &'static str,
     /// The body.
-    pub body: Vec<u8>,
+    pub body: Body,
     /// Extra headers (name, value).
     pub headers: Vec<(&'static str, String)>,
 }
@@ -38,7 +58,7 @@ impl Reply {
         Reply {
             status: 200,
             content_type: "application/json",
-            body: serde_json::to_vec(value).unwrap_or_default(),
+            body: Body::Bytes(serde_json::to_vec(value).unwrap_or_default()),
             headers: Vec::new(),
         }
     }
@@ -168,7 +188,7 @@ pub async fn handle(app: Arc<App>, method: &str, path: &str, query: &str) -> Rep
         return Reply {
             status: 200,
             content_type,
-            body: body.as_bytes().to_vec(),
+            body: Body::Bytes(body.as_bytes().to_vec()),
             headers: Vec::new(),
         };
     }
@@ -242,14 +262,8 @@ async fn task_rows(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError>
         issue: params.optional("issue"),
         q: params.optional("q"),
     };
-    let listing_dir = dir.clone();
-    let (listing, terminal) = blocking(move || {
-        Ok((
-            list_task_dirs(&listing_dir),
-            runs::is_terminal(&listing_dir),
-        ))
-    })
-    .await?;
+    let terminal_dir = dir.clone();
+    let terminal = blocking(move || Ok(runs::is_terminal(&terminal_dir))).await?;
     let index = if query.needs_index() {
         Some(app.cache.get(&dir, terminal).await)
     } else {
@@ -257,13 +271,18 @@ async fn task_rows(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError>
     };
     let index_ready = index.is_some();
     let body = blocking(move || {
+        // A terminal run's task set no longer changes: its index is the listing.
+        let listing = match &index {
+            Some(index) if terminal => Listing::Indexed(index.clone()),
+            _ => Listing::Dirs(list_task_dirs(&dir)),
+        };
         let (total, picked) = query::select(&listing, index.as_deref(), &query);
         let rows: Vec<Value> = picked
             .iter()
             .filter_map(|at| listing.get(*at))
             .map(|(state, name)| {
                 let task_dir = dir.join("details").join(state.as_str()).join(name);
-                row_json(*state, name, &read_facts(&task_dir, *state, name))
+                row_json(state, name, &read_facts(&task_dir, state, name))
             })
             .collect();
         let (categories, codes): (Vec<&str>, Vec<&str>) = match index.as_deref() {
@@ -289,16 +308,20 @@ async fn artifact(app: &App, params: &Params) -> Result<Reply, ViewerError> {
     let task_ref = params.required("task")?.to_string();
     let attempt = params.required("attempt")?.to_string();
     let rel = params.required("path")?.to_string();
-    let (name, bytes) = blocking(move || {
+    let (name, file, len) = blocking(move || {
         let dir = task::resolve_task(&run, &task_ref)?;
-        let file = task::resolve_artifact(&dir, &attempt, &rel)?;
-        let bytes = std::fs::read(&file)
-            .map_err(|e| ViewerError::Internal(format!("cannot read {rel:?}: {e}")))?;
-        let name = file
+        let path = task::resolve_artifact(&dir, &attempt, &rel)?;
+        let cannot = |e: std::io::Error| ViewerError::Internal(format!("cannot read {rel:?}: {e}"));
+        let file = std::fs::File::open(&path).map_err(cannot)?;
+        let meta = file.metadata().map_err(cannot)?;
+        if !meta.is_file() {
+            return Err(ViewerError::NotFound(format!("{rel:?} is not a file")));
+        }
+        let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok((name, bytes))
+        Ok((name, file, meta.len()))
     })
     .await?;
     let safe: String = name
@@ -314,7 +337,7 @@ async fn artifact(app: &App, params: &Params) -> Result<Reply, ViewerError> {
     Ok(Reply {
         status: 200,
         content_type: "application/octet-stream",
-        body: bytes,
+        body: Body::File(file, len),
         headers: vec![(
             "content-disposition",
             format!("attachment; filename=\"{safe}\""),
@@ -391,7 +414,7 @@ mod tests {
         let app = Arc::new(App::new(Root::new(dir.path()).unwrap()));
         let reply = handle(app.clone(), "GET", "/api/nope", "").await;
         assert_eq!(reply.status, 404);
-        let body: Value = serde_json::from_slice(&reply.body).unwrap();
+        let body: Value = serde_json::from_slice(reply.body.bytes()).unwrap();
         assert!(body["error"].is_string());
         assert_eq!(handle(app.clone(), "GET", "/api/run", "").await.status, 400);
         assert_eq!(
@@ -406,7 +429,7 @@ mod tests {
         );
         assert_eq!(handle(app.clone(), "GET", "/", "").await.status, 200);
         let runs = handle(app, "GET", "/api/runs", "").await;
-        let body: Value = serde_json::from_slice(&runs.body).unwrap();
+        let body: Value = serde_json::from_slice(runs.body.bytes()).unwrap();
         assert_eq!(body["runs"], json!([]));
     }
 }

@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn filters_use_the_index() {
-        use crate::query::{select, Filter, TaskQuery};
+        use crate::query::{select, Filter, Listing, TaskQuery};
         let run = tempfile::tempdir().unwrap();
         for i in 0..10 {
             let correct = i % 3 == 0;
@@ -364,7 +364,7 @@ mod tests {
             );
         }
         let index = RunIndex::build(run.path());
-        let listing = list_task_dirs(run.path());
+        let listing = Listing::Dirs(list_task_dirs(run.path()));
         let q = |filter, category: Option<&str>, q: Option<&str>| TaskQuery {
             page: 0,
             size: 100,
@@ -401,5 +401,24 @@ mod tests {
         let mut issue = q(Filter::All, None, None);
         issue.issue = Some("run_timeout".into());
         assert_eq!(select(&listing, Some(&index), &issue).0, 0);
+        // The index as the listing pages the same tasks.
+        let index = Arc::new(index);
+        let indexed = Listing::Indexed(index.clone());
+        for filter in [Filter::All, Filter::Correct, Filter::Wrong] {
+            let mut page = q(filter, None, None);
+            page.size = 3;
+            page.page = 1;
+            let (a, b) = (
+                select(&listing, Some(&index), &page),
+                select(&indexed, Some(&index), &page),
+            );
+            assert_eq!(a, b);
+            let names = |l: &Listing, at: &[usize]| -> Vec<String> {
+                at.iter()
+                    .map(|i| l.get(*i).unwrap().1.to_string())
+                    .collect()
+            };
+            assert_eq!(names(&listing, &a.1), names(&indexed, &b.1));
+        }
     }
 }

@@ -1,6 +1,8 @@
 //! The `/api/tasks` query: the state, correctness, category, issue and search filters, and
 //! paging over a run's listing (with the run's index when a filter needs per-task facts).
 
+use std::sync::Arc;
+
 use crate::error::ViewerError;
 use crate::index::RunIndex;
 use crate::tasks::State;
@@ -83,10 +85,45 @@ impl TaskQuery {
     }
 }
 
-/// The page of `query` over `listing` (the run's task directories in listing order):
-/// `(total matching, the page's entries)`. Without `index`, only state filters apply.
+/// A run's task directories in listing order: read from disk, or the entries of a terminal
+/// run's index (then a request reads no directory).
+#[derive(Debug)]
+pub enum Listing {
+    /// Read from `details/` just now.
+    Dirs(Vec<(State, String)>),
+    /// The entries of the run's index (a terminal run's task set no longer changes).
+    Indexed(Arc<RunIndex>),
+}
+
+impl Listing {
+    /// The entry at `at` as (state, directory name).
+    pub fn get(&self, at: usize) -> Option<(State, &str)> {
+        match self {
+            Listing::Dirs(dirs) => dirs.get(at).map(|(s, n)| (*s, n.as_str())),
+            Listing::Indexed(index) => index
+                .entries()
+                .get(at)
+                .map(|e| (State::from_u8(e.state), index.name(e))),
+        }
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = (State, &str)> + '_> {
+        match self {
+            Listing::Dirs(dirs) => Box::new(dirs.iter().map(|(s, n)| (*s, n.as_str()))),
+            Listing::Indexed(index) => Box::new(
+                index
+                    .entries()
+                    .iter()
+                    .map(|e| (State::from_u8(e.state), index.name(e))),
+            ),
+        }
+    }
+}
+
+/// The page of `query` over `listing`: `(total matching, the page's positions in the
+/// listing)`. Without `index`, only state filters apply.
 pub fn select(
-    listing: &[(State, String)],
+    listing: &Listing,
     index: Option<&RunIndex>,
     query: &TaskQuery,
 ) -> (usize, Vec<usize>) {
@@ -99,7 +136,7 @@ pub fn select(
     let issue = index.and_then(|i| query.issue.as_ref().map(|c| i.code_id(c)));
     for (at, (state, name)) in listing.iter().enumerate() {
         let keep = match state_filter {
-            Some(Some(wanted)) => *state == wanted,
+            Some(Some(wanted)) => state == wanted,
             Some(None) => true,
             None => true,
         };
@@ -107,7 +144,7 @@ pub fn select(
             continue;
         }
         if let Some(index) = index {
-            let Some(entry) = index.entry(*state, name) else {
+            let Some(entry) = index.entry(state, name) else {
                 // Not in the index (appeared after it was built): only a state filter keeps it.
                 if query.needs_index() {
                     continue;
@@ -173,23 +210,43 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            select(&listing, None, &query(0, 3, Filter::All)),
+            select(
+                &Listing::Dirs(listing.clone()),
+                None,
+                &query(0, 3, Filter::All)
+            ),
             (7, vec![0, 1, 2])
         );
         assert_eq!(
-            select(&listing, None, &query(2, 3, Filter::All)),
+            select(
+                &Listing::Dirs(listing.clone()),
+                None,
+                &query(2, 3, Filter::All)
+            ),
             (7, vec![6])
         );
         assert_eq!(
-            select(&listing, None, &query(9, 3, Filter::All)),
+            select(
+                &Listing::Dirs(listing.clone()),
+                None,
+                &query(9, 3, Filter::All)
+            ),
             (7, vec![])
         );
         assert_eq!(
-            select(&listing, None, &query(0, 10, Filter::Running)),
+            select(
+                &Listing::Dirs(listing.clone()),
+                None,
+                &query(0, 10, Filter::Running)
+            ),
             (2, vec![0, 1])
         );
         assert_eq!(
-            select(&listing, None, &query(1, 2, Filter::Completed)),
+            select(
+                &Listing::Dirs(listing.clone()),
+                None,
+                &query(1, 2, Filter::Completed)
+            ),
             (5, vec![4, 5])
         );
     }

@@ -4,16 +4,19 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
+use futures_util::TryStreamExt;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tokio_util::io::ReaderStream;
 
-use crate::api::{handle, App, Reply};
+use crate::api::{handle, App, Body, Reply};
 use crate::paths::Root;
 
 /// A running viewer; dropping it (or [`ViewerHandle::shutdown`]) stops accepting.
@@ -44,8 +47,18 @@ impl Drop for ViewerHandle {
     }
 }
 
-fn response(reply: Reply, head: bool) -> Response<Full<Bytes>> {
-    let body = if head { Vec::new() } else { reply.body };
+/// Chunk size of a streamed file.
+const FILE_CHUNK: usize = 64 * 1024;
+
+type ReplyBody = BoxBody<Bytes, std::io::Error>;
+
+fn full(bytes: Vec<u8>) -> ReplyBody {
+    Full::new(Bytes::from(bytes))
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn response(reply: Reply, head: bool) -> Response<ReplyBody> {
     let mut builder = Response::builder()
         .status(reply.status)
         .header("content-type", reply.content_type)
@@ -54,9 +67,18 @@ fn response(reply: Reply, head: bool) -> Response<Full<Bytes>> {
     for (name, value) in reply.headers {
         builder = builder.header(name, value);
     }
+    let body = match reply.body {
+        _ if head => full(Vec::new()),
+        Body::Bytes(bytes) => full(bytes),
+        Body::File(file, len) => {
+            builder = builder.header("content-length", len.to_string());
+            let chunks = ReaderStream::with_capacity(tokio::fs::File::from_std(file), FILE_CHUNK);
+            StreamBody::new(chunks.map_ok(Frame::data)).boxed()
+        }
+    };
     builder
-        .body(Full::new(Bytes::from(body)))
-        .unwrap_or_else(|_| Response::new(Full::new(Bytes::new())))
+        .body(body)
+        .unwrap_or_else(|_| Response::new(full(Vec::new())))
 }
 
 /// Serves the viewer over `root` on `listener` until the handle is shut down or dropped.
