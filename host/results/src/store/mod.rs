@@ -19,6 +19,7 @@
 //! elsewhere, then renamed into place). Durability is batched: one `syncfs` when the run ends
 //! (see [`crate::fsutil`]).
 
+pub mod claim;
 mod plans;
 mod published;
 mod task;
@@ -30,7 +31,9 @@ pub use published::{
     attempts_complete, copy_tree, find_reuse_source, published_tasks, read_run_info, running_tasks,
     CopyHook, PublishedTask, PublishedTasks,
 };
-pub use task::{TaskState, TaskWriter, STEPS_CHECKPOINT_FILE, STEPS_DIR, STEP_SNAPSHOT_DIR};
+pub use task::{
+    FencedPublish, TaskState, TaskWriter, STEPS_CHECKPOINT_FILE, STEPS_DIR, STEP_SNAPSHOT_DIR,
+};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter};
@@ -140,6 +143,29 @@ pub enum StoreError {
     ReuseSelf {
         /// The run directory.
         path: PathBuf,
+    },
+    /// A fenced copy won the claim on a task that is already published (its claim was
+    /// released while a copy stayed published): nothing is replaced.
+    #[error("task {name} is already published at {}", .path.display())]
+    AlreadyPublished {
+        /// The task directory name.
+        name: String,
+        /// The published copy.
+        path: PathBuf,
+    },
+    /// Another copy of a fenced task's work holds its claim (this copy's work was removed).
+    #[error("task {name} is held by another copy (token {holder})")]
+    ClaimedByOther {
+        /// The task directory name.
+        name: String,
+        /// The holder's token.
+        holder: String,
+    },
+    /// A fencing token cannot name a directory.
+    #[error("invalid fencing token {token:?} (1-64 letters, digits, '-' or '_')")]
+    InvalidToken {
+        /// The token.
+        token: String,
     },
 }
 
@@ -529,6 +555,13 @@ impl RunStore {
     /// `details/running/<task_dir_name>`; a leftover directory of a crashed attempt is removed.
     pub fn begin_task(&self, task_id: &str) -> Result<TaskWriter, StoreError> {
         TaskWriter::begin(&self.details_dir(), task_id)
+    }
+
+    /// Starts the copy `token` of a task's work that may run more than once at a time (a
+    /// cluster unit): it is written in its own staging directory and published with
+    /// [`TaskWriter::publish_fenced`], exactly once whatever the number of copies.
+    pub fn begin_task_fenced(&self, task_id: &str, token: &str) -> Result<TaskWriter, StoreError> {
+        TaskWriter::begin_fenced(&self.details_dir(), task_id, token)
     }
 
     /// Copies a task published in another run into this run's `details/<state>/`. The copy is

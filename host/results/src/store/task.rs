@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{
-    create_dir_all, sync_dir, task_dir_name, unique_suffix, write_json_atomic,
+    claim, create_dir_all, sync_dir, task_dir_name, unique_suffix, write_json_atomic,
     write_json_atomic_compact, StoreError, RUNNING_DIR,
 };
 use crate::naming::sanitize_component;
@@ -66,6 +66,20 @@ pub struct TaskWriter {
     name: String,
     details: PathBuf,
     dir: PathBuf,
+    /// The fencing token of a copy that may run more than once ([`claim`]).
+    fence: Option<String>,
+}
+
+/// What [`TaskWriter::publish_fenced`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FencedPublish {
+    /// This copy published the task there.
+    Published(PathBuf),
+    /// Another copy holds the task; this copy's work was removed.
+    Duplicate {
+        /// The holder's token.
+        holder: String,
+    },
 }
 
 impl TaskWriter {
@@ -83,6 +97,34 @@ impl TaskWriter {
             name,
             details: details.to_path_buf(),
             dir,
+            fence: None,
+        })
+    }
+
+    pub(super) fn begin_fenced(
+        details: &Path,
+        task_id: &str,
+        token: &str,
+    ) -> Result<TaskWriter, StoreError> {
+        if !claim::valid_token(token) {
+            return Err(StoreError::InvalidToken {
+                token: token.to_string(),
+            });
+        }
+        let name = task_dir_name(task_id);
+        let dir = claim::staging_dir(details, RUNNING_DIR, &name, token);
+        match fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io("remove stale directory", &dir, e)),
+        }
+        create_dir_all(&dir)?;
+        Ok(TaskWriter {
+            task_id: task_id.to_string(),
+            name,
+            details: details.to_path_buf(),
+            dir,
+            fence: Some(token.to_string()),
         })
     }
 
@@ -290,8 +332,60 @@ impl TaskWriter {
     /// state) and both parent directories are fsynced. Returns the published directory.
     /// JSON inside refers to attempts by relative names, so nothing needs rewriting.
     pub fn publish(self, task_json: &Value, state: TaskState) -> Result<PathBuf, StoreError> {
+        if self.fence.is_some() {
+            let name = self.name.clone();
+            return match self.publish_fenced(task_json, state)? {
+                FencedPublish::Published(path) => Ok(path),
+                FencedPublish::Duplicate { holder } => {
+                    Err(StoreError::ClaimedByOther { name, holder })
+                }
+            };
+        }
         write_json_atomic(&self.dir.join(TASK_FILE), task_json)?;
         install_task_dir(&self.details, &self.dir, &self.name, state)
+    }
+
+    /// Publishes a fenced copy ([`super::RunStore::begin_task_fenced`]): claims the task
+    /// for this copy's token; the winner renames its staging directory to
+    /// `details/<state>/<task_dir_name>` (never replacing a published copy), a loser removes
+    /// its staging directory. A writer without a fence publishes as [`TaskWriter::publish`].
+    pub fn publish_fenced(
+        self,
+        task_json: &Value,
+        state: TaskState,
+    ) -> Result<FencedPublish, StoreError> {
+        let Some(token) = self.fence.clone() else {
+            return self.publish(task_json, state).map(FencedPublish::Published);
+        };
+        write_json_atomic(&self.dir.join(TASK_FILE), task_json)?;
+        match claim::claim(&self.details, &self.name, &token)? {
+            claim::Claim::Lost { holder } => {
+                fs::remove_dir_all(&self.dir)
+                    .map_err(|e| StoreError::io("remove duplicate", &self.dir, e))?;
+                Ok(FencedPublish::Duplicate { holder })
+            }
+            claim::Claim::Won => {
+                for other in TaskState::ALL {
+                    let existing = self.details.join(other.as_str()).join(&self.name);
+                    if fs::symlink_metadata(&existing).is_ok() {
+                        return Err(StoreError::AlreadyPublished {
+                            name: self.name.clone(),
+                            path: existing,
+                        });
+                    }
+                }
+                let state_dir = self.details.join(state.as_str());
+                create_dir_all(&state_dir)?;
+                let dest = state_dir.join(&self.name);
+                fs::rename(&self.dir, &dest)
+                    .map_err(|e| StoreError::io("publish into", &dest, e))?;
+                if let Some(parent) = self.dir.parent() {
+                    sync_dir(parent)?;
+                }
+                sync_dir(&state_dir)?;
+                Ok(FencedPublish::Published(dest))
+            }
+        }
     }
 }
 

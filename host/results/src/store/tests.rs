@@ -805,3 +805,108 @@ fn a_retried_run_is_archived_under_retries_and_the_next_one_starts_empty() {
         "first run"
     );
 }
+
+#[test]
+fn fenced_copies_of_one_task_publish_exactly_once() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Arc::new(RunStore::create(root.path(), &ns(&["n"]), Some("r")).unwrap());
+    let copies = 8;
+    let barrier = Arc::new(std::sync::Barrier::new(copies));
+    let handles: Vec<_> = (0..copies)
+        .map(|copy| {
+            let store = store.clone();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let token = format!("job{copy}-0");
+                let writer = store.begin_task_fenced("t", &token).unwrap();
+                writer
+                    .write_attempt_result(1, &json!({"copy": copy}))
+                    .unwrap();
+                // Half of the copies end in another state: still one publication.
+                let state = if copy % 2 == 0 {
+                    TaskState::Normal
+                } else {
+                    TaskState::Error
+                };
+                barrier.wait();
+                (
+                    token,
+                    writer.publish_fenced(&json!({"task_id": "t"}), state),
+                )
+            })
+        })
+        .collect();
+    let outcomes: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let winners: Vec<&String> = outcomes
+        .iter()
+        .filter(|(_, o)| matches!(o, Ok(FencedPublish::Published(_))))
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    for (_, outcome) in &outcomes {
+        match outcome {
+            Ok(FencedPublish::Duplicate { holder }) => assert_eq!(holder, winners[0]),
+            Ok(FencedPublish::Published(_)) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let details = store.details_dir();
+    let name = task_dir_name("t");
+    let published: Vec<PathBuf> = TaskState::ALL
+        .iter()
+        .map(|s| details.join(s.as_str()).join(&name))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(published.len(), 1, "{published:?}");
+    let copy: u64 = winners[0][3..winners[0].len() - 2].parse().unwrap();
+    assert_eq!(
+        read_json(&published[0].join("attempt-1/result.json"))["copy"],
+        copy
+    );
+    // Every loser's staging directory is gone; the claim names the winner.
+    assert_eq!(names(&details.join("running")), Vec::<String>::new());
+    assert_eq!(
+        claim::claim_holder(&details, &name).unwrap().as_deref(),
+        Some(winners[0].as_str())
+    );
+}
+
+#[test]
+fn a_fenced_copy_never_replaces_a_published_task() {
+    let root = tempfile::tempdir().unwrap();
+    let store = RunStore::create(root.path(), &ns(&["n"]), Some("r")).unwrap();
+    let first = store.begin_task_fenced("t", "a-1").unwrap();
+    first
+        .write_attempt_result(1, &json!({"copy": "a"}))
+        .unwrap();
+    let published = match first
+        .publish_fenced(&json!({"task_id": "t"}), TaskState::Normal)
+        .unwrap()
+    {
+        FencedPublish::Published(path) => path,
+        other => panic!("{other:?}"),
+    };
+    // The same token again (a retried publish) wins its own claim but replaces nothing.
+    let again = store.begin_task_fenced("t", "a-1").unwrap();
+    assert!(matches!(
+        again.publish_fenced(&json!({"task_id": "t"}), TaskState::Fatal),
+        Err(StoreError::AlreadyPublished { .. })
+    ));
+    // A released claim (a coordinator's mistake) still cannot overwrite the published copy.
+    claim::release_claim(&store.details_dir(), &task_dir_name("t")).unwrap();
+    let late = store.begin_task_fenced("t", "b-1").unwrap();
+    late.write_attempt_result(1, &json!({"copy": "b"})).unwrap();
+    assert!(matches!(
+        late.publish_fenced(&json!({"task_id": "t"}), TaskState::Normal),
+        Err(StoreError::AlreadyPublished { .. })
+    ));
+    assert_eq!(
+        read_json(&published.join("attempt-1/result.json"))["copy"],
+        "a"
+    );
+    // Tokens must be directory-safe.
+    assert!(matches!(
+        store.begin_task_fenced("t", "../x"),
+        Err(StoreError::InvalidToken { .. })
+    ));
+}
