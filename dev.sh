@@ -2,6 +2,8 @@
 # Developer entry point: `./dev.sh demo` and `./dev.sh test` (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
+# The tests' Slurm cluster: ensure_slurm_packages, start_slurm, stop_slurm.
+source "ci/slurm.sh"
 
 profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 
@@ -307,6 +309,10 @@ test)
     ensure_harbor_oracle
     ensure_model_sdks
     start_docker
+    ensure_slurm_packages
+    # Both stop at exit (start_docker's trap stops only dockerd).
+    trap 'stop_slurm || true; stop_docker' EXIT
+    start_slurm
     ensure_agent_image
     cargo build --workspace
     bundle_plugins debug
