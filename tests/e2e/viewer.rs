@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Instant, SystemTime};
 
-use agentcompass_e2e::{host_bin, read_json, run_dir, task_dirs, Workspace};
+use agentcompass_e2e::{host_bin, read_json, report_data_block, run_dir, task_dirs, Workspace};
 use serde_json::{json, Value};
 
 /// A `view` process; killed when dropped.
@@ -549,10 +549,8 @@ fn view_pages_a_large_run_with_flat_memory() {
 
 /// The JSON data block of a report.
 fn report_data(html: &str) -> Value {
-    let open = r#"<script type="application/json" id="report-data">"#;
-    let start = html.find(open).expect("a data block") + open.len();
-    let end = start + html[start..].find("</script>").expect("its end");
-    serde_json::from_str(&html[start..end]).expect("the data block is JSON")
+    let (_, json) = report_data_block(html).expect("a data block");
+    serde_json::from_str(&html[json]).expect("the data block is JSON")
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{host_bin, run_dir, target_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{host_bin, report_data_block, run_dir, target_dir, PluginDirs, Workspace};
 use serde_json::json;
 
 /// A payload that changes the title if it ever runs as markup.
@@ -417,12 +417,10 @@ fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chro
 
 /// `dom` without the report's JSON data block (which holds every text of the run as JSON).
 fn rendered(dom: &str) -> String {
-    let open = "<script type=\"application/json\" id=\"report-data\">";
-    let Some(start) = dom.find(open) else {
-        return dom.to_string();
-    };
-    let end = start + dom[start..].find("</script>").expect("the data block ends");
-    format!("{}{}", &dom[..start], &dom[end..])
+    match report_data_block(dom) {
+        Some((tag, json)) => format!("{}{}", &dom[..tag], &dom[json.end..]),
+        None => dom.to_string(),
+    }
 }
 
 /// `report` on the terminus run opens from `file://`, renders from its embedded data and

@@ -388,3 +388,13 @@ pub fn two_loopback_servers() -> u16 {
     }
     panic!("no port free on both 127.0.0.2 and 127.0.0.3");
 }
+
+/// Where the JSON data block of an `agentcompass-host report` page lies in `html`: the
+/// element's start (its `<script` tag), and the JSON's start and end.
+pub fn report_data_block(html: &str) -> Option<(usize, std::ops::Range<usize>)> {
+    let open = r#"<script type="application/json" id="report-data">"#;
+    let tag = html.find(open)?;
+    let start = tag + open.len();
+    let end = start + html[start..].find("</script>")?;
+    Some((tag, start..end))
+}

@@ -86,19 +86,7 @@ impl TaskWriter {
     pub(super) fn begin(details: &Path, task_id: &str) -> Result<TaskWriter, StoreError> {
         let name = task_dir_name(task_id);
         let dir = details.join(RUNNING_DIR).join(&name);
-        match fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io("remove stale directory", &dir, e)),
-        }
-        create_dir_all(&dir)?;
-        Ok(TaskWriter {
-            task_id: task_id.to_string(),
-            name,
-            details: details.to_path_buf(),
-            dir,
-            fence: None,
-        })
+        TaskWriter::start(details, task_id, name, dir, None)
     }
 
     pub(super) fn begin_fenced(
@@ -113,6 +101,17 @@ impl TaskWriter {
         }
         let name = task_dir_name(task_id);
         let dir = claim::staging_dir(details, RUNNING_DIR, &name, token);
+        TaskWriter::start(details, task_id, name, dir, Some(token.to_string()))
+    }
+
+    /// A writer of `dir`, made empty (a stale copy from a crashed run is removed).
+    fn start(
+        details: &Path,
+        task_id: &str,
+        name: String,
+        dir: PathBuf,
+        fence: Option<String>,
+    ) -> Result<TaskWriter, StoreError> {
         match fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -124,7 +123,7 @@ impl TaskWriter {
             name,
             details: details.to_path_buf(),
             dir,
-            fence: Some(token.to_string()),
+            fence,
         })
     }
 
