@@ -290,7 +290,7 @@ impl IndexCache {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use std::fs;
 
