@@ -98,6 +98,61 @@ pub fn release_claim(details: &Path, name: &str) -> Result<(), StoreError> {
     }
 }
 
+/// How [`settle_claim`] found a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// Nobody claimed it.
+    Unclaimed,
+    /// A copy published it.
+    Published,
+    /// Its holder had claimed it without publishing; the holder's staging directory was moved
+    /// out of reach (so a holder still running can never publish it) and the claim removed.
+    Released {
+        /// The token that held it.
+        holder: String,
+    },
+}
+
+/// Settles the claim on `name` whose holder is known to be gone (its job ended): if the task
+/// is not published, the holder's staging directory is first renamed away — after that a
+/// holder that is in fact still running fails its rename and cannot publish — then removed,
+/// and the claim released so another copy can claim the task. Only the coordinator calls this.
+pub fn settle_claim(details: &Path, running: &str, name: &str) -> Result<Settled, StoreError> {
+    let published = || {
+        super::task::TaskState::ALL
+            .iter()
+            .any(|state| fs::symlink_metadata(details.join(state.as_str()).join(name)).is_ok())
+    };
+    let Some(holder) = claim_holder(details, name)? else {
+        return Ok(if published() {
+            Settled::Published
+        } else {
+            Settled::Unclaimed
+        });
+    };
+    if published() {
+        return Ok(Settled::Published);
+    }
+    let staging = staging_dir(details, running, name, &holder);
+    let aside = details.join(format!(".fenced.{name}.{}", unique_suffix()));
+    match fs::rename(&staging, &aside) {
+        Ok(()) => {
+            if let Err(e) = fs::remove_dir_all(&aside) {
+                return Err(StoreError::io("remove fenced copy", &aside, e));
+            }
+        }
+        // The holder published in the meantime, or never staged anything.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if published() {
+                return Ok(Settled::Published);
+            }
+        }
+        Err(e) => return Err(StoreError::io("fence", &staging, e)),
+    }
+    release_claim(details, name)?;
+    Ok(Settled::Released { holder })
+}
+
 /// The staging directory of the copy `token` of the task directory `name`.
 pub fn staging_dir(details: &Path, running: &str, name: &str, token: &str) -> PathBuf {
     details.join(running).join(format!("{name}.{token}"))

@@ -279,11 +279,29 @@ pub fn running_tasks(run_dir: &Path) -> Vec<(String, PathBuf)> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
+            // A fenced copy's staging directory is `<task_dir_name>.<token>` (the task
+            // directory name itself ends in a hex digest, without dots).
+            let name = match name.rsplit_once('.') {
+                Some((task, token))
+                    if ends_in_digest(task) && super::claim::valid_token(token) =>
+                {
+                    task.to_string()
+                }
+                _ => name,
+            };
             (!name.starts_with('.')).then(|| (name, e.path()))
         })
         .collect();
     tasks.sort();
     tasks
+}
+
+/// Whether `name` ends like a task directory name: `--` and a 64-digit hex digest.
+fn ends_in_digest(name: &str) -> bool {
+    name.len() > 66
+        && name.is_char_boundary(name.len() - 66)
+        && name[name.len() - 66..].starts_with("--")
+        && name[name.len() - 64..].bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Called for every copied file; tests use it to inject a failure part-way.

@@ -910,3 +910,58 @@ fn a_fenced_copy_never_replaces_a_published_task() {
         Err(StoreError::InvalidToken { .. })
     ));
 }
+
+#[test]
+fn a_settled_claim_fences_out_a_holder_that_is_still_running() {
+    let root = tempfile::tempdir().unwrap();
+    let store = RunStore::create(root.path(), &ns(&["n"]), Some("r")).unwrap();
+    let details = store.details_dir();
+    let name = task_dir_name("t");
+    assert_eq!(
+        claim::settle_claim(&details, "running", &name).unwrap(),
+        claim::Settled::Unclaimed
+    );
+    // The holder (job 7, first run) claimed, then its node was lost before the rename; the
+    // coordinator settles the claim while the holder is in fact still alive.
+    let zombie = store.begin_task_fenced("t", "7-0").unwrap();
+    zombie
+        .write_attempt_result(1, &json!({"copy": "zombie"}))
+        .unwrap();
+    assert_eq!(
+        claim::claim(&details, &name, "7-0").unwrap(),
+        claim::Claim::Won
+    );
+    // Interrupted copies with a checkpoint are found under their task directory name.
+    assert_eq!(running_tasks(store.run_dir())[0].0, name);
+    assert_eq!(
+        claim::settle_claim(&details, "running", &name).unwrap(),
+        claim::Settled::Released {
+            holder: "7-0".into()
+        }
+    );
+    assert_eq!(claim::claim_holder(&details, &name).unwrap(), None);
+    // The requeued copy claims and publishes; the zombie's late publish fails.
+    let requeued = store.begin_task_fenced("t", "7-1").unwrap();
+    requeued
+        .write_attempt_result(1, &json!({"copy": "requeued"}))
+        .unwrap();
+    assert!(matches!(
+        requeued
+            .publish_fenced(&json!({"task_id": "t"}), TaskState::Normal)
+            .unwrap(),
+        FencedPublish::Published(_)
+    ));
+    assert!(zombie
+        .publish_fenced(&json!({"task_id": "t"}), TaskState::Error)
+        .is_err());
+    let published = details.join("normal").join(&name);
+    assert_eq!(
+        read_json(&published.join("attempt-1/result.json"))["copy"],
+        "requeued"
+    );
+    assert!(!details.join("error").join(&name).exists());
+    assert_eq!(
+        claim::settle_claim(&details, "running", &name).unwrap(),
+        claim::Settled::Published
+    );
+}
