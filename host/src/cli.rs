@@ -58,6 +58,12 @@ pub enum Command {
         #[command(subcommand)]
         command: EnvCommand,
     },
+    /// List or cancel the Slurm jobs of runs (`runtime.executor = "slurm"`)
+    Cluster {
+        /// Cluster command
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
     /// Install the agents harnesses run inside environments into the install cache
     Agents {
         /// Agents command
@@ -318,6 +324,18 @@ pub struct RuntimeFlags {
     /// Environment opens per second of a provider (repeatable)
     #[arg(long = "env-open-qps", value_name = "PROVIDER=QPS", value_parser = provider_rate)]
     pub env_open_qps: Vec<(String, f64)>,
+    /// Where tasks execute: in this process, or as Slurm jobs (`[runtime.slurm]`)
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorArg>,
+}
+
+/// Executors.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExecutorArg {
+    /// In this process
+    Local,
+    /// As Slurm jobs on the cluster's nodes
+    Slurm,
 }
 
 /// `agentcompass-host run BENCHMARK HARNESS MODEL [flags]`.
@@ -459,6 +477,30 @@ pub struct AgentsInstallCmd {
     /// Harness parameters (JSON object; `{"version": ...}`), for every HARNESS
     #[arg(long, value_name = "JSON", value_parser = json_object)]
     pub harness_params: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// `cluster` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Print the still-active Slurm jobs of every run under a results directory (JSON)
+    Jobs {
+        /// Results directory (default: the configured results_dir)
+        results_dir: Option<PathBuf>,
+    },
+    /// Cancel the still-active Slurm jobs of runs (a coordinator that died leaves them running)
+    Cancel {
+        /// Run directories
+        #[arg(required = true)]
+        run_dirs: Vec<PathBuf>,
+    },
+    /// Run one unit of work of a run (what each Slurm job runs on its node)
+    #[command(hide = true)]
+    Work {
+        /// The run directory (on the shared file system)
+        run_dir: PathBuf,
+        /// The unit file (`RUN_DIR/.cluster/units/<seq>.json`)
+        unit: PathBuf,
+    },
 }
 
 /// `env` subcommands.

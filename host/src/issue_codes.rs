@@ -114,6 +114,9 @@ issue_codes! {
     ENVIRONMENT_CLOSE_TIMEOUT = "environment_close_timeout", "closing an environment exceeded the cleanup grace";
     /// The run was cancelled during the attempt.
     CANCELLED = "cancelled", "the run was cancelled during the attempt";
+    /// Every cluster job that took the task ended without publishing it (`max_resubmits`
+    /// exceeded).
+    JOB_LOST = "job_lost", "every Slurm job that took the task ended without publishing it (node failures, jobs killed; `runtime.slurm.max_resubmits` resubmissions)";
     /// The host itself panicked during the attempt (a bug in the host; the task still publishes).
     HOST_PANIC = "host_panic", "the host itself failed during the attempt (a bug: please report it); the task is still published";
 }

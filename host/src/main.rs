@@ -8,7 +8,8 @@ mod commands;
 use std::process::ExitCode;
 
 use cli::{
-    AgentsCommand, Cli, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg, PluginCommand,
+    AgentsCommand, Cli, ClusterCommand, Command, ConfigCommand, EnvCommand, GlobalArgs, KindArg,
+    PluginCommand,
 };
 
 use agentcompass_host::setup::Setup;
@@ -110,6 +111,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 ),
             }
         }
+        Command::Cluster { command } => match command {
+            ClusterCommand::Work { run_dir, unit } => commands::cluster::work(run_dir, unit),
+            ClusterCommand::Jobs { results_dir } => {
+                let (_, runtime, _) = commands::invocation::load_registry(global)?;
+                let root = std::path::PathBuf::from(&runtime.results_dir);
+                commands::cluster::jobs(results_dir.as_deref().unwrap_or(&root))
+            }
+            ClusterCommand::Cancel { run_dirs } => commands::cluster::cancel(&run_dirs),
+        },
         Command::Agents {
             command: AgentsCommand::Install(cmd),
         } => commands::agents::install(global, &cmd),

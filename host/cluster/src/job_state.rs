@@ -35,6 +35,30 @@ pub enum JobState {
     Other(String),
 }
 
+impl std::fmt::Display for JobState {
+    /// The long name `squeue` prints (`RUNNING`, `NODE_FAIL`, ...).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Requeued => "REQUEUED",
+            JobState::Suspended => "SUSPENDED",
+            JobState::Completing => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Failed => "FAILED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::NodeFail => "NODE_FAIL",
+            JobState::Preempted => "PREEMPTED",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::BootFail => "BOOT_FAIL",
+            JobState::Deadline => "DEADLINE",
+            JobState::Other(text) => text,
+        };
+        f.write_str(name)
+    }
+}
+
 impl JobState {
     /// The state printed as `text` (`PENDING`, `RUNNING`, ... as `%T` prints them; the short
     /// codes of `%t` are accepted too).

@@ -225,8 +225,13 @@ fn succeeded(program: &str, out: Output) -> Result<Output, ClusterError> {
     if out.status.success() {
         return Ok(out);
     }
+    // One line: the tools print one message per line.
     let stderr: String = String::from_utf8_lossy(&out.stderr)
-        .trim()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
         .chars()
         .take(500)
         .collect();

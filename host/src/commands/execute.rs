@@ -11,10 +11,9 @@ use agentcompass_host::setup::Setup;
 /// The most threads the runtime's blocking pool may start.
 const BLOCKING_THREADS: usize = 16;
 
-pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
-    let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let executor = tokio::runtime::Builder::new_multi_thread()
+/// The tokio runtime a run (or one cluster job) executes on.
+pub(super) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // File work handed off by providers (temp dirs, copies) is short; a small pool keeps
         // the thread count, and with it the malloc arenas and RSS, flat however many tasks
@@ -22,7 +21,13 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
         .max_blocking_threads(BLOCKING_THREADS)
         .thread_name("agentcompass")
         .build()
-        .context("cannot start the async runtime")?;
+        .context("cannot start the async runtime")
+}
+
+pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
+    let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let executor = async_runtime()?;
     // Every request's tasks load before any results directory is created: a dataset or task
     // directory the benchmark rejects is bad input (exit 2, nothing written).
     let loaded = executor.block_on(async {

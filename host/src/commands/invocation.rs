@@ -51,6 +51,7 @@ pub fn runtime_overlay(
             .then(|| absolute_strings(&global.recipe_dirs))
             .transpose()?,
         plugin_lock: global.plugin_lock.as_ref().map(|p| p.display().to_string()),
+        bundled_plugins: global.no_bundled_plugins.then_some(false),
         install_cache_dir: global
             .install_cache_dir
             .as_ref()
@@ -73,6 +74,10 @@ pub fn runtime_overlay(
         if !flags.provider_limits.is_empty() {
             overlay.provider_limits = Some(flags.provider_limits.iter().cloned().collect());
         }
+        overlay.executor = flags.executor.map(|e| match e {
+            crate::cli::ExecutorArg::Local => agentcompass_host::request::Executor::Local,
+            crate::cli::ExecutorArg::Slurm => agentcompass_host::request::Executor::Slurm,
+        });
         if !flags.env_open_qps.is_empty() {
             overlay.env_open_qps = Some(flags.env_open_qps.iter().cloned().collect());
         }
@@ -86,7 +91,7 @@ pub fn plugin_settings(global: &GlobalArgs, runtime: &ResolvedRuntimeOptions) ->
         plugin_dirs: runtime.plugin_dirs.iter().map(PathBuf::from).collect(),
         recipe_dirs: runtime.recipe_dirs.iter().map(PathBuf::from).collect(),
         lock_file: runtime.plugin_lock.as_ref().map(PathBuf::from),
-        load_bundled: !global.no_bundled_plugins,
+        load_bundled: !global.no_bundled_plugins && runtime.bundled_plugins,
     }
 }
 

@@ -28,6 +28,8 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "plugin_lock",
     "egress",
     "install_cache_dir",
+    "executor",
+    "slurm",
     "reuse",
     "checkpoint_resume",
 ];

@@ -53,6 +53,33 @@ pub enum TaskPhase {
 }
 
 impl TaskPhase {
+    /// Every phase.
+    pub const ALL: [TaskPhase; 18] = [
+        TaskPhase::Plan,
+        TaskPhase::InstallTools,
+        TaskPhase::OpenEnvironment,
+        TaskPhase::PrepareTask,
+        TaskPhase::RunTask,
+        TaskPhase::StartHarness,
+        TaskPhase::RunHarness,
+        TaskPhase::CollectHarnessResult,
+        TaskPhase::CollectArtifacts,
+        TaskPhase::DownloadArtifacts,
+        TaskPhase::SaveEvaluationCheckpoint,
+        TaskPhase::EvaluateEnvironment,
+        TaskPhase::RestoreArtifacts,
+        TaskPhase::Evaluate,
+        TaskPhase::RecoverEvaluation,
+        TaskPhase::RetryWait,
+        TaskPhase::RunStep,
+        TaskPhase::RestoreSteps,
+    ];
+
+    /// The phase recorded as `name`.
+    pub fn parse(name: &str) -> Option<TaskPhase> {
+        TaskPhase::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+
     /// The recorded name (`run_harness`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -99,6 +126,17 @@ impl TaskOutcome {
         }
     }
 
+    /// The outcome recorded as `name`.
+    pub fn parse(name: &str) -> Option<TaskOutcome> {
+        [
+            TaskOutcome::Completed,
+            TaskOutcome::Failed,
+            TaskOutcome::Skipped,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == name)
+    }
+
     /// `failed` when the highest severity is FATAL, else `completed`.
     pub fn from_severity(worst: Option<IssueSeverity>) -> Self {
         if worst == Some(IssueSeverity::Fatal) {
@@ -106,6 +144,16 @@ impl TaskOutcome {
         } else {
             TaskOutcome::Completed
         }
+    }
+}
+
+/// The highest severity recorded as `name` ([`severity_name`]'s inverse).
+pub fn parse_severity(name: &str) -> Option<IssueSeverity> {
+    match name {
+        "fatal" => Some(IssueSeverity::Fatal),
+        "error" => Some(IssueSeverity::Error),
+        "warning" => Some(IssueSeverity::Warning),
+        _ => None,
     }
 }
 

@@ -38,7 +38,7 @@ use serde_json::Value;
 use agentcompass_results::fsutil::write_atomic;
 use snapshot::SnapshotState;
 
-pub use event::{severity_name, ProgressEvent, TaskOutcome, TaskPhase};
+pub use event::{parse_severity, severity_name, ProgressEvent, TaskOutcome, TaskPhase};
 pub use terminal::{
     plain_line, terminal_for, BarSink, PlainSink, ProgressSnapshotView, TerminalSink,
 };

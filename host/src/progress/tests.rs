@@ -664,3 +664,25 @@ fn create_fails_on_an_unwritable_path() {
     fs::create_dir_all(&p.jsonl).unwrap();
     assert!(ProgressRecorder::create(&p.jsonl, &p.snapshot, meta(), None).is_err());
 }
+
+#[test]
+fn recorded_names_parse_back() {
+    for phase in TaskPhase::ALL {
+        assert_eq!(TaskPhase::parse(phase.as_str()), Some(phase));
+    }
+    for outcome in [
+        TaskOutcome::Completed,
+        TaskOutcome::Failed,
+        TaskOutcome::Skipped,
+    ] {
+        assert_eq!(TaskOutcome::parse(outcome.as_str()), Some(outcome));
+    }
+    for worst in [
+        None,
+        Some(IssueSeverity::Warning),
+        Some(IssueSeverity::Error),
+        Some(IssueSeverity::Fatal),
+    ] {
+        assert_eq!(parse_severity(severity_name(worst)), worst);
+    }
+}

@@ -1,6 +1,7 @@
 //! From configuration, flags and orchestration files to complete `RunRequest`s and the
 //! process-wide runtime options.
 
+pub mod executor_options;
 pub mod field_types;
 pub mod layers;
 pub mod orchestration;
@@ -13,7 +14,9 @@ pub use orchestration::{
     load_orchestration_file, resolve_orchestration, LaunchArgs, OrchestratedRun, Orchestration,
 };
 pub use references::{resolve_request_references, ResolvedRequest};
-pub use runtime_options::{EgressOptions, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions};
+pub use runtime_options::{
+    EgressOptions, Executor, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions, SlurmOptions,
+};
 pub use single::{resolve_install_target, resolve_run, RunArgs};
 
 use agentcompass_plugin_api::contracts::RunRequest;

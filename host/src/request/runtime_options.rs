@@ -11,6 +11,8 @@ use agentcompass_egress::HostMap;
 
 use crate::config::ConfigError;
 
+pub use super::executor_options::{Executor, SlurmOptions, SlurmOverlay};
+
 /// `runtime.egress`: options of the egress proxies providers run for `allowlist` and
 /// `denylist` policies.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +84,12 @@ pub struct RuntimeOptions {
     pub egress: Option<EgressOptions>,
     /// The install cache of the tools harnesses run inside environments.
     pub install_cache_dir: Option<String>,
+    /// Load the plugins bundled next to the binary (`--no-bundled-plugins` clears it).
+    pub bundled_plugins: Option<bool>,
+    /// Where tasks execute (`local` or `slurm`).
+    pub executor: Option<Executor>,
+    /// The Slurm executor's options.
+    pub slurm: Option<SlurmOverlay>,
 }
 
 /// The resolved process-wide runtime options.
@@ -126,6 +134,15 @@ pub struct ResolvedRuntimeOptions {
     /// `InstallCache::default_root`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_cache_dir: Option<String>,
+    /// Load the plugins bundled next to the binary (not printed when true).
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub bundled_plugins: bool,
+    /// Where tasks execute (not printed when `local`).
+    #[serde(default, skip_serializing_if = "Executor::is_local")]
+    pub executor: Executor,
+    /// The Slurm executor's options (not printed when default).
+    #[serde(default, skip_serializing_if = "SlurmOptions::is_default")]
+    pub slurm: SlurmOptions,
 }
 
 impl Default for ResolvedRuntimeOptions {
@@ -151,8 +168,19 @@ impl Default for ResolvedRuntimeOptions {
             plugin_lock: None,
             egress: EgressOptions::default(),
             install_cache_dir: None,
+            bundled_plugins: true,
+            executor: Executor::Local,
+            slurm: SlurmOptions::default(),
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(value: &bool) -> bool {
+    *value
 }
 
 const LOG_LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];
@@ -328,6 +356,15 @@ impl ResolvedRuntimeOptions {
                 ));
             }
             self.install_cache_dir = Some(dir.clone());
+        }
+        if let Some(bundled) = over.bundled_plugins {
+            self.bundled_plugins = bundled;
+        }
+        if let Some(executor) = over.executor {
+            self.executor = executor;
+        }
+        if let Some(slurm) = &over.slurm {
+            self.slurm.apply(&flag("slurm"), slurm)?;
         }
         if let Some(egress) = &over.egress {
             for (name, address) in &egress.hosts {

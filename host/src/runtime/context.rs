@@ -59,6 +59,9 @@ pub struct RequestContext {
     pub egress_hosts: std::collections::BTreeMap<String, String>,
     /// Where the tools harnesses run inside environments are installed.
     pub install_cache: crate::install::InstallCache,
+    /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
+    /// and record where they ran); `None` for a local run.
+    pub copy: Option<super::cluster::ClusterCopy>,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

@@ -44,6 +44,7 @@ impl OpenPacer {
 
 /// Every limit of one orchestration.
 pub struct Limits {
+    task_concurrency: u32,
     attempts: Arc<Semaphore>,
     providers: HashMap<String, Arc<Semaphore>>,
     pacers: HashMap<String, OpenPacer>,
@@ -53,6 +54,7 @@ impl Limits {
     /// Limits from the global concurrency and the runtime options (0 or absent = unlimited).
     pub fn new(task_concurrency: u32, runtime: &ResolvedRuntimeOptions) -> Self {
         Limits {
+            task_concurrency: task_concurrency.max(1),
             attempts: Arc::new(Semaphore::new(task_concurrency.max(1) as usize)),
             providers: runtime
                 .provider_limits
@@ -67,6 +69,11 @@ impl Limits {
                 .map(|(p, q)| (p.clone(), OpenPacer::new(*q)))
                 .collect(),
         }
+    }
+
+    /// Attempts that may run at once.
+    pub fn task_concurrency(&self) -> u32 {
+        self.task_concurrency
     }
 
     /// One global attempt slot.

@@ -5,6 +5,7 @@
 pub(crate) mod artifacts;
 mod attempt;
 mod blocking;
+pub mod cluster;
 mod context;
 mod error;
 #[cfg(test)]
@@ -120,7 +121,7 @@ pub type NoticeSink = fn(Notice);
 
 /// Cancels on the first SIGINT/SIGTERM (and says so); on the second, tells `notify`, which
 /// exits the process.
-fn watch_signals(
+pub(crate) fn watch_signals(
     cancel: CancelToken,
     stop_reason: Arc<Mutex<Option<RunStatus>>>,
     notify: NoticeSink,
@@ -238,6 +239,16 @@ pub fn preflight_all(
     registry: &Registry,
     orchestration: &Orchestration,
 ) -> Result<Vec<PreparedRequest>, RunError> {
+    if orchestration.runtime.executor == crate::request::Executor::Slurm {
+        // Before anything is written: the cluster answers.
+        agentcompass_cluster::SlurmCli::new()
+            .jobs("ac-")
+            .map_err(|e| {
+                RunError::Refused(format!(
+                    "runtime.executor: expected a reachable Slurm cluster for `slurm`, found: {e}"
+                ))
+            })?;
+    }
     orchestration
         .requests
         .iter()

@@ -14,7 +14,7 @@ use crate::metrics::AttemptOutcome;
 use crate::progress::{ProgressEvent, TaskOutcome, TaskPhase};
 use agentcompass_results::artifacts as manifest;
 use agentcompass_results::records::{attempt_payload, task_payload, RETRY_SCHEMA};
-use agentcompass_results::store::{TaskState, TaskWriter};
+use agentcompass_results::store::{FencedPublish, TaskState, TaskWriter};
 
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,9 @@ pub enum TaskEnd {
     Cancelled,
     /// The results directory could not be written.
     StoreFailed,
+    /// Another copy of the task (a cluster job run twice) published it first; this copy's
+    /// work was discarded.
+    Duplicate,
 }
 
 /// A semantic attempt, after its runtime retries.
@@ -248,7 +251,11 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
         index,
         total,
     });
-    let writer = match rc.store.begin_task(&task.task_id) {
+    let writer = match &rc.copy {
+        Some(copy) => rc.store.begin_task_fenced(&task.task_id, &copy.token),
+        None => rc.store.begin_task(&task.task_id),
+    };
+    let writer = match writer {
         Ok(writer) => writer,
         Err(e) => {
             tracing::error!("cannot write results of task {}: {e}", task.task_id);
@@ -338,13 +345,31 @@ fn publish(
         _ => TaskState::Normal,
     };
     let plan = rc.resolved.execution.attempts;
-    let payload = task_payload(
+    let mut payload = task_payload(
         task,
         &attempts.numbers,
         &plan,
         &rc.reuse_key,
         &attempts.retry_counts,
     );
+    if let Some(copy) = &rc.copy {
+        // A cluster copy: the coordinator records the plans (from this copy's events) and
+        // the metrics of the copy that won.
+        if let Some(fields) = payload.as_object_mut() {
+            fields.insert("executor".into(), copy.record());
+        }
+        return match writer.publish_fenced(&payload, state) {
+            Ok(FencedPublish::Published(_)) => Ok(()),
+            Ok(FencedPublish::Duplicate { holder }) => {
+                tracing::info!(task_id = %task.task_id, holder, "published by another copy; this copy's work discarded");
+                Err(TaskEnd::Duplicate)
+            }
+            Err(e) => {
+                tracing::error!("cannot publish task {}: {e}", task.task_id);
+                Err(TaskEnd::StoreFailed)
+            }
+        };
+    }
     if let Err(e) = writer.publish(&payload, state) {
         tracing::error!("cannot publish task {}: {e}", task.task_id);
         return Err(TaskEnd::StoreFailed);

@@ -282,9 +282,7 @@ pub fn running_tasks(run_dir: &Path) -> Vec<(String, PathBuf)> {
             // A fenced copy's staging directory is `<task_dir_name>.<token>` (the task
             // directory name itself ends in a hex digest, without dots).
             let name = match name.rsplit_once('.') {
-                Some((task, token))
-                    if ends_in_digest(task) && super::claim::valid_token(token) =>
-                {
+                Some((task, token)) if ends_in_digest(task) && super::claim::valid_token(token) => {
                     task.to_string()
                 }
                 _ => name,
@@ -301,7 +299,9 @@ fn ends_in_digest(name: &str) -> bool {
     name.len() > 66
         && name.is_char_boundary(name.len() - 66)
         && name[name.len() - 66..].starts_with("--")
-        && name[name.len() - 64..].bytes().all(|b| b.is_ascii_hexdigit())
+        && name[name.len() - 64..]
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit())
 }
 
 /// Called for every copied file; tests use it to inject a failure part-way.

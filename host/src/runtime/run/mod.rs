@@ -14,6 +14,8 @@ use agentcompass_results::status::RunStatus;
 use serde_json::json;
 
 pub use preflight::{preflight, PreparedRequest};
+pub(in crate::runtime) use schedule::Scheduled;
+pub(in crate::runtime) use start::request_context;
 
 use super::context::RequestContext;
 use super::error::RunError;
@@ -101,14 +103,20 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         environment: &prepared.run.request.environment.id,
         model: &prepared.run.request.model.id,
     });
-    let (mut rc, preloaded) =
-        match start::request_context(shared, prepared, started.store, started.progress) {
-            Ok(context) => context,
-            Err(e) => {
-                outcome.error = Some(e.to_string());
-                return outcome;
-            }
-        };
+    let run_log_path = started.store.run_log_path();
+    let (mut rc, preloaded) = match start::request_context(
+        shared,
+        prepared,
+        started.store,
+        started.progress,
+        &run_log_path,
+    ) {
+        Ok(context) => context,
+        Err(e) => {
+            outcome.error = Some(e.to_string());
+            return outcome;
+        }
+    };
     tracing::info!(run_dir = %rc.store.run_dir().display(), "run started");
     // Tasks (normally opened before anything was written; see `PreparedRequest::load_tasks`).
     let tasks = match preloaded {
@@ -134,7 +142,12 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     };
     outcome.reused = reused.len();
     let rc = Arc::new(rc);
-    let scheduled = schedule::run_all(shared, &rc, tasks, &reused).await;
+    let scheduled = match shared.runtime.executor {
+        crate::request::Executor::Local => schedule::run_all(shared, &rc, tasks, &reused).await,
+        crate::request::Executor::Slurm => {
+            crate::runtime::cluster::run_all(shared, &rc, tasks, &reused).await
+        }
+    };
     outcome.published = reused.len() + scheduled.published;
     let (status, error) = match shared.stop_reason() {
         Some(reason) => (reason, None),
@@ -173,6 +186,23 @@ async fn import_reused(
         "path": source,
     }));
     record_import(rc, info, ReuseImport::Pending);
+    // Jobs a killed coordinator left running would go on publishing into the source after
+    // the import: cancel them first.
+    let slurm = agentcompass_cluster::SlurmCli::new();
+    let wait = rc.cleanup_grace + std::time::Duration::from_secs(30);
+    match crate::runtime::cluster::leftovers::cancel_jobs(&slurm, &source, wait).await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            "cancelled {n} Slurm jobs the run {} left behind",
+            source.display()
+        ),
+        Err(e) => {
+            return Err(RunError::Refused(format!(
+                "cannot cancel the Slurm jobs the run {} left behind: {e}",
+                source.display()
+            )))
+        }
+    }
     let imported = reuse::import(rc, tasks, source)?;
     *tasks = TaskSource::open(&rc.planner, &rc.ctx, &rc.resolved).await?;
     rc.resumable = imported.resumable;

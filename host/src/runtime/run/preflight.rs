@@ -17,7 +17,7 @@ use crate::runtime::task_source::TaskSource;
 
 /// A request checked and ready to run (nothing written yet).
 pub struct PreparedRequest {
-    pub(super) run: OrchestratedRun,
+    pub(in crate::runtime) run: OrchestratedRun,
     pub(super) resolved: RunRequest,
     pub(super) planner: Planner,
     pub(super) patterns: Vec<regex::Regex>,

@@ -12,20 +12,20 @@ use crate::runtime::task_source::TaskSource;
 
 /// What scheduling every task produced.
 #[derive(Debug, Default)]
-pub(super) struct Scheduled {
+pub(in crate::runtime) struct Scheduled {
     /// Tasks published by this run (reused ones not included).
-    pub(super) published: usize,
+    pub(in crate::runtime) published: usize,
     /// Some result could not be written.
-    pub(super) store_failed: bool,
-    /// The task stream failed midway.
-    pub(super) load_error: Option<String>,
+    pub(in crate::runtime) store_failed: bool,
+    /// The task stream failed midway (or, on a cluster, jobs could not be submitted).
+    pub(in crate::runtime) load_error: Option<String>,
 }
 
 impl Scheduled {
     fn tally(&mut self, done: Result<TaskEnd, tokio::task::JoinError>) {
         match done {
             Ok(TaskEnd::Published) => self.published += 1,
-            Ok(TaskEnd::Cancelled) => {}
+            Ok(TaskEnd::Cancelled | TaskEnd::Duplicate) => {}
             Ok(TaskEnd::StoreFailed) => self.store_failed = true,
             Err(e) => {
                 tracing::error!("a task crashed: {e}");

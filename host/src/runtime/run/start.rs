@@ -97,11 +97,12 @@ fn progress_meta(store: &RunStore, run: &OrchestratedRun, orchestration_id: &str
 
 /// The context every task of the run shares: components, store, progress, limits, the model
 /// gateway, streaming metrics and the run's `run.log`.
-pub(super) fn request_context(
+pub(in crate::runtime) fn request_context(
     shared: &Shared,
     prepared: PreparedRequest,
     store: RunStore,
     progress: ProgressRecorder,
+    run_log_path: &std::path::Path,
 ) -> Result<(RequestContext, Option<TaskSource>), RunError> {
     let PreparedRequest {
         run,
@@ -122,7 +123,7 @@ pub(super) fn request_context(
     let ctx = HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None)
         .into_ctx();
     let run_log = crate::logging::open_run_log(
-        &store.run_log_path(),
+        run_log_path,
         crate::logging::level_from_name(&shared.runtime.file_log_level),
     )
     .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
@@ -152,6 +153,7 @@ pub(super) fn request_context(
         resumable: HashMap::new(),
         issues: Default::default(),
         egress_hosts: runtime.egress.hosts.clone(),
+        copy: None,
         install_cache: crate::install::InstallCache::new(
             runtime
                 .install_cache_dir

@@ -1,0 +1,727 @@
+//! The coordinator of a Slurm run: fills jobs from the task stream (`attempts_per_job` tasks
+//! each, at most `max_jobs_in_flight` jobs, one orchestration attempt slot per job), follows
+//! their events into the run's progress, counts what they publish into the metrics, and
+//! settles the tasks of every job that ends: published → counted once; not published → its
+//! claim fenced and released and the task resubmitted (a job lost with its node, killed, out
+//! of time), `max_resubmits` times, then published FATAL `job_lost`. Memory is bounded by the
+//! tasks in flight, whatever the run's size.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use agentcompass_cluster::{JobSpec, JobState, SlurmCli};
+use agentcompass_plugin_api::contracts::{ExecutionIssue, IssuePhase, RunResult, TaskSpec};
+use agentcompass_results::naming::task_dir_name;
+use agentcompass_results::records::{attempt_payload, task_payload};
+use agentcompass_results::store::{claim, TaskState};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::events::{JobEvent, Tail};
+use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
+use super::layout::ClusterDir;
+use super::unit::{Unit, UnitTask, UNIT_SCHEMA};
+use crate::issue_codes as codes;
+use crate::metrics::outcomes_from_results;
+use crate::progress::{parse_severity, ProgressEvent, TaskOutcome, TaskPhase, TaskRef};
+use crate::runtime::context::RequestContext;
+use crate::runtime::run::{Scheduled, Shared};
+use crate::runtime::task_source::TaskSource;
+
+/// How often the jobs' states and events are read.
+const POLL: Duration = Duration::from_millis(500);
+
+/// How long a cancelled run waits for its jobs to leave the queue, beyond the cleanup grace.
+const CANCEL_WAIT: Duration = Duration::from_secs(30);
+
+/// A task of the run, from its submission until it is counted.
+struct Pending {
+    unit: UnitTask,
+    /// `details/<state>/<name>`.
+    name: String,
+    /// Jobs that ended without publishing it.
+    lost: u32,
+    /// `task_started` was forwarded.
+    started: bool,
+    /// The resolved plans its copies reported, by attempt.
+    plans: Map<String, Value>,
+}
+
+/// A submitted job.
+struct Job {
+    id: u64,
+    tasks: Vec<Pending>,
+    /// One events file per run of the job (restart 0, 1, ...).
+    tails: Vec<Tail>,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The state `squeue` last showed.
+    state: Option<JobState>,
+}
+
+impl Job {
+    fn task_mut(&mut self, task_id: &str) -> Option<&mut Pending> {
+        self.tasks
+            .iter_mut()
+            .find(|t| t.unit.task.task_id == task_id)
+    }
+}
+
+/// Runs every task of `tasks` not in `reused` as Slurm jobs.
+pub(in crate::runtime) async fn run_all(
+    shared: &Shared,
+    rc: &Arc<RequestContext>,
+    tasks: TaskSource,
+    reused: &HashSet<String>,
+) -> Scheduled {
+    let mut scheduled = Scheduled::default();
+    let mut coordinator = match Coordinator::new(shared, rc, tasks, reused) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            scheduled.load_error = Some(e);
+            return scheduled;
+        }
+    };
+    coordinator.run().await;
+    coordinator.scheduled
+}
+
+struct Coordinator<'a> {
+    shared: &'a Shared,
+    rc: &'a RequestContext,
+    tasks: TaskSource,
+    reused: &'a HashSet<String>,
+    stream_done: bool,
+    next_index: usize,
+    slurm: SlurmCli,
+    dir: ClusterDir,
+    program: PathBuf,
+    run_dir: PathBuf,
+    prefix: String,
+    env: Vec<(String, String)>,
+    options: crate::request::SlurmOptions,
+    max_jobs: usize,
+    next_seq: u64,
+    jobs: Vec<Job>,
+    /// Tasks whose job ended without publishing them, to submit again.
+    resubmit: VecDeque<Pending>,
+    scheduled: Scheduled,
+}
+
+impl<'a> Coordinator<'a> {
+    fn new(
+        shared: &'a Shared,
+        rc: &'a RequestContext,
+        tasks: TaskSource,
+        reused: &'a HashSet<String>,
+    ) -> Result<Self, String> {
+        let options = shared.runtime.slurm.clone();
+        let run_dir = std::path::absolute(rc.store.run_dir())
+            .map_err(|e| format!("{}: {e}", rc.store.run_dir().display()))?;
+        check_shared_dir(&options, &run_dir)?;
+        let dir = ClusterDir::of_run(&run_dir);
+        dir.create()
+            .map_err(|e| format!("cannot create {}: {e}", dir.root().display()))?;
+        let program = std::env::current_exe()
+            .map_err(|e| format!("cannot find this program to run on the nodes: {e}"))?;
+        let to_run = tasks.total().saturating_sub(reused.len()).max(1);
+        let per_job = options.attempts_per_job.max(1) as usize;
+        let provider = rc.request.environment.id.as_str();
+        let provider_limit = shared
+            .runtime
+            .provider_limits
+            .get(provider)
+            .copied()
+            .filter(|&l| l > 0);
+        let concurrency = shared.limits.task_concurrency().max(1) as usize;
+        let mut max_jobs = (options.max_jobs_in_flight as usize)
+            .min(to_run.div_ceil(per_job))
+            .min(concurrency)
+            .max(1);
+        if let Some(limit) = provider_limit {
+            max_jobs = max_jobs.min(limit as usize).max(1);
+        }
+        // Every job gets its share of the orchestration's limits, so the cluster as a whole
+        // never exceeds them.
+        let job_concurrency = (options.cpus_per_job as usize)
+            .min((concurrency / max_jobs).max(1))
+            .max(1) as u32;
+        let mut runtime = shared.runtime.clone();
+        runtime.results_dir = std::path::absolute(&runtime.results_dir)
+            .map(|p| p.display().to_string())
+            .unwrap_or(runtime.results_dir);
+        for limit in runtime.provider_limits.values_mut() {
+            if *limit > 0 {
+                *limit = (*limit / max_jobs as u32).max(1);
+            }
+        }
+        for qps in runtime.env_open_qps.values_mut() {
+            *qps /= max_jobs as f64;
+        }
+        let (masked, secrets) = split_secrets(&rc.request);
+        let handoff = Handoff {
+            schema_version: HANDOFF_SCHEMA.to_string(),
+            request: masked,
+            request_name: rc.progress.meta().request_name.clone(),
+            request_key: String::new(),
+            orchestration: shared.orchestration.clone(),
+            runtime,
+            job_concurrency,
+        };
+        handoff
+            .write(&dir.handoff())
+            .map_err(|e| format!("cannot write the cluster request: {e}"))?;
+        let mut env = Vec::new();
+        if !secrets.is_empty() {
+            env.push((
+                SECRETS_VAR.to_string(),
+                serde_json::to_string(&secrets).unwrap_or_default(),
+            ));
+        }
+        tracing::info!(
+            max_jobs,
+            job_concurrency,
+            attempts_per_job = per_job,
+            "submitting the run's tasks to Slurm"
+        );
+        Ok(Coordinator {
+            shared,
+            rc,
+            tasks,
+            reused,
+            stream_done: false,
+            next_index: 0,
+            slurm: SlurmCli::new(),
+            prefix: job_prefix(&run_dir),
+            dir,
+            program,
+            run_dir,
+            env,
+            options,
+            max_jobs,
+            next_seq: 1,
+            jobs: Vec::new(),
+            resubmit: VecDeque::new(),
+            scheduled: Scheduled::default(),
+        })
+    }
+
+    async fn run(&mut self) {
+        loop {
+            if self.shared.cancel.is_cancelled() {
+                self.cancel_all().await;
+                return;
+            }
+            if let Err(e) = self.fill().await {
+                tracing::error!("{e}");
+                self.scheduled.load_error = Some(e);
+                self.cancel_all().await;
+                return;
+            }
+            if self.jobs.is_empty() && self.resubmit.is_empty() && self.stream_done {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(POLL) => {}
+                _ = self.shared.cancel.cancelled() => continue,
+            }
+            self.poll();
+        }
+    }
+
+    /// Submits jobs until `max_jobs` are in flight or no task is left.
+    async fn fill(&mut self) -> Result<(), String> {
+        while self.jobs.len() < self.max_jobs {
+            let tasks = self.next_tasks()?;
+            if tasks.is_empty() {
+                return Ok(());
+            }
+            let slot = tokio::select! {
+                slot = self.shared.limits.attempt_slot() => slot,
+                _ = self.shared.cancel.cancelled() => {
+                    // Not submitted: nothing to count.
+                    return Ok(());
+                }
+            };
+            self.submit(tasks, slot)?;
+        }
+        Ok(())
+    }
+
+    /// The tasks of the next job: lost tasks first, then the stream's.
+    fn next_tasks(&mut self) -> Result<Vec<Pending>, String> {
+        let per_job = self.options.attempts_per_job.max(1) as usize;
+        let mut tasks = Vec::with_capacity(per_job);
+        while tasks.len() < per_job {
+            if let Some(task) = self.resubmit.pop_front() {
+                tasks.push(task);
+                continue;
+            }
+            if self.stream_done {
+                break;
+            }
+            let index = self.next_index;
+            let task = match self.tasks.next_task() {
+                Ok(Some(task)) => task,
+                Ok(None) => {
+                    self.stream_done = true;
+                    break;
+                }
+                Err(e) => {
+                    self.stream_done = true;
+                    self.scheduled.load_error = Some(e.to_string());
+                    break;
+                }
+            };
+            self.next_index += 1;
+            if self.reused.contains(&task.task_id) {
+                continue;
+            }
+            for warning in &task.load_warnings {
+                tracing::warn!("task {}: {warning}", task.task_id);
+            }
+            let name = task_dir_name(&task.task_id);
+            let resume_from = self.rc.resumable.get(&name).cloned();
+            tasks.push(Pending {
+                unit: UnitTask {
+                    index,
+                    total: self.tasks.total(),
+                    task,
+                    resume_from,
+                },
+                name,
+                lost: 0,
+                started: false,
+                plans: Map::new(),
+            });
+        }
+        Ok(tasks)
+    }
+
+    /// Writes the unit and script of the next job and submits it.
+    fn submit(
+        &mut self,
+        tasks: Vec<Pending>,
+        slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<(), String> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let unit = Unit {
+            schema_version: UNIT_SCHEMA.to_string(),
+            seq,
+            tasks: tasks.iter().map(|t| t.unit.clone()).collect(),
+        };
+        let unit_path = self.dir.unit(seq);
+        unit.write(&unit_path)
+            .map_err(|e| format!("cannot write a unit of work: {e}"))?;
+        let script = self.dir.script(seq);
+        let args = [
+            "cluster".to_string(),
+            "work".to_string(),
+            self.run_dir.display().to_string(),
+            unit_path.display().to_string(),
+        ];
+        agentcompass_cluster::slurm::write_job_script(&script, &self.program, &args)
+            .map_err(|e| e.to_string())?;
+        let name = format!("{}{seq}", self.prefix);
+        let spec = JobSpec {
+            name: name.clone(),
+            script,
+            output: self.dir.output(seq),
+            workdir: self.run_dir.clone(),
+            partition: self.options.partition.clone(),
+            account: self.options.account.clone(),
+            qos: self.options.qos.clone(),
+            time_limit: self.options.time_limit.clone(),
+            cpus: Some(self.options.cpus_per_job),
+            memory: self.options.mem_per_job.clone(),
+            requeue: true,
+            extra_args: self.options.extra_sbatch_args.clone(),
+            env: self.env.clone(),
+        };
+        let id = self
+            .slurm
+            .submit(&spec)
+            .map_err(|e| format!("runtime.slurm: cannot submit a job: {e}"))?;
+        self.log_submission(seq, id, &name, tasks.len());
+        tracing::debug!(job_id = id, seq, tasks = tasks.len(), "job submitted");
+        self.jobs.push(Job {
+            id,
+            tasks,
+            tails: vec![Tail::new(self.dir.events(&id.to_string(), 0))],
+            _slot: slot,
+            state: None,
+        });
+        Ok(())
+    }
+
+    /// Appends the job to `jobs.jsonl` (what `--reuse` and `cluster list` read to find the
+    /// jobs of a coordinator that died).
+    fn log_submission(&self, seq: u64, id: u64, name: &str, tasks: usize) {
+        let line = json!({"seq": seq, "job_id": id, "name": name, "tasks": tasks});
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.jobs_log())
+            .and_then(|mut f| writeln!(f, "{line}"));
+        if let Err(e) = appended {
+            tracing::warn!(
+                "cannot record job {id} in {}: {e}",
+                self.dir.jobs_log().display()
+            );
+        }
+    }
+
+    /// Reads every job's new events and `squeue`'s view; settles the jobs that ended.
+    fn poll(&mut self) {
+        self.read_events();
+        let states = match self.slurm.jobs(&self.prefix) {
+            Ok(jobs) => jobs
+                .into_iter()
+                .map(|j| (j.id, j.state))
+                .collect::<HashMap<_, _>>(),
+            Err(e) => {
+                tracing::warn!("cannot read the jobs' states: {e}");
+                return;
+            }
+        };
+        let mut ended = Vec::new();
+        for (i, job) in self.jobs.iter_mut().enumerate() {
+            job.state = states.get(&job.id).cloned();
+            match &job.state {
+                Some(state) if !state.is_final() => {}
+                _ => ended.push(i),
+            }
+        }
+        for i in ended.into_iter().rev() {
+            let job = self.jobs.swap_remove(i);
+            self.settle(job, true);
+        }
+    }
+
+    /// Forwards every job's new events.
+    fn read_events(&mut self) {
+        for j in 0..self.jobs.len() {
+            let events = {
+                let job = &mut self.jobs[j];
+                // A requeued job's next run writes the next file.
+                let next = job.tails.len() as u32;
+                let path = self.dir.events(&job.id.to_string(), next);
+                if path.exists() {
+                    job.tails.push(Tail::new(path));
+                }
+                job.tails
+                    .iter_mut()
+                    .flat_map(Tail::read_new)
+                    .collect::<Vec<_>>()
+            };
+            for event in events {
+                self.forward(j, event);
+            }
+        }
+    }
+
+    /// Forwards one event of job `j` into the run's progress; a `task_finished` counts the
+    /// published task.
+    fn forward(&mut self, j: usize, event: JobEvent) {
+        let rc = self.rc;
+        let Some(task_id) = event.task_id.clone() else {
+            return;
+        };
+        let Some(pending) = self.jobs[j].task_mut(&task_id) else {
+            return;
+        };
+        let task = TaskRef {
+            task_id: &pending.unit.task.task_id,
+            category: &pending.unit.task.category,
+            attempt: event.attempt,
+        };
+        let status = event.status.as_deref().and_then(TaskOutcome::parse);
+        match event.event.as_str() {
+            "task_started" => {
+                if !pending.started {
+                    pending.started = true;
+                    rc.emit(ProgressEvent::TaskStarted {
+                        task,
+                        index: pending.unit.index,
+                        total: pending.unit.total,
+                    });
+                }
+            }
+            "attempt_started" => rc.emit(ProgressEvent::AttemptStarted(task)),
+            "phase_changed" => {
+                if let Some(phase) = event.phase.as_deref().and_then(TaskPhase::parse) {
+                    rc.emit(ProgressEvent::PhaseChanged {
+                        task,
+                        phase,
+                        detail: event.payload,
+                    });
+                }
+            }
+            "execution_plan_resolved" => {
+                if let Some(attempt) = event.attempt {
+                    pending
+                        .plans
+                        .insert(attempt.to_string(), event.payload.clone());
+                }
+                rc.emit(ProgressEvent::ExecutionPlanResolved {
+                    task,
+                    plan: event.payload,
+                });
+            }
+            "attempt_retry" => rc.emit(ProgressEvent::AttemptRetry {
+                task,
+                detail: event.payload,
+            }),
+            "attempt_finished" => {
+                if let Some(status) = status {
+                    rc.emit(ProgressEvent::AttemptFinished { task, status });
+                }
+            }
+            "partial_saved" => rc.emit(ProgressEvent::PartialSaved(task)),
+            "task_finished" => {
+                let job = &mut self.jobs[j];
+                if let Some(at) = job
+                    .tasks
+                    .iter()
+                    .position(|t| t.unit.task.task_id == task_id)
+                {
+                    let pending = job.tasks.swap_remove(at);
+                    let severity = event.payload["severity"].as_str().and_then(parse_severity);
+                    self.count_published(pending, Some((status, severity)));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts a task a copy published: metrics and issues from its published results, its
+    /// plans into the run's plan log, `task_finished` into the progress.
+    fn count_published(
+        &mut self,
+        mut pending: Pending,
+        reported: Option<(
+            Option<TaskOutcome>,
+            Option<agentcompass_plugin_api::contracts::IssueSeverity>,
+        )>,
+    ) -> bool {
+        let rc = self.rc;
+        let details = rc.store.details_dir();
+        let Some(dir) = TaskState::ALL
+            .iter()
+            .map(|s| details.join(s.as_str()).join(&pending.name))
+            .find(|d| d.is_dir())
+        else {
+            return false;
+        };
+        let task = &pending.unit.task;
+        let task_json: Value = std::fs::read_to_string(dir.join("task.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let outcomes = outcomes_from_results(&dir, &task_json["attempts"]);
+        let mut worst = None;
+        for result in attempt_issues(&dir, &task_json["attempts"]) {
+            worst = worst.max(result.highest_severity());
+            rc.issues.record(&result);
+        }
+        rc.record_metrics(&task.category, &outcomes);
+        if !pending.plans.is_empty() {
+            let plans = Value::Object(std::mem::take(&mut pending.plans));
+            if let Err(e) = rc.store.append_resolved_plans(&task.task_id, &plans) {
+                tracing::warn!("cannot record the plans of task {}: {e}", task.task_id);
+            }
+        }
+        let (status, severity) = match reported {
+            Some((Some(status), severity)) => (status, severity),
+            _ => (TaskOutcome::from_severity(worst), worst),
+        };
+        if !pending.started {
+            rc.emit(ProgressEvent::TaskStarted {
+                task: TaskRef {
+                    task_id: &task.task_id,
+                    category: &task.category,
+                    attempt: None,
+                },
+                index: pending.unit.index,
+                total: pending.unit.total,
+            });
+        }
+        rc.emit(ProgressEvent::TaskFinished {
+            task: TaskRef {
+                task_id: &task.task_id,
+                category: &task.category,
+                attempt: None,
+            },
+            status,
+            severity,
+            index: pending.unit.index,
+            total: pending.unit.total,
+        });
+        self.scheduled.published += 1;
+        true
+    }
+
+    /// Settles an ended job: its last events, then each task it did not publish — published
+    /// after all (its event lost) → counted; else its claim settled and the task resubmitted
+    /// (`resubmit`) or, past `max_resubmits`, published FATAL `job_lost`.
+    fn settle(&mut self, mut job: Job, resubmit: bool) {
+        let events: Vec<JobEvent> = job.tails.iter_mut().flat_map(Tail::read_new).collect();
+        self.jobs.push(job);
+        let j = self.jobs.len() - 1;
+        for event in events {
+            self.forward(j, event);
+        }
+        let job = self.jobs.swap_remove(j);
+        let state = job
+            .state
+            .as_ref()
+            .map_or("gone from the queue".to_string(), |s| s.to_string());
+        let details = self.rc.store.details_dir();
+        for mut pending in job.tasks {
+            match claim::settle_claim(&details, "running", &pending.name) {
+                Ok(claim::Settled::Published) => {
+                    self.count_published(pending, None);
+                    continue;
+                }
+                Ok(claim::Settled::Released { holder }) => {
+                    tracing::warn!(task_id = %pending.unit.task.task_id, holder, "the job ended between claiming and publishing; claim released");
+                }
+                Ok(claim::Settled::Unclaimed) => {}
+                Err(e) => {
+                    tracing::error!("cannot settle task {}: {e}", pending.unit.task.task_id);
+                    self.scheduled.store_failed = true;
+                    continue;
+                }
+            }
+            if !resubmit {
+                continue;
+            }
+            pending.lost += 1;
+            if pending.lost > self.options.max_resubmits {
+                self.publish_lost(pending, job.id, &state);
+            } else {
+                tracing::warn!(task_id = %pending.unit.task.task_id, job_id = job.id, state, "the job ended without publishing the task; resubmitting it");
+                self.resubmit.push_back(pending);
+            }
+        }
+    }
+
+    /// Publishes a task every job of which was lost: FATAL `job_lost` (from the coordinator,
+    /// fenced like any copy).
+    fn publish_lost(&mut self, pending: Pending, job_id: u64, state: &str) {
+        let rc = self.rc;
+        let task: &TaskSpec = &pending.unit.task;
+        let issue: ExecutionIssue = codes::JOB_LOST.fatal(
+            IssuePhase::Run,
+            format!(
+                "{} Slurm jobs took the task and ended without publishing it (the last, job {job_id}: {state}; its output: {})",
+                pending.lost,
+                self.dir.root().join("logs").display()
+            ),
+        );
+        let mut result = RunResult::new(task.task_id.clone());
+        result.category = task.category.clone();
+        result.push_issue(issue);
+        let attempts = rc.resolved.execution.attempts;
+        let published = (|| {
+            let writer = rc.store.begin_task_fenced(&task.task_id, "coordinator")?;
+            writer.write_attempt_result(1, &attempt_payload(&result, 0))?;
+            let mut retries = Map::new();
+            retries.insert("1".into(), json!(0));
+            let payload = task_payload(task, &[1], &attempts, &rc.reuse_key, &retries);
+            writer.publish_fenced(&payload, TaskState::Fatal)
+        })();
+        match published {
+            Ok(_) => {
+                self.count_published(pending, None);
+            }
+            Err(e) => {
+                tracing::error!("cannot publish task {}: {e}", task.task_id);
+                self.scheduled.store_failed = true;
+            }
+        }
+    }
+
+    /// Cancels every job in flight (`scancel`) and waits until Slurm shows none active,
+    /// counting what they published meanwhile.
+    async fn cancel_all(&mut self) {
+        let ids: Vec<u64> = self.jobs.iter().map(|j| j.id).collect();
+        if ids.is_empty() {
+            return;
+        }
+        tracing::info!(jobs = ids.len(), "cancelling the run's Slurm jobs");
+        if let Err(e) = self.slurm.cancel(&ids) {
+            tracing::error!("cannot cancel the run's jobs: {e}");
+        }
+        let deadline = Instant::now() + self.rc.cleanup_grace + CANCEL_WAIT;
+        while !self.jobs.is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(POLL).await;
+            self.read_events();
+            let Ok(listed) = self.slurm.jobs(&self.prefix) else {
+                continue;
+            };
+            let active: HashSet<u64> = listed
+                .into_iter()
+                .filter(|j| j.state.is_active() || j.state == JobState::Completing)
+                .map(|j| j.id)
+                .collect();
+            let mut i = 0;
+            while i < self.jobs.len() {
+                if active.contains(&self.jobs[i].id) {
+                    i += 1;
+                } else {
+                    let job = self.jobs.swap_remove(i);
+                    self.settle(job, false);
+                }
+            }
+        }
+        for job in std::mem::take(&mut self.jobs) {
+            tracing::warn!(job_id = job.id, "still active after cancellation");
+            self.settle(job, false);
+        }
+    }
+}
+
+/// The published results' issues, attempt by attempt.
+fn attempt_issues(dir: &Path, attempts: &Value) -> Vec<RunResult> {
+    let Some(map) = attempts.as_object() else {
+        return Vec::new();
+    };
+    map.values()
+        .filter_map(Value::as_str)
+        .filter_map(|attempt| {
+            let text = std::fs::read_to_string(dir.join(attempt).join("result.json")).ok()?;
+            let value: Value = serde_json::from_str(&text).ok()?;
+            let mut result = RunResult::new(String::new());
+            result.issues = serde_json::from_value(value["issues"].clone()).unwrap_or_default();
+            Some(result)
+        })
+        .collect()
+}
+
+/// The name prefix of a run's jobs: `ac-` and 12 hex digits of the run directory's path.
+pub(super) fn job_prefix(run_dir: &Path) -> String {
+    let digest = Sha256::digest(run_dir.as_os_str().as_encoded_bytes());
+    format!("ac-{}-", &hex::encode(digest)[..12])
+}
+
+/// The nodes publish into the run directory: it must be inside the declared shared directory.
+fn check_shared_dir(options: &crate::request::SlurmOptions, run_dir: &Path) -> Result<(), String> {
+    let Some(shared) = &options.shared_dir else {
+        return Ok(());
+    };
+    let shared = std::path::absolute(shared).unwrap_or_else(|_| PathBuf::from(shared));
+    if run_dir.starts_with(&shared) {
+        Ok(())
+    } else {
+        Err(format!(
+            "runtime.slurm.shared_dir: expected a directory holding the results directory (the nodes publish into {}), found `{}`",
+            run_dir.display(),
+            shared.display()
+        ))
+    }
+}

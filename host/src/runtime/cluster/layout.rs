@@ -1,0 +1,89 @@
+//! Where the Slurm executor keeps its files: `RUN_DIR/.cluster/`, on the shared file system
+//! (the run directory is, since the nodes publish into it).
+//!
+//! - `request.json` — the request as the nodes run it (secrets removed) and per-job limits
+//! - `jobs.jsonl` — one line per submitted job: `{"seq", "job_id", "name"}`
+//! - `units/<seq>.json` — the tasks of job `seq`
+//! - `scripts/<seq>.sh` — its batch script
+//! - `events/<job id>.<restart>.jsonl` — progress events of one run of a job
+//! - `logs/<seq>.out` (the job's output) and `logs/<job id>.<restart>.log` (its `run.log`)
+
+use std::path::{Path, PathBuf};
+
+/// The directory under the run directory.
+pub const CLUSTER_DIR: &str = ".cluster";
+
+/// The Slurm executor's files of one run.
+#[derive(Debug, Clone)]
+pub struct ClusterDir {
+    root: PathBuf,
+}
+
+impl ClusterDir {
+    /// The files of the run at `run_dir`.
+    pub fn of_run(run_dir: &Path) -> ClusterDir {
+        ClusterDir {
+            root: run_dir.join(CLUSTER_DIR),
+        }
+    }
+
+    /// `.cluster/` itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The request handed to the nodes.
+    pub fn handoff(&self) -> PathBuf {
+        self.root.join("request.json")
+    }
+
+    /// The submission log.
+    pub fn jobs_log(&self) -> PathBuf {
+        self.root.join("jobs.jsonl")
+    }
+
+    /// The unit file of job `seq`.
+    pub fn unit(&self, seq: u64) -> PathBuf {
+        self.root.join("units").join(format!("{seq}.json"))
+    }
+
+    /// The batch script of job `seq`.
+    pub fn script(&self, seq: u64) -> PathBuf {
+        self.root.join("scripts").join(format!("{seq}.sh"))
+    }
+
+    /// The output of job `seq` (every run appends).
+    pub fn output(&self, seq: u64) -> PathBuf {
+        self.root.join("logs").join(format!("{seq}.out"))
+    }
+
+    /// The progress events of run `restart` of job `job_id`.
+    pub fn events(&self, job_id: &str, restart: u32) -> PathBuf {
+        self.root
+            .join("events")
+            .join(format!("{job_id}.{restart}.jsonl"))
+    }
+
+    /// The progress snapshot of run `restart` of job `job_id` (the coordinator's
+    /// `progress.json` is the run's; this one is the job's own).
+    pub fn snapshot(&self, job_id: &str, restart: u32) -> PathBuf {
+        self.root
+            .join("events")
+            .join(format!("{job_id}.{restart}.progress.json"))
+    }
+
+    /// The `run.log` of run `restart` of job `job_id`.
+    pub fn run_log(&self, job_id: &str, restart: u32) -> PathBuf {
+        self.root
+            .join("logs")
+            .join(format!("{job_id}.{restart}.log"))
+    }
+
+    /// Creates the directories.
+    pub fn create(&self) -> std::io::Result<()> {
+        for sub in ["units", "scripts", "events", "logs"] {
+            std::fs::create_dir_all(self.root.join(sub))?;
+        }
+        Ok(())
+    }
+}

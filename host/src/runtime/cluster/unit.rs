@@ -1,0 +1,60 @@
+//! A unit file: the tasks one job runs, in order, with their place in the run's task stream
+//! and, for a task of a reused run interrupted during its evaluation, where its checkpoint is.
+
+use std::path::{Path, PathBuf};
+
+use agentcompass_plugin_api::contracts::TaskSpec;
+use serde::{Deserialize, Serialize};
+
+/// `schema_version` of a unit file.
+pub const UNIT_SCHEMA: &str = "agentcompass.cluster.unit.v1";
+
+/// The tasks of one job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unit {
+    /// [`UNIT_SCHEMA`].
+    pub schema_version: String,
+    /// The job's sequence number in the run.
+    pub seq: u64,
+    /// Its tasks, run in this order (`cpus_per_job` at a time).
+    pub tasks: Vec<UnitTask>,
+}
+
+/// One task of a unit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UnitTask {
+    /// Position in the run's task stream.
+    pub index: usize,
+    /// Tasks in the stream.
+    pub total: usize,
+    /// The task as the benchmark loaded it.
+    pub task: TaskSpec,
+    /// The reuse source's interrupted copy of the task (evaluation resume), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume_from: Option<PathBuf>,
+}
+
+impl Unit {
+    /// Writes the unit atomically to `path`.
+    pub fn write(&self, path: &Path) -> Result<(), agentcompass_results::store::StoreError> {
+        let value = serde_json::to_value(self)
+            .map_err(|e| agentcompass_results::store::StoreError::json(path, e))?;
+        agentcompass_results::store::write_json_atomic_compact(path, &value)
+    }
+
+    /// Reads the unit at `path`.
+    pub fn read(path: &Path) -> Result<Unit, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read the unit: {e}", path.display()))?;
+        let unit: Unit = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not a unit file: {e}", path.display()))?;
+        if unit.schema_version != UNIT_SCHEMA {
+            return Err(format!(
+                "{}: schema_version: expected `{UNIT_SCHEMA}`, found `{}`",
+                path.display(),
+                unit.schema_version
+            ));
+        }
+        Ok(unit)
+    }
+}

@@ -1,0 +1,170 @@
+//! `agentcompass-host cluster work RUN_DIR UNIT`: one run of one job on a compute node. It
+//! rebuilds the request from `.cluster/request.json` (secrets from the job's environment),
+//! checks it as a local run does, and runs the unit's tasks — `job_concurrency` at a time —
+//! through the same task loop, publishing each with the fenced publish of its copy's token.
+//! Its progress events go to `.cluster/events/<job>.<restart>.jsonl` for the coordinator.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_results::naming::task_dir_name;
+use agentcompass_results::store::{RunStore, TaskState};
+
+use super::handoff::{restore_secrets, Handoff, SECRETS_VAR};
+use super::layout::ClusterDir;
+use super::unit::Unit;
+use super::ClusterCopy;
+use crate::host_services::CancelToken;
+use crate::progress::{ProgressMeta, ProgressRecorder};
+use crate::request::OrchestratedRun;
+use crate::runtime::error::RunError;
+use crate::runtime::limits::Limits;
+use crate::runtime::run::{preflight, request_context, Shared};
+use crate::runtime::task::{run_task, TaskEnd};
+use crate::setup::{build_registry, PluginSettings};
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct WorkArgs {
+    /// The run directory (on the shared file system).
+    pub run_dir: PathBuf,
+    /// The unit file.
+    pub unit: PathBuf,
+}
+
+/// How a job's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkEnd {
+    /// Every task of the unit is published (by this copy or another).
+    Done,
+    /// Cancelled (`scancel`, the job's time limit): what ran to the end is published.
+    Cancelled,
+    /// Some result could not be written.
+    StoreFailed,
+}
+
+/// Runs the unit `args.unit` of the run `args.run_dir`.
+pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
+    let refused = RunError::Refused;
+    let dir = ClusterDir::of_run(&args.run_dir);
+    let handoff = Handoff::read(&dir.handoff()).map_err(refused)?;
+    let unit = Unit::read(&args.unit).map_err(refused)?;
+    let secrets = std::env::var(SECRETS_VAR).ok();
+    let request = restore_secrets(&handoff.request, secrets.as_deref()).map_err(refused)?;
+    let mut request: RunRequest = serde_json::from_value(request)
+        .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;
+    // The coordinator created the run and imported what it reuses.
+    request.output.run_id.clear();
+    request.runtime.reuse = None;
+    request.runtime.reuse_run_id.clear();
+    let runtime = handoff.runtime.clone();
+    let settings = PluginSettings {
+        plugin_dirs: runtime.plugin_dirs.iter().map(PathBuf::from).collect(),
+        recipe_dirs: runtime.recipe_dirs.iter().map(PathBuf::from).collect(),
+        lock_file: runtime.plugin_lock.as_ref().map(PathBuf::from),
+        load_bundled: runtime.bundled_plugins,
+    };
+    let setup = build_registry(&settings).map_err(|e| RunError::Refused(e.to_string()))?;
+    for problem in &setup.problems {
+        tracing::warn!("{problem}");
+    }
+    let run = OrchestratedRun {
+        key: handoff.request_key.clone(),
+        index: 0,
+        name: handoff.request_name.clone(),
+        request,
+    };
+    let results_dir = PathBuf::from(&runtime.results_dir);
+    let prepared = preflight(&setup.registry, &results_dir, run)?;
+    let copy = ClusterCopy::from_env(&crate::config::process_env);
+    let job = copy
+        .job_id
+        .map_or_else(|| copy.token.clone(), |id| id.to_string());
+    let store = RunStore::open_existing(&args.run_dir)?;
+    let meta = ProgressMeta {
+        run_id: store.run_id().to_string(),
+        benchmark: prepared.run.request.benchmark.id.clone(),
+        harness: prepared.run.request.harness.id.clone(),
+        environment: prepared.run.request.environment.id.clone(),
+        model: prepared.run.request.model.id.clone(),
+        request_name: handoff.request_name.clone(),
+        orchestration_id: handoff.orchestration.0.clone(),
+    };
+    let progress = ProgressRecorder::create(
+        &dir.events(&job, copy.restart),
+        &dir.snapshot(&job, copy.restart),
+        meta,
+        None,
+    )
+    .map_err(|e| RunError::Refused(format!("cannot write the job's progress events: {e}")))?;
+    let cancel = CancelToken::new();
+    let stop_reason = Arc::new(Mutex::new(None));
+    crate::runtime::watch_signals(cancel.clone(), stop_reason.clone(), second_interrupt);
+    let shared = Shared {
+        limits: Arc::new(Limits::new(handoff.job_concurrency.max(1), &runtime)),
+        runtime,
+        cancel: cancel.clone(),
+        terminal: None,
+        orchestration: handoff.orchestration.clone(),
+        stop_reason,
+    };
+    let run_log = dir.run_log(&job, copy.restart);
+    let (mut rc, _) = request_context(&shared, prepared, store, progress, &run_log)?;
+    rc.resumable = unit
+        .tasks
+        .iter()
+        .filter_map(|t| Some((task_dir_name(&t.task.task_id), t.resume_from.clone()?)))
+        .collect();
+    rc.copy = Some(copy);
+    let rc = Arc::new(rc);
+    let details = rc.store.details_dir();
+    let mut running = tokio::task::JoinSet::new();
+    let mut end = WorkEnd::Done;
+    for entry in unit.tasks {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let name = task_dir_name(&entry.task.task_id);
+        let published = TaskState::ALL
+            .iter()
+            .any(|state| details.join(state.as_str()).join(&name).exists());
+        if published {
+            tracing::info!(task_id = %entry.task.task_id, "already published; skipped");
+            continue;
+        }
+        let slot = tokio::select! {
+            slot = shared.limits.attempt_slot() => slot,
+            _ = cancel.cancelled() => break,
+        };
+        let rc = rc.clone();
+        running.spawn(async move {
+            let done = run_task(&rc, entry.task, entry.index, entry.total).await;
+            drop(slot);
+            done
+        });
+    }
+    while let Some(done) = running.join_next().await {
+        match done {
+            Ok(TaskEnd::Published | TaskEnd::Duplicate) => {}
+            Ok(TaskEnd::Cancelled) => end = WorkEnd::Cancelled,
+            Ok(TaskEnd::StoreFailed) | Err(_) => {
+                if end == WorkEnd::Done {
+                    end = WorkEnd::StoreFailed;
+                }
+            }
+        }
+    }
+    if cancel.is_cancelled() {
+        end = WorkEnd::Cancelled;
+    }
+    rc.progress.finish();
+    Ok(end)
+}
+
+/// A second SIGTERM/SIGINT ends the job's process at once.
+fn second_interrupt(notice: crate::runtime::Notice) {
+    if notice == crate::runtime::Notice::SecondInterrupt {
+        std::process::exit(crate::exit_code::CANCELLED);
+    }
+}
