@@ -27,5 +27,6 @@ mod scripted_sdk;
 mod secrets;
 mod secrets_under_failure;
 mod session_contract;
+mod slurm;
 mod viewer;
 mod viewer_browser;

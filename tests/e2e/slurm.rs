@@ -1,0 +1,648 @@
+//! The Slurm executor against the real three-node cluster `./dev.sh test` starts
+//! (`ci/slurm.sh`: slurmctld + `slurmd -N n1..n3`, config in `AGENTCOMPASS_TEST_SLURM_CONF`):
+//! a cluster run equals the local run, a lost node and a duplicated unit publish every task
+//! exactly once, Ctrl-C cancels every job, a killed coordinator's jobs are found and cancelled
+//! by `--reuse`. The tests share the cluster, so they take turns (one lock).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use agentcompass_e2e::{host_bin, read_json, run_dir, Outcome, PluginDirs, Workspace};
+use serde_json::{json, Value};
+
+/// One test on the cluster at a time (some stop a node; all count its CPUs).
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+fn take_cluster() -> std::sync::MutexGuard<'static, ()> {
+    CLUSTER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn slurm_conf() -> PathBuf {
+    PathBuf::from(std::env::var_os("AGENTCOMPASS_TEST_SLURM_CONF").expect(
+        "AGENTCOMPASS_TEST_SLURM_CONF is not set: run the tests with ./dev.sh test, which starts \
+         the Slurm cluster",
+    ))
+}
+
+/// A Slurm command against the tests' cluster.
+fn slurm(program: &str) -> Command {
+    let mut command = Command::new(program);
+    command.env("SLURM_CONF", slurm_conf());
+    command
+}
+
+fn stdout_of(command: &mut Command) -> String {
+    let out = command.output().expect("run a Slurm command");
+    assert!(out.status.success(), "{command:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `(id, state, nodes, name)` of every job `squeue` lists.
+fn squeue() -> Vec<(u64, String, String, String)> {
+    stdout_of(slurm("squeue").args(["-h", "-t", "all", "-o", "%i|%T|%N|%j"]))
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.split('|');
+            Some((
+                f.next()?.trim().parse().ok()?,
+                f.next()?.to_string(),
+                f.next()?.to_string(),
+                f.next()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn active(state: &str) -> bool {
+    matches!(
+        state,
+        "PENDING" | "RUNNING" | "REQUEUED" | "CONFIGURING" | "COMPLETING" | "SUSPENDED"
+    )
+}
+
+/// The state `sinfo` shows for `node` (`idle`, `mixed`, `down*`...).
+fn node_state(node: &str) -> String {
+    stdout_of(slurm("sinfo").args(["-h", "-n", node, "-o", "%T"]))
+        .trim()
+        .to_string()
+}
+
+/// The cluster's private directory (the config file's).
+fn cluster_dir() -> PathBuf {
+    slurm_conf().parent().unwrap().to_path_buf()
+}
+
+/// Stops `node`'s slurmd (its jobs' processes keep running, as on a node cut off the network).
+fn kill_slurmd(node: &str) {
+    let pid = fs::read_to_string(cluster_dir().join(format!("run/slurmd-{node}.pid"))).unwrap();
+    let status = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Starts `node`'s slurmd again and waits until the node takes jobs.
+fn restart_slurmd(node: &str) {
+    let status = slurm("slurmd")
+        .args(["-N", node, "-f"])
+        .arg(slurm_conf())
+        .status()
+        .unwrap();
+    assert!(status.success(), "slurmd -N {node}");
+    let started = Instant::now();
+    while !matches!(node_state(node).as_str(), "idle" | "mixed" | "allocated") {
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "{node} did not come back: {}",
+            node_state(node)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Runs the host as `ws.run` does, with the cluster's configuration in the environment.
+fn command(ws: &Workspace, plugin_dir: Option<&Path>, args: &[&str]) -> Command {
+    let mut command = Command::new(host_bin());
+    command
+        .current_dir(&ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &ws.home)
+        .env("SLURM_CONF", slurm_conf())
+        .arg("--no-bundled-plugins")
+        .arg("--plugin-dir")
+        .arg(&ws.plugins);
+    if let Some(dir) = plugin_dir {
+        command.arg("--plugin-dir").arg(dir);
+    }
+    command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+fn outcome(child: Child) -> Outcome {
+    let out = child.wait_with_output().unwrap();
+    Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `[runtime.slurm]` as a config file in the workspace.
+fn slurm_config(ws: &Workspace, name: &str, table: &str) -> String {
+    ws.write(name, &format!("[runtime.slurm]\n{table}\n"))
+        .display()
+        .to_string()
+}
+
+/// Every published task of `run`: task id → its `task.json`; panics on a task published twice.
+fn published(run: &Path) -> BTreeMap<String, Value> {
+    let mut tasks = BTreeMap::new();
+    for state in ["normal", "error", "fatal"] {
+        let Ok(entries) = fs::read_dir(run.join("details").join(state)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let task = read_json(&entry.path().join("task.json"));
+            let id = task["task_id"].as_str().unwrap().to_string();
+            assert!(
+                tasks.insert(id.clone(), task).is_none(),
+                "{id} published twice"
+            );
+        }
+    }
+    tasks
+}
+
+/// Every `.json` file under `root` parses; returns how many there are.
+fn json_files_parse(root: &Path) -> usize {
+    let mut checked = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let text = fs::read_to_string(&path).unwrap();
+                serde_json::from_str::<Value>(&text)
+                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+/// The nodes that published the tasks, with how many each.
+fn nodes(tasks: &BTreeMap<String, Value>) -> BTreeMap<String, usize> {
+    let mut nodes = BTreeMap::new();
+    for task in tasks.values() {
+        let node = task["executor"]["node"].as_str().unwrap_or("?").to_string();
+        *nodes.entry(node).or_default() += 1;
+    }
+    nodes
+}
+
+/// `metrics.json` without what differs between any two runs (none of it is timing).
+fn metrics(run: &Path) -> Value {
+    read_json(&run.join("metrics.json"))
+}
+
+/// The active jobs `cluster jobs` lists under the workspace's results.
+fn listed_jobs(ws: &Workspace) -> Vec<Value> {
+    let out = outcome(
+        command(ws, None, &["cluster", "jobs", "results"])
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    listed["jobs"].as_array().unwrap().clone()
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 50\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
+    );
+    let args = |executor: &'static str| {
+        vec![
+            "--config".to_string(),
+            config.clone(),
+            "run".into(),
+            "example_self_check".into(),
+            "none".into(),
+            "m".into(),
+            "--benchmark-params".into(),
+            r#"{"size": 1000}"#.into(),
+            "--task-concurrency".into(),
+            "12".into(),
+            "--executor".into(),
+            executor.into(),
+            "--progress".into(),
+            "none".into(),
+        ]
+    };
+    let timed = |executor: &'static str| {
+        let args = args(executor);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let started = Instant::now();
+        let out = outcome(command(&ws, None, &args).spawn().unwrap());
+        (out, started.elapsed())
+    };
+    let (local, local_wall) = timed("local");
+    assert_eq!(local.code, 0, "{local:?}");
+    let (cluster, cluster_wall) = timed("slurm");
+    assert_eq!(cluster.code, 0, "{cluster:?}");
+    let (local, cluster) = (run_dir(&local), run_dir(&cluster));
+    assert_eq!(metrics(&local), metrics(&cluster));
+    let (local_tasks, cluster_tasks) = (published(&local), published(&cluster));
+    assert_eq!(cluster_tasks.len(), 1000);
+    assert_eq!(
+        local_tasks.keys().collect::<Vec<_>>(),
+        cluster_tasks.keys().collect::<Vec<_>>()
+    );
+    let by_node = nodes(&cluster_tasks);
+    assert_eq!(
+        by_node.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["n1", "n2", "n3"],
+        "{by_node:?}"
+    );
+    // The coordinator's progress counted every task the nodes reported.
+    let progress = read_json(&cluster.join("progress.json"));
+    assert_eq!(progress["status"], "completed", "{progress}");
+    assert_eq!(progress["finished_tasks"], 1000, "{progress}");
+    assert_eq!(progress["running_tasks"], 0, "{progress}");
+    // The resolved plans of every task reached run_info.json.
+    let info = read_json(&cluster.join("run_info.json"));
+    assert_eq!(
+        info["resolved_execution_plans"].as_object().unwrap().len(),
+        1000
+    );
+    json_files_parse(&cluster);
+    // Nothing of the jobs is left in the queue.
+    assert!(listed_jobs(&ws).is_empty());
+    eprintln!(
+        "1000 trivial tasks: local {:.2} s, slurm (20 pilot jobs of 50, 3 at a time × 4 tasks) {:.2} s; tasks by node {by_node:?}",
+        local_wall.as_secs_f64(),
+        cluster_wall.as_secs_f64()
+    );
+
+    // One job per attempt: what a job costs.
+    let config = slurm_config(&ws, "one.toml", "attempts_per_job = 1\nmax_jobs_in_flight = 12");
+    let started = Instant::now();
+    let out = outcome(
+        command(
+            &ws,
+            None,
+            &[
+                "--config",
+                &config,
+                "run",
+                "example_self_check",
+                "none",
+                "m",
+                "--benchmark-params",
+                r#"{"size": 60}"#,
+                "--executor",
+                "slurm",
+                "--progress",
+                "none",
+            ],
+        )
+        .spawn()
+        .unwrap(),
+    );
+    let one_per_job = started.elapsed();
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(published(&run_dir(&out)).len(), 60);
+    eprintln!(
+        "per-attempt wall time: local {:.2} ms, pilot jobs {:.2} ms, one job per attempt {:.1} ms (60 jobs, 12 at a time)",
+        local_wall.as_secs_f64() * 1000.0 / 1000.0,
+        cluster_wall.as_secs_f64() * 1000.0 / 1000.0,
+        one_per_job.as_secs_f64() * 1000.0 / 60.0
+    );
+}
+
+#[test]
+fn harbor_tasks_run_in_the_sandbox_on_the_nodes() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harbor");
+    let params = json!({ "path": examples }).to_string();
+    let config = slurm_config(&ws, "slurm.toml", "cpus_per_job = 4\nmax_jobs_in_flight = 3");
+    let run = |executor: &str| {
+        let out = outcome(
+            command(
+                &ws,
+                Some(&plugins),
+                &[
+                    "--config",
+                    &config,
+                    "run",
+                    "harbor",
+                    "oracle",
+                    "scripted-model",
+                    "--benchmark-params",
+                    &params,
+                    "--env",
+                    "sandbox",
+                    "--executor",
+                    executor,
+                    "--progress",
+                    "none",
+                ],
+            )
+            .spawn()
+            .unwrap(),
+        );
+        assert_eq!(out.code, 0, "{out:?}");
+        run_dir(&out)
+    };
+    let local = run("local");
+    let cluster = run("slurm");
+    assert_eq!(metrics(&local), metrics(&cluster));
+    let tasks = published(&cluster);
+    assert_eq!(
+        tasks.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["fizzbuzz", "hello-file", "primes"]
+    );
+    // One task a job, one job a node (each takes a node's 4 CPUs).
+    assert_eq!(nodes(&tasks).len(), 3, "{:?}", nodes(&tasks));
+    for task in tasks.values() {
+        assert_eq!(task["executor"]["kind"], "slurm");
+    }
+    let value = &metrics(&cluster)["series"][0]["value"];
+    assert_eq!(value.as_f64(), Some(1.0), "{value}");
+}
+
+/// A slow run of `tasks` calculator tasks (`delay_ms` each) on the cluster.
+fn spawn_slow(ws: &Workspace, config: &str, tasks: usize, delay_ms: u64, reuse: bool) -> Child {
+    let size = json!({ "size": tasks }).to_string();
+    let harness = json!({ "delay_ms": delay_ms, "wrong_every": 3 }).to_string();
+    let mut args = vec![
+        "--config",
+        config,
+        "run",
+        "example_exact_match",
+        "example_calculator",
+        "calc",
+        "--benchmark-params",
+        &size,
+        "--harness-params",
+        &harness,
+        "--task-concurrency",
+        "12",
+        "--executor",
+        "slurm",
+        "--progress",
+        "none",
+    ];
+    if reuse {
+        args.push("--reuse");
+    }
+    command(ws, None, &args).spawn().unwrap()
+}
+
+/// The running jobs of the workspace's runs (by the `ac-` names `squeue` shows).
+fn running_jobs(ws: &Workspace) -> Vec<Value> {
+    listed_jobs(ws)
+        .into_iter()
+        .filter(|job| job["state"] == "RUNNING")
+        .collect()
+}
+
+#[test]
+fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    // Three long jobs of 2 CPUs: a job lost with its node has work left when Slurm requeues it
+    // (its processes keep running meanwhile: two copies of one unit at once).
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 334\ncpus_per_job = 2\nmax_jobs_in_flight = 3",
+    );
+    let child = spawn_slow(&ws, &config, 1000, 250, false);
+    wait_until("three running jobs", Duration::from_secs(60), || {
+        running_jobs(&ws).len() == 3
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let jobs = running_jobs(&ws);
+    let run = PathBuf::from(jobs[0]["run_dir"].as_str().unwrap());
+    // A deliberate duplicate: the batch script of the first unit submitted once more, as
+    // another job (its own token).
+    let duplicate: u64 = stdout_of(
+        slurm("sbatch")
+            .args(["--parsable", "--job-name=duplicate-unit", "--cpus-per-task=2"])
+            .arg(format!("--output={}", run.join(".cluster/logs/duplicate.out").display()))
+            .arg(run.join(".cluster/scripts/1.sh"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &ws.home)
+            .env("SLURM_CONF", slurm_conf()),
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    // The node of another job loses its slurmd.
+    let victim = jobs
+        .iter()
+        .map(|j| j["nodes"].as_str().unwrap().to_string())
+        .find(|n| n != "n1")
+        .unwrap_or_else(|| jobs[1]["nodes"].as_str().unwrap().to_string());
+    kill_slurmd(&victim);
+    let killed_at = Instant::now();
+    let out = outcome(child);
+    let lost_node_run = killed_at.elapsed();
+    restart_slurmd(&victim);
+    wait_until("the duplicate job ends", Duration::from_secs(120), || {
+        !squeue()
+            .iter()
+            .any(|(id, state, _, _)| *id == duplicate && active(state))
+    });
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let tasks = published(&run);
+    assert_eq!(tasks.len(), 1000, "exactly 1000 published, none twice");
+    let parsed = json_files_parse(&run);
+    let requeued: usize = tasks
+        .values()
+        .filter(|t| t["executor"]["restart"].as_u64() > Some(0))
+        .count();
+    let metrics = metrics(&run);
+    assert_eq!(metrics["series"][0]["counts"]["total"], 1000, "{metrics}");
+    // The copies that lost a race said so; none overwrote a published task.
+    let logs: String = fs::read_dir(run.join(".cluster/logs"))
+        .unwrap()
+        .flatten()
+        .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    let discarded = logs.matches("published by another copy").count();
+    let skipped = logs.matches("already published; skipped").count();
+    eprintln!(
+        "lost node {victim}: run ended {:.1} s after the kill; 1000 published ({requeued} by a requeued job), {parsed} JSON files parse; duplicate job {duplicate}: {skipped} tasks skipped as published, {discarded} finished copies discarded",
+        lost_node_run.as_secs_f64()
+    );
+    assert!(
+        skipped + discarded > 0,
+        "the duplicated unit ran against the original: {logs:.2000}"
+    );
+}
+
+#[test]
+fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
+    );
+    let child = spawn_slow(&ws, &config, 300, 400, false);
+    wait_until("running jobs", Duration::from_secs(60), || {
+        running_jobs(&ws).len() >= 3
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let signalled = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = outcome(child);
+    let exited = signalled.elapsed();
+    assert_eq!(out.code, 130, "{out:?}");
+    // No job of the run is left 10 s after the signal.
+    wait_until(
+        "the run's jobs leave the queue",
+        Duration::from_secs(10).saturating_sub(exited),
+        || listed_jobs(&ws).is_empty(),
+    );
+    let run = run_dir(&out);
+    assert_eq!(read_json(&run.join("run_info.json"))["status"], "cancelled");
+    let before = published(&run).len();
+    assert!(before < 300, "{before}");
+    json_files_parse(&run);
+    let out = outcome(spawn_slow(&ws, &config, 300, 5, true));
+    assert_eq!(out.code, 0, "{out:?}");
+    let resumed = run_dir(&out);
+    assert_eq!(published(&resumed).len(), 300);
+    eprintln!(
+        "Ctrl-C: exit 130 after {:.1} s, {before} tasks published before it, the queue empty at once; --reuse finished the other {}",
+        exited.as_secs_f64(),
+        300 - before
+    );
+}
+
+#[test]
+fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
+    );
+    let mut child = spawn_slow(&ws, &config, 300, 400, false);
+    wait_until("running jobs", Duration::from_secs(60), || {
+        running_jobs(&ws).len() >= 3
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The dead coordinator's jobs go on running; `cluster jobs` finds them.
+    let left = listed_jobs(&ws);
+    assert!(!left.is_empty(), "the jobs outlive their coordinator");
+    let dead_run = PathBuf::from(left[0]["run_dir"].as_str().unwrap());
+    let out = outcome(spawn_slow(&ws, &config, 300, 5, true));
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr.contains("Slurm jobs the run"),
+        "the reuse says it cancelled the jobs left behind: {out:?}"
+    );
+    assert!(listed_jobs(&ws).is_empty());
+    let run = run_dir(&out);
+    let tasks = published(&run);
+    assert_eq!(tasks.len(), 300);
+    json_files_parse(&run);
+    // Nothing was published into the dead run after the reuse imported it.
+    let dead = published(&dead_run).len();
+    let reused = read_json(&run.join("progress.json"))["reused_tasks"].clone();
+    assert_eq!(reused.as_u64(), Some(dead as u64), "{reused} reused, {dead} in the dead run");
+    eprintln!(
+        "coordinator SIGKILL: {} jobs left running, cancelled by --reuse; {dead} tasks reused, {} run again; 300 published once",
+        left.len(),
+        300 - dead
+    );
+}
+
+/// Peak RSS (kB) of process `pid` until it exits.
+fn peak_rss_kb(child: &mut Child) -> u64 {
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    while child.try_wait().unwrap().is_none() {
+        if let Ok(text) = fs::read_to_string(&status) {
+            if let Some(kb) = text
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+            {
+                peak = kb;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    peak
+}
+
+#[test]
+fn the_coordinators_memory_stays_flat_with_the_task_count() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 500\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
+    );
+    let mut peaks = Vec::new();
+    for size in [1000, 10_000] {
+        let params = json!({ "size": size }).to_string();
+        let mut child = command(
+            &ws,
+            None,
+            &[
+                "--config",
+                &config,
+                "run",
+                "example_self_check",
+                "none",
+                "m",
+                "--benchmark-params",
+                &params,
+                "--task-concurrency",
+                "12",
+                "--executor",
+                "slurm",
+                "--progress",
+                "none",
+            ],
+        )
+        .spawn()
+        .unwrap();
+        let started = Instant::now();
+        let peak = peak_rss_kb(&mut child);
+        let out = outcome(child);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(published(&run_dir(&out)).len(), size);
+        peaks.push((size, peak, started.elapsed()));
+    }
+    eprintln!("coordinator peak RSS: {peaks:?}");
+    let (small, large) = (peaks[0].1, peaks[1].1);
+    assert!(
+        large < small + 16 * 1024,
+        "10x the tasks, {large} kB against {small} kB"
+    );
+}
