@@ -196,6 +196,9 @@ fn metrics(run: &Path) -> Value {
 
 /// The active jobs `cluster jobs` lists under the workspace's results.
 fn listed_jobs(ws: &Workspace) -> Vec<Value> {
+    if !ws.cwd.join("results").is_dir() {
+        return Vec::new();
+    }
     let out = outcome(
         command(ws, None, &["cluster", "jobs", "results"])
             .spawn()

@@ -68,7 +68,7 @@ pub fn jobs(root: &Path) -> anyhow::Result<i32> {
             .with_context(|| format!("{}: cannot read its jobs' states", run.display()))?;
         for job in active {
             listed.push(json!({
-                "run_dir": run,
+                "run_dir": std::path::absolute(&run).unwrap_or_else(|_| run.clone()),
                 "job_id": job.id,
                 "name": job.name,
                 "state": job.state.to_string(),
