@@ -66,6 +66,8 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-egress",
             // `view`: the read-only results viewer.
             "agentcompass-viewer",
+            // `runtime.executor = "slurm"`: jobs through the Slurm CLIs.
+            "agentcompass-cluster",
         ],
     );
     // The viewer reads results through the results crate's readers (and may mask text).

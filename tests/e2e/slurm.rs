@@ -18,7 +18,9 @@ use serde_json::{json, Value};
 static CLUSTER: Mutex<()> = Mutex::new(());
 
 fn take_cluster() -> std::sync::MutexGuard<'static, ()> {
-    CLUSTER.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    CLUSTER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn slurm_conf() -> PathBuf {
@@ -120,7 +122,10 @@ fn command(ws: &Workspace, plugin_dir: Option<&Path>, args: &[&str]) -> Command 
     if let Some(dir) = plugin_dir {
         command.arg("--plugin-dir").arg(dir);
     }
-    command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     command
 }
 
@@ -290,7 +295,11 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
     );
 
     // One job per attempt: what a job costs.
-    let config = slurm_config(&ws, "one.toml", "attempts_per_job = 1\nmax_jobs_in_flight = 12");
+    let config = slurm_config(
+        &ws,
+        "one.toml",
+        "attempts_per_job = 1\nmax_jobs_in_flight = 12",
+    );
     let started = Instant::now();
     let out = outcome(
         command(
@@ -334,7 +343,11 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes() {
     dirs.package("p", "agents-pack");
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harbor");
     let params = json!({ "path": examples }).to_string();
-    let config = slurm_config(&ws, "slurm.toml", "cpus_per_job = 4\nmax_jobs_in_flight = 3");
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "cpus_per_job = 4\nmax_jobs_in_flight = 3",
+    );
     let run = |executor: &str| {
         let out = outcome(
             command(
@@ -438,8 +451,15 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
     // another job (its own token).
     let duplicate: u64 = stdout_of(
         slurm("sbatch")
-            .args(["--parsable", "--job-name=duplicate-unit", "--cpus-per-task=2"])
-            .arg(format!("--output={}", run.join(".cluster/logs/duplicate.out").display()))
+            .args([
+                "--parsable",
+                "--job-name=duplicate-unit",
+                "--cpus-per-task=2",
+            ])
+            .arg(format!(
+                "--output={}",
+                run.join(".cluster/logs/duplicate.out").display()
+            ))
             .arg(run.join(".cluster/scripts/1.sh"))
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -482,10 +502,17 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
         .flatten()
         .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
         .collect();
+    // Slurm requeued the lost node's job: its second run has events of its own.
+    let reruns = fs::read_dir(run.join(".cluster/events"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".1.jsonl"))
+        .count();
+    assert!(reruns >= 1, "no job ran again after the node was lost");
     let discarded = logs.matches("published by another copy").count();
     let skipped = logs.matches("already published; skipped").count();
     eprintln!(
-        "lost node {victim}: run ended {:.1} s after the kill; 1000 published ({requeued} by a requeued job), {parsed} JSON files parse; duplicate job {duplicate}: {skipped} tasks skipped as published, {discarded} finished copies discarded",
+        "lost node {victim}: run ended {:.1} s after the kill; 1000 published ({requeued} by a requeued job; {reruns} jobs requeued), {parsed} JSON files parse; duplicate job {duplicate}: {skipped} tasks skipped as published, {discarded} finished copies discarded",
         lost_node_run.as_secs_f64()
     );
     assert!(
@@ -573,7 +600,11 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
     // Nothing was published into the dead run after the reuse imported it.
     let dead = published(&dead_run).len();
     let reused = read_json(&run.join("progress.json"))["reused_tasks"].clone();
-    assert_eq!(reused.as_u64(), Some(dead as u64), "{reused} reused, {dead} in the dead run");
+    assert_eq!(
+        reused.as_u64(),
+        Some(dead as u64),
+        "{reused} reused, {dead} in the dead run"
+    );
     eprintln!(
         "coordinator SIGKILL: {} jobs left running, cancelled by --reuse; {dead} tasks reused, {} run again; 300 published once",
         left.len(),

@@ -8,8 +8,8 @@ use anyhow::Context;
 use serde_json::json;
 
 use agentcompass_cluster::SlurmCli;
-use agentcompass_host::runtime::cluster::{layout::CLUSTER_DIR, leftovers, work as run_unit};
-use agentcompass_host::runtime::cluster::{WorkArgs, WorkEnd};
+use agentcompass_host::runtime::cluster::{layout::CLUSTER_DIR, leftovers};
+use agentcompass_host::runtime::worker::{work as run_unit, WorkArgs, WorkEnd};
 
 /// How long `cluster cancel` waits for the cancelled jobs to leave the queue.
 const CANCEL_WAIT: Duration = Duration::from_secs(60);

@@ -61,7 +61,7 @@ pub struct RequestContext {
     pub install_cache: crate::install::InstallCache,
     /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
     /// and record where they ran); `None` for a local run.
-    pub copy: Option<super::cluster::ClusterCopy>,
+    pub copy: Option<super::cluster_copy::ClusterCopy>,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

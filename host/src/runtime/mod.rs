@@ -6,6 +6,7 @@ pub(crate) mod artifacts;
 mod attempt;
 mod blocking;
 pub mod cluster;
+pub mod cluster_copy;
 mod context;
 mod error;
 #[cfg(test)]
@@ -17,10 +18,12 @@ pub mod retry;
 mod reuse;
 mod run;
 mod session;
+mod shared;
 mod task;
 mod task_source;
 #[cfg(test)]
 mod tests;
+pub mod worker;
 
 use std::sync::{Arc, Mutex};
 
@@ -36,7 +39,8 @@ use crate::progress::terminal_for;
 use crate::registry::Registry;
 use crate::request::Orchestration;
 use limits::Limits;
-use run::{run_request, Shared};
+use run::run_request;
+use shared::Shared;
 
 /// The terminal status of an orchestration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

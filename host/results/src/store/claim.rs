@@ -119,7 +119,7 @@ pub enum Settled {
 /// and the claim released so another copy can claim the task. Only the coordinator calls this.
 pub fn settle_claim(details: &Path, running: &str, name: &str) -> Result<Settled, StoreError> {
     let published = || {
-        super::task::TaskState::ALL
+        super::TaskState::ALL
             .iter()
             .any(|state| fs::symlink_metadata(details.join(state.as_str()).join(name)).is_ok())
     };

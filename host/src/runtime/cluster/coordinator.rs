@@ -28,7 +28,7 @@ use crate::issue_codes as codes;
 use crate::metrics::outcomes_from_results;
 use crate::progress::{parse_severity, ProgressEvent, TaskOutcome, TaskPhase, TaskRef};
 use crate::runtime::context::RequestContext;
-use crate::runtime::run::{Scheduled, Shared};
+use crate::runtime::shared::{Scheduled, Shared};
 use crate::runtime::task_source::TaskSource;
 
 /// How often the jobs' states and events are read.
@@ -441,15 +441,13 @@ impl<'a> Coordinator<'a> {
         };
         let status = event.status.as_deref().and_then(TaskOutcome::parse);
         match event.event.as_str() {
-            "task_started" => {
-                if !pending.started {
-                    pending.started = true;
-                    rc.emit(ProgressEvent::TaskStarted {
-                        task,
-                        index: pending.unit.index,
-                        total: pending.unit.total,
-                    });
-                }
+            "task_started" if !pending.started => {
+                pending.started = true;
+                rc.emit(ProgressEvent::TaskStarted {
+                    task,
+                    index: pending.unit.index,
+                    total: pending.unit.total,
+                });
             }
             "attempt_started" => rc.emit(ProgressEvent::AttemptStarted(task)),
             "phase_changed" => {

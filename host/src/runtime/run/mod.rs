@@ -8,23 +8,21 @@ mod schedule;
 mod start;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agentcompass_results::status::RunStatus;
 use serde_json::json;
 
 pub use preflight::{preflight, PreparedRequest};
-pub(in crate::runtime) use schedule::Scheduled;
 pub(in crate::runtime) use start::request_context;
 
 use super::context::RequestContext;
 use super::error::RunError;
-use super::limits::Limits;
 use super::reuse;
+use super::shared::Shared;
 use super::task_source::TaskSource;
-use crate::host_services::CancelToken;
-use crate::progress::{ProgressEvent, TerminalSink};
-use crate::request::{output_namespace, ResolvedRuntimeOptions};
+use crate::progress::ProgressEvent;
+use crate::request::output_namespace;
 use agentcompass_results::store::{ReuseImport, RunInfo};
 
 /// The terminal state of one request.
@@ -61,28 +59,6 @@ impl RequestOutcome {
             reused: 0,
             issues: Vec::new(),
         }
-    }
-}
-
-/// Shared, orchestration-wide inputs of a request run.
-pub struct Shared {
-    /// Process-wide options.
-    pub runtime: ResolvedRuntimeOptions,
-    /// Limits.
-    pub limits: Arc<Limits>,
-    /// Cancellation.
-    pub cancel: CancelToken,
-    /// Terminal progress.
-    pub terminal: Option<Arc<dyn TerminalSink>>,
-    /// Orchestration id and name.
-    pub orchestration: (String, String),
-    /// Why the run was stopped (`cancelled` or `timed_out`), once it is.
-    pub stop_reason: Arc<Mutex<Option<RunStatus>>>,
-}
-
-impl Shared {
-    fn stop_reason(&self) -> Option<RunStatus> {
-        self.stop_reason.lock().map(|r| *r).unwrap_or(None)
     }
 }
 

@@ -5,35 +5,10 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use super::Shared;
 use crate::runtime::context::RequestContext;
-use crate::runtime::task::{run_task, TaskEnd};
+use crate::runtime::shared::{Scheduled, Shared};
+use crate::runtime::task::run_task;
 use crate::runtime::task_source::TaskSource;
-
-/// What scheduling every task produced.
-#[derive(Debug, Default)]
-pub(in crate::runtime) struct Scheduled {
-    /// Tasks published by this run (reused ones not included).
-    pub(in crate::runtime) published: usize,
-    /// Some result could not be written.
-    pub(in crate::runtime) store_failed: bool,
-    /// The task stream failed midway (or, on a cluster, jobs could not be submitted).
-    pub(in crate::runtime) load_error: Option<String>,
-}
-
-impl Scheduled {
-    fn tally(&mut self, done: Result<TaskEnd, tokio::task::JoinError>) {
-        match done {
-            Ok(TaskEnd::Published) => self.published += 1,
-            Ok(TaskEnd::Cancelled | TaskEnd::Duplicate) => {}
-            Ok(TaskEnd::StoreFailed) => self.store_failed = true,
-            Err(e) => {
-                tracing::error!("a task crashed: {e}");
-                self.store_failed = true;
-            }
-        }
-    }
-}
 
 /// Runs every task of `tasks` not in `reused`, until the stream ends or the run is cancelled.
 pub(super) async fn run_all(

@@ -13,7 +13,6 @@ use agentcompass_results::time::rfc3339;
 use serde_json::{json, Value};
 
 use super::preflight::PreparedRequest;
-use super::Shared;
 use crate::host_services::HostServices;
 use crate::metrics::MetricAggregator;
 use crate::progress::{ProgressMeta, ProgressRecorder};
@@ -21,6 +20,7 @@ use crate::request::{output_namespace, OrchestratedRun};
 use crate::runtime::context::RequestContext;
 use crate::runtime::error::RunError;
 use crate::runtime::reuse::reuse_key;
+use crate::runtime::shared::Shared;
 use crate::runtime::task_source::TaskSource;
 
 /// A run whose results directory exists, with its first files written.

@@ -11,16 +11,17 @@ use agentcompass_plugin_api::contracts::RunRequest;
 use agentcompass_results::naming::task_dir_name;
 use agentcompass_results::store::{RunStore, TaskState};
 
-use super::handoff::{restore_secrets, Handoff, SECRETS_VAR};
-use super::layout::ClusterDir;
-use super::unit::Unit;
-use super::ClusterCopy;
+use super::cluster::handoff::{restore_secrets, Handoff, SECRETS_VAR};
+use super::cluster::layout::ClusterDir;
+use super::cluster::unit::Unit;
+use super::cluster_copy::ClusterCopy;
 use crate::host_services::CancelToken;
 use crate::progress::{ProgressMeta, ProgressRecorder};
 use crate::request::OrchestratedRun;
 use crate::runtime::error::RunError;
 use crate::runtime::limits::Limits;
-use crate::runtime::run::{preflight, request_context, Shared};
+use crate::runtime::run::{preflight, request_context};
+use crate::runtime::shared::Shared;
 use crate::runtime::task::{run_task, TaskEnd};
 use crate::setup::{build_registry, PluginSettings};
 
