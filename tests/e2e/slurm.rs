@@ -441,7 +441,7 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
         "attempts_per_job = 334\ncpus_per_job = 2\nmax_jobs_in_flight = 3",
     );
     let child = spawn_slow(&ws, &config, 1000, 250, false);
-    wait_until("three running jobs", Duration::from_secs(60), || {
+    wait_until("three running jobs", Duration::from_secs(180), || {
         running_jobs(&ws).len() == 3
     });
     std::thread::sleep(Duration::from_secs(3));
@@ -531,7 +531,7 @@ fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
         "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
     );
     let child = spawn_slow(&ws, &config, 300, 400, false);
-    wait_until("running jobs", Duration::from_secs(60), || {
+    wait_until("running jobs", Duration::from_secs(180), || {
         running_jobs(&ws).len() >= 3
     });
     std::thread::sleep(Duration::from_secs(2));
@@ -576,7 +576,7 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
         "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
     );
     let mut child = spawn_slow(&ws, &config, 300, 400, false);
-    wait_until("running jobs", Duration::from_secs(60), || {
+    wait_until("running jobs", Duration::from_secs(180), || {
         running_jobs(&ws).len() >= 3
     });
     std::thread::sleep(Duration::from_secs(2));
