@@ -11,7 +11,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{host_bin, read_json, run_dir, Outcome, PluginDirs, Workspace};
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{
+    files_containing, host_bin, published_results, read_json, run_dir, Outcome, PluginDirs,
+    Workspace,
+};
 use serde_json::{json, Value};
 
 /// One test on the cluster at a time (some stop a node; all count its CPUs).
@@ -335,20 +339,29 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
 }
 
 #[test]
-fn harbor_tasks_run_in_the_sandbox_on_the_nodes() {
+fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_environment() {
     let _cluster = take_cluster();
     let ws = Workspace::new();
     let dirs = PluginDirs::new();
     let plugins = dirs.package("p", "harbor-pack");
     dirs.package("p", "agents-pack");
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/harbor");
-    let params = json!({ "path": examples }).to_string();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let params = json!({ "path": root.join("examples/harbor") }).to_string();
+    let script: Value = serde_json::from_str(
+        &fs::read_to_string(root.join("examples/demo/terminus-script.json")).unwrap(),
+    )
+    .unwrap();
+    // The scripted model refuses any other key: a literal on the command line, which the
+    // nodes get only through their jobs' environment.
+    let key = script["require_key"].as_str().unwrap().to_string();
     let config = slurm_config(
         &ws,
         "slurm.toml",
         "cpus_per_job = 4\nmax_jobs_in_flight = 3",
     );
     let run = |executor: &str| {
+        let server = ScriptedServer::start(&script, None).unwrap();
+        let base_url = server.base_url();
         let out = outcome(
             command(
                 &ws,
@@ -358,12 +371,16 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes() {
                     &config,
                     "run",
                     "harbor",
-                    "oracle",
+                    "terminus",
                     "scripted-model",
                     "--benchmark-params",
                     &params,
                     "--env",
                     "sandbox",
+                    "--model-base-url",
+                    &base_url,
+                    "--model-api-key",
+                    &key,
                     "--executor",
                     executor,
                     "--progress",
@@ -386,11 +403,21 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes() {
     );
     // One task a job, one job a node (each takes a node's 4 CPUs).
     assert_eq!(nodes(&tasks).len(), 3, "{:?}", nodes(&tasks));
-    for task in tasks.values() {
-        assert_eq!(task["executor"]["kind"], "slurm");
-    }
     let value = &metrics(&cluster)["series"][0]["value"];
     assert_eq!(value.as_f64(), Some(1.0), "{value}");
+    // The agent's model calls went from the nodes to the run's endpoint, with the key...
+    for (id, (_, result)) in published_results(&cluster) {
+        let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+        assert!(usage["requests"].as_u64() > Some(0), "{id}: {usage}");
+    }
+    // ...which is in no file of the run: not the handed-off request, not a unit, a script,
+    // an event or a log.
+    assert_eq!(
+        files_containing(&ws.cwd.join("results"), &key),
+        Vec::<PathBuf>::new()
+    );
+    let handoff = fs::read_to_string(cluster.join(".cluster/request.json")).unwrap();
+    assert!(handoff.contains("********"), "{handoff}");
 }
 
 /// A slow run of `tasks` calculator tasks (`delay_ms` each) on the cluster.
@@ -679,4 +706,59 @@ fn the_coordinators_memory_stays_flat_with_the_task_count() {
         large < small + 16 * 1024,
         "10x the tasks, {large} kB against {small} kB"
     );
+}
+
+#[test]
+fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
+    let ws = Workspace::new();
+    let conf = slurm_conf().display().to_string();
+    let cases: [(&str, &str, &str); 5] = [
+        ("zero.toml", "[runtime.slurm]\nattempts_per_job = 0\n", conf.as_str()),
+        ("type.toml", "[runtime.slurm]\npartition = 3\n", conf.as_str()),
+        ("unknown.toml", "[runtime.slurm]\nnodes = 3\n", conf.as_str()),
+        (
+            "shared.toml",
+            "[runtime.slurm]\nshared_dir = \"/nonexistent-shared\"\n",
+            conf.as_str(),
+        ),
+        ("conf.toml", "", "/nonexistent/slurm.conf"),
+    ];
+    let mut lines = Vec::new();
+    for (name, content, slurm_conf) in cases {
+        let config = ws.write(name, content).display().to_string();
+        let out = ws.run(
+            &[
+                "--config",
+                &config,
+                "run",
+                "example_self_check",
+                "none",
+                "m",
+                "--executor",
+                "slurm",
+                "--progress",
+                "none",
+            ],
+            &[("SLURM_CONF", slurm_conf)],
+        );
+        assert_eq!(out.code, 2, "{name}: {out:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{name}: {out:?}");
+        assert!(!ws.cwd.join("results").exists(), "{name}: wrote results");
+        lines.push(format!("{name}: {}", ws.redact(out.stderr.trim())));
+    }
+    let executor = ws.write("executor.toml", "[runtime]\nexecutor = \"pbs\"\n");
+    let out = ws.run(
+        &[
+            "--config",
+            &executor.display().to_string(),
+            "run",
+            "example_self_check",
+            "none",
+            "m",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    lines.push(format!("executor.toml: {}", ws.redact(out.stderr.trim())));
+    insta::assert_snapshot!("bad_slurm_settings", lines.join("\n"));
 }

@@ -244,14 +244,7 @@ pub fn preflight_all(
     orchestration: &Orchestration,
 ) -> Result<Vec<PreparedRequest>, RunError> {
     if orchestration.runtime.executor == crate::request::Executor::Slurm {
-        // Before anything is written: the cluster answers.
-        agentcompass_cluster::SlurmCli::new()
-            .jobs("ac-")
-            .map_err(|e| {
-                RunError::Refused(format!(
-                    "runtime.executor: expected a reachable Slurm cluster for `slurm`, found: {e}"
-                ))
-            })?;
+        cluster::check_cluster(&orchestration.runtime).map_err(RunError::Refused)?;
     }
     orchestration
         .requests

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 use super::events::{JobEvent, Tail};
 use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
 use super::layout::ClusterDir;
+use super::shares::{job_runtime, shares, Shares};
 use super::unit::{Unit, UnitTask, UNIT_SCHEMA};
 use crate::issue_codes as codes;
 use crate::metrics::outcomes_from_results;
@@ -121,46 +122,27 @@ impl<'a> Coordinator<'a> {
         let options = shared.runtime.slurm.clone();
         let run_dir = std::path::absolute(rc.store.run_dir())
             .map_err(|e| format!("{}: {e}", rc.store.run_dir().display()))?;
-        check_shared_dir(&options, &run_dir)?;
         let dir = ClusterDir::of_run(&run_dir);
         dir.create()
             .map_err(|e| format!("cannot create {}: {e}", dir.root().display()))?;
         let program = std::env::current_exe()
             .map_err(|e| format!("cannot find this program to run on the nodes: {e}"))?;
-        let to_run = tasks.total().saturating_sub(reused.len()).max(1);
-        let per_job = options.attempts_per_job.max(1) as usize;
+        let to_run = tasks.total().saturating_sub(reused.len());
         let provider = rc.request.environment.id.as_str();
-        let provider_limit = shared
-            .runtime
-            .provider_limits
-            .get(provider)
-            .copied()
-            .filter(|&l| l > 0);
-        let concurrency = shared.limits.task_concurrency().max(1) as usize;
-        let mut max_jobs = (options.max_jobs_in_flight as usize)
-            .min(to_run.div_ceil(per_job))
-            .min(concurrency)
-            .max(1);
-        if let Some(limit) = provider_limit {
-            max_jobs = max_jobs.min(limit as usize).max(1);
-        }
-        // Every job gets its share of the orchestration's limits, so the cluster as a whole
-        // never exceeds them.
-        let job_concurrency = (options.cpus_per_job as usize)
-            .min((concurrency / max_jobs).max(1))
-            .max(1) as u32;
-        let mut runtime = shared.runtime.clone();
+        let provider_limit = shared.runtime.provider_limits.get(provider).copied();
+        let Shares {
+            max_jobs,
+            job_concurrency,
+        } = shares(
+            &options,
+            to_run,
+            shared.limits.task_concurrency(),
+            provider_limit,
+        );
+        let mut runtime = job_runtime(&shared.runtime, max_jobs);
         runtime.results_dir = std::path::absolute(&runtime.results_dir)
             .map(|p| p.display().to_string())
             .unwrap_or(runtime.results_dir);
-        for limit in runtime.provider_limits.values_mut() {
-            if *limit > 0 {
-                *limit = (*limit / max_jobs as u32).max(1);
-            }
-        }
-        for qps in runtime.env_open_qps.values_mut() {
-            *qps /= max_jobs as f64;
-        }
         let (masked, secrets) = split_secrets(&rc.request);
         let handoff = Handoff {
             schema_version: HANDOFF_SCHEMA.to_string(),
@@ -184,7 +166,7 @@ impl<'a> Coordinator<'a> {
         tracing::info!(
             max_jobs,
             job_concurrency,
-            attempts_per_job = per_job,
+            attempts_per_job = options.attempts_per_job,
             "submitting the run's tasks to Slurm"
         );
         Ok(Coordinator {
@@ -705,21 +687,4 @@ fn attempt_issues(dir: &Path, attempts: &Value) -> Vec<RunResult> {
 pub(super) fn job_prefix(run_dir: &Path) -> String {
     let digest = Sha256::digest(run_dir.as_os_str().as_encoded_bytes());
     format!("ac-{}-", &hex::encode(digest)[..12])
-}
-
-/// The nodes publish into the run directory: it must be inside the declared shared directory.
-fn check_shared_dir(options: &crate::request::SlurmOptions, run_dir: &Path) -> Result<(), String> {
-    let Some(shared) = &options.shared_dir else {
-        return Ok(());
-    };
-    let shared = std::path::absolute(shared).unwrap_or_else(|_| PathBuf::from(shared));
-    if run_dir.starts_with(&shared) {
-        Ok(())
-    } else {
-        Err(format!(
-            "runtime.slurm.shared_dir: expected a directory holding the results directory (the nodes publish into {}), found `{}`",
-            run_dir.display(),
-            shared.display()
-        ))
-    }
 }

@@ -19,6 +19,42 @@ mod events;
 pub(in crate::runtime) mod handoff;
 pub mod layout;
 pub mod leftovers;
+mod shares;
 pub(in crate::runtime) mod unit;
 
 pub(in crate::runtime) use coordinator::run_all;
+
+/// Checks, before anything is written, that a Slurm run can start: `SLURM_CONF` (when set)
+/// names a file, the results directory is inside `runtime.slurm.shared_dir` (when set), and
+/// the cluster answers `squeue`.
+pub(in crate::runtime) fn check_cluster(
+    runtime: &crate::request::ResolvedRuntimeOptions,
+) -> Result<(), String> {
+    if let Some(conf) = std::env::var_os("SLURM_CONF") {
+        let conf = std::path::PathBuf::from(conf);
+        if !conf.is_file() {
+            return Err(format!(
+                "SLURM_CONF: expected a Slurm configuration file, found nothing at {}",
+                conf.display()
+            ));
+        }
+    }
+    if let Some(shared) = &runtime.slurm.shared_dir {
+        let absolute = |p: &str| std::path::absolute(p).unwrap_or_else(|_| p.into());
+        let results = absolute(&runtime.results_dir);
+        let shared = absolute(shared);
+        if !results.starts_with(&shared) {
+            return Err(format!(
+                "runtime.slurm.shared_dir: expected a directory holding the results directory {} (the nodes publish there), found `{}`",
+                results.display(),
+                shared.display()
+            ));
+        }
+    }
+    agentcompass_cluster::SlurmCli::new()
+        .jobs("ac-")
+        .map(|_| ())
+        .map_err(|e| {
+            format!("runtime.executor: expected a reachable Slurm cluster for `slurm`, found: {e}")
+        })
+}
