@@ -346,7 +346,15 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_en
     let plugins = dirs.package("p", "harbor-pack");
     dirs.package("p", "agents-pack");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let params = json!({ "path": root.join("examples/harbor") }).to_string();
+    // A path relative to the working directory means the same on the nodes.
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(root.join("examples/harbor"))
+        .arg(ws.cwd.join("tasks"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let params = json!({ "path": "tasks" }).to_string();
     let script: Value = serde_json::from_str(
         &fs::read_to_string(root.join("examples/demo/terminus-script.json")).unwrap(),
     )
@@ -637,6 +645,77 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
         left.len(),
         300 - dead
     );
+
+    // `cluster cancel` does the same by hand.
+    let mut child = spawn_slow(&ws, &config, 300, 400, false);
+    wait_until("running jobs", Duration::from_secs(180), || {
+        running_jobs(&ws).len() >= 3
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let left = listed_jobs(&ws);
+    assert!(!left.is_empty());
+    let dead_run = left[0]["run_dir"].as_str().unwrap().to_string();
+    let out = outcome(
+        command(&ws, None, &["cluster", "cancel", &dead_run])
+            .spawn()
+            .unwrap(),
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(
+        out.stdout.trim(),
+        format!("{dead_run}: cancelled {} jobs", left.len())
+    );
+    assert!(listed_jobs(&ws).is_empty());
+}
+
+#[test]
+fn the_deadline_cancels_every_job() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
+    );
+    let size = json!({ "size": 300 }).to_string();
+    let started = Instant::now();
+    let out = outcome(
+        command(
+            &ws,
+            None,
+            &[
+                "--config",
+                &config,
+                "run",
+                "example_exact_match",
+                "example_calculator",
+                "calc",
+                "--benchmark-params",
+                &size,
+                "--harness-params",
+                r#"{"delay_ms": 400}"#,
+                "--executor",
+                "slurm",
+                "--timeout-seconds",
+                "6",
+                "--progress",
+                "none",
+            ],
+        )
+        .spawn()
+        .unwrap(),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let run = run_dir(&out);
+    assert_eq!(read_json(&run.join("run_info.json"))["status"], "timed_out");
+    assert!(listed_jobs(&ws).is_empty(), "no job outlives the deadline");
+    let published = published(&run).len();
+    assert!(published < 300, "{published}");
+    eprintln!(
+        "deadline 6 s: the run ended after {:.1} s with {published} tasks published and no job left",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Peak RSS (kB) of process `pid` until it exits.
@@ -713,9 +792,21 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
     let ws = Workspace::new();
     let conf = slurm_conf().display().to_string();
     let cases: [(&str, &str, &str); 5] = [
-        ("zero.toml", "[runtime.slurm]\nattempts_per_job = 0\n", conf.as_str()),
-        ("type.toml", "[runtime.slurm]\npartition = 3\n", conf.as_str()),
-        ("unknown.toml", "[runtime.slurm]\nnodes = 3\n", conf.as_str()),
+        (
+            "zero.toml",
+            "[runtime.slurm]\nattempts_per_job = 0\n",
+            conf.as_str(),
+        ),
+        (
+            "type.toml",
+            "[runtime.slurm]\npartition = 3\n",
+            conf.as_str(),
+        ),
+        (
+            "unknown.toml",
+            "[runtime.slurm]\nnodes = 3\n",
+            conf.as_str(),
+        ),
         (
             "shared.toml",
             "[runtime.slurm]\nshared_dir = \"/nonexistent-shared\"\n",
@@ -761,4 +852,89 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
     assert_eq!(out.code, 2, "{out:?}");
     lines.push(format!("executor.toml: {}", ws.redact(out.stderr.trim())));
     insta::assert_snapshot!("bad_slurm_settings", lines.join("\n"));
+}
+
+/// The progress events of a run.
+fn events(run: &Path) -> Vec<Value> {
+    fs::read_to_string(run.join("progress.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
+    let _cluster = take_cluster();
+    let ws = Workspace::new();
+    let config = slurm_config(
+        &ws,
+        "slurm.toml",
+        "cpus_per_job = 2\nmax_jobs_in_flight = 3",
+    );
+    let run = |reuse: bool| {
+        let mut args = vec![
+            "--config",
+            &config,
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--benchmark-params",
+            r#"{"size": 3, "evaluate_delay_ms": 4000}"#,
+            "--checkpoint-after-seconds",
+            "0",
+            "--executor",
+            "slurm",
+            "--progress",
+            "none",
+        ];
+        if reuse {
+            args.push("--reuse");
+        }
+        command(&ws, None, &args).spawn().unwrap()
+    };
+    let child = run(false);
+    // Every task's evaluation starts after its checkpoint is saved on its node.
+    let checkpoints = |root: &Path| {
+        let mut found = 0;
+        let mut stack = vec![root.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().is_some_and(|n| n == "checkpoint.json") {
+                    found += 1;
+                }
+            }
+        }
+        found
+    };
+    let results = ws.cwd.join("results");
+    wait_until("three checkpoints", Duration::from_secs(120), || {
+        checkpoints(&results) == 3
+    });
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = outcome(child);
+    assert_eq!(out.code, 130, "{out:?}");
+    let interrupted = run_dir(&out);
+    assert_eq!(published(&interrupted).len(), 0);
+    let out = outcome(run(true));
+    assert_eq!(out.code, 0, "{out:?}");
+    let resumed = run_dir(&out);
+    assert_eq!(published(&resumed).len(), 3);
+    let phases: Vec<String> = events(&resumed)
+        .iter()
+        .filter_map(|e| e["phase"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(
+        phases.iter().filter(|p| *p == "recover_evaluation").count(),
+        3,
+        "{phases:?}"
+    );
+    assert!(!phases.iter().any(|p| p == "run_harness"), "{phases:?}");
 }

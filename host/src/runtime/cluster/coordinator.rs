@@ -101,6 +101,9 @@ struct Coordinator<'a> {
     dir: ClusterDir,
     program: PathBuf,
     run_dir: PathBuf,
+    /// The jobs' working directory: the coordinator's, so relative paths in the request
+    /// (a benchmark's task directory, say) mean on the nodes what they mean here.
+    workdir: PathBuf,
     prefix: String,
     env: Vec<(String, String)>,
     options: crate::request::SlurmOptions,
@@ -180,6 +183,7 @@ impl<'a> Coordinator<'a> {
             prefix: job_prefix(&run_dir),
             dir,
             program,
+            workdir: std::env::current_dir().unwrap_or_else(|_| run_dir.clone()),
             run_dir,
             env,
             options,
@@ -266,7 +270,11 @@ impl<'a> Coordinator<'a> {
                 tracing::warn!("task {}: {warning}", task.task_id);
             }
             let name = task_dir_name(&task.task_id);
-            let resume_from = self.rc.resumable.get(&name).cloned();
+            let resume_from = self
+                .rc
+                .resumable
+                .get(&name)
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone()));
             tasks.push(Pending {
                 unit: UnitTask {
                     index,
@@ -313,7 +321,7 @@ impl<'a> Coordinator<'a> {
             name: name.clone(),
             script,
             output: self.dir.output(seq),
-            workdir: self.run_dir.clone(),
+            workdir: self.workdir.clone(),
             partition: self.options.partition.clone(),
             account: self.options.account.clone(),
             qos: self.options.qos.clone(),
