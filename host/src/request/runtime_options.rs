@@ -134,8 +134,9 @@ pub struct ResolvedRuntimeOptions {
     /// `InstallCache::default_root`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_cache_dir: Option<String>,
-    /// Load the plugins bundled next to the binary (not printed when true).
-    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    /// Load the plugins bundled next to the binary (`--no-bundled-plugins` clears it; not
+    /// printed, as no configuration file sets it).
+    #[serde(default = "yes", skip_serializing)]
     pub bundled_plugins: bool,
     /// Where tasks execute (not printed when `local`).
     #[serde(default, skip_serializing_if = "Executor::is_local")]
@@ -177,10 +178,6 @@ impl Default for ResolvedRuntimeOptions {
 
 fn yes() -> bool {
     true
-}
-
-fn is_true(value: &bool) -> bool {
-    *value
 }
 
 const LOG_LEVELS: [&str; 5] = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"];

@@ -59,7 +59,8 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     request.output.run_id.clear();
     request.runtime.reuse = None;
     request.runtime.reuse_run_id.clear();
-    let runtime = handoff.runtime.clone();
+    let mut runtime = handoff.runtime.clone();
+    runtime.bundled_plugins = handoff.bundled_plugins;
     let settings = PluginSettings {
         plugin_dirs: runtime.plugin_dirs.iter().map(PathBuf::from).collect(),
         recipe_dirs: runtime.recipe_dirs.iter().map(PathBuf::from).collect(),

@@ -10,7 +10,7 @@ use agentcompass_plugin_api::contracts::{
     TaskInput, TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, Benchmark, Ctx, EvaluationInput, HarnessFreeBenchmark, SessionRef,
+    async_trait, Benchmark, Ctx, EvaluationInput, HarnessFreeBenchmark, SessionRef, TaskStream,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde::Deserialize;
@@ -58,19 +58,54 @@ fn command(prompt: &str) -> Option<String> {
     Some(format!("sh -c 'echo $(({a} {op} {b}))'"))
 }
 
+/// Task `i` of the generator seeded with `seed`.
+fn generated_task(i: u64, seed: u64) -> TaskSpec {
+    let (prompt, answer) = question(i, seed);
+    let mut task = TaskSpec::new(format!("self-{i:04}"), prompt);
+    task.category = "arithmetic".to_string();
+    task.ground_truth = serde_json::Value::String(answer);
+    task
+}
+
+/// The generated tasks, made a page at a time: neither the plugin nor the host ever holds
+/// them all, however large `size` is.
+struct GeneratedTasks {
+    next: u64,
+    size: u64,
+    seed: u64,
+}
+
+impl TaskStream for GeneratedTasks {
+    fn total(&self) -> usize {
+        usize::try_from(self.size).unwrap_or(usize::MAX)
+    }
+
+    fn next_page(&mut self, max: usize) -> Result<Vec<TaskSpec>> {
+        let end = self.size.min(self.next.saturating_add(max.max(1) as u64));
+        let page = (self.next..end)
+            .map(|i| generated_task(i, self.seed))
+            .collect();
+        self.next = end;
+        Ok(page)
+    }
+}
+
 #[async_trait]
 impl Benchmark for ExampleSelfCheck {
     async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         let params = params(req)?;
         Ok((0..params.size)
-            .map(|i| {
-                let (prompt, answer) = question(i, params.seed);
-                let mut task = TaskSpec::new(format!("self-{i:04}"), prompt);
-                task.category = "arithmetic".to_string();
-                task.ground_truth = serde_json::Value::String(answer);
-                task
-            })
+            .map(|i| generated_task(i, params.seed))
             .collect())
+    }
+
+    async fn open_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
+        let params = params(req)?;
+        Ok(Box::new(GeneratedTasks {
+            next: 0,
+            size: params.size,
+            seed: params.seed,
+        }))
     }
 
     async fn prepare_task(
@@ -170,5 +205,29 @@ mod tests {
         assert_eq!(command("Name a colour."), None);
         let (prompt, _) = question(0, 0);
         assert!(command(&prompt).is_some());
+    }
+
+    #[test]
+    fn the_stream_pages_through_the_same_tasks() {
+        let mut stream = GeneratedTasks {
+            next: 0,
+            size: 7,
+            seed: 3,
+        };
+        assert_eq!(stream.total(), 7);
+        let mut ids = Vec::new();
+        loop {
+            let page = stream.next_page(3).unwrap();
+            if page.is_empty() {
+                break;
+            }
+            assert!(page.len() <= 3);
+            ids.extend(page.into_iter().map(|t| (t.task_id, t.question)));
+        }
+        let expected: Vec<_> = (0..7)
+            .map(|i| generated_task(i, 3))
+            .map(|t| (t.task_id, t.question))
+            .collect();
+        assert_eq!(ids, expected);
     }
 }

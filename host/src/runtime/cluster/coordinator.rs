@@ -155,6 +155,7 @@ impl<'a> Coordinator<'a> {
             orchestration: shared.orchestration.clone(),
             runtime,
             job_concurrency,
+            bundled_plugins: shared.runtime.bundled_plugins,
         };
         handoff
             .write(&dir.handoff())

@@ -37,6 +37,8 @@ pub struct Handoff {
     pub runtime: ResolvedRuntimeOptions,
     /// Tasks one job runs at once.
     pub job_concurrency: u32,
+    /// Whether the jobs load the plugins bundled next to the binary.
+    pub bundled_plugins: bool,
 }
 
 /// One secret leaf: its path in the request (object keys and array indices) and value.
