@@ -782,7 +782,7 @@ fn the_coordinators_memory_stays_flat_with_the_task_count() {
     eprintln!("coordinator peak RSS: {peaks:?}");
     let (small, large) = (peaks[0].1, peaks[1].1);
     assert!(
-        large < small + 16 * 1024,
+        large < small + 4 * 1024,
         "10x the tasks, {large} kB against {small} kB"
     );
 }
