@@ -290,6 +290,16 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
         1000
     );
     json_files_parse(&cluster);
+    // What the jobs no longer need is gone (their events are in progress.jsonl); their
+    // scripts, output and logs stay.
+    let cluster_files = |sub: &str| {
+        fs::read_dir(cluster.join(".cluster").join(sub))
+            .unwrap()
+            .count()
+    };
+    assert_eq!(cluster_files("units"), 0);
+    assert_eq!(cluster_files("events"), 0);
+    assert_eq!(cluster_files("scripts"), 20);
     // Nothing of the jobs is left in the queue.
     assert!(listed_jobs(&ws).is_empty());
     eprintln!(
@@ -537,11 +547,11 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
         .flatten()
         .map(|e| fs::read_to_string(e.path()).unwrap_or_default())
         .collect();
-    // Slurm requeued the lost node's job: its second run has events of its own.
-    let reruns = fs::read_dir(run.join(".cluster/events"))
+    // Slurm requeued the lost node's job: its second run has a log of its own.
+    let reruns = fs::read_dir(run.join(".cluster/logs"))
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".1.jsonl"))
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".1.log"))
         .count();
     assert!(reruns >= 1, "no job ran again after the node was lost");
     let discarded = logs.matches("published by another copy").count();

@@ -160,6 +160,16 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     if cancel.is_cancelled() {
         end = WorkEnd::Cancelled;
     }
+    // The coordinator takes this as its cue to ask Slurm about the job now.
+    let status = match end {
+        WorkEnd::Done => agentcompass_results::status::RunStatus::Completed,
+        WorkEnd::Cancelled => agentcompass_results::status::RunStatus::Cancelled,
+        WorkEnd::StoreFailed => agentcompass_results::status::RunStatus::Failed,
+    };
+    rc.emit(crate::progress::ProgressEvent::RunFinished {
+        status,
+        error: None,
+    });
     rc.progress.finish();
     Ok(end)
 }

@@ -32,8 +32,13 @@ use crate::runtime::context::RequestContext;
 use crate::runtime::shared::{Scheduled, Shared};
 use crate::runtime::task_source::TaskSource;
 
-/// How often the jobs' states and events are read.
+/// How often the jobs' events are read (and, while a job says it is done but Slurm still
+/// lists it, the jobs' states).
 const POLL: Duration = Duration::from_millis(500);
+
+/// How often `squeue` is asked otherwise: what finds a job that ended without saying so
+/// (killed, its node lost). One call covers every job of the run.
+const SQUEUE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// How long a cancelled run waits for its jobs to leave the queue, beyond the cleanup grace.
 const CANCEL_WAIT: Duration = Duration::from_secs(30);
@@ -54,12 +59,17 @@ struct Pending {
 /// A submitted job.
 struct Job {
     id: u64,
+    /// Its sequence number (its unit and script).
+    seq: u64,
     tasks: Vec<Pending>,
     /// One events file per run of the job (restart 0, 1, ...).
     tails: Vec<Tail>,
     _slot: Option<tokio::sync::OwnedSemaphorePermit>,
     /// The state `squeue` last showed.
     state: Option<JobState>,
+    /// Its latest run reported the end of its work (`run_finished`): Slurm is asked about it
+    /// at the next look, not the next `SQUEUE_INTERVAL`.
+    done_reported: bool,
 }
 
 impl Job {
@@ -112,6 +122,8 @@ struct Coordinator<'a> {
     jobs: Vec<Job>,
     /// Tasks whose job ended without publishing them, to submit again.
     resubmit: VecDeque<Pending>,
+    /// When `squeue` was last asked.
+    last_squeue: Option<Instant>,
     scheduled: Scheduled,
 }
 
@@ -192,6 +204,7 @@ impl<'a> Coordinator<'a> {
             next_seq: 1,
             jobs: Vec::new(),
             resubmit: VecDeque::new(),
+            last_squeue: None,
             scheduled: Scheduled::default(),
         })
     }
@@ -341,10 +354,12 @@ impl<'a> Coordinator<'a> {
         tracing::debug!(job_id = id, seq, tasks = tasks.len(), "job submitted");
         self.jobs.push(Job {
             id,
+            seq,
             tasks,
             tails: vec![Tail::new(self.dir.events(&id.to_string(), 0))],
             _slot: slot,
             state: None,
+            done_reported: false,
         });
         Ok(())
     }
@@ -366,9 +381,18 @@ impl<'a> Coordinator<'a> {
         }
     }
 
-    /// Reads every job's new events and `squeue`'s view; settles the jobs that ended.
+    /// Reads every job's new events and, when due, `squeue`'s view; settles the jobs that
+    /// ended.
     fn poll(&mut self) {
         self.read_events();
+        let due = self
+            .last_squeue
+            .is_none_or(|at| at.elapsed() >= SQUEUE_INTERVAL)
+            || self.jobs.iter().any(|job| job.done_reported);
+        if !due {
+            return;
+        }
+        self.last_squeue = Some(Instant::now());
         let states = match self.slurm.jobs(&self.prefix) {
             Ok(jobs) => jobs
                 .into_iter()
@@ -403,6 +427,7 @@ impl<'a> Coordinator<'a> {
                 let path = self.dir.events(&job.id.to_string(), next);
                 if path.exists() {
                     job.tails.push(Tail::new(path));
+                    job.done_reported = false;
                 }
                 job.tails
                     .iter_mut()
@@ -420,6 +445,9 @@ impl<'a> Coordinator<'a> {
     fn forward(&mut self, j: usize, event: JobEvent) {
         let rc = self.rc;
         let Some(task_id) = event.task_id.clone() else {
+            if event.event == "run_finished" {
+                self.jobs[j].done_reported = true;
+            }
             return;
         };
         let Some(pending) = self.jobs[j].task_mut(&task_id) else {
@@ -570,6 +598,8 @@ impl<'a> Coordinator<'a> {
             .as_ref()
             .map_or("gone from the queue".to_string(), |s| s.to_string());
         let details = self.rc.store.details_dir();
+        let mut all_published = true;
+        let runs = job.tails.len() as u32;
         for mut pending in job.tasks {
             match claim::settle_claim(&details, "running", &pending.name) {
                 Ok(claim::Settled::Published) => {
@@ -586,6 +616,7 @@ impl<'a> Coordinator<'a> {
                     continue;
                 }
             }
+            all_published = false;
             if !resubmit {
                 continue;
             }
@@ -595,6 +626,28 @@ impl<'a> Coordinator<'a> {
             } else {
                 tracing::warn!(task_id = %pending.unit.task.task_id, job_id = job.id, state, "the job ended without publishing the task; resubmitting it");
                 self.resubmit.push_back(pending);
+            }
+        }
+        if all_published {
+            self.remove_job_files(job.id, job.seq, runs);
+        }
+    }
+
+    /// Removes what a job that published all its tasks leaves that nothing reads again: its
+    /// unit and its runs' events (already in the run's `progress.jsonl`) and snapshots. Its
+    /// script, output and logs stay. A job that lost tasks keeps everything, for inspection.
+    fn remove_job_files(&self, id: u64, seq: u64, runs: u32) {
+        let job = id.to_string();
+        let mut files = vec![self.dir.unit(seq)];
+        for restart in 0..runs.max(1) {
+            files.push(self.dir.events(&job, restart));
+            files.push(self.dir.snapshot(&job, restart));
+        }
+        for file in files {
+            match std::fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => tracing::debug!("cannot remove {}: {e}", file.display()),
             }
         }
     }
