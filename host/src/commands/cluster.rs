@@ -17,8 +17,9 @@ const CANCEL_WAIT: Duration = Duration::from_secs(60);
 /// `cluster work`: runs one unit on this node; exit 0 done, 130 cancelled, 1 a result could
 /// not be written, 2 a bad request or unit.
 pub fn work(run_dir: PathBuf, unit: PathBuf) -> anyhow::Result<i32> {
+    // Before the async runtime's threads exist.
+    let args = WorkArgs::from_env(run_dir, unit);
     let executor = super::execute::async_runtime()?;
-    let args = WorkArgs { run_dir, unit };
     let end = executor.block_on(run_unit(&args));
     executor.shutdown_timeout(Duration::from_millis(100));
     Ok(match end.map_err(|e| anyhow::anyhow!(e))? {

@@ -32,6 +32,24 @@ pub struct WorkArgs {
     pub run_dir: PathBuf,
     /// The unit file.
     pub unit: PathBuf,
+    /// The request's secret literals ([`SECRETS_VAR`]), taken out of the process
+    /// environment before anything starts, so no environment (a `host_process` one inherits
+    /// the host's) ever sees them.
+    pub secrets: Option<String>,
+}
+
+impl WorkArgs {
+    /// The arguments of `cluster work RUN_DIR UNIT`, the secrets moved out of this process's
+    /// environment. Call it before any other thread runs.
+    pub fn from_env(run_dir: PathBuf, unit: PathBuf) -> WorkArgs {
+        let secrets = std::env::var(SECRETS_VAR).ok();
+        std::env::remove_var(SECRETS_VAR);
+        WorkArgs {
+            run_dir,
+            unit,
+            secrets,
+        }
+    }
 }
 
 /// How a job's run ended.
@@ -51,8 +69,7 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     let dir = ClusterDir::of_run(&args.run_dir);
     let handoff = Handoff::read(&dir.handoff()).map_err(refused)?;
     let unit = Unit::read(&args.unit).map_err(refused)?;
-    let secrets = std::env::var(SECRETS_VAR).ok();
-    let request = restore_secrets(&handoff.request, secrets.as_deref()).map_err(refused)?;
+    let request = restore_secrets(&handoff.request, args.secrets.as_deref()).map_err(refused)?;
     let mut request: RunRequest = serde_json::from_value(request)
         .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;
     // The coordinator created the run and imported what it reuses.

@@ -508,7 +508,11 @@ impl<'a> Coordinator<'a> {
                 {
                     let pending = job.tasks.swap_remove(at);
                     let severity = event.payload["severity"].as_str().and_then(parse_severity);
-                    self.count_published(pending, Some((status, severity)));
+                    if let Err(pending) = self.count_published(pending, Some((status, severity))) {
+                        // Not visible here yet (a shared file system's cache): the job's
+                        // end settles it.
+                        self.jobs[j].tasks.push(*pending);
+                    }
                 }
             }
             _ => {}
@@ -516,7 +520,8 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Counts a task a copy published: metrics and issues from its published results, its
-    /// plans into the run's plan log, `task_finished` into the progress.
+    /// plans into the run's plan log, `task_finished` into the progress. Gives the task back
+    /// when its published directory is not found.
     fn count_published(
         &mut self,
         mut pending: Pending,
@@ -524,7 +529,7 @@ impl<'a> Coordinator<'a> {
             Option<TaskOutcome>,
             Option<agentcompass_plugin_api::contracts::IssueSeverity>,
         )>,
-    ) -> bool {
+    ) -> Result<(), Box<Pending>> {
         let rc = self.rc;
         let details = rc.store.details_dir();
         let Some(dir) = TaskState::ALL
@@ -532,7 +537,7 @@ impl<'a> Coordinator<'a> {
             .map(|s| details.join(s.as_str()).join(&pending.name))
             .find(|d| d.is_dir())
         else {
-            return false;
+            return Err(Box::new(pending));
         };
         let task = &pending.unit.task;
         let task_json: Value = std::fs::read_to_string(dir.join("task.json"))
@@ -579,7 +584,18 @@ impl<'a> Coordinator<'a> {
             total: pending.unit.total,
         });
         self.scheduled.published += 1;
-        true
+        Ok(())
+    }
+
+    /// Counts a task found published when its job ended (or published by the coordinator).
+    fn count_settled(&mut self, pending: Pending) {
+        if let Err(pending) = self.count_published(pending, None) {
+            tracing::error!(
+                "task {} is published but its directory cannot be read",
+                pending.unit.task.task_id
+            );
+            self.scheduled.store_failed = true;
+        }
     }
 
     /// Settles an ended job: its last events, then each task it did not publish — published
@@ -603,7 +619,7 @@ impl<'a> Coordinator<'a> {
         for mut pending in job.tasks {
             match claim::settle_claim(&details, "running", &pending.name) {
                 Ok(claim::Settled::Published) => {
-                    self.count_published(pending, None);
+                    self.count_settled(pending);
                     continue;
                 }
                 Ok(claim::Settled::Released { holder }) => {
@@ -678,9 +694,7 @@ impl<'a> Coordinator<'a> {
             writer.publish_fenced(&payload, TaskState::Fatal)
         })();
         match published {
-            Ok(_) => {
-                self.count_published(pending, None);
-            }
+            Ok(_) => self.count_settled(pending),
             Err(e) => {
                 tracing::error!("cannot publish task {}: {e}", task.task_id);
                 self.scheduled.store_failed = true;
