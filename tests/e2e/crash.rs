@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{host_bin, Workspace};
+use agentcompass_e2e::{host_bin, json_files_parse, Workspace};
 use serde_json::Value;
 
 const TASKS: usize = 200;
@@ -45,26 +45,6 @@ fn spawn_sized(ws: &Workspace, reuse: bool, size: usize, harness_params: &str) -
         command.arg("--reuse");
     }
     command.spawn().expect("spawn agentcompass-host")
-}
-
-/// Every `.json` file under `root` parses.
-fn assert_json_parses(root: &Path) -> usize {
-    let mut checked = 0;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                let text = fs::read_to_string(&path).unwrap();
-                serde_json::from_str::<Value>(&text)
-                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-                checked += 1;
-            }
-        }
-    }
-    checked
 }
 
 fn published_ids(run: &Path) -> Vec<String> {
@@ -128,7 +108,7 @@ fn sigkill_at_random_instants_then_reuse_loses_and_duplicates_nothing() {
     let mut unique = ids.clone();
     unique.dedup();
     assert_eq!(unique.len(), TASKS, "no duplicates");
-    assert!(assert_json_parses(&ws.cwd.join("results")) > TASKS);
+    assert!(json_files_parse(&ws.cwd.join("results")) > TASKS);
     assert_eq!(
         metric_value(&final_run),
         metric_value(&clean_run),

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, host_bin, published_results, read_json, run_dir, Outcome, PluginDirs,
-    Workspace,
+    files_containing, host_bin, json_files_parse, published_results, read_json, run_dir, Outcome,
+    PluginDirs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -166,26 +166,6 @@ fn published(run: &Path) -> BTreeMap<String, Value> {
         }
     }
     tasks
-}
-
-/// Every `.json` file under `root` parses; returns how many there are.
-fn json_files_parse(root: &Path) -> usize {
-    let mut checked = 0;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                let text = fs::read_to_string(&path).unwrap();
-                serde_json::from_str::<Value>(&text)
-                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-                checked += 1;
-            }
-        }
-    }
-    checked
 }
 
 /// The nodes that published the tasks, with how many each.

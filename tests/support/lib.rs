@@ -336,6 +336,27 @@ pub fn published_results(
     out
 }
 
+/// Every `.json` file under `root` parses (panics naming the first that does not); returns
+/// how many there are.
+pub fn json_files_parse(root: &Path) -> usize {
+    let mut checked = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                let text = fs::read_to_string(&path).expect("read json file");
+                serde_json::from_str::<serde_json::Value>(&text)
+                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
 /// Every file under `dir` (recursively) whose bytes contain `needle`.
 pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
     let mut hits = Vec::new();

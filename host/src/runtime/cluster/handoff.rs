@@ -105,25 +105,12 @@ pub fn restore_secrets(masked: &Value, secrets: Option<&str>) -> Result<Value, S
 impl Handoff {
     /// Writes the handoff atomically to `path`.
     pub fn write(&self, path: &Path) -> Result<(), agentcompass_results::store::StoreError> {
-        let value = serde_json::to_value(self)
-            .map_err(|e| agentcompass_results::store::StoreError::json(path, e))?;
-        agentcompass_results::store::write_json_atomic(path, &value)
+        super::layout::write_file(path, self, false)
     }
 
     /// Reads the handoff at `path`.
     pub fn read(path: &Path) -> Result<Handoff, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the cluster request: {e}", path.display()))?;
-        let handoff: Handoff = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a cluster request: {e}", path.display()))?;
-        if handoff.schema_version != HANDOFF_SCHEMA {
-            return Err(format!(
-                "{}: schema_version: expected `{HANDOFF_SCHEMA}`, found `{}`",
-                path.display(),
-                handoff.schema_version
-            ));
-        }
-        Ok(handoff)
+        super::layout::read_file(path, "cluster request", HANDOFF_SCHEMA)
     }
 }
 

@@ -87,3 +87,38 @@ impl ClusterDir {
         Ok(())
     }
 }
+
+/// Writes `value` as JSON atomically to `path` (`compact`: one line).
+pub(super) fn write_file<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    compact: bool,
+) -> Result<(), agentcompass_results::store::StoreError> {
+    use agentcompass_results::store::{write_json_atomic, write_json_atomic_compact, StoreError};
+    let value = serde_json::to_value(value).map_err(|e| StoreError::json(path, e))?;
+    if compact {
+        write_json_atomic_compact(path, &value)
+    } else {
+        write_json_atomic(path, &value)
+    }
+}
+
+/// Reads the JSON file `path` holding `what`, whose `schema_version` must be `schema`.
+pub(super) fn read_file<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    schema: &str,
+) -> Result<T, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read the {what}: {e}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a {what}: {e}", path.display()))?;
+    let found = value["schema_version"].as_str().unwrap_or_default();
+    if found != schema {
+        return Err(format!(
+            "{}: schema_version: expected `{schema}`, found `{found}`",
+            path.display()
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| format!("{}: not a {what}: {e}", path.display()))
+}

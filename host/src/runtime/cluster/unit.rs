@@ -37,24 +37,11 @@ pub struct UnitTask {
 impl Unit {
     /// Writes the unit atomically to `path`.
     pub fn write(&self, path: &Path) -> Result<(), agentcompass_results::store::StoreError> {
-        let value = serde_json::to_value(self)
-            .map_err(|e| agentcompass_results::store::StoreError::json(path, e))?;
-        agentcompass_results::store::write_json_atomic_compact(path, &value)
+        super::layout::write_file(path, self, true)
     }
 
     /// Reads the unit at `path`.
     pub fn read(path: &Path) -> Result<Unit, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read the unit: {e}", path.display()))?;
-        let unit: Unit = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a unit file: {e}", path.display()))?;
-        if unit.schema_version != UNIT_SCHEMA {
-            return Err(format!(
-                "{}: schema_version: expected `{UNIT_SCHEMA}`, found `{}`",
-                path.display(),
-                unit.schema_version
-            ));
-        }
-        Ok(unit)
+        super::layout::read_file(path, "unit file", UNIT_SCHEMA)
     }
 }
