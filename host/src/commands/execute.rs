@@ -59,6 +59,12 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
         if let Some(error) = &request.error {
             eprintln!("{label}error: {error}");
         }
+        for line in [&request.stopped, &request.not_scored, &request.skipped]
+            .into_iter()
+            .flatten()
+        {
+            eprintln!("{label}{line}");
+        }
         for issue in &request.issues {
             eprintln!(
                 "{label}  {} × {}: {}",

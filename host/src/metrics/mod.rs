@@ -21,12 +21,14 @@ mod render;
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{
-    AttemptStrategy, IssueSeverity, JsonMap, MetricContract, MetricKind, MetricReport,
-    MetricSeries, MetricSpec, MetricValue, RunResult, SeriesCounts, TokenUsage,
+    AttemptStrategy, ExecutionIssue, IssueSeverity, JsonMap, MetricContract, MetricKind,
+    MetricReport, MetricSeries, MetricSpec, MetricValue, RunResult, SeriesCounts, TokenUsage,
 };
 
+use crate::issue_codes::FailureClass;
+
 pub use outcomes::outcomes_from_results;
-pub use render::{headline_line, render_summary, SummaryTitle};
+pub use render::{headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle};
 
 /// The aggregation written into every report produced here.
 pub const AGGREGATION_MICRO_WEIGHTED: &str = "micro_weighted";
@@ -39,10 +41,17 @@ pub const DEFAULT_CATEGORY: &str = "default";
 pub struct AttemptOutcome {
     /// Observations by metric id.
     pub metrics: BTreeMap<String, MetricValue>,
-    /// The attempt has a FATAL issue (invalidates the task).
+    /// The attempt has a FATAL issue of a class that is not scored (invalidates the task).
     pub fatal: bool,
-    /// The attempt had an ERROR issue and produced no metrics.
+    /// The attempt has an ERROR issue of a class that is not scored: its metrics do not
+    /// count, the task is `error`.
     pub error: bool,
+    /// The agent failed (an `agent` or `limit` class issue): a metric it has no value for
+    /// counts as a failure (0).
+    pub failed: bool,
+    /// Why the attempt is not scored (with `fatal` or `error`): the issue's class and a short
+    /// reason (`rate limited`, a code).
+    pub unscored: Option<(FailureClass, String)>,
     /// Model usage of the attempt (`telemetry.model_usage`).
     pub usage: TokenUsage,
 }
@@ -50,16 +59,33 @@ pub struct AttemptOutcome {
 impl AttemptOutcome {
     /// Derives the outcome of a finished attempt from its result.
     pub fn from_result(result: &RunResult) -> Self {
-        let highest = result.highest_severity();
+        let usage = result
+            .telemetry
+            .get("model_usage")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        Self::from_parts(result.metrics.clone(), &result.issues, usage)
+    }
+
+    /// The outcome of an attempt with these metrics, issues and usage: an unscored-class
+    /// FATAL issue invalidates the task, an unscored-class ERROR issue makes it `error`, an
+    /// `agent`/`limit` failure is scored as a failure.
+    pub fn from_parts(
+        metrics: BTreeMap<String, MetricValue>,
+        issues: &[ExecutionIssue],
+        usage: TokenUsage,
+    ) -> Self {
+        let unscored = crate::issue_codes::unscored_issue(issues);
+        let failed =
+            unscored.is_none() && issues.iter().any(|i| i.severity >= IssueSeverity::Error);
         AttemptOutcome {
-            metrics: result.metrics.clone(),
-            fatal: highest == Some(IssueSeverity::Fatal),
-            error: highest >= Some(IssueSeverity::Error) && result.metrics.is_empty(),
-            usage: result
-                .telemetry
-                .get("model_usage")
-                .and_then(|v| serde_json::from_value(v.clone()).ok())
-                .unwrap_or_default(),
+            metrics,
+            fatal: unscored.is_some_and(|(i, _)| i.severity == IssueSeverity::Fatal),
+            error: unscored.is_some_and(|(i, _)| i.severity == IssueSeverity::Error),
+            failed,
+            unscored: unscored
+                .map(|(issue, class)| (class, crate::issue_codes::failure_detail(issue, class))),
+            usage,
         }
     }
 }
@@ -193,9 +219,15 @@ impl SeriesAcc {
 }
 
 /// A valid observation of `metric_id` in one attempt: a strict bool for binary metrics, any
-/// finite number (bools count as 1.0 / 0.0) for scalar metrics.
+/// finite number (bools count as 1.0 / 0.0) for scalar metrics. An unscored attempt has none;
+/// a failed agent's missing value is a failure (0).
 fn observation(attempt: &AttemptOutcome, metric_id: &str, kind: MetricKind) -> Option<f64> {
-    let value = *attempt.metrics.get(metric_id)?;
+    if attempt.error || attempt.fatal {
+        return None;
+    }
+    let Some(&value) = attempt.metrics.get(metric_id) else {
+        return attempt.failed.then_some(0.0);
+    };
     match (kind, value) {
         (MetricKind::BinarySuccess, MetricValue::Bool(b)) => Some(f64::from(u8::from(b))),
         (MetricKind::BinarySuccess, _) => None,
@@ -214,6 +246,10 @@ pub struct MetricAggregator {
     series: Vec<SeriesAcc>,
     invalidated_tasks: u64,
     usage: TokenUsage,
+    /// Tasks not scored, by class, then by reason (memory: one entry per class and reason).
+    not_scored: BTreeMap<FailureClass, BTreeMap<String, u64>>,
+    /// Tasks that never ran, by reason (`budget_exhausted`, ...).
+    skipped: BTreeMap<String, u64>,
 }
 
 impl MetricAggregator {
@@ -261,6 +297,19 @@ impl MetricAggregator {
             series,
             invalidated_tasks: 0,
             usage: TokenUsage::default(),
+            not_scored: BTreeMap::new(),
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    /// Counts a task that never ran (`reason`: `budget_exhausted`, ...); it is not scored and
+    /// is in no series' counts.
+    pub fn add_skipped(&mut self, reason: &str) {
+        match self.skipped.get_mut(reason) {
+            Some(n) => *n += 1,
+            None => {
+                self.skipped.insert(reason.to_string(), 1);
+            }
         }
     }
 
@@ -279,6 +328,20 @@ impl MetricAggregator {
         let attempts = &attempts[..attempts.len().min(k)];
         let invalidated = attempts.iter().any(|a| a.fatal);
         let errored = attempts.len() < k || attempts.iter().any(|a| a.error);
+        let unscored = attempts
+            .iter()
+            .filter(|a| a.fatal)
+            .chain(attempts.iter().filter(|a| a.error))
+            .find_map(|a| a.unscored.as_ref());
+        if let Some((class, reason)) = unscored {
+            let reasons = self.not_scored.entry(*class).or_default();
+            match reasons.get_mut(reason) {
+                Some(n) => *n += 1,
+                None => {
+                    reasons.insert(reason.clone(), 1);
+                }
+            }
+        }
         let category = if category.is_empty() {
             DEFAULT_CATEGORY
         } else {
@@ -316,6 +379,16 @@ impl MetricAggregator {
                 extra.insert("model_usage".into(), usage);
             }
         }
+        if !self.not_scored.is_empty() {
+            extra.insert("not_scored".into(), self.not_scored_json());
+        }
+        if !self.skipped.is_empty() {
+            let total: u64 = self.skipped.values().sum();
+            extra.insert(
+                "skipped".into(),
+                serde_json::json!({"tasks": total, "reasons": self.skipped}),
+            );
+        }
         MetricReport {
             k: self.k,
             strategy: self.strategy,
@@ -329,6 +402,23 @@ impl MetricAggregator {
             extra,
             ..MetricReport::default()
         }
+    }
+}
+
+impl MetricAggregator {
+    /// `extra.not_scored`: `{"tasks": N, "classes": {CLASS: {"tasks": N, "reasons": {..}}}}`.
+    fn not_scored_json(&self) -> serde_json::Value {
+        let mut classes = serde_json::Map::new();
+        let mut total = 0;
+        for (class, reasons) in &self.not_scored {
+            let tasks: u64 = reasons.values().sum();
+            total += tasks;
+            classes.insert(
+                class.as_str().to_string(),
+                serde_json::json!({"tasks": tasks, "reasons": reasons}),
+            );
+        }
+        serde_json::json!({"tasks": total, "classes": classes})
     }
 }
 

@@ -1,6 +1,6 @@
 //! The metric outcomes of a published task, read back from its attempts' `result.json`.
 
-use agentcompass_plugin_api::contracts::{ExecutionIssue, IssueSeverity, MetricValue};
+use agentcompass_plugin_api::contracts::{ExecutionIssue, MetricValue};
 use serde_json::Value;
 
 use super::AttemptOutcome;
@@ -22,22 +22,13 @@ pub fn outcomes_from_results(dir: &std::path::Path, attempts: &Value) -> Vec<Att
             let value: Value = serde_json::from_str(&text).ok()?;
             let metrics: std::collections::BTreeMap<String, MetricValue> =
                 serde_json::from_value(value["metrics"].clone()).unwrap_or_default();
-            let severities: Vec<IssueSeverity> =
-                serde_json::from_value::<Vec<ExecutionIssue>>(value["issues"].clone())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| i.severity)
-                    .collect();
-            let worst = severities.into_iter().max();
-            Some(AttemptOutcome {
-                error: worst == Some(IssueSeverity::Error) && metrics.is_empty(),
-                fatal: worst == Some(IssueSeverity::Fatal),
-                metrics,
-                usage: serde_json::from_value(
-                    value["meta"]["harness"]["telemetry"]["model_usage"].clone(),
-                )
-                .unwrap_or_default(),
-            })
+            let issues: Vec<ExecutionIssue> =
+                serde_json::from_value(value["issues"].clone()).unwrap_or_default();
+            let usage = serde_json::from_value(
+                value["meta"]["harness"]["telemetry"]["model_usage"].clone(),
+            )
+            .unwrap_or_default();
+            Some(AttemptOutcome::from_parts(metrics, &issues, usage))
         })
         .collect()
 }

@@ -52,6 +52,12 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
         "Total: {} · Evaluated: {} · Invalidated: {} · Error: {}\n",
         counts.total, counts.evaluated, counts.invalidated, counts.error
     );
+    if let Some(line) = not_scored_line(report) {
+        let _ = writeln!(out, "{line}\n");
+    }
+    if let Some(line) = skipped_line(report) {
+        let _ = writeln!(out, "{line}\n");
+    }
     write_series_table(&mut out, report);
     write_categories(&mut out, report);
     if report.evaluation_failed {
@@ -65,6 +71,55 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     write_usage(&mut out, report);
     out.push_str("\nFull report: `metrics.json`.\n");
     out
+}
+
+/// `12 tasks not scored: 9 model (rate limited), 3 environment (environment_failed)` from
+/// `extra.not_scored`, classes most frequent first (`None`: every task was scored).
+pub fn not_scored_line(report: &MetricReport) -> Option<String> {
+    let not_scored = report.extra.get("not_scored")?;
+    let total = not_scored["tasks"].as_u64().filter(|n| *n > 0)?;
+    let mut classes: Vec<(&String, u64, String)> = not_scored["classes"]
+        .as_object()?
+        .iter()
+        .map(|(class, entry)| {
+            let mut reasons: Vec<(&String, u64)> = entry["reasons"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(reason, n)| (reason, n.as_u64().unwrap_or(0)))
+                .collect();
+            reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let reasons: Vec<&str> = reasons.iter().map(|(r, _)| r.as_str()).collect();
+            (
+                class,
+                entry["tasks"].as_u64().unwrap_or(0),
+                reasons.join(", "),
+            )
+        })
+        .collect();
+    classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let parts: Vec<String> = classes
+        .iter()
+        .map(|(class, n, reasons)| format!("{n} {class} ({reasons})"))
+        .collect();
+    let noun = if total == 1 { "task" } else { "tasks" };
+    Some(format!("{total} {noun} not scored: {}", parts.join(", ")))
+}
+
+/// `150 tasks skipped: 150 budget_exhausted` from `extra.skipped` (`None`: none skipped).
+pub fn skipped_line(report: &MetricReport) -> Option<String> {
+    let skipped = report.extra.get("skipped")?;
+    let total = skipped["tasks"].as_u64().filter(|n| *n > 0)?;
+    let reasons: Vec<String> = skipped["reasons"]
+        .as_object()?
+        .iter()
+        .map(|(reason, n)| format!("{} {reason}", n.as_u64().unwrap_or(0)))
+        .collect();
+    let noun = if total == 1 { "task" } else { "tasks" };
+    Some(format!(
+        "{total} {noun} skipped (not run, not scored): {}",
+        reasons.join(", ")
+    ))
 }
 
 /// `# BENCHMARK — model`, then the harness, run id and attempt plan.

@@ -4,9 +4,7 @@ use agentcompass_plugin_api::contracts::{ExecutionIssue, IssuePhase};
 fn ok(metrics: &[(&str, MetricValue)]) -> AttemptOutcome {
     AttemptOutcome {
         metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        fatal: false,
-        error: false,
-        usage: TokenUsage::default(),
+        ..AttemptOutcome::default()
     }
 }
 
@@ -309,15 +307,22 @@ fn outcome_from_result() {
     let mut r = RunResult::new("t");
     r.metrics.insert("correct".into(), true.into());
     assert_eq!(AttemptOutcome::from_result(&r), correct(true));
-    r.push_issue(ExecutionIssue::error(IssuePhase::Evaluate, "e", "m"));
+    r.push_issue(ExecutionIssue::error(IssuePhase::Run, "agent_failed", "m"));
     let o = AttemptOutcome::from_result(&r);
     assert!(
-        !o.error && !o.fatal,
-        "metrics present: not an error attempt"
+        !o.error && !o.fatal && o.failed,
+        "the agent's failure is scored"
     );
+    r.push_issue(ExecutionIssue::error(IssuePhase::Evaluate, "e", "m"));
+    let o = AttemptOutcome::from_result(&r);
+    assert!(o.error && !o.failed, "a verifier's error is not scored");
     r.metrics.clear();
     assert!(AttemptOutcome::from_result(&r).error);
-    r.push_issue(ExecutionIssue::fatal(IssuePhase::Run, "f", "m"));
+    r.push_issue(ExecutionIssue::fatal(
+        IssuePhase::Run,
+        "environment_failed",
+        "m",
+    ));
     assert!(AttemptOutcome::from_result(&r).fatal);
     let mut w = RunResult::new("t");
     w.push_issue(ExecutionIssue::warning(IssuePhase::Run, "w", "m"));
@@ -474,4 +479,71 @@ fn model_usage_of_every_attempt_is_summed_into_the_report() {
     assert_eq!(usage["requests"], 3);
     let empty = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
     assert!(empty.report().extra.is_empty());
+}
+
+#[test]
+fn only_agent_and_limit_outcomes_are_scored() {
+    let with = |metrics: &[(&str, MetricValue)], code: &str, severity: IssueSeverity| {
+        AttemptOutcome::from_parts(
+            metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            &[ExecutionIssue::new(
+                severity,
+                IssuePhase::Run,
+                code,
+                "answered 429 (gave up)",
+            )],
+            TokenUsage::default(),
+        )
+    };
+    let mut agg = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+    // Solved; an agent timeout without a value (a failure); a limit with the verifier's value.
+    agg.add_task("a", &[correct(true)]);
+    agg.add_task("a", &[with(&[], "run_timeout", IssueSeverity::Error)]);
+    agg.add_task(
+        "a",
+        &[with(
+            &[("correct", MetricValue::Bool(true))],
+            "limit_exceeded",
+            IssueSeverity::Error,
+        )],
+    );
+    // The model's and the environment's failures are not scored, whatever the verifier said.
+    agg.add_task(
+        "a",
+        &[with(
+            &[("correct", MetricValue::Bool(false))],
+            "model_failed",
+            IssueSeverity::Error,
+        )],
+    );
+    agg.add_task(
+        "a",
+        &[with(&[], "environment_failed", IssueSeverity::Error)],
+    );
+    agg.add_skipped("budget_exhausted");
+    let report = agg.report();
+    let headline = report.headline().unwrap();
+    assert!(close(headline.value, 2.0 / 3.0), "{headline:?}");
+    assert_eq!(
+        (
+            headline.counts.total,
+            headline.counts.evaluated,
+            headline.counts.error
+        ),
+        (5, 3, 2)
+    );
+    assert_eq!(
+        report.extra["not_scored"],
+        serde_json::json!({"tasks": 2, "classes": {
+            "model": {"tasks": 1, "reasons": {"rate limited": 1}},
+            "environment": {"tasks": 1, "reasons": {"environment_failed": 1}}}})
+    );
+    assert_eq!(
+        report.extra["skipped"],
+        serde_json::json!({"tasks": 1, "reasons": {"budget_exhausted": 1}})
+    );
+    assert_eq!(
+        not_scored_line(&report).unwrap(),
+        "2 tasks not scored: 1 environment (environment_failed), 1 model (rate limited)"
+    );
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::RequestOutcome;
 use agentcompass_plugin_api::contracts::MetricReport;
 
-use crate::metrics::{headline_line, render_summary, SummaryTitle};
+use crate::metrics::{headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle};
 use crate::progress::ProgressEvent;
 use crate::runtime::context::RequestContext;
 
@@ -59,6 +59,8 @@ pub(super) async fn finish(
     outcome.status = status;
     outcome.error = info.error.clone();
     outcome.headline = headline_line(&report);
+    outcome.not_scored = not_scored_line(&report);
+    outcome.skipped = skipped_line(&report);
     outcome.issues = rc.issues.summary();
     outcome
 }

@@ -44,6 +44,12 @@ pub struct RequestOutcome {
     pub reused: usize,
     /// The final attempts' FATAL and ERROR issues by code, most frequent first.
     pub issues: Vec<super::issue_tally::IssueCount>,
+    /// `12 tasks not scored: 9 model (rate limited), 3 environment (...)`, when some were not.
+    pub not_scored: Option<String>,
+    /// `150 tasks skipped (not run, not scored): 150 budget_exhausted`, when some were.
+    pub skipped: Option<String>,
+    /// How the run was stopped early and what it spent (a budget, the error rate).
+    pub stopped: Option<String>,
 }
 
 impl RequestOutcome {
@@ -58,6 +64,9 @@ impl RequestOutcome {
             published: 0,
             reused: 0,
             issues: Vec::new(),
+            not_scored: None,
+            skipped: None,
+            stopped: None,
         }
     }
 }
