@@ -327,6 +327,10 @@ pub struct RuntimeFlags {
     /// Where tasks execute: in this process, or as Slurm jobs (`[runtime.slurm]`)
     #[arg(long, value_enum)]
     pub executor: Option<ExecutorArg>,
+    /// Stop starting tasks once non-agent failures exceed RATE of the finished tasks (a
+    /// count when 1 or more)
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
+    pub fail_on_error: Option<f64>,
 }
 
 /// Executors.

@@ -174,6 +174,16 @@ impl HostApi for HostServices {
                     let request: ModelRequest = serde_json::from_value(request).map_err(|e| {
                         Error::invalid_input(format!("{MODEL_GENERATE_SERVICE}: bad request: {e}"))
                     })?;
+                    let _wait = match &usage {
+                        Some(usage) => Some(usage.admit().map_err(|breach| {
+                            Error::invalid_input(format!(
+                                "{MODEL_GENERATE_SERVICE}: {}: {}",
+                                crate::model::LIMIT_REFUSAL,
+                                breach.message
+                            ))
+                        })?),
+                        None => None,
+                    };
                     let answer = gateway
                         .generate(request)
                         .await

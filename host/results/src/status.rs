@@ -24,6 +24,11 @@ pub enum RunStatus {
     Cancelled,
     /// Stopped by the orchestration deadline.
     TimedOut,
+    /// A budget was used up: the tasks not run are `skipped` (`--reuse` with a larger budget
+    /// runs them).
+    StoppedByBudget,
+    /// Non-agent failures passed `--fail-on-error`: the tasks not run are `skipped`.
+    StoppedOnErrors,
     /// A status this host does not write (read from another tool's `run_info.json`).
     #[serde(other)]
     Unknown,
@@ -40,6 +45,8 @@ impl RunStatus {
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
             RunStatus::TimedOut => "timed_out",
+            RunStatus::StoppedByBudget => "stopped_by_budget",
+            RunStatus::StoppedOnErrors => "stopped_on_errors",
             RunStatus::Unknown => "unknown",
         }
     }
@@ -73,6 +80,8 @@ mod tests {
             RunStatus::Failed,
             RunStatus::Cancelled,
             RunStatus::TimedOut,
+            RunStatus::StoppedByBudget,
+            RunStatus::StoppedOnErrors,
         ] {
             let json = serde_json::to_value(status).unwrap();
             assert_eq!(json, status.as_str());

@@ -71,6 +71,7 @@ pub fn runtime_overlay(
             ProgressArg::None => ProgressMode::None,
         });
         overlay.log_level = flags.log_level.clone();
+        overlay.fail_on_error = flags.fail_on_error;
         if !flags.provider_limits.is_empty() {
             overlay.provider_limits = Some(flags.provider_limits.iter().cloned().collect());
         }

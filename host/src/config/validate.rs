@@ -30,6 +30,8 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "install_cache_dir",
     "executor",
     "slurm",
+    "budget",
+    "fail_on_error",
     "reuse",
     "checkpoint_resume",
 ];

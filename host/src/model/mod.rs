@@ -4,20 +4,20 @@
 //! 429/5xx/connection errors, token usage and cost accounting, and the API key, which travels
 //! only in the request's auth header and never appears in an error, log line or result.
 
+mod meter;
 mod relay;
 mod settings;
 mod wire;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentcompass_plugin_api::contracts::{
-    ModelEndpoint, ModelRequest, ModelResponse, ModelSpec, TokenUsage,
-};
+use agentcompass_plugin_api::contracts::{ModelEndpoint, ModelRequest, ModelResponse, ModelSpec};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::Value;
 
+pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
 pub use relay::{ModelRelay, RelayError, MODEL_ENDPOINT_NAME};
 pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 
@@ -139,32 +139,6 @@ impl GatewayError {
     /// Whether the failure is the endpoint's (429, 5xx, unreachable) rather than the request's.
     pub fn is_transient(&self) -> bool {
         matches!(self, GatewayError::Exhausted { .. })
-    }
-}
-
-/// Sums the usage of the model calls of one scope (an attempt).
-#[derive(Debug, Default)]
-pub struct UsageMeter {
-    total: Mutex<TokenUsage>,
-}
-
-impl UsageMeter {
-    /// An empty meter.
-    pub fn new() -> Self {
-        UsageMeter::default()
-    }
-
-    /// Adds one call's usage.
-    pub fn add(&self, usage: &TokenUsage) {
-        self.total
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .add(usage);
-    }
-
-    /// The usage so far.
-    pub fn total(&self) -> TokenUsage {
-        *self.total.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -246,6 +246,18 @@ pub enum ProgressEvent<'a> {
         /// Tasks in the stream.
         total: usize,
     },
+    /// A task was not run (`reason`: `budget_exhausted`, `error_rate_exceeded`); it is not
+    /// published and not scored, and a `--reuse` of the run runs it.
+    TaskSkipped {
+        /// The task.
+        task: TaskRef<'a>,
+        /// Why (an issue code of class `budget` or `cancelled`).
+        reason: &'static str,
+        /// Position in the stream.
+        index: usize,
+        /// Tasks in the stream.
+        total: usize,
+    },
     /// Every task ended; the report is being computed.
     SummaryStarted,
     /// The run ended.
@@ -281,6 +293,7 @@ impl<'a> ProgressEvent<'a> {
             ProgressEvent::AttemptFinished { .. } => "attempt_finished",
             ProgressEvent::PartialSaved(_) => "partial_saved",
             ProgressEvent::TaskFinished { .. } => "task_finished",
+            ProgressEvent::TaskSkipped { .. } => "task_skipped",
             ProgressEvent::SummaryStarted => "summary_started",
             ProgressEvent::RunFinished { .. } => "run_finished",
         }
@@ -296,7 +309,8 @@ impl<'a> ProgressEvent<'a> {
             | ProgressEvent::AttemptRetry { task, .. }
             | ProgressEvent::AttemptFinished { task, .. }
             | ProgressEvent::PartialSaved(task)
-            | ProgressEvent::TaskFinished { task, .. } => Some(*task),
+            | ProgressEvent::TaskFinished { task, .. }
+            | ProgressEvent::TaskSkipped { task, .. } => Some(*task),
             _ => None,
         }
     }
@@ -351,6 +365,15 @@ impl<'a> ProgressEvent<'a> {
                 owned(
                     json!({"index": index, "total": total, "severity": severity_name(*severity)}),
                 ),
+            ),
+            ProgressEvent::TaskSkipped {
+                reason,
+                index,
+                total,
+                ..
+            } => (
+                Some(TaskOutcome::Skipped.as_str()),
+                owned(json!({"index": index, "total": total, "reason": reason})),
             ),
             ProgressEvent::RunFinished { status, error } => {
                 (Some(status.as_str()), owned(json!({ "error": error })))

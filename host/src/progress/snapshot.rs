@@ -127,6 +127,9 @@ impl SnapshotState {
                 severity,
                 ..
             } => self.task_finished(*task, *status, *severity),
+            ProgressEvent::TaskSkipped { task, .. } => {
+                self.task_finished(*task, TaskOutcome::Skipped, None)
+            }
             ProgressEvent::AttemptStarted(_) => self.attempts_started += 1,
             ProgressEvent::AttemptFinished { .. } => self.attempts_finished += 1,
             ProgressEvent::PartialSaved(_) => self.partials_saved += 1,

@@ -13,7 +13,9 @@ pub fn execution_field_type(keys: &[&str]) -> ConfigType {
     match keys {
         ["task_concurrency" | "max_retries"]
         | ["attempts", "k"]
-        | ["artifact_limits", "max_mb" | "max_files"] => Integer,
+        | ["artifact_limits", "max_mb" | "max_files"]
+        | ["limits", "max_tokens" | "max_model_calls" | "max_turns"]
+        | ["budget", "max_tokens"] => Integer,
         ["keep_environment" | "enable_analysis" | "save_artifacts"] => Boolean,
         ["retry_min_delay_seconds"
         | "retry_max_delay_seconds"
@@ -26,8 +28,11 @@ pub fn execution_field_type(keys: &[&str]) -> ConfigType {
         | "runresult_collect_timeout_seconds"
         | "artifact_collect_timeout_seconds"]
         | ["artifact_limits", "timeout_seconds"]
-        | ["artifact_collect", "[]", "timeout_seconds"] => Number,
-        ["attempts" | "analysis_params" | "artifact_limits"] | ["artifact_collect", "[]"] => Object,
+        | ["artifact_collect", "[]", "timeout_seconds"]
+        | ["limits", "max_cost_usd" | "working_seconds"]
+        | ["budget", "max_cost_usd"] => Number,
+        ["attempts" | "analysis_params" | "artifact_limits" | "limits" | "budget"]
+        | ["artifact_collect", "[]"] => Object,
         ["enabled_recipes" | "retry_pattern_list" | "artifacts" | "artifact_collect"] => Array,
         _ => String,
     }

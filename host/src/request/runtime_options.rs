@@ -90,6 +90,11 @@ pub struct RuntimeOptions {
     pub executor: Option<Executor>,
     /// The Slurm executor's options.
     pub slurm: Option<SlurmOverlay>,
+    /// The orchestration's budget (every request spends from it).
+    pub budget: Option<agentcompass_plugin_api::contracts::Budget>,
+    /// Stop starting tasks once non-agent failures exceed this share of the finished tasks
+    /// (below 1) or this many tasks (1 or more).
+    pub fail_on_error: Option<f64>,
 }
 
 /// The resolved process-wide runtime options.
@@ -144,6 +149,13 @@ pub struct ResolvedRuntimeOptions {
     /// The Slurm executor's options (not printed when default).
     #[serde(default, skip_serializing_if = "SlurmOptions::is_default")]
     pub slurm: SlurmOptions,
+    /// The orchestration's budget (not printed when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<agentcompass_plugin_api::contracts::Budget>,
+    /// `--fail-on-error`: the share (below 1) or number (1 or more) of non-agent failures
+    /// among finished tasks past which no new task starts (not printed when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_on_error: Option<f64>,
 }
 
 impl Default for ResolvedRuntimeOptions {
@@ -172,6 +184,8 @@ impl Default for ResolvedRuntimeOptions {
             bundled_plugins: true,
             executor: Executor::Local,
             slurm: SlurmOptions::default(),
+            budget: None,
+            fail_on_error: None,
         }
     }
 }
@@ -362,6 +376,24 @@ impl ResolvedRuntimeOptions {
         }
         if let Some(slurm) = &over.slurm {
             self.slurm.apply(&flag("slurm"), slurm)?;
+        }
+        if let Some(budget) = &over.budget {
+            super::sections::check_budget(budget).map_err(|(field, message)| {
+                ConfigError::invalid(flag("budget"), format!("runtime.budget.{field}"), message)
+            })?;
+            self.budget = Some(budget.clone());
+        }
+        if let Some(rate) = over.fail_on_error {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(ConfigError::invalid(
+                    flag("fail_on_error"),
+                    path("fail_on_error"),
+                    format!(
+                        "expected a share of failures in (0, 1) or a count of 1 or more, found {rate}"
+                    ),
+                ));
+            }
+            self.fail_on_error = Some(rate);
         }
         if let Some(egress) = &over.egress {
             for (name, address) in &egress.hosts {

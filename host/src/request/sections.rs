@@ -2,9 +2,9 @@
 //! registry (ids, schemas) and the contract rules.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkSpec, ComponentKind, ConfigType, EnvironmentSpec, ExecutionSpec, HarnessSpec,
-    ModelSpec, NetworkPolicy, OutputSpec, RunRuntimeSpec, ENVIRONMENT_SHARED_FIELDS,
-    EXECUTION_FIELDS, HARNESS_NONE,
+    AttemptLimits, BenchmarkSpec, Budget, ComponentKind, ConfigType, EnvironmentSpec,
+    ExecutionSpec, HarnessSpec, ModelSpec, NetworkPolicy, OutputSpec, RunRuntimeSpec,
+    ENVIRONMENT_SHARED_FIELDS, EXECUTION_FIELDS, HARNESS_NONE,
 };
 use serde_json::{Map, Value};
 
@@ -364,6 +364,12 @@ pub fn execution_spec(layers: &[Layer]) -> Result<ExecutionSpec, ConfigError> {
             )
             .check_keys(&["k", "strategy"])?;
         }
+        for (key, allowed) in [("limits", LIMIT_KEYS), ("budget", BUDGET_KEYS)] {
+            if let Some(Value::Object(map)) = layer.map.get(key) {
+                Layer::new(layer.source.clone(), layer.key_path(key), map.clone())
+                    .check_keys(allowed)?;
+            }
+        }
     }
     let layers = &with_typed_fields(layers, execution_field_type)?;
     let base = serde_json::to_value(ExecutionSpec::default()).unwrap_or(Value::Null);
@@ -427,7 +433,69 @@ pub fn execution_spec(layers: &[Layer]) -> Result<ExecutionSpec, ConfigError> {
             );
         }
     }
+    if let Err((field, message)) = check_limits(&spec.limits) {
+        return bad("limits", format!("limits.{field}: {message}"));
+    }
+    if let Some(budget) = &spec.budget {
+        if let Err((field, message)) = check_budget(budget) {
+            return bad("budget", format!("budget.{field}: {message}"));
+        }
+    }
     Ok(spec)
+}
+
+/// The keys of `execution.limits`.
+pub const LIMIT_KEYS: &[&str] = &[
+    "max_tokens",
+    "max_cost_usd",
+    "max_model_calls",
+    "max_turns",
+    "working_seconds",
+];
+
+/// The keys of `execution.budget` and `runtime.budget`.
+pub const BUDGET_KEYS: &[&str] = &["max_cost_usd", "max_tokens", "on_exhausted"];
+
+/// Every set limit is positive: counts at least 1, amounts positive and finite.
+fn check_limits(limits: &AttemptLimits) -> Result<(), (&'static str, String)> {
+    for (field, value) in [
+        ("max_tokens", limits.max_tokens),
+        ("max_model_calls", limits.max_model_calls),
+        ("max_turns", limits.max_turns),
+    ] {
+        if value == Some(0) {
+            return Err((field, "expected at least 1, found 0".into()));
+        }
+    }
+    for (field, value) in [
+        ("max_cost_usd", limits.max_cost_usd),
+        ("working_seconds", limits.working_seconds),
+    ] {
+        if let Some(v) = value.filter(|v| !v.is_finite() || *v <= 0.0) {
+            return Err((field, format!("expected a positive number, found {v}")));
+        }
+    }
+    Ok(())
+}
+
+/// A budget limits something (cost or tokens), each positive.
+pub fn check_budget(budget: &Budget) -> Result<(), (&'static str, String)> {
+    if budget.max_cost_usd.is_none() && budget.max_tokens.is_none() {
+        return Err((
+            "max_cost_usd",
+            "a budget needs max_cost_usd or max_tokens, found neither".into(),
+        ));
+    }
+    if budget.max_tokens == Some(0) {
+        return Err(("max_tokens", "expected at least 1, found 0".into()));
+    }
+    if let Some(v) = budget.max_cost_usd.filter(|v| !v.is_finite() || *v <= 0.0) {
+        return Err((
+            "max_cost_usd",
+            format!("expected a positive number, found {v}"),
+        ));
+    }
+    Ok(())
 }
 
 /// `RunRuntimeSpec` from layers (`reuse`, `reuse_run_id`, `checkpoint_resume`); a non-empty

@@ -28,8 +28,11 @@ pub struct RequestContext {
     pub progress: ProgressRecorder,
     /// Global and per-provider limits.
     pub limits: Arc<Limits>,
-    /// Cancellation of the whole orchestration.
+    /// Cancellation of this request's attempts: the orchestration's (Ctrl-C, the deadline),
+    /// or a budget's with `on_exhausted = "cancel"`.
     pub cancel: CancelToken,
+    /// The budgets and `--fail-on-error` that stop the request from starting tasks.
+    pub breaker: super::breaker::Breaker,
     /// Compiled `retry_pattern_list`.
     pub patterns: Vec<Regex>,
     /// Budget for cleanup after cancellation.
@@ -129,7 +132,7 @@ impl RequestContext {
         &self,
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
     ) -> Result<AttemptScope<'_>, crate::model::RelayError> {
-        let usage = Arc::new(crate::model::UsageMeter::new());
+        let usage = Arc::new(self.usage_meter());
         let relay = if plan.harness_plan.model_endpoint_in_environment {
             let relay =
                 crate::model::ModelRelay::start(self.model.clone(), usage.clone(), &plan.task_id)
@@ -152,7 +155,16 @@ impl RequestContext {
             .get("model_usage")
             .and_then(|v| serde_json::from_value(v.clone()).ok())
             .unwrap_or_default();
-        self.scope(Arc::new(crate::model::UsageMeter::new()), recorded, None)
+        self.scope(Arc::new(self.usage_meter()), recorded, None)
+    }
+
+    /// A meter for one attempt's model calls: the request's `execution.limits`, spending
+    /// from its budgets.
+    fn usage_meter(&self) -> crate::model::UsageMeter {
+        crate::model::UsageMeter::with_limits(
+            self.resolved.execution.limits.clone(),
+            self.breaker.budgets().to_vec(),
+        )
     }
 
     /// An attempt scope metering into `usage`, over `base`, with the model endpoint `relay`.
@@ -259,8 +271,31 @@ impl RequestContext {
         same.then_some((checkpoint, attempt_dir))
     }
 
-    /// Adds a finished task to the metrics.
+    /// Records a task not run (`reason`: the breaker's trip): a progress event and a count in
+    /// the metrics; nothing is published.
+    pub fn record_skipped(
+        &self,
+        task: &TaskSpec,
+        reason: &'static str,
+        index: usize,
+        total: usize,
+    ) {
+        self.emit(ProgressEvent::TaskSkipped {
+            task: task_ref(task, None),
+            reason,
+            index,
+            total,
+        });
+        let mut metrics = match self.metrics.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        metrics.add_skipped(reason);
+    }
+
+    /// Adds a finished task to the metrics (and to the breaker's error rate).
     pub fn record_metrics(&self, category: &str, outcomes: &[crate::metrics::AttemptOutcome]) {
+        self.breaker.record_task(outcomes);
         let mut metrics: std::sync::MutexGuard<'_, MetricAggregator> = match self.metrics.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),

@@ -5,6 +5,7 @@
 pub(crate) mod artifacts;
 mod attempt;
 mod blocking;
+pub mod breaker;
 pub mod cluster;
 pub mod cluster_copy;
 mod context;
@@ -202,6 +203,10 @@ pub async fn execute(
         terminal: terminal_for(runtime.progress),
         orchestration: (orchestration.id.clone(), orchestration.name.clone()),
         stop_reason: stop_reason.clone(),
+        budget: runtime
+            .budget
+            .clone()
+            .map(|budget| Arc::new(crate::model::BudgetTracker::new(budget, "runtime.budget"))),
     };
     let requests = futures_join_all(prepared.into_iter().map(|p| run_request(&shared, p))).await;
     let stop = stop_reason.lock().map(|r| *r).unwrap_or(None);
@@ -243,19 +248,36 @@ pub fn preflight_all(
     registry: &Registry,
     orchestration: &Orchestration,
 ) -> Result<Vec<PreparedRequest>, RunError> {
-    if orchestration.runtime.executor == crate::request::Executor::Slurm {
-        cluster::check_cluster(&orchestration.runtime).map_err(RunError::Refused)?;
+    let runtime = &orchestration.runtime;
+    if runtime.executor == crate::request::Executor::Slurm {
+        let budgeted = runtime.budget.is_some()
+            || orchestration
+                .requests
+                .iter()
+                .any(|r| r.request.execution.budget.is_some());
+        if budgeted || runtime.fail_on_error.is_some() {
+            let what = if budgeted {
+                "a budget"
+            } else {
+                "--fail-on-error"
+            };
+            return Err(RunError::Refused(format!(
+                "runtime.executor: {what} is enforced by the local executor only, found executor `slurm` (run without the budget, or with --executor local)"
+            )));
+        }
+        cluster::check_cluster(runtime).map_err(RunError::Refused)?;
     }
-    orchestration
+    let prepared: Vec<PreparedRequest> = orchestration
         .requests
         .iter()
         .cloned()
-        .map(|run| {
-            preflight(
-                registry,
-                std::path::Path::new(&orchestration.runtime.results_dir),
-                run,
-            )
-        })
-        .collect()
+        .map(|run| preflight(registry, std::path::Path::new(&runtime.results_dir), run))
+        .collect::<Result<_, _>>()?;
+    for request in &prepared {
+        let priced = crate::model::GatewaySettings::from_params(&request.resolved.model.params)
+            .is_ok_and(|s| s.pricing.is_some());
+        run::check_prices(&request.resolved, priced, runtime.budget.as_ref())
+            .map_err(|e| e.in_request(&request.run.name))?;
+    }
+    Ok(prepared)
 }

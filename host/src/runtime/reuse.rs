@@ -129,6 +129,8 @@ fn import_task(
         Ok(dir) => {
             let outcomes = outcomes_from_results(&dir, &published.task_json["attempts"]);
             rc.record_metrics(category, &outcomes);
+            // A budget covers the whole run: what the reused tasks spent counts against it.
+            rc.breaker.spend_imported(&outcomes);
             Ok(())
         }
         Err(e) => {

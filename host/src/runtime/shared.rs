@@ -26,6 +26,8 @@ pub struct Shared {
     pub orchestration: (String, String),
     /// Why the run was stopped (`cancelled` or `timed_out`), once it is.
     pub stop_reason: Arc<Mutex<Option<RunStatus>>>,
+    /// The orchestration's budget (`runtime.budget`), which every request spends from.
+    pub budget: Option<Arc<crate::model::BudgetTracker>>,
 }
 
 impl Shared {

@@ -264,6 +264,14 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
     };
     let attempts = match run_attempts(rc, &task, &writer).await {
         Ok(attempts) => attempts,
+        Err(TaskEnd::Cancelled) => {
+            // Cancelled by a budget (`on_exhausted = "cancel"`) rather than by the user or
+            // the deadline: the task was not run, like those never started.
+            if let Some(trip) = rc.breaker.trip() {
+                rc.record_skipped(&task, trip.reason(), index, total);
+            }
+            return TaskEnd::Cancelled;
+        }
         Err(end) => return end,
     };
     if let Err(end) = publish(rc, &task, writer, &attempts) {

@@ -127,6 +127,8 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
         terminal: None,
         orchestration: handoff.orchestration.clone(),
         stop_reason,
+        // Budgets are refused with the Slurm executor (see `preflight_all`).
+        budget: None,
     };
     let run_log = dir.run_log(&job, copy.restart);
     let (mut rc, _) = request_context(&shared, prepared, store, progress, &run_log)?;

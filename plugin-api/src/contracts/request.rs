@@ -434,6 +434,58 @@ pub struct ExecutionSpec {
     pub artifacts: Option<Vec<ArtifactSpec>>,
     /// Replaces the task's collect commands (`None` = inherit).
     pub artifact_collect: Option<Vec<ArtifactCollectCommand>>,
+    /// Limits of every attempt (unset = none).
+    pub limits: AttemptLimits,
+    /// The request's budget (`None` = none).
+    pub budget: Option<Budget>,
+}
+
+/// Limits of one attempt (`execution.limits`); each unset one is no limit. A harness that
+/// runs an agent loop reads `max_turns`; the host enforces the others for every harness.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AttemptLimits {
+    /// Input plus output tokens of the attempt's model calls.
+    pub max_tokens: Option<u64>,
+    /// Cost of the attempt's model calls, in US dollars (needs the model's `pricing`).
+    pub max_cost_usd: Option<f64>,
+    /// Model calls of the attempt.
+    pub max_model_calls: Option<u64>,
+    /// Turns of an agent loop (enforced by the harness).
+    pub max_turns: Option<u64>,
+    /// Wall time of the run phase spent outside model calls, in seconds.
+    pub working_seconds: Option<f64>,
+}
+
+impl AttemptLimits {
+    /// Whether no limit is set.
+    pub fn is_empty(&self) -> bool {
+        *self == AttemptLimits::default()
+    }
+}
+
+/// What happens to running attempts once a budget is used up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExhausted {
+    /// They finish (their cost is spent on top of the budget).
+    #[default]
+    Finish,
+    /// They are cancelled (not published).
+    Cancel,
+}
+
+/// A budget (`execution.budget` per request, `runtime.budget` per orchestration): once spent,
+/// no new attempt starts and the tasks not run are `skipped`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Budget {
+    /// Cost of every model call, in US dollars (needs the model's `pricing`).
+    pub max_cost_usd: Option<f64>,
+    /// Input plus output tokens of every model call.
+    pub max_tokens: Option<u64>,
+    /// What happens to the running attempts when it is reached.
+    pub on_exhausted: OnExhausted,
 }
 
 impl Default for ExecutionSpec {
@@ -461,6 +513,8 @@ impl Default for ExecutionSpec {
             save_artifacts: None,
             artifacts: None,
             artifact_collect: None,
+            limits: AttemptLimits::default(),
+            budget: None,
         }
     }
 }
@@ -489,6 +543,8 @@ pub const EXECUTION_FIELDS: &[&str] = &[
     "save_artifacts",
     "artifacts",
     "artifact_collect",
+    "limits",
+    "budget",
 ];
 
 /// Per-request result-reuse controls.

@@ -325,6 +325,13 @@ pub struct RunInfo {
     /// `{id, key, name}` of the orchestration this run belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub orchestration: Option<Value>,
+    /// Why the run stopped starting tasks before its stream ended (a budget, the error rate):
+    /// `{"reason", "message", "spent"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Value>,
+    /// What ran: the host, plugins, components, model endpoint, datasets, machine, seeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Value>,
 }
 
 /// How far a `--reuse` run got importing its source's finished tasks. A run whose import is
@@ -359,6 +366,8 @@ impl RunInfo {
             reuse_import: None,
             metric_artifacts: None,
             orchestration: None,
+            stopped: None,
+            provenance: None,
         }
     }
 }

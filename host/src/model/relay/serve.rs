@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 
 use super::upstream::{self, Route};
 use super::usage_tap::{Endpoint, UsageTap};
-use crate::model::{ModelGateway, UsageMeter};
+use crate::model::{ModelGateway, ModelWait, UsageMeter, LIMIT_REFUSAL};
 
 /// Largest request body accepted (a long conversation with images fits).
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;
@@ -151,6 +151,27 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
             )
         }
     };
+    // Model calls count against the attempt's limits; other calls (model lists) do not.
+    let wait = if route.endpoint == Endpoint::Other {
+        None
+    } else {
+        match state.usage.admit() {
+            Ok(wait) => Some(wait),
+            Err(breach) => {
+                tracing::info!(
+                    target: "agentcompass::model",
+                    task = %state.label,
+                    "model endpoint: {LIMIT_REFUSAL}: {}",
+                    breach.message
+                );
+                return error(
+                    endpoint,
+                    StatusCode::BAD_REQUEST,
+                    &format!("{LIMIT_REFUSAL}: {}", breach.message),
+                );
+            }
+        }
+    };
     let started = Instant::now();
     let forwarded = upstream::send(&state.gateway, &parts, &route, body).await;
     let response = match forwarded {
@@ -207,6 +228,7 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
         inner: Box::pin(response.bytes_stream()),
         tap,
         state: state.clone(),
+        _wait: wait,
     };
     let body = StreamBody::new(stream).boxed_unsync();
     builder
@@ -281,6 +303,8 @@ struct Metered {
     inner: Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>,
     tap: Option<UsageTap>,
     state: Arc<RelayState>,
+    /// The model-wait clock of this call runs until the body is done.
+    _wait: Option<ModelWait>,
 }
 
 impl Metered {

@@ -16,6 +16,7 @@ mod checkpoint;
 mod collect;
 mod env;
 mod evaluate;
+mod limit;
 mod outcome;
 mod recovery;
 mod stage;

@@ -13,6 +13,7 @@ use agentcompass_plugin_api::sdk::{Harness, HarnessFreeBenchmark, HarnessSession
 use agentcompass_plugin_api::ErrorKind;
 use serde_json::Value;
 
+use super::limit;
 use super::outcome::{cancelled_issue, failed, whole_seconds, Halt, IssueRule};
 use crate::issue_codes as codes;
 use crate::planner::Phase;
@@ -211,18 +212,42 @@ async fn run_harness_free(
         step.plan,
         Some(session),
     );
-    match run_phase(&rc.cancel, watchdog(step.plan.run_timeout_seconds), call).await {
-        PhaseOutcome::Done(result) => (result, false),
-        PhaseOutcome::Cancelled => (failed(step.task, cancelled_issue(IssuePhase::Run)), true),
-        PhaseOutcome::TimedOut(limit) => (timed_out(step.task, limit), false),
-        PhaseOutcome::Failed(e) => (
+    let phase = run_phase(&rc.cancel, watchdog(step.plan.run_timeout_seconds), call);
+    let outcome = tokio::select! {
+        outcome = phase => Some(outcome),
+        () = limit::limit_stop(&rc.usage) => None,
+    };
+    let ended = match outcome {
+        Some(PhaseOutcome::Done(result)) => (result, false),
+        Some(PhaseOutcome::Cancelled) => {
+            (failed(step.task, cancelled_issue(IssuePhase::Run)), true)
+        }
+        Some(PhaseOutcome::TimedOut(limit)) => (timed_out(step.task, limit), false),
+        Some(PhaseOutcome::Failed(e)) => (
             failed(
                 step.task,
                 codes::RUN_FAILED.error(IssuePhase::Run, e.message),
             ),
             false,
         ),
+        None => (RunResult::new(step.task.task_id.clone()), false),
+    };
+    with_limits(step, ended)
+}
+
+/// A run phase's ending with the attempt's limit breach, if any, recorded on it.
+fn with_limits(step: &Step<'_>, (mut result, cancelled): (RunResult, bool)) -> (RunResult, bool) {
+    if cancelled {
+        return (result, cancelled);
     }
+    if let Some(breach) = step.rc.usage.breach() {
+        if result.issues.is_empty() && result.telemetry.is_empty() {
+            result = limit::stopped(step.task, &breach);
+        } else {
+            limit::apply(&mut result, &breach);
+        }
+    }
+    (result, false)
 }
 
 /// The harness: start its session, run the agent, collect its result, and always close the
@@ -280,22 +305,30 @@ async fn execute(
         .run_timeout_seconds
         .map(|s| s + plan.run_timer_compensation_seconds);
     let call = harness.execute_task(&rc.ctx, state, prepared, &rc.resolved, &plan.harness_plan);
-    match run_phase(&rc.cancel, watchdog(budget), call).await {
-        PhaseOutcome::Done(result) => (result, false),
-        PhaseOutcome::Cancelled => (failed(task, cancelled_issue(IssuePhase::Run)), true),
-        PhaseOutcome::TimedOut(limit) => (timed_out(task, limit), false),
-        PhaseOutcome::Failed(e) if e.kind == ErrorKind::Timeout => (
+    let phase = run_phase(&rc.cancel, watchdog(budget), call);
+    let outcome = tokio::select! {
+        outcome = phase => Some(outcome),
+        () = limit::limit_stop(&rc.usage) => None,
+    };
+    let ended = match outcome {
+        Some(PhaseOutcome::Done(result)) => (result, false),
+        Some(PhaseOutcome::Cancelled) => (failed(task, cancelled_issue(IssuePhase::Run)), true),
+        Some(PhaseOutcome::TimedOut(limit)) => (timed_out(task, limit), false),
+        Some(PhaseOutcome::Failed(e)) if e.kind == ErrorKind::Timeout => (
             failed(task, codes::RUN_TIMEOUT.error(IssuePhase::Run, e.message)),
             false,
         ),
-        PhaseOutcome::Failed(e) => (
+        Some(PhaseOutcome::Failed(e)) => (
             failed(
                 task,
                 codes::HARNESS_FAILED.fatal(IssuePhase::Run, e.message),
             ),
             false,
         ),
-    }
+        // Stopped for a limit: `with_limits` records which.
+        None => (RunResult::new(task.task_id.clone()), false),
+    };
+    with_limits(step, ended)
 }
 
 /// `collect_result` under `harness_result_timeout_seconds`: the recovered result replaces

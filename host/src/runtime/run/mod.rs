@@ -13,6 +13,7 @@ use std::sync::Arc;
 use agentcompass_results::status::RunStatus;
 use serde_json::json;
 
+pub(in crate::runtime) use preflight::check_prices;
 pub use preflight::{preflight, PreparedRequest};
 pub(in crate::runtime) use start::request_context;
 
@@ -134,8 +135,21 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
         }
     };
     outcome.published = reused.len() + scheduled.published;
+    let tripped = rc.breaker.tripped();
+    if let Some(trip) = &tripped {
+        outcome.stopped = Some(trip.describe());
+        info.stopped = Some(json!({
+            "reason": trip.reason(),
+            "message": trip.describe(),
+            "budgets": rc.breaker.budgets().iter().map(|b| b.summary()).collect::<Vec<_>>(),
+        }));
+    }
     let (status, error) = match shared.stop_reason() {
         Some(reason) => (reason, None),
+        None if tripped.is_some() => (
+            tripped.as_ref().map_or(RunStatus::Failed, |t| t.status()),
+            None,
+        ),
         None if scheduled.load_error.is_some() => (RunStatus::Failed, scheduled.load_error),
         None if scheduled.store_failed => (
             RunStatus::Failed,

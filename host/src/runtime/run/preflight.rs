@@ -18,7 +18,7 @@ use crate::runtime::task_source::TaskSource;
 /// A request checked and ready to run (nothing written yet).
 pub struct PreparedRequest {
     pub(in crate::runtime) run: OrchestratedRun,
-    pub(super) resolved: RunRequest,
+    pub(in crate::runtime) resolved: RunRequest,
     pub(super) planner: Planner,
     pub(super) patterns: Vec<regex::Regex>,
     /// The selected tasks (first page read), once opened by [`PreparedRequest::load_tasks`].
@@ -123,8 +123,40 @@ fn check(
     let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
         .map_err(|e| refused(&e))?;
     crate::model::Protocol::choose(&resolved.model).map_err(|e| refused(&e))?;
-    crate::model::GatewaySettings::from_params(&resolved.model.params).map_err(|e| refused(&e))?;
+    let settings = crate::model::GatewaySettings::from_params(&resolved.model.params)
+        .map_err(|e| refused(&e))?;
+    check_prices(&resolved, settings.pricing.is_some(), None)?;
     Ok((resolved, planner, patterns))
+}
+
+/// A cost limit or budget needs the model's prices: without `model.params.pricing` nothing
+/// could be counted against it. `orchestration_budget` is `runtime.budget`.
+pub(in crate::runtime) fn check_prices(
+    resolved: &RunRequest,
+    priced: bool,
+    orchestration_budget: Option<&agentcompass_plugin_api::contracts::Budget>,
+) -> Result<(), RunError> {
+    if priced {
+        return Ok(());
+    }
+    let execution = &resolved.execution;
+    let field = if execution.limits.max_cost_usd.is_some() {
+        "execution.limits.max_cost_usd"
+    } else if execution
+        .budget
+        .as_ref()
+        .is_some_and(|b| b.max_cost_usd.is_some())
+    {
+        "execution.budget.max_cost_usd"
+    } else if orchestration_budget.is_some_and(|b| b.max_cost_usd.is_some()) {
+        "runtime.budget.max_cost_usd"
+    } else {
+        return Ok(());
+    };
+    Err(RunError::Refused(format!(
+        "{field}: a cost limit needs the prices of model `{}` (model.params.pricing, US dollars per million tokens), found none",
+        resolved.model.id
+    )))
 }
 
 /// An explicit run id must be new; a reuse source must exist.

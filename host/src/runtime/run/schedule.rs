@@ -39,6 +39,10 @@ pub(super) async fn run_all(
         if reused.contains(&task.task_id) {
             continue;
         }
+        if let Some(trip) = rc.breaker.trip() {
+            rc.record_skipped(&task, trip.reason(), index, total);
+            continue;
+        }
         for warning in &task.load_warnings {
             tracing::warn!("task {}: {warning}", task.task_id);
         }
@@ -46,6 +50,12 @@ pub(super) async fn run_all(
             slot = shared.limits.attempt_slot() => slot,
             _ = shared.cancel.cancelled() => break,
         };
+        // The breaker may have tripped while this task waited for its slot.
+        if let Some(trip) = rc.breaker.trip() {
+            drop(slot);
+            rc.record_skipped(&task, trip.reason(), index, total);
+            continue;
+        }
         while let Some(done) = running.try_join_next() {
             scheduled.tally(done);
         }

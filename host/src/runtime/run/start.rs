@@ -129,6 +129,27 @@ pub(in crate::runtime) fn request_context(
     .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
     .ok();
     let runtime = &shared.runtime;
+    let mut budgets = Vec::new();
+    if let Some(budget) = &resolved.execution.budget {
+        budgets.push(Arc::new(crate::model::BudgetTracker::new(
+            budget.clone(),
+            "execution.budget",
+        )));
+    }
+    budgets.extend(shared.budget.clone());
+    let breaker = crate::runtime::breaker::Breaker::new(budgets, runtime.fail_on_error);
+    // The request's own token: the orchestration's cancellation reaches it, and a budget
+    // with `on_exhausted = "cancel"` cancels only the requests spending from it.
+    let cancel = crate::host_services::CancelToken::new();
+    let orchestration = shared.cancel.clone();
+    let forwarded = cancel.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = orchestration.cancelled() => forwarded.cancel(),
+            () = forwarded.cancelled() => {}
+        }
+    });
+    breaker.cancel_on_exhaustion(&cancel);
     let rc = RequestContext {
         reuse_key: reuse_key(&resolved),
         request: run.request,
@@ -137,7 +158,8 @@ pub(in crate::runtime) fn request_context(
         store,
         progress,
         limits: shared.limits.clone(),
-        cancel: shared.cancel.clone(),
+        cancel,
+        breaker,
         patterns,
         cleanup_grace: crate::wait::duration_from_seconds(runtime.cleanup_grace_seconds),
         checkpoint_after: crate::wait::duration_from_seconds(runtime.checkpoint_after_seconds),

@@ -192,7 +192,16 @@ impl<'a> Agent<'a> {
                 }
             }
         }
-        if finish == Finish::TurnLimit {
+        if finish == Finish::TurnLimit && self.settings.turns_limited_by_request {
+            self.result.push_issue(ExecutionIssue::error(
+                IssuePhase::Run,
+                "limit_exceeded",
+                format!(
+                    "execution.limits.max_turns ({}) reached: {turns} turns without calling `done`",
+                    self.settings.max_turns
+                ),
+            ));
+        } else if finish == Finish::TurnLimit {
             self.result.push_issue(ExecutionIssue::error(
                 IssuePhase::Run,
                 "turn_limit",

@@ -49,8 +49,12 @@ pub fn schema() -> ConfigSchema {
 /// Validated params.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Settings {
-    /// Model calls before the run stops (`max_turns`).
+    /// Model calls before the run stops (`max_turns`, or the request's
+    /// `execution.limits.max_turns` when lower).
     pub(crate) max_turns: u64,
+    /// `max_turns` is the request's `execution.limits.max_turns` (reaching it is a
+    /// `limit_exceeded` issue, not the harness's own `turn_limit`).
+    pub(crate) turns_limited_by_request: bool,
     /// Timeout of one bash command (`command_timeout_seconds`).
     pub(crate) command_timeout_seconds: f64,
     /// Command output shown to the model, in characters (`max_output_chars`).
@@ -66,8 +70,15 @@ impl Settings {
     pub(crate) fn read(req: &RunRequest) -> Result<Self> {
         let params = Params::read(ID, &schema(), req)?;
         let max_output_chars = params.integer("max_output_chars", 100)?.unwrap_or(10_000);
+        let own_max_turns = params.integer("max_turns", 1)?.unwrap_or(30);
+        let request_max_turns = req
+            .execution
+            .limits
+            .max_turns
+            .filter(|n| *n < own_max_turns);
         Ok(Settings {
-            max_turns: params.integer("max_turns", 1)?.unwrap_or(30),
+            max_turns: request_max_turns.unwrap_or(own_max_turns),
+            turns_limited_by_request: request_max_turns.is_some(),
             command_timeout_seconds: params
                 .positive_number("command_timeout_seconds")?
                 .unwrap_or(120.0),

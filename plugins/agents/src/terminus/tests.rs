@@ -194,6 +194,35 @@ fn the_run_timeout_caps_the_command_timeout() {
 }
 
 #[test]
+fn the_requests_max_turns_is_a_limit_exceeded() {
+    let host = FakeHost::new(vec![
+        bash_answer("c1", "ls"),
+        bash_answer("c2", "ls"),
+        bash_answer("c3", "ls"),
+    ]);
+    let fake = shell();
+    let mut req = RunRequest::default();
+    req.execution.limits.max_turns = Some(2);
+    let limited = Settings::read(&req).unwrap();
+    assert_eq!(
+        (limited.max_turns, limited.turns_limited_by_request),
+        (2, true)
+    );
+    let result = run_agent(&host, &fake, &limited, &HarnessPlan::default()).unwrap();
+    assert_eq!(result.issues.len(), 1);
+    assert_eq!(result.issues[0].code, "limit_exceeded");
+    assert_eq!(
+        result.issues[0].message,
+        "execution.limits.max_turns (2) reached: 2 turns without calling `done`"
+    );
+    assert_eq!(host.requests().len(), 2);
+    // The harness's own max_turns wins when it is lower.
+    req.harness.params = json!({"max_turns": 1}).as_object().cloned().unwrap();
+    let own = Settings::read(&req).unwrap();
+    assert_eq!((own.max_turns, own.turns_limited_by_request), (1, false));
+}
+
+#[test]
 fn turn_limit() {
     let host = FakeHost::new(vec![
         bash_answer("c1", "ls"),
