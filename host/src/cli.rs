@@ -413,6 +413,13 @@ pub struct RunCmd {
     /// With --reuse, do not resume evaluations from checkpoints
     #[arg(long)]
     pub no_checkpoint_resume: bool,
+    /// With --reuse, rerun the tasks whose final outcome has these failure classes (model,
+    /// environment, ...) or issue codes, keeping the others
+    #[arg(long, value_name = "CLASS_OR_CODE", num_args = 1.., value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// With --reuse, rerun the invalidated tasks (a final FATAL attempt)
+    #[arg(long)]
+    pub rerun_invalid: bool,
     /// Leave environments open after the run (see `env list`)
     #[arg(long)]
     pub keep_environment: bool,

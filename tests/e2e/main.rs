@@ -28,5 +28,6 @@ mod secrets;
 mod secrets_under_failure;
 mod session_contract;
 mod slurm;
+mod trust;
 mod viewer;
 mod viewer_browser;

@@ -49,6 +49,8 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         run_id: cmd.run_id.clone(),
         reuse: cmd.reuse.clone(),
         no_checkpoint_resume: cmd.no_checkpoint_resume,
+        rerun: cmd.rerun.clone(),
+        rerun_invalid: cmd.rerun_invalid,
     })
 }
 

@@ -502,9 +502,45 @@ pub fn check_budget(budget: &Budget) -> Result<(), (&'static str, String)> {
 /// `reuse_run_id` implies reuse.
 pub fn run_runtime_spec(layers: &[Layer]) -> Result<RunRuntimeSpec, ConfigError> {
     for layer in layers {
-        layer.check_keys(&["reuse", "reuse_run_id", "checkpoint_resume"])?;
+        layer.check_keys(&[
+            "reuse",
+            "reuse_run_id",
+            "checkpoint_resume",
+            "rerun",
+            "rerun_invalid",
+        ])?;
     }
     let mut spec: RunRuntimeSpec = deserialize_merged(Value::Object(Map::new()), layers)?;
+    for entry in &spec.rerun {
+        let well_formed = !entry.is_empty()
+            && entry
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !well_formed {
+            return Err(attribute(
+                layers,
+                "rerun",
+                format!(
+                    "expected failure classes ({}) or issue codes (snake_case), found `{entry}`",
+                    crate::issue_codes::FailureClass::ALL
+                        .map(|c| c.as_str())
+                        .join(", ")
+                ),
+            ));
+        }
+    }
+    if (!spec.rerun.is_empty() || spec.rerun_invalid) && spec.reuse != Some(true) {
+        let key = if spec.rerun.is_empty() {
+            "rerun_invalid"
+        } else {
+            "rerun"
+        };
+        return Err(attribute(
+            layers,
+            key,
+            format!("{key} picks tasks of a reused run, but reuse is off (add --reuse)"),
+        ));
+    }
     if !spec.reuse_run_id.is_empty() {
         if spec.reuse == Some(false) {
             return Err(attribute(

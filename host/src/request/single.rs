@@ -69,6 +69,10 @@ pub struct RunArgs {
     pub reuse: Option<String>,
     /// `--no-checkpoint-resume`.
     pub no_checkpoint_resume: bool,
+    /// `--rerun CLASS_OR_CODE...`.
+    pub rerun: Vec<String>,
+    /// `--rerun-invalid`.
+    pub rerun_invalid: bool,
 }
 
 fn flag(name: &str, value: Value) -> Layer {
@@ -273,6 +277,12 @@ fn runtime_layers(config: &LoadedConfig, args: &RunArgs) -> Vec<Layer> {
             "--no-checkpoint-resume",
             json!({"checkpoint_resume": false}),
         ));
+    }
+    if !args.rerun.is_empty() {
+        layers.push(flag("--rerun", json!({"rerun": args.rerun})));
+    }
+    if args.rerun_invalid {
+        layers.push(flag("--rerun-invalid", json!({"rerun_invalid": true})));
     }
     layers
 }

@@ -62,6 +62,8 @@ pub struct RequestContext {
     pub egress_hosts: std::collections::BTreeMap<String, String>,
     /// Where the tools harnesses run inside environments are installed.
     pub install_cache: crate::install::InstallCache,
+    /// The datasets the tasks came from (`run_info.json` `provenance.datasets`).
+    pub datasets: super::provenance::Datasets,
     /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
     /// and record where they ran); `None` for a local run.
     pub copy: Option<super::cluster_copy::ClusterCopy>,

@@ -15,6 +15,7 @@ mod failpoint;
 pub mod issue_tally;
 pub mod limits;
 mod phase;
+mod provenance;
 pub mod retry;
 mod reuse;
 mod run;

@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_plugin_api::contracts::{IssueSeverity, RunRequest, RunRuntimeSpec};
 use agentcompass_results::store::{
     attempts_complete, find_reuse_source, published_tasks, running_tasks, PublishedTask,
 };
@@ -19,7 +19,8 @@ use sha2::{Digest, Sha256};
 use super::context::RequestContext;
 use super::error::RunError;
 use super::task_source::TaskSource;
-use crate::metrics::outcomes_from_results;
+use crate::issue_codes::class_of;
+use crate::metrics::{attempt_records, AttemptRecord};
 
 /// The reuse key: benchmark id, benchmark params (except `sample_ids`, which selects tasks
 /// but does not change them) and attempt plan, hashed. The task id is matched separately.
@@ -113,6 +114,22 @@ pub(super) fn import(
     })
 }
 
+/// Whether a published task is to be rerun rather than reused (`--rerun`,
+/// `--rerun-invalid`): one of its attempts has an ERROR or FATAL issue of a named class or
+/// code, or (with `rerun_invalid`) an unscored FATAL one.
+fn rerun_requested(spec: &RunRuntimeSpec, records: &[AttemptRecord]) -> bool {
+    if spec.rerun_invalid && records.iter().any(|r| r.outcome().fatal) {
+        return true;
+    }
+    !spec.rerun.is_empty()
+        && records.iter().flat_map(|r| &r.issues).any(|issue| {
+            issue.severity >= IssueSeverity::Error
+                && spec.rerun.iter().any(|wanted| {
+                    *wanted == issue.code || wanted.as_str() == class_of(issue).as_str()
+                })
+        })
+}
+
 /// Imports one published task, or says why it is not reused.
 fn import_task(
     rc: &RequestContext,
@@ -125,9 +142,13 @@ fn import_task(
     if !attempts_complete(published) {
         return Err("incomplete attempts");
     }
+    let records = attempt_records(&published.dir, &published.task_json["attempts"]);
+    if rerun_requested(&rc.request.runtime, &records) {
+        return Err("rerun requested");
+    }
     match rc.store.import_published(published) {
-        Ok(dir) => {
-            let outcomes = outcomes_from_results(&dir, &published.task_json["attempts"]);
+        Ok(_) => {
+            let outcomes: Vec<_> = records.iter().map(AttemptRecord::outcome).collect();
             rc.record_metrics(category, &outcomes);
             // A budget covers the whole run: what the reused tasks spent counts against it.
             rc.breaker.spend_imported(&outcomes);

@@ -557,6 +557,13 @@ pub struct RunRuntimeSpec {
     pub reuse_run_id: String,
     /// Resume evaluation from checkpoints (`None` = default).
     pub checkpoint_resume: Option<bool>,
+    /// With reuse, rerun the tasks whose final outcome has one of these failure classes or
+    /// issue codes instead of reusing them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rerun: Vec<String>,
+    /// With reuse, rerun the invalidated tasks (a final FATAL attempt).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub rerun_invalid: bool,
 }
 
 /// Result namespace and requested run id.

@@ -42,6 +42,9 @@ pub(super) async fn finish(
     }
     write_report(rc, &report);
     info.status = status;
+    if let Some(provenance) = info.provenance.as_mut() {
+        provenance["datasets"] = rc.datasets.to_json();
+    }
     info.finished_at = Some(rfc3339(SystemTime::now()));
     info.error = error.or(outcome.error.clone());
     info.metric_artifacts = Some(

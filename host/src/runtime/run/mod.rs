@@ -73,9 +73,12 @@ impl RequestOutcome {
 }
 
 /// Runs one prepared request to its terminal state.
-pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestOutcome {
+pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> RequestOutcome {
     let name = prepared.run.name.clone();
-    let started = match start::create_run(shared, &prepared.run) {
+    let mut provenance = std::mem::take(&mut prepared.provenance);
+    provenance["environment_tools"] =
+        super::provenance::provider_tools(&prepared.resolved.environment.id).await;
+    let started = match start::create_run(shared, &prepared.run, provenance) {
         Ok(started) => started,
         Err(e) => return RequestOutcome::failed(&name, e.to_string()),
     };

@@ -23,6 +23,8 @@ pub struct PreparedRequest {
     pub(super) patterns: Vec<regex::Regex>,
     /// The selected tasks (first page read), once opened by [`PreparedRequest::load_tasks`].
     pub(super) tasks: Option<TaskSource>,
+    /// What will run (`run_info.json` `provenance`), as far as it is known before the run.
+    pub(super) provenance: serde_json::Value,
 }
 
 impl PreparedRequest {
@@ -99,12 +101,14 @@ pub fn preflight(
 ) -> Result<PreparedRequest, RunError> {
     let checked = check(registry, results_dir, &run);
     let (resolved, planner, patterns) = checked.map_err(|e| e.in_request(&run.name))?;
+    let provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
     Ok(PreparedRequest {
         run,
         resolved,
         planner,
         patterns,
         tasks: None,
+        provenance,
     })
 }
 

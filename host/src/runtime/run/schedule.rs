@@ -36,6 +36,7 @@ pub(super) async fn run_all(
                 break;
             }
         };
+        rc.datasets.note(&task);
         if reused.contains(&task.task_id) {
             continue;
         }

@@ -32,7 +32,11 @@ pub(super) struct Started {
 
 /// Creates the run directory, writes `run_info.json` (status `running`) and `params.json`
 /// (both redacted) and opens the progress files. A failure is the request's error.
-pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Started, RunError> {
+pub(super) fn create_run(
+    shared: &Shared,
+    run: &OrchestratedRun,
+    provenance: Value,
+) -> Result<Started, RunError> {
     let request = &run.request;
     let results_dir = PathBuf::from(&shared.runtime.results_dir);
     let explicit_run_id =
@@ -47,6 +51,7 @@ pub(super) fn create_run(shared: &Shared, run: &OrchestratedRun) -> Result<Start
         // Until the import completes, this run is no reuse source (see `ReuseImport`).
         info.reuse_import = Some(ReuseImport::Pending);
     }
+    info.provenance = Some(provenance);
     info.orchestration = Some(
         json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
     );
@@ -110,6 +115,7 @@ pub(in crate::runtime) fn request_context(
         planner,
         patterns,
         tasks,
+        provenance: _,
     } = prepared;
     let contract = planner
         .benchmark()
@@ -176,6 +182,7 @@ pub(in crate::runtime) fn request_context(
         issues: Default::default(),
         egress_hosts: runtime.egress.hosts.clone(),
         copy: None,
+        datasets: Default::default(),
         install_cache: crate::install::InstallCache::new(
             runtime
                 .install_cache_dir

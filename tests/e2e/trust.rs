@@ -1,0 +1,494 @@
+//! Runs people can trust: budgets that stop a run where they are reached and let `--reuse`
+//! continue exactly there, failure classes that keep the model's and the infrastructure's
+//! failures out of the score, `--fail-on-error`, targeted reruns (`--rerun`) and the
+//! provenance in `run_info.json` — the `qa` benchmark answered by `openai_chat` (real plugins)
+//! against a scripted model on loopback that prices every call.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{
+    files_containing, json_files_parse, published_results, read_json, run_dir, Outcome, PluginDirs,
+    Workspace,
+};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-e2e-trust-SECRET-7781";
+
+/// $10 per million input tokens: a call of 1,000 prompt tokens costs $0.01.
+const PRICING: &str =
+    r#"{"pricing": {"input": 10.0, "output": 10.0}, "retry_backoff_seconds": 0, "max_retries": 1}"#;
+
+struct Setup {
+    ws: Workspace,
+    _dirs: PluginDirs,
+    plugins: PathBuf,
+    dataset: PathBuf,
+}
+
+/// `n` questions `q-0` … whose answer is their number.
+fn setup(n: usize) -> Setup {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "qa-pack");
+    dirs.package("p", "agents-pack");
+    let lines: String = (0..n)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("q-{i}"), "question": format!("Say the number {i} (task q-{i}).") , "answer": i.to_string()})
+            )
+        })
+        .collect();
+    let dataset = ws.write("data/qa.jsonl", &lines);
+    Setup {
+        ws,
+        _dirs: dirs,
+        plugins,
+        dataset,
+    }
+}
+
+/// Answers every question with its number at 1,000 prompt tokens; the tasks whose number is
+/// a multiple of 5 get a 429 every time when `rate_limit_fifths` (beyond the retries).
+fn server(setup: &Setup, rate_limit_fifths: bool, log: &str) -> ScriptedServer {
+    let mut rules = Vec::new();
+    if rate_limit_fifths {
+        for i in (0..1000).step_by(5) {
+            rules.push(
+                json!({"match": {"last_user_contains": format!("(task q-{i})")},
+                              "responses": [{"status": 429}]}),
+            );
+        }
+    }
+    for i in 0..1000 {
+        rules.push(json!({"match": {"last_user_contains": format!("(task q-{i})")},
+                          "responses": [{"text": i.to_string(), "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}]}));
+    }
+    ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": rules}),
+        Some(setup.ws.cwd.join(log)),
+    )
+    .unwrap()
+}
+
+fn run(setup: &Setup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
+    let params = json!({"path": setup.dataset}).to_string();
+    let base_url = server.base_url();
+    let mut args = vec![
+        "--plugin-dir",
+        setup.plugins.to_str().unwrap(),
+        "run",
+        "qa",
+        "openai_chat",
+        "scripted-model",
+        "--benchmark-params",
+        &params,
+        "--model-base-url",
+        &base_url,
+        "--model-api-key",
+        "${E2E_MODEL_KEY}",
+        "--model-params",
+        PRICING,
+        "--progress",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    setup.ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
+}
+
+/// The task ids the scripted model was asked about, in the order asked.
+fn asked(server: &ScriptedServer) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let body = r["body"].to_string();
+            let at = body.find("(task q-")?;
+            let rest = &body[at + 6..];
+            Some(rest[..rest.find(')')?].to_string())
+        })
+        .collect()
+}
+
+/// The task ids a run's `task_skipped` events name, with their reasons.
+fn skipped(run: &Path) -> Vec<(String, String)> {
+    fs::read_to_string(run.join("progress.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|event| event["event"] == "task_skipped")
+        .map(|event| {
+            (
+                event["task_id"].as_str().unwrap().to_string(),
+                event["payload"]["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn spent_usd(run: &Path) -> f64 {
+    read_json(&run.join("metrics.json"))["extra"]["model_usage"]["cost_usd"]
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
+fn assert_key_nowhere(setup: &Setup, out: &Outcome) {
+    let results = setup.ws.cwd.join("results");
+    assert_eq!(files_containing(&results, KEY), Vec::<PathBuf>::new());
+    assert!(!out.stderr.contains(KEY) && !out.stdout.contains(KEY));
+}
+
+#[test]
+fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_rest() {
+    let setup = setup(200);
+    let server = server(&setup, false, "model.jsonl");
+    let budget = setup.ws.write(
+        "budget.toml",
+        "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.5\n",
+    );
+    let out = run(&setup, &server, &["--config", budget.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let run1 = run_dir(&out);
+    let info = read_json(&run1.join("run_info.json"));
+    assert_eq!(info["status"], "stopped_by_budget", "{info}");
+    assert_eq!(info["stopped"]["reason"], "budget_exhausted");
+    let published = published_results(&run1).len();
+    let spent = spent_usd(&run1);
+    // At $0.01 a task the budget covers 50; the 4 attempts in flight when it was reached finish.
+    println!(
+        "budget $0.50: {published} tasks published, ${spent:.4} spent, {} skipped",
+        200 - published
+    );
+    assert!((50..=54).contains(&published), "{published}");
+    assert!(spent >= 0.5 && spent <= 0.5 + 4.0 * 0.01 + 1e-9, "{spent}");
+    let skipped1 = skipped(&run1);
+    assert_eq!(skipped1.len(), 200 - published);
+    assert!(skipped1
+        .iter()
+        .all(|(_, reason)| reason == "budget_exhausted"));
+    // Skipped tasks are excluded from the score, never counted as wrong.
+    let metrics = read_json(&run1.join("metrics.json"));
+    let headline = &metrics["series"][0];
+    assert_eq!(headline["value"], 1.0, "{metrics}");
+    assert_eq!(headline["counts"]["total"], published as u64);
+    assert_eq!(
+        metrics["extra"]["skipped"],
+        json!({"tasks": 200 - published, "reasons": {"budget_exhausted": 200 - published}})
+    );
+    let summary = fs::read_to_string(run1.join("summary.md")).unwrap();
+    assert!(
+        summary.contains(&format!(
+            "{} tasks skipped (not run, not scored): {} budget_exhausted",
+            200 - published,
+            200 - published
+        )),
+        "{summary}"
+    );
+    let line = out.stderr_lines("stopped by budget");
+    assert_eq!(line.len(), 1, "{}", out.stderr);
+    assert!(
+        line[0].contains("execution.budget spent $0.5") && line[0].contains("of $0.5"),
+        "{}",
+        line[0]
+    );
+    let progress = read_json(&run1.join("progress.json"));
+    assert_eq!(
+        progress["skipped_tasks"],
+        200 - published as u64,
+        "{progress}"
+    );
+    assert_eq!(asked(&server).len(), published);
+
+    // `--reuse` with a larger budget runs exactly the tasks the first run skipped.
+    let bigger = setup.ws.write(
+        "bigger.toml",
+        "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 5.0\n",
+    );
+    let before = asked(&server).len();
+    let again = run(
+        &setup,
+        &server,
+        &["--config", bigger.to_str().unwrap(), "--reuse"],
+    );
+    assert_eq!(again.code, 0, "{again:?}");
+    let run2 = run_dir(&again);
+    assert_eq!(
+        read_json(&run2.join("run_info.json"))["status"],
+        "completed"
+    );
+    assert_eq!(published_results(&run2).len(), 200);
+    let rerun: BTreeSet<String> = asked(&server)[before..].iter().cloned().collect();
+    let expected: BTreeSet<String> = skipped1.into_iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        rerun.len(),
+        asked(&server).len() - before,
+        "each asked once"
+    );
+    assert_eq!(rerun, expected);
+    let metrics = read_json(&run2.join("metrics.json"));
+    assert_eq!(metrics["series"][0]["counts"]["total"], 200);
+    assert!((spent_usd(&run2) - 2.0).abs() < 1e-9, "{metrics}");
+    assert_eq!(json_files_parse(&setup.ws.cwd.join("results")) > 400, true);
+    assert_key_nowhere(&setup, &again);
+}
+
+#[test]
+fn an_orchestration_budget_is_shared_by_its_requests() {
+    let setup = setup(60);
+    let server = server(&setup, false, "model.jsonl");
+    let file = setup.ws.write(
+        "orch.yaml",
+        &format!(
+            r#"
+version: 1
+task_concurrency: 2
+runtime:
+  budget: {{max_cost_usd: 0.3}}
+  progress: none
+defaults:
+  model:
+    id: scripted-model
+    base_url: "{}"
+    api_key: "${{E2E_MODEL_KEY}}"
+    params: {PRICING}
+  benchmark: {{id: qa, path: "{}"}}
+  harness: {{id: openai_chat}}
+requests:
+  - name: first
+  - name: second
+"#,
+            server.base_url(),
+            setup.dataset.display()
+        ),
+    );
+    let out = setup.ws.run(
+        &[
+            "--plugin-dir",
+            setup.plugins.to_str().unwrap(),
+            "launch",
+            file.to_str().unwrap(),
+        ],
+        &[("E2E_MODEL_KEY", KEY)],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let dirs: Vec<PathBuf> = out.stdout.lines().map(PathBuf::from).collect();
+    assert_eq!(dirs.len(), 2, "{out:?}");
+    let mut published = 0;
+    let mut spent = 0.0;
+    for dir in &dirs {
+        let info = read_json(&dir.join("run_info.json"));
+        assert_eq!(info["status"], "stopped_by_budget", "{info}");
+        assert!(info["stopped"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("runtime.budget spent"));
+        published += published_results(dir).len();
+        spent += spent_usd(dir);
+    }
+    println!("orchestration budget $0.30 over two requests: {published} tasks, ${spent:.4}");
+    // 30 tasks' worth, plus at most the 2 attempts in flight.
+    assert!((30..=32).contains(&published), "{published}");
+    assert!(spent <= 0.3 + 2.0 * 0.01 + 1e-9, "{spent}");
+    assert_eq!(asked(&server).len(), published);
+}
+
+#[test]
+fn a_cost_budget_without_prices_is_refused_before_anything_is_written() {
+    let setup = setup(3);
+    let server = server(&setup, false, "model.jsonl");
+    let budget = setup
+        .ws
+        .write("budget.toml", "[execution.budget]\nmax_cost_usd = 1\n");
+    let params = json!({"path": setup.dataset}).to_string();
+    let out = setup.ws.run(
+        &[
+            "--plugin-dir",
+            setup.plugins.to_str().unwrap(),
+            "--config",
+            budget.to_str().unwrap(),
+            "run",
+            "qa",
+            "openai_chat",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--model-base-url",
+            &server.base_url(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.stderr.trim(),
+        "error: execution.budget.max_cost_usd: a cost limit needs the prices of model `scripted-model` (model.params.pricing, US dollars per million tokens), found none"
+    );
+    assert!(!setup.ws.cwd.join("results").exists());
+}
+
+#[test]
+fn model_failures_are_not_scored_stop_a_run_on_errors_and_rerun_alone() {
+    let setup = setup(40);
+    let server = server(&setup, true, "model.jsonl");
+    // Every 5th task is rate-limited beyond the gateway's retries.
+    let out = run(&setup, &server, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let run1 = run_dir(&out);
+    let metrics = read_json(&run1.join("metrics.json"));
+    let headline = &metrics["series"][0];
+    // 32 answered right; the 8 rate-limited tasks are not scored (not counted as wrong).
+    assert_eq!(headline["counts"]["total"], 40, "{metrics}");
+    assert_eq!(headline["counts"]["evaluated"], 32);
+    assert_eq!(headline["reference_value"], 1.0);
+    assert_eq!(
+        metrics["extra"]["not_scored"],
+        json!({"tasks": 8, "classes": {"model": {"tasks": 8, "reasons": {"rate limited": 8}}}})
+    );
+    let line = out.stderr_lines("8 tasks not scored");
+    assert_eq!(
+        line,
+        ["8 tasks not scored: 8 model (rate limited)"],
+        "{}",
+        out.stderr
+    );
+    let summary = fs::read_to_string(run1.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("8 tasks not scored: 8 model (rate limited)"),
+        "{summary}"
+    );
+
+    // `--fail-on-error 0.1` stops starting tasks once more than 10 % failed outside the agent.
+    let stopped = run(
+        &setup,
+        &server,
+        &["--fail-on-error", "0.1", "--task-concurrency", "1"],
+    );
+    assert_eq!(stopped.code, 1, "{stopped:?}");
+    let run2 = run_dir(&stopped);
+    let info = read_json(&run2.join("run_info.json"));
+    assert_eq!(info["status"], "stopped_on_errors", "{info}");
+    let ran = published_results(&run2).len();
+    println!("--fail-on-error 0.1: stopped after {ran} of 40 tasks");
+    assert!(ran < 40, "{ran}");
+    assert!(skipped(&run2)
+        .iter()
+        .all(|(_, reason)| reason == "error_rate_exceeded"));
+
+    // `--rerun model` reruns only the rate-limited tasks of the first run.
+    let fixed = server_without_429(&setup);
+    let rerun = run(
+        &setup,
+        &fixed,
+        &[
+            "--reuse",
+            run1.file_name().unwrap().to_str().unwrap(),
+            "--rerun",
+            "model",
+        ],
+    );
+    assert_eq!(rerun.code, 0, "{rerun:?}");
+    let asked: BTreeSet<String> = asked(&fixed).into_iter().collect();
+    let expected: BTreeSet<String> = (0..40).step_by(5).map(|i| format!("q-{i}")).collect();
+    assert_eq!(asked, expected);
+    assert_eq!(asked.len(), fixed.requests().len(), "each asked once");
+    let run3 = run_dir(&rerun);
+    let metrics = read_json(&run3.join("metrics.json"));
+    assert_eq!(metrics["series"][0]["value"], 1.0, "{metrics}");
+    assert_eq!(metrics["series"][0]["counts"]["evaluated"], 40);
+    assert_key_nowhere(&setup, &rerun);
+}
+
+fn server_without_429(setup: &Setup) -> ScriptedServer {
+    server(setup, false, "fixed.jsonl")
+}
+
+#[test]
+fn run_info_records_what_ran_and_no_secret() {
+    let setup = setup(2);
+    let server = server(&setup, false, "model.jsonl");
+    let out = setup.ws.run(
+        &[
+            "--plugin-dir",
+            setup.plugins.to_str().unwrap(),
+            "run",
+            "qa",
+            "openai_chat",
+            "scripted-model",
+            "--benchmark-params",
+            &json!({"path": "${E2E_DATASET}"}).to_string(),
+            "--model-params",
+            r#"{"seed": 7}"#,
+            "--model-base-url",
+            &server.base_url(),
+            "--model-api-key",
+            "${E2E_MODEL_KEY}",
+            "--progress",
+            "none",
+        ],
+        &[
+            ("E2E_MODEL_KEY", KEY),
+            ("E2E_DATASET", setup.dataset.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let provenance = &read_json(&run.join("run_info.json"))["provenance"];
+    let host = &provenance["host"];
+    let version = setup.ws.run(&["--version"], &[]).stdout;
+    assert_eq!(
+        version.trim(),
+        format!("agentcompass-host {}", host["version"].as_str().unwrap())
+    );
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert_eq!(host["commit"], head.as_str(), "{provenance}");
+    let plugins = provenance["plugins"].as_array().unwrap();
+    let qa = plugins.iter().find(|p| p["name"] == "qa-pack").unwrap();
+    let so = fs::read_dir(setup.plugins.clone())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "so")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("qa"))
+        })
+        .unwrap();
+    assert_eq!(qa["sha256"], agentcompass_e2e::sha256_hex(&so));
+    assert_eq!(provenance["components"]["benchmark"]["source"], "qa-pack");
+    assert_eq!(provenance["components"]["harness"]["id"], "openai_chat");
+    let port = server
+        .base_url()
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        provenance["model"],
+        json!({"id": "scripted-model", "protocol": "openai-chat", "endpoint_host": format!("127.0.0.1:{port}")})
+    );
+    assert_eq!(
+        provenance["variables"],
+        json!({"E2E_DATASET": setup.dataset.to_str().unwrap(), "E2E_MODEL_KEY": "********"})
+    );
+    assert_eq!(provenance["seeds"], json!({"model": 7}));
+    let datasets = provenance["datasets"].as_array().unwrap();
+    assert_eq!(datasets.len(), 1);
+    assert_eq!(
+        datasets[0]["sha256"],
+        agentcompass_e2e::sha256_hex(&setup.dataset)
+    );
+    assert_eq!(datasets[0]["path"], setup.dataset.to_str().unwrap());
+    let machine = &provenance["machine"];
+    assert!(machine["cpus"].as_u64().unwrap() >= 1);
+    assert!(machine["kernel"].as_str().is_some_and(|k| !k.is_empty()));
+    assert_key_nowhere(&setup, &out);
+}
