@@ -194,6 +194,12 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
         "{}",
         line[0]
     );
+    // `summary` recomputes the same report, the skipped tasks included.
+    let written = read_json(&run1.join("metrics.json"));
+    fs::remove_file(run1.join("metrics.json")).unwrap();
+    let summarized = setup.ws.run(&["summary", run1.to_str().unwrap()], &[]);
+    assert_eq!(summarized.code, 0, "{summarized:?}");
+    assert_eq!(read_json(&run1.join("metrics.json")), written);
     let progress = read_json(&run1.join("progress.json"));
     assert_eq!(
         progress["skipped_tasks"],
@@ -491,4 +497,108 @@ fn run_info_records_what_ran_and_no_secret() {
     assert!(machine["cpus"].as_u64().unwrap() >= 1);
     assert!(machine["kernel"].as_str().is_some_and(|k| !k.is_empty()));
     assert_key_nowhere(&setup, &out);
+}
+
+/// `terminus` on the bundled `hello-file` Harbor task in `sandbox`, driven by the demo's
+/// scripted model (four calls of 334, 433, 473 and 505 tokens), under `limits`.
+fn terminus_with_limits(limits: &str, model_params: &str) -> (Value, Outcome) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    let script: Value = serde_json::from_str(
+        &fs::read_to_string(root.join("examples/demo/terminus-script.json")).unwrap(),
+    )
+    .unwrap();
+    let key = script["require_key"].as_str().unwrap().to_string();
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let config = ws.write("limits.toml", &format!("[execution.limits]\n{limits}\n"));
+    let params =
+        json!({"path": root.join("examples/harbor"), "sample_ids": ["hello-file"]}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "run",
+            "harbor",
+            "terminus",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "sandbox",
+            "--model-base-url",
+            &server.base_url(),
+            "--model-api-key",
+            "${E2E_TERMINUS_KEY}",
+            "--model-params",
+            model_params,
+            "--progress",
+            "none",
+        ],
+        &[("E2E_TERMINUS_KEY", &key)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let results = published_results(&run_dir(&out));
+    assert_eq!(results.len(), 1, "{out:?}");
+    let (_, result) = results.into_values().next().unwrap();
+    assert_eq!(server.requests().len() as u64, result["meta"]["harness"]["telemetry"]["model_usage"]["requests"].as_u64().unwrap());
+    (result, out)
+}
+
+/// The attempt's one ERROR issue: `limit_exceeded`, with its message.
+fn limit_issue(result: &Value) -> String {
+    let issues: Vec<&Value> = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["severity"] != "warning")
+        .collect();
+    assert_eq!(issues.len(), 1, "{result}");
+    assert_eq!(issues[0]["code"], "limit_exceeded", "{result}");
+    issues[0]["message"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
+    // max_turns: the harness's loop ends after two turns.
+    let (result, _) = terminus_with_limits("max_turns = 2", "{}");
+    let message = limit_issue(&result);
+    assert!(message.starts_with("execution.limits.max_turns (2) reached"), "{message}");
+    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+    assert_eq!((usage["requests"].as_u64(), usage["prompt_tokens"].as_u64()), (Some(2), Some(310 + 402)));
+    println!("max_turns 2: {message}; usage {usage}");
+
+    // max_tokens: the third call passes 1,000 tokens; the fourth is refused.
+    let (result, _) = terminus_with_limits("max_tokens = 1000", "{}");
+    let message = limit_issue(&result);
+    assert_eq!(
+        message,
+        "execution.limits.max_tokens (1000) reached: 1240 tokens used; the agent was stopped"
+    );
+    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+    assert_eq!(usage["requests"], 3, "{usage}");
+    assert_eq!(usage["prompt_tokens"], 310 + 402 + 455);
+    assert_eq!(result["meta"]["harness"]["telemetry"]["limit_exceeded"]["limit"], "max_tokens");
+    // The refused call is not reported as a model failure; the attempt is still evaluated.
+    assert!(result["metrics"]["reward"].is_number(), "{result}");
+    println!("max_tokens 1000: {message}");
+
+    // max_cost_usd: at $10 per million tokens the second call passes $0.005.
+    let (result, _) = terminus_with_limits(
+        "max_cost_usd = 0.005",
+        r#"{"pricing": {"input": 10.0, "output": 10.0}}"#,
+    );
+    let message = limit_issue(&result);
+    assert_eq!(
+        message,
+        "execution.limits.max_cost_usd (0.005) reached: 767 tokens, $0.0077 used; the agent was stopped"
+    );
+    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+    assert_eq!(usage["requests"], 2, "{usage}");
+    assert!((usage["cost_usd"].as_f64().unwrap() - 0.00767).abs() < 1e-9, "{usage}");
+    println!("max_cost_usd 0.005: {message}");
 }

@@ -48,6 +48,9 @@ pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
             &outcomes_from_results(&task.dir, &task.task_json["attempts"]),
         );
     }
+    each_skipped(&run_dir.join("progress.jsonl"), &mut |reason| {
+        aggregator.add_skipped(reason)
+    });
     let report = aggregator.report();
     let title = SummaryTitle {
         benchmark: benchmark_id.to_string(),
@@ -66,4 +69,23 @@ pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
     store.write_summary(&rendered)?;
     crate::out!("{rendered}");
     Ok(0)
+}
+
+/// Calls `each` with the reason of every `task_skipped` event of a run's `progress.jsonl`
+/// (tasks a budget or the error rate kept from running: they are in no task directory).
+fn each_skipped(path: &Path, each: &mut dyn FnMut(&str)) {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
+        return;
+    };
+    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+        if !line.contains("\"task_skipped\"") {
+            continue;
+        }
+        if let Ok(event) = serde_json::from_str::<Value>(&line) {
+            if let Some(reason) = event["payload"]["reason"].as_str() {
+                each(reason);
+            }
+        }
+    }
 }
