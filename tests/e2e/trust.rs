@@ -163,7 +163,7 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
         200 - published
     );
     assert!((50..=54).contains(&published), "{published}");
-    assert!(spent >= 0.5 && spent <= 0.5 + 4.0 * 0.01 + 1e-9, "{spent}");
+    assert!((0.5..=0.5 + 4.0 * 0.01 + 1e-9).contains(&spent), "{spent}");
     let skipped1 = skipped(&run1);
     assert_eq!(skipped1.len(), 200 - published);
     assert!(skipped1
@@ -237,7 +237,7 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
     let metrics = read_json(&run2.join("metrics.json"));
     assert_eq!(metrics["series"][0]["counts"]["total"], 200);
     assert!((spent_usd(&run2) - 2.0).abs() < 1e-9, "{metrics}");
-    assert_eq!(json_files_parse(&setup.ws.cwd.join("results")) > 400, true);
+    assert!(json_files_parse(&setup.ws.cwd.join("results")) > 400);
     assert_key_nowhere(&setup, &again);
 }
 
@@ -502,7 +502,10 @@ fn run_info_records_what_ran_and_no_secret() {
 /// `terminus` on the bundled `hello-file` Harbor task in `sandbox`, driven by the demo's
 /// scripted model (four calls of 334, 433, 473 and 505 tokens), under `limits`.
 fn terminus_with_limits(limits: &str, model_params: &str) -> (Value, Outcome) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let ws = Workspace::new();
     let dirs = PluginDirs::new();
     let plugins = dirs.package("p", "harbor-pack");
@@ -545,7 +548,12 @@ fn terminus_with_limits(limits: &str, model_params: &str) -> (Value, Outcome) {
     let results = published_results(&run_dir(&out));
     assert_eq!(results.len(), 1, "{out:?}");
     let (_, result) = results.into_values().next().unwrap();
-    assert_eq!(server.requests().len() as u64, result["meta"]["harness"]["telemetry"]["model_usage"]["requests"].as_u64().unwrap());
+    assert_eq!(
+        server.requests().len() as u64,
+        result["meta"]["harness"]["telemetry"]["model_usage"]["requests"]
+            .as_u64()
+            .unwrap()
+    );
     (result, out)
 }
 
@@ -567,9 +575,15 @@ fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
     // max_turns: the harness's loop ends after two turns.
     let (result, _) = terminus_with_limits("max_turns = 2", "{}");
     let message = limit_issue(&result);
-    assert!(message.starts_with("execution.limits.max_turns (2) reached"), "{message}");
+    assert!(
+        message.starts_with("execution.limits.max_turns (2) reached"),
+        "{message}"
+    );
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
-    assert_eq!((usage["requests"].as_u64(), usage["prompt_tokens"].as_u64()), (Some(2), Some(310 + 402)));
+    assert_eq!(
+        (usage["requests"].as_u64(), usage["prompt_tokens"].as_u64()),
+        (Some(2), Some(310 + 402))
+    );
     println!("max_turns 2: {message}; usage {usage}");
 
     // max_tokens: the third call passes 1,000 tokens; the fourth is refused.
@@ -582,7 +596,10 @@ fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
     assert_eq!(usage["requests"], 3, "{usage}");
     assert_eq!(usage["prompt_tokens"], 310 + 402 + 455);
-    assert_eq!(result["meta"]["harness"]["telemetry"]["limit_exceeded"]["limit"], "max_tokens");
+    assert_eq!(
+        result["meta"]["harness"]["telemetry"]["limit_exceeded"]["limit"],
+        "max_tokens"
+    );
     // The refused call is not reported as a model failure; the attempt is still evaluated.
     assert!(result["metrics"]["reward"].is_number(), "{result}");
     println!("max_tokens 1000: {message}");
@@ -599,6 +616,333 @@ fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
     );
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
     assert_eq!(usage["requests"], 2, "{usage}");
-    assert!((usage["cost_usd"].as_f64().unwrap() - 0.00767).abs() < 1e-9, "{usage}");
+    assert!(
+        (usage["cost_usd"].as_f64().unwrap() - 0.00767).abs() < 1e-9,
+        "{usage}"
+    );
     println!("max_cost_usd 0.005: {message}");
+}
+
+/// Copies the directory `from` to `to` (files and subdirectories).
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Harbor tasks `t-0` … `t-{n-1}` (the `hello-file` task, each naming itself in its
+/// instruction), plus `crashing-verifier` and `bad-sandbox`, under `root/tasks`.
+fn classed_tasks(ws: &Workspace, n: usize) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let hello = repo.join("examples/harbor/hello-file");
+    let tasks = ws.cwd.join("tasks");
+    for i in 0..n {
+        let dir = tasks.join(format!("t-{i}"));
+        copy_tree(&hello, &dir);
+        fs::write(
+            dir.join("instruction.md"),
+            format!("Create the file `/app/hello.txt` containing exactly the line `Hello, world!` (task t-{i})."),
+        )
+        .unwrap();
+    }
+    copy_tree(&hello, &tasks.join("crashing-verifier"));
+    fs::write(
+        tasks.join("crashing-verifier/tests/test.sh"),
+        "#!/bin/bash\necho verifier crashed >&2\nexit 3\n",
+    )
+    .unwrap();
+    copy_tree(&hello, &tasks.join("bad-sandbox"));
+    let toml = fs::read_to_string(hello.join("task.toml"))
+        .unwrap()
+        .replace("workdir = \"/app\"", "workdir = \"/proc/nope\"");
+    fs::write(tasks.join("bad-sandbox/task.toml"), toml).unwrap();
+    tasks
+}
+
+/// A terminus script: tasks `t-{5j}` are rate-limited beyond every retry when
+/// `rate_limit_fifths`; every other task writes the file, then calls `done`.
+fn terminus_script(n: usize, rate_limit_fifths: bool) -> Value {
+    let mut rules = Vec::new();
+    if rate_limit_fifths {
+        for i in (0..n).step_by(5) {
+            rules.push(
+                json!({"match": {"any_user_contains": format!("(task t-{i})")},
+                              "responses": [{"status": 429}]}),
+            );
+        }
+    }
+    rules.push(json!({"match": {"assistant_turns": 0},
+        "responses": [{"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'Hello, world!\\n' > /app/hello.txt"}}],
+                       "usage": {"prompt_tokens": 300, "completion_tokens": 20}}]}));
+    rules.push(
+        json!({"responses": [{"tool_calls": [{"name": "done", "arguments": {"summary": "written"}}],
+                       "usage": {"prompt_tokens": 350, "completion_tokens": 10}}]}),
+    );
+    json!({"require_key": KEY, "rules": rules})
+}
+
+/// The `t-N` tasks the scripted model was asked about (once per task: the first turn).
+fn terminus_tasks_asked(server: &ScriptedServer) -> BTreeSet<String> {
+    server
+        .requests()
+        .iter()
+        .filter_map(|r| {
+            let body = r["body"].to_string();
+            let at = body.find("(task t-")?;
+            let rest = &body[at + 6..];
+            Some(rest[..rest.find(')')?].to_string())
+        })
+        .collect()
+}
+
+fn run_terminus(
+    ws: &Workspace,
+    plugins: &Path,
+    tasks: &Path,
+    server: &ScriptedServer,
+    extra: &[&str],
+) -> Outcome {
+    let params = json!({"path": tasks}).to_string();
+    let base_url = server.base_url();
+    let mut args = vec![
+        "--plugin-dir",
+        plugins.to_str().unwrap(),
+        "run",
+        "harbor",
+        "terminus",
+        "scripted-model",
+        "--benchmark-params",
+        &params,
+        "--env",
+        "sandbox",
+        "--model-base-url",
+        &base_url,
+        "--model-api-key",
+        "${E2E_MODEL_KEY}",
+        "--model-params",
+        r#"{"retry_backoff_seconds": 0, "max_retries": 1}"#,
+        "--progress",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
+}
+
+#[test]
+fn terminus_runs_score_only_agent_outcomes_stop_on_errors_and_rerun_the_models_failures() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    let tasks = classed_tasks(&ws, 20);
+    let server = ScriptedServer::start(&terminus_script(20, true), None).unwrap();
+    let out = run_terminus(&ws, &plugins, &tasks, &server, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let run1 = run_dir(&out);
+    let metrics = read_json(&run1.join("metrics.json"));
+    assert_eq!(
+        metrics["extra"]["not_scored"],
+        json!({"tasks": 6, "classes": {
+            "model": {"tasks": 4, "reasons": {"rate limited": 4}},
+            "environment": {"tasks": 1, "reasons": {"unsupported": 1}},
+            "evaluation": {"tasks": 1, "reasons": {"reward_file_missing": 1}}}}),
+        "{metrics}"
+    );
+    // The 16 tasks the agent solved are the score; the 6 others are not counted as wrong.
+    let headline = &metrics["series"][0];
+    assert_eq!(headline["counts"]["total"], 22, "{metrics}");
+    assert_eq!(headline["counts"]["evaluated"], 16, "{metrics}");
+    assert_eq!(headline["reference_value"], 1.0, "{metrics}");
+    let line = "6 tasks not scored: 4 model (rate limited), 1 environment (unsupported), 1 evaluation (reward_file_missing)";
+    assert_eq!(
+        out.stderr_lines("6 tasks not scored"),
+        [line],
+        "{}",
+        out.stderr
+    );
+    assert!(fs::read_to_string(run1.join("summary.md"))
+        .unwrap()
+        .contains(line));
+
+    // --fail-on-error 0.1 stops once more than 10 % of the finished tasks failed outside
+    // the agent.
+    let stopped = run_terminus(
+        &ws,
+        &plugins,
+        &tasks,
+        &server,
+        &["--fail-on-error", "0.1", "--task-concurrency", "1"],
+    );
+    assert_eq!(stopped.code, 1, "{stopped:?}");
+    let run2 = run_dir(&stopped);
+    assert_eq!(
+        read_json(&run2.join("run_info.json"))["status"],
+        "stopped_on_errors"
+    );
+    let ran = published_results(&run2).len();
+    println!(
+        "terminus --fail-on-error 0.1: {ran} of 22 tasks ran, {} skipped",
+        skipped(&run2).len()
+    );
+    assert_eq!(ran + skipped(&run2).len(), 22);
+    assert!(ran < 22);
+    assert_eq!(
+        stopped.stderr_lines("stopped on errors").len(),
+        1,
+        "{}",
+        stopped.stderr
+    );
+
+    // --rerun model: only the rate-limited tasks run again (against a model that answers).
+    let fixed = ScriptedServer::start(&terminus_script(20, false), None).unwrap();
+    let rerun = run_terminus(
+        &ws,
+        &plugins,
+        &tasks,
+        &fixed,
+        &[
+            "--reuse",
+            run1.file_name().unwrap().to_str().unwrap(),
+            "--rerun",
+            "model",
+        ],
+    );
+    assert_eq!(rerun.code, 1, "the bad sandbox still fails: {rerun:?}");
+    let expected: BTreeSet<String> = ["t-0", "t-5", "t-10", "t-15"].map(String::from).into();
+    assert_eq!(terminus_tasks_asked(&fixed), expected);
+    assert_eq!(
+        fixed.requests().len(),
+        2 * 4,
+        "two turns each, nothing else"
+    );
+    let metrics = read_json(&run_dir(&rerun).join("metrics.json"));
+    assert_eq!(metrics["series"][0]["counts"]["evaluated"], 20, "{metrics}");
+    assert_eq!(
+        metrics["extra"]["not_scored"]["classes"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["environment", "evaluation"]
+    );
+    assert_eq!(
+        files_containing(&ws.cwd.join("results"), KEY),
+        Vec::<PathBuf>::new()
+    );
+}
+
+#[test]
+fn bad_limits_budgets_and_reruns_are_one_line_and_write_nothing() {
+    let setup = setup(3);
+    let server = server(&setup, false, "model.jsonl");
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "[execution.limits]\nmax_tokens = 0\n",
+            &[],
+            "execution.limits: limits.max_tokens: expected at least 1, found 0",
+        ),
+        (
+            "[execution.limits]\nmax_tokenz = 10\n",
+            &[],
+            "execution.limits.max_tokenz: unknown key",
+        ),
+        (
+            "[execution.budget]\non_exhausted = \"finish\"\n",
+            &[],
+            "budget.max_cost_usd: a budget needs max_cost_usd or max_tokens, found neither",
+        ),
+        (
+            "[runtime.budget]\nmax_cost_usd = -1\n",
+            &[],
+            "runtime.budget.max_cost_usd: expected a positive number, found -1",
+        ),
+        (
+            "",
+            &["--fail-on-error", "0"],
+            "--fail-on-error: runtime.fail_on_error: expected a share of failures in (0, 1) or a count of 1 or more, found 0",
+        ),
+        (
+            "",
+            &["--rerun", "model"],
+            "rerun picks tasks of a reused run, but reuse is off (add --reuse)",
+        ),
+        (
+            "",
+            &["--reuse", "--rerun", "Model!"],
+            "expected failure classes (agent, model, environment, evaluation, host, limit, budget, cancelled) or issue codes (snake_case), found `Model!`",
+        ),
+        (
+            "[execution.budget]\nmax_tokens = 100\n",
+            &["--executor", "slurm"],
+            "runtime.executor: a budget is enforced by the local executor only, found executor `slurm`",
+        ),
+    ];
+    for (config, flags, expected) in cases {
+        let file = setup.ws.write("case.toml", config);
+        let mut extra = vec!["--config", file.to_str().unwrap()];
+        extra.extend_from_slice(flags);
+        let out = run(&setup, &server, &extra);
+        assert_eq!(out.code, 2, "{config} {flags:?}: {out:?}");
+        let lines: Vec<&str> = out.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{out:?}");
+        assert!(
+            lines[0].contains(expected),
+            "{config} {flags:?}: {}",
+            lines[0]
+        );
+        assert!(!setup.ws.cwd.join("results").exists());
+    }
+    assert!(server.requests().is_empty());
+}
+
+#[test]
+fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
+    let setup = setup(40);
+    // Slow answers: when the budget is reached, three more attempts are waiting on the model.
+    let mut rules = Vec::new();
+    for i in 0..40 {
+        rules.push(json!({"match": {"last_user_contains": format!("(task q-{i})")},
+                          "responses": [{"text": i.to_string(), "delay_ms": 300,
+                                         "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}]}));
+    }
+    let server = ScriptedServer::start(&json!({"require_key": KEY, "rules": rules}), None).unwrap();
+    let budget = setup.ws.write(
+        "budget.toml",
+        "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.1\non_exhausted = \"cancel\"\n",
+    );
+    let out = run(&setup, &server, &["--config", budget.to_str().unwrap()]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let run1 = run_dir(&out);
+    assert_eq!(
+        read_json(&run1.join("run_info.json"))["status"],
+        "stopped_by_budget"
+    );
+    let published = published_results(&run1).len();
+    let skipped = skipped(&run1);
+    println!(
+        "cancel at $0.10: {published} published, {} skipped, {} calls made",
+        skipped.len(),
+        server.requests().len()
+    );
+    assert_eq!(
+        published + skipped.len(),
+        40,
+        "every task published or skipped"
+    );
+    // The attempts in flight were cancelled, not finished: nothing past the budget's tasks.
+    assert!(published <= 10, "{published}");
+    assert!(spent_usd(&run1) <= 0.1 + 1e-9);
+    // A cancelled attempt is skipped like the tasks never started, and `--reuse` runs it.
+    let again = run(&setup, &server, &["--reuse"]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(published_results(&run_dir(&again)).len(), 40);
 }

@@ -180,10 +180,7 @@ async fn command_version(program: &str, args: &[&str]) -> Option<String> {
         .ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
     (output.status.success() && !text.is_empty()).then(|| {
-        agentcompass_redact::scrub_and_truncate(
-            &text.lines().next().unwrap_or_default().to_string(),
-            100,
-        )
+        agentcompass_redact::scrub_and_truncate(text.lines().next().unwrap_or_default(), 100)
     })
 }
 
