@@ -506,16 +506,25 @@ fn terminus_with_limits(limits: &str, model_params: &str) -> (Value, Outcome) {
         .parent()
         .unwrap()
         .to_path_buf();
-    let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
     let script: Value = serde_json::from_str(
         &fs::read_to_string(root.join("examples/demo/terminus-script.json")).unwrap(),
     )
     .unwrap();
+    terminus_with_script(limits, model_params, &script)
+}
+
+/// As [`terminus_with_limits`], answered by `script`.
+fn terminus_with_script(limits: &str, model_params: &str, script: &Value) -> (Value, Outcome) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
     let key = script["require_key"].as_str().unwrap().to_string();
-    let server = ScriptedServer::start(&script, None).unwrap();
+    let server = ScriptedServer::start(script, None).unwrap();
     let config = ws.write("limits.toml", &format!("[execution.limits]\n{limits}\n"));
     let params =
         json!({"path": root.join("examples/harbor"), "sample_ids": ["hello-file"]}).to_string();
@@ -621,6 +630,36 @@ fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
         "{usage}"
     );
     println!("max_cost_usd 0.005: {message}");
+
+    // max_model_calls: the third call is never made.
+    let (result, _) = terminus_with_limits("max_model_calls = 2", "{}");
+    let message = limit_issue(&result);
+    assert!(
+        message.starts_with("execution.limits.max_model_calls (2) reached: 2 model calls made"),
+        "{message}"
+    );
+    assert_eq!(
+        result["meta"]["harness"]["telemetry"]["model_usage"]["requests"],
+        2
+    );
+
+    // working_seconds: a command that sleeps is work, not a model wait; the agent is stopped.
+    let sleeper = json!({"require_key": "k-work", "rules": [{"responses": [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}],
+         "usage": {"prompt_tokens": 100, "completion_tokens": 5}}]}]});
+    let started = std::time::Instant::now();
+    let (result, _) = terminus_with_script("working_seconds = 2", "{}", &sleeper);
+    let took = started.elapsed();
+    let message = limit_issue(&result);
+    assert!(
+        message.starts_with("execution.limits.working_seconds (2) reached"),
+        "{message}"
+    );
+    assert_eq!(
+        result["meta"]["harness"]["telemetry"]["limit_exceeded"]["limit"],
+        "working_seconds"
+    );
+    println!("working_seconds 2: {message} (run took {took:?})");
 }
 
 /// Copies the directory `from` to `to` (files and subdirectories).
