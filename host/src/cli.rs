@@ -442,6 +442,13 @@ pub struct LaunchCmd {
     /// Reuse earlier results (sets defaults.runtime.reuse)
     #[arg(long)]
     pub reuse: bool,
+    /// With --reuse, rerun the tasks whose final outcome has these failure classes or issue
+    /// codes (sets defaults.runtime.rerun)
+    #[arg(long, value_name = "CLASS_OR_CODE", num_args = 1.., value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// With --reuse, rerun the invalidated tasks (sets defaults.runtime.rerun_invalid)
+    #[arg(long)]
+    pub rerun_invalid: bool,
     /// Process-wide runtime options
     #[command(flatten)]
     pub runtime: RuntimeFlags,

@@ -295,6 +295,30 @@ requests:
         spent += spent_usd(dir);
     }
     println!("orchestration budget $0.30 over two requests: {published} tasks, ${spent:.4}");
+    // `launch --reuse --rerun` sets every request's reruns.
+    let dry = setup.ws.run(
+        &[
+            "--plugin-dir",
+            setup.plugins.to_str().unwrap(),
+            "launch",
+            file.to_str().unwrap(),
+            "--reuse",
+            "--rerun",
+            "model,environment",
+            "--rerun-invalid",
+            "--dry-run",
+        ],
+        &[("E2E_MODEL_KEY", KEY)],
+    );
+    assert_eq!(dry.code, 0, "{dry:?}");
+    let resolved: Value = serde_json::from_str(&dry.stdout).unwrap();
+    for request in resolved["requests"].as_array().unwrap() {
+        assert_eq!(
+            request["runtime"],
+            json!({"reuse": true, "reuse_run_id": "", "checkpoint_resume": null, "rerun": ["model", "environment"], "rerun_invalid": true}),
+            "{request}"
+        );
+    }
     // 30 tasks' worth, plus at most the 2 attempts in flight.
     assert!((30..=32).contains(&published), "{published}");
     assert!(spent <= 0.3 + 2.0 * 0.01 + 1e-9, "{spent}");

@@ -39,6 +39,8 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         task_concurrency: cmd.task_concurrency,
         run_id: cmd.run_id.clone(),
         reuse: cmd.reuse,
+        rerun: cmd.rerun.clone(),
+        rerun_invalid: cmd.rerun_invalid,
         runtime: runtime_overlay(global, Some(&cmd.runtime))?,
     };
     // The registry depends on the plugin dirs the orchestration's runtime names.

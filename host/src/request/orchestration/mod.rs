@@ -241,6 +241,10 @@ pub struct LaunchArgs {
     pub run_id: Option<String>,
     /// `--reuse`: sets `defaults.runtime.reuse = true`.
     pub reuse: bool,
+    /// `--rerun CLASS_OR_CODE...`: sets `defaults.runtime.rerun`.
+    pub rerun: Vec<String>,
+    /// `--rerun-invalid`: sets `defaults.runtime.rerun_invalid = true`.
+    pub rerun_invalid: bool,
     /// Runtime overrides (`--results-dir`, `--timeout-seconds`, ...).
     pub runtime: RuntimeOptions,
 }

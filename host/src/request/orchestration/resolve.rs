@@ -398,6 +398,15 @@ impl Resolver<'_> {
         if self.args.reuse {
             layers.push(flag_layer("--reuse", json!({"reuse": true})));
         }
+        if !self.args.rerun.is_empty() {
+            layers.push(flag_layer("--rerun", json!({"rerun": self.args.rerun})));
+        }
+        if self.args.rerun_invalid {
+            layers.push(flag_layer(
+                "--rerun-invalid",
+                json!({"rerun_invalid": true}),
+            ));
+        }
         layers.extend(self.section_layers("runtime", &None, &own.runtime, at));
         run_runtime_spec(&layers)
     }
