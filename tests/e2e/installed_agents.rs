@@ -615,3 +615,50 @@ fn config_docs_lists_each_installed_agents_parameters() {
         insta::assert_snapshot!(format!("config_docs_{agent}"), dirs.redact(&out.stdout));
     }
 }
+
+#[test]
+fn an_agent_cli_past_max_model_calls_is_refused_at_the_model_endpoint_and_stopped() {
+    let text =
+        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
+            .unwrap();
+    let mut looping: Value = serde_json::from_str(&text).unwrap();
+    looping["require_key"] = json!(KEY);
+    let server = ScriptedServer::start(&looping, None).unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let (out, seconds) = run_agent(
+        &ws,
+        "claude_code",
+        &server,
+        &tasks,
+        &[
+            "--env",
+            "sandbox",
+            "--execution-params",
+            r#"{"limits": {"max_model_calls": 3}, "run_timeout_seconds": 120}"#,
+        ],
+    );
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let codes: Vec<&str> = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["severity"] != json!("warning"))
+        .map(|i| i["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"limit_exceeded"), "{result:#}");
+    assert!(!codes.contains(&"model_failed"), "{result:#}");
+    assert!(!codes.contains(&"run_timeout"), "{result:#}");
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| r["path"] == json!("/v1/messages"))
+        .count();
+    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
+    eprintln!("claude_code under max_model_calls 3: {calls} calls reached the model, run of {seconds:.1} s, usage {usage}");
+    // The fourth call was refused by the endpoint in the sandbox: it never reached the model.
+    assert_eq!(calls, 3, "{:?}", server.requests());
+    assert_eq!(usage["requests"], 3, "{usage}");
+}

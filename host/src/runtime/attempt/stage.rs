@@ -269,6 +269,10 @@ async fn run_harness(
     let mut result = executed.clone();
     if !cancelled {
         cancelled = collect_result(step, harness, &state, prepared, executed, &mut result).await;
+        // The recovered result replaces the executed one: the limit stays on record.
+        if let (false, Some(breach)) = (cancelled, step.rc.usage.breach()) {
+            limit::apply(&mut result, &breach);
+        }
     }
     close_harness(step, harness, state, &mut result).await;
     (result, cancelled)
