@@ -369,6 +369,15 @@ fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chro
     let page = dump_dom(&run_url);
     assert!(page.contains("id=\"headline\""), "{page}");
     assert_eq!(count(&page, "data-task-id="), 4, "{page}");
+    // What ran: the host and the plugins with their sha256, the model endpoint, the machine.
+    for shown in [
+        "agentcompass-host 0.1.0",
+        "harbor-pack 0.1.0 sha256:",
+        "model endpoint",
+        "CPUs",
+    ] {
+        assert!(page.contains(shown), "{shown}: {page}");
+    }
     screenshot(&run_url, "run-terminus");
 
     // A filter narrows the list: two of the four recorded answers are wrong.

@@ -499,7 +499,20 @@ function metricsSection(m) {
     cats.length ? [h('h3', {}, 'Categories'),
       table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
         h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue((s.categories || {})[c]))))))] : null,
-    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null);
+    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null,
+    m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null);
+}
+
+// Tasks not scored, by failure class, and tasks skipped (a budget, the error rate).
+function notScoredPairs(extra) {
+  const pairs = [];
+  const classes = (extra.not_scored || {}).classes || {};
+  for (const [cls, entry] of Object.entries(classes)) {
+    const reasons = Object.entries(entry.reasons || {}).map(([r, n]) => r + ' ' + n).join(', ');
+    pairs.push(['not scored: ' + cls, String(entry.tasks) + (reasons ? ' (' + reasons + ')' : '')]);
+  }
+  for (const [reason, n] of Object.entries((extra.skipped || {}).reasons || {})) pairs.push(['skipped: ' + reason, n]);
+  return pairs;
 }
 
 function issuesSection(issues) {
@@ -518,7 +531,25 @@ function provenanceSection(data) {
     orch.id ? ['orchestration', orch.id] : null,
     ['started', fmtTime(r.started_at)], ['finished', fmtTime(r.finished_at)], ['duration', fmtDuration(r.duration_seconds)],
     ['tasks', taskCounts(r)],
-  ]));
+    info.stopped && info.stopped.message ? ['stopped', info.stopped.message] : null,
+  ].concat(provenancePairs(info.provenance))));
+}
+
+// What ran (`run_info.json` `provenance`): host, plugins, model endpoint, datasets, machine.
+function provenancePairs(p) {
+  if (!p || typeof p !== 'object') return [];
+  const host = p.host || {}, model = p.model || {}, machine = p.machine || {};
+  const short = (sha) => String(sha || '').slice(0, 12);
+  const tools = Object.entries(p.environment_tools || {}).filter(([, v]) => v).map(([k, v]) => k + ' ' + v);
+  return [
+    host.version ? ['host', 'agentcompass-host ' + host.version + (host.commit ? ' (' + short(host.commit) + ')' : '')] : null,
+    (p.plugins || []).length ? ['plugins', (p.plugins || []).map((x) => x.name + ' ' + x.version + ' sha256:' + short(x.sha256)).join(', ')] : null,
+    model.endpoint_host ? ['model endpoint', (model.protocol || '') + ' ' + model.endpoint_host] : null,
+    (p.datasets || []).length ? ['datasets', (p.datasets || []).map((d) => (d.path || '') + ' sha256:' + short(d.sha256)).join(', ')] : null,
+    Object.keys(p.seeds || {}).length ? ['seeds', Object.entries(p.seeds).map(([k, v]) => k + '=' + JSON.stringify(v)).join(', ')] : null,
+    machine.os ? ['machine', machine.os + ', kernel ' + (machine.kernel || '?') + ', ' + (machine.cpus || '?') + ' CPUs'] : null,
+    tools.length ? ['environment tools', tools.join(', ')] : null,
+  ];
 }
 
 function paramsSection(params) {
