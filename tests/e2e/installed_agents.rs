@@ -662,3 +662,48 @@ fn an_agent_cli_past_max_model_calls_is_refused_at_the_model_endpoint_and_stoppe
     assert_eq!(calls, 3, "{:?}", server.requests());
     assert_eq!(usage["requests"], 3, "{usage}");
 }
+
+#[test]
+fn claude_code_stops_at_the_requests_max_turns_with_limit_exceeded() {
+    let text =
+        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
+            .unwrap();
+    let mut looping: Value = serde_json::from_str(&text).unwrap();
+    looping["require_key"] = json!(KEY);
+    let server = ScriptedServer::start(&looping, None).unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let (out, seconds) = run_agent(
+        &ws,
+        "claude_code",
+        &server,
+        &tasks,
+        &[
+            "--env",
+            "sandbox",
+            "--execution-params",
+            r#"{"limits": {"max_turns": 2}, "run_timeout_seconds": 120}"#,
+        ],
+    );
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| r["path"] == json!("/v1/messages"))
+        .count();
+    eprintln!(
+        "claude_code under max_turns 2: {calls} model calls, {seconds:.1} s, issues {}",
+        result["issues"]
+    );
+    assert_eq!(calls, 2, "{:?}", server.requests());
+    let issues = result["issues"].as_array().unwrap();
+    assert_eq!(issues.len(), 1, "{result:#}");
+    assert_eq!(issues[0]["code"], json!("limit_exceeded"), "{result:#}");
+    let message = issues[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("execution.limits.max_turns (2) reached: claude_code stopped"),
+        "{message}"
+    );
+}

@@ -64,6 +64,10 @@ pub(crate) struct LaunchInput<'a> {
     pub(crate) retries: u64,
     /// Arguments appended to the agent's command line.
     pub(crate) extra_args: &'a [String],
+    /// The request's `execution.limits.max_turns`: Claude Code's `--max-turns`,
+    /// mini-swe-agent's `agent.step_limit` (Codex and Qwen Code take no such limit; their
+    /// calls are still bounded by the host's `max_model_calls`).
+    pub(crate) max_turns: Option<u64>,
 }
 
 impl AgentCli {
@@ -307,7 +311,15 @@ impl AgentCli {
         } else {
             argv.len()
         };
-        argv.splice(at..at, input.extra_args.iter().cloned());
+        let mut extra: Vec<String> = match (self, input.max_turns) {
+            (AgentCli::ClaudeCode, Some(turns)) => vec!["--max-turns".into(), turns.to_string()],
+            (AgentCli::MiniSweAgent, Some(turns)) => {
+                vec!["-c".into(), format!("agent.step_limit={turns}")]
+            }
+            _ => Vec::new(),
+        };
+        extra.extend(input.extra_args.iter().cloned());
+        argv.splice(at..at, extra);
         Launch {
             argv,
             env,

@@ -69,6 +69,7 @@ pub(super) async fn run(
         prompt: &prompt,
         retries: settings.agent_retries,
         extra_args: &settings.extra_args,
+        max_turns: settings.max_turns,
     });
     let mut request = ExecRequest::argv(
         ["bash", "-c", WRAPPER, id]
@@ -141,7 +142,15 @@ pub(super) async fn run(
     )
     .await
     .unwrap_or_default();
-    record_outcome(agent, &outcome, timeout, &transcript, &stderr, &mut result);
+    record_outcome(
+        agent,
+        &outcome,
+        timeout,
+        settings.max_turns,
+        &transcript,
+        &stderr,
+        &mut result,
+    );
     fill(&mut result, transcript, &prompt, started_at);
     Ok(result)
 }
@@ -215,6 +224,7 @@ fn record_outcome(
     agent: AgentCli,
     outcome: &ExecResult,
     timeout: Option<f64>,
+    max_turns: Option<u64>,
     transcript: &Transcript,
     stderr: &str,
     result: &mut RunResult,
@@ -226,6 +236,18 @@ fn record_outcome(
             .clone()
             .unwrap_or_else(|| one_line_tail(stderr, MAX_STDERR_IN_ISSUE))
     };
+    let failed = outcome.returncode != 0 || transcript.failure.is_some();
+    if let Some(turns) = max_turns.filter(|_| !outcome.timed_out && failed) {
+        let why = why();
+        if stopped_at_turn_limit(&why) {
+            result.push_issue(ExecutionIssue::error(
+                IssuePhase::Run,
+                "limit_exceeded",
+                format!("execution.limits.max_turns ({turns}) reached: {id} stopped ({why})"),
+            ));
+            return;
+        }
+    }
     if outcome.timed_out {
         let limit = timeout.map_or_else(String::new, |t| format!(" ({t:.0} s left of it)"));
         result
@@ -253,6 +275,12 @@ fn record_outcome(
             format!("{id}: the agent reported a failure: {failure}"),
         ));
     }
+}
+
+/// Whether an agent's failure is its own turn limit: Claude Code's `error_max_turns`,
+/// mini-swe-agent's `LimitsExceeded`.
+fn stopped_at_turn_limit(failure: &str) -> bool {
+    failure.contains("error_max_turns") || failure.contains("LimitsExceeded")
 }
 
 /// The transcript's steps, answer, commands and the agent's own figures in the result.

@@ -63,6 +63,8 @@ pub(crate) struct Settings {
     pub(crate) agent_retries: u64,
     /// `extra_args`.
     pub(crate) extra_args: Vec<String>,
+    /// The request's `execution.limits.max_turns`, passed to the agents that take one.
+    pub(crate) max_turns: Option<u64>,
 }
 
 impl Settings {
@@ -101,6 +103,7 @@ impl Settings {
                 .unwrap_or(DEFAULT_INSTALL_TIMEOUT_SECONDS),
             agent_retries: params.integer("agent_retries", 0)?.unwrap_or(1),
             extra_args,
+            max_turns: req.execution.limits.max_turns,
         })
     }
 }

@@ -102,6 +102,7 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
         prompt: "Do the task.",
         retries: 1,
         extra_args: &extra,
+        max_turns: None,
     };
     let claude = AgentCli::ClaudeCode.launch(&input);
     assert_eq!(
@@ -148,4 +149,22 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
     assert_eq!(settings["privacy"]["usageStatisticsEnabled"], false);
     assert_eq!(settings["memory"]["enableManagedAutoMemory"], false);
     assert_eq!(qwen.env["OPENAI_BASE_URL"], "http://127.0.0.1:4567/v1");
+}
+
+#[test]
+fn the_requests_max_turns_reaches_the_agents_that_take_one() {
+    let endpoint = endpoint();
+    let input = LaunchInput {
+        endpoint: &endpoint,
+        prompt: "Do the task.",
+        retries: 1,
+        extra_args: &[],
+        max_turns: Some(7),
+    };
+    let claude = AgentCli::ClaudeCode.launch(&input).argv;
+    assert_eq!(claude[claude.len() - 2..], ["--max-turns", "7"]);
+    let mini = AgentCli::MiniSweAgent.launch(&input).argv;
+    assert_eq!(mini[mini.len() - 2..], ["-c", "agent.step_limit=7"]);
+    let codex = AgentCli::Codex.launch(&input).argv;
+    assert!(!codex.iter().any(|a| a.contains("turn")), "{codex:?}");
 }
