@@ -707,3 +707,49 @@ fn claude_code_stops_at_the_requests_max_turns_with_limit_exceeded() {
         "{message}"
     );
 }
+
+#[test]
+fn mini_swe_agent_stops_at_the_requests_max_turns_with_limit_exceeded() {
+    // A model that never submits: one shell command a turn, forever.
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "Looking around.",
+            "tool_calls": [tool_call("mini_swe_agent", "ls /app")],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 3}}]}]}),
+        None,
+    )
+    .unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let (out, seconds) = run_agent(
+        &ws,
+        "mini_swe_agent",
+        &server,
+        &tasks,
+        &[
+            "--env",
+            "sandbox",
+            "--execution-params",
+            r#"{"limits": {"max_turns": 2}, "run_timeout_seconds": 120}"#,
+        ],
+    );
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    let calls = server
+        .requests()
+        .iter()
+        .filter(|r| r["path"] == json!("/v1/chat/completions"))
+        .count();
+    eprintln!(
+        "mini_swe_agent under max_turns 2: {calls} model calls, {seconds:.1} s, issues {}",
+        result["issues"]
+    );
+    assert_eq!(calls, 2, "{:?}", server.requests());
+    let codes: Vec<&str> = result["issues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["limit_exceeded"], "{result:#}");
+}
