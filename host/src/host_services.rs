@@ -170,6 +170,7 @@ impl HostApi for HostServices {
                     return Box::pin(async move { Err(err) });
                 };
                 let usage = self.usage.clone();
+                let cancel = self.cancel.clone();
                 Box::pin(async move {
                     let request: ModelRequest = serde_json::from_value(request).map_err(|e| {
                         Error::invalid_input(format!("{MODEL_GENERATE_SERVICE}: bad request: {e}"))
@@ -184,10 +185,14 @@ impl HostApi for HostServices {
                         })?),
                         None => None,
                     };
-                    let answer = gateway
-                        .generate(request)
-                        .await
-                        .map_err(|e| Error::msg(agentcompass_redact::scrub_text(&e.to_string())))?;
+                    // A cancelled attempt (Ctrl-C, the deadline, a budget that cancels) stops
+                    // waiting at once: the call is aborted and its answer never counted.
+                    let answer = tokio::select! {
+                        answer = gateway.generate(request) => answer.map_err(|e| {
+                            Error::msg(agentcompass_redact::scrub_text(&e.to_string()))
+                        })?,
+                        () = cancel.cancelled() => return Err(Error::cancelled()),
+                    };
                     if let Some(usage) = &usage {
                         usage.add(&answer.usage);
                     }

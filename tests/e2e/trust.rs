@@ -970,42 +970,49 @@ fn bad_limits_budgets_and_reruns_are_one_line_and_write_nothing() {
 #[test]
 fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
     let setup = setup(40);
-    // Slow answers: when the budget is reached, three more attempts are waiting on the model.
+    // The first ten tasks (the budget's worth) are answered at once, the others only after
+    // 30 s: when the budget is reached, the attempts in flight are waiting on the model.
     let mut rules = Vec::new();
     for i in 0..40 {
+        let delay_ms = if i < 10 { 0 } else { 30_000 };
         rules.push(json!({"match": {"last_user_contains": format!("(task q-{i})")},
-                          "responses": [{"text": i.to_string(), "delay_ms": 300,
+                          "responses": [{"text": i.to_string(), "delay_ms": delay_ms,
                                          "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}]}));
     }
-    let server = ScriptedServer::start(&json!({"require_key": KEY, "rules": rules}), None).unwrap();
+    let slow = ScriptedServer::start(&json!({"require_key": KEY, "rules": rules}), None).unwrap();
     let budget = setup.ws.write(
         "budget.toml",
         "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.1\non_exhausted = \"cancel\"\n",
     );
-    let out = run(&setup, &server, &["--config", budget.to_str().unwrap()]);
+    let out = run(&setup, &slow, &["--config", budget.to_str().unwrap()]);
     assert_eq!(out.code, 1, "{out:?}");
     let run1 = run_dir(&out);
-    assert_eq!(
-        read_json(&run1.join("run_info.json"))["status"],
-        "stopped_by_budget"
-    );
+    let info = read_json(&run1.join("run_info.json"));
+    assert_eq!(info["status"], "stopped_by_budget", "{info}");
     let published = published_results(&run1).len();
     let skipped = skipped(&run1);
     println!(
         "cancel at $0.10: {published} published, {} skipped, {} calls made",
         skipped.len(),
-        server.requests().len()
+        slow.requests().len()
     );
     assert_eq!(
         published + skipped.len(),
         40,
         "every task published or skipped"
     );
-    // The attempts in flight were cancelled, not finished: nothing past the budget's tasks.
+    // The attempts in flight were cancelled, not finished: nothing past the budget's tasks
+    // (a task whose call was answered may be cancelled while it is scored: its spend counts).
     assert!(published <= 10, "{published}");
+    assert!(slow.requests().len() > 10, "attempts were in flight");
+    let spent = info["stopped"]["budgets"][0]["spent_cost_usd"]
+        .as_f64()
+        .unwrap();
+    assert!((spent - 0.1).abs() < 1e-9, "{info}");
     assert!(spent_usd(&run1) <= 0.1 + 1e-9);
     // A cancelled attempt is skipped like the tasks never started, and `--reuse` runs it.
-    let again = run(&setup, &server, &["--reuse"]);
+    let prompt = server(&setup, false, "prompt.jsonl");
+    let again = run(&setup, &prompt, &["--reuse"]);
     assert_eq!(again.code, 0, "{again:?}");
     assert_eq!(published_results(&run_dir(&again)).len(), 40);
 }

@@ -154,7 +154,7 @@ impl UsageMeter {
             self.record(&mut state, breach);
         }
         let cost = state.total.cost_usd.unwrap_or(0.0);
-        if let Some(max) = self.limits.max_cost_usd.filter(|max| cost >= *max) {
+        if let Some(max) = self.limits.max_cost_usd.filter(|max| reached(cost, *max)) {
             let breach = LimitBreach {
                 limit: Limit::Cost,
                 message: format!(
@@ -211,6 +211,13 @@ impl UsageMeter {
             }
         }
     }
+}
+
+/// Whether a summed cost has reached `max`: sums of float prices fall a hair short of the
+/// amount they add up to (ten calls of $0.01 are $0.09999999999999999), so a relative
+/// tolerance of 1e-9 counts them as reached.
+fn reached(cost: f64, max: f64) -> bool {
+    cost >= max * (1.0 - 1e-9)
 }
 
 /// `1040 tokens ($0.0104)` of the usage so far.
@@ -276,7 +283,7 @@ impl BudgetTracker {
         let over_cost = self
             .budget
             .max_cost_usd
-            .is_some_and(|m| spent.cost_usd >= m);
+            .is_some_and(|m| reached(spent.cost_usd, m));
         let over_tokens = self.budget.max_tokens.is_some_and(|m| spent.tokens >= m);
         if over_cost || over_tokens {
             self.exhausted
@@ -401,6 +408,23 @@ mod tests {
         let refused = meter.admit().unwrap_err();
         assert_eq!(refused.limit, Limit::ModelCalls);
         assert!(meter.breach().is_some());
+    }
+
+    #[test]
+    fn ten_cents_reach_a_ten_cent_budget() {
+        let budget = BudgetTracker::new(
+            Budget {
+                max_cost_usd: Some(0.1),
+                ..Budget::default()
+            },
+            "execution.budget",
+        );
+        for _ in 0..9 {
+            budget.spend(&usage(1000, 0.01));
+        }
+        assert!(!budget.is_exhausted());
+        budget.spend(&usage(1000, 0.01));
+        assert!(budget.is_exhausted(), "{:?}", budget.spent());
     }
 
     #[tokio::test]
