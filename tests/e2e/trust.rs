@@ -99,18 +99,25 @@ fn run(setup: &Setup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
     setup.ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
 }
 
-/// The task ids the scripted model was asked about, in the order asked.
-fn asked(server: &ScriptedServer) -> Vec<String> {
+/// The task ids (`PREFIX-N`) named `(task PREFIX-N)` in the requests the scripted model
+/// received, in the order asked.
+fn named_tasks(server: &ScriptedServer, prefix: &str) -> Vec<String> {
+    let marker = format!("(task {prefix}-");
     server
         .requests()
         .iter()
         .filter_map(|r| {
             let body = r["body"].to_string();
-            let at = body.find("(task q-")?;
+            let at = body.find(&marker)?;
             let rest = &body[at + 6..];
             Some(rest[..rest.find(')')?].to_string())
         })
         .collect()
+}
+
+/// The QA task ids the scripted model was asked about, in the order asked.
+fn asked(server: &ScriptedServer) -> Vec<String> {
+    named_tasks(server, "q")
 }
 
 /// The task ids a run's `task_skipped` events name, with their reasons.
@@ -755,16 +762,7 @@ fn terminus_script(n: usize, rate_limit_fifths: bool) -> Value {
 
 /// The `t-N` tasks the scripted model was asked about (once per task: the first turn).
 fn terminus_tasks_asked(server: &ScriptedServer) -> BTreeSet<String> {
-    server
-        .requests()
-        .iter()
-        .filter_map(|r| {
-            let body = r["body"].to_string();
-            let at = body.find("(task t-")?;
-            let rest = &body[at + 6..];
-            Some(rest[..rest.find(')')?].to_string())
-        })
-        .collect()
+    named_tasks(server, "t").into_iter().collect()
 }
 
 fn run_terminus(
