@@ -11,7 +11,9 @@ use agentcompass_plugin_api::bridge::import::{
 };
 use agentcompass_plugin_api::bridge::Label;
 use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_NONE};
-use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
+use agentcompass_plugin_api::sdk::{
+    Analyzer, BenchmarkHandle, EnvironmentProvider, Harness, Recipe,
+};
 use agentcompass_plugin_api::Error;
 
 pub use agentcompass_builtins::{Builtin, BuiltinFactory};
@@ -38,6 +40,8 @@ impl fmt::Display for Source {
 #[derive(Clone)]
 enum Maker {
     BuiltIn(BuiltinFactory),
+    /// A built-in analyzer: stateless, shared by every caller.
+    BuiltInAnalyzer(Arc<dyn Analyzer>),
     Plugin(PluginRoot_Ref),
 }
 
@@ -120,6 +124,21 @@ impl Registry {
             entries,
             plugins: Vec::new(),
         }
+    }
+
+    /// Appends built-in analyzers (after the other built-ins, before any plugin).
+    pub fn add_builtin_analyzers(&mut self, analyzers: Vec<(ComponentInfo, Arc<dyn Analyzer>)>) {
+        let at = self
+            .entries
+            .iter()
+            .position(|e| e.source != Source::BuiltIn)
+            .unwrap_or(self.entries.len());
+        let new = analyzers.into_iter().map(|(info, analyzer)| Entry {
+            info,
+            source: Source::BuiltIn,
+            maker: Maker::BuiltInAnalyzer(analyzer),
+        });
+        self.entries.splice(at..at, new);
     }
 
     /// Appends every component of a loaded plugin, or none of them: a reserved id or an id
@@ -214,7 +233,7 @@ impl Registry {
                     harness_free: entry.info.harness_free.then_some(imported),
                 })
             }
-            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+            Maker::BuiltIn(_) | Maker::BuiltInAnalyzer(_) => Err(kind_mismatch(&label)),
         }
     }
 
@@ -230,7 +249,7 @@ impl Registry {
                     .map_err(|e| construct(&label)(e.into()))?;
                 Ok(Arc::new(ImportedHarness::new(object, label)))
             }
-            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+            Maker::BuiltIn(_) | Maker::BuiltInAnalyzer(_) => Err(kind_mismatch(&label)),
         }
     }
 
@@ -246,7 +265,7 @@ impl Registry {
                     .map_err(|e| construct(&label)(e.into()))?;
                 Ok(Arc::new(ImportedEnvironment::new(object, label)))
             }
-            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+            Maker::BuiltIn(_) | Maker::BuiltInAnalyzer(_) => Err(kind_mismatch(&label)),
         }
     }
 
@@ -262,7 +281,19 @@ impl Registry {
                     .map_err(|e| construct(&label)(e.into()))?;
                 Ok(Arc::new(ImportedRecipe::new(object, label)))
             }
-            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
+            Maker::BuiltIn(_) | Maker::BuiltInAnalyzer(_) => Err(kind_mismatch(&label)),
+        }
+    }
+}
+
+impl Registry {
+    /// Instantiates an analyzer.
+    pub fn analyzer(&self, id: &str) -> Result<Arc<dyn Analyzer>, RegistryError> {
+        let entry = self.get(ComponentKind::Analyzer, id)?;
+        let label = entry.label();
+        match &entry.maker {
+            Maker::BuiltInAnalyzer(analyzer) => Ok(analyzer.clone()),
+            _ => Err(kind_mismatch(&label)),
         }
     }
 }

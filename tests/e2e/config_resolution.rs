@@ -919,14 +919,14 @@ fn whole_field_references_fill_typed_parameters_in_a_real_run() {
         assert_eq!(out.code, 0, "{out:?}");
         let mut truths: Vec<(String, Value)> = published_results(&run_dir(&out))
             .into_iter()
-            .map(|(id, (_, result))| (id, result["ground_truth"].clone()))
+            .map(|(id, (attempt, _))| (id, task_ground_truth(&attempt)))
             .collect();
         truths.sort_by(|a, b| a.0.cmp(&b.0));
         truths
     };
     let mut referenced: Vec<(String, Value)> = results
         .into_iter()
-        .map(|(id, (_, result))| (id, result["ground_truth"].clone()))
+        .map(|(id, (attempt, _))| (id, task_ground_truth(&attempt)))
         .collect();
     referenced.sort_by(|a, b| a.0.cmp(&b.0));
     let literal = truths(&["--benchmark-params", r#"{"size": 3, "seed": 4242}"#]);
@@ -979,4 +979,10 @@ fn a_referenced_value_that_does_not_convert_is_refused_without_its_value() {
         "{out:?}"
     );
     assert!(!out.stderr.contains("s3cr3t"), "{out:?}");
+}
+
+/// The task-level `ground_truth` of a published attempt (its task's `task.json`).
+fn task_ground_truth(attempt: &std::path::Path) -> Value {
+    agentcompass_e2e::read_json(&attempt.parent().unwrap().join("task.json"))["ground_truth"]
+        .clone()
 }

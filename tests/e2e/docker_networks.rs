@@ -115,7 +115,10 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     assert_eq!(out.code, 0, "{out:?}");
     let (attempt, result) = &results(&run_dir(&out))["docker-phase-network"];
     assert_eq!(result["status"], "completed", "{result}");
-    let steps: Vec<Value> = result["steps"].as_array().cloned().unwrap_or_default();
+    let steps: Vec<Value> = result["meta"]["benchmark"]["steps"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let names: Vec<&str> = steps.iter().filter_map(|s| s["name"].as_str()).collect();
     assert_eq!(names, ["one", "two"], "{result}");
     for step in &steps {

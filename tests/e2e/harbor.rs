@@ -91,7 +91,10 @@ fn oracle_scores_one_on_every_bundled_example() {
         assert_eq!(result["metrics"]["correct"], true, "{id}");
     }
     // reward.json (two keys) wins over reward.txt for `primes`.
-    assert_eq!(results["primes"].1["metrics"]["coverage"], 1.0);
+    assert_eq!(
+        results["primes"].1["meta"]["benchmark"]["harbor"]["rewards"]["coverage"],
+        1.0
+    );
 }
 
 #[test]
@@ -331,9 +334,12 @@ fn terminus_solves_the_bundled_tasks_in_several_bash_steps() {
     );
 }
 
-/// The `steps` records of an attempt's `result.json`.
+/// The `steps` records of an attempt's `result.json` (`meta.benchmark.steps`).
 fn steps_of(result: &Value) -> Vec<Value> {
-    result["steps"].as_array().cloned().unwrap_or_default()
+    result["meta"]["benchmark"]["steps"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// The names of `steps`.

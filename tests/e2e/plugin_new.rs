@@ -124,10 +124,11 @@ fn a_generated_benchmark_builds_loads_and_runs() {
     assert_eq!(primary_value(&run), 1.0);
     let results = published_results(&run);
     assert_eq!(results.len(), 3, "{results:?}");
-    let (_, result) = &results["q-0001"];
+    let (attempt, result) = &results["q-0001"];
     assert_eq!(result["final_answer"], "42");
     assert_eq!(result["metrics"]["correct"], true);
-    assert_eq!(result["ground_truth"], "42");
+    let task = agentcompass_e2e::read_json(&attempt.parent().unwrap().join("task.json"));
+    assert_eq!(task["ground_truth"], "42");
 
     let out = ws.run(&["config", "docs", "benchmark", "pn-benchmark"], &[]);
     assert_eq!(out.code, 0, "{out:?}");

@@ -53,7 +53,8 @@ fn qa_runs_end_to_end_and_never_shows_the_answer_to_the_harness() {
         "wrong_every=3 misses the third: {value}"
     );
     let categories = &metrics["series"][0]["categories"];
-    assert_eq!(categories["add"], 1.0);
+    assert_eq!(categories["add"]["value"], 1.0);
+    assert_eq!(categories["add"]["counts"]["evaluated"], 1);
     // The harness never received the answer: the prepared task in the checkpoint has none.
     for entry in fs::read_dir(run.join("details/normal")).unwrap().flatten() {
         let checkpoint: Value = serde_json::from_str(

@@ -16,33 +16,55 @@ pub const STEPS_CHECKPOINT_SCHEMA: &str = "agentcompass.steps_checkpoint.v1";
 /// Schema of environment-resource records.
 pub const ENV_RECORD_SCHEMA: &str = "agentcompass.environment_resource.v1";
 
-/// The `result.json` of one attempt: `metrics`, `final_answer` and `ground_truth` as they are,
-/// everything else redacted.
+/// The fields of an attempt's `result.json`, exactly upstream's set (its strict reader refuses
+/// any other): the task-level `ground_truth` lives in `task.json`, a multi-step attempt's
+/// per-step records under `meta.benchmark.steps`.
+pub const ATTEMPT_FIELDS: [&str; 9] = [
+    "status",
+    "metrics",
+    "final_answer",
+    "trajectory",
+    "issues",
+    "artifacts",
+    "meta",
+    "analysis_result",
+    "retry_count",
+];
+
+/// The `result.json` of one attempt: `metrics` and `final_answer` as they are, everything else
+/// redacted.
 pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
     let redacted = |value: Value| redact_value(&value);
+    let mut benchmark = result.extra.clone();
+    if !result.steps.is_empty() {
+        benchmark.insert(
+            STEPS_META_KEY.to_string(),
+            serde_json::to_value(&result.steps).unwrap_or(Value::Null),
+        );
+    }
     let payload = json!({
         "status": result.status,
         "metrics": result.metrics,
         "final_answer": result.final_answer,
-        "ground_truth": result.ground_truth,
         "trajectory": redacted(serde_json::to_value(&result.trajectory).unwrap_or(Value::Null)),
         "issues": redacted(serde_json::to_value(&result.issues).unwrap_or(Value::Null)),
         "artifacts": redacted(Value::Object(result.artifacts.clone())),
         "meta": {
-            "benchmark": redacted(Value::Object(result.extra.clone())),
+            "benchmark": redacted(Value::Object(benchmark)),
             "harness": {"telemetry": redacted(Value::Object(result.telemetry.clone()))},
         },
         "analysis_result": {},
         "retry_count": retry_count,
     });
-    let mut payload = payload;
-    if !result.steps.is_empty() {
-        payload["steps"] = redacted(serde_json::to_value(&result.steps).unwrap_or(Value::Null));
-    }
     scrub_value(&payload)
 }
 
-/// The `task.json` index of a published task.
+/// Where a multi-step attempt's per-step records live in `result.json`: `meta.benchmark.steps`.
+pub const STEPS_META_KEY: &str = "steps";
+
+
+/// The `task.json` index of a published task: upstream's fields (`task_id`, `category`,
+/// `ground_truth`, `attempt_plan`, `attempts`, retry counts) plus our `reuse_key`.
 pub fn task_payload(
     task: &TaskSpec,
     attempts: &[u32],
@@ -55,6 +77,7 @@ pub fn task_payload(
         "schema_version": TASK_SCHEMA,
         "task_id": task.task_id,
         "category": task.category,
+        "ground_truth": scrub_value(&task.ground_truth),
         "attempts": attempts.iter().map(|n| (n.to_string(), json!(format!("attempt-{n}")))).collect::<Map<_, _>>(),
         "attempt_plan": {"k": plan.k, "strategy": plan.strategy},
         "reuse_key": reuse_key,

@@ -55,6 +55,7 @@ fn instantiate_all(registry: &Registry, name: &str) -> Vec<RegistryError> {
                 ComponentKind::Harness => registry.harness(&c.id).map(drop),
                 ComponentKind::Environment => registry.environment(&c.id).map(drop),
                 ComponentKind::Recipe => registry.recipe(&c.id).map(drop),
+                ComponentKind::Analyzer => registry.analyzer(&c.id).map(drop),
             };
             made.err()
         })

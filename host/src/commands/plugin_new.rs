@@ -224,6 +224,7 @@ fn kind_word(kind: ComponentKind) -> &'static str {
         ComponentKind::Harness => "harness",
         ComponentKind::Environment => "env",
         ComponentKind::Recipe => "recipe",
+        ComponentKind::Analyzer => "analyzer",
     }
 }
 
@@ -265,6 +266,8 @@ fn run_example(name: &str, kind: ComponentKind) -> (String, String) {
              (which holds recipe plugins only)."
                 .to_string(),
         ),
+        // `plugin new --kind` offers no analyzer (KindArg has none).
+        ComponentKind::Analyzer => unreachable!("plugin new has no analyzer template"),
     }
 }
 
@@ -277,6 +280,7 @@ pub fn render(name: &str, kind: ComponentKind, api: &ApiSource) -> Vec<(&'static
         // The tests run the SDK's session contract kit.
         ComponentKind::Environment => (ENVIRONMENT, api.dev_dependency_with("contract-kit")),
         ComponentKind::Recipe => (RECIPE, String::new()),
+        ComponentKind::Analyzer => unreachable!("plugin new has no analyzer template"),
     };
     let (run, note) = run_example(name, kind);
     let cargo = CARGO_TOML

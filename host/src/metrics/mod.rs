@@ -21,8 +21,9 @@ mod render;
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{
-    AttemptStrategy, ExecutionIssue, IssueSeverity, JsonMap, MetricContract, MetricKind,
-    MetricReport, MetricSeries, MetricSpec, MetricValue, RunResult, SeriesCounts, TokenUsage,
+    AttemptStrategy, CategoryBreakdown, ExecutionIssue, IssueSeverity, JsonMap, MetricContract,
+    MetricDisplay, MetricKind, MetricReport, MetricSeries, MetricSpec, MetricValue, RunResult,
+    SeriesCounts, TokenUsage,
 };
 
 use crate::issue_codes::FailureClass;
@@ -108,16 +109,50 @@ impl Reducer {
     }
 }
 
-/// Running sum over the evaluated tasks of one category.
+/// Running sum over the evaluated tasks of one category, and its task counts.
 #[derive(Debug, Clone, Copy, Default)]
 struct CategoryAcc {
     sum: f64,
-    evaluated: u64,
+    counts: SeriesCounts,
 }
 
 impl CategoryAcc {
     fn mean(self) -> Option<f64> {
-        (self.evaluated > 0).then(|| self.sum / self.evaluated as f64)
+        let evaluated = self.counts.evaluated;
+        (evaluated > 0).then(|| self.sum / evaluated as f64)
+    }
+
+    /// Upstream's `MetricBreakdown`: the value moves to `reference_value` when evaluation
+    /// failed; the weight is the evaluated task count (`micro_weighted`).
+    fn breakdown(self, evaluation_failed: bool) -> CategoryBreakdown {
+        let mean = self.mean();
+        CategoryBreakdown {
+            value: if evaluation_failed { None } else { mean },
+            reference_value: if evaluation_failed { mean } else { None },
+            counts: self.counts,
+            aggregation_weight: Some(self.counts.evaluated as f64),
+        }
+    }
+}
+
+/// How one task counts in a series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TaskCount {
+    Evaluated(f64),
+    Invalidated,
+    Error,
+    Unavailable,
+}
+
+impl TaskCount {
+    fn add_to(self, counts: &mut SeriesCounts) {
+        counts.total += 1;
+        match self {
+            TaskCount::Evaluated(_) => counts.evaluated += 1,
+            TaskCount::Invalidated => counts.invalidated += 1,
+            TaskCount::Error => counts.error += 1,
+            TaskCount::Unavailable => counts.unavailable += 1,
+        }
     }
 }
 
@@ -125,6 +160,7 @@ impl CategoryAcc {
 #[derive(Debug, Clone)]
 struct SeriesAcc {
     metric_id: String,
+    display: MetricDisplay,
     kind: MetricKind,
     reducer: Reducer,
     headline: bool,
@@ -137,6 +173,7 @@ impl SeriesAcc {
     fn new(spec: &MetricSpec, reducer: Reducer, headline: bool) -> Self {
         SeriesAcc {
             metric_id: spec.id.clone(),
+            display: spec.display(),
             kind: spec.kind,
             reducer,
             headline,
@@ -148,12 +185,12 @@ impl SeriesAcc {
 
     /// Adds a task's value (or its absence) to `category`, allocating the category's name only
     /// the first time it is seen.
-    fn add_to_category(&mut self, category: &str, value: Option<f64>) {
+    fn add_to_category(&mut self, category: &str, count: TaskCount) {
         let add = |acc: &mut CategoryAcc| {
-            if let Some(v) = value {
+            if let TaskCount::Evaluated(v) = count {
                 acc.sum += v;
-                acc.evaluated += 1;
             }
+            count.add_to(&mut acc.counts);
         };
         match self.categories.get_mut(category) {
             Some(acc) => add(acc),
@@ -202,6 +239,7 @@ impl SeriesAcc {
             "auxiliary"
         }
         .to_string();
+        series.display = Some(self.display.clone());
         let mean = (self.counts.evaluated > 0).then(|| self.sum / self.counts.evaluated as f64);
         if evaluation_failed {
             series.reference_value = mean;
@@ -212,7 +250,7 @@ impl SeriesAcc {
         series.categories = self
             .categories
             .iter()
-            .map(|(name, acc)| (name.clone(), acc.mean()))
+            .map(|(name, acc)| (name.clone(), acc.breakdown(evaluation_failed)))
             .collect();
         series
     }
@@ -284,8 +322,9 @@ impl MetricAggregator {
                 (_, MetricKind::BinarySuccess) => &[Reducer::Avg, Reducer::Pass],
                 (_, MetricKind::Scalar) => &[Reducer::Avg],
             };
-            for (i, &reducer) in reducers.iter().enumerate() {
-                series.push(SeriesAcc::new(spec, reducer, spec.primary && i == 0));
+            // As upstream: every series of the primary metric is a headline.
+            for &reducer in reducers {
+                series.push(SeriesAcc::new(spec, reducer, spec.primary));
             }
             if pass_only {
                 break;
@@ -356,17 +395,17 @@ impl MetricAggregator {
             } else {
                 series.reduce(attempts, k)
             };
-            series.counts.total += 1;
-            match value {
-                _ if invalidated => series.counts.invalidated += 1,
-                Some(v) => {
-                    series.counts.evaluated += 1;
-                    series.sum += v;
-                }
-                None if errored => series.counts.error += 1,
-                None => series.counts.unavailable += 1,
+            let count = match value {
+                _ if invalidated => TaskCount::Invalidated,
+                Some(v) => TaskCount::Evaluated(v),
+                None if errored => TaskCount::Error,
+                None => TaskCount::Unavailable,
+            };
+            if let TaskCount::Evaluated(v) = count {
+                series.sum += v;
             }
-            series.add_to_category(category, value);
+            count.add_to(&mut series.counts);
+            series.add_to_category(category, count);
         }
     }
 

@@ -185,7 +185,7 @@ fn write_categories(out: &mut String, report: &MetricReport) {
             out,
             "| {} | {} |",
             cell(category),
-            format_value(series.kind, *value)
+            format_value(series.kind, value.any_value())
         );
     }
 }

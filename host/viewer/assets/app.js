@@ -483,6 +483,13 @@ function runBody(data) {
     h('div', {}, provenanceSection(data), paramsSection(data.params), summarySection(data.summary_md), logSection(data.log_tail)));
 }
 
+// A category's value: upstream's breakdown object ({value, reference_value, counts, ...}) or,
+// in runs of earlier hosts, a bare number.
+function categoryValue(v) {
+  if (v && typeof v === 'object') return v.value !== null && v.value !== undefined ? v.value : v.reference_value;
+  return v;
+}
+
 function metricsSection(m) {
   if (!m || !Array.isArray(m.series)) return section('Metrics', h('p', { class: 'muted' }, 'No metrics.json yet.'));
   const series = m.series;
@@ -498,7 +505,7 @@ function metricsSection(m) {
         h('td', { class: 'num' }, fmtValue(counts(s).error)), h('td', { class: 'num' }, fmtValue(counts(s).unavailable))))),
     cats.length ? [h('h3', {}, 'Categories'),
       table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
-        h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue((s.categories || {})[c]))))))] : null,
+        h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue(categoryValue((s.categories || {})[c])))))))] : null,
     m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null,
     m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null);
 }
@@ -668,7 +675,7 @@ async function pageTask(gen, root, runPath, ref, query) {
   const show = (i) => {
     replace(tabs, attempts.map((a, j) => h('button', { type: 'button', role: 'tab', 'data-attempt': a.name, class: i === j ? 'active' : '', 'aria-selected': String(i === j), onclick: () => show(j) },
       a.name, ' ', a.result ? statusBadge(a.result.status) : null, (a.retries || []).length ? h('span', { class: 'muted' }, ' +' + a.retries.length + ' retr.') : null)));
-    replace(panel, attempts[i] ? attemptPanel(runPath, ref, attempts[i]) : h('p', { class: 'muted' }, 'No attempts recorded yet.'));
+    replace(panel, attempts[i] ? attemptPanel(runPath, ref, attempts[i], task) : h('p', { class: 'muted' }, 'No attempts recorded yet.'));
   };
   replace(root,
     h('div', { class: 'toolbar' }, h('h1', { class: 'mono', id: 'task-title' }, task.task_id || ref),
@@ -717,7 +724,14 @@ function renderOmittedTask(root, ref, task, row) {
         ' tasks (tasks that were not correct first). Open the run with agentcompass-host view to see this one.')));
 }
 
-function attemptPanel(runPath, ref, a) {
+// The ground truth: the task's (task.json, as upstream keeps it), else the attempt's (runs
+// of earlier hosts).
+function groundTruth(r, task) {
+  const gt = task && task.ground_truth !== undefined && task.ground_truth !== null ? task.ground_truth : r.ground_truth;
+  return gt === null || gt === undefined ? '—' : pre(prettyJson(gt), 'answer');
+}
+
+function attemptPanel(runPath, ref, a, task) {
   if (!a.result) {
     return h('div', { id: 'no-result' },
       section('Outcome', h('p', { class: 'muted' }, String(ref).startsWith('running/') ? 'Still running: no result.json yet.' : 'No result.json for this attempt.')),
@@ -728,7 +742,7 @@ function attemptPanel(runPath, ref, a) {
     h('div', { class: 'cols' },
       h('div', {},
         section('Outcome', kvList([['status', statusBadge(r.status)], ['final answer', r.final_answer === null || r.final_answer === undefined ? '—' : pre(r.final_answer, 'answer')],
-          ['ground truth', r.ground_truth === null || r.ground_truth === undefined ? '—' : pre(prettyJson(r.ground_truth), 'answer')], ['retry count', r.retry_count]])),
+          ['ground truth', groundTruth(r, task)], ['retry count', r.retry_count]])),
         metricsKv(r.metrics), issuesList(r.issues)),
       h('div', {}, timingsSection(r), retriesSection(a.retries), metaSection(r))),
     artifactsSection(runPath, ref, a),

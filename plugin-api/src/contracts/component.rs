@@ -14,15 +14,18 @@ pub enum ComponentKind {
     Environment,
     /// A plan adapter applied by the Planner.
     Recipe,
+    /// Finds bad cases in finished attempts (plugin API 0.2).
+    Analyzer,
 }
 
 impl ComponentKind {
     /// All kinds, in registry order.
-    pub const ALL: [ComponentKind; 4] = [
+    pub const ALL: [ComponentKind; 5] = [
         ComponentKind::Benchmark,
         ComponentKind::Harness,
         ComponentKind::Environment,
         ComponentKind::Recipe,
+        ComponentKind::Analyzer,
     ];
 
     /// The lowercase name used in manifests, CLI arguments and messages.
@@ -32,6 +35,7 @@ impl ComponentKind {
             ComponentKind::Harness => "harness",
             ComponentKind::Environment => "environment",
             ComponentKind::Recipe => "recipe",
+            ComponentKind::Analyzer => "analyzer",
         }
     }
 
@@ -42,6 +46,7 @@ impl ComponentKind {
             "harness" => Some(ComponentKind::Harness),
             "environment" | "env" => Some(ComponentKind::Environment),
             "recipe" => Some(ComponentKind::Recipe),
+            "analyzer" => Some(ComponentKind::Analyzer),
             _ => None,
         }
     }
@@ -258,6 +263,9 @@ pub struct ComponentInfo {
     /// Extra, kind-specific facts (for example an environment provider's capabilities).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub extra: serde_json::Value,
+    /// Analyzer only: its category, family, priority and defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analyzer: Option<super::AnalyzerInfo>,
 }
 
 fn default_true() -> bool {
@@ -276,7 +284,14 @@ impl ComponentInfo {
             collect_artifacts: true,
             parallel_attempts_safe: false,
             extra: serde_json::Value::Null,
+            analyzer: None,
         }
+    }
+
+    /// Declares the component an analyzer with these traits (builder style).
+    pub fn with_analyzer(mut self, analyzer: super::AnalyzerInfo) -> Self {
+        self.analyzer = Some(analyzer);
+        self
     }
 
     /// Sets the schema (builder style).

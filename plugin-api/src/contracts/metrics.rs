@@ -48,6 +48,22 @@ impl MetricSpec {
     }
 }
 
+impl MetricSpec {
+    /// How its series are shown: the label (the id when empty) and the description.
+    pub fn display(&self) -> MetricDisplay {
+        MetricDisplay {
+            label: if self.label.is_empty() {
+                self.id.clone()
+            } else {
+                self.label.clone()
+            },
+            description: (!self.description.is_empty()).then(|| self.description.clone()),
+            unit: None,
+            precision: None,
+        }
+    }
+}
+
 /// The metrics a benchmark declares.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -95,7 +111,89 @@ pub struct SeriesCounts {
     pub invalidated: u64,
 }
 
-/// One reduced metric series (`<metric>.<reducer>@<k>`).
+/// A category's (or hierarchy node's) share of a series, in upstream's `MetricBreakdown`
+/// shape. Reads a bare number (or `null`) too: the value alone, as earlier hosts and plugins
+/// built against them write it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CategoryBreakdown {
+    /// Mean over the category's evaluated tasks (`None` when none, or evaluation failed).
+    pub value: Option<f64>,
+    /// The value over non-invalidated tasks when evaluation failed.
+    pub reference_value: Option<f64>,
+    /// The category's task counts.
+    pub counts: SeriesCounts,
+    /// Its weight in the aggregation (`micro_weighted`: its evaluated tasks).
+    pub aggregation_weight: Option<f64>,
+}
+
+impl CategoryBreakdown {
+    /// A breakdown holding only a value.
+    pub fn value(value: Option<f64>) -> Self {
+        CategoryBreakdown {
+            value,
+            ..Default::default()
+        }
+    }
+
+    /// The value, else the reference value.
+    pub fn any_value(&self) -> Option<f64> {
+        self.value.or(self.reference_value)
+    }
+}
+
+impl<'de> Deserialize<'de> for CategoryBreakdown {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(default)]
+        struct Full {
+            value: Option<f64>,
+            reference_value: Option<f64>,
+            counts: SeriesCounts,
+            aggregation_weight: Option<f64>,
+        }
+        impl Default for Full {
+            fn default() -> Self {
+                Full {
+                    value: None,
+                    reference_value: None,
+                    counts: SeriesCounts::default(),
+                    aggregation_weight: None,
+                }
+            }
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either {
+            Bare(Option<f64>),
+            Full(Full),
+        }
+        Ok(match Either::deserialize(deserializer)? {
+            Either::Bare(value) => CategoryBreakdown::value(value),
+            Either::Full(f) => CategoryBreakdown {
+                value: f.value,
+                reference_value: f.reference_value,
+                counts: f.counts,
+                aggregation_weight: f.aggregation_weight,
+            },
+        })
+    }
+}
+
+/// How a series is shown (upstream's `MetricDisplay`); it never changes what is computed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MetricDisplay {
+    /// Label.
+    pub label: String,
+    /// Description.
+    pub description: Option<String>,
+    /// Unit.
+    pub unit: Option<String>,
+    /// Decimal places.
+    pub precision: Option<u32>,
+}
+
+/// One reduced metric series (`<metric>.<reducer>@<k>`), in upstream's `MetricSeries` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MetricSeries {
     /// Series id, e.g. `correct.avg@4`.
@@ -110,6 +208,15 @@ pub struct MetricSeries {
     /// `headline` or `auxiliary`.
     #[serde(default)]
     pub role: String,
+    /// How tasks were aggregated (`micro_weighted`, ...).
+    #[serde(default)]
+    pub aggregation: String,
+    /// Label and description of the metric.
+    #[serde(default)]
+    pub display: Option<MetricDisplay>,
+    /// Attempts per task.
+    #[serde(default)]
+    pub k: u32,
     /// Aggregated value (`None` when unavailable or evaluation failed).
     #[serde(default)]
     pub value: Option<f64>,
@@ -119,9 +226,15 @@ pub struct MetricSeries {
     /// Task counts.
     #[serde(default)]
     pub counts: SeriesCounts,
-    /// Per-category values.
+    /// Per-category breakdowns.
     #[serde(default)]
-    pub categories: BTreeMap<String, Option<f64>>,
+    pub categories: BTreeMap<String, CategoryBreakdown>,
+    /// Per-node breakdowns of a category hierarchy (`path` → breakdown).
+    #[serde(default)]
+    pub hierarchy: BTreeMap<String, CategoryBreakdown>,
+    /// Series-specific extras.
+    #[serde(default)]
+    pub extra: JsonMap,
 }
 
 impl MetricSeries {
@@ -139,10 +252,15 @@ impl MetricSeries {
             kind,
             reducer,
             role: String::new(),
+            aggregation: "micro_weighted".to_string(),
+            display: None,
+            k,
             value: None,
             reference_value: None,
             counts: SeriesCounts::default(),
             categories: BTreeMap::new(),
+            hierarchy: BTreeMap::new(),
+            extra: JsonMap::new(),
         }
     }
 }
@@ -150,11 +268,13 @@ impl MetricSeries {
 /// The default metric report schema version.
 pub const METRIC_REPORT_SCHEMA_VERSION: &str = "agentcompass.metrics.v1";
 
-/// The request-level metric report (`metrics.json`).
+/// The request-level metric report (`metrics.json`, upstream's `MetricReport` shape).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MetricReport {
-    /// Schema version.
+    /// Schema version (not written: upstream's report has no such field and refuses unknown
+    /// ones).
+    #[serde(skip_serializing)]
     pub schema_version: String,
     /// Attempts per task.
     pub k: u32,
@@ -242,15 +362,26 @@ mod tests {
             evaluated: 2,
             ..Default::default()
         };
-        series.categories = BTreeMap::from([("a".into(), Some(1.0)), ("b".into(), None)]);
+        series.categories = BTreeMap::from([
+            ("a".into(), CategoryBreakdown::value(Some(1.0))),
+            ("b".into(), CategoryBreakdown::value(None)),
+        ]);
         report.series.push(series);
         let value = serde_json::to_value(&report).unwrap();
         assert_eq!(value["strategy"], "pass");
+        assert!(value.get("schema_version").is_none(), "{value}");
+        assert_eq!(value["series"][0]["k"], 4);
         assert_eq!(
-            value["series"][0]["categories"],
-            json!({"a": 1.0, "b": null})
+            value["series"][0]["categories"]["a"],
+            json!({"value": 1.0, "reference_value": null, "aggregation_weight": null,
+                   "counts": {"total": 0, "evaluated": 0, "error": 0, "unavailable": 0, "invalidated": 0}})
         );
-        let back: MetricReport = serde_json::from_value(value).unwrap();
+        let back: MetricReport = serde_json::from_value(value.clone()).unwrap();
+        assert_eq!(back, report);
+        // Reports of earlier hosts (and of plugins built against them) hold bare numbers.
+        let mut old = value;
+        old["series"][0]["categories"] = json!({"a": 1.0, "b": null});
+        let back: MetricReport = serde_json::from_value(old).unwrap();
         assert_eq!(back, report);
         assert_eq!(back.headline().unwrap().value, Some(0.5));
     }

@@ -5,6 +5,7 @@
 //! field names are stable snake_case, every non-essential field has a serde default (adding a
 //! field never breaks older JSON) and unknown fields are ignored on deserialisation.
 
+pub mod analysis;
 pub mod artifacts;
 pub mod component;
 pub mod environment;
@@ -18,6 +19,7 @@ pub mod result;
 pub mod steps;
 pub mod task;
 
+pub use analysis::*;
 pub use artifacts::*;
 pub use component::*;
 pub use environment::*;

@@ -37,22 +37,17 @@ pub fn default_report(
                     sum += values.iter().sum::<f64>() / values.len() as f64;
                 }
             }
-            MetricSeries {
-                series_id: format!("{}.{reducer}@{k}", spec.id),
-                metric_id: spec.id.clone(),
-                kind: spec.kind,
-                reducer: reducer.to_string(),
-                role: if spec.primary {
-                    "headline"
-                } else {
-                    "auxiliary"
-                }
-                .to_string(),
-                value: (counts.evaluated > 0).then(|| sum / counts.evaluated as f64),
-                reference_value: None,
-                counts,
-                categories: Default::default(),
+            let mut series = MetricSeries::new(&spec.id, spec.kind, reducer, k);
+            series.role = if spec.primary {
+                "headline"
+            } else {
+                "auxiliary"
             }
+            .to_string();
+            series.display = Some(spec.display());
+            series.value = (counts.evaluated > 0).then(|| sum / counts.evaluated as f64);
+            series.counts = counts;
+            series
         })
         .collect();
     Ok(MetricReport {

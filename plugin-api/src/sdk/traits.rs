@@ -12,10 +12,11 @@ use async_trait::async_trait;
 use super::Ctx;
 use crate::abi::SessionBox;
 use crate::contracts::{
-    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
-    ExecResult, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec, NetworkPolicy,
-    OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, SessionInfo,
-    StepResult, StepScore, TaskAttempts, TaskSpec, TaskStep,
+    AnalysisInput, AnalysisOutcome, ArtifactSpec, BenchmarkPlan, EnvironmentSpec,
+    EvaluationEnvironmentMode, ExecRequest, ExecResult, ExecutionPlan, HarnessPlan, MetricContract,
+    MetricReport, ModelSpec, NetworkPolicy, OpenEnvironmentRequest, PreparedTask,
+    ProviderCapabilities, RunRequest, RunResult, SessionInfo, StepResult, StepScore, TaskAttempts,
+    TaskSpec, TaskStep,
 };
 use crate::{Error, Result};
 
@@ -408,4 +409,13 @@ pub trait Recipe: Send + Sync + 'static {
         req: &RunRequest,
         task: &TaskSpec,
     ) -> Result<ExecutionPlan>;
+}
+
+/// Finds bad cases in one finished attempt (upstream's `BaseAnalyzer`). Runs after the attempt
+/// is evaluated, or later over a persisted run (`agentcompass-host analysis`); it reads only
+/// the persisted result, never an environment or a model, and its failure is recorded in
+/// `analysis_result[family].error`, never failing the task.
+pub trait Analyzer: Send + Sync + 'static {
+    /// Analyzes one attempt.
+    fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome>;
 }

@@ -179,7 +179,11 @@ mod tests {
         let score = score(&task(None, None), &steps);
         assert!(!score.stop);
         assert_eq!(score.metrics["reward"], MetricValue::Float(0.5));
-        assert_eq!(score.metrics["style"], MetricValue::Float(0.25));
+        assert!(
+            !score.metrics.contains_key("style"),
+            "undeclared: kept in extra only"
+        );
+        assert_eq!(score.extra[ID]["rewards"]["style"], 0.25);
         assert_eq!(score.metrics["correct"], MetricValue::Bool(false));
         assert_eq!(score.extra[ID]["multi_step_reward_strategy"], "mean");
         // A step without a verifier result is left out of the mean (and stops the rest).
