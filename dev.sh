@@ -59,6 +59,17 @@ ensure_harbor_oracle() {
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 
+# AgentCompass 1.0.1, the upstream this host re-implements: the reader of the results-parity
+# test (tests/upstream_oracle/summary.py runs its own `summary --dry-run` over our run
+# directories); exports AGENTCOMPASS_UPSTREAM_PYTHON for the test.
+ensure_upstream() {
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/agentcompass-1.0.1"
+    ensure_venv "$venv" \
+        'import sys, importlib.metadata as m; sys.exit(m.version("agentcompass") != "1.0.1")' \
+        "the upstream results-parity test" "agentcompass==1.0.1"
+    export AGENTCOMPASS_UPSTREAM_PYTHON="$venv/bin/python"
+}
+
 # The official model SDKs (openai 3.57.0, anthropic 2.15.0): the clients of the scripted model
 # server's streaming differential test (tests/scripted_sdk/clients.py); exports
 # AGENTCOMPASS_MODEL_SDK_PYTHON for the test.
@@ -308,6 +319,7 @@ test)
     ensure_tools
     ensure_harbor_oracle
     ensure_model_sdks
+    ensure_upstream
     start_docker
     ensure_slurm_packages
     # Both stop at exit (start_docker's trap stops only dockerd).

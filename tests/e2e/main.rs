@@ -29,5 +29,6 @@ mod secrets_under_failure;
 mod session_contract;
 mod slurm;
 mod trust;
+mod upstream_parity;
 mod viewer;
 mod viewer_browser;

@@ -1,0 +1,217 @@
+//! Results parity with upstream AgentCompass 1.0.1: its own `summary --dry-run` (its CLI, its
+//! run-directory reader with its strict task-detail validation, its metric aggregation) reads
+//! run directories of ours and recomputes the same series as our `summary`.
+//!
+//! Upstream runs from `AGENTCOMPASS_UPSTREAM_PYTHON` (a venv with `agentcompass==1.0.1`, made
+//! and cached by `./dev.sh test`) through `tests/upstream_oracle/summary.py`, offline.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agentcompass_e2e::{read_json, run_dir, PluginDirs, Workspace};
+use serde_json::Value;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn upstream_python() -> PathBuf {
+    match std::env::var_os("AGENTCOMPASS_UPSTREAM_PYTHON") {
+        Some(python) => PathBuf::from(python),
+        None => panic!(
+            "AGENTCOMPASS_UPSTREAM_PYTHON is not set: run this test through `./dev.sh test` (it \
+             installs AgentCompass 1.0.1 into a cached venv and exports it)"
+        ),
+    }
+}
+
+/// What upstream's `summary RUN --dry-run` printed (its markdown) and the metric report its
+/// launcher recomputed.
+struct Upstream {
+    markdown: String,
+    metrics: Value,
+}
+
+fn upstream_summary(run: &Path, home: &Path) -> Upstream {
+    let output = Command::new(upstream_python())
+        .arg(repo_root().join("tests/upstream_oracle/summary.py"))
+        .arg(run)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        // LiteLLM (imported by upstream) would fetch its price map from the internet.
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .output()
+        .expect("run upstream's summary");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "upstream's summary refused our run directory:\n{stdout}\n{stderr}"
+    );
+    let (markdown, metrics) = stdout
+        .split_once("UPSTREAM-METRICS ")
+        .unwrap_or_else(|| panic!("no metrics line: {stdout}"));
+    Upstream {
+        markdown: markdown.to_string(),
+        metrics: serde_json::from_str(metrics.trim()).unwrap(),
+    }
+}
+
+/// `series_id` → (value, evaluated, total) of a metric report.
+fn series(report: &Value) -> BTreeMap<String, (Option<f64>, u64, u64)> {
+    report["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["series_id"].as_str().unwrap().to_string(),
+                (
+                    s["value"].as_f64(),
+                    s["counts"]["evaluated"].as_u64().unwrap(),
+                    s["counts"]["total"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Our `summary RUN` rewrites metrics.json from the task details; upstream recomputes the same
+/// series (same ids, values and counts) and names the headline values in its markdown.
+fn assert_same_metrics(ws: &Workspace, run: &Path, plugin_dir: &Path, same_roles: bool) {
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugin_dir.to_str().unwrap(),
+            "summary",
+            run.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let ours = read_json(&run.join("metrics.json"));
+    let upstream = upstream_summary(run, &ws.home);
+    let (ours_series, upstream_series) = (series(&ours), series(&upstream.metrics));
+    assert_eq!(ours_series, upstream_series, "ours vs upstream");
+    for (id, (value, ..)) in &ours_series {
+        let value = value.unwrap();
+        assert!(
+            upstream.markdown.contains(&format!("{value:.4}")),
+            "{id} = {value:.4} is not in upstream's summary:\n{}",
+            upstream.markdown
+        );
+    }
+    // Per category, values, counts and weights agree too; so do the roles, except where
+    // the primary differs (Harbor's `reward`: README "Differences from upstream").
+    let by_id = |report: &Value| -> BTreeMap<String, Value> {
+        report["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["series_id"].as_str().unwrap().to_string(), s.clone()))
+            .collect()
+    };
+    let theirs = by_id(&upstream.metrics);
+    for (id, a) in by_id(&ours) {
+        let b = &theirs[&id];
+        assert_eq!(a["categories"], b["categories"], "{id}");
+        if same_roles {
+            assert_eq!(a["role"], b["role"], "{id}");
+        }
+    }
+}
+
+#[test]
+fn upstream_summary_reads_our_qa_run_with_k_2() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let qa = dirs.package("qa", "qa-pack");
+    let dataset = ws.write(
+        "data/arith.jsonl",
+        concat!(
+            r#"{"id": "q-0", "question": "What is 2 + 2?", "answer": "4", "category": "add"}"#,
+            "\n",
+            r#"{"id": "q-1", "question": "What is 6 * 7?", "answer": 42, "category": "mul"}"#,
+            "\n",
+            r#"{"id": "q-2", "question": "What is 9 - 10?", "answer": "-1", "category": "sub"}"#,
+            "\n",
+            r#"{"id": "q-3", "question": "What is 3 * 3?", "answer": "9", "category": "mul"}"#,
+            "\n",
+        ),
+    );
+    let params = serde_json::json!({"path": dataset}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            qa.to_str().unwrap(),
+            "run",
+            "qa",
+            "example_calculator",
+            "calc",
+            "--benchmark-params",
+            &params,
+            // Every third answer is wrong: attempts of one task disagree.
+            "--harness-params",
+            r#"{"wrong_every": 3}"#,
+            "--k",
+            "2",
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    assert_same_metrics(&ws, &run, &qa, true);
+    let headline = &read_json(&run.join("metrics.json"))["series"][0];
+    assert_eq!(headline["series_id"], "correct.avg@2");
+    assert!(headline["value"].as_f64().unwrap() < 1.0, "{headline}");
+}
+
+#[test]
+fn upstream_summary_reads_our_harbor_run_with_k_2() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let harbor = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    let params = serde_json::json!({"path": repo_root().join("examples/harbor")}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            harbor.to_str().unwrap(),
+            "run",
+            "harbor",
+            "oracle",
+            "none",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "sandbox",
+            "--k",
+            "2",
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    assert_same_metrics(&ws, &run, &harbor, false);
+    let task = read_json(
+        &std::fs::read_dir(run.join("details/normal"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("task.json"),
+    );
+    for key in ["category", "ground_truth", "attempt_plan"] {
+        assert!(task.get(key).is_some(), "task.json lacks {key}: {task}");
+    }
+}
