@@ -14,6 +14,8 @@ ensure_tools() {
     command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
     command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # The CI-gate test validates --junit output against a JUnit schema.
+    command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
     # The viewer's browser tests drive Debian's chromium headless.
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     if [ "${#missing[@]}" -gt 0 ]; then

@@ -49,7 +49,7 @@ pub enum Command {
     /// Evaluate MODEL with HARNESS on BENCHMARK
     Run(Box<RunCmd>),
     /// Run an orchestration file (TOML, YAML or JSON) of named requests
-    Launch(LaunchCmd),
+    Launch(Box<LaunchCmd>),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
     /// List or release environments left open (crash, --keep-environment)
@@ -78,7 +78,17 @@ pub enum Command {
     Summary {
         /// The run directory (`<results>/<namespace>/<run_id>`)
         run_dir: PathBuf,
+        /// Print the recomputed summary.md without writing anything
+        #[arg(long)]
+        dry_run: bool,
+        /// Benchmark parameters merged over the run's (JSON object); `sample_ids` re-scores
+        /// only those tasks
+        #[arg(long, value_name = "JSON", value_parser = json_object)]
+        benchmark_params: Option<serde_json::Map<String, serde_json::Value>>,
     },
+    /// Compare run B against run A on the tasks both share: paired differences with a
+    /// bootstrap interval, McNemar's exact test, per-category deltas, tasks fixed and broken
+    Compare(CompareCmd),
     /// List registered components or loaded plugins
     List {
         /// What to list
@@ -117,6 +127,21 @@ pub struct ViewCmd {
     pub open: bool,
 }
 
+/// `compare RUN_A RUN_B [--json] [--metric ID]`.
+#[derive(Debug, Args)]
+pub struct CompareCmd {
+    /// The baseline run directory
+    pub run_a: PathBuf,
+    /// The run compared against it
+    pub run_b: PathBuf,
+    /// Print the comparison as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The metric to compare (default: the headline metric of RUN_A)
+    #[arg(long, value_name = "ID")]
+    pub metric: Option<String>,
+}
+
 /// `report RUN_DIR [--out FILE] [--max-trajectories N]`.
 #[derive(Debug, Args)]
 pub struct ReportCmd {
@@ -143,8 +168,13 @@ pub enum ListKind {
     Env,
     /// Recipes
     Recipe,
+    /// Analyzers (with their category)
+    Analyzer,
     /// Loaded plugins
     Plugin,
+    /// Write ./agentcompass_components.md (every kind, the model API protocols) and print its
+    /// path
+    Dump,
 }
 
 /// A component kind named on the command line.
@@ -169,6 +199,16 @@ pub enum ConfigCommand {
         /// Output format
         #[arg(long, value_enum, default_value_t = ShowFormat::Toml)]
         format: ShowFormat,
+        /// Also show these benchmarks' effective parameters (their defaults merged with the
+        /// configuration; space-separated or repeated)
+        #[arg(long, value_name = "ID", num_args = 1..)]
+        benchmark: Vec<String>,
+        /// Also show these harnesses' effective parameters
+        #[arg(long, value_name = "ID", num_args = 1..)]
+        harness: Vec<String>,
+        /// Also show these environment providers' effective parameters
+        #[arg(long, value_name = "ID", num_args = 1..)]
+        env: Vec<String>,
     },
     /// Show a component's parameters (name, type, default, description)
     Docs {
@@ -227,6 +267,9 @@ pub enum ShowFormat {
     Toml,
     /// JSON
     Json,
+    /// YAML (upstream's default)
+    #[value(alias = "yml")]
+    Yaml,
 }
 
 /// Terminal progress modes.
@@ -303,6 +346,9 @@ pub struct RuntimeFlags {
     /// Root directory of results
     #[arg(long, value_name = "DIR")]
     pub results_dir: Option<String>,
+    /// Root directory of downloaded data (datasets, caches; `runtime.data_dir`)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<String>,
     /// Orchestration deadline in seconds (0 disables)
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub timeout_seconds: Option<f64>,
@@ -318,6 +364,13 @@ pub struct RuntimeFlags {
     /// Console log level (DEBUG, INFO, WARNING, ERROR, CRITICAL)
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// Level of each run's run.log (DEBUG, INFO, WARNING, ERROR, CRITICAL; default DEBUG)
+    #[arg(long, value_name = "LEVEL")]
+    pub file_log_level: Option<String>,
+    /// Install the harnesses' dependencies (the agent CLIs of installed agents) into the
+    /// install cache before the first task, instead of when a task first needs them
+    #[arg(long)]
+    pub auto_install_dependencies: bool,
     /// Maximum open environments of a provider (repeatable)
     #[arg(long = "provider-limit", value_name = "PROVIDER=N", value_parser = provider_count)]
     pub provider_limits: Vec<(String, u32)>,
@@ -378,6 +431,10 @@ pub struct RunCmd {
     /// Model API protocol: openai-chat, openai-responses, anthropic, auto, or a JSON list
     #[arg(long, value_name = "PROTOCOL")]
     pub model_api_protocol: Option<String>,
+    /// Wrap the API key as upstream does (`model.wrap_api_key`: the key reaches the
+    /// environment only through the host's relay, wrapped in a per-run token)
+    #[arg(long)]
+    pub wrap_api_key: bool,
     /// Maximum attempts running at once
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
@@ -423,9 +480,48 @@ pub struct RunCmd {
     /// Leave environments open after the run (see `env list`)
     #[arg(long)]
     pub keep_environment: bool,
+    /// CI gates
+    #[command(flatten)]
+    pub gates: GateFlags,
     /// Print the resolved request as JSON (secrets redacted) and stop
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// CI gates checked after the run (`run` and `launch`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct GateFlags {
+    /// Exit 3 when the series (id such as `correct.avg@2`, or a metric id: its first series) is
+    /// below VALUE (repeatable)
+    #[arg(long = "fail-under", value_name = "METRIC=VALUE")]
+    pub fail_under: Vec<agentcompass_host::gates::Threshold>,
+    /// Exit 3 when the run is significantly worse than this run (paired bootstrap interval of
+    /// the headline metric entirely below zero, on the tasks both share)
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline, the drop tolerated (a difference of at most DELTA does not fail)
+    #[arg(
+        long,
+        value_name = "DELTA",
+        requires = "baseline",
+        default_value_t = 0.0
+    )]
+    pub max_regression: f64,
+    /// Write JUnit XML (one test case per task) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+impl GateFlags {
+    /// The gates.
+    pub fn gates(&self) -> agentcompass_host::gates::Gates {
+        agentcompass_host::gates::Gates {
+            fail_under: self.fail_under.clone(),
+            baseline: self.baseline.clone(),
+            max_regression: self.max_regression,
+            junit: self.junit.clone(),
+        }
+    }
 }
 
 /// `agentcompass-host launch FILE [flags]`.
@@ -452,6 +548,9 @@ pub struct LaunchCmd {
     /// Process-wide runtime options
     #[command(flatten)]
     pub runtime: RuntimeFlags,
+    /// CI gates
+    #[command(flatten)]
+    pub gates: GateFlags,
     /// Print the resolved orchestration as JSON (secrets redacted) and stop
     #[arg(long)]
     pub dry_run: bool,

@@ -7,6 +7,9 @@ pub const SUCCESS: i32 = 0;
 pub const FAILURE: i32 = 1;
 /// Bad input: a file, field, flag or plugin was refused; nothing was written.
 pub const USAGE: i32 = 2;
+/// A CI gate failed: `--fail-under` (the metric is below the threshold) or `--baseline`
+/// (significantly worse than the baseline run).
+pub const GATE_FAILED: i32 = 3;
 /// Cancelled by the user (Ctrl-C, SIGTERM): 128 + SIGINT.
 pub const CANCELLED: i32 = 130;
 /// Standard output was closed by its reader (as a SIGPIPE would end the process).

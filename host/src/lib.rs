@@ -1,7 +1,9 @@
 //! agentcompass-host library: plugin loading, the run-local registry, and the CLI commands.
 
+pub mod compare;
 pub mod config;
 pub mod exit_code;
+pub mod gates;
 pub mod host_services;
 pub mod install;
 pub mod issue_codes;

@@ -137,16 +137,38 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             commands::view::view(&results_dir, &cmd)
         }
         Command::Report(cmd) => commands::report::report(&cmd),
-        Command::Summary { run_dir } => {
+        Command::Compare(cmd) => commands::compare::compare(&cmd),
+        Command::Summary {
+            run_dir,
+            dry_run,
+            benchmark_params,
+        } => {
             let setup = load(global)?;
-            commands::summary::summary(&setup.registry, &run_dir)
+            let options = commands::summary::SummaryOptions {
+                dry_run,
+                benchmark_params,
+            };
+            commands::summary::summary(&setup.registry, &run_dir, &options)
         }
         Command::Config {
-            command: ConfigCommand::Show { format },
-        } => commands::config_show::config_show(global, format),
+            command:
+                ConfigCommand::Show {
+                    format,
+                    benchmark,
+                    harness,
+                    env,
+                },
+        } => {
+            let selected = commands::config_show::Selected {
+                benchmarks: benchmark,
+                harnesses: harness,
+                environments: env,
+            };
+            commands::config_show::config_show(global, format, &selected)
+        }
         Command::List { kind, json } => {
             let setup = load(global)?;
-            Ok(commands::list::run(&setup.registry, kind, json))
+            commands::list::run(&setup.registry, kind, json)
         }
         Command::Config {
             command: ConfigCommand::Docs { kind: k, id },

@@ -357,8 +357,7 @@ fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy
     assert_eq!(reward(result), 0.75, "(1 + 0.5) / 2: {result}");
     // Rewards the contract does not declare stay in meta (upstream refuses undeclared metrics).
     assert_eq!(
-        result["meta"]["benchmark"]["harbor"]["rewards"]["carried"],
-        0.5,
+        result["meta"]["benchmark"]["harbor"]["rewards"]["carried"], 0.5,
         "(0 + 1) / 2: {result}"
     );
     assert!(result["metrics"].get("carried").is_none(), "{result}");
@@ -375,8 +374,7 @@ fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy
     assert_eq!(steps[0]["metrics"]["reward"], 1.0, "{steps:?}");
     assert_eq!(steps[1]["metrics"]["reward"], 0.5, "{steps:?}");
     assert_eq!(
-        steps[1]["extra"]["harbor"]["rewards"]["carried"],
-        1.0,
+        steps[1]["extra"]["harbor"]["rewards"]["carried"], 1.0,
         "{steps:?}"
     );
     for step in &steps {
@@ -406,8 +404,7 @@ fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy
     let (_, result) = &results(&run_dir(&out))["multi-step-final"];
     assert_eq!(reward(result), 0.5, "{result}");
     assert_eq!(
-        result["meta"]["benchmark"]["harbor"]["rewards"]["carried"],
-        1.0,
+        result["meta"]["benchmark"]["harbor"]["rewards"]["carried"], 1.0,
         "{result}"
     );
     assert_eq!(step_names(&steps_of(result)), ["one", "two"]);

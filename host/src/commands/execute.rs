@@ -24,7 +24,12 @@ pub(super) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Result<i32> {
+pub(super) fn execute(
+    orchestration: Orchestration,
+    setup: &Setup,
+    gates: &agentcompass_host::gates::Gates,
+) -> anyhow::Result<i32> {
+    gates.validate().map_err(|e| anyhow::anyhow!(e))?;
     let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
         .map_err(|e| anyhow::anyhow!(e))?;
     let executor = async_runtime()?;
@@ -45,6 +50,7 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
         prepared,
         print_notice,
     ));
+    let mut finished = Vec::new();
     for request in &outcome.requests {
         let label = if request.name.is_empty() {
             String::new()
@@ -80,11 +86,50 @@ pub(super) fn execute(orchestration: Orchestration, setup: &Setup) -> anyhow::Re
                 }
             }
             crate::outln!("{}", dir.display());
+            // A direct run is named by its namespace (`<model>_<benchmark>_<harness>`).
+            let name = if request.name.is_empty() {
+                dir.parent()
+                    .and_then(|p| p.file_name())
+                    .map_or_else(|| "run".to_string(), |n| n.to_string_lossy().into_owned())
+            } else {
+                request.name.clone()
+            };
+            finished.push((name, dir));
         }
     }
     // Plugins keep threads of their own; do not wait for them at exit.
     executor.shutdown_timeout(std::time::Duration::from_millis(100));
-    Ok(outcome.exit_code())
+    let code = outcome.exit_code();
+    if !gates.any() {
+        return Ok(code);
+    }
+    check_gates(gates, &finished, code)
+}
+
+/// Writes `--junit` and checks `--fail-under` / `--baseline` over the finished runs: a failed
+/// run keeps its own exit code; a failed gate is exit 3; a gate that cannot be checked (an
+/// unknown metric, an unreadable baseline) is bad input (exit 2); the results stay.
+fn check_gates(
+    gates: &agentcompass_host::gates::Gates,
+    finished: &[(String, std::path::PathBuf)],
+    code: i32,
+) -> anyhow::Result<i32> {
+    use agentcompass_host::exit_code::{GATE_FAILED, SUCCESS};
+    if let Some(path) = &gates.junit {
+        agentcompass_host::gates::write_junit(path, finished)
+            .with_context(|| format!("--junit {}: cannot write it", path.display()))?;
+    }
+    let verdict = gates.check(finished);
+    for line in &verdict.lines {
+        eprintln!("{line}");
+    }
+    if let Some(error) = verdict.error {
+        anyhow::bail!(error);
+    }
+    Ok(match (code, verdict.failed) {
+        (SUCCESS, true) => GATE_FAILED,
+        (code, _) => code,
+    })
 }
 
 /// Prints the runtime's notices; a second interrupt exits at once.

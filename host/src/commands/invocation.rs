@@ -71,6 +71,9 @@ pub fn runtime_overlay(
             ProgressArg::None => ProgressMode::None,
         });
         overlay.log_level = flags.log_level.clone();
+        overlay.file_log_level = flags.file_log_level.clone();
+        overlay.data_dir = flags.data_dir.clone();
+        overlay.auto_install_dependencies = flags.auto_install_dependencies.then_some(true);
         overlay.fail_on_error = flags.fail_on_error;
         if !flags.provider_limits.is_empty() {
             overlay.provider_limits = Some(flags.provider_limits.iter().cloned().collect());

@@ -63,5 +63,6 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         return Ok(0);
     }
     // Preflight and task-loading errors name the request; name the file too.
-    execute(orchestration, &setup).map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
+    execute(orchestration, &setup, &cmd.gates.gates())
+        .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
 }

@@ -20,6 +20,7 @@ macro_rules! outln {
 
 pub mod agents;
 pub mod cluster;
+pub mod compare;
 pub mod config_docs;
 pub mod config_show;
 pub mod env;

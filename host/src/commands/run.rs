@@ -35,6 +35,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         model_base_url: cmd.model_base_url.clone(),
         model_api_key: cmd.model_api_key.clone(),
         model_api_protocol: protocol,
+        wrap_api_key: cmd.wrap_api_key,
         task_concurrency: cmd.task_concurrency,
         k: cmd.k,
         attempt_strategy: cmd.attempt_strategy.map(|s| match s {
@@ -87,7 +88,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
             "--model-params",
         ));
     }
-    execute(orchestration, &setup).map_err(|e| {
+    execute(orchestration, &setup, &cmd.gates.gates()).map_err(|e| {
         let message = format!("{e:#}");
         match flags
             .iter()

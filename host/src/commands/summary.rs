@@ -1,6 +1,7 @@
 //! `agentcompass-host summary RUN_DIR`: recompute `metrics.json` and `summary.md` from the
 //! persisted task details.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{AttemptSpec, MetricContract};
@@ -12,8 +13,49 @@ use agentcompass_host::metrics::{render_summary, MetricAggregator, SummaryTitle}
 use agentcompass_host::registry::Registry;
 use agentcompass_results::store::{published_tasks, RunStore};
 
+/// `summary` options (upstream's flags).
+#[derive(Debug, Clone, Default)]
+pub struct SummaryOptions {
+    /// `--dry-run`: print summary.md, write nothing.
+    pub dry_run: bool,
+    /// `--benchmark-params`: merged over the run's benchmark params.
+    pub benchmark_params: Option<serde_json::Map<String, Value>>,
+}
+
+/// The task ids `sample_ids` selects (a string, a number or a list of them), if set.
+fn sample_ids(params: &serde_json::Map<String, Value>) -> anyhow::Result<Option<HashSet<String>>> {
+    let one = |v: &Value| match v {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    match params.get("sample_ids") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                one(v).ok_or_else(|| {
+                    anyhow!(
+                        "--benchmark-params: sample_ids: expected strings or numbers, found {v}"
+                    )
+                })
+            })
+            .collect::<anyhow::Result<HashSet<_>>>()
+            .map(Some),
+        Some(v) => one(v).map(|id| Some(HashSet::from([id]))).ok_or_else(|| {
+            anyhow!(
+                "--benchmark-params: sample_ids: expected a string, a number or a list, found {v}"
+            )
+        }),
+    }
+}
+
 /// Recomputes and rewrites the metrics of a finished (or interrupted) run; prints the summary.
-pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
+pub fn summary(
+    registry: &Registry,
+    run_dir: &Path,
+    options: &SummaryOptions,
+) -> anyhow::Result<i32> {
     let store = RunStore::open_existing(run_dir)?;
     let info_path = run_dir.join("run_info.json");
     let info: Value = serde_json::from_str(
@@ -37,8 +79,22 @@ pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
             MetricContract::correct()
         }
     };
+    let mut params = request["benchmark"]["params"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if let Some(over) = &options.benchmark_params {
+        params.extend(over.clone());
+    }
+    let selected = sample_ids(&params)?;
     let mut aggregator = MetricAggregator::new(contract, attempts.k.max(1), attempts.strategy);
     for task in published_tasks(run_dir) {
+        if selected
+            .as_ref()
+            .is_some_and(|ids| !ids.contains(&task.task_id))
+        {
+            continue;
+        }
         let category = task.task_json["category"]
             .as_str()
             .unwrap_or_default()
@@ -65,8 +121,10 @@ pub fn summary(registry: &Registry, run_dir: &Path) -> anyhow::Result<i32> {
         run_id: store.run_id().to_string(),
     };
     let rendered = render_summary(&report, &title);
-    store.write_metrics(&serde_json::to_value(&report)?)?;
-    store.write_summary(&rendered)?;
+    if !options.dry_run {
+        store.write_metrics(&serde_json::to_value(&report)?)?;
+        store.write_summary(&rendered)?;
+    }
     crate::out!("{rendered}");
     Ok(0)
 }

@@ -214,7 +214,8 @@ pub fn parse_file(path: &Path) -> Result<Value, ConfigError> {
 }
 
 /// Parses the text of a configuration file, in the format named by `path`'s extension, into
-/// JSON values (`path` is not read; it picks the format and names the file in errors).
+/// JSON values (`path` is not read; it picks the format and names the file in errors). A file
+/// with any other extension (or none) is read as YAML, as upstream reads it.
 pub fn parse_text(path: &Path, text: &str) -> Result<Value, ConfigError> {
     let parse_error = |message: String| ConfigError::Parse {
         path: path.to_path_buf(),
@@ -228,7 +229,8 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Value, ConfigError> {
                 toml::from_str(text).map_err(|e| parse_error(toml_message(text, &e)))?;
             Ok(toml_to_json(value))
         }
-        Some("yaml" | "yml") => {
+        Some("json") => serde_json::from_str(text).map_err(|e| parse_error(e.to_string())),
+        _ => {
             if text.trim().is_empty() {
                 return Ok(Value::Null);
             }
@@ -237,10 +239,6 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Value, ConfigError> {
                 yaml_serde::from_str(text).map_err(|e| parse_error(e.to_string()))?;
             serde_json::to_value(value).map_err(|e| parse_error(e.to_string()))
         }
-        Some("json") => serde_json::from_str(text).map_err(|e| parse_error(e.to_string())),
-        _ => Err(parse_error(
-            "unknown configuration format: use .toml, .yaml, .yml or .json".to_string(),
-        )),
     }
 }
 
@@ -652,11 +650,14 @@ mod tests {
         let err = parse_file(&path).unwrap_err().to_string();
         assert!(!err.contains("sk-SECRET-1"), "{err}");
         assert!(err.contains("line 2, column 25"), "{err}");
+        // Any other extension is YAML, as upstream reads it.
         let path = tmp.path().join("c.ini");
         std::fs::write(&path, "").unwrap();
-        assert!(parse_file(&path)
-            .unwrap_err()
-            .to_string()
-            .contains("unknown configuration format"));
+        assert_eq!(parse_file(&path).unwrap(), Value::Null);
+        std::fs::write(&path, "execution: {k: 2}\n").unwrap();
+        assert_eq!(parse_file(&path).unwrap()["execution"]["k"], 2);
+        std::fs::write(&path, "[execution]\nk = 1\n").unwrap();
+        let err = parse_file(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&path.display().to_string()), "{err}");
     }
 }

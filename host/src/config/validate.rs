@@ -134,7 +134,12 @@ pub fn validate_config(source: &str, payload: &Map<String, Value>) -> Result<(),
             check_keys(source, "runtime", runtime, RUNTIME_KEYS)?;
         }
     }
-    check_references(source, "", &Value::Object(payload.clone()))
+    // Provider sections are checked when a request selects the provider (upstream
+    // interpolates only the selected provider's section): a `${VAR}` embedded in the section
+    // of a provider this run does not use is not an error.
+    let mut checked = payload.clone();
+    checked.remove("environments");
+    check_references(source, "", &Value::Object(checked))
 }
 
 #[cfg(test)]

@@ -259,7 +259,7 @@ impl SeriesAcc {
 /// A valid observation of `metric_id` in one attempt: a strict bool for binary metrics, any
 /// finite number (bools count as 1.0 / 0.0) for scalar metrics. An unscored attempt has none;
 /// a failed agent's missing value is a failure (0).
-fn observation(attempt: &AttemptOutcome, metric_id: &str, kind: MetricKind) -> Option<f64> {
+pub fn observation(attempt: &AttemptOutcome, metric_id: &str, kind: MetricKind) -> Option<f64> {
     if attempt.error || attempt.fatal {
         return None;
     }

@@ -189,6 +189,25 @@ impl ModelGateway {
         })
     }
 
+    /// Upstream's key wrapping (`model.wrap_api_key`): the key sent becomes base64 of
+    /// `<api_secret>KEY</api_secret><session_id>RUN_DIR</session_id>` (the run directory made
+    /// absolute), so a gateway in front of the model can attribute calls to the run. The wrapped
+    /// key is a secret too: it is registered for scrubbing.
+    pub fn wrap_key(&mut self, run_dir: &std::path::Path) {
+        use base64::Engine as _;
+        if self.api_key.is_empty() {
+            return;
+        }
+        let session = std::path::absolute(run_dir).unwrap_or_else(|_| run_dir.to_path_buf());
+        let raw = format!(
+            "<api_secret>{}</api_secret><session_id>{}</session_id>",
+            self.api_key,
+            session.display()
+        );
+        self.api_key = base64::engine::general_purpose::STANDARD.encode(raw);
+        agentcompass_redact::register_secret(&self.api_key);
+    }
+
     /// The protocol in use.
     pub fn protocol(&self) -> Protocol {
         self.protocol
@@ -248,6 +267,7 @@ impl ModelGateway {
             .filter(|s| *s > 0.0)
             .map(crate::wait::duration_from_seconds)
             .unwrap_or(self.settings.timeout);
+        let max_retries = request.max_retries.unwrap_or(self.settings.max_retries);
         let mut attempt = 0u32;
         loop {
             attempt += 1;
@@ -266,7 +286,7 @@ impl ModelGateway {
                     retry_after,
                 }) => (reason, retry_after),
             };
-            if attempt > self.settings.max_retries {
+            if attempt > max_retries {
                 return Err(GatewayError::Exhausted {
                     url: self.url.clone(),
                     last: failure.0,
@@ -283,7 +303,7 @@ impl ModelGateway {
                 self.url,
                 failure.0,
                 attempt,
-                self.settings.max_retries,
+                max_retries,
                 delay.as_secs_f64()
             );
             tokio::time::sleep(delay).await;

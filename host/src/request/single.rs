@@ -47,6 +47,8 @@ pub struct RunArgs {
     pub model_api_key: Option<String>,
     /// `--model-api-protocol` (a name, `auto`, or a list).
     pub model_api_protocol: Option<Value>,
+    /// `--wrap-api-key`.
+    pub wrap_api_key: bool,
     /// `--task-concurrency`.
     pub task_concurrency: Option<u32>,
     /// `--k`.
@@ -195,6 +197,9 @@ fn model_layers(args: &RunArgs) -> Vec<Layer> {
             "--model-api-protocol",
             json!({"api_protocol": protocol}),
         ));
+    }
+    if args.wrap_api_key {
+        layers.push(flag("--wrap-api-key", json!({"wrap_api_key": true})));
     }
     layers.extend(params_layer("--model-params", &args.model_params).map(|l| {
         Layer::new(

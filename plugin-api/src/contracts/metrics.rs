@@ -143,23 +143,13 @@ impl CategoryBreakdown {
 
 impl<'de> Deserialize<'de> for CategoryBreakdown {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
+        #[derive(Default, Deserialize)]
         #[serde(default)]
         struct Full {
             value: Option<f64>,
             reference_value: Option<f64>,
             counts: SeriesCounts,
             aggregation_weight: Option<f64>,
-        }
-        impl Default for Full {
-            fn default() -> Self {
-                Full {
-                    value: None,
-                    reference_value: None,
-                    counts: SeriesCounts::default(),
-                    aggregation_weight: None,
-                }
-            }
         }
         #[derive(Deserialize)]
         #[serde(untagged)]

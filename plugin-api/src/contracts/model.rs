@@ -32,6 +32,9 @@ pub struct ModelRequest {
     /// A per-call request timeout in seconds (else the gateway's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_seconds: Option<f64>,
+    /// Retries of a transient failure for this call (else the gateway's `max_retries`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
 }
 
 impl ModelRequest {

@@ -30,6 +30,13 @@ pub fn schema() -> ConfigSchema {
             "Per-call model request timeout in seconds (default: the gateway's)",
         ))
         .field(ConfigField::new(
+            "max_retries",
+            ConfigType::Integer,
+            json!(null),
+            "Retries of a failed model call (upstream's parameter; default: the gateway's \
+             model.params.max_retries, 3)",
+        ))
+        .field(ConfigField::new(
             "task_kwargs",
             ConfigType::Boolean,
             json!(true),
@@ -55,6 +62,7 @@ pub fn info() -> ComponentInfo {
 #[derive(Debug, Clone, PartialEq)]
 struct Settings {
     request_timeout_seconds: Option<f64>,
+    max_retries: Option<u32>,
     task_kwargs: bool,
 }
 
@@ -63,6 +71,16 @@ impl Settings {
         let params = Params::read(ID, &schema(), req)?;
         Ok(Settings {
             request_timeout_seconds: params.positive_number("request_timeout_seconds")?,
+            max_retries: match params.integer("max_retries", 0)? {
+                Some(n) if n <= 20 => Some(n as u32),
+                Some(n) => {
+                    return Err(params.error(
+                        "max_retries",
+                        format!("must be an integer from 0 to 20 (found {n})"),
+                    ))
+                }
+                None => None,
+            },
             task_kwargs: params.boolean("task_kwargs")?.unwrap_or(true),
         })
     }
@@ -241,6 +259,7 @@ async fn run(ctx: &Ctx, settings: &Settings, prepared: &PreparedTask) -> Result<
         tools: build_tools(prepared, settings.task_kwargs),
         params: build_params(prepared, settings.task_kwargs),
         timeout_seconds: settings.request_timeout_seconds,
+        max_retries: settings.max_retries,
         messages,
     };
     let mut result = RunResult::new(prepared.task_id.clone());

@@ -124,8 +124,11 @@ pub(in crate::runtime) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
-    let model = crate::model::ModelGateway::new(&resolved.model)
+    let mut model = crate::model::ModelGateway::new(&resolved.model)
         .map_err(|e| RunError::Refused(e.to_string()))?;
+    if resolved.model.wrap_api_key {
+        model.wrap_key(store.run_dir());
+    }
     let ctx = HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None)
         .into_ctx();
     let run_log = crate::logging::open_run_log(

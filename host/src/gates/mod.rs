@@ -1,0 +1,203 @@
+//! CI gates over finished runs: `--fail-under METRIC=VALUE` (a series below a threshold),
+//! `--baseline RUN_DIR --max-regression DELTA` (significantly worse than a baseline by
+//! `compare`'s paired test) and `--junit FILE` (one test case per task for CI systems).
+
+mod junit;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+pub use junit::write_junit;
+
+use crate::compare::compare;
+
+/// One `--fail-under METRIC=VALUE`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threshold {
+    /// A series id (`correct.avg@2`) or a metric id (its first series).
+    pub metric: String,
+    /// The lowest passing value.
+    pub value: f64,
+}
+
+impl std::str::FromStr for Threshold {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (metric, value) = text.split_once('=').ok_or_else(|| {
+            format!("expected METRIC=VALUE (for example correct=0.8), found `{text}`")
+        })?;
+        let value: f64 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| format!("expected a number after `=`, found `{value}`"))?;
+        let metric = metric.trim();
+        if metric.is_empty() {
+            return Err(format!("expected a metric id before `=`, found `{text}`"));
+        }
+        Ok(Threshold {
+            metric: metric.to_string(),
+            value,
+        })
+    }
+}
+
+/// The gates of one `run` or `launch`.
+#[derive(Debug, Clone, Default)]
+pub struct Gates {
+    /// `--fail-under`.
+    pub fail_under: Vec<Threshold>,
+    /// `--baseline`.
+    pub baseline: Option<PathBuf>,
+    /// `--max-regression` (0: any significant drop fails).
+    pub max_regression: f64,
+    /// `--junit`.
+    pub junit: Option<PathBuf>,
+}
+
+/// What the gates found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Verdict {
+    /// One line per gate checked.
+    pub lines: Vec<String>,
+    /// Some gate failed (exit 3).
+    pub failed: bool,
+    /// A gate could not be checked (bad input: an unknown metric, an unreadable baseline).
+    pub error: Option<String>,
+}
+
+impl Gates {
+    /// Whether any gate is set.
+    pub fn any(&self) -> bool {
+        !self.fail_under.is_empty() || self.baseline.is_some() || self.junit.is_some()
+    }
+
+    /// Refuses, before anything runs, a baseline that is not a run directory and a JUnit file
+    /// whose directory does not exist.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(baseline) = &self.baseline {
+            if !baseline.join("run_info.json").is_file() {
+                return Err(format!(
+                    "--baseline {}: expected a run directory (holding run_info.json), found none",
+                    baseline.display()
+                ));
+            }
+        }
+        if let Some(junit) = &self.junit {
+            let dir = junit.parent().filter(|p| !p.as_os_str().is_empty());
+            if dir.is_some_and(|d| !d.is_dir()) || junit.is_dir() {
+                return Err(format!(
+                    "--junit {}: expected a file in an existing directory",
+                    junit.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the thresholds and the baseline against each finished run (name, run dir).
+    pub fn check(&self, runs: &[(String, PathBuf)]) -> Verdict {
+        let mut verdict = Verdict::default();
+        for (name, run) in runs {
+            let label = format!("{name}: ");
+            for threshold in &self.fail_under {
+                match threshold_value(run, &threshold.metric) {
+                    Ok((series, value)) => {
+                        let below = value.is_none_or(|v| v < threshold.value);
+                        verdict.failed |= below;
+                        verdict.lines.push(format!(
+                            "{label}gate --fail-under {}={}: {series} = {} — {}",
+                            threshold.metric,
+                            threshold.value,
+                            value.map_or("unavailable".to_string(), |v| format!("{v:.4}")),
+                            if below { "FAILED" } else { "passed" }
+                        ));
+                    }
+                    Err(e) => verdict.error = Some(format!("{label}--fail-under: {e}")),
+                }
+            }
+            if let Some(baseline) = &self.baseline {
+                match compare(baseline, run, None) {
+                    Ok(c) => {
+                        let worse = c.significantly_worse(self.max_regression);
+                        verdict.failed |= worse;
+                        let interval = c.interval.map_or(String::new(), |i| {
+                            format!(", 95% CI [{:+.4}, {:+.4}]", i.low, i.high)
+                        });
+                        verdict.lines.push(format!(
+                            "{label}gate --baseline {} --max-regression {}: {} {:+.4} on {} shared tasks{interval} — {}",
+                            baseline.display(),
+                            self.max_regression,
+                            c.metric,
+                            c.difference.unwrap_or(0.0),
+                            c.shared,
+                            if worse { "FAILED (significantly worse)" } else { "passed" }
+                        ));
+                    }
+                    Err(e) => verdict.error = Some(format!("{label}--baseline: {e}")),
+                }
+            }
+        }
+        verdict
+    }
+}
+
+/// The value of `metric` (a series id, or a metric id: its first series) in a run's
+/// `metrics.json`.
+fn threshold_value(run: &Path, metric: &str) -> Result<(String, Option<f64>), String> {
+    let path = run.join("metrics.json");
+    let report: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or_else(|| format!("{}: no readable metrics", path.display()))?;
+    let series = report["series"].as_array().cloned().unwrap_or_default();
+    let found = series
+        .iter()
+        .find(|s| s["series_id"] == metric)
+        .or_else(|| series.iter().find(|s| s["metric_id"] == metric));
+    match found {
+        Some(s) => Ok((
+            s["series_id"].as_str().unwrap_or(metric).to_string(),
+            s["value"].as_f64(),
+        )),
+        None => Err(format!(
+            "the run has no metric `{metric}` (its series: {})",
+            series
+                .iter()
+                .filter_map(|s| s["series_id"].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_parse_or_say_what_was_expected() {
+        assert_eq!(
+            "correct.avg@2=0.75".parse::<Threshold>(),
+            Ok(Threshold {
+                metric: "correct.avg@2".into(),
+                value: 0.75
+            })
+        );
+        assert_eq!(
+            "correct".parse::<Threshold>().unwrap_err(),
+            "expected METRIC=VALUE (for example correct=0.8), found `correct`"
+        );
+        assert_eq!(
+            "correct=high".parse::<Threshold>().unwrap_err(),
+            "expected a number after `=`, found `high`"
+        );
+        assert_eq!(
+            "=1".parse::<Threshold>().unwrap_err(),
+            "expected a metric id before `=`, found `=1`"
+        );
+    }
+}

@@ -1,0 +1,414 @@
+//! Upstream AgentCompass invocations accepted with upstream's meaning (issue 19's parity list),
+//! one test per form.
+
+use std::fs;
+use std::path::PathBuf;
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{files_containing, read_json, run_dir, PluginDirs, Workspace};
+use serde_json::json;
+
+const KEY: &str = "sk-e2e-upstream-cli-SECRET-77";
+
+fn qa_dataset(ws: &Workspace) -> PathBuf {
+    ws.write(
+        "data/qa.jsonl",
+        concat!(
+            r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
+            "\n",
+        ),
+    )
+}
+
+#[test]
+fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
+    use base64::Engine as _;
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "qa-pack");
+    dirs.package("p", "agents-pack");
+    let results = ws.root().join("results");
+    let run = results.join("scripted-model_qa_openai_chat/wrapped");
+    let wrapped = base64::engine::general_purpose::STANDARD.encode(format!(
+        "<api_secret>{KEY}</api_secret><session_id>{}</session_id>",
+        run.display()
+    ));
+    // The server accepts only the wrapped key.
+    let server = ScriptedServer::start(
+        &json!({"require_key": wrapped, "rules": [
+            {"match": {"last_user_contains": "2+2"}, "responses": [{"text": "4"}]}
+        ]}),
+        None,
+    )
+    .unwrap();
+    let params = json!({"path": qa_dataset(&ws)}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "run",
+            "qa",
+            "openai_chat",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--model-base-url",
+            &server.base_url(),
+            "--model-api-key",
+            "${E2E_MODEL_KEY}",
+            "--wrap-api-key",
+            "--results-dir",
+            results.to_str().unwrap(),
+            "--run-id",
+            "wrapped",
+            "--progress",
+            "none",
+        ],
+        &[("E2E_MODEL_KEY", KEY)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(run_dir(&out), run);
+    let metrics = read_json(&run.join("metrics.json"));
+    assert_eq!(metrics["series"][0]["value"], 1.0, "{metrics}");
+    let info = read_json(&run.join("run_info.json"));
+    assert_eq!(info["request"]["model"]["wrap_api_key"], true, "{info}");
+    for secret in [KEY, wrapped.as_str()] {
+        assert_eq!(files_containing(&results, secret), Vec::<PathBuf>::new());
+        assert!(!out.stderr.contains(secret) && !out.stdout.contains(secret));
+    }
+}
+
+#[test]
+fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
+    let ws = Workspace::new();
+    let data = ws.root().join("data-root");
+    let out = ws.run(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--file-log-level",
+            "WARNING",
+            "--auto-install-dependencies",
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let info = read_json(&run.join("run_info.json"));
+    let _ = info;
+    let log = fs::read_to_string(run.join("run.log")).unwrap();
+    assert!(
+        !log.contains(" INFO ") && !log.contains(" DEBUG "),
+        "run.log holds only WARNING and above: {log}"
+    );
+    let dry = ws.run_json(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--file-log-level",
+            "ERROR",
+            "--auto-install-dependencies",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(dry["runtime"]["data_dir"], data.to_str().unwrap(), "{dry}");
+    assert_eq!(dry["runtime"]["file_log_level"], "ERROR");
+    assert_eq!(dry["runtime"]["auto_install_dependencies"], true);
+    let out = ws.run(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--file-log-level",
+            "LOUD",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("--file-log-level"), "{out:?}");
+}
+
+#[test]
+fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
+    let ws = Workspace::new();
+    let out = ws.run(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--harness-params",
+            r#"{"wrong_every": 2}"#,
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let before = fs::read(run.join("metrics.json")).unwrap();
+    fs::remove_file(run.join("summary.md")).unwrap();
+    let dry = ws.run(&["summary", run.to_str().unwrap(), "--dry-run"], &[]);
+    assert_eq!(dry.code, 0, "{dry:?}");
+    assert!(dry.stdout.contains("| correct |"), "{dry:?}");
+    assert!(
+        !run.join("summary.md").exists(),
+        "--dry-run wrote summary.md"
+    );
+    assert_eq!(fs::read(run.join("metrics.json")).unwrap(), before);
+    let tasks: Vec<String> = agentcompass_e2e::published_results(&run)
+        .into_keys()
+        .collect();
+    let one = tasks.iter().min().unwrap().clone();
+    let params = json!({"sample_ids": [one]}).to_string();
+    let subset = ws.run(
+        &[
+            "summary",
+            run.to_str().unwrap(),
+            "--benchmark-params",
+            &params,
+        ],
+        &[],
+    );
+    assert_eq!(subset.code, 0, "{subset:?}");
+    let metrics = read_json(&run.join("metrics.json"));
+    assert_eq!(metrics["series"][0]["counts"]["total"], 1, "{metrics}");
+    let bad = ws.run(
+        &[
+            "summary",
+            run.to_str().unwrap(),
+            "--benchmark-params",
+            "[1]",
+        ],
+        &[],
+    );
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("--benchmark-params"), "{bad:?}");
+}
+
+#[test]
+fn config_show_prints_selected_components_effective_parameters_in_yaml_and_json() {
+    let ws = Workspace::new();
+    ws.write(
+        "project/work/config.toml",
+        "[benchmarks.example_exact_match]\nsize = 9\n",
+    );
+    let out = ws.run(
+        &[
+            "config",
+            "show",
+            "--benchmark",
+            "example_exact_match",
+            "--harness",
+            "example_calculator",
+            "--env",
+            "host_process",
+            "sandbox",
+            "--format",
+            "yaml",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.contains("benchmarks:\n  example_exact_match:\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("    size: 9\n"),
+        "configured value wins: {}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("    wrong_every: 0\n"),
+        "declared default: {}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("  sandbox:\n"), "{}", out.stdout);
+    let json = ws.run_json(
+        &[
+            "config",
+            "show",
+            "--benchmark",
+            "example_exact_match",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(
+        json["benchmarks"]["example_exact_match"]["size"], 9,
+        "{json}"
+    );
+    let out = ws.run(&["config", "show", "--harness", "nope"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("unknown harness `nope`"), "{out:?}");
+}
+
+#[test]
+fn list_dump_writes_the_components_file_and_prints_its_path() {
+    let ws = Workspace::new();
+    let out = ws.run(&["list", "dump"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let path = ws.cwd.join("agentcompass_components.md");
+    assert_eq!(PathBuf::from(out.stdout.trim()), path);
+    let text = fs::read_to_string(&path).unwrap();
+    for needle in [
+        "## Benchmarks",
+        "| `example_exact_match` |",
+        "## Harnesses",
+        "| `example_calculator` |",
+        "## Environments",
+        "| `sandbox` |",
+        "## Analyzers",
+        "## Model API protocols",
+        "| `anthropic` |",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn openai_chat_accepts_upstreams_max_retries() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "qa-pack");
+    dirs.package("p", "agents-pack");
+    let params = json!({"path": qa_dataset(&ws)}).to_string();
+    let run = |retries: u32| {
+        // Two server errors, then the answer: one retry is not enough, two are.
+        let server = ScriptedServer::start(
+            &json!({"rules": [
+                {"match": {"last_user_contains": "2+2"},
+                 "responses": [{"status": 500}, {"status": 500}, {"text": "4"}]}
+            ]}),
+            None,
+        )
+        .unwrap();
+        let harness = json!({"max_retries": retries}).to_string();
+        let out = ws.run(
+            &[
+                "--plugin-dir",
+                plugins.to_str().unwrap(),
+                "run",
+                "qa",
+                "openai_chat",
+                "scripted-model",
+                "--benchmark-params",
+                &params,
+                "--harness-params",
+                &harness,
+                "--model-base-url",
+                &server.base_url(),
+                "--model-params",
+                r#"{"retry_backoff_seconds": 0}"#,
+                "--progress",
+                "none",
+            ],
+            &[],
+        );
+        (out.code, read_json(&run_dir(&out).join("metrics.json")))
+    };
+    let (code, metrics) = run(2);
+    assert_eq!(code, 0);
+    assert_eq!(metrics["series"][0]["value"], 1.0, "{metrics}");
+    let (_, metrics) = run(1);
+    assert_eq!(
+        metrics["series"][0]["value"],
+        serde_json::Value::Null,
+        "{metrics}"
+    );
+    // Exhausted on server errors: a fatal model failure, not scored.
+    assert_eq!(
+        metrics["extra"]["not_scored"]["classes"]["model"]["reasons"]["server errors"], 1,
+        "{metrics}"
+    );
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "run",
+            "qa",
+            "openai_chat",
+            "m",
+            "--benchmark-params",
+            &params,
+            "--harness-params",
+            r#"{"max_retries": 99}"#,
+            "--model-base-url",
+            "http://127.0.0.1:9",
+        ],
+        &[],
+    );
+    // Harness parameter values are checked when the harness plans a task (as every harness
+    // parameter is): the task fails its setup with the parameter named.
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("parameter `max_retries` must be an integer from 0 to 20 (found 99)"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_config_file_of_another_extension_is_read_as_yaml() {
+    let ws = Workspace::new();
+    let config = ws.write("cfg/eval.conf", "execution:\n  max_retries: 4\n");
+    let json = ws.run_json(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "config",
+            "show",
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(json["execution"]["max_retries"], 4, "{json}");
+}
+
+#[test]
+fn an_embedded_reference_in_an_unselected_provider_section_is_not_an_error() {
+    let ws = Workspace::new();
+    let config = ws.write(
+        "cfg/providers.toml",
+        "[environments.sandbox]\nbwrap = \"/opt/${E2E_UNSET_PREFIX}/bwrap\"\n",
+    );
+    let config = config.to_str().unwrap();
+    let args = |env: &'static str| {
+        vec![
+            "--config",
+            config,
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--env",
+            env,
+            "--progress",
+            "none",
+        ]
+    };
+    let out = ws.run(&args("host_process"), &[]);
+    assert_eq!(out.code, 0, "the sandbox section is not used: {out:?}");
+    let out = ws.run(&args("sandbox"), &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("providers.toml: environments.sandbox.bwrap: uses unsupported environment interpolation"),
+        "{out:?}"
+    );
+}
