@@ -33,6 +33,9 @@ pub(super) fn execute(
     let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
         .map_err(|e| anyhow::anyhow!(e))?;
     let executor = async_runtime()?;
+    if orchestration.runtime.auto_install_dependencies {
+        super::dependencies::install_all(&orchestration, setup, &executor)?;
+    }
     // Every request's tasks load before any results directory is created: a dataset or task
     // directory the benchmark rejects is bad input (exit 2, nothing written).
     let loaded = executor.block_on(async {

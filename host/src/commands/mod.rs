@@ -23,6 +23,7 @@ pub mod cluster;
 pub mod compare;
 pub mod config_docs;
 pub mod config_show;
+mod dependencies;
 pub mod env;
 mod execute;
 pub mod invocation;
