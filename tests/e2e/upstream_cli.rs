@@ -412,3 +412,128 @@ fn an_embedded_reference_in_an_unselected_provider_section_is_not_an_error() {
         "{out:?}"
     );
 }
+
+#[test]
+fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
+    let ws = Workspace::new();
+    let write = |name: &str, extra: &str| {
+        ws.write(
+            &format!("project/work/{name}.yaml"),
+            &format!(
+                "defaults:\n  benchmark: {{id: example_exact_match}}\n  harness: {{id: example_calculator}}\n  model: {{id: calc}}\nrequests:\n  - name: first\n{extra}"
+            ),
+        )
+    };
+    let taken = write("taken", "    output: {run_id: taken}\n");
+    let out = ws.run(&["launch", taken.to_str().unwrap(), "--dry-run"], &[]);
+    assert_eq!(out.code, 0, "free before the launch: {out:?}");
+    let out = ws.run(
+        &["launch", taken.to_str().unwrap(), "--progress", "none"],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run(&["launch", taken.to_str().unwrap(), "--dry-run"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("already exists; choose a different --run-id or use --reuse"),
+        "{out:?}"
+    );
+    let missing = write(
+        "missing",
+        "    runtime: {reuse: true, reuse_run_id: nosuchrun}\n",
+    );
+    let out = ws.run(&["launch", missing.to_str().unwrap(), "--dry-run"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains("reuse run nosuchrun not found under"),
+        "{out:?}"
+    );
+    // The real launch refuses the same, before writing anything.
+    let runs = || fs::read_dir(ws.cwd.join("results/first")).unwrap().count();
+    let before = runs();
+    let out = ws.run(
+        &["launch", missing.to_str().unwrap(), "--progress", "none"],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(runs(), before, "nothing written: {out:?}");
+}
+
+#[test]
+fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "qa-pack");
+    dirs.package("p", "agents-pack");
+    let params = json!({"path": qa_dataset(&ws)}).to_string();
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [
+            {"match": {"last_user_contains": "2+2"}, "responses": [{"text": "4"}], "cycle": true}
+        ]}),
+        None,
+    )
+    .unwrap();
+    let base_url = server.base_url();
+    let args = [
+        "--plugin-dir",
+        plugins.to_str().unwrap(),
+        "run",
+        "qa",
+        "openai_chat",
+        "scripted-model",
+        "--benchmark-params",
+        &params,
+        "--progress",
+        "none",
+    ];
+    for (family, protocol) in [("OPENAI", "openai-chat"), ("ANTHROPIC", "anthropic")] {
+        let (url_var, key_var) = (format!("{family}_BASE_URL"), format!("{family}_API_KEY"));
+        let out = ws.run(
+            &args,
+            &[(url_var.as_str(), &base_url), (key_var.as_str(), KEY)],
+        );
+        assert_eq!(out.code, 0, "{family}: {out:?}");
+        let run = run_dir(&out);
+        assert_eq!(
+            read_json(&run.join("metrics.json"))["series"][0]["value"],
+            1.0
+        );
+        let model = &read_json(&run.join("run_info.json"))["request"]["model"];
+        assert_eq!(model["base_url"], format!("${{{url_var}}}"), "{model}");
+        let last = server.requests().last().cloned().unwrap();
+        assert_eq!(last["auth"], "expected", "{family}: {last}");
+        assert!(
+            last["path"]
+                .as_str()
+                .unwrap()
+                .contains(if protocol == "anthropic" {
+                    "messages"
+                } else {
+                    "chat/completions"
+                }),
+            "{family}: {last}"
+        );
+        assert_eq!(
+            files_containing(&ws.cwd.join("results"), KEY),
+            Vec::<PathBuf>::new()
+        );
+    }
+    // A configured endpoint wins over the environment.
+    let out = ws.run(
+        &[
+            &args[..],
+            &["--model-base-url", "http://127.0.0.1:9/v1", "--dry-run"],
+        ]
+        .concat(),
+        &[("OPENAI_BASE_URL", &base_url)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout
+            .contains("\"base_url\": \"http://127.0.0.1:9/v1\""),
+        "{}",
+        out.stdout
+    );
+}

@@ -51,6 +51,9 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     warn_unknown_providers(&runtime, &setup.registry);
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     if cmd.dry_run {
+        // The resolution checks a real launch applies before it writes anything.
+        agentcompass_host::runtime::check_outputs(&orchestration)
+            .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
         warn_unresolved(
             &setup.registry,
             &orchestration

@@ -347,7 +347,46 @@ pub fn model_spec(layers: &[Layer]) -> Result<ModelSpec, ConfigError> {
             ));
         }
     }
+    let mut model = model;
+    sdk_env_defaults(&mut model, &|name| {
+        std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    });
     Ok(model)
+}
+
+/// The official SDKs' environment defaults, used when neither a flag nor a configuration sets
+/// the endpoint or the key (as upstream's OpenAI and Anthropic clients read them): an
+/// OpenAI protocol reads `OPENAI_BASE_URL` / `OPENAI_API_KEY`, `anthropic` reads
+/// `ANTHROPIC_BASE_URL` / `ANTHROPIC_API_KEY`; with `auto` (or none) the OpenAI variables win
+/// and the Anthropic ones select the `anthropic` protocol. They are set as `${VAR}`
+/// references, so printed and persisted requests name the variable, never its value, and a
+/// locally configured endpoint is never passed over for a public default.
+fn sdk_env_defaults(model: &mut ModelSpec, env: &dyn Fn(&str) -> Option<String>) {
+    use agentcompass_plugin_api::contracts::ApiProtocolSpec;
+    let first = match &model.api_protocol {
+        ApiProtocolSpec::One(p) => p.clone(),
+        ApiProtocolSpec::Many(list) => list.first().cloned().unwrap_or_default(),
+    };
+    let family = match first.as_str() {
+        "anthropic" => "ANTHROPIC",
+        "openai-chat" | "openai-responses" => "OPENAI",
+        _ if model.base_url.trim().is_empty()
+            && env("OPENAI_BASE_URL").is_none()
+            && env("ANTHROPIC_BASE_URL").is_some() =>
+        {
+            model.api_protocol = ApiProtocolSpec::One("anthropic".to_string());
+            "ANTHROPIC"
+        }
+        _ => "OPENAI",
+    };
+    let url = format!("{family}_BASE_URL");
+    if model.base_url.trim().is_empty() && env(&url).is_some() {
+        model.base_url = format!("${{{url}}}");
+    }
+    let key = format!("{family}_API_KEY");
+    if model.api_key.trim().is_empty() && env(&key).is_some() {
+        model.api_key = format!("${{{key}}}");
+    }
 }
 
 /// `ExecutionSpec` from layers over the defaults; keys must be ExecutionSpec fields and values
