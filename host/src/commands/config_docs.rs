@@ -46,8 +46,121 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
             .map_err(|e| e.message);
         out.push('\n');
         out.push_str(&capabilities_text(capabilities));
+        out.push('\n');
+        out.push_str(&shared_fields_text());
     }
     Ok(out)
+}
+
+/// The shared `EnvironmentSpec` fields every provider takes (beside its own parameters), as
+/// upstream's `config docs env` lists them: name, type and what it sets.
+const SHARED_FIELDS: [(&str, &str, &str); 22] = [
+    (
+        "resources",
+        "object",
+        "cpu, memory_mb, storage_mb, gpu of every environment",
+    ),
+    (
+        "run_resources",
+        "object",
+        "resource overrides of the task (run) environment",
+    ),
+    (
+        "evaluation_resources",
+        "object",
+        "resource overrides of a fresh evaluation environment",
+    ),
+    (
+        "baseline_network_policy",
+        "object",
+        "network policy when the environment is created",
+    ),
+    (
+        "evaluation_baseline_network_policy",
+        "object",
+        "startup policy of a fresh evaluation environment",
+    ),
+    (
+        "run_network_policy",
+        "object",
+        "network policy of the agent phase",
+    ),
+    (
+        "evaluation_network_policy",
+        "object",
+        "network policy of the evaluation phase",
+    ),
+    (
+        "evaluation_environment_mode",
+        "string",
+        "none | reuse | fresh: where evaluation runs",
+    ),
+    (
+        "env_variables",
+        "object",
+        "bindings of every phase (values may be ${VAR})",
+    ),
+    ("run_env_variables", "object", "bindings of the agent phase"),
+    (
+        "evaluation_env_variables",
+        "object",
+        "bindings of evaluation commands",
+    ),
+    (
+        "evaluation_environment_env_variables",
+        "object",
+        "startup bindings of a fresh evaluation environment (unset: inherit)",
+    ),
+    (
+        "require_startup_env",
+        "boolean",
+        "bindings must be injected at environment startup",
+    ),
+    ("setup.image", "string", "image of the task environment"),
+    (
+        "setup.build_timeout_seconds",
+        "number",
+        "deadline of open + initialisation",
+    ),
+    (
+        "setup.workdir",
+        "string",
+        "absolute default working directory",
+    ),
+    ("setup.os", "string", "linux | windows"),
+    (
+        "evaluation_setup.image",
+        "string",
+        "image of a fresh evaluation environment",
+    ),
+    (
+        "evaluation_setup.build_timeout_seconds",
+        "number",
+        "its deadline of open + initialisation",
+    ),
+    (
+        "evaluation_setup.workdir",
+        "string",
+        "its default working directory",
+    ),
+    ("evaluation_setup.os", "string", "its operating system"),
+    (
+        "params",
+        "object",
+        "the provider's own parameters (the table above)",
+    ),
+];
+
+/// The table of [`SHARED_FIELDS`].
+fn shared_fields_text() -> String {
+    let rows: Vec<Vec<String>> = SHARED_FIELDS
+        .iter()
+        .map(|(name, kind, what)| vec![name.to_string(), kind.to_string(), what.to_string()])
+        .collect();
+    format!(
+        "shared EnvironmentSpec fields (every provider; --env-params or [environments.ID]):\n{}",
+        table::render(&["NAME", "TYPE", "DESCRIPTION"], &rows)
+    )
 }
 
 /// What a provider enforces, one line each.
@@ -96,6 +209,19 @@ fn capabilities_text(capabilities: Result<ProviderCapabilities, String>) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_shared_environment_field_is_documented() {
+        use agentcompass_plugin_api::contracts::ENVIRONMENT_SHARED_FIELDS;
+        for field in ENVIRONMENT_SHARED_FIELDS {
+            assert!(
+                SHARED_FIELDS
+                    .iter()
+                    .any(|(name, ..)| name == field || name.starts_with(&format!("{field}."))),
+                "{field} is missing from SHARED_FIELDS"
+            );
+        }
+    }
 
     #[test]
     fn capabilities_lines() {
