@@ -258,6 +258,8 @@ runtime = { reuse_run_id = "20250101_120000" }
 name = "c"
 "#,
     );
+    // `--dry-run` checks what a real launch checks: the named reuse source must exist.
+    ws.write("project/work/results/b/20250101_120000/run_info.json", "{}");
     let v = launch(&ws, &file, &["--config", &path(&cfg)], &[]);
     assert_eq!(
         request(&v, "a")["runtime"],

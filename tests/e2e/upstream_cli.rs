@@ -447,7 +447,8 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
     let out = ws.run(&["launch", missing.to_str().unwrap(), "--dry-run"], &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
-        out.stderr.contains("reuse run nosuchrun not found under"),
+        out.stderr
+            .contains("request first: runtime.reuse_run_id: run `nosuchrun` not found under"),
         "{out:?}"
     );
     // The real launch refuses the same, before writing anything.

@@ -62,7 +62,6 @@ pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
 /// Where a multi-step attempt's per-step records live in `result.json`: `meta.benchmark.steps`.
 pub const STEPS_META_KEY: &str = "steps";
 
-
 /// The `task.json` index of a published task: upstream's fields (`task_id`, `category`,
 /// `ground_truth`, `attempt_plan`, `attempts`, retry counts) plus our `reuse_key`.
 pub fn task_payload(

@@ -243,28 +243,14 @@ async fn futures_join_all<F: std::future::Future>(
     outputs.into_iter().flatten().collect()
 }
 
-/// What creating each request's run directory would refuse, checked before anything is
-/// written: an explicit `output.run_id` whose directory exists, and a `reuse_run_id` that
-/// names no run of the request's namespace (`launch --dry-run` applies the same checks).
+/// What creating each request's run directory would refuse, checked without writing: an
+/// explicit `output.run_id` whose directory exists, a `reuse_run_id` that names no run of the
+/// request's namespace (`launch --dry-run` applies the checks a real launch's preflight
+/// applies).
 pub fn check_outputs(orchestration: &Orchestration) -> Result<(), RunError> {
     let results_dir = std::path::Path::new(&orchestration.runtime.results_dir);
     for run in &orchestration.requests {
-        let request = &run.request;
-        let namespace = crate::request::output_namespace(request);
-        let explicit =
-            (!request.output.run_id.is_empty()).then_some(request.output.run_id.as_str());
-        agentcompass_results::store::RunStore::check_create(results_dir, &namespace, explicit)
-            .map_err(|e| RunError::from(e).in_request(&run.name))?;
-        let named = &request.runtime.reuse_run_id;
-        if request.runtime.reuse == Some(true) && !named.is_empty() {
-            agentcompass_results::store::find_reuse_source(
-                results_dir,
-                &namespace,
-                Some(named),
-                None,
-            )
-            .map_err(|e| RunError::from(e).in_request(&run.name))?;
-        }
+        run::check_output(results_dir, run).map_err(|e| e.in_request(&run.name))?;
     }
     Ok(())
 }
@@ -294,7 +280,6 @@ pub fn preflight_all(
         }
         cluster::check_cluster(runtime).map_err(RunError::Refused)?;
     }
-    check_outputs(orchestration)?;
     let prepared: Vec<PreparedRequest> = orchestration
         .requests
         .iter()

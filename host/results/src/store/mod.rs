@@ -397,25 +397,6 @@ impl RunStore {
         Self::create_at(results_dir, namespace, run_id, SystemTime::now())
     }
 
-    /// Checks, without creating anything, what [`RunStore::create`] would refuse: a bad
-    /// namespace part or run id, or an explicit run id whose directory exists (`launch
-    /// --dry-run` applies the checks a real launch applies).
-    pub fn check_create(
-        results_dir: &Path,
-        namespace: &[String],
-        run_id: Option<&str>,
-    ) -> Result<(), StoreError> {
-        let namespace_dir = namespace_dir(results_dir, namespace)?;
-        if let Some(explicit) = run_id {
-            let id = checked_component(explicit, "run id", &namespace_dir)?;
-            let dir = namespace_dir.join(&id);
-            if dir.exists() {
-                return Err(StoreError::RunExists { path: dir });
-            }
-        }
-        Ok(())
-    }
-
     fn create_at(
         results_dir: &Path,
         namespace: &[String],

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use agentcompass_results::status::RunStatus;
 use serde_json::json;
 
+pub(crate) use preflight::check_output;
 pub(in crate::runtime) use preflight::check_prices;
 pub use preflight::{preflight, PreparedRequest};
 pub(in crate::runtime) use start::request_context;

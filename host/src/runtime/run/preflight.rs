@@ -164,7 +164,7 @@ pub(in crate::runtime) fn check_prices(
 }
 
 /// An explicit run id must be new; a reuse source must exist.
-fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), RunError> {
+pub(crate) fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), RunError> {
     let namespace_dir: PathBuf = output_namespace(&run.request)
         .iter()
         .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
