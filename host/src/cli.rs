@@ -86,6 +86,9 @@ pub enum Command {
         #[arg(long, value_name = "JSON", value_parser = json_object)]
         benchmark_params: Option<serde_json::Map<String, serde_json::Value>>,
     },
+    /// Run the analyzers over an existing run (every attempt's analysis_result and the run's
+    /// analysis_summary.json/.md), into a copy of the run or, with --override, in place
+    Analysis(AnalysisCmd),
     /// Compare run B against run A on the tasks both share: paired differences with a
     /// bootstrap interval, McNemar's exact test, per-category deltas, tasks fixed and broken
     Compare(CompareCmd),
@@ -125,6 +128,23 @@ pub struct ViewCmd {
     /// Open the viewer in a browser (`xdg-open`)
     #[arg(long)]
     pub open: bool,
+}
+
+/// `analysis --input RUN_DIR [--analysis-params JSON] [--override | --output DIR]`.
+#[derive(Debug, Args)]
+pub struct AnalysisCmd {
+    /// The run directory to analyze
+    #[arg(long, value_name = "RUN_DIR")]
+    pub input: PathBuf,
+    /// Analyzer selection and options (JSON object), over the run's execution.analysis_params
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub analysis_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Rewrite the run in place
+    #[arg(long = "override", conflicts_with = "output")]
+    pub in_place: bool,
+    /// Write the analyzed copy here (default: a new sibling run directory named by the time)
+    #[arg(long, value_name = "DIR")]
+    pub output: Option<PathBuf>,
 }
 
 /// `compare RUN_A RUN_B [--json] [--metric ID]`.
@@ -480,6 +500,16 @@ pub struct RunCmd {
     /// Leave environments open after the run (see `env list`)
     #[arg(long)]
     pub keep_environment: bool,
+    /// Run the analyzers on every attempt (the default, as upstream's)
+    #[arg(long, overrides_with = "no_enable_analysis")]
+    pub enable_analysis: bool,
+    /// Do not run the analyzers
+    #[arg(long)]
+    pub no_enable_analysis: bool,
+    /// Analyzer selection and options (JSON object: `analyzers`, `exclude_analyzers`,
+    /// `<AnalyzerId>: {...}`)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub analysis_params: Option<serde_json::Map<String, serde_json::Value>>,
     /// CI gates
     #[command(flatten)]
     pub gates: GateFlags,

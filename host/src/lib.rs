@@ -1,5 +1,6 @@
 //! agentcompass-host library: plugin loading, the run-local registry, and the CLI commands.
 
+pub mod analysis;
 pub mod compare;
 pub mod config;
 pub mod exit_code;

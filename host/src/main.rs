@@ -138,6 +138,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Report(cmd) => commands::report::report(&cmd),
         Command::Compare(cmd) => commands::compare::compare(&cmd),
+        Command::Analysis(cmd) => {
+            let setup = load(global)?;
+            commands::analysis::analysis(&setup.registry, &cmd)
+        }
         Command::Summary {
             run_dir,
             dry_run,

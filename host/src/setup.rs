@@ -94,6 +94,7 @@ pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
     };
     let report = load_dirs(&plugin_dirs(settings)?, &options);
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
+    registry.add_builtin_analyzers(agentcompass_analysis::builtins());
     let mut problems = report.problems;
     for plugin in report.plugins {
         if let Err(problem) = registry.add_plugin(plugin) {

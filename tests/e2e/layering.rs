@@ -68,8 +68,16 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-viewer",
             // `runtime.executor = "slurm"`: jobs through the Slurm CLIs.
             "agentcompass-cluster",
+            // `compare` and `--baseline`: the paired statistics.
+            "agentcompass-stats",
+            // the built-in analyzers and the analysis summary.
+            "agentcompass-analysis",
         ],
     );
+    // Paired statistics: a leaf.
+    expect("host/stats/Cargo.toml", &[]);
+    // The analyzers are components like any plugin's: plugin-api only.
+    expect("host/analysis/Cargo.toml", &["agentcompass-plugin-api"]);
     // The viewer reads results through the results crate's readers (and may mask text).
     expect(
         "host/viewer/Cargo.toml",
@@ -287,6 +295,8 @@ fn no_module_cycles_inside_a_crate() {
         "host/redact/src",
         "host/viewer/src",
         "host/cluster/src",
+        "host/stats/src",
+        "host/analysis/src",
         "plugin-api/src",
         "plugins/agents/src",
         "plugins/docker/src",

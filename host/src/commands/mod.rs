@@ -19,6 +19,7 @@ macro_rules! outln {
 }
 
 pub mod agents;
+pub mod analysis;
 pub mod cluster;
 pub mod compare;
 pub mod config_docs;

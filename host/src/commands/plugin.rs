@@ -70,6 +70,7 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
         init_services: Some(agentcompass_host::host_services::plugin_init_services),
     };
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
+    registry.add_builtin_analyzers(agentcompass_analysis::builtins());
     let mut failures = 0;
     for path in paths {
         for candidate in candidates(path) {

@@ -46,6 +46,12 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         retry_pattern_list: cmd.retry_pattern_list.clone(),
         recipes: cmd.recipes.clone(),
         keep_environment: cmd.keep_environment,
+        enable_analysis: match (cmd.enable_analysis, cmd.no_enable_analysis) {
+            (_, true) => Some(false),
+            (true, false) => Some(true),
+            (false, false) => None,
+        },
+        analysis_params: cmd.analysis_params.clone(),
         run_name: cmd.run_name.clone(),
         run_id: cmd.run_id.clone(),
         reuse: cmd.reuse.clone(),

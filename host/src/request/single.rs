@@ -63,6 +63,10 @@ pub struct RunArgs {
     pub recipes: Vec<String>,
     /// `--keep-environment`.
     pub keep_environment: bool,
+    /// `--enable-analysis` (`Some(true)`) / `--no-enable-analysis` (`Some(false)`).
+    pub enable_analysis: Option<bool>,
+    /// `--analysis-params`.
+    pub analysis_params: Option<Map<String, Value>>,
     /// `--run-name`.
     pub run_name: Option<String>,
     /// `--run-id`.
@@ -251,6 +255,17 @@ fn execution(
             "--keep-environment",
             args.keep_environment
                 .then(|| json!({"keep_environment": true})),
+        ),
+        (
+            "--enable-analysis",
+            args.enable_analysis
+                .map(|on| json!({"enable_analysis": on})),
+        ),
+        (
+            "--analysis-params",
+            args.analysis_params
+                .as_ref()
+                .map(|params| json!({"analysis_params": params})),
         ),
     ];
     layers.extend(

@@ -16,6 +16,8 @@ use agentcompass_results::store::RunStore;
 
 /// The shared state of one request's run.
 pub struct RequestContext {
+    /// The run's analyzers (`execution.enable_analysis`): each attempt's `analysis_result`.
+    pub analysis: Option<Arc<crate::analysis::RunAnalysis>>,
     /// The request as persisted: `${VAR}` references kept.
     pub request: RunRequest,
     /// The request with references resolved: handed to components, never persisted.

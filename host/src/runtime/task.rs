@@ -304,9 +304,17 @@ async fn run_attempts(
         if done.cancelled {
             return Err(TaskEnd::Cancelled);
         }
-        if let Err(e) =
-            writer.write_attempt_result(attempt, &attempt_payload(&done.result, done.retries))
-        {
+        let mut payload = attempt_payload(&done.result, done.retries);
+        if let Some(analysis) = &rc.analysis {
+            analysis.annotate(
+                &task.task_id,
+                Some(&task.category),
+                &task.ground_truth,
+                attempt,
+                &mut payload,
+            );
+        }
+        if let Err(e) = writer.write_attempt_result(attempt, &payload) {
             tracing::error!(
                 "cannot write result of task {} attempt {attempt}: {e}",
                 task.task_id

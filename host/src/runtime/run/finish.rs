@@ -41,6 +41,19 @@ pub(super) async fn finish(
         ));
     }
     write_report(rc, &report);
+    if let Some(analysis) = &rc.analysis {
+        // Reads the published tasks' analysis results back, one task at a time.
+        let run_dir = rc.store.run_dir().to_path_buf();
+        let analysis = analysis.clone();
+        let model = rc.request.model.id.clone();
+        let written =
+            tokio::task::spawn_blocking(move || analysis.write_summary(&run_dir, &model)).await;
+        match written {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!("cannot write the analysis summary: {e}"),
+            Err(e) => tracing::error!("cannot write the analysis summary: {e}"),
+        }
+    }
     info.status = status;
     if let Some(provenance) = info.provenance.as_mut() {
         provenance["datasets"] = rc.datasets.to_json();

@@ -25,6 +25,8 @@ pub struct PreparedRequest {
     pub(super) tasks: Option<TaskSource>,
     /// What will run (`run_info.json` `provenance`), as far as it is known before the run.
     pub(super) provenance: serde_json::Value,
+    /// The run's analyzers (`execution.enable_analysis`).
+    pub(super) analysis: Option<std::sync::Arc<crate::analysis::RunAnalysis>>,
 }
 
 impl PreparedRequest {
@@ -101,6 +103,19 @@ pub fn preflight(
 ) -> Result<PreparedRequest, RunError> {
     let checked = check(registry, results_dir, &run);
     let (resolved, planner, patterns) = checked.map_err(|e| e.in_request(&run.name))?;
+    let analysis = resolved
+        .execution
+        .enable_analysis
+        .then(|| {
+            crate::analysis::RunAnalysis::new(
+                registry,
+                &resolved.execution.analysis_params,
+                &resolved.benchmark.id,
+            )
+            .map(std::sync::Arc::new)
+            .map_err(|e| RunError::Refused(e).in_request(&run.name))
+        })
+        .transpose()?;
     let provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
     Ok(PreparedRequest {
         run,
@@ -109,6 +124,7 @@ pub fn preflight(
         patterns,
         tasks: None,
         provenance,
+        analysis,
     })
 }
 

@@ -116,6 +116,7 @@ pub(in crate::runtime) fn request_context(
         patterns,
         tasks,
         provenance: _,
+        analysis,
     } = prepared;
     let contract = planner
         .benchmark()
@@ -161,6 +162,7 @@ pub(in crate::runtime) fn request_context(
     breaker.cancel_on_exhaustion(&cancel);
     let rc = RequestContext {
         reuse_key: reuse_key(&resolved),
+        analysis,
         request: run.request,
         resolved,
         planner,

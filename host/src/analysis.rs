@@ -1,0 +1,157 @@
+//! Analysis of finished attempts (issue 19): the run's analyzers chosen from the registry by
+//! `execution.analysis_params` (`agentcompass_analysis` does the selection and the built-ins),
+//! each attempt's `analysis_result` added to its `result.json` payload before it is written,
+//! and the run-level `analysis_summary.json` / `.md` streamed from the published tasks.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agentcompass_analysis::{parse_params, Analysis, SummaryBuilder};
+use agentcompass_plugin_api::contracts::{AnalysisInput, ComponentInfo, ComponentKind, JsonMap};
+use agentcompass_plugin_api::sdk::Analyzer;
+use agentcompass_results::store::published_tasks;
+use serde_json::Value;
+
+use crate::registry::Registry;
+
+/// `analysis_summary.json`.
+pub const SUMMARY_JSON: &str = "analysis_summary.json";
+/// `analysis_summary.md`.
+pub const SUMMARY_MD: &str = "analysis_summary.md";
+
+/// The analyzers of one run, selected and configured.
+pub struct RunAnalysis {
+    analysis: Analysis,
+    infos: Vec<ComponentInfo>,
+    benchmark: String,
+}
+
+impl std::fmt::Debug for RunAnalysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunAnalysis")
+            .field("benchmark", &self.benchmark)
+            .field("analyzers", &self.analysis.candidate_ids())
+            .finish()
+    }
+}
+
+/// An analyzer with what it says about itself.
+type Registered = (ComponentInfo, Arc<dyn Analyzer>);
+
+/// Every registered analyzer (built-ins first, then plugins), instantiated.
+fn registered(registry: &Registry) -> Result<Vec<Registered>, String> {
+    registry
+        .list(ComponentKind::Analyzer)
+        .map(|entry| {
+            registry
+                .analyzer(&entry.info.id)
+                .map(|a| (entry.info.clone(), a))
+                .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+impl RunAnalysis {
+    /// The analyzers `params` (upstream's `analysis_params`: `analyzers`, `exclude_analyzers`,
+    /// per-analyzer options) select for a run of `benchmark`; a bad key or option is one line
+    /// naming it.
+    pub fn new(registry: &Registry, params: &JsonMap, benchmark: &str) -> Result<Self, String> {
+        let analyzers = registered(registry)?;
+        let ids: Vec<&str> = analyzers.iter().map(|(i, _)| i.id.as_str()).collect();
+        let parsed = parse_params(&Value::Object(params.clone()), &ids)
+            .map_err(|e| format!("execution.analysis_params: {e}"))?;
+        let infos = analyzers.iter().map(|(i, _)| i.clone()).collect();
+        let analysis = Analysis::new(analyzers, &parsed)
+            .map_err(|e| format!("execution.analysis_params: {e}"))?;
+        Ok(RunAnalysis {
+            analysis,
+            infos,
+            benchmark: benchmark.to_string(),
+        })
+    }
+
+    /// The selected analyzer ids.
+    pub fn analyzers(&self) -> Vec<&str> {
+        self.analysis.candidate_ids()
+    }
+
+    /// Sets `payload["analysis_result"]` (an attempt's `result.json` payload) from every
+    /// selected analyzer; an analyzer's failure is recorded in its entry, never raised.
+    pub fn annotate(
+        &self,
+        task_id: &str,
+        category: Option<&str>,
+        ground_truth: &Value,
+        attempt: u32,
+        payload: &mut Value,
+    ) {
+        let input = AnalysisInput {
+            benchmark: self.benchmark.clone(),
+            task_id: task_id.to_string(),
+            category: category.filter(|c| !c.is_empty()).map(str::to_string),
+            ground_truth: ground_truth.clone(),
+            attempt,
+            result: payload.clone(),
+            options: JsonMap::new(),
+        };
+        payload["analysis_result"] = Value::Object(self.analysis.analyze_attempt(&input));
+    }
+
+    /// Writes `analysis_summary.json` and `.md` of `run_dir` from its published tasks'
+    /// `analysis_result`s (one task in memory at a time); returns how many tasks it read.
+    pub fn write_summary(&self, run_dir: &Path, model: &str) -> std::io::Result<u64> {
+        write_summary(run_dir, &self.benchmark, model, &self.infos)
+    }
+}
+
+/// The `analysis_result` objects of a published task's attempts, in attempt order.
+fn attempt_results(dir: &Path, attempts: &Value) -> Vec<JsonMap> {
+    let Some(map) = attempts.as_object() else {
+        return Vec::new();
+    };
+    let mut numbered: Vec<(u32, &str)> = map
+        .iter()
+        .filter_map(|(n, d)| Some((n.parse().ok()?, d.as_str()?)))
+        .collect();
+    numbered.sort();
+    numbered
+        .into_iter()
+        .filter_map(|(_, d)| {
+            let text = std::fs::read_to_string(dir.join(d).join("result.json")).ok()?;
+            let value: Value = serde_json::from_str(&text).ok()?;
+            value.get("analysis_result")?.as_object().cloned()
+        })
+        .collect()
+}
+
+/// Writes the analysis summary of `run_dir` (both files atomically); returns the task count.
+pub fn write_summary(
+    run_dir: &Path,
+    benchmark: &str,
+    model: &str,
+    infos: &[ComponentInfo],
+) -> std::io::Result<u64> {
+    let mut builder = SummaryBuilder::new(benchmark, model, infos.iter());
+    let mut tasks = 0;
+    for task in published_tasks(run_dir) {
+        let results = attempt_results(&task.dir, &task.task_json["attempts"]);
+        let refs: Vec<&JsonMap> = results.iter().collect();
+        let file: PathBuf = task
+            .dir
+            .strip_prefix(run_dir)
+            .unwrap_or(&task.dir)
+            .join("task.json");
+        let category = task.task_json["category"].as_str();
+        builder.add_task(&file.to_string_lossy(), category, &refs);
+        tasks += 1;
+    }
+    let summary = builder.finish();
+    let json = serde_json::to_vec_pretty(&summary.to_json()).map_err(std::io::Error::other)?;
+    agentcompass_results::fsutil::write_atomic(&run_dir.join(SUMMARY_JSON), &json, 0o644)?;
+    agentcompass_results::fsutil::write_atomic(
+        &run_dir.join(SUMMARY_MD),
+        summary.to_markdown().as_bytes(),
+        0o644,
+    )?;
+    Ok(tasks)
+}

@@ -1,0 +1,123 @@
+//! `agentcompass-host analysis --input RUN_DIR [--analysis-params JSON] [--override | --output
+//! DIR]`: the analyzers over a persisted run, one task at a time (memory flat in the task
+//! count): each attempt's `result.json` gets its `analysis_result` (rewritten atomically),
+//! then `analysis_summary.json` / `.md` are written. By default into a copy of the run (a new
+//! sibling run directory named by the time, as upstream), with `--override` in place.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{anyhow, bail, Context};
+use serde_json::Value;
+
+use agentcompass_host::analysis::RunAnalysis;
+use agentcompass_host::registry::Registry;
+use agentcompass_results::store::{copy_tree, published_tasks};
+
+use crate::cli::AnalysisCmd;
+
+fn read_json(path: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| anyhow!("{}: invalid JSON: {e}", path.display()))
+}
+
+/// Where the analyzed run goes.
+fn target(cmd: &AnalysisCmd) -> anyhow::Result<PathBuf> {
+    if cmd.in_place {
+        return Ok(cmd.input.clone());
+    }
+    let dir = match &cmd.output {
+        Some(dir) => dir.clone(),
+        None => {
+            let parent = cmd.input.parent().unwrap_or(Path::new("."));
+            let stamp = agentcompass_results::time::new_run_id(std::time::SystemTime::now());
+            (0..100)
+                .map(|i| {
+                    if i == 0 {
+                        parent.join(&stamp)
+                    } else {
+                        parent.join(format!("{stamp}_{i}"))
+                    }
+                })
+                .find(|p| !p.exists())
+                .ok_or_else(|| {
+                    anyhow!("analysis: no free run id next to {}", cmd.input.display())
+                })?
+        }
+    };
+    if dir.exists() {
+        bail!(
+            "--output {}: expected a new directory, found an existing one",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// Runs the analyzers over the run; prints the analyzed run directory.
+pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
+    let info_path = cmd.input.join("run_info.json");
+    if !info_path.is_file() {
+        bail!(
+            "--input {}: expected a run directory (holding run_info.json), found none",
+            cmd.input.display()
+        );
+    }
+    let info = read_json(&info_path)?;
+    let request = &info["request"];
+    let benchmark = request["benchmark"]["id"].as_str().unwrap_or_default();
+    let model = request["model"]["id"].as_str().unwrap_or_default();
+    let mut params = request["execution"]["analysis_params"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    if let Some(over) = &cmd.analysis_params {
+        params = over.clone();
+    }
+    let analysis = RunAnalysis::new(registry, &params, benchmark).map_err(|e| {
+        anyhow!(
+            "{}",
+            e.replace("execution.analysis_params", "--analysis-params")
+        )
+    })?;
+    let target = target(cmd)?;
+    let started = Instant::now();
+    if target != cmd.input {
+        copy_tree(&cmd.input, &target, &mut |_| Ok(()))
+            .map_err(|e| anyhow!("analysis: cannot copy the run: {e}"))?;
+    }
+    let (mut tasks, mut attempts) = (0u64, 0u64);
+    for task in published_tasks(&target) {
+        tasks += 1;
+        let Some(map) = task.task_json["attempts"].as_object() else {
+            continue;
+        };
+        let category = task.task_json["category"].as_str();
+        let ground_truth = &task.task_json["ground_truth"];
+        for (number, dir) in map {
+            let (Ok(n), Some(dir)) = (number.parse::<u32>(), dir.as_str()) else {
+                continue;
+            };
+            let path = task.dir.join(dir).join("result.json");
+            let Ok(mut payload) = read_json(&path) else {
+                continue;
+            };
+            analysis.annotate(&task.task_id, category, ground_truth, n, &mut payload);
+            let bytes = serde_json::to_vec(&payload)?;
+            agentcompass_results::fsutil::write_atomic(&path, &bytes, 0o644)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            attempts += 1;
+        }
+    }
+    analysis
+        .write_summary(&target, model)
+        .with_context(|| format!("cannot write the analysis summary of {}", target.display()))?;
+    eprintln!(
+        "analyzed {tasks} tasks ({attempts} attempts) with {} analyzers in {:.1} s",
+        analysis.analyzers().len(),
+        started.elapsed().as_secs_f64()
+    );
+    crate::outln!("{}", target.display());
+    Ok(0)
+}
