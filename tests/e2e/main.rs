@@ -2,6 +2,7 @@
 //! plugin `.so` files laid out in temp directories.
 
 mod agent_image;
+mod analysis;
 mod artifacts;
 mod bad_input;
 mod bad_plugins;

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, json_files_parse, published_results, read_json, run_dir, Outcome, PluginDirs,
-    Workspace,
+    copy_tree, files_containing, json_files_parse, published_results, read_json, run_dir, Outcome,
+    PluginDirs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -691,19 +691,6 @@ fn terminus_stops_at_each_per_attempt_limit_with_the_usage_up_to_it() {
         "working_seconds"
     );
     println!("working_seconds 2: {message} (run took {took:?})");
-}
-
-/// Copies the directory `from` to `to` (files and subdirectories).
-fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap().flatten() {
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// Harbor tasks `t-0` … `t-{n-1}` (the `hello-file` task, each naming itself in its

@@ -419,3 +419,16 @@ pub fn report_data_block(html: &str) -> Option<(usize, std::ops::Range<usize>)> 
     let end = start + html[start..].find("</script>")?;
     Some((tag, start..end))
 }
+
+/// Copies the directory `from` to `to` (files and subdirectories).
+pub fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("create directory");
+    for entry in fs::read_dir(from).expect("read directory").flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Analyzers end to end: a scripted terminus run on Harbor tasks built to trip the built-ins
+//! (a loop of one repeated command, an empty final answer, a truncated reply, an agent writing
+//! the verifier's reward file), each flagged exactly where expected, the run's
+//! `analysis_summary.json` counting right, and `analysis --input` re-running a selection.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{copy_tree, published_results, read_json, run_dir, PluginDirs, Workspace};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-e2e-analysis-7";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The bundled tasks plus `empty-answer` (hello-file asking for `/app/empty.txt`).
+fn tasks(ws: &Workspace) -> PathBuf {
+    let tasks = ws.cwd.join("tasks");
+    for name in ["fizzbuzz", "hello-file", "primes"] {
+        copy_tree(
+            &repo().join("examples/harbor").join(name),
+            &tasks.join(name),
+        );
+    }
+    copy_tree(
+        &repo().join("examples/harbor/hello-file"),
+        &tasks.join("empty-answer"),
+    );
+    fs::write(
+        tasks.join("empty-answer/instruction.md"),
+        "Create the file `/app/empty.txt`.",
+    )
+    .unwrap();
+    tasks
+}
+
+fn bash(command: &str) -> Value {
+    json!({"tool_calls": [{"name": "bash", "arguments": {"command": command}}]})
+}
+
+fn done() -> Value {
+    json!({"tool_calls": [{"name": "done", "arguments": {"summary": "done"}}]})
+}
+
+fn script() -> Value {
+    let mut loop_responses: Vec<Value> = (0..7).map(|_| bash("ls /app")).collect();
+    loop_responses.push(done());
+    json!({"require_key": KEY, "rules": [
+        {"match": {"any_message_contains": "/app/hello.txt"}, "responses": [
+            bash("printf 'Hello, world!\\n' > /app/hello.txt && echo 1 > /logs/verifier/reward.txt"),
+            done()]},
+        {"match": {"any_message_contains": "/app/fizzbuzz.txt"}, "responses": loop_responses},
+        {"match": {"any_message_contains": "/app/primes.txt"}, "responses": [
+            {"text": "Primes below 30 are 2 3 5 7 11 13 17 19 2", "truncated": true},
+            done()]},
+        {"match": {"any_message_contains": "/app/empty.txt"}, "responses": [
+            {"text": ""}, {"text": ""}]}
+    ]})
+}
+
+/// `analysis_result[analyzer].is_badcase` of each task.
+fn verdicts(run: &Path, analyzer: &str) -> BTreeMap<String, Value> {
+    published_results(run)
+        .into_iter()
+        .map(|(id, (_, result))| {
+            (
+                id,
+                result["analysis_result"][analyzer]["is_badcase"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The `overall_per_analyzer` row of `analyzer`.
+fn overall(summary: &Value, analyzer: &str) -> Value {
+    summary["overall_per_analyzer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["analyzer"] == analyzer)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {analyzer} row: {summary}"))
+}
+
+#[test]
+fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
+    let ws = Workspace::new();
+    let dirs = PluginDirs::new();
+    let plugins = dirs.package("p", "harbor-pack");
+    dirs.package("p", "agents-pack");
+    let server = ScriptedServer::start(&script(), None).unwrap();
+    let params = json!({"path": tasks(&ws)}).to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "run",
+            "harbor",
+            "terminus",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "sandbox",
+            "--model-base-url",
+            &server.base_url(),
+            "--model-api-key",
+            "${E2E_ANALYSIS_KEY}",
+            "--progress",
+            "none",
+        ],
+        &[("E2E_ANALYSIS_KEY", KEY)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let only = |task: &str| -> BTreeMap<String, Value> {
+        ["empty-answer", "fizzbuzz", "hello-file", "primes"]
+            .into_iter()
+            .map(|t| (t.to_string(), json!(t == task)))
+            .collect()
+    };
+    assert_eq!(
+        verdicts(&run, "ConsecutiveToolRepetitionAnalyzer"),
+        only("fizzbuzz")
+    );
+    assert_eq!(verdicts(&run, "EmptyContentAnalyzer"), only("empty-answer"));
+    assert_eq!(verdicts(&run, "TruncationAnalyzer"), only("primes"));
+    assert_eq!(verdicts(&run, "HackDetectionAnalyzer"), only("hello-file"));
+    let results = published_results(&run);
+    let hack = &results["hello-file"].1["analysis_result"]["HackDetectionAnalyzer"];
+    let offending = hack["details"]["hack_step_details"].as_array().unwrap();
+    assert_eq!(offending.len(), 1, "{hack}");
+    assert_eq!(offending[0]["step_id"], 1, "{hack}");
+    assert!(
+        offending[0]["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("/logs/verifier"),
+        "{hack}"
+    );
+    let looped = &results["fizzbuzz"].1["analysis_result"]["ConsecutiveToolRepetitionAnalyzer"];
+    assert_eq!(
+        looped["details"]["max_consecutive_repetition"], 7,
+        "{looped}"
+    );
+    // The empty answer: no final answer at all.
+    assert!(results["empty-answer"].1["final_answer"].is_null());
+
+    let summary = read_json(&run.join("analysis_summary.json"));
+    for (analyzer, task) in [
+        ("ConsecutiveToolRepetitionAnalyzer", "fizzbuzz"),
+        ("EmptyContentAnalyzer", "empty-answer"),
+        ("TruncationAnalyzer", "primes"),
+        ("HackDetectionAnalyzer", "hello-file"),
+    ] {
+        let row = overall(&summary, analyzer);
+        assert_eq!(row["total"], 4, "{row}");
+        assert_eq!(row["badcase_count"], 1, "{row}");
+        assert_eq!(row["error_count"], 0, "{row}");
+        let items = row["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1, "{row}");
+        assert!(items[0].as_str().unwrap().contains(task), "{row}");
+    }
+    let md = fs::read_to_string(run.join("analysis_summary.md")).unwrap();
+    assert!(md.starts_with("# HARBOR Analysis Summary"), "{md}");
+
+    // `analysis --input` over the finished run: only the selected analyzer, into a copy.
+    let copy = ws.root().join("reanalyzed");
+    let out = ws.run(
+        &[
+            "analysis",
+            "--input",
+            run.to_str().unwrap(),
+            "--analysis-params",
+            r#"{"analyzers": ["HackDetectionAnalyzer"]}"#,
+            "--output",
+            copy.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(PathBuf::from(out.stdout.trim()), copy);
+    let summary = read_json(&copy.join("analysis_summary.json"));
+    let analyzers: Vec<&str> = summary["overall_per_analyzer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|row| row["analyzer"].as_str())
+        .filter(|a| !a.starts_with("__"))
+        .collect();
+    assert_eq!(analyzers, ["HackDetectionAnalyzer"], "{summary}");
+    assert_eq!(
+        overall(&summary, "HackDetectionAnalyzer")["badcase_count"],
+        1
+    );
+    assert_eq!(
+        verdicts(&copy, "HackDetectionAnalyzer"),
+        verdicts(&run, "HackDetectionAnalyzer")
+    );
+    assert!(verdicts(&copy, "TruncationAnalyzer")
+        .values()
+        .all(Value::is_null));
+    // The source run is untouched.
+    assert_eq!(verdicts(&run, "TruncationAnalyzer"), only("primes"));
+
+    // Bad analysis params are one line, exit 2, nothing written.
+    let out = ws.run(
+        &[
+            "analysis",
+            "--input",
+            run.to_str().unwrap(),
+            "--analysis-params",
+            r#"{"analyzers": ["Nope"]}"#,
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("--analysis-params: analysis_params.analyzers[0]"),
+        "{out:?}"
+    );
+}
