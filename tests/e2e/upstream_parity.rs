@@ -62,6 +62,65 @@ fn upstream_summary(run: &Path, home: &Path) -> Upstream {
     }
 }
 
+/// What upstream's viewer server answered for the run: `/api/run`, the first page of
+/// `/api/details-page` and `/api/detail` of its first task, each `{"status", "body"}`.
+fn upstream_viewer(run: &Path, home: &Path) -> Value {
+    let output = Command::new(upstream_python())
+        .arg(repo_root().join("tests/upstream_oracle/summary.py"))
+        .arg("--viewer")
+        .arg(run)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .output()
+        .expect("run upstream's viewer");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "upstream's viewer failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (_, answers) = stdout
+        .split_once("UPSTREAM-VIEWER ")
+        .unwrap_or_else(|| panic!("no viewer line: {stdout}"));
+    serde_json::from_str(answers.trim()).unwrap()
+}
+
+/// Upstream's viewer serves the run: its run page, every task card and a task's detail.
+fn assert_viewer_serves(ws: &Workspace, run: &Path) {
+    let ours = agentcompass_e2e::published_results(run);
+    let api = upstream_viewer(run, &ws.home);
+    for name in ["run", "page", "detail"] {
+        assert_eq!(api[name]["status"], 200, "{name}: {}", api[name]);
+    }
+    let run_body = &api["run"]["body"];
+    assert_eq!(run_body["isRun"], true, "{run_body}");
+    assert_eq!(run_body["detailsTotal"], ours.len(), "{run_body}");
+    assert!(run_body["metricsJson"]["series"].is_array(), "{run_body}");
+    assert!(run_body["analysisSummaryJson"].is_object(), "{run_body}");
+    let cards = api["page"]["body"]["details"].as_array().unwrap();
+    let mut ids: Vec<&str> = cards
+        .iter()
+        .map(|c| c["taskId"].as_str().unwrap())
+        .collect();
+    ids.sort();
+    let mut expected: Vec<&str> = ours.keys().map(String::as_str).collect();
+    expected.sort();
+    assert_eq!(ids, expected);
+    for card in cards {
+        assert_eq!(card["reductionState"], "evaluated", "{card}");
+        // The analyzers that flagged the task: none on these runs.
+        assert!(card["analyzers"].is_array(), "{card}");
+    }
+    let detail = &api["detail"]["body"]["detail"];
+    assert_eq!(detail["task_id"], cards[0]["taskId"], "{detail}");
+    assert!(
+        detail["attempts"]["1"]["trajectory"]["steps"].is_array(),
+        "{detail}"
+    );
+}
+
 /// `series_id` → (value, evaluated, total) of a metric report.
 fn series(report: &Value) -> BTreeMap<String, (Option<f64>, u64, u64)> {
     report["series"]
@@ -168,6 +227,7 @@ fn upstream_summary_reads_our_qa_run_with_k_2() {
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_same_metrics(&ws, &run, &qa, true);
+    assert_viewer_serves(&ws, &run);
     let headline = &read_json(&run.join("metrics.json"))["series"][0];
     assert_eq!(headline["series_id"], "correct.avg@2");
     assert!(headline["value"].as_f64().unwrap() < 1.0, "{headline}");
@@ -202,6 +262,7 @@ fn upstream_summary_reads_our_harbor_run_with_k_2() {
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_same_metrics(&ws, &run, &harbor, false);
+    assert_viewer_serves(&ws, &run);
     let task = read_json(
         &std::fs::read_dir(run.join("details/normal"))
             .unwrap()

@@ -1,6 +1,12 @@
 """Upstream AgentCompass 1.0.1 reading one of our run directories (tests/e2e/upstream_parity.rs).
 
 Usage: python summary.py RUN_DIR
+       python summary.py --viewer RUN_DIR
+
+With --viewer, upstream's own viewer server (its aiohttp app, unchanged) is started on a
+loopback port and its JSON API is asked for the run (`/api/run`), the first page of task cards
+(`/api/details-page`) and the first task's detail (`/api/detail`) over HTTP; one line
+`UPSTREAM-VIEWER <json>` prints the three answers and their HTTP statuses.
 
 Runs upstream's own `agentcompass summary RUN_DIR --dry-run` (its CLI entry point, its run-dir
 reader, its detail-record validation and its metric aggregation, all unchanged) and prints, after
@@ -62,7 +68,36 @@ def register_ours():
         )
 
 
+async def viewer(run_dir):
+    from aiohttp import ClientSession, web
+    from agentcompass.viewer.server import create_app
+
+    runner = web.AppRunner(create_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    base = f"http://127.0.0.1:{port}/api"
+    out = {}
+    async with ClientSession() as session:
+        async def get(name, **params):
+            async with session.get(f"{base}/{name}", params={"path": run_dir, **params}) as r:
+                return {"status": r.status, "body": await r.json()}
+
+        out["run"] = await get("run")
+        out["page"] = await get("details-page", page="1", pageSize="50")
+        items = out["page"]["body"].get("items") or out["page"]["body"].get("details") or []
+        first = items[0]["fileName"] if items else ""
+        out["detail"] = await get("detail", file=first)
+    await runner.cleanup()
+    print("UPSTREAM-VIEWER " + json.dumps(out, sort_keys=True, default=str))
+
+
 def main():
+    if sys.argv[1] == "--viewer":
+        register_ours()
+        asyncio.run(viewer(sys.argv[2]))
+        return
     run_dir = sys.argv[1]
     register_ours()
     from agentcompass.cli.main import main as cli_main

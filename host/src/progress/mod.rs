@@ -73,6 +73,12 @@ pub struct ProgressMeta {
     pub request_name: String,
     /// Orchestration id (may be empty).
     pub orchestration_id: String,
+    /// The request's key in its orchestration (`<orchestration id>/<index>`; may be empty).
+    #[serde(skip)]
+    pub request_key: String,
+    /// The request's position in its orchestration.
+    #[serde(skip)]
+    pub request_index: Option<usize>,
 }
 
 impl ProgressMeta {
@@ -99,25 +105,23 @@ pub struct TaskRef<'a> {
 
 /// One `progress.jsonl` line: the fields of
 /// [`ProgressEvent`](agentcompass_plugin_api::contracts::ProgressEvent), borrowed, plus the
-/// request identity.
+/// request identity — every key of upstream's event on every line (`null` when it does not
+/// apply), as its readers expect.
 #[derive(Serialize)]
 struct EventLine<'a> {
     run_id: &'a str,
     event: &'a str,
     timestamp: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
     task_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     category: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     attempt: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     phase: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<&'a str>,
     payload: &'a Value,
     request_name: &'a str,
     orchestration_id: &'a str,
+    request_key: &'a str,
+    request_index: Option<usize>,
 }
 
 thread_local! {
@@ -474,6 +478,8 @@ impl ProgressRecorder {
             payload: &fields.payload,
             request_name: &meta.request_name,
             orchestration_id: &meta.orchestration_id,
+            request_key: &meta.request_key,
+            request_index: meta.request_index,
         };
         let force_flush = matches!(
             event,

@@ -86,6 +86,7 @@ fn meta() -> ProgressMeta {
         model: "model".into(),
         request_name: "req-a".into(),
         orchestration_id: "orch-1".into(),
+        ..ProgressMeta::default()
     }
 }
 
@@ -203,7 +204,19 @@ fn jsonl_lines_parse_and_carry_fields() {
     }
     assert_eq!(lines[0]["event"], "run_started");
     assert_eq!(lines[0]["payload"]["benchmark"], "bench");
-    assert!(lines[0].get("task_id").is_none());
+    // Every key of upstream's event is on every line, null when it does not apply.
+    for key in [
+        "task_id",
+        "category",
+        "attempt",
+        "phase",
+        "status",
+        "request_key",
+        "request_index",
+    ] {
+        assert!(lines[0].get(key).is_some(), "{key}: {}", lines[0]);
+    }
+    assert!(lines[0]["task_id"].is_null());
     let phase: EventLineContract = serde_json::from_value(lines[2].clone()).unwrap();
     assert_eq!(phase.event, "phase_changed");
     assert_eq!(phase.task_id.as_deref(), Some("t1"));

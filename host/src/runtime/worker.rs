@@ -109,6 +109,13 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
         model: prepared.run.request.model.id.clone(),
         request_name: handoff.request_name.clone(),
         orchestration_id: handoff.orchestration.0.clone(),
+        request_key: prepared.run.key.clone(),
+        request_index: prepared
+            .run
+            .key
+            .rsplit('/')
+            .next()
+            .and_then(|i| i.parse().ok()),
     };
     let progress = ProgressRecorder::create(
         &dir.events(&job, copy.restart),

@@ -224,6 +224,17 @@ impl Harness for OpenAiChat {
 fn record_response(result: &mut RunResult, step: &mut TrajectoryStep, response: &ModelResponse) {
     step.assistant_content = assistant_content(response);
     step.metric = model_metric(response);
+    // Upstream's `artifacts.raw_result`: the reply as the model gave it.
+    result.artifacts.insert(
+        "raw_result".into(),
+        json!({
+            "content": response.content,
+            "reasoning_content": response.reasoning,
+            "stop_reason": response.stop_reason,
+            "usage": response.usage,
+            "tool_calls": response.tool_calls,
+        }),
+    );
     result
         .telemetry
         .insert("llm_infer_ms".into(), json!(response.latency_ms));
@@ -280,14 +291,16 @@ async fn run(ctx: &Ctx, settings: &Settings, prepared: &PreparedTask) -> Result<
     }
     let started_at = iso_now();
     let answer = ctx.generate(&request).await;
+    // As upstream's `openai_chat`: one step numbered 0 whose user content is the messages sent,
+    // as JSON text.
     let mut step = TrajectoryStep {
-        step_id: 1,
+        step_id: 0,
         system_prompt: request
             .messages
             .iter()
             .find(|m| m.role == "system")
             .and_then(text_of),
-        user_content: serde_json::to_value(&request.messages)?,
+        user_content: Value::String(serde_json::to_string(&request.messages)?),
         tools: if request.tools.is_empty() {
             Value::Null
         } else {
@@ -384,7 +397,10 @@ mod tests {
         let traj = result.trajectory.unwrap();
         assert_eq!(traj.steps.len(), 1);
         let step = &traj.steps[0];
-        assert_eq!(step.user_content[0]["content"], "from messages");
+        let sent: Value = serde_json::from_str(step.user_content.as_str().unwrap()).unwrap();
+        assert_eq!(sent[0]["content"], "from messages");
+        assert_eq!(step.step_id, 0);
+        assert_eq!(result.artifacts["raw_result"]["content"], "done");
         assert_eq!(step.tools[0]["name"], "lookup");
         assert_eq!(step.metric.prompt_tokens_len, Some(10));
         assert_eq!(step.metric.completion_tokens_len, Some(2));

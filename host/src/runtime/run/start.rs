@@ -97,6 +97,8 @@ fn progress_meta(store: &RunStore, run: &OrchestratedRun, orchestration_id: &str
         model: request.model.id.clone(),
         request_name: run.name.clone(),
         orchestration_id: orchestration_id.to_string(),
+        request_key: run.key.clone(),
+        request_index: run.key.rsplit('/').next().and_then(|i| i.parse().ok()),
     }
 }
 
