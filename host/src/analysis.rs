@@ -85,16 +85,19 @@ impl RunAnalysis {
         attempt: u32,
         payload: &mut Value,
     ) {
+        // The payload moves into the input and back: no copy of the trajectory.
         let input = AnalysisInput {
             benchmark: self.benchmark.clone(),
             task_id: task_id.to_string(),
             category: category.filter(|c| !c.is_empty()).map(str::to_string),
             ground_truth: ground_truth.clone(),
             attempt,
-            result: payload.clone(),
+            result: std::mem::take(payload),
             options: JsonMap::new(),
         };
-        payload["analysis_result"] = Value::Object(self.analysis.analyze_attempt(&input));
+        let found = self.analysis.analyze_attempt(&input);
+        *payload = input.result;
+        payload["analysis_result"] = Value::Object(found);
     }
 
     /// Writes `analysis_summary.json` and `.md` of `run_dir` from its published tasks'
