@@ -209,6 +209,8 @@ pub enum KindArg {
     Env,
     /// A recipe
     Recipe,
+    /// An analyzer
+    Analyzer,
 }
 
 /// `config` subcommands.

@@ -83,6 +83,7 @@ fn kind(arg: KindArg) -> ComponentKind {
         KindArg::Harness => ComponentKind::Harness,
         KindArg::Env => ComponentKind::Environment,
         KindArg::Recipe => ComponentKind::Recipe,
+        KindArg::Analyzer => ComponentKind::Analyzer,
     }
 }
 
@@ -211,11 +212,19 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     path,
                     api_path,
                 },
-        } => Ok(commands::plugin_new::run(
-            &name,
-            kind(k),
-            path.as_deref(),
-            api_path.as_deref(),
-        )?),
+        } => {
+            if k == KindArg::Analyzer {
+                anyhow::bail!(
+                    "plugin new --kind analyzer: analyzer plugins are not in plugin API 0.1 yet \
+                     (expected benchmark, harness, env or recipe)"
+                );
+            }
+            Ok(commands::plugin_new::run(
+                &name,
+                kind(k),
+                path.as_deref(),
+                api_path.as_deref(),
+            )?)
+        }
     }
 }

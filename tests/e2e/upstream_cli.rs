@@ -538,3 +538,37 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
         out.stdout
     );
 }
+
+#[test]
+fn analyzers_are_listed_and_documented_like_every_component() {
+    let ws = Workspace::new();
+    let out = ws.run(&["list", "analyzer"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    for id in [
+        "EmptyContentAnalyzer",
+        "TruncationAnalyzer",
+        "HackDetectionAnalyzer",
+    ] {
+        assert!(out.stdout.contains(id), "{id}: {}", out.stdout);
+    }
+    assert!(out.stdout.contains("built-in"), "{}", out.stdout);
+    let out = ws.run(
+        &[
+            "config",
+            "docs",
+            "analyzer",
+            "ConsecutiveToolRepetitionAnalyzer",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("category: behavior"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("consecutive_threshold  5"),
+        "{}",
+        out.stdout
+    );
+    let out = ws.run(&["config", "docs", "analyzer", "Nope"], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("unknown analyzer `Nope`"), "{out:?}");
+}

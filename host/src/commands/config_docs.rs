@@ -39,6 +39,9 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
             &rows,
         ));
     }
+    if let Some(analyzer) = entry.info.analyzer.as_ref() {
+        out.push_str(&analyzer_text(analyzer));
+    }
     if kind == ComponentKind::Environment {
         let capabilities = registry
             .environment(id)?
@@ -50,6 +53,36 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
         out.push_str(&shared_fields_text());
     }
     Ok(out)
+}
+
+/// An analyzer's traits and its options (`analysis_params.<ID>`) with their defaults.
+fn analyzer_text(analyzer: &agentcompass_plugin_api::contracts::AnalyzerInfo) -> String {
+    let mut out = format!(
+        "\ncategory: {}\nfamily: {}\npriority: {}\nenabled by default: {}\ndatasets: {}\n",
+        analyzer.category,
+        analyzer.family.as_deref().unwrap_or("(its own id)"),
+        analyzer.priority,
+        if analyzer.enabled_by_default {
+            "yes"
+        } else {
+            "no"
+        },
+        if analyzer.datasets.is_empty() {
+            "every benchmark".to_string()
+        } else {
+            analyzer.datasets.join(", ")
+        }
+    );
+    if !analyzer.defaults.is_empty() {
+        let rows: Vec<Vec<String>> = analyzer
+            .defaults
+            .iter()
+            .map(|(k, v)| vec![k.clone(), v.to_string()])
+            .collect();
+        out.push_str("\noptions (analysis_params.<ID>):\n");
+        out.push_str(&table::render(&["NAME", "DEFAULT"], &rows));
+    }
+    out
 }
 
 /// The shared `EnvironmentSpec` fields every provider takes (beside its own parameters), as
