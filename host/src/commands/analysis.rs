@@ -113,6 +113,9 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
     analysis
         .write_summary(&target, model)
         .with_context(|| format!("cannot write the analysis summary of {}", target.display()))?;
+    // One filesystem sync for everything rewritten, as a run ends.
+    agentcompass_results::fsutil::sync_filesystem(&target)
+        .with_context(|| format!("cannot sync {}", target.display()))?;
     eprintln!(
         "analyzed {tasks} tasks ({attempts} attempts) with {} analyzers in {:.1} s",
         analysis.analyzers().len(),
