@@ -80,11 +80,23 @@ impl Scope {
     }
 }
 
+/// Distinct values a `value_counts` field tracks exactly; later new values are counted in
+/// the total only (memory stays bounded; the top 50 are exact while a field has at most this
+/// many distinct values, as every built-in's fields have).
+const MAX_DISTINCT: usize = 4096;
+
+/// Values a `numeric_stats` field keeps: every value up to this many (percentiles exact, as
+/// upstream's), then a uniform reservoir sample of this size (seeded, so a summary is
+/// reproducible); count, min, max and mean stay exact.
+const MAX_VALUES: usize = 4096;
+
 /// Value counts in first-seen order.
 #[derive(Debug, Clone, Default)]
 struct Counter {
     index: HashMap<String, usize>,
     counts: Vec<(String, u64)>,
+    /// Occurrences of values seen after [`MAX_DISTINCT`] distinct ones.
+    untracked: u64,
 }
 
 impl Counter {
@@ -95,11 +107,17 @@ impl Counter {
                     entry.1 += 1;
                 }
             }
+            None if self.counts.len() >= MAX_DISTINCT => self.untracked += 1,
             None => {
                 self.index.insert(value.clone(), self.counts.len());
                 self.counts.push((value, 1));
             }
         }
+    }
+
+    /// Every occurrence counted.
+    fn total(&self) -> u64 {
+        self.counts.iter().map(|(_, c)| c).sum::<u64>() + self.untracked
     }
 
     /// Python's `Counter.most_common(n)`: by count, ties in first-seen order.
@@ -111,18 +129,61 @@ impl Counter {
     }
 }
 
+/// The values of one `numeric_stats` field: exact aggregates, and the values themselves up to
+/// [`MAX_VALUES`] (then a reservoir sample).
+#[derive(Debug, Clone)]
+struct Numbers {
+    kept: Vec<f64>,
+    seen: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    rng: fastrand::Rng,
+}
+
+impl Default for Numbers {
+    fn default() -> Self {
+        Numbers {
+            kept: Vec::new(),
+            seen: 0,
+            sum: 0.0,
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            rng: fastrand::Rng::with_seed(0x5eed),
+        }
+    }
+}
+
+impl Numbers {
+    fn add(&mut self, x: f64) {
+        if !x.is_finite() {
+            return;
+        }
+        self.seen += 1;
+        self.sum += x;
+        self.min = self.min.min(x);
+        self.max = self.max.max(x);
+        if self.kept.len() < MAX_VALUES {
+            self.kept.push(x);
+        } else if let Some(slot) = self.kept.get_mut(self.rng.usize(..self.seen as usize)) {
+            // Algorithm R: the kept values stay a uniform sample of all seen.
+            *slot = x;
+        }
+    }
+}
+
 /// The accumulated values of one distribution field in one scope.
 #[derive(Debug, Clone, Default)]
 struct Accum {
     counts: Counter,
-    values: Vec<f64>,
+    values: Numbers,
 }
 
 /// Builds the summary one task at a time. Its memory does not grow with the task count
-/// except for the bad-case task files the output lists, one counter per distinct value of
-/// a `value_counts` field, and one `f64` per task per `numeric_stats` field (kept for the
-/// overall scope and the task's category): upstream's p50/p90/p95 interpolate between exact
-/// order statistics, so the values are kept and sorted once in [`SummaryBuilder::finish`].
+/// except for the bad-case task files the output lists: a `value_counts` field tracks at most
+/// [`MAX_DISTINCT`] distinct values and a `numeric_stats` field keeps at most [`MAX_VALUES`]
+/// values (every value up to that, so upstream's p50/p90/p95 — interpolated between exact
+/// order statistics — are exact on runs of up to 4,096 tasks; beyond, from a uniform sample).
 #[derive(Debug, Clone)]
 pub struct SummaryBuilder {
     benchmark: String,
@@ -311,7 +372,7 @@ impl SummaryBuilder {
                     },
                     DistributionMethod::NumericStats => {
                         if let Some(x) = numeric(Some(value)) {
-                            accum.values.push(x);
+                            accum.values.add(x);
                         }
                     }
                 }
@@ -348,7 +409,7 @@ impl SummaryBuilder {
                         .unwrap_or_default();
                     match method {
                         DistributionMethod::ValueCounts => {
-                            let total = accum.counts.counts.iter().map(|(_, c)| c).sum();
+                            let total = accum.counts.total();
                             results.push((
                                 field.clone(),
                                 FieldAgg::Counts {
@@ -405,21 +466,30 @@ enum FieldAgg {
 }
 
 /// `numeric_stats` of some values (rounded to 2 digits), `None` without values.
-fn numeric_agg(mut values: Vec<f64>) -> Option<FieldAgg> {
-    values.retain(|v| v.is_finite());
+fn numeric_agg(numbers: Numbers) -> Option<FieldAgg> {
+    let mut values = numbers.kept;
     if values.is_empty() {
         return None;
     }
     values.sort_by(f64::total_cmp);
-    let n = values.len();
+    let exact = numbers.seen as usize == values.len();
     Some(FieldAgg::Numeric {
-        count: n,
-        min: round(values[0], 2),
-        mean: round(values.iter().sum::<f64>() / n as f64, 2),
+        count: numbers.seen as usize,
+        min: round(numbers.min, 2),
+        // Upstream's mean is sum / count over the values in order: the same sum when every
+        // value is kept.
+        mean: round(
+            if exact {
+                values.iter().sum::<f64>() / values.len() as f64
+            } else {
+                numbers.sum / numbers.seen as f64
+            },
+            2,
+        ),
         p50: round(percentile(&values, 50.0), 2),
         p90: round(percentile(&values, 90.0), 2),
         p95: round(percentile(&values, 95.0), 2),
-        max: round(values[n - 1], 2),
+        max: round(numbers.max, 2),
     })
 }
 
@@ -577,3 +647,54 @@ impl AnalysisSummary {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod bounded {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_a_bounded_sample_with_exact_aggregates() {
+        let mut numbers = Numbers::default();
+        for i in 0..20_000 {
+            numbers.add(f64::from(i));
+        }
+        numbers.add(f64::NAN);
+        assert_eq!(numbers.kept.len(), MAX_VALUES);
+        let Some(FieldAgg::Numeric {
+            count,
+            min,
+            mean,
+            p50,
+            max,
+            ..
+        }) = numeric_agg(numbers)
+        else {
+            panic!("no aggregate");
+        };
+        assert_eq!((count, min, max), (20_000, 0.0, 19_999.0));
+        assert_eq!(mean, 9_999.5);
+        // A uniform sample of 4,096: the median within a few percent.
+        assert!((p50 - 10_000.0).abs() < 600.0, "{p50}");
+        // Up to the cap, every value is kept: exact, as upstream.
+        let mut small = Numbers::default();
+        for x in [3.0, 1.0, 2.0] {
+            small.add(x);
+        }
+        let Some(FieldAgg::Numeric { p50, mean, .. }) = numeric_agg(small) else {
+            panic!("no aggregate");
+        };
+        assert_eq!((p50, mean), (2.0, 2.0));
+    }
+
+    #[test]
+    fn counters_track_a_bounded_number_of_distinct_values_and_count_all() {
+        let mut counter = Counter::default();
+        for i in 0..(MAX_DISTINCT + 100) {
+            counter.add(format!("v{i}"));
+        }
+        counter.add("v0".into());
+        assert_eq!(counter.counts.len(), MAX_DISTINCT);
+        assert_eq!(counter.total(), (MAX_DISTINCT + 101) as u64);
+        assert_eq!(counter.most_common(1), [("v0".to_string(), 2)]);
+    }
+}
