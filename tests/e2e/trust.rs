@@ -955,20 +955,26 @@ fn bad_limits_budgets_and_reruns_are_one_line_and_write_nothing() {
 #[test]
 fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
     let setup = setup(40);
-    // The first ten tasks (the budget's worth) are answered at once, the others only after
-    // 30 s: when the budget is reached, the attempts in flight are waiting on the model.
+    // Four attempts start together (task_concurrency 4). Task q-0's answer comes after 2 s and
+    // costs the whole budget ($0.10: 10,000 tokens at $10 a million); every other task's
+    // answer would take 30 s: when the budget is reached, q-1..q-3 are waiting on the model.
     let mut rules = Vec::new();
     for i in 0..40 {
-        let delay_ms = if i < 10 { 0 } else { 30_000 };
+        let (delay_ms, tokens) = if i == 0 {
+            (2_000, 10_000)
+        } else {
+            (30_000, 1_000)
+        };
         rules.push(json!({"match": {"last_user_contains": format!("(task q-{i})")},
                           "responses": [{"text": i.to_string(), "delay_ms": delay_ms,
-                                         "usage": {"prompt_tokens": 1000, "completion_tokens": 0}}]}));
+                                         "usage": {"prompt_tokens": tokens, "completion_tokens": 0}}]}));
     }
     let slow = ScriptedServer::start(&json!({"require_key": KEY, "rules": rules}), None).unwrap();
     let budget = setup.ws.write(
         "budget.toml",
         "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.1\non_exhausted = \"cancel\"\n",
     );
+    let started = std::time::Instant::now();
     let out = run(&setup, &slow, &["--config", budget.to_str().unwrap()]);
     assert_eq!(out.code, 1, "{out:?}");
     let run1 = run_dir(&out);
@@ -977,19 +983,20 @@ fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
     let published = published_results(&run1).len();
     let skipped = skipped(&run1);
     println!(
-        "cancel at $0.10: {published} published, {} skipped, {} calls made",
+        "cancel at $0.10: {published} published, {} skipped, {} calls made, in {:?}",
         skipped.len(),
-        slow.requests().len()
+        slow.requests().len(),
+        started.elapsed()
     );
     assert_eq!(
         published + skipped.len(),
         40,
         "every task published or skipped"
     );
-    // The attempts in flight were cancelled, not finished: nothing past the budget's tasks
-    // (a task whose call was answered may be cancelled while it is scored: its spend counts).
-    assert!(published <= 10, "{published}");
-    assert!(slow.requests().len() > 10, "attempts were in flight");
+    // The attempts in flight were cancelled, not finished: at most q-0 is published (it may
+    // be cancelled while it is scored; its spend counts).
+    assert!(published <= 1, "{published}");
+    assert_eq!(slow.requests().len(), 4, "four attempts were in flight");
     let spent = info["stopped"]["budgets"][0]["spent_cost_usd"]
         .as_f64()
         .unwrap();
