@@ -212,19 +212,11 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     path,
                     api_path,
                 },
-        } => {
-            if k == KindArg::Analyzer {
-                anyhow::bail!(
-                    "plugin new --kind analyzer: analyzer plugins are not in plugin API 0.1 yet \
-                     (expected benchmark, harness, env or recipe)"
-                );
-            }
-            Ok(commands::plugin_new::run(
-                &name,
-                kind(k),
-                path.as_deref(),
-                api_path.as_deref(),
-            )?)
-        }
+        } => Ok(commands::plugin_new::run(
+            &name,
+            kind(k),
+            path.as_deref(),
+            api_path.as_deref(),
+        )?),
     }
 }

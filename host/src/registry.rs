@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use abi_stable::std_types::RStr;
-use agentcompass_plugin_api::abi::PluginRoot_Ref;
+use agentcompass_plugin_api::abi::{PluginRoot_Ref, ANALYZER_FACTORY_PREFIX};
 use agentcompass_plugin_api::bridge::import::{
-    ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe,
+    ImportedAnalyzer, ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe,
 };
 use agentcompass_plugin_api::bridge::Label;
 use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_NONE};
@@ -293,7 +293,16 @@ impl Registry {
         let label = entry.label();
         match &entry.maker {
             Maker::BuiltInAnalyzer(analyzer) => Ok(analyzer.clone()),
-            _ => Err(kind_mismatch(&label)),
+            Maker::Plugin(root) => {
+                // Analyzers ride the recipe factory (`abi::ANALYZER_FACTORY_PREFIX`); the
+                // loader refuses a plugin too old to provide them.
+                let carrier = format!("{ANALYZER_FACTORY_PREFIX}{id}");
+                let object = (root.new_recipe())(RStr::from(carrier.as_str()))
+                    .into_result()
+                    .map_err(|e| construct(&label)(e.into()))?;
+                Ok(Arc::new(ImportedAnalyzer::new(object, label)))
+            }
+            Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
         }
     }
 }

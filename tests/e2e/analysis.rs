@@ -229,3 +229,120 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
         "{out:?}"
     );
 }
+
+/// `analysis_result["example_answer_distance"]` of each task.
+fn distances(run: &Path) -> BTreeMap<String, Value> {
+    published_results(run)
+        .into_iter()
+        .map(|(id, (_, result))| {
+            (
+                id,
+                result["analysis_result"]["example_answer_distance"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task() {
+    let ws = Workspace::new();
+    let out = ws.run(&["list", "analyzer", "--json"], &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let listed: Value = serde_json::from_str(&out.stdout).unwrap();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids.last(), Some(&"example_answer_distance"), "{listed}");
+    let entry = listed.as_array().unwrap().last().unwrap();
+    assert!(
+        entry["source"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("example-pack@0.1.0 (")),
+        "{entry}"
+    );
+
+    // The calculator answers every 3rd task one too high: exactly those are bad cases, at
+    // distance 1; the analyzer panics on arith-0001 (an option), recorded and contained.
+    let out = ws.run(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m",
+            "--benchmark-params",
+            r#"{"size": 7}"#,
+            "--harness-params",
+            r#"{"wrong_every": 3}"#,
+            "--analysis-params",
+            r#"{"example_answer_distance": {"panic_on_task": "arith-0001"}}"#,
+            "--progress",
+            "none",
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let found = distances(&run);
+    assert_eq!(found.len(), 7, "{found:?}");
+    for (task, outcome) in &found {
+        match task.as_str() {
+            "arith-0001" => {
+                assert!(outcome["is_badcase"].is_null(), "{outcome}");
+                let error = outcome["error"].as_str().unwrap();
+                assert!(error.contains("panic_on_task arith-0001"), "{outcome}");
+            }
+            "arith-0002" | "arith-0005" => {
+                assert_eq!(outcome["is_badcase"], true, "{task}: {outcome}");
+                assert_eq!(outcome["details"]["distance"], 1, "{outcome}");
+                assert_eq!(outcome["score"], 1.0, "{outcome}");
+            }
+            _ => assert_eq!(outcome["is_badcase"], false, "{task}: {outcome}"),
+        }
+    }
+    let results = published_results(&run);
+    assert_eq!(
+        results["arith-0001"].1["metrics"]["correct"], true,
+        "the analyzer's panic does not touch the task"
+    );
+    // The built-ins ran on the same attempts.
+    assert!(
+        results["arith-0002"].1["analysis_result"]["BasicMetricAnalyzer"].is_object(),
+        "{}",
+        results["arith-0002"].1
+    );
+    let summary = read_json(&run.join("analysis_summary.json"));
+    let row = overall(&summary, "example_answer_distance");
+    assert_eq!(row["total"], 7, "{row}");
+    assert_eq!(row["badcase_count"], 2, "{row}");
+    assert_eq!(row["error_count"], 1, "{row}");
+
+    // `analysis --input` re-runs the plugin analyzer over the finished run (no panic now).
+    let copy = ws.root().join("reanalyzed");
+    let out = ws.run(
+        &[
+            "analysis",
+            "--input",
+            run.to_str().unwrap(),
+            "--analysis-params",
+            r#"{"analyzers": ["example_answer_distance"]}"#,
+            "--output",
+            copy.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let again = distances(&copy);
+    assert_eq!(again["arith-0001"]["is_badcase"], false, "{again:?}");
+    assert_eq!(again["arith-0005"], found["arith-0005"]);
+    let row = overall(
+        &read_json(&copy.join("analysis_summary.json")),
+        "example_answer_distance",
+    );
+    assert_eq!(
+        (row["badcase_count"].clone(), row["error_count"].clone()),
+        (json!(2), json!(0))
+    );
+}

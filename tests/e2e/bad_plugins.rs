@@ -89,6 +89,28 @@ fn built_against_an_older_plugin_api() {
 }
 
 #[test]
+fn an_analyzer_declared_by_a_0_1_0_plugin() {
+    // Plugin API 0.1.0 root modules have no analyzer factory: such a plugin is refused at load
+    // (not when an analyzer is first needed), with a line saying to rebuild it.
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let bytes = fs::read(built_library("api-0-1-pack")).unwrap();
+    dirs.place_with_manifest(
+        "bad",
+        "api-0-1-pack",
+        &bytes,
+        "^0.1",
+        &[
+            ("recipe", "legacy_timeout"),
+            ("analyzer", "legacy_analyzer"),
+        ],
+    );
+    let env = [("API_0_1_PACK_DECLARE_ANALYZER", "1")];
+    let line = one_refusal(&dirs, &[&good, &dirs.dir("bad")], &env);
+    insta::assert_snapshot!(line);
+}
+
+#[test]
 fn missing_manifest() {
     let dirs = PluginDirs::new();
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
@@ -114,7 +136,7 @@ fn host_api_range_excluding_this_host() {
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
     edit(
         &bad.join("bad-pack.plugin.toml"),
-        "host_api = \"^0.1.0\"",
+        "host_api = \"^0.1.1\"",
         "host_api = \"^9\"",
     );
     insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));

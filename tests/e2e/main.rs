@@ -3,6 +3,7 @@
 
 mod agent_image;
 mod analysis;
+mod api_compat;
 mod artifacts;
 mod bad_input;
 mod bad_plugins;

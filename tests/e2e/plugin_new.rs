@@ -255,6 +255,64 @@ fn a_generated_recipe_builds_loads_and_applies() {
 }
 
 #[test]
+fn a_generated_analyzer_builds_loads_and_analyzes() {
+    let ws = Workspace::new();
+    generate(&ws, "pn-analyzer", "analyzer");
+    // Its default limit (1000 characters) flags nothing; `max_chars: 1` flags every
+    // two-digit answer and no one-digit one.
+    let run = run_ok(
+        &ws,
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m",
+            "--analysis-params",
+            r#"{"pn-analyzer": {"max_chars": 1}}"#,
+        ],
+    );
+    let results = published_results(&run);
+    assert_eq!(results.len(), 5, "{results:?}");
+    let mut flagged = 0;
+    for (id, (_, result)) in &results {
+        let answer = result["final_answer"].as_str().unwrap();
+        let outcome = &result["analysis_result"]["pn-analyzer"];
+        assert_eq!(
+            outcome["is_badcase"],
+            answer.chars().count() > 1,
+            "{id}: {outcome}"
+        );
+        assert_eq!(outcome["details"]["max_chars"], 1, "{outcome}");
+        flagged += usize::from(answer.chars().count() > 1);
+    }
+    let summary = read_json(&run.join("analysis_summary.json"));
+    let row = summary["overall_per_analyzer"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["analyzer"] == "pn-analyzer")
+        .cloned()
+        .unwrap_or_else(|| panic!("no pn-analyzer row: {summary}"));
+    assert_eq!(row["badcase_count"], flagged, "{row}");
+    assert_eq!(row["total"], 5, "{row}");
+    // A wrong option type is one line, exit 2, before anything runs.
+    let out = ws.run(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m",
+            "--analysis-params",
+            r#"{"pn-analyzer": {"max_chars": "ten"}}"#,
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(out.stderr.contains("pn-analyzer.max_chars"), "{out:?}");
+}
+
+#[test]
 fn bad_names_and_existing_directories_are_one_line_errors() {
     let ws = Workspace::new();
     let parent = ws.root().join("src");

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use abi_stable::library::LibraryError;
-use agentcompass_plugin_api::abi::{HostBox, PluginDescription, PluginRoot_Ref, API_VERSION};
+use agentcompass_plugin_api::abi::{
+    HostBox, PluginDescription, PluginRoot_Ref, ANALYZER_API_VERSION, API_VERSION,
+};
 use agentcompass_plugin_api::bridge::host::export_ctx;
 use agentcompass_plugin_api::contracts::ComponentKind;
 use agentcompass_plugin_api::sdk::Ctx;
@@ -212,6 +214,7 @@ pub fn load_candidate(
     let opened = started.elapsed();
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
     check_description(&manifest, &description).map_err(|e| refuse(&e))?;
+    check_factories(&description).map_err(|e| refuse(&e))?;
     let source = Arc::new(PluginSource {
         name: manifest.name.clone(),
         version: manifest.version.to_string(),
@@ -285,6 +288,29 @@ fn check_description(
         ));
     }
     Ok(())
+}
+
+/// Refuses a plugin that declares an analyzer but was built against a plugin API older than
+/// [`ANALYZER_API_VERSION`], whose SDK cannot construct one.
+fn check_factories(description: &PluginDescription) -> Result<(), String> {
+    let analyzer = description
+        .components
+        .iter()
+        .find(|c| c.kind == ComponentKind::Analyzer);
+    let Some(analyzer) = analyzer else {
+        return Ok(());
+    };
+    let first = semver::Version::parse(ANALYZER_API_VERSION).ok();
+    let built = semver::Version::parse(&description.api_version).ok();
+    match (built, first) {
+        (Some(built), Some(first)) if built >= first => Ok(()),
+        _ => Err(format!(
+            "the library declares analyzer `{}` but was built against agentcompass-plugin-api \
+             {}, whose plugins cannot provide analyzers; rebuild it against \
+             agentcompass-plugin-api {ANALYZER_API_VERSION} or newer",
+            analyzer.id, description.api_version
+        )),
+    }
 }
 
 fn describe_open_failure(library: &Path, name: &str, failure: OpenFailure) -> LoadProblem {

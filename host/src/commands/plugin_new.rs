@@ -22,12 +22,13 @@ const BENCHMARK: &str = include_str!("../../templates/plugin-new/benchmark.rs");
 const HARNESS: &str = include_str!("../../templates/plugin-new/harness.rs");
 const ENVIRONMENT: &str = include_str!("../../templates/plugin-new/env.rs");
 const RECIPE: &str = include_str!("../../templates/plugin-new/recipe.rs");
+const ANALYZER: &str = include_str!("../../templates/plugin-new/analyzer.rs");
 
 /// The plugin API crate of the source tree this host was built from (checked at run time).
 const SOURCE_TREE_API: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../plugin-api");
 
 /// The version requirement used when no plugin API source tree is available.
-pub const API_VERSION_REQ: &str = "0.1";
+pub const API_VERSION_REQ: &str = "0.1.1";
 
 /// Longest accepted plugin name.
 const MAX_NAME_LEN: usize = 64;
@@ -266,8 +267,17 @@ fn run_example(name: &str, kind: ComponentKind) -> (String, String) {
              (which holds recipe plugins only)."
                 .to_string(),
         ),
-        // `plugin new --kind` offers no analyzer (KindArg has none).
-        ComponentKind::Analyzer => unreachable!("plugin new has no analyzer template"),
+        ComponentKind::Analyzer => (
+            format!(
+                "{host} run example_exact_match example_calculator my-model \
+                 --analysis-params '{{\"{name}\": {{\"max_chars\": 1}}}}'"
+            ),
+            "Each attempt's `result.json` then holds `analysis_result[\"NAME\"]` (`is_badcase`, \
+             `details`, `score`), and the run's `analysis_summary.json` counts the bad cases. \
+             Re-analyze a finished run without running it again: `agentcompass-host analysis \
+             --input RUN_DIR --analysis-params '{\"analyzers\": [\"NAME\"]}' --output DIR`."
+                .replace("NAME", name),
+        ),
     }
 }
 
@@ -280,7 +290,7 @@ pub fn render(name: &str, kind: ComponentKind, api: &ApiSource) -> Vec<(&'static
         // The tests run the SDK's session contract kit.
         ComponentKind::Environment => (ENVIRONMENT, api.dev_dependency_with("contract-kit")),
         ComponentKind::Recipe => (RECIPE, String::new()),
-        ComponentKind::Analyzer => unreachable!("plugin new has no analyzer template"),
+        ComponentKind::Analyzer => (ANALYZER, String::new()),
     };
     let (run, note) = run_example(name, kind);
     let cargo = CARGO_TOML
@@ -434,6 +444,7 @@ mod tests {
             ComponentKind::Harness,
             ComponentKind::Environment,
             ComponentKind::Recipe,
+            ComponentKind::Analyzer,
         ] {
             for (file, text) in render("my-pack", kind, &api) {
                 assert!(!text.contains("__"), "{kind} {file}: placeholder left");
@@ -466,12 +477,12 @@ mod tests {
         let files = render(
             "p",
             ComponentKind::Recipe,
-            &ApiSource::Version("0.1".into()),
+            &ApiSource::Version(API_VERSION_REQ.into()),
         );
         let parsed: toml::Value = toml::from_str(&files[0].1).unwrap();
         assert_eq!(
             parsed["dependencies"]["agentcompass-plugin-api"].as_str(),
-            Some("0.1")
+            Some("0.1.1")
         );
     }
 

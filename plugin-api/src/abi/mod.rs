@@ -270,8 +270,11 @@ pub trait RecipeAbi: Send + Sync {
 /// Owned recipe object.
 pub type RecipeBox = RecipeAbi_TO<'static, RBox<()>>;
 
-/// The root module every plugin exports. Frozen: never add a field here; extend the JSON
-/// payloads or append default methods to the component traits instead.
+/// The root module every plugin exports. Frozen: abi_stable's layout check refuses a library
+/// whose prefix types (this root and every trait's vtable) have fewer fields than the host's,
+/// so a field or a trait method appended here would make a newer host refuse every plugin
+/// built before it. Extend the JSON payloads instead; a new component kind rides an existing
+/// object (analyzers: see [`ANALYZER_FACTORY_PREFIX`]).
 #[repr(C)]
 #[derive(StableAbi)]
 #[sabi(kind(Prefix(prefix_ref = PluginRoot_Ref)))]
@@ -291,6 +294,17 @@ pub struct PluginRoot {
     #[sabi(last_prefix_field)]
     pub new_recipe: extern "C" fn(id: RStr<'_>) -> RResult<RecipeBox, PluginError>,
 }
+
+/// Analyzers (plugin API 0.1.1) travel through the frozen root as recipe objects:
+/// `new_recipe("analyzer:" + id)` constructs analyzer `id` (component ids cannot contain `:`,
+/// so the name never collides with a recipe's), and the object's `apply(input, "", "")` takes
+/// an `AnalysisInput` JSON and returns the `AnalysisOutcome` JSON (`matches` answers true).
+/// The SDK (`PluginBuilder::analyzer`) and the host's import do both ends; plugin authors see
+/// only `sdk::Analyzer`.
+pub const ANALYZER_FACTORY_PREFIX: &str = "analyzer:";
+
+/// The first plugin-API version whose plugins can provide analyzers.
+pub const ANALYZER_API_VERSION: &str = "0.1.1";
 
 impl RootModule for PluginRoot_Ref {
     declare_root_module_statics! {PluginRoot_Ref}

@@ -12,8 +12,8 @@ use crate::abi::guard::{async_call, sync_call};
 use crate::abi::request_json::decode_request;
 use crate::abi::*;
 use crate::sdk::{
-    Benchmark, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark, HarnessSession,
-    Recipe, TaskStream,
+    Analyzer, Benchmark, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
+    HarnessSession, Recipe, TaskStream,
 };
 use crate::Error;
 
@@ -417,6 +417,32 @@ impl RecipeAbi for RecipeExport {
             let req = decode_request(req.as_str())?;
             let task = from_json(task.as_str(), "task")?;
             to_json(&self.recipe.apply(plan, &req, &task)?)
+        })
+    }
+}
+
+/// An analyzer exported over the ABI, as a recipe object (see
+/// [`ANALYZER_FACTORY_PREFIX`]): `apply(input, "", "")` analyzes one attempt.
+pub struct AnalyzerExport {
+    analyzer: Arc<dyn Analyzer>,
+}
+
+impl AnalyzerExport {
+    /// Wraps an analyzer into the ABI object that carries it.
+    pub fn boxed(analyzer: Arc<dyn Analyzer>) -> RecipeBox {
+        RecipeAbi_TO::from_value(AnalyzerExport { analyzer }, TD_Opaque)
+    }
+}
+
+impl RecipeAbi for AnalyzerExport {
+    fn matches(&self, _: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> RResult<bool, PluginError> {
+        RResult::ROk(true)
+    }
+
+    fn apply(&self, input: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let input = from_json(input.as_str(), "analysis input")?;
+            to_json(&self.analyzer.analyze(&input)?)
         })
     }
 }

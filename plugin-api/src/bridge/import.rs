@@ -8,18 +8,19 @@
 
 use std::sync::Arc;
 
+use abi_stable::std_types::RStr;
 use async_trait::async_trait;
 
 use crate::abi::request_json::request_json;
 use crate::abi::*;
 use crate::contracts::{
-    ArtifactSpec, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan,
-    HarnessPlan, MetricContract, MetricReport, ModelSpec, OpenEnvironmentRequest, PreparedTask,
-    ProviderCapabilities, RunRequest, RunResult, StepResult, StepScore, TaskAttempts, TaskSpec,
-    TaskStep,
+    AnalysisInput, AnalysisOutcome, ArtifactSpec, BenchmarkPlan, EnvironmentSpec,
+    EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan, MetricContract, MetricReport, ModelSpec,
+    OpenEnvironmentRequest, PreparedTask, ProviderCapabilities, RunRequest, RunResult, StepResult,
+    StepScore, TaskAttempts, TaskSpec, TaskStep,
 };
 use crate::sdk::{
-    Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
+    Analyzer, Benchmark, Ctx, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
     HarnessSession, Recipe, SessionRef, TaskStream, VecTaskStream,
 };
 use crate::{Error, Result};
@@ -500,6 +501,30 @@ impl Recipe for ImportedRecipe {
         )
         .map_err(self.label.err("apply"))?;
         self.label.decode("apply", &json)
+    }
+}
+
+/// An analyzer loaded from a plugin: the recipe object `new_recipe("analyzer:ID")` returned
+/// (see [`ANALYZER_FACTORY_PREFIX`]).
+pub struct ImportedAnalyzer {
+    object: RecipeBox,
+    label: Label,
+}
+
+impl ImportedAnalyzer {
+    /// Wraps the object carrying a plugin analyzer.
+    pub fn new(object: RecipeBox, label: Label) -> Self {
+        ImportedAnalyzer { object, label }
+    }
+}
+
+impl Analyzer for ImportedAnalyzer {
+    fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
+        let input = to_json(input)?;
+        let none = RStr::from("");
+        let json = sync_result(self.object.apply(input.as_rstr(), none, none))
+            .map_err(self.label.err("analyze"))?;
+        self.label.decode("analyze", &json)
     }
 }
 

@@ -7,12 +7,14 @@ use std::sync::OnceLock;
 use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RStr, RString};
 
-use super::export::{BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport};
+use super::export::{
+    AnalyzerExport, BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport,
+};
 use crate::abi::guard::sync_call;
 use crate::abi::json::to_json;
 use crate::abi::{
     BenchmarkBox, EnvironmentBox, HarnessBox, HostBox, PluginError, PluginRoot, PluginRoot_Ref,
-    RecipeBox,
+    RecipeBox, ANALYZER_FACTORY_PREFIX,
 };
 use crate::contracts::ComponentKind;
 use crate::sdk::builder::Constructor;
@@ -99,7 +101,14 @@ extern "C" fn new_environment(id: RStr<'_>) -> RResult<EnvironmentBox, PluginErr
     })
 }
 
+/// Constructs a recipe, or (id `analyzer:ID`) the object carrying analyzer `ID`.
 extern "C" fn new_recipe(id: RStr<'_>) -> RResult<RecipeBox, PluginError> {
+    if let Some(analyzer) = id.as_str().strip_prefix(ANALYZER_FACTORY_PREFIX) {
+        return construct(ComponentKind::Analyzer, RStr::from(analyzer), |c| match c {
+            Constructor::Analyzer(make) => Some(make().map(AnalyzerExport::boxed)),
+            _ => None,
+        });
+    }
     construct(ComponentKind::Recipe, id, |c| match c {
         Constructor::Recipe(make) => Some(make().map(RecipeExport::boxed)),
         _ => None,

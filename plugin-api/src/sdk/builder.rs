@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
+use super::{Analyzer, Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
 use crate::abi::{PluginDescription, API_VERSION};
 use crate::contracts::{ComponentInfo, ComponentKind};
 use crate::{Error, Result};
@@ -24,6 +24,7 @@ pub(crate) enum Constructor {
     Harness(Factory<Arc<dyn Harness>>),
     Environment(Factory<Arc<dyn EnvironmentProvider>>),
     Recipe(Factory<Arc<dyn Recipe>>),
+    Analyzer(Factory<Arc<dyn Analyzer>>),
 }
 
 struct Registered {
@@ -143,6 +144,29 @@ impl PluginBuilder {
             info,
             ComponentKind::Recipe,
             Constructor::Recipe(Box::new(factory)),
+        );
+        self
+    }
+
+    /// Registers an analyzer. `info` should carry its [`AnalyzerInfo`] (category, family,
+    /// priority, defaults; see [`ComponentInfo::with_analyzer`]); without one it gets the
+    /// defaults (category `general`, its own family, enabled by default).
+    ///
+    /// [`AnalyzerInfo`]: crate::contracts::AnalyzerInfo
+    pub fn analyzer<A: Analyzer>(
+        &mut self,
+        info: ComponentInfo,
+        make: impl Fn() -> Result<A> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let factory = move || Ok(Arc::new(make()?) as Arc<dyn Analyzer>);
+        let info = ComponentInfo {
+            analyzer: Some(info.analyzer.clone().unwrap_or_default()),
+            ..info
+        };
+        self.push(
+            info,
+            ComponentKind::Analyzer,
+            Constructor::Analyzer(Box::new(factory)),
         );
         self
     }

@@ -1,14 +1,15 @@
-//! The example pack: a benchmark of generated arithmetic questions and a harness that solves
-//! them without a model. Written exactly as a third party would: it depends only on
+//! The example pack: a benchmark of generated arithmetic questions, a harness that solves
+//! them without a model and an analyzer measuring how far off a wrong answer is. Written exactly as a third party would: it depends only on
 //! `agentcompass-plugin-api`. It is the project's test vehicle and the model for plugin
 //! authors.
 
+mod analyzer;
 mod benchmark;
 mod harness;
 mod harness_free;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
+    AnalyzerInfo, ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, JsonMap,
 };
 use agentcompass_plugin_api::sdk::PluginBuilder;
 use serde_json::json;
@@ -106,6 +107,22 @@ fn register(plugin: &mut PluginBuilder) {
                 )),
         ),
         || Ok(harness::ExampleCalculator),
+    );
+    let mut defaults = JsonMap::new();
+    defaults.insert("panic_on_task".into(), json!(null));
+    plugin.analyzer(
+        ComponentInfo::new(
+            ComponentKind::Analyzer,
+            analyzer::ID,
+            "example_exact_match: flags wrong answers and scores how far off they are",
+        )
+        .with_analyzer(AnalyzerInfo {
+            category: "correctness".into(),
+            datasets: vec![benchmark::ID.to_string()],
+            defaults,
+            ..AnalyzerInfo::default()
+        }),
+        || Ok(analyzer::AnswerDistance),
     );
 }
 
