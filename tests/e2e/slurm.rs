@@ -399,8 +399,17 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_en
         tasks.keys().map(String::as_str).collect::<Vec<_>>(),
         ["fizzbuzz", "hello-file", "primes"]
     );
-    // One task a job, one job a node (each takes a node's 4 CPUs).
-    assert_eq!(nodes(&tasks).len(), 3, "{:?}", nodes(&tasks));
+    // One task a job, each on a node of the cluster. (A job that ends before the last one is
+    // submitted frees its node for it, so how many distinct nodes ran them is timing; the
+    // spread over nodes is shown by the coordinator tests.)
+    let spread = nodes(&tasks);
+    assert_eq!(spread.values().sum::<usize>(), 3, "{spread:?}");
+    assert!(
+        spread
+            .keys()
+            .all(|n| ["n1", "n2", "n3"].contains(&n.as_str())),
+        "{spread:?}"
+    );
     let value = &metrics(&cluster)["series"][0]["value"];
     assert_eq!(value.as_f64(), Some(1.0), "{value}");
     // The agent's model calls went from the nodes to the run's endpoint, with the key...

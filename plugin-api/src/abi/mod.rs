@@ -5,8 +5,9 @@
 //! small and frozen: a root module (describe, init, one factory per component kind) and one
 //! `#[sabi_trait]` object per component kind whose methods carry JSON (`RString`/`RStr`) and
 //! return `FfiFuture<RResult<..>>` where they are asynchronous. Contract types evolve additively
-//! as serde structs inside those JSON payloads. New trait methods may only be appended, with a
-//! default body.
+//! as serde structs inside those JSON payloads. Nothing may be added to the layout: abi_stable
+//! refuses a library whose prefix types (the root, each trait's vtable) have fewer fields than
+//! the host's, so an appended field or method would make every older plugin unloadable.
 //!
 //! Plugin authors never touch this module: they implement the traits of [`crate::sdk`] and call
 //! [`crate::export_plugin!`]. The host and the SDK convert between the two with the glue in
