@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use agentcompass_e2e::npm_mirror::NpmCacheMirror;
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
     files_containing, published_results, read_json, run_dir, Outcome, PluginDirs, Workspace,
@@ -752,4 +753,100 @@ fn mini_swe_agent_stops_at_the_requests_max_turns_with_limit_exceeded() {
         .map(|i| i["code"].as_str().unwrap())
         .collect();
     assert_eq!(codes, ["limit_exceeded"], "{result:#}");
+}
+
+/// `run --auto-install-dependencies` with an empty install cache: Claude Code is installed by
+/// the real npm from a loopback registry (replaying npm's own download cache of
+/// registry.npmjs.org) before the results directory exists, the task then runs on that
+/// install, and a second run finds it and asks the registry nothing.
+#[test]
+fn auto_install_dependencies_installs_the_agent_cli_before_the_run_starts() {
+    let mirror = NpmCacheMirror::start(&Path::new(&install_cache()).join("downloads/npm/_cacache"));
+    let server = ScriptedServer::start(&script("claude_code"), None).unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let empty_cache = tempfile::tempdir().unwrap();
+    let params = json!({"registry": mirror.url()}).to_string();
+    let dirs = PluginDirs::new();
+    let packs = dirs.package("packs", "harbor-pack");
+    dirs.package("packs", "agents-pack");
+    let benchmark = json!({"path": tasks}).to_string();
+    let model = model_flags("claude_code", &server);
+    let mut args = vec![
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "--install-cache-dir",
+        empty_cache.path().to_str().unwrap(),
+        "run",
+        "harbor",
+        "claude_code",
+        "m-test",
+        "--env",
+        "sandbox",
+        "--benchmark-params",
+        &benchmark,
+        "--harness-params",
+        &params,
+        "--model-api-key",
+        "${AGENT_KEY}",
+        "--auto-install-dependencies",
+    ];
+    args.extend(model.iter().map(String::as_str));
+    let started = Instant::now();
+    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    eprintln!(
+        "auto-install of Claude Code from the loopback registry, then one task: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("installed @anthropic-ai/claude-code@"))
+        .unwrap_or_else(|| panic!("no install line: {}", out.stderr));
+    assert!(line.contains(" for claude_code in "), "{line}");
+    eprintln!("{line}");
+    // The real npm fetched the packument and the tarballs from the mirror.
+    let requests = mirror.requests();
+    assert!(
+        requests.contains(&("/@anthropic-ai%2fclaude-code".to_string(), 200)),
+        "{requests:?}"
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|(path, status)| path.ends_with(".tgz") && *status == 200),
+        "{requests:?}"
+    );
+    // The install landed in the empty cache before anything of the run was written.
+    let marker = walk(empty_cache.path())
+        .into_iter()
+        .find(|p| {
+            p.ends_with(".agentcompass-install.json")
+                && p.to_string_lossy().contains("claude-code@")
+        })
+        .unwrap_or_else(|| panic!("no install entry: {:?}", walk(empty_cache.path())));
+    let installed_at = std::fs::metadata(&marker).unwrap().modified().unwrap();
+    let run = run_dir(&out);
+    for file in walk(&run) {
+        let written = std::fs::metadata(&file).unwrap().modified().unwrap();
+        assert!(
+            written >= installed_at,
+            "{} before the install",
+            file.display()
+        );
+    }
+    let results = published_results(&run);
+    let (_, result) = &results["hello-file"];
+    assert_eq!(result["metrics"]["reward"], json!(1.0), "{result:#}");
+    assert!(
+        result["issues"].as_array().unwrap().is_empty(),
+        "{result:#}"
+    );
+    // A second run finds the install: nothing installed, the registry not asked.
+    let asked = mirror.requests().len();
+    let again = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    assert_eq!(again.code, 0, "{again:?}");
+    assert!(!again.stderr.contains("installed @"), "{}", again.stderr);
+    assert_eq!(mirror.requests().len(), asked, "{:?}", mirror.requests());
 }

@@ -6,6 +6,7 @@
 //! `CARGO_TARGET_DIR`.
 
 mod freshness;
+pub mod npm_mirror;
 pub mod scripted;
 
 use std::fs;
