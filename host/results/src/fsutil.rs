@@ -94,13 +94,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// durable.
 pub fn copy_file_atomic(from: &Path, to: &Path) -> io::Result<()> {
     let temp = temp_path(to)?;
-    let result = fs::copy(from, &temp)
-        .and_then(|_| sync_file(&File::open(&temp)?))
-        .and_then(|()| fs::rename(&temp, to));
+    let result = fs::copy(from, &temp).and_then(|_| {
+        if sync_each_write() {
+            File::open(&temp)?.sync_all()?;
+        }
+        fs::rename(&temp, to)
+    });
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Copies `from` to `to` under its final name (the kernel's in-file copy where it can), fsynced
+/// when writes are synced one by one: for a destination directory no reader sees before it is
+/// renamed into place.
+pub fn copy_file(from: &Path, to: &Path) -> io::Result<()> {
+    fs::copy(from, to)?;
+    if sync_each_write() {
+        File::open(to)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Fsyncs the directory holding `path` (making a rename durable) when writes are synced one

@@ -28,7 +28,9 @@ use agentcompass_plugin_api::contracts::{
 
 use crate::issue_codes::FailureClass;
 
-pub use outcomes::{attempt_records, outcomes_from_results, AttemptRecord};
+pub use outcomes::{
+    attempt_records, complete_attempt_records, outcomes_from_results, AttemptRecord,
+};
 pub use render::{headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle};
 
 /// The aggregation written into every report produced here.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::contracts::{IssueSeverity, RunRequest, RunRuntimeSpec};
 use agentcompass_results::store::{
-    attempts_complete, find_reuse_source, published_tasks, running_tasks, PublishedTask,
+    count_published, find_reuse_source, published_task, running_tasks, PublishedTask,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -20,7 +20,7 @@ use super::context::RequestContext;
 use super::error::RunError;
 use super::task_source::TaskSource;
 use crate::issue_codes::class_of;
-use crate::metrics::{attempt_records, AttemptRecord};
+use crate::metrics::{complete_attempt_records, AttemptRecord};
 
 /// The reuse key: benchmark id, benchmark params (except `sample_ids`, which selects tasks
 /// but does not change them) and attempt plan, hashed. The task id is matched separately.
@@ -69,15 +69,16 @@ pub(super) fn import(
     tasks: &mut TaskSource,
     source: PathBuf,
 ) -> Result<Imported, RunError> {
-    let mut candidates: HashMap<String, PublishedTask> = published_tasks(&source)
-        .map(|published| (published.task_id.clone(), published))
-        .collect();
+    // Each selected task is looked up by its directory name (the layout derives it from the
+    // id), so memory stays flat in the source's size; the listings are only counted.
     let mut not_reused: HashMap<&'static str, u64> = HashMap::new();
     let mut reused = HashSet::new();
+    let mut found = 0u64;
     while let Some(task) = tasks.next_task()? {
-        let Some(published) = candidates.remove(&task.task_id) else {
+        let Some(published) = published_task(&source, &task.task_id) else {
             continue;
         };
+        found += 1;
         match import_task(rc, &task.category, &published) {
             Ok(()) => {
                 reused.insert(published.task_id);
@@ -85,8 +86,9 @@ pub(super) fn import(
             Err(why) => *not_reused.entry(why).or_default() += 1,
         }
     }
-    if !candidates.is_empty() {
-        not_reused.insert("not selected", candidates.len() as u64);
+    let unselected = count_published(&source).saturating_sub(found);
+    if unselected > 0 {
+        not_reused.insert("not selected", unselected);
     }
     let resumable: HashMap<String, PathBuf> = if rc.request.runtime.checkpoint_resume != Some(false)
     {
@@ -139,10 +141,10 @@ fn import_task(
     if published.task_json["reuse_key"].as_str() != Some(rc.reuse_key.as_str()) {
         return Err("different benchmark, params or attempt plan");
     }
-    if !attempts_complete(published) {
+    let Some(records) = complete_attempt_records(&published.dir, &published.task_json["attempts"])
+    else {
         return Err("incomplete attempts");
-    }
-    let records = attempt_records(&published.dir, &published.task_json["attempts"]);
+    };
     if rerun_requested(&rc.request.runtime, &records) {
         return Err("rerun requested");
     }

@@ -28,8 +28,8 @@ mod task;
 mod tests;
 
 pub use published::{
-    attempts_complete, copy_tree, find_reuse_source, published_tasks, read_run_info, running_tasks,
-    CopyHook, PublishedTask, PublishedTasks,
+    attempts_complete, copy_tree, count_published, find_reuse_source, published_task,
+    published_tasks, read_run_info, running_tasks, CopyHook, PublishedTask, PublishedTasks,
 };
 pub use task::{
     FencedPublish, TaskState, TaskWriter, STEPS_CHECKPOINT_FILE, STEPS_DIR, STEP_SNAPSHOT_DIR,

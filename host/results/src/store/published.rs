@@ -245,6 +245,41 @@ pub fn published_tasks(run_dir: &Path) -> PublishedTasks {
     }
 }
 
+/// The task `task_id` as the run at `run_dir` published it, found by its directory name in
+/// each state directory (the layout names a task's directory after its id, so no listing is
+/// read): `None` when no state holds it with a parseable `task.json` naming that id.
+pub fn published_task(run_dir: &Path, task_id: &str) -> Option<PublishedTask> {
+    let name = task_dir_name(task_id);
+    let details = run_dir.join(DETAILS_DIR);
+    TaskState::ALL.iter().find_map(|&state| {
+        let dir = details.join(state.as_str()).join(&name);
+        let bytes = fs::read(dir.join(TASK_FILE)).ok()?;
+        let task_json: Value = serde_json::from_slice(&bytes).ok()?;
+        (task_json.get("task_id")?.as_str()? == task_id).then(|| PublishedTask {
+            task_id: task_id.to_string(),
+            dir,
+            state,
+            task_json,
+        })
+    })
+}
+
+/// How many task directories the run at `run_dir` published (entries of
+/// `details/{normal,error,fatal}/` that are directories, hidden staging names left out);
+/// nothing is read but the listings.
+pub fn count_published(run_dir: &Path) -> u64 {
+    let details = run_dir.join(DETAILS_DIR);
+    TaskState::ALL
+        .iter()
+        .filter_map(|state| fs::read_dir(details.join(state.as_str())).ok())
+        .flat_map(|entries| entries.filter_map(Result::ok))
+        .filter(|entry| {
+            !entry.file_name().to_string_lossy().starts_with('.')
+                && entry.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .count() as u64
+}
+
 /// Whether every attempt listed in `task_json["attempts"]` (`{"1": "attempt-1", ...}`) has a
 /// parseable `result.json` object. A task without attempts is not complete.
 pub fn attempts_complete(task: &PublishedTask) -> bool {
@@ -322,8 +357,10 @@ pub(super) fn import_published(
     create_dir_all(&details)?;
     let name = task_dir_name(&task.task_id);
     let staged = details.join(format!(".import.{name}.{}", unique_suffix()));
-    let copied =
-        copy_tree(&task.dir, &staged, hook).and_then(|()| verify_artifacts(&staged, &task.dir));
+    // The staged directory is hidden and appears only by the rename that publishes it, so its
+    // files are copied under their final names (no temp name and rename per file).
+    let copied = copy_tree_into(&task.dir, &staged, hook, FileCopy::Direct)
+        .and_then(|()| verify_artifacts(&staged, &task.dir));
     if let Err(e) = copied {
         if let Err(cleanup) = fs::remove_dir_all(&staged) {
             if cleanup.kind() != io::ErrorKind::NotFound {
@@ -365,10 +402,28 @@ fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
 }
 
 /// Copies the tree `src` to the directory `dst` (created when missing): files (with their
-/// modes, fsynced),
-/// subdirectories (modes set after filling them) and symlinks (recreated as links). Never
-/// hard-links. Other file types are skipped.
+/// modes, each through a temp name and a rename, fsynced when writes are), subdirectories
+/// (modes set after filling them) and symlinks (recreated as links). Never hard-links.
+/// Other file types are skipped.
 pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), StoreError> {
+    copy_tree_into(src, dst, hook, FileCopy::Atomic)
+}
+
+/// How [`copy_tree_into`] writes each file.
+#[derive(Clone, Copy)]
+enum FileCopy {
+    /// Through a hidden temp name and a rename: a reader of `dst` never sees a partial file.
+    Atomic,
+    /// Straight under its final name: for a destination nobody reads before it is published.
+    Direct,
+}
+
+fn copy_tree_into(
+    src: &Path,
+    dst: &Path,
+    hook: &mut CopyHook<'_>,
+    files: FileCopy,
+) -> Result<(), StoreError> {
     fs::create_dir_all(dst).map_err(|e| StoreError::io("create directory", dst, e))?;
     let entries = fs::read_dir(src).map_err(|e| StoreError::io("list", src, e))?;
     for entry in entries {
@@ -379,11 +434,14 @@ pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), 
             .file_type()
             .map_err(|e| StoreError::io("inspect", &from, e))?;
         if kind.is_dir() {
-            copy_tree(&from, &to, hook)?;
+            copy_tree_into(&from, &to, hook, files)?;
         } else if kind.is_file() {
             hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
-            crate::fsutil::copy_file_atomic(&from, &to)
-                .map_err(|e| StoreError::io("copy", &from, e))?;
+            let copied = match files {
+                FileCopy::Atomic => crate::fsutil::copy_file_atomic(&from, &to),
+                FileCopy::Direct => crate::fsutil::copy_file(&from, &to),
+            };
+            copied.map_err(|e| StoreError::io("copy", &from, e))?;
         } else if kind.is_symlink() {
             let target = fs::read_link(&from).map_err(|e| StoreError::io("read link", &from, e))?;
             std::os::unix::fs::symlink(&target, &to)
