@@ -35,6 +35,9 @@ pub fn reuse_key(req: &RunRequest) -> String {
     hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
 }
 
+/// Threads copying reused tasks at once.
+const IMPORT_WORKERS: usize = 2;
+
 /// What a reuse import brought into the run.
 pub(super) struct Imported {
     /// Ids of the imported tasks.
@@ -70,22 +73,55 @@ pub(super) fn import(
     source: PathBuf,
 ) -> Result<Imported, RunError> {
     // Each selected task is looked up by its directory name (the layout derives it from the
-    // id), so memory stays flat in the source's size; the listings are only counted.
-    let mut not_reused: HashMap<&'static str, u64> = HashMap::new();
-    let mut reused = HashSet::new();
+    // id), so memory stays flat in the source's size; the listings are only counted. The
+    // copies run on [`IMPORT_WORKERS`] threads fed through a short queue: most of an import
+    // is the kernel creating inodes and walking paths, which two cores do side by side.
+    let outcome = std::sync::Mutex::new((HashMap::<&'static str, u64>::new(), HashSet::new()));
     let mut found = 0u64;
-    while let Some(task) = tasks.next_task()? {
-        let Some(published) = published_task(&source, &task.task_id) else {
-            continue;
-        };
-        found += 1;
-        match import_task(rc, &task.category, &published) {
-            Ok(()) => {
-                reused.insert(published.task_id);
-            }
-            Err(why) => *not_reused.entry(why).or_default() += 1,
+    let (send, receive) = std::sync::mpsc::sync_channel::<(String, PublishedTask)>(64);
+    let receive = std::sync::Mutex::new(receive);
+    let read: Result<(), RunError> = std::thread::scope(|scope| {
+        // Owned here: dropped when reading ends (normally or on an error), which ends the
+        // workers' loops.
+        let send = send;
+        for _ in 0..IMPORT_WORKERS {
+            scope.spawn(|| loop {
+                let next = match receive.lock() {
+                    Ok(queue) => queue.recv(),
+                    Err(poisoned) => poisoned.into_inner().recv(),
+                };
+                let Ok((category, published)) = next else {
+                    return;
+                };
+                let result = import_task(rc, &category, &published);
+                let mut guard = match outcome.lock() {
+                    Ok(guard) => guard,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                match result {
+                    Ok(()) => {
+                        guard.1.insert(published.task_id);
+                    }
+                    Err(why) => *guard.0.entry(why).or_default() += 1,
+                }
+            });
         }
-    }
+        while let Some(task) = tasks.next_task()? {
+            let Some(published) = published_task(&source, &task.task_id) else {
+                continue;
+            };
+            found += 1;
+            if send.send((task.category, published)).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    read?;
+    let (mut not_reused, reused) = match outcome.into_inner() {
+        Ok(outcome) => outcome,
+        Err(poisoned) => poisoned.into_inner(),
+    };
     let unselected = count_published(&source).saturating_sub(found);
     if unselected > 0 {
         not_reused.insert("not selected", unselected);
