@@ -416,25 +416,26 @@ fn one_version_registry() -> (u16, std::thread::JoinHandle<()>) {
     (port, handle)
 }
 
-#[test]
-fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_error() {
-    let (port, _registry) = one_version_registry();
-    let server = ScriptedServer::start(&script("claude_code"), None).unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
-    let empty_cache = tempfile::tempdir().unwrap();
-    let params =
-        json!({"version": "9.9.9", "registry": format!("http://127.0.0.1:{port}/")}).to_string();
+/// `run harbor claude_code m-test --env sandbox` on `tasks` with the install cache `cache`
+/// (empty at first), the harness parameters `params` and `extra`, against `server`.
+fn run_claude_with_cache(
+    ws: &Workspace,
+    server: &ScriptedServer,
+    tasks: &Path,
+    cache: &Path,
+    params: &str,
+    extra: &[&str],
+) -> Outcome {
     let dirs = PluginDirs::new();
     let packs = dirs.package("packs", "harbor-pack");
     dirs.package("packs", "agents-pack");
     let benchmark = json!({"path": tasks}).to_string();
-    let model = model_flags("claude_code", &server);
+    let model = model_flags("claude_code", server);
     let mut args = vec![
         "--plugin-dir",
         packs.to_str().unwrap(),
         "--install-cache-dir",
-        empty_cache.path().to_str().unwrap(),
+        cache.to_str().unwrap(),
         "run",
         "harbor",
         "claude_code",
@@ -444,12 +445,25 @@ fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_erro
         "--benchmark-params",
         &benchmark,
         "--harness-params",
-        &params,
+        params,
         "--model-api-key",
         "${AGENT_KEY}",
     ];
     args.extend(model.iter().map(String::as_str));
-    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    args.extend_from_slice(extra);
+    ws.run(&args, &[("AGENT_KEY", KEY)])
+}
+
+#[test]
+fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_error() {
+    let (port, _registry) = one_version_registry();
+    let server = ScriptedServer::start(&script("claude_code"), None).unwrap();
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let empty_cache = tempfile::tempdir().unwrap();
+    let params =
+        json!({"version": "9.9.9", "registry": format!("http://127.0.0.1:{port}/")}).to_string();
+    let out = run_claude_with_cache(&ws, &server, &tasks, empty_cache.path(), &params, &[]);
     let run = run_dir(&out);
     let results = published_results(&run);
     let (_, result) = &results["hello-file"];
@@ -767,33 +781,18 @@ fn auto_install_dependencies_installs_the_agent_cli_before_the_run_starts() {
     let tasks = hello_only(&ws);
     let empty_cache = tempfile::tempdir().unwrap();
     let params = json!({"registry": mirror.url()}).to_string();
-    let dirs = PluginDirs::new();
-    let packs = dirs.package("packs", "harbor-pack");
-    dirs.package("packs", "agents-pack");
-    let benchmark = json!({"path": tasks}).to_string();
-    let model = model_flags("claude_code", &server);
-    let mut args = vec![
-        "--plugin-dir",
-        packs.to_str().unwrap(),
-        "--install-cache-dir",
-        empty_cache.path().to_str().unwrap(),
-        "run",
-        "harbor",
-        "claude_code",
-        "m-test",
-        "--env",
-        "sandbox",
-        "--benchmark-params",
-        &benchmark,
-        "--harness-params",
-        &params,
-        "--model-api-key",
-        "${AGENT_KEY}",
-        "--auto-install-dependencies",
-    ];
-    args.extend(model.iter().map(String::as_str));
+    let run_once = || {
+        run_claude_with_cache(
+            &ws,
+            &server,
+            &tasks,
+            empty_cache.path(),
+            &params,
+            &["--auto-install-dependencies"],
+        )
+    };
     let started = Instant::now();
-    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    let out = run_once();
     eprintln!(
         "auto-install of Claude Code from the loopback registry, then one task: {:.1} s",
         started.elapsed().as_secs_f64()
@@ -845,7 +844,7 @@ fn auto_install_dependencies_installs_the_agent_cli_before_the_run_starts() {
     );
     // A second run finds the install: nothing installed, the registry not asked.
     let asked = mirror.requests().len();
-    let again = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    let again = run_once();
     assert_eq!(again.code, 0, "{again:?}");
     assert!(!again.stderr.contains("installed @"), "{}", again.stderr);
     assert_eq!(mirror.requests().len(), asked, "{:?}", mirror.requests());
