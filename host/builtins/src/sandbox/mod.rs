@@ -112,6 +112,7 @@
 
 mod config;
 mod egress;
+mod enter;
 mod layout;
 mod mirror;
 mod mounts;

@@ -21,7 +21,9 @@ use serde_json::json;
 use tokio::process::Command;
 
 use super::egress::{Egress, Forwarding, SocketMount};
+use super::enter::{self, capability_mask, Bind, Entry, Prepared};
 use super::layout::Layout;
+use super::template::{started_by_root, ROOT_CAPABILITIES};
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
 use crate::files::{existing, remove_owned_dir};
 use crate::process::{run_captured, Detached};
@@ -320,6 +322,76 @@ impl SandboxSession {
         (cmd, program.to_string())
     }
 
+    /// Whether a command on `network` can enter the shape's prepared namespace: started by
+    /// root through a bwrap that is not setuid, with nothing to forward into it (`allowlist`,
+    /// `denylist` and host endpoints need the forwarder's binds, so they keep a bwrap each).
+    pub(super) fn can_enter(&self, network: &Network) -> bool {
+        let forwards =
+            network.isolated() && (network.egress.is_some() || !self.endpoints.is_empty());
+        !forwards && !self.layout.setuid && started_by_root()
+    }
+
+    /// The command running `request` in the prepared namespace `prepared` (what
+    /// [`SandboxSession::command`] does with a new bwrap), and the program it starts.
+    pub(super) fn entered_command(
+        &self,
+        prepared: &Arc<Prepared>,
+        network: &Network,
+        request: &ExecRequest,
+        env: &BTreeMap<String, String>,
+        cwd: &Path,
+        masks: &[PathBuf],
+    ) -> Result<(Command, String)> {
+        let layout = &self.layout;
+        let mut full_env = BTreeMap::from([
+            ("PATH".to_string(), DEFAULT_PATH.to_string()),
+            ("HOME".to_string(), DEFAULT_HOME.to_string()),
+        ]);
+        full_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let argv: Vec<&std::ffi::OsStr> = match &request.command {
+            ExecCommand::Shell(line) => vec!["/bin/sh".as_ref(), "-c".as_ref(), line.as_ref()],
+            ExecCommand::Argv(argv) => argv.iter().map(|a| a.as_ref()).collect(),
+        };
+        let program = argv
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let binds = layout
+            .mounts
+            .iter()
+            .map(|m| Bind {
+                host: &m.host,
+                sandbox: &m.sandbox,
+                read_only: false,
+            })
+            .chain(layout.host_binds.iter().map(|b| Bind {
+                host: &b.host,
+                sandbox: &b.sandbox,
+                read_only: b.read_only,
+            }))
+            .collect();
+        let capabilities = capability_mask(
+            ROOT_CAPABILITIES
+                .iter()
+                .copied()
+                .filter(|cap| *cap != "CAP_NET_RAW" || network.isolated()),
+        );
+        let entry = Entry {
+            argv,
+            env: full_env,
+            cwd,
+            binds,
+            masks,
+            isolated: network.isolated(),
+            capabilities,
+        };
+        let mut cmd = enter::command(prepared, &entry).map_err(|e| {
+            Error::invalid_input(format!("exec: cannot start `{program}` (sandbox): {e}"))
+        })?;
+        cmd.stdin(Stdio::null()).process_group(0);
+        Ok((cmd, program))
+    }
+
     pub(super) async fn probe(&self, op: &'static str, path: &str) -> Result<Option<fs::Metadata>> {
         let path = path.to_string();
         self.with_layout(move |layout| {
@@ -352,14 +424,20 @@ impl EnvironmentSession for SandboxSession {
             None => self.layout.workdir.clone(),
         };
         let shown = cwd.to_string_lossy().into_owned();
-        let (is_dir, masks) = self
+        let can_enter = self.can_enter(&network);
+        let (is_dir, masks, prepared) = self
             .with_layout(move |layout| {
                 let is_dir = match layout.resolve("exec", &shown) {
                     Ok(resolved) => fs::metadata(resolved.host).is_ok_and(|m| m.is_dir()),
                     // /proc, /dev: bwrap says whether it exists.
                     Err(_) => true,
                 };
-                Ok((is_dir, layout.socket_masks()?))
+                let prepared = if can_enter {
+                    layout.template.prepared(&layout.bwrap)
+                } else {
+                    None
+                };
+                Ok((is_dir, layout.socket_masks()?, prepared))
             })
             .await?;
         if !is_dir {
@@ -368,7 +446,11 @@ impl EnvironmentSession for SandboxSession {
                 cwd.display()
             )));
         }
-        let (cmd, program) = self.command(&network, &request, &env, &cwd, &masks);
+        let build = |masks: &[PathBuf]| match &prepared {
+            Some(prepared) => self.entered_command(prepared, &network, &request, &env, &cwd, masks),
+            None => Ok(self.command(&network, &request, &env, &cwd, masks)),
+        };
+        let (cmd, program) = build(&masks)?;
         let bwrap = self.layout.bwrap.clone();
         let start_failed = move |e| bwrap_start_error(&bwrap, e);
         if request.detach {
@@ -386,7 +468,7 @@ impl EnvironmentSession for SandboxSession {
             // A host socket went away between the listing and bwrap's cover of it: nothing
             // ran yet, so list again and start once more.
             let masks = self.with_layout(|layout| layout.socket_masks()).await?;
-            let (cmd, _) = self.command(&network, &request, &env, &cwd, &masks);
+            let (cmd, _) = build(&masks)?;
             result = run_captured(cmd, &program, timeout, start_failed).await?;
         }
         match setup_failure(&result, &program, &cwd) {

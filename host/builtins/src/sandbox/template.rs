@@ -9,6 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use super::enter::{prepare, Prepared};
 use super::mirror::{mirror, mount_points, DirStamp, Mirror};
 use super::mounts::{lexical, Mount};
 use super::sockets::SocketCache;
@@ -103,6 +104,9 @@ pub(super) struct Template {
     pub(super) listed: Vec<(PathBuf, DirStamp)>,
     /// The host's bound sockets already located for this shape.
     pub(super) sockets: SocketCache,
+    /// The shape's namespace, prepared on first use (`None`: it could not be, so every
+    /// command is a bwrap of its own).
+    pub(super) prepared: OnceLock<Option<Arc<Prepared>>>,
 }
 
 impl Template {
@@ -193,7 +197,33 @@ impl Template {
             bound: binds.into_iter().map(|(_, inside)| inside).collect(),
             listed: mirrored.listed,
             sockets: SocketCache::default(),
+            prepared: OnceLock::new(),
         })
+    }
+
+    /// The shape's namespace built by `bwrap` once (its mounts, mirror and a read-only
+    /// `/dev`), for commands to enter instead of a bwrap each. Blocking the first time.
+    pub(super) fn prepared(&self, bwrap: &Path) -> Option<Arc<Prepared>> {
+        self.prepared
+            .get_or_init(|| {
+                let mut args = self.head.clone();
+                args.extend(self.tail.iter().cloned());
+                push(
+                    &mut args,
+                    ["--remount-ro", "/dev", "--remount-ro", "/"].map(OsStr::new),
+                );
+                match prepare(bwrap, &args) {
+                    Ok(prepared) => Some(Arc::new(prepared)),
+                    Err(e) => {
+                        tracing::warn!(
+                            "environment `{ID}`: cannot prepare a namespace for commands to \
+                             enter, each one starts its own bwrap: {e}"
+                        );
+                        None
+                    }
+                }
+            })
+            .clone()
     }
 
     /// The network arguments of a sandbox with its own empty network namespace
