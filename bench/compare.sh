@@ -19,7 +19,14 @@
 #              ours `example_self_check` in the `sandbox` environment (bubblewrap), Inspect's
 #              `local` sandbox via sandbox().exec(); plus, for reference, ours in the unisolated
 #              `host_process` environment (Inspect's `local` sandbox does not isolate either)
-#   reuse      `--reuse` over a finished 10,000-task run of ours (every task copied, none rerun)
+#   reuse      `--reuse` over a finished 10,000-task run of ours (every task imported, none
+#              rerun), and over the 100,000-task run
+#   live       1,000 `sandbox` sessions open at once, each alive 60 s with a command every 5 s
+#              (bench/live_sessions.rs; --quick: 200 sessions for 20 s): latency, RSS, fds
+#   docker     100 tasks of `example_self_check` in the `docker` environment (busybox image,
+#              8 at a time) against the raw Docker CLI doing the same (`docker run -d`,
+#              `docker exec`, `docker rm -f`; bench/docker_overhead.sh), on a private daemon
+#              unless $DOCKER_HOST answers; skipped when dockerd is not installed
 #
 # Inspect runs in a fresh network namespace (`unshare -n`, loopback only, down) so that it
 # cannot reach anything; ours talks only to scripted-llm on 127.0.0.1.
@@ -113,10 +120,12 @@ if ! "$VENV/bin/inspect" --version 2>/dev/null | grep -qx "$INSPECT_VERSION"; th
 fi
 
 # Our release binaries and bundled plugins
-if [ "$REBUILD" -eq 1 ] || [ ! -x "$HOST" ] || [ ! -x "$SCRIPTED" ] ||
+LIVE="$RELEASE/examples/live_sessions"
+if [ "$REBUILD" -eq 1 ] || [ ! -x "$HOST" ] || [ ! -x "$SCRIPTED" ] || [ ! -x "$LIVE" ] ||
     ! ls "$RELEASE"/plugins/*.so >/dev/null 2>&1; then
-    log "building the release workspace (cargo build --release --workspace)"
-    (cd "$ROOT" && cargo build --release --workspace) || die "cargo build failed"
+    log "building the release workspace (cargo build --release --workspace, the live_sessions example)"
+    (cd "$ROOT" && cargo build --release --workspace &&
+        cargo build --release -p agentcompass-e2e --example live_sessions) || die "cargo build failed"
     log "bundling plugins into $RELEASE/plugins"
     # Reuse dev.sh's own definitions (profile_dir, bundle_plugins) without running dev.sh.
     (cd "$ROOT" && source <(sed -n -e '/^profile_dir()/p' -e '/^bundle_plugins()/,/^}/p' dev.sh) &&
@@ -126,7 +135,7 @@ fi
 # Snapshot the binaries: other builds may replace target/release while this runs. The host
 # loads its bundled plugins from <install dir>/plugins, so they are copied alongside.
 mkdir -p "$WORK/bin"
-cp "$HOST" "$SCRIPTED" "$WORK/bin/"
+cp "$HOST" "$SCRIPTED" "$LIVE" "$WORK/bin/"
 cp -r "$RELEASE/plugins" "$WORK/bin/plugins"
 HOST="$WORK/bin/agentcompass-host"
 SCRIPTED="$WORK/bin/scripted-llm"
@@ -324,15 +333,35 @@ for rep in $(seq "$REPS_10K"); do
     drop "$WORK/out/inspect-qa-10000-$rep"
 done
 
-# --- 5. QA 100,000, ours only -------------------------------------------------------------------
+# --- 5. QA 100,000, ours only, and --reuse over it -----------------------------------------------
 if [ "$RUN_100K" -eq 1 ]; then
     ours_qa qa 100000 1
+    ours_reuse 100000 1
     drop "$WORK/out/ours-qa-100000-1"
+fi
+
+# --- 6. live sandbox sessions, ours only --------------------------------------------------------
+if [ "$QUICK" -eq 1 ]; then LIVE_ARGS=(200 20 5); else LIVE_ARGS=(1000 60 5); fi
+log "live sessions: sandbox ${LIVE_ARGS[*]}"
+(ulimit -n 65536 2>/dev/null || true
+    "$WORK/bin/live_sessions" sandbox "${LIVE_ARGS[@]}" "$WORK/bin/plugins") >"$WORK/live.txt" 2>"$WORK/live.err" ||
+    die "live sessions failed: $(tail -5 "$WORK/live.err")"
+sed 's/^/    /' "$WORK/live.txt" >&2
+
+# --- 7. docker per-task cost against the raw CLI, ours only -------------------------------------
+if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
+    log "docker: 100 tasks, 8 at a time, ours vs the raw CLI"
+    if [ "$QUICK" -eq 1 ]; then DOCKER_REPS=1; else DOCKER_REPS=3; fi
+    "$BENCH/docker_overhead.sh" "$HOST" 100 8 "$DOCKER_REPS" >"$WORK/docker.tsv" 2>"$WORK/docker.err" ||
+        die "docker workload failed: $(tail -5 "$WORK/docker.err")"
+    sed 's/^/    /' "$WORK/docker.tsv" >&2
+else
+    log "docker: skipped (dockerd or the docker CLI is not installed)"
 fi
 
 # --- report -------------------------------------------------------------------------------------
 ELAPSED=$(($(date +%s) - SCRIPT_START))
 "$PY" "$BENCH/compare_lib.py" report "$TSV" "$WORK/meta.json" "$BENCH/RESULTS.md" \
-    --script-seconds "$ELAPSED"
+    --script-seconds "$ELAPSED" --docker "$WORK/docker.tsv" --live "$WORK/live.txt"
 cat "$BENCH/RESULTS.md"
 log "done in ${ELAPSED}s; raw measurements: $TSV"

@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 
@@ -194,7 +195,7 @@ def cmd_report(args):
     w("| workload | N | tool | reps | wall s | tasks/s | peak RSS MiB | result bytes/task | CPU s (user+sys) | load1 per rep |")
     w("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     order = [("startup", 1), ("qa", 1000), ("qa", 10000), ("qa", 100000), ("sandbox", 1000), ("exec_host_process", 1000),
-             ("reuse", 10000)]
+             ("reuse", 10000), ("reuse", 100000)]
     names = {"startup": "startup (1 QA task)", "qa": "trivial QA", "sandbox": "sandbox exec",
              "exec_host_process": "same exec, `host_process` (no isolation)",
              "reuse": "`--reuse` of finished run"}
@@ -244,6 +245,8 @@ def cmd_report(args):
     if o and i:
         r = o.tps / i.tps
         row("≥ 50× Inspect's tasks/s on 10,000 tasks", f"{fmt_ratio(r)} ({fmt_n(o.tps)} vs {fmt_n(i.tps)} tasks/s)", r >= 50)
+        ms = 1000 * o.cpu / 10000
+        row("host CPU ≤ 0.5 ms a QA task (10,000 tasks, user+sys)", f"{ms:.2f} ms", ms <= 0.5)
     parts, ok = [], True
     for n in (1000, 10000):
         o, i = get("qa", "ours", n), get("qa", "inspect", n)
@@ -272,12 +275,46 @@ def cmd_report(args):
         if h:
             w(f"| (reference) the same exec in our unisolated `host_process` environment | "
               f"{fmt_ratio(h.tps / i.tps)} ({fmt_n(h.tps)} tasks/s) | — |")
+    docker = parse_docker(args.docker)
+    if docker:
+        o_ms, r_ms, ratio = docker["median"]
+        row(f"`docker`: per-task time ÷ raw `docker run` + `docker exec` + `docker rm -f` ({docker['n']} tasks, {docker['conc']} at a time) ≤ 1.2×",
+            f"{ratio:.2f}× ({o_ms:.1f} vs {r_ms:.1f} ms a task)", ratio <= 1.2)
+    else:
+        row("`docker`: per-task time ÷ raw `docker run` + `docker exec` ≤ 1.2×", "not measured (no Docker daemon)", False)
+    c = get("reuse", "ours", 100000)
+    if c:
+        row("`--reuse` of a finished 100,000-task run ≤ 15 s", f"{fmt_s(c.wall)} s (peak RSS {c.rss_mib:.1f} MiB)", c.wall <= 15)
+    else:
+        row("`--reuse` of a finished 100,000-task run ≤ 15 s", "not measured (--quick)", False)
+    live = parse_live(args.live)
+    if live:
+        row(f"{live['sessions']:,} `sandbox` sessions open at once, {live['seconds']} s each, a command every {live['period']} s: "
+            "host RSS ≤ 60 MiB, < 10 fds a session, p99 ≤ 20 ms",
+            f"RSS {live['rss']:.1f} MiB, {live['fds']:.2f} fds a session, p50 {live['p50']:.1f} / p99 {live['p99']:.1f} ms "
+            f"({live['ok']:,} commands, {live['failed']} failed)",
+            live["rss"] <= 60 and live["fds"] < 10 and live["p99"] <= 20 and live["failed"] == 0)
     c = get("reuse", "ours", 10000)
     if c:
         q = get("qa", "ours", 10000)
         extra = f" (the run itself took {fmt_s(q.wall)} s)" if q else ""
         w(f"| (no target) `--reuse` over a finished 10,000-task run | {fmt_s(c.wall)} s{extra} | — |")
     w("")
+    if docker:
+        w("## Docker per-task cost (`bench/docker_overhead.sh`)")
+        w("")
+        w("| rep | ours ms a task | raw CLI ms a task | ours ÷ raw | load1 |")
+        w("| ---: | ---: | ---: | ---: | ---: |")
+        for rep in docker["reps"]:
+            w(f"| {rep[0]} | {rep[1]} | {rep[2]} | {rep[3]} | {rep[4]} |")
+        w("")
+    if live:
+        w("## Live sessions (`bench/live_sessions.rs`)")
+        w("")
+        w("```")
+        w(live["text"].rstrip())
+        w("```")
+        w("")
     w("Notes: wall time is measured around the process (date +%s%N); peak RSS is `/usr/bin/time -v`'s "
       "\"Maximum resident set size\" (largest single process: our host, or Inspect's Python process); "
       "result bytes are `du -sb` of the results dir (ours) or log dir (Inspect) divided by N. "
@@ -290,6 +327,36 @@ def cmd_report(args):
       "are missed, see bench/PROFILE.md (written by hand from perf, heaptrack and strace runs).")
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def parse_docker(path):
+    """docker_overhead.sh's output: per-rep rows and the median line."""
+    if not path or not os.path.exists(path):
+        return None
+    reps, median, n, conc = [], None, "?", "?"
+    for line in open(path):
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] == "median":
+            median = tuple(float(x) for x in parts[1:4])
+        elif parts[0] == "params":
+            n, conc = parts[1], parts[2]
+        elif parts[0].isdigit():
+            reps.append(parts)
+    return {"reps": reps, "median": median, "n": n, "conc": conc} if median else None
+
+
+def parse_live(path):
+    """live_sessions' summary lines."""
+    if not path or not os.path.exists(path):
+        return None
+    text = open(path).read()
+    m = re.search(r"(\d+) sessions open at once, (\d+) s each, a command every ([\d.]+) s", text)
+    c = re.search(r"commands: (\d+) ok, (\d+) failed; latency ms p50 ([\d.]+)\s+p90 ([\d.]+)\s+p99 ([\d.]+)", text)
+    r = re.search(r"host RSS [\d.]+ MiB before, ([\d.]+) MiB peak; .* = ([\d.]+) a session", text)
+    if not (m and c and r):
+        return None
+    return {"sessions": int(m[1]), "seconds": m[2], "period": m[3], "ok": int(c[1]), "failed": int(c[2]),
+            "p50": float(c[3]), "p99": float(c[5]), "rss": float(r[1]), "fds": float(r[2]), "text": text}
 
 
 def main():
@@ -317,6 +384,8 @@ def main():
     s.add_argument("meta")
     s.add_argument("out")
     s.add_argument("--script-seconds", type=int, default=None)
+    s.add_argument("--docker", default=None)
+    s.add_argument("--live", default=None)
     s.set_defaults(fn=cmd_report)
     args = p.parse_args()
     args.fn(args)

@@ -39,6 +39,8 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn main() {
+    // Sandbox commands enter their prepared namespace through this binary (as the host's).
+    agentcompass_builtins::sandbox::enter_if_requested();
     let args: Vec<String> = std::env::args().collect();
     let provider = args.get(1).expect(USAGE).clone();
     let sessions: usize = args.get(2).and_then(|s| s.parse().ok()).expect(USAGE);

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
     if let Some(code) = agentcompass_builtins::sandbox::run_egress_forwarder() {
         return code;
     }
+    agentcompass_builtins::sandbox::enter_if_requested();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(err),

@@ -29,6 +29,8 @@ fn main() -> ExitCode {
     if let Some(code) = run_egress_forwarder() {
         return code;
     }
+    // Sandbox commands enter their prepared namespace through this binary.
+    agentcompass_builtins::sandbox::enter_if_requested();
     if std::env::args().any(|a| a == "--list") {
         return ExitCode::SUCCESS;
     }

@@ -117,6 +117,20 @@ pub fn copy_file(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Gives `to` the content of `from` for a destination no reader sees before it is renamed
+/// into place: a hard link where the file system allows one (one directory entry, no new
+/// inode, no data copied), else [`copy_file`]. Safe because every writer of a results
+/// directory replaces a file by rename, never in place, so the two names never diverge by
+/// a write through one of them (see ARCHITECTURE.md, "Reuse links what it imports").
+pub fn link_or_copy(from: &Path, to: &Path) -> io::Result<()> {
+    // The caller fsyncs the destination directory, which makes the link durable.
+    match fs::hard_link(from, to) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(e),
+        Err(_) => copy_file(from, to),
+    }
+}
+
 /// Fsyncs the directory holding `path` (making a rename durable) when writes are synced one
 /// by one.
 pub fn sync_parent(path: &Path) -> io::Result<()> {
@@ -169,5 +183,25 @@ mod tests {
         assert_eq!(fs::read(&to).unwrap(), b"{\"a\": 1}");
         assert!(copy_file_atomic(&dir.path().join("missing"), &to).is_err());
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_linked_file_keeps_its_content_when_the_source_is_replaced_by_a_writer() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("result.json");
+        write_atomic(&from, b"{\"v\": 1}", 0o644).unwrap();
+        let to = dir.path().join("imported.json");
+        link_or_copy(&from, &to).unwrap();
+        let (a, b) = (fs::metadata(&from).unwrap(), fs::metadata(&to).unwrap());
+        assert_eq!((a.dev(), a.ino()), (b.dev(), b.ino()), "linked, not copied");
+        // Our writers replace by rename: the imported name keeps what it had.
+        write_atomic(&from, b"{\"v\": 2}", 0o644).unwrap();
+        assert_eq!(fs::read(&to).unwrap(), b"{\"v\": 1}");
+        assert!(
+            link_or_copy(&from, &to).is_err(),
+            "an existing name is never replaced"
+        );
+        assert!(link_or_copy(&dir.path().join("missing"), &dir.path().join("x")).is_err());
     }
 }

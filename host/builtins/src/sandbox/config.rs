@@ -35,6 +35,14 @@ pub(super) fn config_schema() -> ConfigSchema {
             "A local root filesystem directory mounted read-only as `/` (default: \
              `setup.image` when it is an absolute directory path, else the host root `/`)",
         ))
+        .field(ConfigField::new(
+            "prepared_namespace",
+            ConfigType::Boolean,
+            json!(true),
+            "Start each command in a namespace bwrap prepares once per sandbox shape, instead \
+             of a bwrap per command (used when the host runs as root, for commands with \
+             nothing to forward; false: always a bwrap per command)",
+        ))
         .field(egress_hosts_param())
 }
 
@@ -44,6 +52,8 @@ pub(super) struct Config {
     pub(super) root: Option<String>,
     /// The egress proxy's static names (`allowlist`, `denylist`), validated.
     pub(super) egress_hosts: BTreeMap<String, String>,
+    /// Commands may enter the shape's prepared namespace (`prepared_namespace`).
+    pub(super) prepared_namespace: bool,
 }
 
 impl Config {
@@ -65,6 +75,10 @@ impl Config {
             bwrap: text("bwrap")?.unwrap_or_else(|| "bwrap".to_string()),
             root: text("root")?,
             egress_hosts,
+            prepared_namespace: params
+                .get("prepared_namespace")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
         })
     }
 }

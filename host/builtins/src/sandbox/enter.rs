@@ -3,9 +3,11 @@
 //!
 //! [`Prepared`] is a mount namespace that bwrap built once per sandbox shape (the read-only
 //! mirror of the root on a tmpfs, `/dev`, the mount points), held by two descriptors after the
-//! process that made it is gone. [`command`] starts one command in it, in the child the host
-//! forks (all of this runs between `fork` and `exec`, so it only makes system calls on data
-//! prepared before the fork):
+//! process that made it is gone. [`command`] starts one command in it through an *entry*: the
+//! host binary started again with [`ENTRY_ARG`] (a fresh process, so spawning it copies none
+//! of the host's memory and the work below runs single-threaded; its `main` calls
+//! [`enter_if_requested`] first), which opens the namespace through the host's descriptors
+//! (`/proc/HOST/fd/N`) and then:
 //!
 //! 1. the session's writable directories and host mounts are cloned as detached mount trees
 //!    (`open_tree`, still in the host's namespace), `nosuid` and `nodev` like bwrap's binds
@@ -19,7 +21,7 @@
 //!    command: working directory, Docker's default capabilities (as bwrap keeps for root),
 //!    `no_new_privs`, then `execve` along `PATH`.
 //!
-//! The first child waits for PID 1 and exits with its status; PID 1 exits with the command's
+//! The entry waits for PID 1 and exits with its status; PID 1 exits with the command's
 //! (128 + signal if it was killed), as bwrap's reaper does. Both die with their parent. A step
 //! that fails writes one line in bwrap's words (`bwrap: Can't ...`, `bwrap: execvp PROG: ...`)
 //! and exits 1, so the session reads it exactly as it reads bwrap's.
@@ -32,8 +34,10 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use libc::{c_char, c_int, c_long};
 use tokio::process::Command;
@@ -185,34 +189,138 @@ fn check_mount_api() -> io::Result<()> {
     Ok(())
 }
 
-/// A directory bound into the command's sandbox.
-pub(super) struct Bind<'a> {
-    pub(super) host: &'a Path,
-    pub(super) sandbox: &'a Path,
-    pub(super) read_only: bool,
+/// The argument that makes the host binary a sandbox entry (see [`enter_if_requested`]).
+pub const ENTRY_ARG: &str = "__agentcompass-sandbox-enter";
+
+/// The variable carrying the entry's [`Request`] (JSON). An environment variable, like the
+/// command's environment in bwrap's: readable only by the same user, never on a command line.
+const REQUEST_VAR: &str = "AGENTCOMPASS_SANDBOX_ENTRY";
+
+/// The binary that serves [`ENTRY_ARG`]: set by [`enter_if_requested`] in a binary's `main`.
+static ENTRY_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// For a binary's `main`, first thing: started as a sandbox entry (`ENTRY_ARG`), this
+/// process becomes the command (never returns); otherwise it records this binary as the one
+/// commands enter through (without that, every sandbox command starts its own bwrap).
+pub fn enter_if_requested() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(OsStr::new(ENTRY_ARG)) {
+        entry_main();
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = ENTRY_PROGRAM.set(exe);
+    }
 }
 
-/// What one command needs, all of it known before the fork.
-pub(super) struct Entry<'a> {
+/// [`enter_if_requested`] for a test binary, whose `main` is the test harness's: called
+/// before `main` (from `.init_array`), so the arguments come from `/proc/self/cmdline`.
+#[cfg(test)]
+pub(super) fn enter_if_requested_before_main() {
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    if cmdline.split(|b| *b == 0).nth(1) == Some(ENTRY_ARG.as_bytes()) {
+        entry_main();
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = ENTRY_PROGRAM.set(exe);
+    }
+}
+
+/// The binary commands enter through, if this process's `main` said so.
+pub(super) fn entry_program() -> Option<&'static Path> {
+    ENTRY_PROGRAM.get().map(PathBuf::as_path)
+}
+
+/// One command to run in a prepared namespace: what the host hands to the entry process.
+#[derive(Serialize, Deserialize)]
+pub(super) struct Request {
+    /// A path of the prepared mount namespace (`/proc/HOST/fd/N`).
+    pub(super) mount_ns: PathBuf,
+    /// A path of the prepared root directory.
+    pub(super) root: PathBuf,
+    /// The highest capability number the kernel knows.
+    pub(super) last_capability: u32,
+    /// `(host, sandbox, read_only)`, parents before children.
+    pub(super) binds: Vec<(PathBuf, PathBuf, bool)>,
+    pub(super) masks: Vec<PathBuf>,
+    pub(super) cwd: PathBuf,
     /// The program first.
-    pub(super) argv: Vec<&'a OsStr>,
+    pub(super) argv: Vec<String>,
     pub(super) env: BTreeMap<String, String>,
-    pub(super) cwd: &'a Path,
-    /// Parents before children.
-    pub(super) binds: Vec<Bind<'a>>,
-    pub(super) masks: &'a [PathBuf],
     /// Own empty network namespace (loopback up).
     pub(super) isolated: bool,
     /// The capabilities the command keeps.
     pub(super) capabilities: u64,
 }
 
-/// Everything the forked children read, in the form the system calls take.
+impl Prepared {
+    /// The paths through which a child of this process opens the namespace and its root.
+    pub(super) fn paths(&self) -> (PathBuf, PathBuf) {
+        let fd = |fd: &OwnedFd| {
+            PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                fd.as_raw_fd()
+            ))
+        };
+        (fd(&self.mount_ns), fd(&self.root))
+    }
+
+    /// The highest capability number the kernel knows.
+    pub(super) fn last_capability(&self) -> u32 {
+        self.last_capability
+    }
+}
+
+/// The command running `request`: the entry program (a fresh, small process: spawning it
+/// copies none of the host's memory) with the request in its environment. `None` when no
+/// binary serves entries.
+pub(super) fn command(request: &Request) -> io::Result<Option<Command>> {
+    let Some(program) = entry_program() else {
+        return Ok(None);
+    };
+    let json = serde_json::to_string(request).map_err(io::Error::other)?;
+    let mut cmd = Command::new(program);
+    cmd.arg(ENTRY_ARG).env_clear().env(REQUEST_VAR, json);
+    Ok(Some(cmd))
+}
+
+/// The entry process: reads its request and becomes the command (module steps 1–3).
+fn entry_main() -> ! {
+    let request: Request = match std::env::var(REQUEST_VAR)
+        .map_err(io::Error::other)
+        .and_then(|json| serde_json::from_str(&json).map_err(io::Error::other))
+    {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("bwrap: Can't read the sandbox entry request: {e}");
+            std::process::exit(1);
+        }
+    };
+    let opened = File::open(&request.mount_ns).and_then(|ns| Ok((ns, File::open(&request.root)?)));
+    let (mount_ns, root) = match opened {
+        Ok(files) => files,
+        Err(e) => fail(
+            &[b"Can't open the prepared namespace"],
+            e.raw_os_error().unwrap_or(0),
+        ),
+    };
+    match Plan::new(&request, OwnedFd::from(mount_ns), OwnedFd::from(root)) {
+        Ok(mut plan) => enter_and_exec(&mut plan),
+        Err(e) => {
+            eprintln!("bwrap: Can't prepare the command: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Everything the entry and its children use, in the form the system calls take.
 struct Plan {
-    prepared: Arc<Prepared>,
+    mount_ns: OwnedFd,
+    root: OwnedFd,
+    last_capability: u32,
     /// `(host, sandbox, read_only)`.
     binds: Vec<(CString, CString, bool)>,
-    /// One slot per bind, filled with its detached tree in the child.
+    /// One slot per bind, filled with its detached tree.
     trees: Vec<c_int>,
     masks: Vec<CString>,
     cwd: CString,
@@ -228,12 +336,6 @@ struct Plan {
     capabilities: u64,
 }
 
-// SAFETY: the raw pointers point into the `CString`s owned by the same `Plan`, which is never
-// changed after it is built; the forked child only reads them.
-unsafe impl Send for Plan {}
-// SAFETY: as above: shared access is read-only.
-unsafe impl Sync for Plan {}
-
 fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| io::Error::other("a NUL byte in a command argument"))
 }
@@ -243,13 +345,13 @@ fn path_c(path: &Path) -> io::Result<CString> {
 }
 
 impl Plan {
-    fn new(prepared: Arc<Prepared>, entry: &Entry<'_>) -> io::Result<Plan> {
-        let binds = entry
+    fn new(request: &Request, mount_ns: OwnedFd, root: OwnedFd) -> io::Result<Plan> {
+        let binds = request
             .binds
             .iter()
-            .map(|b| Ok((path_c(b.host)?, path_c(b.sandbox)?, b.read_only)))
+            .map(|(host, sandbox, ro)| Ok((path_c(host)?, path_c(sandbox)?, *ro)))
             .collect::<io::Result<Vec<_>>>()?;
-        let argv = entry
+        let argv = request
             .argv
             .iter()
             .map(|a| cstring(a.as_bytes()))
@@ -261,7 +363,7 @@ impl Plan {
         let candidates = if program.as_bytes().contains(&b'/') {
             vec![program.clone()]
         } else {
-            let path = entry
+            let path = request
                 .env
                 .get("PATH")
                 .map_or("/bin:/usr/bin", String::as_str);
@@ -275,7 +377,7 @@ impl Plan {
                 })
                 .collect::<io::Result<Vec<_>>>()?
         };
-        let envp = entry
+        let envp = request
             .env
             .iter()
             .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
@@ -289,19 +391,21 @@ impl Plan {
         };
         let mut unshare_flags =
             libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-        if entry.isolated {
+        if request.isolated {
             unshare_flags |= libc::CLONE_NEWNET;
         }
         Ok(Plan {
-            prepared,
+            mount_ns,
+            root,
+            last_capability: request.last_capability,
             trees: vec![-1; binds.len()],
             binds,
-            masks: entry
+            masks: request
                 .masks
                 .iter()
                 .map(|m| path_c(m))
                 .collect::<io::Result<_>>()?,
-            cwd: path_c(entry.cwd)?,
+            cwd: path_c(&request.cwd)?,
             program,
             candidates,
             argv_ptrs: pointers(&argv),
@@ -309,24 +413,10 @@ impl Plan {
             envp_ptrs: pointers(&envp),
             _envp: envp,
             unshare_flags,
-            isolated: entry.isolated,
-            capabilities: entry.capabilities,
+            isolated: request.isolated,
+            capabilities: request.capabilities,
         })
     }
-}
-
-/// The command running `entry` in `prepared`'s namespace. Its own program is never executed:
-/// the forked child becomes the command (see the module's steps).
-pub(super) fn command(prepared: &Arc<Prepared>, entry: &Entry<'_>) -> io::Result<Command> {
-    let mut plan = Plan::new(prepared.clone(), entry)?;
-    let mut cmd = Command::new("/");
-    // SAFETY: the closure runs in the child between fork and exec; it never returns (it
-    // `_exit`s or `execve`s), allocates nothing, and makes only system calls on the `Plan`'s
-    // data, which was built before the fork (see `enter_and_exec`).
-    unsafe {
-        cmd.pre_exec(move || enter_and_exec(&mut plan));
-    }
-    Ok(cmd)
 }
 
 /// Writes `parts` to standard error (best effort).
@@ -407,10 +497,9 @@ fn wait_and_exit(pid: libc::pid_t) -> ! {
 }
 
 /// Step 1 and 2 of the module's steps in the first child, then the fork of PID 1.
-fn enter_and_exec(plan: &mut Plan) -> io::Result<()> {
+fn enter_and_exec(plan: &mut Plan) -> ! {
     // SAFETY (whole function): every call is a system call on values and NUL-terminated
-    // strings owned by `plan` (built before the fork), on stack buffers, or on descriptors
-    // this child owns; nothing allocates.
+    // strings owned by `plan`, on stack buffers, or on descriptors this process owns.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as c_long);
         for (i, (host, sandbox, read_only)) in plan.binds.iter().enumerate() {
@@ -455,8 +544,8 @@ fn enter_and_exec(plan: &mut Plan) -> io::Result<()> {
             }
             plan.trees[i] = tree;
         }
-        if libc::setns(plan.prepared.mount_ns.as_raw_fd(), libc::CLONE_NEWNS) != 0
-            || libc::fchdir(plan.prepared.root.as_raw_fd()) != 0
+        if libc::setns(plan.mount_ns.as_raw_fd(), libc::CLONE_NEWNS) != 0
+            || libc::fchdir(plan.root.as_raw_fd()) != 0
             || libc::chroot(c".".as_ptr()) != 0
         {
             let e = errno();
@@ -677,7 +766,7 @@ fn exec(plan: &Plan) -> ! {
             let e = errno();
             fail(&[b"Can't chdir to ", plan.cwd.as_bytes()], e);
         }
-        drop_capabilities(plan.capabilities, plan.prepared.last_capability);
+        drop_capabilities(plan.capabilities, plan.last_capability);
         libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1 as c_long, 0 as c_long, 0, 0);
         let mut error = libc::ENOENT;
         for candidate in &plan.candidates {

@@ -31,7 +31,15 @@
 //!   sandbox started by root keeps only Docker's default capabilities, so it cannot unmount
 //!   a cover. Abstract sockets belong to the network namespace: `no-network` cuts them off,
 //!   `public` (the host's namespace) does not.
-//! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is bwrap's reaper),
+//! - Prepared namespaces (module `enter`): started by root, a command with nothing to forward
+//!   does not start a bwrap of its own: bwrap builds the shape's namespace once (the mirror,
+//!   the mount points, a read-only `/dev`), the host keeps it by two descriptors, and each
+//!   command enters it from a fork of the host, with its own mount, PID, IPC, UTS, cgroup and
+//!   (isolated) network namespaces, the session's directories attached as `nosuid,nodev`
+//!   binds, the socket covers, its own `/dev/shm`, `/dev/pts` and `/proc`, PID 1
+//!   `sandbox-init`, and the capabilities bwrap keeps for root; failures read as bwrap's.
+//!   Everything else below holds for both ways of starting a command.
+//! - Namespaces: own PID (`/proc` shows the sandbox's processes only; PID 1 is the reaper),
 //!   IPC, UTS and (if possible) cgroup namespaces. `no-network` = an empty network namespace
 //!   (loopback only); `public` = the host's network; `allowlist` and `denylist` = the empty
 //!   namespace of `no-network` whose only way out is the session's egress proxy (below).
@@ -151,6 +159,7 @@ use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
 pub use agentcompass_egress::forward::run_if_requested as run_egress_forwarder;
+pub use enter::{enter_if_requested, ENTRY_ARG};
 
 /// Provider id.
 pub const ID: &str = "sandbox";
@@ -254,6 +263,7 @@ impl EnvironmentProvider for SandboxProvider {
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
         let config = Config::parse(&request.environment.params)?;
+        let prepared_namespace = config.prepared_namespace;
         let workdir = workdir_of(&request.environment.setup)?;
         let policy = request.baseline_network_policy.clone();
         // `allowlist`, `denylist`: the network namespace of `no-network`, plus the egress
@@ -332,7 +342,8 @@ impl EnvironmentProvider for SandboxProvider {
             )
             .with_egress_hosts(switch_hosts)
             .with_endpoints(endpoints, forwarder)
-            .with_ctx(ctx),
+            .with_ctx(ctx)
+            .with_prepared_namespace(prepared_namespace),
         ))
     }
 

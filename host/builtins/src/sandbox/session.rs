@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::process::Command;
 
 use super::egress::{Egress, Forwarding, SocketMount};
-use super::enter::{self, capability_mask, Bind, Entry, Prepared};
+use super::enter::{self, capability_mask, entry_program, Prepared, Request};
 use super::layout::Layout;
 use super::template::{started_by_root, ROOT_CAPABILITIES};
 use super::{bwrap_start_error, DEFAULT_PATH, ID};
@@ -139,6 +139,8 @@ pub(super) struct SandboxSession {
     pub(super) endpoints: Vec<SocketMount>,
     /// The forwarder binary on the host (the host binary itself).
     pub(super) forwarder: PathBuf,
+    /// Commands may enter the shape's prepared namespace (the `prepared_namespace` parameter).
+    pub(super) prepared_namespace: bool,
 }
 
 impl SandboxSession {
@@ -165,7 +167,14 @@ impl SandboxSession {
             ctx: None,
             endpoints: Vec::new(),
             forwarder: PathBuf::new(),
+            prepared_namespace: true,
         }
+    }
+
+    /// Whether commands may enter the shape's prepared namespace.
+    pub(super) fn with_prepared_namespace(mut self, allowed: bool) -> Self {
+        self.prepared_namespace = allowed;
+        self
     }
 
     /// The host endpoints isolated commands reach through `forwarder`.
@@ -328,7 +337,11 @@ impl SandboxSession {
     pub(super) fn can_enter(&self, network: &Network) -> bool {
         let forwards =
             network.isolated() && (network.egress.is_some() || !self.endpoints.is_empty());
-        !forwards && !self.layout.setuid && started_by_root()
+        self.prepared_namespace
+            && !forwards
+            && !self.layout.setuid
+            && started_by_root()
+            && entry_program().is_some()
     }
 
     /// The command running `request` in the prepared namespace `prepared` (what
@@ -348,27 +361,21 @@ impl SandboxSession {
             ("HOME".to_string(), DEFAULT_HOME.to_string()),
         ]);
         full_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let argv: Vec<&std::ffi::OsStr> = match &request.command {
-            ExecCommand::Shell(line) => vec!["/bin/sh".as_ref(), "-c".as_ref(), line.as_ref()],
-            ExecCommand::Argv(argv) => argv.iter().map(|a| a.as_ref()).collect(),
+        let argv: Vec<String> = match &request.command {
+            ExecCommand::Shell(line) => vec!["/bin/sh".into(), "-c".into(), line.clone()],
+            ExecCommand::Argv(argv) => argv.clone(),
         };
-        let program = argv
-            .first()
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let program = argv.first().cloned().unwrap_or_default();
         let binds = layout
             .mounts
             .iter()
-            .map(|m| Bind {
-                host: &m.host,
-                sandbox: &m.sandbox,
-                read_only: false,
-            })
-            .chain(layout.host_binds.iter().map(|b| Bind {
-                host: &b.host,
-                sandbox: &b.sandbox,
-                read_only: b.read_only,
-            }))
+            .map(|m| (m.host.clone(), m.sandbox.clone(), false))
+            .chain(
+                layout
+                    .host_binds
+                    .iter()
+                    .map(|b| (b.host.clone(), b.sandbox.clone(), b.read_only)),
+            )
             .collect();
         let capabilities = capability_mask(
             ROOT_CAPABILITIES
@@ -376,18 +383,29 @@ impl SandboxSession {
                 .copied()
                 .filter(|cap| *cap != "CAP_NET_RAW" || network.isolated()),
         );
-        let entry = Entry {
+        let (mount_ns, root) = prepared.paths();
+        let entry = Request {
+            mount_ns,
+            root,
+            last_capability: prepared.last_capability(),
+            binds,
+            masks: masks.to_vec(),
+            cwd: cwd.to_path_buf(),
             argv,
             env: full_env,
-            cwd,
-            binds,
-            masks,
             isolated: network.isolated(),
             capabilities,
         };
-        let mut cmd = enter::command(prepared, &entry).map_err(|e| {
-            Error::invalid_input(format!("exec: cannot start `{program}` (sandbox): {e}"))
-        })?;
+        let cmd = enter::command(&entry)
+            .map_err(|e| {
+                Error::invalid_input(format!("exec: cannot start `{program}` (sandbox): {e}"))
+            })?
+            .ok_or_else(|| {
+                Error::environment(format!(
+                    "environment `{ID}`: no binary serves sandbox entries"
+                ))
+            })?;
+        let mut cmd = cmd;
         cmd.stdin(Stdio::null()).process_group(0);
         Ok((cmd, program))
     }

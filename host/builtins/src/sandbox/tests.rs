@@ -35,6 +35,17 @@ fn request(params: JsonMap, policy: NetworkPolicy) -> OpenEnvironmentRequest {
     req
 }
 
+/// This test binary serves sandbox entries like the host binary: the hook runs before the
+/// test harness's `main`.
+#[used]
+#[link_section = ".init_array"]
+static SERVE_SANDBOX_ENTRIES: extern "C" fn() = {
+    extern "C" fn serve() {
+        super::enter::enter_if_requested_before_main();
+    }
+    serve
+};
+
 async fn open_request(req: &OpenEnvironmentRequest) -> Opened {
     let session = SandboxProvider::default()
         .open(&Ctx::detached(), req)
@@ -95,6 +106,43 @@ async fn wait_for_sleepers(marker: &str, running: bool) -> bool {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     false
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keeps_the_session_contract_with_a_bwrap_per_command() {
+    let options = ContractOptions::default()
+        .processes(ProcessProbe::Host)
+        .output_grace(PIPE_GRACE);
+    let provider = SandboxProvider::default();
+    let params: JsonMap = [("prepared_namespace".to_string(), json!(false))]
+        .into_iter()
+        .collect();
+    for policy in [NetworkPolicy::public(), NetworkPolicy::no_network()] {
+        let report = run_session_contract(&provider, &request(params.clone(), policy), &options)
+            .await
+            .unwrap();
+        assert_eq!(report.passed(), CHECKS.len());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn commands_enter_the_prepared_namespace_unless_told_otherwise() {
+    // This test binary serves sandbox entries (see the `.init_array` hook above), as the
+    // host binary's `main` does; the process runs as root in CI.
+    if !super::template::started_by_root() {
+        return;
+    }
+    let Opened { session, .. } = open().await;
+    let r = sh(&session, "cat /proc/1/comm").await;
+    assert_eq!(r.stdout, "sandbox-init\n", "{r:?}");
+    session.close().await.unwrap();
+    let params: JsonMap = [("prepared_namespace".to_string(), json!(false))]
+        .into_iter()
+        .collect();
+    let Opened { session, .. } = open_request(&request(params, NetworkPolicy::public())).await;
+    let r = sh(&session, "cat /proc/1/comm").await;
+    assert_eq!(r.stdout, "bwrap\n", "{r:?}");
+    session.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -358,8 +358,9 @@ pub(super) fn import_published(
     let name = task_dir_name(&task.task_id);
     let staged = details.join(format!(".import.{name}.{}", unique_suffix()));
     // The staged directory is hidden and appears only by the rename that publishes it, so its
-    // files are copied under their final names (no temp name and rename per file).
-    let copied = copy_tree_into(&task.dir, &staged, hook, FileCopy::Direct)
+    // files get their final names at once (no temp name and rename per file), as hard links
+    // of the source's where the file system allows.
+    let copied = copy_tree_into(&task.dir, &staged, hook, FileCopy::Linked)
         .and_then(|()| verify_artifacts(&staged, &task.dir));
     if let Err(e) = copied {
         if let Err(cleanup) = fs::remove_dir_all(&staged) {
@@ -414,8 +415,9 @@ pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), 
 enum FileCopy {
     /// Through a hidden temp name and a rename: a reader of `dst` never sees a partial file.
     Atomic,
-    /// Straight under its final name: for a destination nobody reads before it is published.
-    Direct,
+    /// A hard link (else a copy) under its final name: for a destination nobody reads before
+    /// it is published.
+    Linked,
 }
 
 fn copy_tree_into(
@@ -439,7 +441,7 @@ fn copy_tree_into(
             hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
             let copied = match files {
                 FileCopy::Atomic => crate::fsutil::copy_file_atomic(&from, &to),
-                FileCopy::Direct => crate::fsutil::copy_file(&from, &to),
+                FileCopy::Linked => crate::fsutil::link_or_copy(&from, &to),
             };
             copied.map_err(|e| StoreError::io("copy", &from, e))?;
         } else if kind.is_symlink() {
