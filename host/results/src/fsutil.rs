@@ -121,7 +121,7 @@ pub fn copy_file(from: &Path, to: &Path) -> io::Result<()> {
 /// into place: a hard link where the file system allows one (one directory entry, no new
 /// inode, no data copied), else [`copy_file`]. Safe because every writer of a results
 /// directory replaces a file by rename, never in place, so the two names never diverge by
-/// a write through one of them (see ARCHITECTURE.md, "Reuse links what it imports").
+/// a write through one of them (see ARCHITECTURE.md, "Reuse links the records it imports").
 pub fn link_or_copy(from: &Path, to: &Path) -> io::Result<()> {
     // The caller fsyncs the destination directory, which makes the link durable.
     match fs::hard_link(from, to) {

@@ -358,8 +358,8 @@ pub(super) fn import_published(
     let name = task_dir_name(&task.task_id);
     let staged = details.join(format!(".import.{name}.{}", unique_suffix()));
     // The staged directory is hidden and appears only by the rename that publishes it, so its
-    // files get their final names at once (no temp name and rename per file), as hard links
-    // of the source's where the file system allows.
+    // files get their final names at once (no temp name and rename per file); the host's
+    // records are hard links of the source's where the file system allows.
     let copied = copy_tree_into(&task.dir, &staged, hook, FileCopy::Linked)
         .and_then(|()| verify_artifacts(&staged, &task.dir));
     if let Err(e) = copied {
@@ -410,13 +410,17 @@ pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), 
     copy_tree_into(src, dst, hook, FileCopy::Atomic)
 }
 
+/// The files an import hard-links: records only the host writes, always replaced by rename.
+const LINKED_FILES: [Option<&str>; 2] = [Some("task.json"), Some("result.json")];
+
 /// How [`copy_tree_into`] writes each file.
 #[derive(Clone, Copy)]
 enum FileCopy {
     /// Through a hidden temp name and a rename: a reader of `dst` never sees a partial file.
     Atomic,
-    /// A hard link (else a copy) under its final name: for a destination nobody reads before
-    /// it is published.
+    /// Under its final name, for a destination nobody reads before it is published: the
+    /// host's own records ([`LINKED_FILES`]) as hard links where the file system allows,
+    /// everything else (artifacts, logs: files a user may edit in place) copied.
     Linked,
 }
 
@@ -441,7 +445,10 @@ fn copy_tree_into(
             hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
             let copied = match files {
                 FileCopy::Atomic => crate::fsutil::copy_file_atomic(&from, &to),
-                FileCopy::Linked => crate::fsutil::link_or_copy(&from, &to),
+                FileCopy::Linked if LINKED_FILES.contains(&entry.file_name().to_str()) => {
+                    crate::fsutil::link_or_copy(&from, &to)
+                }
+                FileCopy::Linked => crate::fsutil::copy_file(&from, &to),
             };
             copied.map_err(|e| StoreError::io("copy", &from, e))?;
         } else if kind.is_symlink() {

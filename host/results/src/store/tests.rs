@@ -565,7 +565,14 @@ fn import_published_copies_the_tree() {
     );
     let link = dest.join("attempt-1/artifacts/bin/link");
     assert_eq!(fs::read_link(&link).unwrap(), Path::new("run.sh"));
-    // A copy, not a hard link.
+    // The host's records are hard links of the source's (replaced only by rename)...
+    use std::os::unix::fs::MetadataExt;
+    let inode = |p: &Path| fs::metadata(p).unwrap().ino();
+    assert_eq!(
+        inode(&dest.join("task.json")),
+        inode(&task.dir.join("task.json"))
+    );
+    // ... an artifact is a copy, not a hard link.
     fs::write(&script, b"changed").unwrap();
     assert_eq!(
         fs::read(task.dir.join("attempt-1/artifacts/bin/run.sh")).unwrap(),
