@@ -199,17 +199,34 @@ const REQUEST_VAR: &str = "AGENTCOMPASS_SANDBOX_ENTRY";
 /// The binary that serves [`ENTRY_ARG`]: set by [`enter_if_requested`] in a binary's `main`.
 static ENTRY_PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 
+/// The small binary that serves entries faster than the host binary, looked for next to it.
+pub const ENTRY_BINARY: &str = "agentcompass-sandbox-enter";
+
 /// For a binary's `main`, first thing: started as a sandbox entry (`ENTRY_ARG`), this
-/// process becomes the command (never returns); otherwise it records this binary as the one
-/// commands enter through (without that, every sandbox command starts its own bwrap).
+/// process becomes the command (never returns); otherwise it records the binary commands
+/// enter through: [`ENTRY_BINARY`] next to this one if it is there (as trusted as this binary:
+/// same directory), else this binary. Without the call, every sandbox command starts its own
+/// bwrap.
 pub fn enter_if_requested() {
     let mut args = std::env::args_os().skip(1);
     if args.next().as_deref() == Some(OsStr::new(ENTRY_ARG)) {
         entry_main();
     }
-    if let Ok(exe) = std::env::current_exe() {
-        let _ = ENTRY_PROGRAM.set(exe);
-    }
+    register_entry_program();
+}
+
+/// Records the entry program for this process (see [`enter_if_requested`]).
+fn register_entry_program() {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let sibling = exe.with_file_name(ENTRY_BINARY);
+    let program = if sibling != exe && sibling.is_file() {
+        sibling
+    } else {
+        exe
+    };
+    let _ = ENTRY_PROGRAM.set(program);
 }
 
 /// [`enter_if_requested`] for a test binary, whose `main` is the test harness's: called
@@ -220,6 +237,7 @@ pub(super) fn enter_if_requested_before_main() {
     if cmdline.split(|b| *b == 0).nth(1) == Some(ENTRY_ARG.as_bytes()) {
         entry_main();
     }
+    // The test binary itself: the unit tests exercise the code they were built with.
     if let Ok(exe) = std::env::current_exe() {
         let _ = ENTRY_PROGRAM.set(exe);
     }

@@ -159,7 +159,7 @@ use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
 pub use agentcompass_egress::forward::run_if_requested as run_egress_forwarder;
-pub use enter::{enter_if_requested, ENTRY_ARG};
+pub use enter::{enter_if_requested, ENTRY_ARG, ENTRY_BINARY};
 
 /// Provider id.
 pub const ID: &str = "sandbox";
