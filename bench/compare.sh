@@ -121,7 +121,9 @@ fi
 
 # Our release binaries and bundled plugins
 LIVE="$RELEASE/examples/live_sessions"
+ENTER="$RELEASE/agentcompass-sandbox-enter"
 if [ "$REBUILD" -eq 1 ] || [ ! -x "$HOST" ] || [ ! -x "$SCRIPTED" ] || [ ! -x "$LIVE" ] ||
+    [ ! -x "$ENTER" ] ||
     ! ls "$RELEASE"/plugins/*.so >/dev/null 2>&1; then
     log "building the release workspace (cargo build --release --workspace, the live_sessions example)"
     (cd "$ROOT" && cargo build --release --workspace &&
@@ -135,7 +137,7 @@ fi
 # Snapshot the binaries: other builds may replace target/release while this runs. The host
 # loads its bundled plugins from <install dir>/plugins, so they are copied alongside.
 mkdir -p "$WORK/bin"
-cp "$HOST" "$SCRIPTED" "$LIVE" "$WORK/bin/"
+cp "$HOST" "$SCRIPTED" "$LIVE" "$ENTER" "$WORK/bin/"
 cp -r "$RELEASE/plugins" "$WORK/bin/plugins"
 HOST="$WORK/bin/agentcompass-host"
 SCRIPTED="$WORK/bin/scripted-llm"
