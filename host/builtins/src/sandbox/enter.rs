@@ -450,7 +450,7 @@ fn fail(parts: &[&[u8]], errno: c_int) -> ! {
     say(&[b"bwrap: "]);
     say(parts);
     say(&[b": ", errno_text(errno), b"\n"]);
-    // SAFETY: `_exit` ends the forked child without running the parent's atexit handlers.
+    // SAFETY: `_exit` ends this process at once (the entry, or a child it forked).
     unsafe { libc::_exit(1) }
 }
 
@@ -514,7 +514,7 @@ fn wait_and_exit(pid: libc::pid_t) -> ! {
     unsafe { libc::_exit(exit_code(status)) }
 }
 
-/// Step 1 and 2 of the module's steps in the first child, then the fork of PID 1.
+/// Steps 1 and 2 of the module's steps in the entry process, then the fork of PID 1.
 fn enter_and_exec(plan: &mut Plan) -> ! {
     // SAFETY (whole function): every call is a system call on values and NUL-terminated
     // strings owned by `plan`, on stack buffers, or on descriptors this process owns.

@@ -34,7 +34,8 @@
 //! - Prepared namespaces (module `enter`): started by root, a command with nothing to forward
 //!   does not start a bwrap of its own: bwrap builds the shape's namespace once (the mirror,
 //!   the mount points, a read-only `/dev`), the host keeps it by two descriptors, and each
-//!   command enters it from a fork of the host, with its own mount, PID, IPC, UTS, cgroup and
+//!   command enters it through an entry process (`agentcompass-sandbox-enter`, or the host
+//!   binary again), with its own mount, PID, IPC, UTS, cgroup and
 //!   (isolated) network namespaces, the session's directories attached as `nosuid,nodev`
 //!   binds, the socket covers, its own `/dev/shm`, `/dev/pts` and `/proc`, PID 1
 //!   `sandbox-init`, and the capabilities bwrap keeps for root; failures read as bwrap's.
