@@ -108,17 +108,22 @@ async fn wait_for_sleepers(marker: &str, running: bool) -> bool {
     false
 }
 
+/// The provider parameters that give every command a bwrap of its own.
+fn bwrap_per_command() -> JsonMap {
+    [("prepared_namespace".to_string(), json!(false))]
+        .into_iter()
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn keeps_the_session_contract_with_a_bwrap_per_command() {
     let options = ContractOptions::default()
         .processes(ProcessProbe::Host)
         .output_grace(PIPE_GRACE);
     let provider = SandboxProvider::default();
-    let params: JsonMap = [("prepared_namespace".to_string(), json!(false))]
-        .into_iter()
-        .collect();
     for policy in [NetworkPolicy::public(), NetworkPolicy::no_network()] {
-        let report = run_session_contract(&provider, &request(params.clone(), policy), &options)
+        let req = request(bwrap_per_command(), policy);
+        let report = run_session_contract(&provider, &req, &options)
             .await
             .unwrap();
         assert_eq!(report.passed(), CHECKS.len());
@@ -136,10 +141,8 @@ async fn commands_enter_the_prepared_namespace_unless_told_otherwise() {
     let r = sh(&session, "cat /proc/1/comm").await;
     assert_eq!(r.stdout, "sandbox-init\n", "{r:?}");
     session.close().await.unwrap();
-    let params: JsonMap = [("prepared_namespace".to_string(), json!(false))]
-        .into_iter()
-        .collect();
-    let Opened { session, .. } = open_request(&request(params, NetworkPolicy::public())).await;
+    let req = request(bwrap_per_command(), NetworkPolicy::public());
+    let Opened { session, .. } = open_request(&req).await;
     let r = sh(&session, "cat /proc/1/comm").await;
     assert_eq!(r.stdout, "bwrap\n", "{r:?}");
     session.close().await.unwrap();
