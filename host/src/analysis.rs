@@ -107,6 +107,15 @@ impl RunAnalysis {
     }
 }
 
+/// The one field of an attempt's `result.json` the summary reads; the rest of the record is
+/// skipped while parsing, never built (a non-object `analysis_result` fails the parse, and the
+/// attempt is left out as before).
+#[derive(serde::Deserialize)]
+struct AnalysisOnly {
+    #[serde(default)]
+    analysis_result: Option<JsonMap>,
+}
+
 /// The `analysis_result` objects of a published task's attempts, in attempt order.
 fn attempt_results(dir: &Path, attempts: &Value) -> Vec<JsonMap> {
     let Some(map) = attempts.as_object() else {
@@ -120,9 +129,10 @@ fn attempt_results(dir: &Path, attempts: &Value) -> Vec<JsonMap> {
     numbered
         .into_iter()
         .filter_map(|(_, d)| {
-            let text = std::fs::read_to_string(dir.join(d).join("result.json")).ok()?;
-            let value: Value = serde_json::from_str(&text).ok()?;
-            value.get("analysis_result")?.as_object().cloned()
+            let bytes = std::fs::read(dir.join(d).join("result.json")).ok()?;
+            serde_json::from_slice::<AnalysisOnly>(&bytes)
+                .ok()?
+                .analysis_result
         })
         .collect()
 }

@@ -156,6 +156,16 @@ fn install_panic_hook() {
     }));
 }
 
+/// What `run.log` keeps: the host's own events down to `debug`, its dependencies' from `info`
+/// (an HTTP client's connection-pool chatter is not the run's story, and a disabled callsite
+/// costs nothing per request).
+fn run_log_filter() -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    Targets::new()
+        .with_default(LevelFilter::INFO)
+        .with_target("agentcompass", LevelFilter::DEBUG)
+}
+
 /// Installs the console logger (`AGENTCOMPASS_LOG` filter, else `debug` with `--verbose`,
 /// else `warn`), the run-log layer and the scrubbing panic hook.
 pub fn init(verbose: bool) {
@@ -170,6 +180,6 @@ pub fn init(verbose: bool) {
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(console)
-        .with(RunLogLayer.with_filter(tracing_subscriber::filter::LevelFilter::DEBUG))
+        .with(RunLogLayer.with_filter(run_log_filter()))
         .try_init();
 }
