@@ -1,7 +1,8 @@
 //! Logging: the console (stderr) and each run's `run.log`, both scrubbed of registered secrets.
 //!
-//! `run.log` receives every event at or above the run's `file_log_level`, plugin logs
-//! included (the SDK forwards them into the host's `tracing` tagged with the plugin's name).
+//! `run.log` receives every event of the host at or above the run's `file_log_level`, plugin
+//! logs included (the SDK forwards them into the host's `tracing` tagged with the plugin's
+//! name); the host's dependencies (HTTP client, runtime) reach it from `info` up.
 
 use std::fmt::Write as _;
 use std::fs::File;
