@@ -184,3 +184,20 @@ pub fn init(verbose: bool) {
         .with(RunLogLayer.with_filter(run_log_filter()))
         .try_init();
 }
+
+#[cfg(test)]
+mod tests {
+    use tracing::Level;
+
+    use super::run_log_filter;
+
+    #[test]
+    fn run_log_keeps_the_hosts_debug_and_its_dependencies_from_info() {
+        let filter = run_log_filter();
+        assert!(filter.would_enable("agentcompass_host::runtime::task", &Level::DEBUG));
+        assert!(filter.would_enable("agentcompass_builtins::sandbox", &Level::DEBUG));
+        assert!(!filter.would_enable("hyper_util::client::legacy::pool", &Level::DEBUG));
+        assert!(filter.would_enable("hyper_util::client::legacy::pool", &Level::INFO));
+        assert!(!filter.would_enable("agentcompass_host::runtime::task", &Level::TRACE));
+    }
+}
