@@ -6,8 +6,8 @@
 //! `CARGO_TARGET_DIR`.
 
 mod freshness;
-pub mod npm_mirror;
-pub mod scripted;
+
+pub use agentcompass_test_servers::{npm_mirror, scripted};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

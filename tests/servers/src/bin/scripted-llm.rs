@@ -6,11 +6,9 @@
 //!
 //! Binds 127.0.0.1:N (0, the default, picks a free port), writes the port to `--port-file`
 //! atomically, prints `listening on 127.0.0.1:PORT` and serves until SIGTERM or SIGINT.
-//! The script format and the endpoints are described in `support/scripted.rs`.
+//! The script format and the endpoints are described in the `scripted` module.
 
-#[allow(dead_code)]
-#[path = "../scripted.rs"]
-mod scripted;
+use agentcompass_test_servers::scripted;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -13,11 +13,11 @@
 //! `"cycle": true` the list starts over). Each response is rendered in the protocol of the
 //! endpoint that was hit: as one JSON body, or — when the request has `"stream": true` and the
 //! response is an answer — as the server-sent events the real API streams (see
-//! `scripted_sse.rs`; `stream_options.include_usage` adds the chat usage chunk). Scripted error
+//! `scripted/sse.rs`; `stream_options.include_usage` adds the chat usage chunk). Scripted error
 //! statuses and `raw` bodies are never streamed. `delay_ms` delays the answer (the response
 //! head); `chunk_delay_ms` spaces a streamed answer's events. `"truncated": true` makes an
 //! answer one cut short by the output-token limit (`length`, `max_tokens`, `incomplete`). See the `scripted-llm` binary
-//! (`support/bin/scripted_llm.rs`) for the command line, or use [`spawn_on_thread`] /
+//! (`src/bin/scripted-llm.rs`) for the command line, or use [`spawn_on_thread`] /
 //! [`serve`] in-process.
 //!
 //! Match keys (all given must hold): `path` (exact, no query string), `model` (exact),
@@ -67,9 +67,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::net::{TcpListener, TcpStream};
 
-// The event-stream renderings; a path relative to this file, so the `scripted-llm` binary
-// (which includes this file by path) finds it too.
-#[path = "scripted_sse.rs"]
+// The event-stream renderings.
 mod sse;
 
 // ---------------------------------------------------------------------------------------------
