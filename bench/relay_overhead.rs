@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentcompass_host::model::{ModelGateway, ModelRelay, UsageMeter};
+use agentcompass_gateway::{ModelGateway, ModelRelay, UsageMeter};
 use agentcompass_plugin_api::contracts::ModelSpec;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};

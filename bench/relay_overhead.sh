@@ -4,4 +4,4 @@
 # Usage: bench/relay_overhead.sh [N calls, default 1000] [P relays, default 100]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --release -q -p agentcompass-host --example relay_overhead -- "${1:-1000}" "${2:-100}"
+cargo run --release -q -p agentcompass-gateway --example relay_overhead -- "${1:-1000}" "${2:-100}"

@@ -13,7 +13,7 @@ use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
 use tokio::sync::Notify;
 
-use crate::model::{ModelGateway, UsageMeter};
+use agentcompass_gateway::{ModelGateway, UsageMeter};
 
 /// A cooperative cancellation flag shared by the scheduler and every call it makes.
 #[derive(Clone, Default)]
@@ -179,7 +179,7 @@ impl HostApi for HostServices {
                         Some(usage) => Some(usage.admit().map_err(|breach| {
                             Error::invalid_input(format!(
                                 "{MODEL_GENERATE_SERVICE}: {}: {}",
-                                crate::model::LIMIT_REFUSAL,
+                                agentcompass_gateway::LIMIT_REFUSAL,
                                 breach.message
                             ))
                         })?),

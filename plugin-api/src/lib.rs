@@ -21,6 +21,7 @@ pub mod contract_kit;
 pub mod contracts;
 mod error;
 pub mod sdk;
+pub mod wait;
 
 pub use error::{one_line, Error, ErrorKind, Result};
 /// Re-exported so plugins log with `agentcompass_plugin_api::tracing::info!(..)`: the SDK

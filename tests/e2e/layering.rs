@@ -61,9 +61,10 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-results",
             "agentcompass-loader",
             "agentcompass-builtins",
-            // `runtime.egress.hosts` is checked with the proxy's own host map rules, and the
-            // model endpoint relay's per-attempt token is the egress proxy's.
+            // `runtime.egress.hosts` is checked with the proxy's own host map rules.
             "agentcompass-egress",
+            // The model gateway and the in-environment model endpoint.
+            "agentcompass-gateway",
             // `view`: the read-only results viewer.
             "agentcompass-viewer",
             // `runtime.executor = "slurm"`: jobs through the Slurm CLIs.
@@ -72,6 +73,16 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-stats",
             // the built-in analyzers and the analysis summary.
             "agentcompass-analysis",
+        ],
+    );
+    // The gateway: the model's wire protocols over HTTP, and the relay, whose per-attempt
+    // token is the egress proxy's; it knows nothing of runs, plans or results.
+    expect(
+        "host/gateway/Cargo.toml",
+        &[
+            "agentcompass-plugin-api",
+            "agentcompass-redact",
+            "agentcompass-egress",
         ],
     );
     // Paired statistics: a leaf.
@@ -292,6 +303,7 @@ fn no_module_cycles_inside_a_crate() {
         "host/loader/src",
         "host/builtins/src",
         "host/egress/src",
+        "host/gateway/src",
         "host/redact/src",
         "host/viewer/src",
         "host/cluster/src",

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use crate::cli::{GlobalArgs, ProgressArg, RuntimeFlags};
 use agentcompass_host::config::{load_run_config, LoadedConfig};
+use agentcompass_host::progress::ProgressMode;
 use agentcompass_host::registry::Registry;
 use agentcompass_host::request::{
-    resolve_request_references, resolve_runtime, ProgressMode, ResolvedRuntimeOptions,
-    RuntimeOptions,
+    resolve_request_references, resolve_runtime, ResolvedRuntimeOptions, RuntimeOptions,
 };
 use agentcompass_host::setup::{build_registry, PluginSettings, Setup};
 use agentcompass_redact::redact_value;

@@ -40,7 +40,7 @@ use snapshot::SnapshotState;
 
 pub use event::{parse_severity, severity_name, ProgressEvent, TaskOutcome, TaskPhase};
 pub use terminal::{
-    plain_line, terminal_for, BarSink, PlainSink, ProgressSnapshotView, TerminalSink,
+    plain_line, terminal_for, BarSink, PlainSink, ProgressMode, ProgressSnapshotView, TerminalSink,
 };
 
 /// How often the JSONL file is flushed at most (except on key events).

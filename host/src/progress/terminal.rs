@@ -9,7 +9,20 @@ use std::time::{Duration, Instant};
 
 use agentcompass_results::status::RunStatus;
 
-use crate::request::ProgressMode;
+use serde::{Deserialize, Serialize};
+
+/// Progress display mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ProgressMode {
+    /// A live bar on a terminal, nothing otherwise.
+    #[default]
+    Auto,
+    /// Plain progress lines.
+    Plain,
+    /// No terminal progress (files only).
+    None,
+}
 
 /// The counts a terminal sink shows for one request (or, summed, for several).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

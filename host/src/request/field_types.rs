@@ -3,7 +3,7 @@
 //! fields and the model's scalar fields. Keys are those of the section (array indices as
 //! `[]`); a key not listed is a string field, or one the host does not type, and keeps the
 //! variable's text. The gateway's settings in `model.params` are typed by
-//! [`crate::model::gateway_param_type`]; component parameters by their component's schema.
+//! [`agentcompass_gateway::gateway_param_type`]; component parameters by their component's schema.
 
 use agentcompass_plugin_api::contracts::ConfigType;
 

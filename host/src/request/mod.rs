@@ -15,7 +15,7 @@ pub use orchestration::{
 };
 pub use references::{resolve_request_references, ResolvedRequest};
 pub use runtime_options::{
-    EgressOptions, Executor, ProgressMode, ResolvedRuntimeOptions, RuntimeOptions, SlurmOptions,
+    EgressOptions, Executor, ResolvedRuntimeOptions, RuntimeOptions, SlurmOptions,
 };
 pub use single::{resolve_install_target, resolve_run, RunArgs};
 

@@ -6,8 +6,8 @@ use agentcompass_plugin_api::contracts::{ComponentKind, ConfigSchema, ConfigType
 use serde_json::Value;
 
 use crate::config::{replace_references, resolve_as, ConfigError};
-use crate::model::gateway_param_type;
 use crate::registry::Registry;
+use agentcompass_gateway::gateway_param_type;
 
 /// A request with its references resolved.
 #[derive(Debug)]

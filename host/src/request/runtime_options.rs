@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use agentcompass_egress::HostMap;
 
 use crate::config::ConfigError;
+use crate::progress::ProgressMode;
 
 pub use super::executor_options::{Executor, SlurmOptions, SlurmOverlay};
 
@@ -30,19 +31,6 @@ impl EgressOptions {
     pub fn is_empty(&self) -> bool {
         self.hosts.is_empty()
     }
-}
-
-/// Progress display mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum ProgressMode {
-    /// A live bar on a terminal, nothing otherwise.
-    #[default]
-    Auto,
-    /// Plain progress lines.
-    Plain,
-    /// No terminal progress (files only).
-    None,
 }
 
 /// An overlay of runtime options: every field optional; later overlays win field by field

@@ -12,7 +12,7 @@ use agentcompass_results::status::RunStatus;
 use crate::host_services::CancelToken;
 use crate::issue_codes as codes;
 use crate::metrics::AttemptOutcome;
-use crate::model::BudgetTracker;
+use agentcompass_gateway::BudgetTracker;
 
 /// Why the breaker tripped.
 #[derive(Debug, Clone, PartialEq)]

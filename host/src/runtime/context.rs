@@ -45,7 +45,7 @@ pub struct RequestContext {
     /// Host services for request-level component calls (task loading, metrics).
     pub ctx: Ctx,
     /// The model gateway shared by every task of the request.
-    pub model: Arc<crate::model::ModelGateway>,
+    pub model: Arc<agentcompass_gateway::ModelGateway>,
     /// Content hash deciding which earlier results may be reused.
     pub reuse_key: String,
     /// Streaming metric aggregation.
@@ -79,12 +79,12 @@ pub struct AttemptScope<'a> {
     /// Host services for this attempt's component calls.
     pub ctx: Ctx,
     /// Usage of this attempt's model calls.
-    pub usage: Arc<crate::model::UsageMeter>,
+    pub usage: Arc<agentcompass_gateway::UsageMeter>,
     /// Usage recorded before this scope (a resumed evaluation's agent run).
     usage_base: agentcompass_plugin_api::contracts::TokenUsage,
     /// The model endpoint served inside the task environment (for a harness whose agent
     /// runs there); it ends with the scope.
-    relay: Option<crate::model::ModelRelay>,
+    relay: Option<agentcompass_gateway::ModelRelay>,
 }
 
 impl std::ops::Deref for AttemptScope<'_> {
@@ -100,7 +100,7 @@ impl AttemptScope<'_> {
     pub fn host_endpoints(&self) -> Vec<agentcompass_plugin_api::contracts::HostEndpoint> {
         self.relay
             .iter()
-            .map(crate::model::ModelRelay::host_endpoint)
+            .map(agentcompass_gateway::ModelRelay::host_endpoint)
             .collect()
     }
 
@@ -135,12 +135,15 @@ impl RequestContext {
     pub async fn attempt_scope(
         &self,
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
-    ) -> Result<AttemptScope<'_>, crate::model::RelayError> {
+    ) -> Result<AttemptScope<'_>, agentcompass_gateway::RelayError> {
         let usage = Arc::new(self.usage_meter());
         let relay = if plan.harness_plan.model_endpoint_in_environment {
-            let relay =
-                crate::model::ModelRelay::start(self.model.clone(), usage.clone(), &plan.task_id)
-                    .await?;
+            let relay = agentcompass_gateway::ModelRelay::start(
+                self.model.clone(),
+                usage.clone(),
+                &plan.task_id,
+            )
+            .await?;
             Some(relay)
         } else {
             None
@@ -164,8 +167,8 @@ impl RequestContext {
 
     /// A meter for one attempt's model calls: the request's `execution.limits`, spending
     /// from its budgets.
-    fn usage_meter(&self) -> crate::model::UsageMeter {
-        crate::model::UsageMeter::with_limits(
+    fn usage_meter(&self) -> agentcompass_gateway::UsageMeter {
+        agentcompass_gateway::UsageMeter::with_limits(
             self.resolved.execution.limits.clone(),
             self.breaker.budgets().to_vec(),
         )
@@ -174,9 +177,9 @@ impl RequestContext {
     /// An attempt scope metering into `usage`, over `base`, with the model endpoint `relay`.
     fn scope(
         &self,
-        usage: Arc<crate::model::UsageMeter>,
+        usage: Arc<agentcompass_gateway::UsageMeter>,
         base: agentcompass_plugin_api::contracts::TokenUsage,
-        relay: Option<crate::model::ModelRelay>,
+        relay: Option<agentcompass_gateway::ModelRelay>,
     ) -> AttemptScope<'_> {
         let mut services = crate::host_services::HostServices::for_component(
             &self.request.harness.id,

@@ -168,7 +168,7 @@ fn watch_deadline(
     seconds: f64,
     notify: NoticeSink,
 ) {
-    let deadline = crate::wait::duration_from_seconds(seconds);
+    let deadline = agentcompass_plugin_api::wait::duration_from_seconds(seconds);
     tokio::spawn(async move {
         tokio::time::sleep(deadline).await;
         if let Ok(mut reason) = stop_reason.lock() {
@@ -204,10 +204,12 @@ pub async fn execute(
         terminal: terminal_for(runtime.progress),
         orchestration: (orchestration.id.clone(), orchestration.name.clone()),
         stop_reason: stop_reason.clone(),
-        budget: runtime
-            .budget
-            .clone()
-            .map(|budget| Arc::new(crate::model::BudgetTracker::new(budget, "runtime.budget"))),
+        budget: runtime.budget.clone().map(|budget| {
+            Arc::new(agentcompass_gateway::BudgetTracker::new(
+                budget,
+                "runtime.budget",
+            ))
+        }),
     };
     let requests = futures_join_all(prepared.into_iter().map(|p| run_request(&shared, p))).await;
     let stop = stop_reason.lock().map(|r| *r).unwrap_or(None);
@@ -287,8 +289,9 @@ pub fn preflight_all(
         .map(|run| preflight(registry, std::path::Path::new(&runtime.results_dir), run))
         .collect::<Result<_, _>>()?;
     for request in &prepared {
-        let priced = crate::model::GatewaySettings::from_params(&request.resolved.model.params)
-            .is_ok_and(|s| s.pricing.is_some());
+        let priced =
+            agentcompass_gateway::GatewaySettings::from_params(&request.resolved.model.params)
+                .is_ok_and(|s| s.pricing.is_some());
         run::check_prices(&request.resolved, priced, runtime.budget.as_ref())
             .map_err(|e| e.in_request(&request.run.name))?;
     }

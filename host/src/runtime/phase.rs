@@ -21,11 +21,11 @@ pub enum PhaseOutcome<T> {
 }
 
 /// Seconds → a watchdog duration (`None`, non-positive or NaN = no watchdog; huge values are
-/// clamped, see [`crate::wait`]).
+/// clamped, see [`agentcompass_plugin_api::wait`]).
 pub fn watchdog(seconds: Option<f64>) -> Option<Duration> {
     seconds
         .filter(|s| *s > 0.0)
-        .map(crate::wait::duration_from_seconds)
+        .map(agentcompass_plugin_api::wait::duration_from_seconds)
 }
 
 /// Runs `future` until it finishes, its watchdog fires, or `cancel` is triggered.

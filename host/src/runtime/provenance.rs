@@ -48,13 +48,13 @@ pub fn before_run(registry: &Registry, request: &RunRequest, resolved: &RunReque
         },
         None => json!({"id": id}),
     };
-    let protocol = crate::model::Protocol::choose(&resolved.model)
+    let protocol = agentcompass_gateway::Protocol::choose(&resolved.model)
         .map(|p| p.name())
         .unwrap_or("unknown");
-    let endpoint = crate::model::Protocol::choose(&resolved.model)
+    let endpoint = agentcompass_gateway::Protocol::choose(&resolved.model)
         .map(|p| p.url(&resolved.model.base_url))
         .ok()
-        .and_then(|url| reqwest::Url::parse(&url).ok())
+        .and_then(|url| url::Url::parse(&url).ok())
         .map(|url| match (url.host_str(), url.port()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_string(),

@@ -27,7 +27,7 @@ pub struct Shared {
     /// Why the run was stopped (`cancelled` or `timed_out`), once it is.
     pub stop_reason: Arc<Mutex<Option<RunStatus>>>,
     /// The orchestration's budget (`runtime.budget`), which every request spends from.
-    pub budget: Option<Arc<crate::model::BudgetTracker>>,
+    pub budget: Option<Arc<agentcompass_gateway::BudgetTracker>>,
 }
 
 impl Shared {

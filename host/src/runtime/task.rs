@@ -149,7 +149,7 @@ async fn run_with_retries(
         #[cfg(test)]
         super::failpoint::hit(TaskPhase::RetryWait, &task.task_id);
         tokio::select! {
-            _ = tokio::time::sleep(crate::wait::duration_from_seconds(delay)) => {}
+            _ = tokio::time::sleep(agentcompass_plugin_api::wait::duration_from_seconds(delay)) => {}
             _ = rc.cancel.cancelled() => return (outcome.result, retries, true),
         }
     }

@@ -1,5 +1,5 @@
 //! `execution.limits` in the run phase: the model gateway refuses a call past a token, cost or
-//! call limit (see [`crate::model::UsageMeter`]); here the agent is stopped when it does not
+//! call limit (see [`agentcompass_gateway::UsageMeter`]); here the agent is stopped when it does not
 //! end on that refusal by itself, `working_seconds` is timed, and a breach becomes the
 //! attempt's `limit_exceeded` issue (replacing the harness's report of the refused call).
 
@@ -9,7 +9,7 @@ use agentcompass_plugin_api::contracts::{IssuePhase, RunResult};
 use serde_json::json;
 
 use crate::issue_codes as codes;
-use crate::model::{Limit, LimitBreach, UsageMeter, LIMIT_REFUSAL};
+use agentcompass_gateway::{Limit, LimitBreach, UsageMeter, LIMIT_REFUSAL};
 
 /// How long an agent whose model call was refused has to end by itself before it is
 /// stopped (an agent CLI that retries a refused call would otherwise run on).
@@ -38,7 +38,7 @@ pub(super) async fn limit_stop(usage: &UsageMeter) {
 /// Returns once `limit` seconds of wall time outside model calls have passed since it was
 /// called, recording the breach.
 async fn working_clock(usage: &UsageMeter, limit: f64) {
-    let limit = crate::wait::duration_from_seconds(limit);
+    let limit = agentcompass_plugin_api::wait::duration_from_seconds(limit);
     let started = tokio::time::Instant::now();
     let waited_before = usage.model_wait();
     loop {

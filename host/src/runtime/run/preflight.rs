@@ -142,8 +142,8 @@ fn check(
     let refused = |e: &dyn std::fmt::Display| RunError::Refused(e.to_string());
     let patterns = compile_patterns(resolved.execution.retry_pattern_list.as_ref())
         .map_err(|e| refused(&e))?;
-    crate::model::Protocol::choose(&resolved.model).map_err(|e| refused(&e))?;
-    let settings = crate::model::GatewaySettings::from_params(&resolved.model.params)
+    agentcompass_gateway::Protocol::choose(&resolved.model).map_err(|e| refused(&e))?;
+    let settings = agentcompass_gateway::GatewaySettings::from_params(&resolved.model.params)
         .map_err(|e| refused(&e))?;
     check_prices(&resolved, settings.pricing.is_some(), None)?;
     Ok((resolved, planner, patterns))

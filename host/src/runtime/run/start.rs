@@ -127,7 +127,7 @@ pub(in crate::runtime) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
-    let mut model = crate::model::ModelGateway::new(&resolved.model)
+    let mut model = agentcompass_gateway::ModelGateway::new(&resolved.model)
         .map_err(|e| RunError::Refused(e.to_string()))?;
     if resolved.model.wrap_api_key {
         model.wrap_key(store.run_dir());
@@ -143,7 +143,7 @@ pub(in crate::runtime) fn request_context(
     let runtime = &shared.runtime;
     let mut budgets = Vec::new();
     if let Some(budget) = &resolved.execution.budget {
-        budgets.push(Arc::new(crate::model::BudgetTracker::new(
+        budgets.push(Arc::new(agentcompass_gateway::BudgetTracker::new(
             budget.clone(),
             "execution.budget",
         )));
@@ -174,8 +174,12 @@ pub(in crate::runtime) fn request_context(
         cancel,
         breaker,
         patterns,
-        cleanup_grace: crate::wait::duration_from_seconds(runtime.cleanup_grace_seconds),
-        checkpoint_after: crate::wait::duration_from_seconds(runtime.checkpoint_after_seconds),
+        cleanup_grace: agentcompass_plugin_api::wait::duration_from_seconds(
+            runtime.cleanup_grace_seconds,
+        ),
+        checkpoint_after: agentcompass_plugin_api::wait::duration_from_seconds(
+            runtime.checkpoint_after_seconds,
+        ),
         ctx,
         model: Arc::new(model),
         metrics: Mutex::new(MetricAggregator::new(

@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 
 use super::upstream::{self, Route};
 use super::usage_tap::{Endpoint, UsageTap};
-use crate::model::{ModelGateway, ModelWait, UsageMeter, LIMIT_REFUSAL};
+use crate::{ModelGateway, ModelWait, UsageMeter, LIMIT_REFUSAL};
 
 /// Largest request body accepted (a long conversation with images fits).
 const MAX_REQUEST_BYTES: usize = 64 * 1024 * 1024;

@@ -5,8 +5,8 @@
 use agentcompass_plugin_api::contracts::TokenUsage;
 use serde_json::Value;
 
-use crate::model::wire;
-use crate::model::Protocol;
+use crate::wire;
+use crate::Protocol;
 
 /// How much of a JSON body is kept to read its usage (larger bodies are not metered).
 const MAX_JSON_BYTES: usize = 16 * 1024 * 1024;

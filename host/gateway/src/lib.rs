@@ -265,7 +265,7 @@ impl ModelGateway {
         let timeout = request
             .timeout_seconds
             .filter(|s| *s > 0.0)
-            .map(crate::wait::duration_from_seconds)
+            .map(agentcompass_plugin_api::wait::duration_from_seconds)
             .unwrap_or(self.settings.timeout);
         let max_retries = request.max_retries.unwrap_or(self.settings.max_retries);
         let mut attempt = 0u32;
@@ -414,7 +414,7 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| *s >= 0.0)
-        .map(crate::wait::duration_from_seconds)
+        .map(agentcompass_plugin_api::wait::duration_from_seconds)
 }
 
 fn is_retryable(status: StatusCode) -> bool {

@@ -7,7 +7,7 @@ use hyper::Uri;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 
 use super::usage_tap::Endpoint;
-use crate::model::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
+use crate::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
 
 /// Headers that belong to one connection, or carry credentials, and never travel on.
 const DROPPED: [&str; 14] = [
