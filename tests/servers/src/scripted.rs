@@ -2137,7 +2137,7 @@ mod tests {
     /// are told apart by the conversation alone.
     #[test]
     fn agent_fixture_scripts_parse_and_are_stateless() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/agents");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/agents");
         for id in ["claude_code", "codex", "mini_swe_agent", "qwen_code"] {
             for name in [format!("{id}.json"), format!("{id}-looping.json")] {
                 Script::load(&dir.join(&name)).unwrap_or_else(|e| panic!("{e}"));
