@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Developer entry point: `./dev.sh demo` and `./dev.sh test` (see README.md).
+# Developer entry point: `./dev.sh demo`, `./dev.sh test` and `./dev.sh check` (see README.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 # The tests' Slurm cluster: ensure_slurm_packages, start_slurm, stop_slurm.
@@ -212,14 +212,41 @@ ensure_agent_image() {
     export AGENTCOMPASS_TEST_AGENT_IMAGE="$image"
 }
 
-# Packages the first-party plugins into <install dir>/plugins, where the host loads them from.
+# The first-party plugins by crate, and what `./dev.sh demo` loads of them.
+ALL_PLUGINS=(example-pack example-recipe docker-provider qa-pack harbor-pack agents-pack)
+DEMO_PLUGINS=(harbor-pack agents-pack)
+
+# Packages first-party plugins (`bundle_plugins PROFILE CRATE...`) into <install dir>/plugins,
+# where the host loads them from.
 bundle_plugins() {
-    local dir
+    local dir crate libs=()
     dir="$(profile_dir "$1")"
-    "$dir/agentcompass-host" plugin package \
-        "$dir/libexample_pack.so" "$dir/libexample_recipe.so" "$dir/libdocker_provider.so" \
-        "$dir/libqa_pack.so" "$dir/libharbor_pack.so" "$dir/libagents_pack.so" \
-        --out "$dir/plugins" >/dev/null
+    shift
+    for crate in "$@"; do libs+=("$dir/lib${crate//-/_}.so"); done
+    "$dir/agentcompass-host" plugin package "${libs[@]}" --out "$dir/plugins" >/dev/null
+}
+
+# `cargo -p` arguments for these packages.
+package_args() {
+    local crate
+    for crate in "$@"; do printf -- '-p\n%s\n' "$crate"; done
+}
+
+# The service variables the tests read; `check` runs without them, so a test that needs a
+# service but is not excluded by the `check` profile fails there instead of passing by luck.
+SERVICE_VARIABLES=(AGENTCOMPASS_TEST_DOCKER_HOST AGENTCOMPASS_TEST_SLURM_CONF
+    AGENTCOMPASS_TEST_AGENT_IMAGE AGENTCOMPASS_TEST_INSTALL_CACHE AGENTCOMPASS_HARBOR_PYTHON
+    AGENTCOMPASS_UPSTREAM_PYTHON AGENTCOMPASS_MODEL_SDK_PYTHON SLURM_CONF DOCKER_HOST)
+
+# Installs Debian's bubblewrap when missing (the sandbox environment uses it).
+ensure_bwrap() {
+    command -v bwrap >/dev/null 2>&1 && return
+    echo "installing bubblewrap (Debian package; the sandbox environment uses it)" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y bubblewrap >/dev/null 2>&1 ||
+        { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y bubblewrap >/dev/null; } ||
+        { echo "bubblewrap is missing and could not be installed: apt-get install bubblewrap" >&2; exit 1; }
 }
 
 # The real agent CLIs of the installed-agent harnesses (claude_code, codex, mini_swe_agent,
@@ -282,17 +309,15 @@ start_docker() {
 case "${1:-}" in
 demo)
     # The sandbox environment needs bubblewrap; nothing else (no Docker, no network, no key).
-    if ! command -v bwrap >/dev/null 2>&1; then
-        echo "installing bubblewrap (Debian package; the sandbox environment uses it)" >&2
-        sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        $sudo apt-get install -y bubblewrap >/dev/null 2>&1 ||
-            { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y bubblewrap >/dev/null; } ||
-            { echo "bubblewrap is missing and could not be installed: apt-get install bubblewrap" >&2; exit 1; }
-    fi
-    cargo build --release --workspace
-    bundle_plugins release
-    bin="$(profile_dir release)"
+    ensure_bwrap
+    # Only what the demo runs (every default target of these packages): the host, the
+    # sandbox's entry binary (agentcompass-builtins), the two plugins it loads and the scripted
+    # model server (agentcompass-test-servers). A debug build, which `./dev.sh check` and
+    # `./dev.sh test` build on.
+    mapfile -t packages < <(package_args agentcompass-host agentcompass-builtins agentcompass-test-servers "${DEMO_PLUGINS[@]}")
+    cargo build "${packages[@]}"
+    bundle_plugins debug "${DEMO_PLUGINS[@]}"
+    bin="$(profile_dir debug)"
     host="$bin/agentcompass-host"
     results="${TMPDIR:-/tmp}/agentcompass-demo"
     echo
@@ -329,13 +354,28 @@ test)
     start_slurm
     ensure_agent_image
     cargo build --workspace
-    bundle_plugins debug
+    bundle_plugins debug "${ALL_PLUGINS[@]}"
     ensure_agents debug
-    # Snapshots are reviewed, never written, by the test command.
-    INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo test --workspace
+    # Snapshots are reviewed, never written, by the test command. Every test in its own
+    # process (nextest), a JUnit report with each test's time in target/nextest/ci/junit.xml;
+    # then the doc tests, which nextest does not run.
+    INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo nextest run --workspace --profile ci --no-tests fail
+    INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo test --workspace --doc
+    ;;
+check)
+    # The quick tier while working: formatting, lints, unit tests and the e2e tests that need
+    # no Docker, Slurm, browser, agent CLI or oracle venv (the `check` profile of
+    # .config/nextest.toml). Needs only bubblewrap, like the demo.
+    ensure_bwrap
+    cargo fmt --all -- --check
+    cargo build --workspace
+    bundle_plugins debug "${ALL_PLUGINS[@]}"
+    cargo clippy --workspace --all-targets -- -D warnings
+    for variable in "${SERVICE_VARIABLES[@]}"; do unset "$variable"; done
+    INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo nextest run --workspace --profile check --no-tests fail
     ;;
 *)
-    echo "usage: ./dev.sh demo|test" >&2
+    echo "usage: ./dev.sh demo|test|check" >&2
     exit 2
     ;;
 esac

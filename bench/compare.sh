@@ -130,8 +130,8 @@ if [ "$REBUILD" -eq 1 ] || [ ! -x "$HOST" ] || [ ! -x "$SCRIPTED" ] || [ ! -x "$
         cargo build --release -p agentcompass-e2e --example live_sessions) || die "cargo build failed"
     log "bundling plugins into $RELEASE/plugins"
     # Reuse dev.sh's own definitions (profile_dir, bundle_plugins) without running dev.sh.
-    (cd "$ROOT" && source <(sed -n -e '/^profile_dir()/p' -e '/^bundle_plugins()/,/^}/p' dev.sh) &&
-        bundle_plugins release) || die "bundling the plugins failed"
+    (cd "$ROOT" && source <(sed -n -e '/^profile_dir()/p' -e '/^ALL_PLUGINS=/p' -e '/^bundle_plugins()/,/^}/p' dev.sh) &&
+        bundle_plugins release "${ALL_PLUGINS[@]}") || die "bundling the plugins failed"
 fi
 
 # Snapshot the binaries: other builds may replace target/release while this runs. The host

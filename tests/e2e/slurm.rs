@@ -2,13 +2,13 @@
 //! (`ci/slurm.sh`: slurmctld + `slurmd -N n1..n3`, config in `AGENTCOMPASS_TEST_SLURM_CONF`):
 //! a cluster run equals the local run, a lost node and a duplicated unit publish every task
 //! exactly once, Ctrl-C cancels every job, a killed coordinator's jobs are found and cancelled
-//! by `--reuse`. The tests share the cluster, so they take turns (one lock).
+//! by `--reuse`. The tests share the cluster, so they take turns: nextest's `slurm` test group
+//! (`.config/nextest.toml`) runs one at a time.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
@@ -17,15 +17,6 @@ use agentcompass_e2e::{
     PluginDirs, Workspace,
 };
 use serde_json::{json, Value};
-
-/// One test on the cluster at a time (some stop a node; all count its CPUs).
-static CLUSTER: Mutex<()> = Mutex::new(());
-
-fn take_cluster() -> std::sync::MutexGuard<'static, ()> {
-    CLUSTER
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn slurm_conf() -> PathBuf {
     PathBuf::from(std::env::var_os("AGENTCOMPASS_TEST_SLURM_CONF").expect(
@@ -208,7 +199,6 @@ fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
@@ -330,7 +320,6 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
 
 #[test]
 fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_environment() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let dirs = PluginDirs::new();
     let plugins = dirs.package("p", "harbor-pack");
@@ -465,7 +454,6 @@ fn running_jobs(ws: &Workspace) -> Vec<Value> {
 
 #[test]
 fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     // Three long jobs of 2 CPUs: a job lost with its node has work left when Slurm requeues it
     // (its processes keep running meanwhile: two copies of one unit at once).
@@ -557,7 +545,6 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
 
 #[test]
 fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
@@ -602,7 +589,6 @@ fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
 
 #[test]
 fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
@@ -670,7 +656,6 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
 
 #[test]
 fn the_deadline_cancels_every_job() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
@@ -739,7 +724,6 @@ fn peak_rss_kb(child: &mut Child) -> u64 {
 
 #[test]
 fn the_coordinators_memory_stays_flat_with_the_task_count() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
@@ -864,7 +848,6 @@ fn events(run: &Path) -> Vec<Value> {
 
 #[test]
 fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
-    let _cluster = take_cluster();
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
