@@ -284,13 +284,13 @@ fn junit_has_one_case_per_task_and_validates_against_the_schema() {
     assert_eq!(xml.matches("<failure ").count(), 10, "{xml}");
     assert!(
         xml.contains(
-            "<testsuites name=\"agentcompass-host\" tests=\"40\" failures=\"10\" errors=\"0\">"
+            "<testsuites name=\"agentcompass-host\" tests=\"40\" skipped=\"0\" failures=\"10\" errors=\"0\">"
         ),
         "{xml}"
     );
     assert!(
         xml.contains(
-            "<testcase name=\"q-03\" classname=\"calc_qa_example_calculator.mul\" time=\"0\">"
+            "<testcase name=\"q-03\" classname=\"calc_qa_example_calculator.mul\" time=\"0.000\">"
         ),
         "{xml}"
     );

@@ -1,7 +1,7 @@
 //! The per-session token and the `Proxy-Authorization` check.
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io;
 use std::sync::Arc;
 
 use base64::engine::general_purpose::STANDARD;
@@ -35,12 +35,11 @@ impl EgressToken {
         Ok(EgressToken(token.into()))
     }
 
-    /// A fresh random token: 32 bytes of `/dev/urandom`, hex-encoded.
+    /// A fresh random token: 32 bytes from the system's random source, hex-encoded.
     pub fn random() -> io::Result<EgressToken> {
         let mut bytes = [0u8; 32];
-        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(EgressToken(hex.into()))
+        getrandom::fill(&mut bytes).map_err(io::Error::other)?;
+        Ok(EgressToken(hex::encode(bytes).into()))
     }
 
     /// The token itself, for the proxy URL the session's commands get. Never log it.

@@ -75,6 +75,7 @@ mod config;
 mod conn;
 mod event;
 pub mod forward;
+pub mod headers;
 mod io;
 mod listener;
 mod policy;

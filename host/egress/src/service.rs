@@ -5,10 +5,11 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::headers::strip_hop_by_hop;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Uri, Version};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -26,20 +27,6 @@ pub(crate) type ProxyBody = BoxBody<Bytes, hyper::Error>;
 
 /// The realm clients are asked to authenticate for.
 const CHALLENGE: &str = "Basic realm=\"agentcompass-egress\"";
-
-/// Connection-level headers (RFC 9110 §7.6.1), never passed on in either direction;
-/// `Proxy-Authorization` among them, so the token never leaves the proxy.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-];
 
 type Refusal = (StatusCode, String);
 
@@ -216,23 +203,6 @@ async fn forward(
     Ok(Response::from_parts(parts, body.boxed()))
 }
 
-/// Removes the hop-by-hop headers and every header the `Connection` header names.
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
-        .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        headers.remove(*name);
-    }
-}
-
 /// A short plain-text answer; `407` carries the `Proxy-Authenticate` challenge.
 fn refusal(status: StatusCode, reason: &str) -> Response<ProxyBody> {
     let body = Full::new(Bytes::from(format!("egress proxy: {reason}\n")));
@@ -255,30 +225,6 @@ fn refusal(status: StatusCode, reason: &str) -> Response<ProxyBody> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hop_by_hop_headers_and_the_ones_connection_names_are_dropped() {
-        let mut h = HeaderMap::new();
-        for (k, v) in [
-            ("connection", "keep-alive, X-Secret-Hop"),
-            ("connection", "close"),
-            ("keep-alive", "timeout=5"),
-            ("proxy-authorization", "Bearer tok"),
-            ("proxy-connection", "keep-alive"),
-            ("te", "trailers"),
-            ("transfer-encoding", "chunked"),
-            ("upgrade", "websocket"),
-            ("x-secret-hop", "1"),
-            ("x-kept", "2"),
-            ("content-length", "3"),
-        ] {
-            h.append(k, HeaderValue::from_static(v));
-        }
-        strip_hop_by_hop(&mut h);
-        let mut left: Vec<&str> = h.keys().map(HeaderName::as_str).collect();
-        left.sort_unstable();
-        assert_eq!(left, ["content-length", "x-kept"]);
-    }
 
     #[test]
     fn refusals_are_short_text_and_407_challenges() {

@@ -298,13 +298,6 @@ fn hash_reader(reader: &mut impl Read) -> Result<String, std::io::Error> {
     Ok(format!("{:x}", hasher.finalize()))
 }
 
-/// SHA-256 of the file at `path` as lowercase hex (for `agentcompass-host plugin package`; the
-/// loader uses [`VerifiedLibrary`] instead).
-pub fn sha256_file(path: &Path) -> Result<String, std::io::Error> {
-    let mut file = File::open(path)?;
-    hash_reader(&mut file)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,6 +324,10 @@ mod tests {
         std::fs::write(&path, bytes).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
         path
+    }
+
+    fn sha256_file(path: &Path) -> Result<String, std::io::Error> {
+        hash_reader(&mut File::open(path)?)
     }
 
     #[test]

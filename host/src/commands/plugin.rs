@@ -11,8 +11,8 @@ use agentcompass_loader::manifest::{manifest_path_for_library, ManifestComponent
 use agentcompass_loader::trust::{
     list_plugin_files, plugin_file_candidate, trusted_plugin_dir, PluginCandidate,
 };
-use agentcompass_loader::verified_file::sha256_file;
 use agentcompass_loader::{inspect_library, load_candidate, DirRole, LoadOptions, LoadProblem};
+use agentcompass_results::artifacts::sha256_file;
 use agentcompass_results::fsutil::write_atomic;
 
 /// What the loader would consider at `path`: every plugin of a directory, or the one entry a

@@ -31,7 +31,7 @@ impl Platform {
             "os": spec.setup.os,
         });
         let digest = Sha256::digest(identity.to_string().as_bytes());
-        let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(&digest[..6]);
         let image = spec
             .setup
             .image

@@ -111,10 +111,7 @@ async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Re
                 "docker: cannot archive the build context `{shown}`: {e}"
             ))
         })?;
-    let sha: String = Sha256::digest(&tar)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let sha = hex::encode(Sha256::digest(&tar));
     let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
     match docker.inspect_image(&tag).await {
         Ok(found) => {

@@ -98,11 +98,6 @@ fn tail(text: &str, max: usize) -> String {
     }
 }
 
-/// Single-quotes `text` for a POSIX shell.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
-}
-
 /// The issue when evaluation has no environment to run `tests/test.sh` in.
 fn no_environment_issue(plan: &ExecutionPlan) -> ExecutionIssue {
     ExecutionIssue::error(
@@ -211,7 +206,7 @@ impl Harbor {
             return Ok(());
         }
         let script = format!("{}/{SETUP_SCRIPT}", workdir.trim_end_matches('/'));
-        let mut request = ExecRequest::shell(format!("bash {}", shell_quote(&script)));
+        let mut request = ExecRequest::argv(["bash", script.as_str()]);
         request.cwd = Some(workdir);
         let out = env.exec(request).await?;
         if out.success() {
@@ -313,9 +308,7 @@ impl Harbor {
             env.upload_dir(tests, "/tests").await?;
         }
         let mut request = ExecRequest::shell(format!(
-            "bash /tests/test.sh > {} 2> {}",
-            shell_quote(TEST_STDOUT),
-            shell_quote(TEST_STDERR)
+            "bash /tests/test.sh > {TEST_STDOUT} 2> {TEST_STDERR}"
         ));
         request.cwd = workdir;
         request.env = verifier.env.clone();

@@ -1183,8 +1183,9 @@ impl EnvironmentSession for ScriptedSession {
         }
     }
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
-        let ExecCommand::Shell(command) = &request.command else {
-            return Err(Error::unsupported("argv"));
+        let command = match &request.command {
+            ExecCommand::Shell(command) => command.clone(),
+            ExecCommand::Argv(argv) => format!("argv {argv:?}"),
         };
         self.log.lock().unwrap().push(format!(
             "exec {command} cwd={:?} timeout={:?}",
@@ -1638,7 +1639,7 @@ fn steps_are_prepared_and_verified_with_their_own_files() {
         [
             "exec mkdir -p /logs/verifier /logs/agent /logs/artifacts cwd=None timeout=Some(120.0)",
             "upload_dir steps/one/workdir /app",
-            "exec bash '/app/setup.sh' cwd=Some(\"/app\") timeout=None",
+            "exec argv [\"bash\", \"/app/setup.sh\"] cwd=Some(\"/app\") timeout=None",
         ]
     );
     let result = evaluate(&task.steps[0], &one);

@@ -217,7 +217,7 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
         .to_string();
     let mut builder = Response::builder().status(status.as_u16());
     for (name, value) in response.headers() {
-        if !upstream::is_hop_by_hop(name.as_str()) {
+        if !upstream::is_connection_level(name.as_str()) {
             builder = builder.header(name.as_str(), value.as_bytes());
         }
     }

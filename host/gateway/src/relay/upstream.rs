@@ -7,19 +7,13 @@ use hyper::Uri;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 
 use super::usage_tap::Endpoint;
+use agentcompass_egress::headers::is_hop_by_hop;
+
 use crate::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
 
-/// Headers that belong to one connection, or carry credentials, and never travel on.
-const DROPPED: [&str; 14] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
+/// Headers of a request that never travel on besides the hop-by-hop ones: the target's own
+/// host and framing, and credentials (the relay sets the real key itself).
+const REPLACED: [&str; 5] = [
     "host",
     "content-length",
     "authorization",
@@ -27,9 +21,14 @@ const DROPPED: [&str; 14] = [
     "api-key",
 ];
 
+/// Whether a request header stays behind (connection-level, framing or a credential).
+fn is_dropped(name: &str) -> bool {
+    is_hop_by_hop(name) || REPLACED.contains(&name)
+}
+
 /// Whether a response header is connection-level (the relay's own connection decides them).
-pub(super) fn is_hop_by_hop(name: &str) -> bool {
-    DROPPED[..10].contains(&name) || name == "content-length"
+pub(super) fn is_connection_level(name: &str) -> bool {
+    is_hop_by_hop(name) || matches!(name, "host" | "content-length")
 }
 
 /// Where a request goes, relative to the API root.
@@ -97,7 +96,7 @@ fn url(gateway: &ModelGateway, route: &Route) -> String {
 fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -> HeaderMap {
     let mut headers = HeaderMap::new();
     for (name, value) in incoming {
-        if !DROPPED.contains(&name.as_str()) {
+        if !is_dropped(name.as_str()) {
             headers.append(name.clone(), value.clone());
         }
     }

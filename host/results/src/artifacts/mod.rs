@@ -17,7 +17,7 @@ mod verify;
 pub use verify::{verify_attempt_dir, verify_manifest};
 
 use std::fs;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -255,20 +255,12 @@ impl ArtifactManifest {
     }
 }
 
-/// Lowercase hex sha256 of the file at `path` (streamed).
+/// Lowercase hex sha256 of the file at `path` (streamed): the one file digest of the host
+/// (artifacts, `plugin package`).
 pub fn sha256_file(path: &Path) -> Result<String, ArtifactError> {
     let mut file = fs::File::open(path).map_err(|e| ArtifactError::io("open", path, e))?;
     let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .map_err(|e| ArtifactError::io("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
+    std::io::copy(&mut file, &mut hasher).map_err(|e| ArtifactError::io("read", path, e))?;
     Ok(hex::encode(hasher.finalize()))
 }
 

@@ -475,10 +475,14 @@ pub(super) async fn resume_steps(
 
 /// Replaces the working directory's contents with `snapshot`.
 async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), String> {
-    let quoted = format!("'{}'", workdir.replace('\'', r"'\''"));
-    let clear = ExecRequest::shell(format!(
-        "mkdir -p {quoted} && find {quoted} -mindepth 1 -delete"
-    ))
+    // The directory is an argument of the script, never spliced into its text.
+    let clear = ExecRequest::argv([
+        "sh",
+        "-c",
+        r#"mkdir -p "$1" && find "$1" -mindepth 1 -delete"#,
+        "sh",
+        workdir,
+    ])
     .timeout(300.0);
     let out = env.session.exec(clear).await.map_err(|e| e.message)?;
     if !out.success() {
