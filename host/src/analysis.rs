@@ -10,6 +10,8 @@ use agentcompass_analysis::{parse_params, Analysis, SummaryBuilder};
 use agentcompass_plugin_api::contracts::{AnalysisInput, ComponentInfo, ComponentKind, JsonMap};
 use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_results::store::published_tasks;
+use agentcompass_schema::attempt::RESULT_FILE;
+use agentcompass_schema::task::TaskRecord;
 use serde_json::Value;
 
 use crate::registry::Registry;
@@ -117,19 +119,11 @@ struct AnalysisOnly {
 }
 
 /// The `analysis_result` objects of a published task's attempts, in attempt order.
-fn attempt_results(dir: &Path, attempts: &Value) -> Vec<JsonMap> {
-    let Some(map) = attempts.as_object() else {
-        return Vec::new();
-    };
-    let mut numbered: Vec<(u32, &str)> = map
-        .iter()
-        .filter_map(|(n, d)| Some((n.parse().ok()?, d.as_str()?)))
-        .collect();
-    numbered.sort();
-    numbered
+fn attempt_results(dir: &Path, task: &TaskRecord) -> Vec<JsonMap> {
+    task.valid_attempts()
         .into_iter()
         .filter_map(|(_, d)| {
-            let bytes = std::fs::read(dir.join(d).join("result.json")).ok()?;
+            let bytes = std::fs::read(dir.join(d).join(RESULT_FILE)).ok()?;
             serde_json::from_slice::<AnalysisOnly>(&bytes)
                 .ok()?
                 .analysis_result
@@ -147,15 +141,14 @@ pub fn write_summary(
     let mut builder = SummaryBuilder::new(benchmark, model, infos.iter());
     let mut tasks = 0;
     for task in published_tasks(run_dir) {
-        let results = attempt_results(&task.dir, &task.task_json["attempts"]);
+        let results = attempt_results(&task.dir, &task.record);
         let refs: Vec<&JsonMap> = results.iter().collect();
         let file: PathBuf = task
             .dir
             .strip_prefix(run_dir)
             .unwrap_or(&task.dir)
             .join("task.json");
-        let category = task.task_json["category"].as_str();
-        builder.add_task(&file.to_string_lossy(), category, &refs);
+        builder.add_task(&file.to_string_lossy(), Some(&task.record.category), &refs);
         tasks += 1;
     }
     let summary = builder.finish();

@@ -41,9 +41,16 @@ fn crate_arrows_follow_the_layers() {
     };
     expect("plugin-api/Cargo.toml", &[]);
     expect("host/redact/Cargo.toml", &[]);
+    // The typed records of what the host persists: shapes only, over the plugin API's
+    // contracts.
+    expect("host/schema/Cargo.toml", &["agentcompass-plugin-api"]);
     expect(
         "host/results/Cargo.toml",
-        &["agentcompass-plugin-api", "agentcompass-redact"],
+        &[
+            "agentcompass-plugin-api",
+            "agentcompass-redact",
+            "agentcompass-schema",
+        ],
     );
     expect("host/loader/Cargo.toml", &["agentcompass-plugin-api"]);
     // builtins -> egress: the `sandbox` serves an `allowlist` session's egress through the
@@ -59,6 +66,7 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-plugin-api",
             "agentcompass-redact",
             "agentcompass-results",
+            "agentcompass-schema",
             "agentcompass-loader",
             "agentcompass-builtins",
             // `runtime.egress.hosts` is checked with the proxy's own host map rules.
@@ -89,10 +97,15 @@ fn crate_arrows_follow_the_layers() {
     expect("host/stats/Cargo.toml", &[]);
     // The analyzers are components like any plugin's: plugin-api only.
     expect("host/analysis/Cargo.toml", &["agentcompass-plugin-api"]);
-    // The viewer reads results through the results crate's readers (and may mask text).
+    // The viewer reads results through the results crate's readers and the schema's records
+    // (and may mask text).
     expect(
         "host/viewer/Cargo.toml",
-        &["agentcompass-results", "agentcompass-redact"],
+        &[
+            "agentcompass-results",
+            "agentcompass-schema",
+            "agentcompass-redact",
+        ],
     );
     // The cluster tools (Slurm CLIs) know nothing of the host: a leaf.
     expect("host/cluster/Cargo.toml", &[]);
@@ -300,6 +313,7 @@ fn no_module_cycles_inside_a_crate() {
     for krate in [
         "host/src",
         "host/results/src",
+        "host/schema/src",
         "host/loader/src",
         "host/builtins/src",
         "host/egress/src",

@@ -11,6 +11,6 @@ pub mod artifacts;
 pub mod fsutil;
 pub mod naming;
 pub mod records;
-pub mod status;
+pub use agentcompass_schema::run_status as status;
 pub mod store;
 pub mod time;

@@ -1,66 +1,52 @@
-//! The persisted shapes of a task: attempt `result.json`, `task.json`, and the schema names
-//! of retry records, evaluation checkpoints and environment-resource records.
+//! Building the persisted records of a task — an attempt's `result.json`, `task.json`, an
+//! environment-resource record — from the runtime's values, redacted and scrubbed. The
+//! records themselves (and their schema names) are `agentcompass-schema`'s.
+
+use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{AttemptSpec, RunResult, SessionInfo, TaskSpec};
 use agentcompass_redact::{redact_value, scrub_value};
-use serde_json::{json, Map, Value};
+use agentcompass_schema::attempt::{AttemptMeta, AttemptRecord, HarnessMeta};
+use agentcompass_schema::env_record::EnvRecord;
+use agentcompass_schema::task::TaskRecord;
+use serde_json::{Map, Value};
 
-/// Schema of `task.json`.
-pub const TASK_SCHEMA: &str = "agentcompass.task.v3";
-/// Schema of retry records.
-pub const RETRY_SCHEMA: &str = "agentcompass.retry.v1";
-/// Schema of evaluation checkpoints.
-pub const CHECKPOINT_SCHEMA: &str = "agentcompass.evaluation_checkpoint.v4";
-/// Schema of a multi-step attempt's step checkpoint (`attempt-N/steps/checkpoint.json`).
-pub const STEPS_CHECKPOINT_SCHEMA: &str = "agentcompass.steps_checkpoint.v1";
-/// Schema of environment-resource records.
-pub const ENV_RECORD_SCHEMA: &str = "agentcompass.environment_resource.v1";
+pub use agentcompass_schema::attempt::{
+    ATTEMPT_FIELDS, CHECKPOINT_SCHEMA, RETRY_SCHEMA, STEPS_CHECKPOINT_SCHEMA, STEPS_META_KEY,
+};
+pub use agentcompass_schema::env_record::ENV_RECORD_SCHEMA;
+pub use agentcompass_schema::task::TASK_SCHEMA;
 
-/// The fields of an attempt's `result.json`, exactly upstream's set (its strict reader refuses
-/// any other): the task-level `ground_truth` lives in `task.json`, a multi-step attempt's
-/// per-step records under `meta.benchmark.steps`.
-pub const ATTEMPT_FIELDS: [&str; 9] = [
-    "status",
-    "metrics",
-    "final_answer",
-    "trajectory",
-    "issues",
-    "artifacts",
-    "meta",
-    "analysis_result",
-    "retry_count",
-];
+/// `value` as JSON (null if it cannot be: no record type here fails to serialise).
+fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
 
 /// The `result.json` of one attempt: `metrics` and `final_answer` as they are, everything else
 /// redacted.
 pub fn attempt_payload(result: &RunResult, retry_count: u32) -> Value {
-    let redacted = |value: Value| redact_value(&value);
     let mut benchmark = result.extra.clone();
     if !result.steps.is_empty() {
-        benchmark.insert(
-            STEPS_META_KEY.to_string(),
-            serde_json::to_value(&result.steps).unwrap_or(Value::Null),
-        );
+        benchmark.insert(STEPS_META_KEY.to_string(), to_json(&result.steps));
     }
-    let payload = json!({
-        "status": result.status,
-        "metrics": result.metrics,
-        "final_answer": result.final_answer,
-        "trajectory": redacted(serde_json::to_value(&result.trajectory).unwrap_or(Value::Null)),
-        "issues": redacted(serde_json::to_value(&result.issues).unwrap_or(Value::Null)),
-        "artifacts": redacted(Value::Object(result.artifacts.clone())),
-        "meta": {
-            "benchmark": redacted(Value::Object(benchmark)),
-            "harness": {"telemetry": redacted(Value::Object(result.telemetry.clone()))},
+    let record = AttemptRecord {
+        analysis_result: Value::Object(Map::new()),
+        artifacts: redact_value(&Value::Object(result.artifacts.clone())),
+        final_answer: result.final_answer.clone(),
+        issues: redact_value(&to_json(&result.issues)),
+        meta: AttemptMeta {
+            benchmark: redact_value(&Value::Object(benchmark)),
+            harness: HarnessMeta {
+                telemetry: redact_value(&Value::Object(result.telemetry.clone())),
+            },
         },
-        "analysis_result": {},
-        "retry_count": retry_count,
-    });
-    scrub_value(&payload)
+        metrics: result.metrics.clone(),
+        retry_count,
+        status: result.status,
+        trajectory: redact_value(&to_json(&result.trajectory)),
+    };
+    scrub_value(&to_json(&record))
 }
-
-/// Where a multi-step attempt's per-step records live in `result.json`: `meta.benchmark.steps`.
-pub const STEPS_META_KEY: &str = "steps";
 
 /// The `task.json` index of a published task: upstream's fields (`task_id`, `category`,
 /// `ground_truth`, `attempt_plan`, `attempts`, retry counts) plus our `reuse_key`.
@@ -71,30 +57,38 @@ pub fn task_payload(
     reuse_key: &str,
     retry_counts: &Map<String, Value>,
 ) -> Value {
-    let retry_count: u64 = retry_counts.values().filter_map(Value::as_u64).sum();
-    json!({
-        "schema_version": TASK_SCHEMA,
-        "task_id": task.task_id,
-        "category": task.category,
-        "ground_truth": scrub_value(&task.ground_truth),
-        "attempts": attempts.iter().map(|n| (n.to_string(), json!(format!("attempt-{n}")))).collect::<Map<_, _>>(),
-        "attempt_plan": {"k": plan.k, "strategy": plan.strategy},
-        "reuse_key": reuse_key,
-        "retry_count": retry_count,
-        "retry_counts": retry_counts,
-    })
+    let retry_counts: BTreeMap<String, u64> = retry_counts
+        .iter()
+        .filter_map(|(n, count)| Some((n.clone(), count.as_u64()?)))
+        .collect();
+    let record = TaskRecord {
+        attempt_plan: *plan,
+        attempts: attempts
+            .iter()
+            .map(|n| (n.to_string(), format!("attempt-{n}")))
+            .collect(),
+        category: task.category.clone(),
+        ground_truth: scrub_value(&task.ground_truth),
+        retry_count: retry_counts.values().sum(),
+        retry_counts,
+        reuse_key: reuse_key.to_string(),
+        schema_version: TASK_SCHEMA.to_string(),
+        task_id: task.task_id.clone(),
+    };
+    to_json(&record)
 }
 
 /// A persisted record of an open environment (`.env-resources/<id>.json`).
 pub fn env_record(info: &SessionInfo, task_id: &str, attempt: u32, created_at: &str) -> Value {
-    json!({
-        "schema_version": ENV_RECORD_SCHEMA,
-        "id": info.id,
-        "provider": info.provider,
-        "close_params": redact_value(&info.close_params),
-        "task_id": task_id,
-        "attempt": attempt,
-        "state": "active",
-        "created_at": created_at,
+    to_json(&EnvRecord {
+        attempt,
+        close_params: redact_value(&info.close_params),
+        created_at: created_at.to_string(),
+        error: None,
+        id: info.id.clone(),
+        provider: info.provider.clone(),
+        schema_version: ENV_RECORD_SCHEMA.to_string(),
+        state: "active".to_string(),
+        task_id: task_id.to_string(),
     })
 }

@@ -13,6 +13,8 @@ use serde_json::Value;
 use agentcompass_host::analysis::RunAnalysis;
 use agentcompass_host::registry::Registry;
 use agentcompass_results::store::{copy_tree, published_tasks};
+use agentcompass_schema::attempt::RESULT_FILE;
+use agentcompass_schema::run_info::{RunInfo, RUN_INFO_FILE};
 
 use crate::cli::AnalysisCmd;
 
@@ -64,14 +66,11 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
             cmd.input.display()
         );
     }
-    let info = read_json(&info_path)?;
-    let request = &info["request"];
-    let benchmark = request["benchmark"]["id"].as_str().unwrap_or_default();
-    let model = request["model"]["id"].as_str().unwrap_or_default();
-    let mut params = request["execution"]["analysis_params"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let info: RunInfo = agentcompass_schema::read_json(&info_path, RUN_INFO_FILE)?;
+    let request = info.request_head();
+    let benchmark = request.benchmark.id.as_str();
+    let model = request.model.id.as_str();
+    let mut params = request.execution.analysis_params.clone();
     if let Some(over) = &cmd.analysis_params {
         params = over.clone();
     }
@@ -90,16 +89,10 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
     let (mut tasks, mut attempts) = (0u64, 0u64);
     for task in published_tasks(&target) {
         tasks += 1;
-        let Some(map) = task.task_json["attempts"].as_object() else {
-            continue;
-        };
-        let category = task.task_json["category"].as_str();
-        let ground_truth = &task.task_json["ground_truth"];
-        for (number, dir) in map {
-            let (Ok(n), Some(dir)) = (number.parse::<u32>(), dir.as_str()) else {
-                continue;
-            };
-            let path = task.dir.join(dir).join("result.json");
+        let category = Some(task.record.category.as_str());
+        let ground_truth = &task.record.ground_truth;
+        for (n, dir) in task.record.valid_attempts() {
+            let path = task.dir.join(dir).join(RESULT_FILE);
             let Ok(mut payload) = read_json(&path) else {
                 continue;
             };

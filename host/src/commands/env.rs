@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use agentcompass_schema::env_record::EnvRecord;
+use agentcompass_schema::read_json;
 use anyhow::{anyhow, bail};
 use serde_json::{json, Value};
 
@@ -13,12 +15,12 @@ use agentcompass_host::registry::Registry;
 /// One persisted environment record.
 struct Record {
     path: PathBuf,
-    value: Value,
+    value: EnvRecord,
 }
 
 impl Record {
     fn id(&self) -> &str {
-        self.value["id"].as_str().unwrap_or_default()
+        &self.value.id
     }
 }
 
@@ -44,10 +46,7 @@ fn find_records(root: &Path) -> Vec<Record> {
                 for record in records.flatten() {
                     let file = record.path();
                     if file.extension().is_some_and(|e| e == "json") {
-                        if let Some(value) = std::fs::read_to_string(&file)
-                            .ok()
-                            .and_then(|t| serde_json::from_str(&t).ok())
-                        {
+                        if let Ok(value) = read_json::<EnvRecord>(&file, "environment record") {
                             found.push(Record { path: file, value });
                         }
                     }
@@ -70,13 +69,13 @@ pub fn list(root: &Path) -> anyhow::Result<i32> {
         .into_iter()
         .map(|r| {
             json!({
-                "id": r.value["id"],
-                "provider": r.value["provider"],
-                "task_id": r.value["task_id"],
-                "attempt": r.value["attempt"],
-                "state": r.value["state"],
-                "created_at": r.value["created_at"],
-                "close_params": r.value["close_params"],
+                "id": r.value.id,
+                "provider": r.value.provider,
+                "task_id": r.value.task_id,
+                "attempt": r.value.attempt,
+                "state": r.value.state,
+                "created_at": r.value.created_at,
+                "close_params": r.value.close_params,
                 "path": r.path,
             })
         })
@@ -111,17 +110,14 @@ pub fn close(registry: &Registry, root: &Path, ids: &[String], all: bool) -> any
         .build()?;
     let mut failures = 0;
     for record in records {
-        let provider_id = record.value["provider"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let provider_id = record.value.provider.clone();
         let released = executor.block_on(async {
             let provider = registry
                 .environment(&provider_id)
                 .map_err(|e| anyhow!("{e}"))?;
             let ctx = HostServices::for_plugin("env close").into_ctx();
             provider
-                .close(&ctx, &record.value["close_params"])
+                .close(&ctx, &record.value.close_params)
                 .await
                 .map_err(|e| anyhow!("{e}"))
         });
@@ -133,8 +129,8 @@ pub fn close(registry: &Registry, root: &Path, ids: &[String], all: bool) -> any
             Err(e) => {
                 failures += 1;
                 let mut value = record.value.clone();
-                value["state"] = json!("release_failed");
-                value["error"] = json!(e.to_string());
+                value.state = "release_failed".to_string();
+                value.error = Some(e.to_string());
                 agentcompass_results::store::write_json_atomic(&record.path, &value)?;
                 eprintln!("error: cannot close {} ({provider_id}): {e}", record.id());
             }

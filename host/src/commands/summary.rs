@@ -4,8 +4,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::{AttemptSpec, MetricContract};
-use anyhow::{anyhow, Context};
+use agentcompass_plugin_api::contracts::MetricContract;
+use agentcompass_schema::progress::{EventKind, EventLine};
+use agentcompass_schema::read_json;
+use agentcompass_schema::run_info::{RunInfo, RUN_INFO_FILE};
+use anyhow::{anyhow, bail};
 use serde_json::Value;
 
 use agentcompass_host::metrics::outcomes_from_results;
@@ -57,18 +60,14 @@ pub fn summary(
     options: &SummaryOptions,
 ) -> anyhow::Result<i32> {
     let store = RunStore::open_existing(run_dir)?;
-    let info_path = run_dir.join("run_info.json");
-    let info: Value = serde_json::from_str(
-        &std::fs::read_to_string(&info_path)
-            .with_context(|| format!("cannot read {}", info_path.display()))?,
-    )
-    .map_err(|e| anyhow!("{}: invalid JSON: {e}", info_path.display()))?;
-    let request = &info["request"];
-    let benchmark_id = request["benchmark"]["id"]
-        .as_str()
-        .ok_or_else(|| anyhow!("{}: request.benchmark.id is missing", info_path.display()))?;
-    let attempts: AttemptSpec =
-        serde_json::from_value(request["execution"]["attempts"].clone()).unwrap_or_default();
+    let info_path = run_dir.join(RUN_INFO_FILE);
+    let info: RunInfo = read_json(&info_path, RUN_INFO_FILE)?;
+    let request = info.request_head();
+    let benchmark_id = request.benchmark.id.as_str();
+    if benchmark_id.is_empty() {
+        bail!("{}: request.benchmark.id is missing", info_path.display());
+    }
+    let attempts = request.execution.attempts;
     let contract = match registry.benchmark(benchmark_id) {
         Ok(handle) => handle
             .benchmark
@@ -79,10 +78,7 @@ pub fn summary(
             MetricContract::correct()
         }
     };
-    let mut params = request["benchmark"]["params"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let mut params = request.benchmark.params.clone();
     if let Some(over) = &options.benchmark_params {
         params.extend(over.clone());
     }
@@ -95,13 +91,9 @@ pub fn summary(
         {
             continue;
         }
-        let category = task.task_json["category"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
         aggregator.add_task(
-            &category,
-            &outcomes_from_results(&task.dir, &task.task_json["attempts"]),
+            &task.record.category,
+            &outcomes_from_results(&task.dir, &task.record),
         );
     }
     each_skipped(&run_dir.join("progress.jsonl"), &mut |reason| {
@@ -110,14 +102,8 @@ pub fn summary(
     let report = aggregator.report();
     let title = SummaryTitle {
         benchmark: benchmark_id.to_string(),
-        model: request["model"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        harness: request["harness"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
+        model: request.model.id,
+        harness: request.harness.id,
         run_id: store.run_id().to_string(),
     };
     let rendered = render_summary(&report, &title);
@@ -140,9 +126,11 @@ fn each_skipped(path: &Path, each: &mut dyn FnMut(&str)) {
         if !line.contains("\"task_skipped\"") {
             continue;
         }
-        if let Ok(event) = serde_json::from_str::<Value>(&line) {
-            if let Some(reason) = event["payload"]["reason"].as_str() {
-                each(reason);
+        if let Ok(event) = serde_json::from_str::<EventLine<'_>>(&line) {
+            if event.event == EventKind::TaskSkipped {
+                if let Some(reason) = event.task_payload().reason {
+                    each(&reason);
+                }
             }
         }
     }

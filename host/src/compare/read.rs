@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::MetricKind;
 use agentcompass_results::store::published_tasks;
-use serde_json::Value;
+use agentcompass_schema::metrics::{MetricKind, MetricReport, METRICS_FILE};
+use agentcompass_schema::run_info::{RunInfo, RUN_INFO_FILE};
+use serde::de::DeserializeOwned;
 
 use super::{CompareError, RunSide};
 use crate::metrics::{attempt_records, observation};
@@ -62,7 +63,7 @@ impl RunHead {
     }
 }
 
-fn read_json(path: &Path) -> Result<Value, CompareError> {
+fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, CompareError> {
     let text = std::fs::read_to_string(path).map_err(|e| CompareError::Unreadable {
         path: path.to_path_buf(),
         reason: format!("cannot read it ({e}); expected a run directory"),
@@ -75,38 +76,30 @@ fn read_json(path: &Path) -> Result<Value, CompareError> {
 
 /// Reads a run's identity and metric list.
 pub(super) fn read_head(run: &Path) -> Result<RunHead, CompareError> {
-    let info = read_json(&run.join("run_info.json"))?;
-    let request = &info["request"];
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    let benchmark = text(&request["benchmark"]["id"]);
-    if benchmark.is_empty() {
+    let info: RunInfo = read_json(&run.join(RUN_INFO_FILE))?;
+    let request = info.request_head();
+    if request.benchmark.id.is_empty() {
         return Err(CompareError::Unreadable {
-            path: run.join("run_info.json"),
+            path: run.join(RUN_INFO_FILE),
             reason: "request.benchmark.id is missing".to_string(),
         });
     }
-    let k = request["execution"]["attempts"]["k"]
-        .as_u64()
-        .map_or(1, |k| k.max(1) as u32);
     let mut metrics: Vec<(String, MetricKind)> = Vec::new();
-    if let Ok(report) = read_json(&run.join("metrics.json")) {
-        for series in report["series"].as_array().into_iter().flatten() {
-            let id = text(&series["metric_id"]);
-            let kind = serde_json::from_value(series["kind"].clone()).ok();
-            if let (false, Some(kind)) = (id.is_empty(), kind) {
-                if !metrics.iter().any(|(m, _)| *m == id) {
-                    metrics.push((id, kind));
-                }
+    if let Ok(report) = read_json::<MetricReport>(&run.join(METRICS_FILE)) {
+        for series in report.series {
+            if !series.metric_id.is_empty() && !metrics.iter().any(|(m, _)| *m == series.metric_id)
+            {
+                metrics.push((series.metric_id, series.kind));
             }
         }
     }
     Ok(RunHead {
         run_dir: run.to_path_buf(),
-        benchmark,
-        run_id: text(&info["run_id"]),
-        model: text(&request["model"]["id"]),
-        harness: text(&request["harness"]["id"]),
-        k,
+        benchmark: request.benchmark.id,
+        run_id: info.run_id,
+        model: request.model.id,
+        harness: request.harness.id,
+        k: request.execution.attempts.k.max(1),
         metrics,
     })
 }
@@ -133,16 +126,13 @@ pub struct RunTasks {
 pub fn read_run(run: &Path, head: &RunHead, metric: &str, kind: MetricKind) -> RunTasks {
     let mut tasks = BTreeMap::new();
     for task in published_tasks(run) {
-        let records = attempt_records(&task.dir, &task.task_json["attempts"]);
+        let records = attempt_records(&task.dir, &task.record);
         let values: Vec<f64> = records
             .iter()
             .take(head.k as usize)
             .filter_map(|r| observation(&r.outcome(), metric, kind))
             .collect();
-        let category = match task.task_json["category"].as_str() {
-            Some(c) if !c.is_empty() => c.to_string(),
-            _ => crate::metrics::DEFAULT_CATEGORY.to_string(),
-        };
+        let category = task.record.category_or_default().to_string();
         let value = (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
         let attempts = match kind {
             MetricKind::BinarySuccess => values.iter().map(|v| *v >= 0.5).collect(),

@@ -7,24 +7,20 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agentcompass_plugin_api::contracts::{IssueSeverity, MetricKind};
+use agentcompass_plugin_api::contracts::IssueSeverity;
 use agentcompass_results::store::published_tasks;
+use agentcompass_schema::metrics::{MetricKind, MetricReport, METRICS_FILE};
+use agentcompass_schema::read_json;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::metrics::{attempt_records, observation};
 
 /// The headline metric of a run (`metrics.json`'s first series).
 fn headline(run: &Path) -> (String, MetricKind) {
-    std::fs::read_to_string(run.join("metrics.json"))
+    read_json::<MetricReport>(&run.join(METRICS_FILE), METRICS_FILE)
         .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|r| {
-            let s = r["series"].get(0)?.clone();
-            Some((
-                s["metric_id"].as_str()?.to_string(),
-                serde_json::from_value(s["kind"].clone()).ok()?,
-            ))
-        })
+        .and_then(|r| r.series.into_iter().next())
+        .map(|s| (s.metric_id, s.kind))
         .unwrap_or(("correct".to_string(), MetricKind::BinarySuccess))
 }
 
@@ -41,7 +37,7 @@ fn suite(label: &str, run: &Path) -> TestSuite {
     let mut suite = TestSuite::new(label);
     suite.set_time(Duration::ZERO);
     for task in published_tasks(run) {
-        let records = attempt_records(&task.dir, &task.task_json["attempts"]);
+        let records = attempt_records(&task.dir, &task.record);
         let outcomes: Vec<_> = records.iter().map(|r| r.outcome()).collect();
         let values: Vec<f64> = outcomes
             .iter()
@@ -71,7 +67,7 @@ fn suite(label: &str, run: &Path) -> TestSuite {
                 problem(NonSuccessKind::Failure, message, "unsolved")
             }
         };
-        let category = task.task_json["category"].as_str().unwrap_or("default");
+        let category = task.record.category_or_default();
         let mut case = TestCase::new(task.task_id.as_str(), status);
         case.set_classname(format!("{label}.{category}"))
             .set_time(Duration::ZERO);

@@ -6,7 +6,8 @@ mod junit;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use agentcompass_schema::metrics::{find_series, MetricReport, METRICS_FILE};
+use agentcompass_schema::read_json;
 
 pub use junit::write_junit;
 
@@ -148,26 +149,17 @@ impl Gates {
 /// The value of `metric` (a series id, or a metric id: its first series) in a run's
 /// `metrics.json`.
 fn threshold_value(run: &Path, metric: &str) -> Result<(String, Option<f64>), String> {
-    let path = run.join("metrics.json");
-    let report: Value = std::fs::read_to_string(&path)
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .ok_or_else(|| format!("{}: no readable metrics", path.display()))?;
-    let series = report["series"].as_array().cloned().unwrap_or_default();
-    let found = series
-        .iter()
-        .find(|s| s["series_id"] == metric)
-        .or_else(|| series.iter().find(|s| s["metric_id"] == metric));
-    match found {
-        Some(s) => Ok((
-            s["series_id"].as_str().unwrap_or(metric).to_string(),
-            s["value"].as_f64(),
-        )),
+    let path = run.join(METRICS_FILE);
+    let report: MetricReport = read_json(&path, METRICS_FILE)
+        .map_err(|_| format!("{}: no readable metrics", path.display()))?;
+    match find_series(&report, metric) {
+        Some(s) => Ok((s.series_id.clone(), s.value)),
         None => Err(format!(
             "the run has no metric `{metric}` (its series: {})",
-            series
+            report
+                .series
                 .iter()
-                .filter_map(|s| s["series_id"].as_str())
+                .map(|s| s.series_id.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         )),

@@ -26,6 +26,8 @@ use agentcompass_plugin_api::contracts::{
     SeriesCounts, TokenUsage,
 };
 
+use agentcompass_schema::metrics::{HostExtras, NotScored, ReasonCounts};
+
 use crate::issue_codes::FailureClass;
 
 pub use outcomes::{
@@ -36,8 +38,7 @@ pub use render::{headline_line, not_scored_line, render_summary, skipped_line, S
 /// The aggregation written into every report produced here.
 pub const AGGREGATION_MICRO_WEIGHTED: &str = "micro_weighted";
 
-/// The category name used for tasks without a category.
-pub const DEFAULT_CATEGORY: &str = "default";
+pub use agentcompass_schema::task::DEFAULT_CATEGORY;
 
 /// What metric aggregation needs to know about one attempt.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -415,21 +416,15 @@ impl MetricAggregator {
     pub fn report(&self) -> MetricReport {
         let evaluation_failed = self.invalidated_tasks > 0;
         let mut extra = JsonMap::new();
-        if !self.usage.is_empty() {
-            if let Ok(usage) = serde_json::to_value(self.usage) {
-                extra.insert("model_usage".into(), usage);
-            }
+        HostExtras {
+            model_usage: (!self.usage.is_empty()).then_some(self.usage),
+            not_scored: (!self.not_scored.is_empty()).then(|| self.not_scored()),
+            skipped: (!self.skipped.is_empty()).then(|| ReasonCounts {
+                tasks: self.skipped.values().sum(),
+                reasons: self.skipped.clone(),
+            }),
         }
-        if !self.not_scored.is_empty() {
-            extra.insert("not_scored".into(), self.not_scored_json());
-        }
-        if !self.skipped.is_empty() {
-            let total: u64 = self.skipped.values().sum();
-            extra.insert(
-                "skipped".into(),
-                serde_json::json!({"tasks": total, "reasons": self.skipped}),
-            );
-        }
+        .write_into(&mut extra);
         MetricReport {
             k: self.k,
             strategy: self.strategy,
@@ -447,19 +442,23 @@ impl MetricAggregator {
 }
 
 impl MetricAggregator {
-    /// `extra.not_scored`: `{"tasks": N, "classes": {CLASS: {"tasks": N, "reasons": {..}}}}`.
-    fn not_scored_json(&self) -> serde_json::Value {
-        let mut classes = serde_json::Map::new();
-        let mut total = 0;
-        for (class, reasons) in &self.not_scored {
-            let tasks: u64 = reasons.values().sum();
-            total += tasks;
-            classes.insert(
-                class.as_str().to_string(),
-                serde_json::json!({"tasks": tasks, "reasons": reasons}),
-            );
+    /// `extra.not_scored`: the tasks without a score by failure class.
+    fn not_scored(&self) -> NotScored {
+        let classes: BTreeMap<String, ReasonCounts> = self
+            .not_scored
+            .iter()
+            .map(|(class, reasons)| {
+                let counts = ReasonCounts {
+                    tasks: reasons.values().sum(),
+                    reasons: reasons.clone(),
+                };
+                (class.as_str().to_string(), counts)
+            })
+            .collect();
+        NotScored {
+            tasks: classes.values().map(|c| c.tasks).sum(),
+            classes,
         }
-        serde_json::json!({"tasks": total, "classes": classes})
     }
 }
 

@@ -1,9 +1,11 @@
 //! The metric outcomes of a published task, read back from its attempts' `result.json`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{ExecutionIssue, MetricValue, TokenUsage};
-use serde_json::Value;
+use agentcompass_schema::attempt::{AttemptHead, RESULT_FILE};
+use agentcompass_schema::task::TaskRecord;
 
 use super::AttemptOutcome;
 
@@ -25,107 +27,44 @@ impl AttemptRecord {
     }
 }
 
-/// The parts of a `result.json` a record needs; everything else (the trajectory, most of
-/// `meta`) is skipped while parsing, never built.
-#[derive(serde::Deserialize)]
-struct ResultHead {
-    #[serde(default)]
-    metrics: Value,
-    #[serde(default)]
-    issues: Value,
-    #[serde(default)]
-    meta: Option<MetaHead>,
-}
-
-#[derive(serde::Deserialize)]
-struct MetaHead {
-    #[serde(default)]
-    harness: Option<HarnessHead>,
-}
-
-#[derive(serde::Deserialize)]
-struct HarnessHead {
-    #[serde(default)]
-    telemetry: Option<TelemetryHead>,
-}
-
-#[derive(serde::Deserialize)]
-struct TelemetryHead {
-    #[serde(default)]
-    model_usage: Value,
-}
-
 /// The record of the attempt whose result is at `path`; `None` when the file cannot be read
-/// or is not a JSON object of that shape.
-fn read_record(path: &std::path::Path) -> Option<AttemptRecord> {
+/// or is not a JSON object.
+fn read_record(path: &Path) -> Option<AttemptRecord> {
     let bytes = std::fs::read(path).ok()?;
-    let head: ResultHead = serde_json::from_slice(&bytes).ok()?;
-    let usage = head
-        .meta
-        .and_then(|m| m.harness)
-        .and_then(|h| h.telemetry)
-        .map(|t| t.model_usage)
-        .unwrap_or(Value::Null);
+    let head: AttemptHead = serde_json::from_slice(&bytes).ok()?;
     Some(AttemptRecord {
-        metrics: serde_json::from_value(head.metrics).unwrap_or_default(),
-        issues: serde_json::from_value(head.issues).unwrap_or_default(),
-        usage: serde_json::from_value(usage).unwrap_or_default(),
+        metrics: head.metrics,
+        issues: head.issues,
+        usage: head.usage,
     })
 }
 
-/// `task.json`'s map of attempt number to directory, in attempt order; `None` when an entry
-/// is not a number and a plain directory name.
-fn numbered_dirs(attempts: &Value) -> Option<Vec<(u32, String)>> {
-    let map = attempts.as_object()?;
-    let mut numbered = Vec::with_capacity(map.len());
-    for (n, d) in map {
-        let d = d.as_str()?;
-        if d.is_empty() || d == "." || d == ".." || d.contains(['/', '\\']) {
-            return None;
-        }
-        numbered.push((n.parse().ok()?, d.to_string()));
-    }
-    numbered.sort();
-    Some(numbered)
-}
-
-/// The records of a published task's attempts (`attempts`: `task.json`'s map of attempt
-/// number to directory), in attempt order; unreadable ones are left out.
-pub fn attempt_records(dir: &std::path::Path, attempts: &Value) -> Vec<AttemptRecord> {
-    let Some(map) = attempts.as_object() else {
-        return Vec::new();
-    };
-    let mut numbered: Vec<(u32, String)> = map
-        .iter()
-        .filter_map(|(n, d)| Some((n.parse().ok()?, d.as_str()?.to_string())))
-        .collect();
-    numbered.sort();
-    numbered
+/// The records of a published task's attempts, in attempt order; unreadable ones are left
+/// out.
+pub fn attempt_records(dir: &Path, task: &TaskRecord) -> Vec<AttemptRecord> {
+    task.valid_attempts()
         .into_iter()
-        .filter_map(|(_, d)| read_record(&dir.join(d).join("result.json")))
+        .filter_map(|(_, d)| read_record(&dir.join(d).join(RESULT_FILE)))
         .collect()
 }
 
 /// The records of every attempt of a published task, each `result.json` read once, or
 /// `None` when the task is not complete: no attempts, an entry that is not a number and a
 /// plain directory name, or an attempt whose `result.json` is missing or not an object.
-pub fn complete_attempt_records(
-    dir: &std::path::Path,
-    attempts: &Value,
-) -> Option<Vec<AttemptRecord>> {
-    let numbered = numbered_dirs(attempts)?;
+pub fn complete_attempt_records(dir: &Path, task: &TaskRecord) -> Option<Vec<AttemptRecord>> {
+    let numbered = task.numbered_attempts()?;
     if numbered.is_empty() {
         return None;
     }
     numbered
         .into_iter()
-        .map(|(_, d)| read_record(&dir.join(d).join("result.json")))
+        .map(|(_, d)| read_record(&dir.join(d).join(RESULT_FILE)))
         .collect()
 }
 
 /// The metric outcomes of a published task's attempts, read from its `result.json` files.
-pub fn outcomes_from_results(dir: &std::path::Path, attempts: &Value) -> Vec<AttemptOutcome> {
-    attempt_records(dir, attempts)
+pub fn outcomes_from_results(dir: &Path, task: &TaskRecord) -> Vec<AttemptOutcome> {
+    attempt_records(dir, task)
         .iter()
         .map(AttemptRecord::outcome)
         .collect()

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use agentcompass_plugin_api::contracts::{MetricKind, MetricReport, MetricSeries, TokenUsage};
+use agentcompass_plugin_api::contracts::{MetricKind, MetricReport, MetricSeries};
+use agentcompass_schema::metrics::HostExtras;
 
 /// What the summary header names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -76,25 +77,17 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
 /// `12 tasks not scored: 9 model (rate limited), 3 environment (environment_failed)` from
 /// `extra.not_scored`, classes most frequent first (`None`: every task was scored).
 pub fn not_scored_line(report: &MetricReport) -> Option<String> {
-    let not_scored = report.extra.get("not_scored")?;
-    let total = not_scored["tasks"].as_u64().filter(|n| *n > 0)?;
-    let mut classes: Vec<(&String, u64, String)> = not_scored["classes"]
-        .as_object()?
+    let not_scored = HostExtras::of(report).not_scored?;
+    let total = Some(not_scored.tasks).filter(|n| *n > 0)?;
+    let mut classes: Vec<(&String, u64, String)> = not_scored
+        .classes
         .iter()
         .map(|(class, entry)| {
-            let mut reasons: Vec<(&String, u64)> = entry["reasons"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(reason, n)| (reason, n.as_u64().unwrap_or(0)))
-                .collect();
+            let mut reasons: Vec<(&String, u64)> =
+                entry.reasons.iter().map(|(r, n)| (r, *n)).collect();
             reasons.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
             let reasons: Vec<&str> = reasons.iter().map(|(r, _)| r.as_str()).collect();
-            (
-                class,
-                entry["tasks"].as_u64().unwrap_or(0),
-                reasons.join(", "),
-            )
+            (class, entry.tasks, reasons.join(", "))
         })
         .collect();
     classes.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -108,12 +101,12 @@ pub fn not_scored_line(report: &MetricReport) -> Option<String> {
 
 /// `150 tasks skipped: 150 budget_exhausted` from `extra.skipped` (`None`: none skipped).
 pub fn skipped_line(report: &MetricReport) -> Option<String> {
-    let skipped = report.extra.get("skipped")?;
-    let total = skipped["tasks"].as_u64().filter(|n| *n > 0)?;
-    let reasons: Vec<String> = skipped["reasons"]
-        .as_object()?
+    let skipped = HostExtras::of(report).skipped?;
+    let total = Some(skipped.tasks).filter(|n| *n > 0)?;
+    let reasons: Vec<String> = skipped
+        .reasons
         .iter()
-        .map(|(reason, n)| format!("{} {reason}", n.as_u64().unwrap_or(0)))
+        .map(|(reason, n)| format!("{n} {reason}"))
         .collect();
     let noun = if total == 1 { "task" } else { "tasks" };
     Some(format!(
@@ -192,11 +185,7 @@ fn write_categories(out: &mut String, report: &MetricReport) {
 
 /// The run's model usage, when it made model calls.
 fn write_usage(out: &mut String, report: &MetricReport) {
-    let Some(usage) = report
-        .extra
-        .get("model_usage")
-        .and_then(|v| serde_json::from_value::<TokenUsage>(v.clone()).ok())
-    else {
+    let Some(usage) = HostExtras::of(report).model_usage else {
         return;
     };
     let _ = write!(

@@ -4,168 +4,14 @@ use agentcompass_plugin_api::contracts::IssueSeverity;
 use agentcompass_results::status::RunStatus;
 use std::borrow::Cow;
 
-use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::TaskRef;
 
-/// The phase an attempt is in (the `phase` field of a task's events, and the keys of
-/// `progress.json` `current_phase_counts`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskPhase {
-    /// The planner resolves the attempt's execution plan.
-    Plan,
-    /// The harness's tools are installed into the install cache (only when missing).
-    InstallTools,
-    /// The task environment opens.
-    OpenEnvironment,
-    /// The benchmark prepares the task in the environment.
-    PrepareTask,
-    /// A harness-free benchmark runs the task.
-    RunTask,
-    /// The harness opens its session.
-    StartHarness,
-    /// The harness runs the agent.
-    RunHarness,
-    /// The harness recovers its saved result.
-    CollectHarnessResult,
-    /// The artifact collection commands run.
-    CollectArtifacts,
-    /// The declared artifacts are downloaded.
-    DownloadArtifacts,
-    /// The evaluation checkpoint is written.
-    SaveEvaluationCheckpoint,
-    /// A fresh evaluation environment opens.
-    EvaluateEnvironment,
-    /// Collected artifacts are restored into the fresh evaluation environment.
-    RestoreArtifacts,
-    /// The benchmark scores the attempt.
-    Evaluate,
-    /// An interrupted earlier run's checkpoint is restored for evaluation only.
-    RecoverEvaluation,
-    /// The attempt waits before a runtime retry.
-    RetryWait,
-    /// A step of a multi-step task starts (detail: its name, number and the step count).
-    RunStep,
-    /// The finished steps of an interrupted run are restored (multi-step resume).
-    RestoreSteps,
-}
-
-impl TaskPhase {
-    /// Every phase.
-    pub const ALL: [TaskPhase; 18] = [
-        TaskPhase::Plan,
-        TaskPhase::InstallTools,
-        TaskPhase::OpenEnvironment,
-        TaskPhase::PrepareTask,
-        TaskPhase::RunTask,
-        TaskPhase::StartHarness,
-        TaskPhase::RunHarness,
-        TaskPhase::CollectHarnessResult,
-        TaskPhase::CollectArtifacts,
-        TaskPhase::DownloadArtifacts,
-        TaskPhase::SaveEvaluationCheckpoint,
-        TaskPhase::EvaluateEnvironment,
-        TaskPhase::RestoreArtifacts,
-        TaskPhase::Evaluate,
-        TaskPhase::RecoverEvaluation,
-        TaskPhase::RetryWait,
-        TaskPhase::RunStep,
-        TaskPhase::RestoreSteps,
-    ];
-
-    /// The phase recorded as `name`.
-    pub fn parse(name: &str) -> Option<TaskPhase> {
-        TaskPhase::ALL.into_iter().find(|p| p.as_str() == name)
-    }
-
-    /// The recorded name (`run_harness`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskPhase::Plan => "plan",
-            TaskPhase::InstallTools => "install_tools",
-            TaskPhase::OpenEnvironment => "open_environment",
-            TaskPhase::PrepareTask => "prepare_task",
-            TaskPhase::RunTask => "run_task",
-            TaskPhase::StartHarness => "start_harness",
-            TaskPhase::RunHarness => "run_harness",
-            TaskPhase::CollectHarnessResult => "collect_harness_result",
-            TaskPhase::CollectArtifacts => "collect_artifacts",
-            TaskPhase::DownloadArtifacts => "download_artifacts",
-            TaskPhase::SaveEvaluationCheckpoint => "save_evaluation_checkpoint",
-            TaskPhase::EvaluateEnvironment => "evaluate_environment",
-            TaskPhase::RestoreArtifacts => "restore_artifacts",
-            TaskPhase::Evaluate => "evaluate",
-            TaskPhase::RecoverEvaluation => "recover_evaluation",
-            TaskPhase::RetryWait => "retry_wait",
-            TaskPhase::RunStep => "run_step",
-            TaskPhase::RestoreSteps => "restore_steps",
-        }
-    }
-}
-
-/// How a task or one of its attempts ended, as progress counts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TaskOutcome {
-    /// Ran to the end (its score may be anything).
-    Completed,
-    /// Ended with a FATAL issue.
-    Failed,
-    /// Not run.
-    Skipped,
-}
-
-impl TaskOutcome {
-    /// The recorded name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TaskOutcome::Completed => "completed",
-            TaskOutcome::Failed => "failed",
-            TaskOutcome::Skipped => "skipped",
-        }
-    }
-
-    /// The outcome recorded as `name`.
-    pub fn parse(name: &str) -> Option<TaskOutcome> {
-        [
-            TaskOutcome::Completed,
-            TaskOutcome::Failed,
-            TaskOutcome::Skipped,
-        ]
-        .into_iter()
-        .find(|o| o.as_str() == name)
-    }
-
-    /// `failed` when the highest severity is FATAL, else `completed`.
-    pub fn from_severity(worst: Option<IssueSeverity>) -> Self {
-        if worst == Some(IssueSeverity::Fatal) {
-            TaskOutcome::Failed
-        } else {
-            TaskOutcome::Completed
-        }
-    }
-}
-
-/// The highest severity recorded as `name` ([`severity_name`]'s inverse).
-pub fn parse_severity(name: &str) -> Option<IssueSeverity> {
-    match name {
-        "fatal" => Some(IssueSeverity::Fatal),
-        "error" => Some(IssueSeverity::Error),
-        "warning" => Some(IssueSeverity::Warning),
-        _ => None,
-    }
-}
-
-/// The recorded name of a highest severity (`none` without issues).
-pub fn severity_name(worst: Option<IssueSeverity>) -> &'static str {
-    match worst {
-        Some(IssueSeverity::Fatal) => "fatal",
-        Some(IssueSeverity::Error) => "error",
-        Some(IssueSeverity::Warning) => "warning",
-        None => "none",
-    }
-}
+use agentcompass_schema::progress::TaskPayload;
+pub use agentcompass_schema::progress::{
+    parse_severity, severity_name, EventKind, TaskOutcome, TaskPhase,
+};
 
 /// One progress event.
 #[derive(Debug, Clone)]
@@ -271,32 +117,37 @@ pub enum ProgressEvent<'a> {
 
 /// The fields of one `progress.jsonl` line that depend on the event.
 pub(super) struct EventFields<'a> {
-    pub(super) name: &'static str,
+    pub(super) kind: EventKind,
     pub(super) task: Option<TaskRef<'a>>,
-    pub(super) phase: Option<&'static str>,
+    pub(super) phase: Option<TaskPhase>,
     pub(super) status: Option<&'static str>,
     pub(super) payload: Cow<'a, Value>,
 }
 
 impl<'a> ProgressEvent<'a> {
+    /// What the event reports.
+    pub fn kind(&self) -> EventKind {
+        match self {
+            ProgressEvent::RunStarted { .. } => EventKind::RunStarted,
+            ProgressEvent::TasksLoaded { .. } => EventKind::TasksLoaded,
+            ProgressEvent::ReuseLoaded(_) => EventKind::ReuseLoaded,
+            ProgressEvent::TaskStarted { .. } => EventKind::TaskStarted,
+            ProgressEvent::AttemptStarted(_) => EventKind::AttemptStarted,
+            ProgressEvent::PhaseChanged { .. } => EventKind::PhaseChanged,
+            ProgressEvent::ExecutionPlanResolved { .. } => EventKind::ExecutionPlanResolved,
+            ProgressEvent::AttemptRetry { .. } => EventKind::AttemptRetry,
+            ProgressEvent::AttemptFinished { .. } => EventKind::AttemptFinished,
+            ProgressEvent::PartialSaved(_) => EventKind::PartialSaved,
+            ProgressEvent::TaskFinished { .. } => EventKind::TaskFinished,
+            ProgressEvent::TaskSkipped { .. } => EventKind::TaskSkipped,
+            ProgressEvent::SummaryStarted => EventKind::SummaryStarted,
+            ProgressEvent::RunFinished { .. } => EventKind::RunFinished,
+        }
+    }
+
     /// The recorded event name (`task_finished`, ...).
     pub fn name(&self) -> &'static str {
-        match self {
-            ProgressEvent::RunStarted { .. } => "run_started",
-            ProgressEvent::TasksLoaded { .. } => "tasks_loaded",
-            ProgressEvent::ReuseLoaded(_) => "reuse_loaded",
-            ProgressEvent::TaskStarted { .. } => "task_started",
-            ProgressEvent::AttemptStarted(_) => "attempt_started",
-            ProgressEvent::PhaseChanged { .. } => "phase_changed",
-            ProgressEvent::ExecutionPlanResolved { .. } => "execution_plan_resolved",
-            ProgressEvent::AttemptRetry { .. } => "attempt_retry",
-            ProgressEvent::AttemptFinished { .. } => "attempt_finished",
-            ProgressEvent::PartialSaved(_) => "partial_saved",
-            ProgressEvent::TaskFinished { .. } => "task_finished",
-            ProgressEvent::TaskSkipped { .. } => "task_skipped",
-            ProgressEvent::SummaryStarted => "summary_started",
-            ProgressEvent::RunFinished { .. } => "run_finished",
-        }
+        self.kind().as_str()
     }
 
     /// The task the event is about.
@@ -327,10 +178,11 @@ impl<'a> ProgressEvent<'a> {
 
     /// The fields of the event's line.
     pub(super) fn fields(&self) -> EventFields<'_> {
-        let name = self.name();
+        let kind = self.kind();
         let task = self.task();
-        let phase = self.phase().map(TaskPhase::as_str);
+        let phase = self.phase();
         let owned = |value: Value| Cow::Owned(value);
+        let payload = |task: TaskPayload| owned(serde_json::to_value(task).unwrap_or(Value::Null));
         let (status, payload) = match self {
             ProgressEvent::RunStarted {
                 benchmark,
@@ -345,9 +197,14 @@ impl<'a> ProgressEvent<'a> {
             ),
             ProgressEvent::TasksLoaded { total } => (None, owned(json!({ "total_tasks": total }))),
             ProgressEvent::ReuseLoaded(payload) => (None, Cow::Borrowed(payload)),
-            ProgressEvent::TaskStarted { index, total, .. } => {
-                (None, owned(json!({"index": index, "total": total})))
-            }
+            ProgressEvent::TaskStarted { index, total, .. } => (
+                None,
+                payload(TaskPayload {
+                    index: *index,
+                    total: *total,
+                    ..TaskPayload::default()
+                }),
+            ),
             ProgressEvent::PhaseChanged { detail, .. } => (None, Cow::Borrowed(detail)),
             ProgressEvent::ExecutionPlanResolved { plan, .. } => (None, Cow::Borrowed(plan)),
             ProgressEvent::AttemptRetry { detail, .. } => (None, Cow::Borrowed(detail)),
@@ -362,9 +219,12 @@ impl<'a> ProgressEvent<'a> {
                 ..
             } => (
                 Some(status.as_str()),
-                owned(
-                    json!({"index": index, "total": total, "severity": severity_name(*severity)}),
-                ),
+                payload(TaskPayload {
+                    index: *index,
+                    total: *total,
+                    severity: Some(severity_name(*severity).to_string()),
+                    reason: None,
+                }),
             ),
             ProgressEvent::TaskSkipped {
                 reason,
@@ -373,7 +233,12 @@ impl<'a> ProgressEvent<'a> {
                 ..
             } => (
                 Some(TaskOutcome::Skipped.as_str()),
-                owned(json!({"index": index, "total": total, "reason": reason})),
+                payload(TaskPayload {
+                    index: *index,
+                    total: *total,
+                    severity: None,
+                    reason: Some(reason.to_string()),
+                }),
             ),
             ProgressEvent::RunFinished { status, error } => {
                 (Some(status.as_str()), owned(json!({ "error": error })))
@@ -383,7 +248,7 @@ impl<'a> ProgressEvent<'a> {
             | ProgressEvent::SummaryStarted => (None, owned(Value::Null)),
         };
         EventFields {
-            name,
+            kind,
             task,
             phase,
             status,

@@ -22,6 +22,7 @@ mod event;
 mod snapshot;
 mod terminal;
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
@@ -36,9 +37,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use agentcompass_results::fsutil::write_atomic;
+use agentcompass_schema::progress::EventLine;
 use snapshot::SnapshotState;
 
-pub use event::{parse_severity, severity_name, ProgressEvent, TaskOutcome, TaskPhase};
+pub use event::{parse_severity, severity_name, EventKind, ProgressEvent, TaskOutcome, TaskPhase};
 pub use terminal::{
     plain_line, terminal_for, BarSink, PlainSink, ProgressMode, ProgressSnapshotView, TerminalSink,
 };
@@ -101,27 +103,6 @@ pub struct TaskRef<'a> {
     pub category: &'a str,
     /// Semantic attempt number, if the event concerns one attempt.
     pub attempt: Option<u32>,
-}
-
-/// One `progress.jsonl` line: the fields of
-/// [`ProgressEvent`](agentcompass_plugin_api::contracts::ProgressEvent), borrowed, plus the
-/// request identity — every key of upstream's event on every line (`null` when it does not
-/// apply), as its readers expect.
-#[derive(Serialize)]
-struct EventLine<'a> {
-    run_id: &'a str,
-    event: &'a str,
-    timestamp: f64,
-    task_id: Option<&'a str>,
-    category: Option<&'a str>,
-    attempt: Option<u32>,
-    phase: Option<&'a str>,
-    status: Option<&'a str>,
-    payload: &'a Value,
-    request_name: &'a str,
-    orchestration_id: &'a str,
-    request_key: &'a str,
-    request_index: Option<usize>,
 }
 
 thread_local! {
@@ -467,18 +448,18 @@ impl ProgressRecorder {
         let meta = &shared.meta;
         let fields = event.fields();
         let line = EventLine {
-            run_id: &meta.run_id,
-            event: fields.name,
+            run_id: Cow::Borrowed(&meta.run_id),
+            event: fields.kind,
             timestamp,
-            task_id: fields.task.map(|t| t.task_id),
-            category: fields.task.map(|t| t.category),
+            task_id: fields.task.map(|t| Cow::Borrowed(t.task_id)),
+            category: fields.task.map(|t| Cow::Borrowed(t.category)),
             attempt: fields.task.and_then(|t| t.attempt),
             phase: fields.phase,
-            status: fields.status,
-            payload: &fields.payload,
-            request_name: &meta.request_name,
-            orchestration_id: &meta.orchestration_id,
-            request_key: &meta.request_key,
+            status: fields.status.map(Cow::Borrowed),
+            payload: Cow::Borrowed(fields.payload.as_ref()),
+            request_name: Cow::Borrowed(&meta.request_name),
+            orchestration_id: Cow::Borrowed(&meta.orchestration_id),
+            request_key: Cow::Borrowed(&meta.request_key),
             request_index: meta.request_index,
         };
         let force_flush = matches!(

@@ -201,6 +201,11 @@ fn jsonl_lines_parse_and_carry_fields() {
         assert!(line["timestamp"].as_f64().unwrap() > 1.6e9);
         let event: EventLineContract = serde_json::from_value(line.clone()).unwrap();
         assert_eq!(event.run_id, "run-1");
+        // The schema's record reads every line the recorder writes, back to the same JSON.
+        let typed: agentcompass_schema::progress::EventLine<'_> =
+            serde::Deserialize::deserialize(line).unwrap();
+        assert_eq!(typed.event.as_str(), event.event);
+        assert_eq!(&serde_json::to_value(&typed).unwrap(), line);
     }
     assert_eq!(lines[0]["event"], "run_started");
     assert_eq!(lines[0]["payload"]["benchmark"], "bench");
@@ -447,6 +452,13 @@ fn snapshot_file_is_written_at_create_and_after_finish() {
     let s = read_json(&p.snapshot);
     assert_eq!(s["total_tasks"], 2);
     assert_eq!(s["running_tasks"], 1);
+    // What the readers (the viewer) take of it, through the schema's record.
+    let head: agentcompass_schema::progress::SnapshotHead =
+        serde_json::from_value(s.clone()).unwrap();
+    assert_eq!(head.total_tasks, Some(2));
+    assert_eq!(head.running_tasks, Some(1));
+    assert_eq!(head.finished_tasks, Some(0));
+    assert_eq!(head.status.as_str(), s["status"]);
     assert_eq!(s["active_tasks"]["a"]["category"], "cat");
     assert_eq!(r.snapshot()["running_tasks"], s["running_tasks"]);
     // Finishing again is harmless.

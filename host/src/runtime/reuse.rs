@@ -174,11 +174,10 @@ fn import_task(
     category: &str,
     published: &PublishedTask,
 ) -> Result<(), &'static str> {
-    if published.task_json["reuse_key"].as_str() != Some(rc.reuse_key.as_str()) {
+    if published.record.reuse_key != rc.reuse_key {
         return Err("different benchmark, params or attempt plan");
     }
-    let Some(records) = complete_attempt_records(&published.dir, &published.task_json["attempts"])
-    else {
+    let Some(records) = complete_attempt_records(&published.dir, &published.record) else {
         return Err("incomplete attempts");
     };
     if rerun_requested(&rc.request.runtime, &records) {

@@ -11,6 +11,10 @@ use std::time::SystemTime;
 use agentcompass_results::status::RunStatus;
 use agentcompass_results::store::read_run_info;
 use agentcompass_results::time::parse_timestamp;
+use agentcompass_schema::metrics::METRICS_FILE;
+use agentcompass_schema::progress::{SnapshotHead, PROGRESS_FILE};
+use agentcompass_schema::run_info::ComponentHead;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::index::RunIndex;
@@ -89,19 +93,17 @@ pub fn head(run_dir: &Path) -> Option<Arc<RunHead>> {
         return Some(found.clone());
     }
     let info = read_run_info(run_dir).ok()?;
-    let id = |section: &str| {
-        info.request
-            .get(section)
-            .and_then(|s| s.get("id"))
-            .cloned()
-            .unwrap_or(Value::Null)
+    let request = info.request_head();
+    let id = |component: ComponentHead| match component.id.is_empty() {
+        true => Value::Null,
+        false => Value::String(component.id),
     };
     let head = Arc::new(RunHead {
         ids: [
-            id("benchmark"),
-            id("harness"),
-            id("model"),
-            id("environment"),
+            id(request.benchmark),
+            id(request.harness),
+            id(request.model),
+            id(request.environment),
         ],
         run_id: info.run_id,
         started_at: info.started_at,
@@ -117,19 +119,13 @@ pub fn head(run_dir: &Path) -> Option<Arc<RunHead>> {
     Some(head)
 }
 
-/// Only the status of a `progress.json`.
-#[derive(serde::Deserialize)]
-struct ProgressStatus {
-    status: RunStatus,
-}
-
 /// Whether the run at `run_dir` has ended (its status is terminal): from the small
 /// `progress.json` when it has a status (a finished run's `run_info.json` holds every resolved
 /// plan, after `status` in key order), else from `run_info.json`.
 pub fn is_terminal(run_dir: &Path) -> bool {
     let progress = File::open(run_dir.join("progress.json"))
         .ok()
-        .and_then(|f| serde_json::from_reader::<_, ProgressStatus>(BufReader::new(f)).ok());
+        .and_then(|f| serde_json::from_reader::<_, SnapshotHead>(BufReader::new(f)).ok());
     match progress {
         Some(p) => p.status.is_terminal(),
         None => head(run_dir).is_some_and(|h| h.status.is_terminal()),
@@ -170,9 +166,10 @@ pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
         _ => None,
     };
     let status = info.as_ref().map_or(RunStatus::default(), |i| i.status);
-    let progress = read_json(&run_dir.join("progress.json")).unwrap_or(Value::Null);
-    let count = |key: &str| progress.get(key).cloned().unwrap_or(Value::Null);
-    let headline = read_json(&run_dir.join("metrics.json")).and_then(|m| headline(&m));
+    let progress: SnapshotHead =
+        agentcompass_schema::read_json(&run_dir.join(PROGRESS_FILE), PROGRESS_FILE)
+            .unwrap_or_default();
+    let headline = read_json(&run_dir.join(METRICS_FILE)).and_then(|m| headline(&m));
     let value = json!({
         "path": path,
         "namespace": namespace,
@@ -185,28 +182,47 @@ pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
         "started_at": (!started_at.is_empty()).then_some(&started_at),
         "finished_at": finished_at,
         "duration_seconds": duration,
-        "total_tasks": count("total_tasks"),
-        "finished_tasks": count("finished_tasks"),
-        "completed_tasks": count("completed_tasks"),
-        "failed_tasks": count("failed_tasks"),
-        "error_tasks": count("error_tasks"),
-        "running_tasks": count("running_tasks"),
+        "total_tasks": progress.total_tasks,
+        "finished_tasks": progress.finished_tasks,
+        "completed_tasks": progress.completed_tasks,
+        "failed_tasks": progress.failed_tasks,
+        "error_tasks": progress.error_tasks,
+        "running_tasks": progress.running_tasks,
         "headline": headline,
     });
     (value, (started.unwrap_or(i64::MIN), run_id))
 }
 
+/// A series of a `metrics.json` as the run list shows it: read leniently (a report of another
+/// tool may name its ids `id` and `metric`, or lack a kind), so it is not the full
+/// [`agentcompass_schema::metrics::MetricSeries`].
+#[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
+#[serde(default)]
+struct ShownSeries {
+    #[serde(alias = "id")]
+    series_id: Value,
+    #[serde(alias = "metric")]
+    metric_id: Value,
+    #[serde(skip_serializing)]
+    role: Value,
+    value: Value,
+}
+
+/// The series of a report whose role is `headline`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct ShownReport {
+    series: Vec<ShownSeries>,
+}
+
 /// The series of a `metrics.json` whose role is `headline`, as `{series_id, metric_id, value}`.
 pub fn headline(metrics: &Value) -> Option<Value> {
-    let series = metrics.get("series")?.as_array()?;
-    let found = series
-        .iter()
-        .find(|s| s.get("role") == Some(&json!("headline")))?;
-    Some(json!({
-        "series_id": found.get("series_id").or_else(|| found.get("id")).cloned().unwrap_or(Value::Null),
-        "metric_id": found.get("metric_id").or_else(|| found.get("metric")).cloned().unwrap_or(Value::Null),
-        "value": found.get("value").cloned().unwrap_or(Value::Null),
-    }))
+    let report = ShownReport::deserialize(metrics).ok()?;
+    let found = report
+        .series
+        .into_iter()
+        .find(|s| s.role.as_str() == Some("headline"))?;
+    serde_json::to_value(found).ok()
 }
 
 /// Every run's summary, newest first (by started_at, else run_id).

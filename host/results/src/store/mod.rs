@@ -43,16 +43,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fsutil;
 use crate::naming::{sanitize_component, task_dir_name};
-use crate::status::RunStatus;
 use crate::time::new_run_id;
 
-/// `schema_version` of `run_info.json`.
-pub const RUN_INFO_SCHEMA: &str = "agentcompass.run_info.v3";
+pub use agentcompass_schema::run_info::{ReuseImport, RunInfo, RUN_INFO_SCHEMA};
 
 /// Mode of every file the store writes.
 const FILE_MODE: u32 = 0o644;
@@ -190,7 +187,10 @@ impl StoreError {
 
 /// Atomically writes `value` as pretty JSON (plus a final newline) to `path`. Used for
 /// `run_info.json`, `params.json`, `metrics.json`, `task.json` and other small files.
-pub fn write_json_atomic(path: &Path, value: &Value) -> Result<(), StoreError> {
+pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+) -> Result<(), StoreError> {
     let mut bytes =
         serde_json::to_vec_pretty(value).map_err(|cause| StoreError::json(path, cause))?;
     bytes.push(b'\n');
@@ -199,7 +199,10 @@ pub fn write_json_atomic(path: &Path, value: &Value) -> Result<(), StoreError> {
 
 /// Atomically writes `value` as compact JSON to `path`. Used for the potentially large
 /// `result.json`, `checkpoint.json` and retry records.
-pub fn write_json_atomic_compact(path: &Path, value: &Value) -> Result<(), StoreError> {
+pub fn write_json_atomic_compact<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+) -> Result<(), StoreError> {
     let bytes = serde_json::to_vec(value).map_err(|cause| StoreError::json(path, cause))?;
     write_bytes_atomic(path, &bytes)
 }
@@ -286,90 +289,6 @@ pub(crate) fn namespace_dir(
         dir.push(part);
     }
     Ok(dir)
-}
-
-/// The contents of `run_info.json` (without `resolved_execution_plans`, which only
-/// [`RunStore::finalize_run_info`] writes, streaming it from `resolved_plans.jsonl`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
-    /// Always [`RUN_INFO_SCHEMA`] when written by this host.
-    #[serde(default = "default_schema")]
-    pub schema_version: String,
-    /// The run id (the run directory's name).
-    #[serde(default)]
-    pub run_id: String,
-    /// Start time, RFC 3339 (see [`crate::time::rfc3339`]).
-    #[serde(default)]
-    pub started_at: String,
-    /// End time, RFC 3339; `None` while running.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished_at: Option<String>,
-    /// Where the run is (`running` until it ends).
-    #[serde(default)]
-    pub status: RunStatus,
-    /// Why the run failed, one line.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The run request, already redacted by the caller.
-    #[serde(default)]
-    pub request: Value,
-    /// `{run_id, path}` of the reuse source.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reused_from: Option<Value>,
-    /// Where a `--reuse` run's import of earlier results is (absent: no reuse was asked).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reuse_import: Option<ReuseImport>,
-    /// `{generated_at, source, report{...}, ...}` of the metric files.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metric_artifacts: Option<Value>,
-    /// `{id, key, name}` of the orchestration this run belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub orchestration: Option<Value>,
-    /// Why the run stopped starting tasks before its stream ended (a budget, the error rate):
-    /// `{"reason", "message", "spent"}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stopped: Option<Value>,
-    /// What ran: the host, plugins, components, model endpoint, datasets, machine, seeds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provenance: Option<Value>,
-}
-
-/// How far a `--reuse` run got importing its source's finished tasks. A run whose import is
-/// still `pending` (it was killed while copying) holds only part of what its source holds, so
-/// it is never chosen as a reuse source itself: the lookup skips it, or, when it is named,
-/// follows its `reused_from` back to a run whose import completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReuseImport {
-    /// The import has not finished (or was interrupted).
-    Pending,
-    /// Every reusable task of the source was imported (or there was nothing to reuse).
-    Complete,
-}
-
-fn default_schema() -> String {
-    RUN_INFO_SCHEMA.to_string()
-}
-
-impl RunInfo {
-    /// A `running` run started at `started_at` (RFC 3339) with the redacted `request`.
-    pub fn new(run_id: impl Into<String>, started_at: impl Into<String>, request: Value) -> Self {
-        RunInfo {
-            schema_version: default_schema(),
-            run_id: run_id.into(),
-            started_at: started_at.into(),
-            finished_at: None,
-            status: RunStatus::Running,
-            error: None,
-            request,
-            reused_from: None,
-            reuse_import: None,
-            metric_artifacts: None,
-            orchestration: None,
-            stopped: None,
-            provenance: None,
-        }
-    }
 }
 
 /// One run directory, reserved by [`RunStore::create`] (or opened by

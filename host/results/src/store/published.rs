@@ -9,7 +9,6 @@ use std::time::SystemTime;
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::task::{install_task_dir, RESULT_FILE, TASK_FILE};
 use super::{
@@ -17,6 +16,7 @@ use super::{
     RunInfo, RunStore, StoreError, TaskState, DETAILS_DIR, RUNNING_DIR, RUN_INFO_FILE,
 };
 use crate::time::parse_timestamp;
+use agentcompass_schema::task::TaskRecord;
 
 /// Reads `<run_dir>/run_info.json`. Unknown keys (including the possibly large
 /// `resolved_execution_plans`) are skipped while parsing, never loaded.
@@ -162,14 +162,14 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 /// A task published in a run (`details/<state>/<dir>/task.json`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PublishedTask {
-    /// `task_json["task_id"]`.
+    /// `record.task_id`.
     pub task_id: String,
     /// The task directory.
     pub dir: PathBuf,
     /// The state directory it was found in.
     pub state: TaskState,
     /// The parsed `task.json`.
-    pub task_json: Value,
+    pub record: TaskRecord,
 }
 
 /// Iterator over the published tasks of a run; see [`published_tasks`].
@@ -224,13 +224,12 @@ fn read_published(state: TaskState, entry: &fs::DirEntry) -> Option<PublishedTas
     }
     let dir = entry.path();
     let bytes = fs::read(dir.join(TASK_FILE)).ok()?;
-    let task_json: Value = serde_json::from_slice(&bytes).ok()?;
-    let task_id = task_json.get("task_id")?.as_str()?.to_string();
+    let record: TaskRecord = serde_json::from_slice(&bytes).ok()?;
     Some(PublishedTask {
-        task_id,
+        task_id: record.task_id.clone(),
         dir,
         state,
-        task_json,
+        record,
     })
 }
 
@@ -254,12 +253,12 @@ pub fn published_task(run_dir: &Path, task_id: &str) -> Option<PublishedTask> {
     TaskState::ALL.iter().find_map(|&state| {
         let dir = details.join(state.as_str()).join(&name);
         let bytes = fs::read(dir.join(TASK_FILE)).ok()?;
-        let task_json: Value = serde_json::from_slice(&bytes).ok()?;
-        (task_json.get("task_id")?.as_str()? == task_id).then(|| PublishedTask {
+        let record: TaskRecord = serde_json::from_slice(&bytes).ok()?;
+        (record.task_id == task_id).then(|| PublishedTask {
             task_id: task_id.to_string(),
             dir,
             state,
-            task_json,
+            record,
         })
     })
 }
@@ -280,20 +279,14 @@ pub fn count_published(run_dir: &Path) -> u64 {
         .count() as u64
 }
 
-/// Whether every attempt listed in `task_json["attempts"]` (`{"1": "attempt-1", ...}`) has a
+/// Whether every attempt listed in `task.json` `attempts` (`{"1": "attempt-1", ...}`) has a
 /// parseable `result.json` object. A task without attempts is not complete.
 pub fn attempts_complete(task: &PublishedTask) -> bool {
-    let Some(attempts) = task.task_json.get("attempts").and_then(Value::as_object) else {
+    let Some(attempts) = task.record.numbered_attempts() else {
         return false;
     };
     !attempts.is_empty()
-        && attempts.values().all(|dir| {
-            let Some(dir) = dir.as_str() else {
-                return false;
-            };
-            if dir.is_empty() || dir == "." || dir == ".." || dir.contains(['/', '\\']) {
-                return false;
-            }
+        && attempts.iter().all(|(_, dir)| {
             let Ok(file) = File::open(task.dir.join(dir).join(RESULT_FILE)) else {
                 return false;
             };

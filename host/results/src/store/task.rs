@@ -12,10 +12,10 @@ use super::{
 };
 use crate::naming::sanitize_component;
 
-/// File name of a task's index.
-pub(super) const TASK_FILE: &str = "task.json";
 /// File name of an attempt's result.
-pub(super) const RESULT_FILE: &str = "result.json";
+pub(super) use agentcompass_schema::attempt::RESULT_FILE;
+/// File name of a task's index.
+pub(super) use agentcompass_schema::task::TASK_FILE;
 const CHECKPOINT_FILE: &str = "checkpoint.json";
 /// Directory of a multi-step attempt's steps (`attempt-N/steps/<name>/`).
 pub const STEPS_DIR: &str = "steps";

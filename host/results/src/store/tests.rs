@@ -581,7 +581,7 @@ fn import_published_copies_the_tree() {
 
     let imported: Vec<PublishedTask> = published_tasks(target.run_dir()).collect();
     assert_eq!(imported.len(), 1);
-    assert_eq!(imported[0].task_json, task.task_json);
+    assert_eq!(imported[0].record, task.record);
     assert!(attempts_complete(&imported[0]));
     // Importing again replaces the copy.
     target.import_published(&task).unwrap();
@@ -629,13 +629,19 @@ fn attempts_complete_checks_every_result() {
     assert!(!attempts_complete(&task));
     fs::remove_file(task.dir.join("attempt-2/result.json")).unwrap();
     assert!(!attempts_complete(&task));
-    task.task_json["attempts"] = json!({"1": "attempt-1"});
+    let attempts = |entries: &[(&str, &str)]| {
+        entries
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .collect()
+    };
+    task.record.attempts = attempts(&[("1", "attempt-1")]);
     assert!(attempts_complete(&task));
-    task.task_json["attempts"] = json!({"1": "../attempt-1"});
+    task.record.attempts = attempts(&[("1", "../attempt-1")]);
     assert!(!attempts_complete(&task));
-    task.task_json["attempts"] = json!({});
+    task.record.attempts = attempts(&[("one", "attempt-1")]);
     assert!(!attempts_complete(&task));
-    task.task_json.as_object_mut().unwrap().remove("attempts");
+    task.record.attempts = attempts(&[]);
     assert!(!attempts_complete(&task));
 }
 

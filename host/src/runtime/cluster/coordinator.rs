@@ -17,17 +17,21 @@ use agentcompass_plugin_api::contracts::{ExecutionIssue, IssuePhase, RunResult, 
 use agentcompass_results::naming::task_dir_name;
 use agentcompass_results::records::{attempt_payload, task_payload};
 use agentcompass_results::store::{claim, TaskState};
+use agentcompass_schema::progress::{EventLine, TaskPayload};
+use agentcompass_schema::read_json;
+use agentcompass_schema::task::{TaskRecord, TASK_FILE};
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::events::{JobEvent, Tail};
+use super::events::Tail;
 use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
 use super::layout::ClusterDir;
 use super::shares::{job_runtime, shares, Shares};
 use super::unit::{Unit, UnitTask, UNIT_SCHEMA};
 use crate::issue_codes as codes;
-use crate::metrics::outcomes_from_results;
-use crate::progress::{parse_severity, ProgressEvent, TaskOutcome, TaskPhase, TaskRef};
+use crate::metrics::{attempt_records, AttemptRecord};
+use crate::progress::{parse_severity, EventKind, ProgressEvent, TaskOutcome, TaskRef};
 use crate::runtime::context::RequestContext;
 use crate::runtime::shared::{Scheduled, Shared};
 use crate::runtime::task_source::TaskSource;
@@ -442,10 +446,10 @@ impl<'a> Coordinator<'a> {
 
     /// Forwards one event of job `j` into the run's progress; a `task_finished` counts the
     /// published task.
-    fn forward(&mut self, j: usize, event: JobEvent) {
+    fn forward(&mut self, j: usize, event: EventLine<'static>) {
         let rc = self.rc;
         let Some(task_id) = event.task_id.clone() else {
-            if event.event == "run_finished" {
+            if event.event == EventKind::RunFinished {
                 self.jobs[j].done_reported = true;
             }
             return;
@@ -458,9 +462,10 @@ impl<'a> Coordinator<'a> {
             category: &pending.unit.task.category,
             attempt: event.attempt,
         };
-        let status = event.status.as_deref().and_then(TaskOutcome::parse);
-        match event.event.as_str() {
-            "task_started" if !pending.started => {
+        let status = event.outcome();
+        let payload = event.payload.into_owned();
+        match event.event {
+            EventKind::TaskStarted if !pending.started => {
                 pending.started = true;
                 rc.emit(ProgressEvent::TaskStarted {
                     task,
@@ -468,46 +473,48 @@ impl<'a> Coordinator<'a> {
                     total: pending.unit.total,
                 });
             }
-            "attempt_started" => rc.emit(ProgressEvent::AttemptStarted(task)),
-            "phase_changed" => {
-                if let Some(phase) = event.phase.as_deref().and_then(TaskPhase::parse) {
+            EventKind::AttemptStarted => rc.emit(ProgressEvent::AttemptStarted(task)),
+            EventKind::PhaseChanged => {
+                if let Some(phase) = event.phase {
                     rc.emit(ProgressEvent::PhaseChanged {
                         task,
                         phase,
-                        detail: event.payload,
+                        detail: payload,
                     });
                 }
             }
-            "execution_plan_resolved" => {
+            EventKind::ExecutionPlanResolved => {
                 if let Some(attempt) = event.attempt {
-                    pending
-                        .plans
-                        .insert(attempt.to_string(), event.payload.clone());
+                    pending.plans.insert(attempt.to_string(), payload.clone());
                 }
                 rc.emit(ProgressEvent::ExecutionPlanResolved {
                     task,
-                    plan: event.payload,
+                    plan: payload,
                 });
             }
-            "attempt_retry" => rc.emit(ProgressEvent::AttemptRetry {
+            EventKind::AttemptRetry => rc.emit(ProgressEvent::AttemptRetry {
                 task,
-                detail: event.payload,
+                detail: payload,
             }),
-            "attempt_finished" => {
+            EventKind::AttemptFinished => {
                 if let Some(status) = status {
                     rc.emit(ProgressEvent::AttemptFinished { task, status });
                 }
             }
-            "partial_saved" => rc.emit(ProgressEvent::PartialSaved(task)),
-            "task_finished" => {
+            EventKind::PartialSaved => rc.emit(ProgressEvent::PartialSaved(task)),
+            EventKind::TaskFinished => {
                 let job = &mut self.jobs[j];
                 if let Some(at) = job
                     .tasks
                     .iter()
-                    .position(|t| t.unit.task.task_id == task_id)
+                    .position(|t| t.unit.task.task_id == *task_id)
                 {
                     let pending = job.tasks.swap_remove(at);
-                    let severity = event.payload["severity"].as_str().and_then(parse_severity);
+                    let severity = TaskPayload::deserialize(&payload)
+                        .ok()
+                        .and_then(|p| p.severity)
+                        .as_deref()
+                        .and_then(parse_severity);
                     if let Err(pending) = self.count_published(pending, Some((status, severity))) {
                         // Not visible here yet (a shared file system's cache): the job's
                         // end settles it.
@@ -540,13 +547,14 @@ impl<'a> Coordinator<'a> {
             return Err(Box::new(pending));
         };
         let task = &pending.unit.task;
-        let task_json: Value = std::fs::read_to_string(dir.join("task.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or(Value::Null);
-        let outcomes = outcomes_from_results(&dir, &task_json["attempts"]);
+        let records = read_json::<TaskRecord>(&dir.join(TASK_FILE), "task.json")
+            .map(|record| attempt_records(&dir, &record))
+            .unwrap_or_default();
+        let outcomes: Vec<_> = records.iter().map(AttemptRecord::outcome).collect();
         let mut worst = None;
-        for result in attempt_issues(&dir, &task_json["attempts"]) {
+        for record in records {
+            let mut result = RunResult::new(String::new());
+            result.issues = record.issues;
             worst = worst.max(result.highest_severity());
             rc.issues.record(&result);
         }
@@ -602,7 +610,8 @@ impl<'a> Coordinator<'a> {
     /// after all (its event lost) → counted; else its claim settled and the task resubmitted
     /// (`resubmit`) or, past `max_resubmits`, published FATAL `job_lost`.
     fn settle(&mut self, mut job: Job, resubmit: bool) {
-        let events: Vec<JobEvent> = job.tails.iter_mut().flat_map(Tail::read_new).collect();
+        let events: Vec<EventLine<'static>> =
+            job.tails.iter_mut().flat_map(Tail::read_new).collect();
         self.jobs.push(job);
         let j = self.jobs.len() - 1;
         for event in events {
@@ -740,23 +749,6 @@ impl<'a> Coordinator<'a> {
             self.settle(job, false);
         }
     }
-}
-
-/// The published results' issues, attempt by attempt.
-fn attempt_issues(dir: &Path, attempts: &Value) -> Vec<RunResult> {
-    let Some(map) = attempts.as_object() else {
-        return Vec::new();
-    };
-    map.values()
-        .filter_map(Value::as_str)
-        .filter_map(|attempt| {
-            let text = std::fs::read_to_string(dir.join(attempt).join("result.json")).ok()?;
-            let value: Value = serde_json::from_str(&text).ok()?;
-            let mut result = RunResult::new(String::new());
-            result.issues = serde_json::from_value(value["issues"].clone()).unwrap_or_default();
-            Some(result)
-        })
-        .collect()
 }
 
 /// The name prefix of a run's jobs: `ac-` and 12 hex digits of the run directory's path.

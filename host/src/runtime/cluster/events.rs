@@ -1,35 +1,12 @@
-//! Following a job's progress events: each run of a job appends `progress.jsonl`-format lines
-//! to its own events file; the coordinator reads the complete lines added since its last look
-//! (a line still being written waits for the next).
+//! Following a job's progress events: each run of a job appends `progress.jsonl` lines
+//! ([`EventLine`]) to its own events file; the coordinator reads the complete lines added
+//! since its last look (a line still being written waits for the next).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-use serde::Deserialize;
-use serde_json::Value;
-
-/// One event line of a job, as recorded.
-#[derive(Debug, Clone, Deserialize)]
-pub struct JobEvent {
-    /// `task_started`, `phase_changed`, ...
-    pub event: String,
-    /// Its task.
-    #[serde(default)]
-    pub task_id: Option<String>,
-    /// Its attempt.
-    #[serde(default)]
-    pub attempt: Option<u32>,
-    /// The phase (`phase_changed`).
-    #[serde(default)]
-    pub phase: Option<String>,
-    /// The outcome (`attempt_finished`, `task_finished`).
-    #[serde(default)]
-    pub status: Option<String>,
-    /// The event's payload.
-    #[serde(default)]
-    pub payload: Value,
-}
+use agentcompass_schema::progress::EventLine;
 
 /// The read position in one events file.
 #[derive(Debug)]
@@ -53,7 +30,7 @@ impl Tail {
     }
 
     /// The events appended since the last call (unparsable lines are skipped with a warning).
-    pub fn read_new(&mut self) -> Vec<JobEvent> {
+    pub fn read_new(&mut self) -> Vec<EventLine<'static>> {
         let Ok(mut file) = File::open(&self.path) else {
             return Vec::new();
         };
@@ -75,8 +52,8 @@ impl Tail {
         complete
             .split(|&b| b == b'\n')
             .filter(|line| !line.is_empty())
-            .filter_map(|line| match serde_json::from_slice::<JobEvent>(line) {
-                Ok(event) => Some(event),
+            .filter_map(|line| match serde_json::from_slice::<EventLine<'_>>(line) {
+                Ok(event) => Some(event.into_owned()),
                 Err(e) => {
                     tracing::warn!("{}: skipped an unreadable event: {e}", self.path.display());
                     None
@@ -114,7 +91,10 @@ mod tests {
         .unwrap();
         let second = tail.read_new();
         assert_eq!(second.len(), 1);
-        assert_eq!(second[0].event, "task_finished");
+        assert_eq!(
+            second[0].event,
+            agentcompass_schema::progress::EventKind::TaskFinished
+        );
         assert!(tail.read_new().is_empty());
     }
 }

@@ -1,4 +1,5 @@
-//! The status of a run, as `run_info.json` and `progress.json` record it.
+//! The status of a run, as `run_info.json`, `progress.json` and the `run_finished` event
+//! record it.
 
 use std::fmt;
 

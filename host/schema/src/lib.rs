@@ -1,0 +1,35 @@
+//! The typed records of everything `agentcompass-host` persists or exchanges, in the spirit
+//! of nextest's `nextest-metadata`: one serde type per file, with its schema name and version,
+//! shared by the writer and every reader (the runtime, `summary`, `compare`, the gates, the
+//! viewer, the Slurm coordinator), so a field renamed on one side fails to compile on the
+//! other instead of failing in an e2e test or, silently, in upstream's readers.
+//!
+//! | file                                    | record                                   |
+//! |-----------------------------------------|------------------------------------------|
+//! | `run_info.json`                         | [`run_info::RunInfo`]                    |
+//! | `metrics.json`                          | [`metrics::MetricReport`] (plugin API)   |
+//! | `details/<state>/<task>/task.json`      | [`task::TaskRecord`]                     |
+//! | `…/attempt-N/result.json`               | [`attempt::AttemptRecord`] (written), [`attempt::AttemptHead`] (read) |
+//! | `…/attempt-N/artifacts.manifest.json`   | [`artifacts::ArtifactManifest`]          |
+//! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
+//! | `progress.jsonl`, a cluster job's events | [`progress::EventLine`]                 |
+//! | a cluster job's unit file               | [`cluster::Unit`]                        |
+//!
+//! *Invariant*: depends on the plugin API's contracts and serde only; it knows the shapes,
+//! never where files live or who writes them (that is `agentcompass-results`). Every field a
+//! reader may meet absent has a serde default, and unknown fields are ignored, so files of an
+//! older host (and of upstream) still read.
+
+pub mod artifacts;
+pub mod attempt;
+pub mod cluster;
+pub mod env_record;
+pub mod metrics;
+pub mod progress;
+mod read;
+pub mod run_info;
+pub mod run_status;
+pub mod task;
+
+pub use read::{read_json, ReadError};
+pub use run_status::RunStatus;

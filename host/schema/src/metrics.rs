@@ -1,0 +1,125 @@
+//! `metrics.json`: the request-level metric report. Its record is the plugin API's
+//! [`MetricReport`] (a benchmark may compute it itself), re-exported here so every reader
+//! names one type.
+
+use std::collections::BTreeMap;
+
+use agentcompass_plugin_api::contracts::TokenUsage;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use agentcompass_plugin_api::contracts::{
+    MetricKind, MetricReport, MetricSeries, METRIC_REPORT_SCHEMA_VERSION,
+};
+
+/// The file name of the report.
+pub const METRICS_FILE: &str = "metrics.json";
+
+/// The series named `metric`: by series id first (`correct.avg@4`), else by metric id.
+pub fn find_series<'a>(report: &'a MetricReport, metric: &str) -> Option<&'a MetricSeries> {
+    report
+        .series
+        .iter()
+        .find(|s| s.series_id == metric)
+        .or_else(|| report.series.iter().find(|s| s.metric_id == metric))
+}
+
+/// The host's own entries of a report's `extra` (a benchmark's report may hold others): the
+/// run's model usage, the tasks not scored by failure class, and the tasks not run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostExtras {
+    /// `extra.model_usage`: every attempt's model usage, summed (absent without model calls).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_usage: Option<TokenUsage>,
+    /// `extra.not_scored` (absent when every task was scored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_scored: Option<NotScored>,
+    /// `extra.skipped` (absent when every task ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Skipped>,
+}
+
+/// `extra.not_scored`: `{"tasks": N, "classes": {CLASS: {"tasks": N, "reasons": {..}}}}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NotScored {
+    /// Tasks without a score.
+    #[serde(default)]
+    pub tasks: u64,
+    /// By failure class (`model`, `environment`, ...).
+    #[serde(default)]
+    pub classes: BTreeMap<String, ReasonCounts>,
+}
+
+/// `extra.skipped`: `{"tasks": N, "reasons": {REASON: N}}`.
+pub type Skipped = ReasonCounts;
+
+/// A task count and its reasons.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReasonCounts {
+    /// Tasks.
+    #[serde(default)]
+    pub tasks: u64,
+    /// Tasks by reason (an issue code).
+    #[serde(default)]
+    pub reasons: BTreeMap<String, u64>,
+}
+
+impl HostExtras {
+    /// The host's entries of `report.extra` (one of the wrong shape reads as absent).
+    pub fn of(report: &MetricReport) -> HostExtras {
+        let entry = |key: &str| report.extra.get(key).cloned().unwrap_or(Value::Null);
+        HostExtras {
+            model_usage: serde_json::from_value(entry("model_usage")).unwrap_or_default(),
+            not_scored: serde_json::from_value(entry("not_scored")).unwrap_or_default(),
+            skipped: serde_json::from_value(entry("skipped")).unwrap_or_default(),
+        }
+    }
+
+    /// Writes the present entries into `extra`.
+    pub fn write_into(&self, extra: &mut Map<String, Value>) {
+        if let Ok(Value::Object(entries)) = serde_json::to_value(self) {
+            extra.extend(entries);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn host_extras_round_trip_through_a_reports_extra() {
+        let extras = HostExtras {
+            model_usage: None,
+            not_scored: Some(NotScored {
+                tasks: 3,
+                classes: BTreeMap::from([(
+                    "model".to_string(),
+                    ReasonCounts {
+                        tasks: 3,
+                        reasons: BTreeMap::from([("rate_limited".to_string(), 3)]),
+                    },
+                )]),
+            }),
+            skipped: Some(ReasonCounts {
+                tasks: 1,
+                reasons: BTreeMap::from([("budget_exhausted".to_string(), 1)]),
+            }),
+        };
+        let mut report = MetricReport::default();
+        report.extra.insert("benchmark_own".into(), json!(1));
+        extras.write_into(&mut report.extra);
+        assert_eq!(
+            serde_json::to_value(&report.extra).unwrap(),
+            json!({
+                "benchmark_own": 1,
+                "not_scored": {"tasks": 3, "classes": {"model": {"tasks": 3, "reasons": {"rate_limited": 3}}}},
+                "skipped": {"tasks": 1, "reasons": {"budget_exhausted": 1}},
+            })
+        );
+        assert_eq!(HostExtras::of(&report), extras);
+        report.extra.insert("skipped".into(), json!("odd"));
+        assert_eq!(HostExtras::of(&report).skipped, None);
+    }
+}
