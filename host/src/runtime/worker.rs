@@ -13,7 +13,7 @@ use agentcompass_results::store::{RunStore, TaskState};
 
 use super::cluster::handoff::{restore_secrets, Handoff, SECRETS_VAR};
 use super::cluster::layout::ClusterDir;
-use super::cluster::unit::Unit;
+use super::cluster::unit::read_unit;
 use super::cluster_copy::ClusterCopy;
 use crate::host_services::CancelToken;
 use crate::progress::{ProgressMeta, ProgressRecorder};
@@ -68,7 +68,7 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     let refused = RunError::Refused;
     let dir = ClusterDir::of_run(&args.run_dir);
     let handoff = Handoff::read(&dir.handoff()).map_err(refused)?;
-    let unit = Unit::read(&args.unit).map_err(refused)?;
+    let unit = read_unit(&args.unit).map_err(refused)?;
     let request = restore_secrets(&handoff.request, args.secrets.as_deref()).map_err(refused)?;
     let mut request: RunRequest = serde_json::from_value(request)
         .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;

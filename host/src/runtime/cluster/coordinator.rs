@@ -28,7 +28,7 @@ use super::events::Tail;
 use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
 use super::layout::ClusterDir;
 use super::shares::{job_runtime, shares, Shares};
-use super::unit::{Unit, UnitTask, UNIT_SCHEMA};
+use super::unit::{write_unit, Unit, UnitTask, UNIT_SCHEMA};
 use crate::issue_codes as codes;
 use crate::metrics::{attempt_records, AttemptRecord};
 use crate::progress::{parse_severity, EventKind, ProgressEvent, TaskOutcome, TaskRef};
@@ -323,7 +323,7 @@ impl<'a> Coordinator<'a> {
             tasks: tasks.iter().map(|t| t.unit.clone()).collect(),
         };
         let unit_path = self.dir.unit(seq);
-        unit.write(&unit_path)
+        write_unit(&unit, &unit_path)
             .map_err(|e| format!("cannot write a unit of work: {e}"))?;
         let script = self.dir.script(seq);
         let args = [

@@ -1,47 +1,19 @@
-//! A unit file: the tasks one job runs, in order, with their place in the run's task stream
-//! and, for a task of a reused run interrupted during its evaluation, where its checkpoint is.
+//! Reading and writing a job's unit file (the record is `agentcompass_schema::cluster::Unit`:
+//! the tasks one job runs, in order, with their place in the run's task stream).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use agentcompass_plugin_api::contracts::TaskSpec;
-use serde::{Deserialize, Serialize};
+pub use agentcompass_schema::cluster::{Unit, UnitTask, UNIT_SCHEMA};
 
-/// `schema_version` of a unit file.
-pub const UNIT_SCHEMA: &str = "agentcompass.cluster.unit.v1";
-
-/// The tasks of one job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Unit {
-    /// [`UNIT_SCHEMA`].
-    pub schema_version: String,
-    /// The job's sequence number in the run.
-    pub seq: u64,
-    /// Its tasks, run in this order (`cpus_per_job` at a time).
-    pub tasks: Vec<UnitTask>,
+/// Writes `unit` atomically to `path`.
+pub fn write_unit(
+    unit: &Unit,
+    path: &Path,
+) -> Result<(), agentcompass_results::store::StoreError> {
+    super::layout::write_file(path, unit, true)
 }
 
-/// One task of a unit.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct UnitTask {
-    /// Position in the run's task stream.
-    pub index: usize,
-    /// Tasks in the stream.
-    pub total: usize,
-    /// The task as the benchmark loaded it.
-    pub task: TaskSpec,
-    /// The reuse source's interrupted copy of the task (evaluation resume), if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resume_from: Option<PathBuf>,
-}
-
-impl Unit {
-    /// Writes the unit atomically to `path`.
-    pub fn write(&self, path: &Path) -> Result<(), agentcompass_results::store::StoreError> {
-        super::layout::write_file(path, self, true)
-    }
-
-    /// Reads the unit at `path`.
-    pub fn read(path: &Path) -> Result<Unit, String> {
-        super::layout::read_file(path, "unit file", UNIT_SCHEMA)
-    }
+/// Reads the unit at `path`.
+pub fn read_unit(path: &Path) -> Result<Unit, String> {
+    super::layout::read_file(path, "unit file", UNIT_SCHEMA)
 }
