@@ -33,7 +33,8 @@ fn main() -> ExitCode {
         Err(err) => {
             let message = format!("{err:#}");
             eprintln!("error: {}", agentcompass_plugin_api::one_line(&message));
-            ExitCode::from(2)
+            let code = agentcompass_host::exit_code::exit_code_of(err.chain());
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use std::path::{Component, Path};
 
+use super::PlanDefect;
 use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, MAIN_ARTIFACTS_DIR,
 };
@@ -14,10 +15,10 @@ pub fn initial_paths(
     supported: bool,
     request: Option<&Vec<ArtifactSpec>>,
     task: Option<&Vec<ArtifactSpec>>,
-) -> Result<Vec<ArtifactSpec>, String> {
+) -> Result<Vec<ArtifactSpec>, PlanDefect> {
     if !supported {
         if request.is_some() {
-            return Err("unsupported: execution.artifacts is set, but this benchmark does not collect artifacts (collect_artifacts = false)".into());
+            return Err(PlanDefect::ArtifactsNotCollected { field: "artifacts" });
         }
         return Ok(Vec::new());
     }
@@ -43,10 +44,12 @@ pub fn initial_commands(
     supported: bool,
     request: Option<&Vec<ArtifactCollectCommand>>,
     task: &[ArtifactCollectCommand],
-) -> Result<Vec<ArtifactCollectCommand>, String> {
+) -> Result<Vec<ArtifactCollectCommand>, PlanDefect> {
     if !supported {
         if request.is_some() {
-            return Err("unsupported: execution.artifact_collect is set, but this benchmark does not collect artifacts (collect_artifacts = false)".into());
+            return Err(PlanDefect::ArtifactsNotCollected {
+                field: "artifact_collect",
+            });
         }
         return Ok(Vec::new());
     }
@@ -74,7 +77,16 @@ fn overlaps(a: &str, b: &str) -> bool {
 
 /// Validates the final lists: absolute sources (not `/`, no `..`), relative destinations
 /// without `..`, service `main`, no overlapping destinations; positive command timeouts.
-pub fn validate(paths: &[ArtifactSpec], commands: &[ArtifactCollectCommand]) -> Result<(), String> {
+pub fn validate(
+    paths: &[ArtifactSpec],
+    commands: &[ArtifactCollectCommand],
+) -> Result<(), PlanDefect> {
+    let entry = |list, index, field, problem: String| PlanDefect::ArtifactEntry {
+        list,
+        index,
+        field,
+        problem,
+    };
     for (i, spec) in paths.iter().enumerate() {
         let source = spec.source.trim();
         let escaping = Path::new(source)
@@ -85,48 +97,75 @@ pub fn validate(paths: &[ArtifactSpec], commands: &[ArtifactCollectCommand]) -> 
             || escaping
             || source.contains('\0')
         {
-            return Err(format!("artifacts[{i}].source `{source}` must be an absolute path inside the sandbox (not `/`, no `..`)"));
+            return Err(entry(
+                "artifacts",
+                i,
+                "source",
+                format!(
+                    "`{source}` must be an absolute path inside the sandbox (not `/`, no `..`)"
+                ),
+            ));
         }
         let destination = spec.destination_or_default();
         if !clean_relative(&destination) {
-            return Err(format!(
-                "artifacts[{i}].destination `{destination}` must be a relative path without `..`"
+            return Err(entry(
+                "artifacts",
+                i,
+                "destination",
+                format!("`{destination}` must be a relative path without `..`"),
             ));
         }
         if spec.service != "main" {
-            return Err(format!(
-                "artifacts[{i}].service `{}`: only the main service is supported",
-                spec.service
+            return Err(entry(
+                "artifacts",
+                i,
+                "service",
+                format!("`{}`: only the main service is supported", spec.service),
             ));
         }
         if let Some(pattern) = spec.exclude.iter().find(|p| p.trim().is_empty()) {
-            return Err(format!(
-                "artifacts[{i}].exclude has an empty pattern `{pattern}`"
+            return Err(entry(
+                "artifacts",
+                i,
+                "exclude",
+                format!("has an empty pattern `{pattern}`"),
             ));
         }
         for (j, other) in paths.iter().enumerate().take(i) {
             let theirs = other.destination_or_default();
             if overlaps(&destination, &theirs) {
-                return Err(format!(
-                    "artifacts[{j}] and artifacts[{i}] have overlapping destinations `{theirs}` and `{destination}`"
-                ));
+                return Err(PlanDefect::OverlappingArtifacts {
+                    first: j,
+                    second: i,
+                    theirs,
+                    ours: destination,
+                });
             }
         }
     }
     for (i, command) in commands.iter().enumerate() {
         if command.command.trim().is_empty() {
-            return Err(format!("artifact_collect[{i}].command is empty"));
+            return Err(entry(
+                "artifact_collect",
+                i,
+                "command",
+                "is empty".to_string(),
+            ));
         }
         if !(command.timeout_seconds.is_finite() && command.timeout_seconds > 0.0) {
-            return Err(format!(
-                "artifact_collect[{i}].timeout_seconds must be positive, found {}",
-                command.timeout_seconds
+            return Err(entry(
+                "artifact_collect",
+                i,
+                "timeout_seconds",
+                format!("must be positive, found {}", command.timeout_seconds),
             ));
         }
         if command.service != "main" {
-            return Err(format!(
-                "artifact_collect[{i}].service `{}`: only the main service is supported",
-                command.service
+            return Err(entry(
+                "artifact_collect",
+                i,
+                "service",
+                format!("`{}`: only the main service is supported", command.service),
             ));
         }
     }
@@ -157,6 +196,7 @@ mod tests {
         assert_eq!(inherited.len(), 2);
         assert!(initial_paths(false, Some(&vec![]), None)
             .unwrap_err()
+            .to_string()
             .starts_with("unsupported"));
         assert_eq!(initial_paths(false, None, Some(&task)).unwrap(), vec![]);
         assert!(initial_commands(false, Some(&vec![]), &[]).is_err());
@@ -183,12 +223,13 @@ mod tests {
             ),
         ] {
             let err = validate(&paths, &[]).unwrap_err();
-            assert!(err.contains(expected), "{err}");
+            assert!(err.to_string().contains(expected), "{err}");
         }
         let mut command = ArtifactCollectCommand::new("true");
         command.timeout_seconds = 0.0;
         assert!(validate(&[], &[command])
             .unwrap_err()
+            .to_string()
             .contains("timeout_seconds"));
     }
 }

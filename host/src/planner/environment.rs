@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::PlanDefect;
 use agentcompass_plugin_api::contracts::{
     EnvironmentSetup, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan, NetworkPolicy,
     ResourceRequirements, RunRequest, TaskSpec,
@@ -144,7 +145,7 @@ pub(super) fn finish_evaluation(
     plan: &mut ExecutionPlan,
     task: &TaskSpec,
     req: &RunRequest,
-) -> Result<(), String> {
+) -> Result<(), PlanDefect> {
     let mode = plan.evaluation_environment_mode;
     let fresh = mode == EvaluationEnvironmentMode::Fresh;
     if !fresh {
@@ -152,17 +153,14 @@ pub(super) fn finish_evaluation(
             .iter()
             .find(|(_, set)| *set)
         {
-            return Err(format!(
-                "environment.{field} applies to a fresh evaluation environment, but the evaluation mode is `{mode}`"
-            ));
+            return Err(PlanDefect::FreshOnly {
+                field,
+                mode: mode.to_string(),
+            });
         }
     }
     plan.save_artifacts = match req.execution.save_artifacts {
-        Some(false) if fresh => {
-            return Err(
-                "fresh evaluation restores collected artifacts, so execution.save_artifacts cannot be false".into(),
-            )
-        }
+        Some(false) if fresh => return Err(PlanDefect::FreshWithoutArtifacts),
         Some(value) => value,
         None => fresh,
     };
@@ -174,11 +172,11 @@ pub(super) fn finish_evaluation(
     plan.evaluation_environment = Some(evaluation_environment(req, task, &plan.environment));
     let baseline =
         evaluation_baseline(req, task, plan.baseline_network_policy.as_ref()).unwrap_or_default();
-    plan.evaluation_baseline_network_policy = Some(
-        baseline
-            .normalized()
-            .map_err(|e| format!("evaluation_baseline_network_policy: {e}"))?,
-    );
+    plan.evaluation_baseline_network_policy =
+        Some(baseline.normalized().map_err(|error| PlanDefect::Policy {
+            field: "evaluation_baseline_network_policy",
+            error,
+        })?);
     Ok(())
 }
 

@@ -21,12 +21,12 @@ pub enum PlanError {
         error: Error,
     },
     /// The request and task combine into an invalid plan.
-    #[error("task {task_id}: {message}")]
+    #[error("task {task_id}: {defect}")]
     Invalid {
         /// Task concerned.
         task_id: String,
         /// What is wrong.
-        message: String,
+        defect: PlanDefect,
     },
     /// The provider cannot enforce the plan (fail closed, before anything is allocated).
     #[error("task {task_id}: {message}")]
@@ -61,11 +61,66 @@ impl PlanError {
         }
     }
 
-    /// A mapper of a message into [`PlanError::Invalid`] for `task`.
-    pub(super) fn invalid(task: &TaskSpec) -> impl Fn(String) -> PlanError + '_ {
-        move |message| PlanError::Invalid {
+    /// A mapper of a defect into [`PlanError::Invalid`] for `task`.
+    pub(super) fn invalid(task: &TaskSpec) -> impl Fn(PlanDefect) -> PlanError + '_ {
+        move |defect| PlanError::Invalid {
             task_id: task.task_id.clone(),
-            message,
+            defect,
         }
     }
+}
+
+/// What makes a plan invalid: the request, the task and the benchmark's capabilities do not
+/// combine (one line naming the field).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanDefect {
+    /// Artifacts are asked of a benchmark that does not collect them.
+    #[error("unsupported: execution.{field} is set, but this benchmark does not collect artifacts (collect_artifacts = false)")]
+    ArtifactsNotCollected {
+        /// `artifacts` or `artifact_collect`.
+        field: &'static str,
+    },
+    /// A field of an artifact entry or collection command breaks its rule.
+    #[error("{list}[{index}].{field} {problem}")]
+    ArtifactEntry {
+        /// `artifacts` or `artifact_collect`.
+        list: &'static str,
+        /// The entry's position.
+        index: usize,
+        /// The field.
+        field: &'static str,
+        /// What is wrong with its value.
+        problem: String,
+    },
+    /// Two artifact entries would write into each other.
+    #[error("artifacts[{first}] and artifacts[{second}] have overlapping destinations `{theirs}` and `{ours}`")]
+    OverlappingArtifacts {
+        /// The earlier entry.
+        first: usize,
+        /// The later entry.
+        second: usize,
+        /// The earlier entry's destination.
+        theirs: String,
+        /// The later entry's destination.
+        ours: String,
+    },
+    /// A network policy is not valid.
+    #[error("{field}: {error}")]
+    Policy {
+        /// The policy's field.
+        field: &'static str,
+        /// Why.
+        error: agentcompass_plugin_api::contracts::NetworkPolicyError,
+    },
+    /// A fresh-evaluation field is set for another evaluation mode.
+    #[error("environment.{field} applies to a fresh evaluation environment, but the evaluation mode is `{mode}`")]
+    FreshOnly {
+        /// The field.
+        field: &'static str,
+        /// The plan's evaluation mode.
+        mode: String,
+    },
+    /// Fresh evaluation without saved artifacts.
+    #[error("fresh evaluation restores collected artifacts, so execution.save_artifacts cannot be false")]
+    FreshWithoutArtifacts,
 }

@@ -24,7 +24,7 @@ pub use bindings::{
     check_plan_bindings, phase_bindings, resolve_bindings, resolve_secret_bindings, BindingError,
     Phase,
 };
-pub use error::PlanError;
+pub use error::{PlanDefect, PlanError};
 use recipe::RecipeSet;
 pub use timeouts::{resolve_phase_timeout, step_plan};
 

@@ -3,7 +3,7 @@
 
 use agentcompass_plugin_api::contracts::{ExecutionPlan, NetworkPolicy, RunRequest, TaskSpec};
 
-use super::PlanError;
+use super::{PlanDefect, PlanError};
 
 /// The policies the request and task ask for, before recipes.
 pub(super) struct Requested {
@@ -16,12 +16,15 @@ pub(super) struct Requested {
 fn pick(
     request: &Option<NetworkPolicy>,
     hint: &Option<NetworkPolicy>,
-    field: &str,
-) -> Result<Option<NetworkPolicy>, String> {
+    field: &'static str,
+) -> Result<Option<NetworkPolicy>, PlanDefect> {
     request
         .clone()
         .or_else(|| hint.clone())
-        .map(|p| p.normalized().map_err(|e| format!("{field}: {e}")))
+        .map(|p| {
+            p.normalized()
+                .map_err(|error| PlanDefect::Policy { field, error })
+        })
         .transpose()
 }
 
@@ -52,7 +55,7 @@ pub(super) fn requested(task: &TaskSpec, req: &RunRequest) -> Result<Requested, 
 }
 
 /// Every phase policy still missing becomes `NetworkPolicy()` (public); all are normalised.
-pub(super) fn fill_defaults(plan: &mut ExecutionPlan) -> Result<(), String> {
+pub(super) fn fill_defaults(plan: &mut ExecutionPlan) -> Result<(), PlanDefect> {
     for (field, slot) in [
         ("baseline_network_policy", &mut plan.baseline_network_policy),
         ("run_network_policy", &mut plan.run_network_policy),
@@ -62,7 +65,11 @@ pub(super) fn fill_defaults(plan: &mut ExecutionPlan) -> Result<(), String> {
         ),
     ] {
         let policy = slot.take().unwrap_or_default();
-        *slot = Some(policy.normalized().map_err(|e| format!("{field}: {e}"))?);
+        *slot = Some(
+            policy
+                .normalized()
+                .map_err(|error| PlanDefect::Policy { field, error })?,
+        );
     }
     Ok(())
 }

@@ -43,6 +43,9 @@ pub enum RunError {
     /// The results directory could not be written or read.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The Slurm executor's files, secrets or submissions.
+    #[error(transparent)]
+    Cluster(#[from] crate::runtime::cluster::error::ClusterRunError),
     /// Any other refusal, already one line naming its field or component.
     #[error("{0}")]
     Refused(String),

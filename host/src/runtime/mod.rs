@@ -280,7 +280,7 @@ pub fn preflight_all(
                 "runtime.executor: {what} is enforced by the local executor only, found executor `slurm` (run without the budget, or with --executor local)"
             )));
         }
-        cluster::check_cluster(runtime).map_err(RunError::Refused)?;
+        cluster::check_cluster(runtime)?;
     }
     let prepared: Vec<PreparedRequest> = orchestration
         .requests

@@ -65,11 +65,10 @@ pub enum WorkEnd {
 
 /// Runs the unit `args.unit` of the run `args.run_dir`.
 pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
-    let refused = RunError::Refused;
     let dir = ClusterDir::of_run(&args.run_dir);
-    let handoff = Handoff::read(&dir.handoff()).map_err(refused)?;
-    let unit = read_unit(&args.unit).map_err(refused)?;
-    let request = restore_secrets(&handoff.request, args.secrets.as_deref()).map_err(refused)?;
+    let handoff = Handoff::read(&dir.handoff())?;
+    let unit = read_unit(&args.unit)?;
+    let request = restore_secrets(&handoff.request, args.secrets.as_deref())?;
     let mut request: RunRequest = serde_json::from_value(request)
         .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;
     // The coordinator created the run and imported what it reuses.

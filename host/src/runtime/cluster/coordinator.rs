@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::error::ClusterRunError;
 use super::events::Tail;
 use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
 use super::layout::ClusterDir;
@@ -96,7 +97,7 @@ pub(in crate::runtime) async fn run_all(
         Ok(c) => c,
         Err(e) => {
             tracing::error!("{e}");
-            scheduled.load_error = Some(e);
+            scheduled.load_error = Some(e.to_string());
             return scheduled;
         }
     };
@@ -137,15 +138,22 @@ impl<'a> Coordinator<'a> {
         rc: &'a RequestContext,
         tasks: TaskSource,
         reused: &'a HashSet<String>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ClusterRunError> {
         let options = shared.runtime.slurm.clone();
-        let run_dir = std::path::absolute(rc.store.run_dir())
-            .map_err(|e| format!("{}: {e}", rc.store.run_dir().display()))?;
+        let run_dir =
+            std::path::absolute(rc.store.run_dir()).map_err(|cause| ClusterRunError::Local {
+                what: rc.store.run_dir().display().to_string(),
+                cause,
+            })?;
         let dir = ClusterDir::of_run(&run_dir);
-        dir.create()
-            .map_err(|e| format!("cannot create {}: {e}", dir.root().display()))?;
-        let program = std::env::current_exe()
-            .map_err(|e| format!("cannot find this program to run on the nodes: {e}"))?;
+        dir.create().map_err(|cause| ClusterRunError::Local {
+            what: format!("cannot create {}", dir.root().display()),
+            cause,
+        })?;
+        let program = std::env::current_exe().map_err(|cause| ClusterRunError::Local {
+            what: "cannot find this program to run on the nodes".to_string(),
+            cause,
+        })?;
         let to_run = tasks.total().saturating_sub(reused.len());
         let provider = rc.request.environment.id.as_str();
         let provider_limit = shared.runtime.provider_limits.get(provider).copied();
@@ -175,7 +183,10 @@ impl<'a> Coordinator<'a> {
         };
         handoff
             .write(&dir.handoff())
-            .map_err(|e| format!("cannot write the cluster request: {e}"))?;
+            .map_err(|cause| ClusterRunError::Write {
+                what: "the cluster request",
+                cause,
+            })?;
         let mut env = Vec::new();
         if !secrets.is_empty() {
             env.push((
@@ -221,7 +232,7 @@ impl<'a> Coordinator<'a> {
             }
             if let Err(e) = self.fill().await {
                 tracing::error!("{e}");
-                self.scheduled.load_error = Some(e);
+                self.scheduled.load_error = Some(e.to_string());
                 self.cancel_all().await;
                 return;
             }
@@ -237,9 +248,9 @@ impl<'a> Coordinator<'a> {
     }
 
     /// Submits jobs until `max_jobs` are in flight or no task is left.
-    async fn fill(&mut self) -> Result<(), String> {
+    async fn fill(&mut self) -> Result<(), ClusterRunError> {
         while self.jobs.len() < self.max_jobs {
-            let tasks = self.next_tasks()?;
+            let tasks = self.next_tasks();
             if tasks.is_empty() {
                 return Ok(());
             }
@@ -256,7 +267,7 @@ impl<'a> Coordinator<'a> {
     }
 
     /// The tasks of the next job: lost tasks first, then the stream's.
-    fn next_tasks(&mut self) -> Result<Vec<Pending>, String> {
+    fn next_tasks(&mut self) -> Vec<Pending> {
         let per_job = self.options.attempts_per_job.max(1) as usize;
         let mut tasks = Vec::with_capacity(per_job);
         while tasks.len() < per_job {
@@ -306,7 +317,7 @@ impl<'a> Coordinator<'a> {
                 plans: Map::new(),
             });
         }
-        Ok(tasks)
+        tasks
     }
 
     /// Writes the unit and script of the next job and submits it.
@@ -314,7 +325,7 @@ impl<'a> Coordinator<'a> {
         &mut self,
         tasks: Vec<Pending>,
         slot: Option<tokio::sync::OwnedSemaphorePermit>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ClusterRunError> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let unit = Unit {
@@ -323,8 +334,10 @@ impl<'a> Coordinator<'a> {
             tasks: tasks.iter().map(|t| t.unit.clone()).collect(),
         };
         let unit_path = self.dir.unit(seq);
-        write_unit(&unit, &unit_path)
-            .map_err(|e| format!("cannot write a unit of work: {e}"))?;
+        write_unit(&unit, &unit_path).map_err(|cause| ClusterRunError::Write {
+            what: "a unit of work",
+            cause,
+        })?;
         let script = self.dir.script(seq);
         let args = [
             "cluster".to_string(),
@@ -332,8 +345,7 @@ impl<'a> Coordinator<'a> {
             self.run_dir.display().to_string(),
             unit_path.display().to_string(),
         ];
-        agentcompass_cluster::slurm::write_job_script(&script, &self.program, &args)
-            .map_err(|e| e.to_string())?;
+        agentcompass_cluster::slurm::write_job_script(&script, &self.program, &args)?;
         let name = format!("{}{seq}", self.prefix);
         let spec = JobSpec {
             name: name.clone(),
@@ -350,10 +362,7 @@ impl<'a> Coordinator<'a> {
             extra_args: self.options.extra_sbatch_args.clone(),
             env: self.env.clone(),
         };
-        let id = self
-            .slurm
-            .submit(&spec)
-            .map_err(|e| format!("runtime.slurm: cannot submit a job: {e}"))?;
+        let id = self.slurm.submit(&spec).map_err(ClusterRunError::Submit)?;
         self.log_submission(seq, id, &name, tasks.len());
         tracing::debug!(job_id = id, seq, tasks = tasks.len(), "job submitted");
         self.jobs.push(Job {

@@ -11,6 +11,7 @@ use agentcompass_plugin_api::contracts::RunRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::error::ClusterRunError;
 use crate::request::ResolvedRuntimeOptions;
 
 /// `schema_version` of the handoff file.
@@ -77,13 +78,17 @@ fn collect(original: &Value, masked: &Value, path: &mut Vec<Value>, out: &mut Ve
 }
 
 /// The masked request with the literals of `secrets` (the [`SECRETS_VAR`] text) put back.
-pub fn restore_secrets(masked: &Value, secrets: Option<&str>) -> Result<Value, String> {
+pub fn restore_secrets(masked: &Value, secrets: Option<&str>) -> Result<Value, ClusterRunError> {
     let mut request = masked.clone();
     let Some(text) = secrets.filter(|t| !t.trim().is_empty()) else {
         return Ok(request);
     };
+    let problem = |problem: String| ClusterRunError::Secrets {
+        variable: SECRETS_VAR,
+        problem,
+    };
     let leaves: Vec<SecretLeaf> = serde_json::from_str(text)
-        .map_err(|_| format!("{SECRETS_VAR}: expected a JSON list of [path, value] pairs"))?;
+        .map_err(|_| problem("expected a JSON list of [path, value] pairs".to_string()))?;
     for (path, value) in leaves {
         let mut at = &mut request;
         for step in &path {
@@ -92,7 +97,7 @@ pub fn restore_secrets(masked: &Value, secrets: Option<&str>) -> Result<Value, S
                 Value::Number(n) => n.as_u64().and_then(|i| at.get_mut(i as usize)),
                 _ => None,
             }
-            .ok_or_else(|| format!("{SECRETS_VAR}: no field at {path:?} in the request"))?;
+            .ok_or_else(|| problem(format!("no field at {path:?} in the request")))?;
         }
         if let Some(text) = value.as_str() {
             agentcompass_redact::register_secret(text);
@@ -109,7 +114,7 @@ impl Handoff {
     }
 
     /// Reads the handoff at `path`.
-    pub fn read(path: &Path) -> Result<Handoff, String> {
+    pub fn read(path: &Path) -> Result<Handoff, ClusterRunError> {
         super::layout::read_file(path, "cluster request", HANDOFF_SCHEMA)
     }
 }
@@ -144,7 +149,8 @@ mod tests {
         assert_eq!(restore_secrets(&masked, None).unwrap(), masked);
         let err = restore_secrets(&masked, Some(r#"[[["model","nope","x"],"v"]]"#)).unwrap_err();
         assert!(
-            err.starts_with("AGENTCOMPASS_CLUSTER_SECRETS: no field"),
+            err.to_string()
+                .starts_with("AGENTCOMPASS_CLUSTER_SECRETS: no field"),
             "{err}"
         );
         assert!(restore_secrets(&json!({}), Some("{")).is_err());

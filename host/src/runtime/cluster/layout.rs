@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::ClusterRunError;
+
 /// The directory under the run directory.
 pub const CLUSTER_DIR: &str = ".cluster";
 
@@ -106,19 +108,31 @@ pub(super) fn write_file<T: serde::Serialize>(
 /// Reads the JSON file `path` holding `what`, whose `schema_version` must be `schema`.
 pub(super) fn read_file<T: serde::de::DeserializeOwned>(
     path: &Path,
-    what: &str,
-    schema: &str,
-) -> Result<T, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read the {what}: {e}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a {what}: {e}", path.display()))?;
-    let found = value["schema_version"].as_str().unwrap_or_default();
-    if found != schema {
-        return Err(format!(
-            "{}: schema_version: expected `{schema}`, found `{found}`",
-            path.display()
-        ));
+    what: &'static str,
+    schema: &'static str,
+) -> Result<T, ClusterRunError> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        #[serde(default)]
+        schema_version: String,
     }
-    serde_json::from_value(value).map_err(|e| format!("{}: not a {what}: {e}", path.display()))
+    let invalid = |cause| ClusterRunError::Invalid {
+        path: path.to_path_buf(),
+        what,
+        cause,
+    };
+    let text = std::fs::read_to_string(path).map_err(|cause| ClusterRunError::Unreadable {
+        path: path.to_path_buf(),
+        what,
+        cause,
+    })?;
+    let found = serde_json::from_str::<Versioned>(&text).map_err(invalid)?;
+    if found.schema_version != schema {
+        return Err(ClusterRunError::Schema {
+            path: path.to_path_buf(),
+            expected: schema,
+            found: found.schema_version,
+        });
+    }
+    serde_json::from_str(&text).map_err(invalid)
 }

@@ -15,6 +15,7 @@
 //! `--reuse` or `cluster list` reads to find jobs a dead coordinator left behind.
 
 mod coordinator;
+pub mod error;
 mod events;
 pub(in crate::runtime) mod handoff;
 pub mod layout;
@@ -24,19 +25,22 @@ pub(in crate::runtime) mod unit;
 
 pub(in crate::runtime) use coordinator::run_all;
 
+use error::ClusterRunError;
+
 /// Checks, before anything is written, that a Slurm run can start: `SLURM_CONF` (when set)
 /// names a file, the results directory is inside `runtime.slurm.shared_dir` (when set), and
 /// the cluster answers `squeue`.
 pub(in crate::runtime) fn check_cluster(
     runtime: &crate::request::ResolvedRuntimeOptions,
-) -> Result<(), String> {
+) -> Result<(), ClusterRunError> {
     if let Some(conf) = std::env::var_os("SLURM_CONF") {
         let conf = std::path::PathBuf::from(conf);
         if !conf.is_file() {
-            return Err(format!(
-                "SLURM_CONF: expected a Slurm configuration file, found nothing at {}",
-                conf.display()
-            ));
+            return Err(ClusterRunError::Unusable {
+                field: "SLURM_CONF",
+                expected: "a Slurm configuration file".to_string(),
+                found: format!("nothing at {}", conf.display()),
+            });
         }
     }
     if let Some(shared) = &runtime.slurm.shared_dir {
@@ -44,17 +48,18 @@ pub(in crate::runtime) fn check_cluster(
         let results = absolute(&runtime.results_dir);
         let shared = absolute(shared);
         if !results.starts_with(&shared) {
-            return Err(format!(
-                "runtime.slurm.shared_dir: expected a directory holding the results directory {} (the nodes publish there), found `{}`",
-                results.display(),
-                shared.display()
-            ));
+            return Err(ClusterRunError::Unusable {
+                field: "runtime.slurm.shared_dir",
+                expected: format!(
+                    "a directory holding the results directory {} (the nodes publish there)",
+                    results.display()
+                ),
+                found: format!("`{}`", shared.display()),
+            });
         }
     }
     agentcompass_cluster::SlurmCli::new()
         .jobs("ac-")
         .map(|_| ())
-        .map_err(|e| {
-            format!("runtime.executor: expected a reachable Slurm cluster for `slurm`, found: {e}")
-        })
+        .map_err(ClusterRunError::Unreachable)
 }
