@@ -14,7 +14,7 @@ use agentcompass_schema::attempt::RESULT_FILE;
 use agentcompass_schema::task::TaskRecord;
 use serde_json::Value;
 
-use crate::registry::Registry;
+use crate::registry::{Registry, RegistryError};
 
 /// `analysis_summary.json`.
 pub const SUMMARY_JSON: &str = "analysis_summary.json";
@@ -40,31 +40,50 @@ impl std::fmt::Debug for RunAnalysis {
 /// An analyzer with what it says about itself.
 type Registered = (ComponentInfo, Arc<dyn Analyzer>);
 
+/// Why the analyzers of a run cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisSetupError {
+    /// An analyzer could not be instantiated.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// The analysis params are refused (`field`: where they came from).
+    #[error("{field}: {error}")]
+    Params {
+        /// `execution.analysis_params` or `--analysis-params`.
+        field: &'static str,
+        /// What is wrong with them.
+        error: agentcompass_analysis::ParamsError,
+    },
+}
+
 /// Every registered analyzer (built-ins first, then plugins), instantiated.
-fn registered(registry: &Registry) -> Result<Vec<Registered>, String> {
+fn registered(registry: &Registry) -> Result<Vec<Registered>, RegistryError> {
     registry
         .list(ComponentKind::Analyzer)
         .map(|entry| {
             registry
                 .analyzer(&entry.info.id)
                 .map(|a| (entry.info.clone(), a))
-                .map_err(|e| e.to_string())
         })
         .collect()
 }
 
 impl RunAnalysis {
     /// The analyzers `params` (upstream's `analysis_params`: `analyzers`, `exclude_analyzers`,
-    /// per-analyzer options) select for a run of `benchmark`; a bad key or option is one line
-    /// naming it.
-    pub fn new(registry: &Registry, params: &JsonMap, benchmark: &str) -> Result<Self, String> {
+    /// per-analyzer options, given as `field`) select for a run of `benchmark`; a bad key or
+    /// option is one line naming it.
+    pub fn new(
+        registry: &Registry,
+        params: &JsonMap,
+        field: &'static str,
+        benchmark: &str,
+    ) -> Result<Self, AnalysisSetupError> {
         let analyzers = registered(registry)?;
         let ids: Vec<&str> = analyzers.iter().map(|(i, _)| i.id.as_str()).collect();
-        let parsed = parse_params(&Value::Object(params.clone()), &ids)
-            .map_err(|e| format!("execution.analysis_params: {e}"))?;
+        let refused = |error| AnalysisSetupError::Params { field, error };
+        let parsed = parse_params(&Value::Object(params.clone()), &ids).map_err(refused)?;
         let infos = analyzers.iter().map(|(i, _)| i.clone()).collect();
-        let analysis = Analysis::new(analyzers, &parsed)
-            .map_err(|e| format!("execution.analysis_params: {e}"))?;
+        let analysis = Analysis::new(analyzers, &parsed).map_err(refused)?;
         Ok(RunAnalysis {
             analysis,
             infos,

@@ -74,12 +74,12 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
     if let Some(over) = &cmd.analysis_params {
         params = over.clone();
     }
-    let analysis = RunAnalysis::new(registry, &params, benchmark).map_err(|e| {
-        anyhow!(
-            "{}",
-            e.replace("execution.analysis_params", "--analysis-params")
-        )
-    })?;
+    let field = if cmd.analysis_params.is_some() {
+        "--analysis-params"
+    } else {
+        "execution.analysis_params"
+    };
+    let analysis = RunAnalysis::new(registry, &params, field, benchmark)?;
     let target = target(cmd)?;
     let started = Instant::now();
     if target != cmd.input {

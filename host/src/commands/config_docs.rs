@@ -43,10 +43,7 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
         out.push_str(&analyzer_text(analyzer));
     }
     if kind == ComponentKind::Environment {
-        let capabilities = registry
-            .environment(id)?
-            .capabilities()
-            .map_err(|e| e.message);
+        let capabilities = registry.environment(id)?.capabilities();
         out.push('\n');
         out.push_str(&capabilities_text(capabilities));
         out.push('\n');
@@ -197,10 +194,12 @@ fn shared_fields_text() -> String {
 }
 
 /// What a provider enforces, one line each.
-fn capabilities_text(capabilities: Result<ProviderCapabilities, String>) -> String {
+fn capabilities_text(
+    capabilities: Result<ProviderCapabilities, agentcompass_plugin_api::Error>,
+) -> String {
     let caps = match capabilities {
         Ok(caps) => caps,
-        Err(e) => return format!("capabilities: unavailable ({e})\n"),
+        Err(e) => return format!("capabilities: unavailable ({})\n", e.message),
     };
     let modes: Vec<&str> = caps.network_modes.iter().map(|m| m.as_str()).collect();
     let lists = caps
@@ -284,7 +283,7 @@ mod tests {
         }));
         assert!(any.contains("every host pattern type, no ports"), "{any}");
         assert_eq!(
-            capabilities_text(Err("boom".into())),
+            capabilities_text(Err(agentcompass_plugin_api::Error::unsupported("boom"))),
             "capabilities: unavailable (boom)\n"
         );
     }

@@ -29,7 +29,7 @@ pub(super) fn execute(
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
 ) -> anyhow::Result<i32> {
-    gates.validate().map_err(|e| anyhow::anyhow!(e))?;
+    gates.validate()?;
     let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
         .map_err(|e| anyhow::anyhow!(e))?;
     let executor = async_runtime()?;

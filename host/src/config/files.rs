@@ -234,7 +234,7 @@ pub fn parse_text(path: &Path, text: &str) -> Result<Value, ConfigError> {
             if text.trim().is_empty() {
                 return Ok(Value::Null);
             }
-            check_yaml_size(text).map_err(parse_error)?;
+            check_yaml_size(text).map_err(|e| parse_error(e.to_string()))?;
             let value: yaml_serde::Value =
                 yaml_serde::from_str(text).map_err(|e| parse_error(e.to_string()))?;
             serde_json::to_value(value).map_err(|e| parse_error(e.to_string()))
@@ -253,20 +253,35 @@ pub const YAML_MAX_VALUES: usize = 100_000;
 
 /// Refuses YAML text whose flow collections nest deeper than [`YAML_MAX_FLOW_DEPTH`] or that
 /// expands to more than [`YAML_MAX_VALUES`] values, before it is turned into a value.
-fn check_yaml_size(text: &str) -> Result<(), String> {
+fn check_yaml_size(text: &str) -> Result<(), YamlTooLarge> {
     if let Some(offset) = yaml_flow_too_deep(text, YAML_MAX_FLOW_DEPTH) {
         let (line, column) = line_column(text, offset);
-        return Err(format!(
-            "flow collections ([...] or {{...}}) nested more than {YAML_MAX_FLOW_DEPTH} levels \
-             deep at line {line}, column {column}"
-        ));
+        return Err(YamlTooLarge::Nested { line, column });
     }
     let budget = std::cell::Cell::new(YAML_MAX_VALUES);
     serde::de::DeserializeSeed::deserialize(
         CountValues(&budget),
         yaml_serde::Deserializer::from_str(text),
     )
-    .map_err(|e| e.to_string())
+    .map_err(YamlTooLarge::Values)
+}
+
+/// YAML refused before it is turned into a value.
+#[derive(Debug, thiserror::Error)]
+enum YamlTooLarge {
+    /// Flow collections nest too deep.
+    #[error(
+        "flow collections ([...] or {{...}}) nested more than {YAML_MAX_FLOW_DEPTH} levels deep at line {line}, column {column}"
+    )]
+    Nested {
+        /// Line of the opener past the limit (1-based).
+        line: usize,
+        /// Its column (1-based).
+        column: usize,
+    },
+    /// It expands to too many values (or does not parse).
+    #[error("{0}")]
+    Values(yaml_serde::Error),
 }
 
 /// Byte offset of the first `[` or `{` that opens a flow collection more than `limit` levels

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_schema::metrics::{find_series, MetricReport, METRICS_FILE};
 use agentcompass_schema::read_json;
+use agentcompass_schema::run_info::RUN_INFO_FILE;
 
 pub use junit::write_junit;
 
@@ -22,22 +23,60 @@ pub struct Threshold {
     pub value: f64,
 }
 
-impl std::str::FromStr for Threshold {
-    type Err = String;
+/// Why a gate is refused or cannot be checked (one line naming the flag's value or file).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// A `--fail-under` value of another shape.
+    #[error("expected {expected}, found `{found}`")]
+    Threshold {
+        /// What the flag takes.
+        expected: &'static str,
+        /// What was given.
+        found: String,
+    },
+    /// A flag names a path that is not what it should be.
+    #[error("{flag} {}: expected {expected}", path.display())]
+    Path {
+        /// `--baseline` or `--junit`.
+        flag: &'static str,
+        /// The path given.
+        path: PathBuf,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// A run has no readable `metrics.json`.
+    #[error("{}: no readable metrics", .0.display())]
+    NoMetrics(PathBuf),
+    /// The gate names a metric the run does not have.
+    #[error("the run has no metric `{metric}` (its series: {})", series.join(", "))]
+    UnknownMetric {
+        /// The metric asked for.
+        metric: String,
+        /// The run's series ids.
+        series: Vec<String>,
+    },
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
-        let (metric, value) = text.split_once('=').ok_or_else(|| {
-            format!("expected METRIC=VALUE (for example correct=0.8), found `{text}`")
-        })?;
+impl std::str::FromStr for Threshold {
+    type Err = GateError;
+
+    fn from_str(text: &str) -> Result<Self, GateError> {
+        let refused = |expected, found: &str| GateError::Threshold {
+            expected,
+            found: found.to_string(),
+        };
+        let (metric, value) = text
+            .split_once('=')
+            .ok_or_else(|| refused("METRIC=VALUE (for example correct=0.8)", text))?;
         let value: f64 = value
             .trim()
             .parse()
             .ok()
             .filter(|v: &f64| v.is_finite())
-            .ok_or_else(|| format!("expected a number after `=`, found `{value}`"))?;
+            .ok_or_else(|| refused("a number after `=`", value))?;
         let metric = metric.trim();
         if metric.is_empty() {
-            return Err(format!("expected a metric id before `=`, found `{text}`"));
+            return Err(refused("a metric id before `=`", text));
         }
         Ok(Threshold {
             metric: metric.to_string(),
@@ -78,22 +117,24 @@ impl Gates {
 
     /// Refuses, before anything runs, a baseline that is not a run directory and a JUnit file
     /// whose directory does not exist.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GateError> {
         if let Some(baseline) = &self.baseline {
-            if !baseline.join("run_info.json").is_file() {
-                return Err(format!(
-                    "--baseline {}: expected a run directory (holding run_info.json), found none",
-                    baseline.display()
-                ));
+            if !baseline.join(RUN_INFO_FILE).is_file() {
+                return Err(GateError::Path {
+                    flag: "--baseline",
+                    path: baseline.clone(),
+                    expected: "a run directory (holding run_info.json), found none",
+                });
             }
         }
         if let Some(junit) = &self.junit {
             let dir = junit.parent().filter(|p| !p.as_os_str().is_empty());
             if dir.is_some_and(|d| !d.is_dir()) || junit.is_dir() {
-                return Err(format!(
-                    "--junit {}: expected a file in an existing directory",
-                    junit.display()
-                ));
+                return Err(GateError::Path {
+                    flag: "--junit",
+                    path: junit.clone(),
+                    expected: "a file in an existing directory",
+                });
             }
         }
         Ok(())
@@ -148,21 +189,16 @@ impl Gates {
 
 /// The value of `metric` (a series id, or a metric id: its first series) in a run's
 /// `metrics.json`.
-fn threshold_value(run: &Path, metric: &str) -> Result<(String, Option<f64>), String> {
+fn threshold_value(run: &Path, metric: &str) -> Result<(String, Option<f64>), GateError> {
     let path = run.join(METRICS_FILE);
-    let report: MetricReport = read_json(&path, METRICS_FILE)
-        .map_err(|_| format!("{}: no readable metrics", path.display()))?;
+    let report: MetricReport =
+        read_json(&path, METRICS_FILE).map_err(|_| GateError::NoMetrics(path))?;
     match find_series(&report, metric) {
         Some(s) => Ok((s.series_id.clone(), s.value)),
-        None => Err(format!(
-            "the run has no metric `{metric}` (its series: {})",
-            report
-                .series
-                .iter()
-                .map(|s| s.series_id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
+        None => Err(GateError::UnknownMetric {
+            metric: metric.to_string(),
+            series: report.series.iter().map(|s| s.series_id.clone()).collect(),
+        }),
     }
 }
 
@@ -179,17 +215,15 @@ mod tests {
                 value: 0.75
             })
         );
+        let refused = |text: &str| text.parse::<Threshold>().unwrap_err().to_string();
         assert_eq!(
-            "correct".parse::<Threshold>().unwrap_err(),
+            refused("correct"),
             "expected METRIC=VALUE (for example correct=0.8), found `correct`"
         );
         assert_eq!(
-            "correct=high".parse::<Threshold>().unwrap_err(),
+            refused("correct=high"),
             "expected a number after `=`, found `high`"
         );
-        assert_eq!(
-            "=1".parse::<Threshold>().unwrap_err(),
-            "expected a metric id before `=`, found `=1`"
-        );
+        assert_eq!(refused("=1"), "expected a metric id before `=`, found `=1`");
     }
 }

@@ -200,9 +200,20 @@ fn entry_name(install: &ToolInstall) -> String {
     format!("{}@{}", install.package.replace('/', "+"), install.version)
 }
 
+/// A tool install of a harness plan the host refuses (one line naming the entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("harness plan installs[{index}]: {problem}")]
+pub struct BadInstall {
+    /// The entry's position in `installs`.
+    pub index: usize,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
 /// What the host refuses before installing anything: a mount path that is not absolute or is
 /// used twice, and package names or versions an installer would read as options or paths.
-pub fn check_installs(installs: &[ToolInstall]) -> Result<(), String> {
+pub fn check_installs(installs: &[ToolInstall]) -> Result<(), BadInstall> {
+    let bad = |index, problem| BadInstall { index, problem };
     for (i, install) in installs.iter().enumerate() {
         let plain = |text: &str| {
             !text.is_empty()
@@ -213,15 +224,18 @@ pub fn check_installs(installs: &[ToolInstall]) -> Result<(), String> {
                     .all(|c| c.is_ascii_alphanumeric() || "@/._-+~".contains(c))
         };
         if !plain(&install.package) {
-            return Err(format!(
-                "harness plan installs[{i}]: package `{}` is not a plain package name",
-                install.package
+            return Err(bad(
+                i,
+                format!("package `{}` is not a plain package name", install.package),
             ));
         }
         if !plain(&install.version) || install.version.contains('/') {
-            return Err(format!(
-                "harness plan installs[{i}]: version `{}` of `{}` is not a plain version",
-                install.version, install.package
+            return Err(bad(
+                i,
+                format!(
+                    "version `{}` of `{}` is not a plain version",
+                    install.version, install.package
+                ),
             ));
         }
         let path = Path::new(&install.mount_path);
@@ -232,18 +246,21 @@ pub fn check_installs(installs: &[ToolInstall]) -> Result<(), String> {
             )
         });
         if !path.is_absolute() || !normal || path.parent().is_none() {
-            return Err(format!(
-                "harness plan installs[{i}]: mount_path `{}` must be an absolute path (not `/`, no `..`)",
-                install.mount_path
+            return Err(bad(
+                i,
+                format!(
+                    "mount_path `{}` must be an absolute path (not `/`, no `..`)",
+                    install.mount_path
+                ),
             ));
         }
         if installs[..i]
             .iter()
             .any(|other| other.mount_path == install.mount_path)
         {
-            return Err(format!(
-                "harness plan installs[{i}]: mount_path `{}` is used twice",
-                install.mount_path
+            return Err(bad(
+                i,
+                format!("mount_path `{}` is used twice", install.mount_path),
             ));
         }
     }

@@ -31,11 +31,17 @@ fn plain_installs_pass_and_odd_ones_are_refused_naming_the_field() {
         (npm("x", "1", "/opt/../etc"), "mount_path `/opt/../etc`"),
     ];
     for (install, expected) in cases {
-        let message = check_installs(&[install]).unwrap_err();
+        let message = check_installs(&[install]).unwrap_err().to_string();
+        assert!(
+            message.starts_with("harness plan installs[0]: "),
+            "{message}"
+        );
         assert!(message.contains(expected), "{message}");
     }
     let twice = [good.clone(), npm("other", "1", &good.mount_path)];
-    assert!(check_installs(&twice).unwrap_err().contains("used twice"));
+    let refused = check_installs(&twice).unwrap_err();
+    assert_eq!(refused.index, 1);
+    assert!(refused.problem.contains("used twice"), "{refused}");
 }
 
 #[test]

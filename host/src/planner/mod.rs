@@ -285,10 +285,10 @@ impl Planner {
                 ),
             });
         }
-        if let Err(message) = crate::install::check_installs(&plan.harness_plan.installs) {
+        if let Err(bad) = crate::install::check_installs(&plan.harness_plan.installs) {
             return Err(PlanError::Unsupported {
                 task_id: plan.task_id.clone(),
-                message,
+                message: bad.to_string(),
             });
         }
         if !plan.harness_plan.model_endpoint_in_environment {

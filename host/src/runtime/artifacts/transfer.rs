@@ -186,21 +186,41 @@ pub(super) const CLEAR_DIR_SCRIPT: &str =
 /// The `sh` script that creates the parent directory of `$1`.
 const MAKE_PARENT_SCRIPT: &str = r#"set -e; mkdir -p -- "$(dirname -- "$1")""#;
 
+/// Why a restore script did not succeed.
+#[derive(Debug, thiserror::Error)]
+enum ScriptError {
+    /// The environment could not run it (the provider's message).
+    #[error("{0}")]
+    Environment(String),
+    /// It ran and failed.
+    #[error("exited with {returncode} (timed out: {timed_out}): {stderr}")]
+    Failed {
+        /// Its exit code.
+        returncode: i32,
+        /// Whether it ran out of time.
+        timed_out: bool,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+}
+
 async fn run_script(
     session: &SessionRef,
     script: &str,
     path: &str,
     timeout_seconds: f64,
-) -> Result<(), String> {
+) -> Result<(), ScriptError> {
     let request = ExecRequest::argv(["sh", "-c", script, "sh", path]).timeout(timeout_seconds);
-    let out = session.exec(request).await.map_err(|e| e.message)?;
+    let out = session
+        .exec(request)
+        .await
+        .map_err(|e| ScriptError::Environment(e.message))?;
     if out.timed_out || out.returncode != 0 {
-        return Err(format!(
-            "exited with {} (timed out: {}): {}",
-            out.returncode,
-            out.timed_out,
-            out.stderr.trim()
-        ));
+        return Err(ScriptError::Failed {
+            returncode: out.returncode,
+            timed_out: out.timed_out,
+            stderr: out.stderr.trim().to_string(),
+        });
     }
     Ok(())
 }

@@ -19,6 +19,7 @@ mod evaluate;
 mod limit;
 mod outcome;
 mod recovery;
+mod resume;
 mod stage;
 mod steps;
 

@@ -15,6 +15,7 @@ use agentcompass_results::store::{copy_tree, TaskWriter};
 use serde_json::Value;
 
 use super::evaluate::{evaluate, evaluate_fresh};
+use super::resume::ResumeError;
 use super::stage::Step;
 use super::PhysicalOutcome;
 use crate::progress::TaskPhase;
@@ -37,30 +38,36 @@ fn clear_artifacts(attempt_dir: &Path) {
 /// Copies the artifacts (and their manifest) of the interrupted attempt `source` into
 /// `target` and verifies the copy against the manifest; on any failure the copies are
 /// removed and the reason returned.
-fn recover_artifacts(source: &Path, target: &Path) -> Result<(), String> {
-    let copy = || -> Result<(), String> {
+fn recover_artifacts(source: &Path, target: &Path) -> Result<(), ResumeError> {
+    let copy = || -> Result<(), ResumeError> {
         let from = source.join(manifest::ARTIFACTS_DIR);
         if from.exists() {
             copy_tree(
                 &from,
                 &target.join(manifest::ARTIFACTS_DIR),
                 &mut |_| Ok(()),
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
         }
         let manifest = source.join(manifest::MANIFEST_FILE);
         if manifest.exists() {
-            copy_file_atomic(&manifest, &target.join(manifest::MANIFEST_FILE))
-                .map_err(|e| format!("cannot copy {}: {e}", manifest.display()))?;
+            copy_file_atomic(&manifest, &target.join(manifest::MANIFEST_FILE)).map_err(
+                |cause| ResumeError::Io {
+                    op: "copy",
+                    path: manifest.clone(),
+                    cause,
+                },
+            )?;
         }
-        manifest::verify_attempt_dir(target)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+        manifest::verify_attempt_dir(target)?;
+        Ok(())
     };
     // Check the source first (cheap refusal), then the copy (what evaluation will use).
-    manifest::verify_attempt_dir(source).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(target)
-        .map_err(|e| format!("cannot create {}: {e}", target.display()))?;
+    manifest::verify_attempt_dir(source)?;
+    std::fs::create_dir_all(target).map_err(|cause| ResumeError::Io {
+        op: "create",
+        path: target.to_path_buf(),
+        cause,
+    })?;
     clear_artifacts(target);
     copy().inspect_err(|_| clear_artifacts(target))
 }

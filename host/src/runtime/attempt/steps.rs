@@ -29,6 +29,7 @@ use serde_json::{json, Value};
 use super::env::{close_environment, open_environment, OpenEnv};
 use super::evaluate::evaluate_in;
 use super::outcome::{failed, has_fatal};
+use super::resume::ResumeError;
 use super::stage::{run_stage, StageOutcome, Step};
 use super::{collect, PhysicalOutcome};
 use crate::issue_codes as codes;
@@ -401,20 +402,17 @@ fn copy_finished(
     source_attempt_dir: &Path,
     records: &[StepResult],
     checkpoint: &Value,
-) -> Result<(), String> {
-    writer.clear_steps(attempt).map_err(|e| e.to_string())?;
+) -> Result<(), ResumeError> {
+    writer.clear_steps(attempt)?;
     for record in records {
         let name = sanitize_component(&record.name);
         let from = source_attempt_dir.join(STEPS_DIR).join(&name);
         copy_tree(&from, &writer.step_dir(attempt, &record.name), &mut |_| {
             Ok(())
-        })
-        .map_err(|e| e.to_string())?;
+        })?;
     }
-    writer
-        .write_steps_checkpoint(attempt, checkpoint)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    writer.write_steps_checkpoint(attempt, checkpoint)?;
+    Ok(())
 }
 
 /// Resumes `task`'s multi-step attempt `attempt` from the step checkpoint of an interrupted
@@ -474,7 +472,7 @@ pub(super) async fn resume_steps(
 }
 
 /// Replaces the working directory's contents with `snapshot`.
-async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), String> {
+async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), ResumeError> {
     // The directory is an argument of the script, never spliced into its text.
     let clear = ExecRequest::argv([
         "sh",
@@ -484,16 +482,20 @@ async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), St
         workdir,
     ])
     .timeout(300.0);
-    let out = env.session.exec(clear).await.map_err(|e| e.message)?;
+    let out = env
+        .session
+        .exec(clear)
+        .await
+        .map_err(|e| ResumeError::Environment(e.message))?;
     if !out.success() {
-        return Err(format!(
-            "clearing {workdir} exited with {}: {}",
-            out.returncode,
-            out.stderr.trim()
-        ));
+        return Err(ResumeError::Clear {
+            workdir: workdir.to_string(),
+            returncode: out.returncode,
+            stderr: out.stderr.trim().to_string(),
+        });
     }
     env.session
         .upload_dir(snapshot, workdir)
         .await
-        .map_err(|e| e.message)
+        .map_err(|e| ResumeError::Environment(e.message))
 }

@@ -110,10 +110,11 @@ pub fn preflight(
             crate::analysis::RunAnalysis::new(
                 registry,
                 &resolved.execution.analysis_params,
+                "execution.analysis_params",
                 &resolved.benchmark.id,
             )
             .map(std::sync::Arc::new)
-            .map_err(|e| RunError::Refused(e).in_request(&run.name))
+            .map_err(|e| RunError::Refused(e.to_string()).in_request(&run.name))
         })
         .transpose()?;
     let provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
