@@ -1,0 +1,249 @@
+//! The arguments of `run`, `launch` and `plan`: the runtime flags they share, the CI gates,
+//! and each command's own.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use super::values::{count, json_object, json_string_list, provider_count, provider_rate};
+use super::{ProgressArg, StrategyArg};
+
+/// Process-wide runtime flags shared by `run` and `launch`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RuntimeFlags {
+    /// Root directory of results
+    #[arg(long, value_name = "DIR")]
+    pub results_dir: Option<String>,
+    /// Root directory of downloaded data (datasets, caches; `runtime.data_dir`)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<String>,
+    /// Orchestration deadline in seconds (0 disables)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub timeout_seconds: Option<f64>,
+    /// How long cleanup may take after cancellation
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub cleanup_grace_seconds: Option<f64>,
+    /// Save an evaluation checkpoint once an evaluation has run this long (0: always)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub checkpoint_after_seconds: Option<f64>,
+    /// Terminal progress
+    #[arg(long, value_enum)]
+    pub progress: Option<ProgressArg>,
+    /// Console log level (DEBUG, INFO, WARNING, ERROR, CRITICAL)
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Level of each run's run.log (DEBUG, INFO, WARNING, ERROR, CRITICAL; default DEBUG)
+    #[arg(long, value_name = "LEVEL")]
+    pub file_log_level: Option<String>,
+    /// Install the harnesses' dependencies (the agent CLIs of installed agents) into the
+    /// install cache before the first task, instead of when a task first needs them
+    #[arg(long)]
+    pub auto_install_dependencies: bool,
+    /// Maximum open environments of a provider (repeatable)
+    #[arg(long = "provider-limit", value_name = "PROVIDER=N", value_parser = provider_count)]
+    pub provider_limits: Vec<(String, u32)>,
+    /// Environment opens per second of a provider (repeatable)
+    #[arg(long = "env-open-qps", value_name = "PROVIDER=QPS", value_parser = provider_rate)]
+    pub env_open_qps: Vec<(String, f64)>,
+    /// Where tasks execute: in this process, or as Slurm jobs (`[runtime.slurm]`)
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorArg>,
+    /// Stop starting tasks once non-agent failures exceed RATE of the finished tasks (a
+    /// count when 1 or more)
+    #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
+    pub fail_on_error: Option<f64>,
+}
+
+/// Executors.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExecutorArg {
+    /// In this process
+    Local,
+    /// As Slurm jobs on the cluster's nodes
+    Slurm,
+}
+
+/// `agentcompass-host run BENCHMARK HARNESS MODEL [flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct RunCmd {
+    /// Benchmark id
+    pub benchmark: String,
+    /// Harness id (`none` for a harness-free benchmark)
+    pub harness: String,
+    /// Model id
+    pub model: String,
+    /// Environment provider
+    #[arg(long, default_value = "host_process")]
+    pub env: String,
+    /// Benchmark parameters (JSON object, merged over the config entry)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub benchmark_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Harness parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub harness_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Environment fields and provider parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub env_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Model generation parameters (JSON object)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub model_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// ExecutionSpec fields (JSON object, merged over the config `execution`)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub execution_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Model endpoint base URL (literal or '${VAR}')
+    #[arg(long, value_name = "URL")]
+    pub model_base_url: Option<String>,
+    /// Model API key (literal or '${VAR}'; never printed or persisted)
+    #[arg(long, value_name = "KEY")]
+    pub model_api_key: Option<String>,
+    /// Model API protocol: openai-chat, openai-responses, anthropic, auto, or a JSON list
+    #[arg(long, value_name = "PROTOCOL")]
+    pub model_api_protocol: Option<String>,
+    /// Wrap the API key as upstream does (`model.wrap_api_key`: the key reaches the
+    /// environment only through the host's relay, wrapped in a per-run token)
+    #[arg(long)]
+    pub wrap_api_key: bool,
+    /// Maximum attempts running at once
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+    pub task_concurrency: Option<u32>,
+    /// Semantic attempts per task
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
+    pub k: Option<u32>,
+    /// How semantic attempts are scheduled and scored
+    #[arg(long, value_enum)]
+    pub attempt_strategy: Option<StrategyArg>,
+    /// Runtime retries per attempt
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+    pub max_retries: Option<u32>,
+    /// Regexes of retryable error messages (JSON array)
+    // The fully qualified `Vec` makes clap treat the list as one value (the parsed JSON array)
+    // rather than as repeated occurrences.
+    #[arg(long, value_name = "JSON", value_parser = json_string_list)]
+    pub retry_pattern_list: Option<::std::vec::Vec<String>>,
+    /// Enable only these recipes (repeatable)
+    #[arg(long = "recipe", value_name = "ID")]
+    pub recipes: Vec<String>,
+    /// Process-wide runtime options
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
+    /// Extra namespace path under the results dir
+    #[arg(long, value_name = "NAME")]
+    pub run_name: Option<String>,
+    /// Run id (default: a timestamp)
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Reuse the latest run of this namespace, or the given run id
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, default_missing_value = "")]
+    pub reuse: Option<String>,
+    /// With --reuse, do not resume evaluations from checkpoints
+    #[arg(long)]
+    pub no_checkpoint_resume: bool,
+    /// With --reuse, rerun the tasks whose final outcome has these failure classes (model,
+    /// environment, ...) or issue codes, keeping the others
+    #[arg(long, value_name = "CLASS_OR_CODE", num_args = 1.., value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// With --reuse, rerun the invalidated tasks (a final FATAL attempt)
+    #[arg(long)]
+    pub rerun_invalid: bool,
+    /// Leave environments open after the run (see `env list`)
+    #[arg(long)]
+    pub keep_environment: bool,
+    /// Run the analyzers on every attempt (the default, as upstream's)
+    #[arg(long, overrides_with = "no_enable_analysis")]
+    pub enable_analysis: bool,
+    /// Do not run the analyzers
+    #[arg(long)]
+    pub no_enable_analysis: bool,
+    /// Analyzer selection and options (JSON object: `analyzers`, `exclude_analyzers`,
+    /// `<AnalyzerId>: {...}`)
+    #[arg(long, value_name = "JSON", value_parser = json_object)]
+    pub analysis_params: Option<serde_json::Map<String, serde_json::Value>>,
+    /// CI gates
+    #[command(flatten)]
+    pub gates: GateFlags,
+    /// Print the resolved request as JSON (secrets redacted) and stop
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// CI gates checked after the run (`run` and `launch`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct GateFlags {
+    /// Exit 3 when the series (id such as `correct.avg@2`, or a metric id: its first series) is
+    /// below VALUE (repeatable)
+    #[arg(long = "fail-under", value_name = "METRIC=VALUE")]
+    pub fail_under: Vec<agentcompass_host::gates::Threshold>,
+    /// Exit 3 when the run is significantly worse than this run (paired bootstrap interval of
+    /// the headline metric entirely below zero, on the tasks both share)
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline, the drop tolerated (a difference of at most DELTA does not fail)
+    #[arg(
+        long,
+        value_name = "DELTA",
+        requires = "baseline",
+        default_value_t = 0.0
+    )]
+    pub max_regression: f64,
+    /// Write JUnit XML (one test case per task) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+impl GateFlags {
+    /// The gates.
+    pub fn gates(&self) -> agentcompass_host::gates::Gates {
+        agentcompass_host::gates::Gates {
+            fail_under: self.fail_under.clone(),
+            baseline: self.baseline.clone(),
+            max_regression: self.max_regression,
+            junit: self.junit.clone(),
+        }
+    }
+}
+
+/// `agentcompass-host launch FILE [flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct LaunchCmd {
+    /// Orchestration file
+    pub file: PathBuf,
+    /// Maximum attempts running at once, across every request
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+    pub task_concurrency: Option<u32>,
+    /// Run id for every request
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Reuse earlier results (sets defaults.runtime.reuse)
+    #[arg(long)]
+    pub reuse: bool,
+    /// With --reuse, rerun the tasks whose final outcome has these failure classes or issue
+    /// codes (sets defaults.runtime.rerun)
+    #[arg(long, value_name = "CLASS_OR_CODE", num_args = 1.., value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// With --reuse, rerun the invalidated tasks (sets defaults.runtime.rerun_invalid)
+    #[arg(long)]
+    pub rerun_invalid: bool,
+    /// Process-wide runtime options
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
+    /// CI gates
+    #[command(flatten)]
+    pub gates: GateFlags,
+    /// Print the resolved orchestration as JSON (secrets redacted) and stop
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `agentcompass-host plan BENCHMARK HARNESS MODEL --task ID [run flags]`.
+#[derive(Debug, Args, Clone)]
+pub struct PlanCmd {
+    /// The run whose plan to show (same arguments and flags as `run`)
+    #[command(flatten)]
+    pub run: RunCmd,
+    /// Task id
+    #[arg(long, value_name = "ID")]
+    pub task: String,
+    /// Semantic attempt number
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub attempt: u32,
+}
