@@ -95,34 +95,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(cmd) => commands::run::run(global, &cmd),
         Command::Launch(cmd) => commands::launch::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
-        Command::Env { command } => {
-            let (_, runtime, setup) = commands::invocation::load_registry(global)?;
-            let default_root = std::path::PathBuf::from(&runtime.results_dir);
-            match command {
-                EnvCommand::List { results_dir } => {
-                    commands::env::list(results_dir.as_deref().unwrap_or(&default_root))
-                }
-                EnvCommand::Close {
-                    results_dir,
-                    ids,
-                    all,
-                } => commands::env::close(
-                    &setup.registry,
-                    results_dir.as_deref().unwrap_or(&default_root),
-                    &ids,
-                    all,
-                ),
-            }
-        }
-        Command::Cluster { command } => match command {
-            ClusterCommand::Work { run_dir, unit } => commands::cluster::work(run_dir, unit),
-            ClusterCommand::Jobs { results_dir } => {
-                let (_, runtime, _) = commands::invocation::load_registry(global)?;
-                let root = std::path::PathBuf::from(&runtime.results_dir);
-                commands::cluster::jobs(results_dir.as_deref().unwrap_or(&root))
-            }
-            ClusterCommand::Cancel { run_dirs } => commands::cluster::cancel(&run_dirs),
-        },
+        Command::Env { command } => env(global, command),
+        Command::Cluster { command } => cluster(global, command),
         Command::Agents {
             command: AgentsCommand::Install(cmd),
         } => commands::agents::install(global, &cmd),
@@ -157,14 +131,57 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             commands::summary::summary(&setup.registry, &run_dir, &options)
         }
-        Command::Config {
-            command:
-                ConfigCommand::Show {
-                    format,
-                    benchmark,
-                    harness,
-                    env,
-                },
+        Command::List { kind, json } => {
+            let setup = load(global)?;
+            commands::list::run(&setup.registry, kind, json)
+        }
+        Command::Config { command } => config(global, command),
+        Command::Plugin { command } => plugin(global, command),
+    }
+}
+
+/// `env list` and `env close`.
+fn env(global: &GlobalArgs, command: EnvCommand) -> anyhow::Result<i32> {
+    let (_, runtime, setup) = commands::invocation::load_registry(global)?;
+    let default_root = std::path::PathBuf::from(&runtime.results_dir);
+    match command {
+        EnvCommand::List { results_dir } => {
+            commands::env::list(results_dir.as_deref().unwrap_or(&default_root))
+        }
+        EnvCommand::Close {
+            results_dir,
+            ids,
+            all,
+        } => commands::env::close(
+            &setup.registry,
+            results_dir.as_deref().unwrap_or(&default_root),
+            &ids,
+            all,
+        ),
+    }
+}
+
+/// `cluster work`, `cluster jobs` and `cluster cancel`.
+fn cluster(global: &GlobalArgs, command: ClusterCommand) -> anyhow::Result<i32> {
+    match command {
+        ClusterCommand::Work { run_dir, unit } => commands::cluster::work(run_dir, unit),
+        ClusterCommand::Jobs { results_dir } => {
+            let (_, runtime, _) = commands::invocation::load_registry(global)?;
+            let root = std::path::PathBuf::from(&runtime.results_dir);
+            commands::cluster::jobs(results_dir.as_deref().unwrap_or(&root))
+        }
+        ClusterCommand::Cancel { run_dirs } => commands::cluster::cancel(&run_dirs),
+    }
+}
+
+/// `config show` and `config docs`.
+fn config(global: &GlobalArgs, command: ConfigCommand) -> anyhow::Result<i32> {
+    match command {
+        ConfigCommand::Show {
+            format,
+            benchmark,
+            harness,
+            env,
         } => {
             let selected = commands::config_show::Selected {
                 benchmarks: benchmark,
@@ -173,13 +190,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             commands::config_show::config_show(global, format, &selected)
         }
-        Command::List { kind, json } => {
-            let setup = load(global)?;
-            commands::list::run(&setup.registry, kind, json)
-        }
-        Command::Config {
-            command: ConfigCommand::Docs { kind: k, id },
-        } => {
+        ConfigCommand::Docs { kind: k, id } => {
             let setup = load(global)?;
             crate::out!(
                 "{}",
@@ -187,9 +198,13 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             );
             Ok(0)
         }
-        Command::Plugin {
-            command: PluginCommand::Verify { paths },
-        } => {
+    }
+}
+
+/// `plugin verify`, `plugin package` and `plugin new`.
+fn plugin(global: &GlobalArgs, command: PluginCommand) -> anyhow::Result<i32> {
+    match command {
+        PluginCommand::Verify { paths } => {
             let lock = match &global.plugin_lock {
                 Some(path) => Some(PluginLock::read(
                     &std::path::absolute(path).context("--plugin-lock")?,
@@ -198,22 +213,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             Ok(commands::plugin::verify(&paths, lock))
         }
-        Command::Plugin {
-            command:
-                PluginCommand::Package {
-                    libraries,
-                    out,
-                    host_api,
-                },
+        PluginCommand::Package {
+            libraries,
+            out,
+            host_api,
         } => commands::plugin::package(&libraries, &out, host_api.as_deref()),
-        Command::Plugin {
-            command:
-                PluginCommand::New {
-                    name,
-                    kind: k,
-                    path,
-                    api_path,
-                },
+        PluginCommand::New {
+            name,
+            kind: k,
+            path,
+            api_path,
         } => Ok(commands::plugin_new::run(
             &name,
             kind(k),

@@ -271,19 +271,42 @@ impl RuntimeOptions {
     }
 }
 
+/// Who a rejected runtime value is blamed on: its flag from the `command line` source
+/// (`--timeout-seconds`, ...), else the source itself (a config file).
+struct Blame<'a>(&'a str);
+
+impl Blame<'_> {
+    fn flag(&self, key: &str) -> String {
+        if self.0 == "command line" {
+            format!("--{}", key.replace('_', "-"))
+        } else {
+            self.0.to_string()
+        }
+    }
+
+    fn path(key: &str) -> String {
+        format!("runtime.{key}")
+    }
+}
+
 impl ResolvedRuntimeOptions {
     /// Applies an overlay: set fields replace, maps are updated key by key.
     /// From the `command line` source, a rejected value is blamed on its flag
     /// (`--timeout-seconds`, ...).
     pub fn apply(&mut self, source: &str, over: &RuntimeOptions) -> Result<(), ConfigError> {
-        let path = |key: &str| format!("runtime.{key}");
-        let flag = |key: &str| {
-            if source == "command line" {
-                format!("--{}", key.replace('_', "-"))
-            } else {
-                source.to_string()
-            }
-        };
+        let blame = Blame(source);
+        self.apply_files_and_times(&blame, over)?;
+        self.apply_plugins_and_executor(&blame, over)?;
+        self.apply_guards(&blame, over)
+    }
+
+    /// Results and data directories, timeouts, progress and logging.
+    fn apply_files_and_times(
+        &mut self,
+        blame: &Blame<'_>,
+        over: &RuntimeOptions,
+    ) -> Result<(), ConfigError> {
+        let (flag, path) = (|key: &str| blame.flag(key), Blame::path);
         if let Some(v) = &over.results_dir {
             self.results_dir = check_results_dir(&flag("results_dir"), &path("results_dir"), v)?;
         }
@@ -320,6 +343,16 @@ impl ResolvedRuntimeOptions {
         if let Some(v) = &over.log_file {
             self.log_file = Some(v.clone());
         }
+        Ok(())
+    }
+
+    /// Installs, provider limits and rates, plugin and recipe directories, the executor.
+    fn apply_plugins_and_executor(
+        &mut self,
+        blame: &Blame<'_>,
+        over: &RuntimeOptions,
+    ) -> Result<(), ConfigError> {
+        let (flag, path) = (|key: &str| blame.flag(key), Blame::path);
         if let Some(v) = over.auto_install_dependencies {
             self.auto_install_dependencies = v;
         }
@@ -365,6 +398,16 @@ impl ResolvedRuntimeOptions {
         if let Some(slurm) = &over.slurm {
             self.slurm.apply(&flag("slurm"), slurm)?;
         }
+        Ok(())
+    }
+
+    /// The run's guards: the budget, the error-rate stop, the egress host map.
+    fn apply_guards(
+        &mut self,
+        blame: &Blame<'_>,
+        over: &RuntimeOptions,
+    ) -> Result<(), ConfigError> {
+        let (flag, path) = (|key: &str| blame.flag(key), Blame::path);
         if let Some(budget) = &over.budget {
             super::sections::check_budget(budget).map_err(|(field, message)| {
                 ConfigError::invalid(flag("budget"), format!("runtime.budget.{field}"), message)

@@ -13,17 +13,19 @@ use agentcompass_results::store::{RunStore, TaskState};
 
 use super::cluster::handoff::{restore_secrets, Handoff, SECRETS_VAR};
 use super::cluster::layout::ClusterDir;
-use super::cluster::unit::read_unit;
+use super::cluster::unit::{read_unit, UnitTask};
 use super::cluster_copy::ClusterCopy;
 use crate::host_services::CancelToken;
 use crate::progress::{ProgressMeta, ProgressRecorder};
 use crate::request::OrchestratedRun;
+use crate::runtime::context::RequestContext;
 use crate::runtime::error::RunError;
 use crate::runtime::limits::Limits;
 use crate::runtime::run::{preflight, request_context};
 use crate::runtime::shared::Shared;
 use crate::runtime::task::{run_task, TaskEnd};
-use crate::setup::{build_registry, PluginSettings};
+use crate::runtime::PreparedRequest;
+use crate::setup::{build_registry, PluginSettings, Setup};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -68,25 +70,10 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     let dir = ClusterDir::of_run(&args.run_dir);
     let handoff = Handoff::read(&dir.handoff())?;
     let unit = read_unit(&args.unit)?;
-    let request = restore_secrets(&handoff.request, args.secrets.as_deref())?;
-    let mut request: RunRequest = serde_json::from_value(request)
-        .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;
-    // The coordinator created the run and imported what it reuses.
-    request.output.run_id.clear();
-    request.runtime.reuse = None;
-    request.runtime.reuse_run_id.clear();
+    let request = job_request(&handoff, &dir, args.secrets.as_deref())?;
     let mut runtime = handoff.runtime.clone();
     runtime.bundled_plugins = handoff.bundled_plugins;
-    let settings = PluginSettings {
-        plugin_dirs: runtime.plugin_dirs.iter().map(PathBuf::from).collect(),
-        recipe_dirs: runtime.recipe_dirs.iter().map(PathBuf::from).collect(),
-        lock_file: runtime.plugin_lock.as_ref().map(PathBuf::from),
-        load_bundled: runtime.bundled_plugins,
-    };
-    let setup = build_registry(&settings).map_err(|e| RunError::Refused(e.to_string()))?;
-    for problem in &setup.problems {
-        tracing::warn!("{problem}");
-    }
+    let setup = job_registry(&runtime)?;
     let run = OrchestratedRun {
         key: handoff.request_key.clone(),
         index: 0,
@@ -100,22 +87,7 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
         .job_id
         .map_or_else(|| copy.token.clone(), |id| id.to_string());
     let store = RunStore::open_existing(&args.run_dir)?;
-    let meta = ProgressMeta {
-        run_id: store.run_id().to_string(),
-        benchmark: prepared.run.request.benchmark.id.clone(),
-        harness: prepared.run.request.harness.id.clone(),
-        environment: prepared.run.request.environment.id.clone(),
-        model: prepared.run.request.model.id.clone(),
-        request_name: handoff.request_name.clone(),
-        orchestration_id: handoff.orchestration.0.clone(),
-        request_key: prepared.run.key.clone(),
-        request_index: prepared
-            .run
-            .key
-            .rsplit('/')
-            .next()
-            .and_then(|i| i.parse().ok()),
-    };
+    let meta = job_progress_meta(&store, &prepared, &handoff);
     let progress = ProgressRecorder::create(
         &dir.events(&job, copy.restart),
         &dir.snapshot(&job, copy.restart),
@@ -145,10 +117,84 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
         .collect();
     rc.copy = Some(copy);
     let rc = Arc::new(rc);
+    let end = run_unit(&rc, &shared, unit.tasks).await;
+    // The coordinator takes this as its cue to ask Slurm about the job now.
+    let status = match end {
+        WorkEnd::Done => agentcompass_results::status::RunStatus::Completed,
+        WorkEnd::Cancelled => agentcompass_results::status::RunStatus::Cancelled,
+        WorkEnd::StoreFailed => agentcompass_results::status::RunStatus::Failed,
+    };
+    rc.emit(crate::progress::ProgressEvent::RunFinished {
+        status,
+        error: None,
+    });
+    rc.progress.finish();
+    Ok(end)
+}
+
+/// The job's request: the handoff's with its secrets restored from the environment, without
+/// what the coordinator already did (creating the run, importing what it reuses).
+fn job_request(
+    handoff: &Handoff,
+    dir: &ClusterDir,
+    secrets: Option<&str>,
+) -> Result<RunRequest, RunError> {
+    let request = restore_secrets(&handoff.request, secrets)?;
+    let mut request: RunRequest = serde_json::from_value(request)
+        .map_err(|e| RunError::Refused(format!("{}: {e}", dir.handoff().display())))?;
+    request.output.run_id.clear();
+    request.runtime.reuse = None;
+    request.runtime.reuse_run_id.clear();
+    Ok(request)
+}
+
+/// The job's registry, from the plugin directories the coordinator's runtime names.
+fn job_registry(runtime: &crate::request::ResolvedRuntimeOptions) -> Result<Setup, RunError> {
+    let settings = PluginSettings {
+        plugin_dirs: runtime.plugin_dirs.iter().map(PathBuf::from).collect(),
+        recipe_dirs: runtime.recipe_dirs.iter().map(PathBuf::from).collect(),
+        lock_file: runtime.plugin_lock.as_ref().map(PathBuf::from),
+        load_bundled: runtime.bundled_plugins,
+    };
+    let setup = build_registry(&settings).map_err(|e| RunError::Refused(e.to_string()))?;
+    for problem in &setup.problems {
+        tracing::warn!("{problem}");
+    }
+    Ok(setup)
+}
+
+/// The identity of the job's progress events (the coordinator's request's).
+fn job_progress_meta(
+    store: &RunStore,
+    prepared: &PreparedRequest,
+    handoff: &Handoff,
+) -> ProgressMeta {
+    ProgressMeta {
+        run_id: store.run_id().to_string(),
+        benchmark: prepared.run.request.benchmark.id.clone(),
+        harness: prepared.run.request.harness.id.clone(),
+        environment: prepared.run.request.environment.id.clone(),
+        model: prepared.run.request.model.id.clone(),
+        request_name: handoff.request_name.clone(),
+        orchestration_id: handoff.orchestration.0.clone(),
+        request_key: prepared.run.key.clone(),
+        request_index: prepared
+            .run
+            .key
+            .rsplit('/')
+            .next()
+            .and_then(|i| i.parse().ok()),
+    }
+}
+
+/// Runs the unit's tasks not yet published, `job_concurrency` at a time, until they end or the
+/// job is cancelled.
+async fn run_unit(rc: &Arc<RequestContext>, shared: &Shared, tasks: Vec<UnitTask>) -> WorkEnd {
+    let cancel = &shared.cancel;
     let details = rc.store.details_dir();
     let mut running = tokio::task::JoinSet::new();
     let mut end = WorkEnd::Done;
-    for entry in unit.tasks {
+    for entry in tasks {
         if cancel.is_cancelled() {
             break;
         }
@@ -185,18 +231,7 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     if cancel.is_cancelled() {
         end = WorkEnd::Cancelled;
     }
-    // The coordinator takes this as its cue to ask Slurm about the job now.
-    let status = match end {
-        WorkEnd::Done => agentcompass_results::status::RunStatus::Completed,
-        WorkEnd::Cancelled => agentcompass_results::status::RunStatus::Cancelled,
-        WorkEnd::StoreFailed => agentcompass_results::status::RunStatus::Failed,
-    };
-    rc.emit(crate::progress::ProgressEvent::RunFinished {
-        status,
-        error: None,
-    });
-    rc.progress.finish();
-    Ok(end)
+    end
 }
 
 /// A second SIGTERM/SIGINT ends the job's process at once.
