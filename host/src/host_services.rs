@@ -11,6 +11,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
+use serde::Deserialize;
 use tokio::sync::Notify;
 
 use agentcompass_gateway::{ModelGateway, UsageMeter};
@@ -125,6 +126,58 @@ impl HostServices {
     }
 }
 
+/// The request of the secret-registering service.
+#[derive(serde::Deserialize)]
+struct SecretValue {
+    value: String,
+}
+
+/// The request and answer of the text-scrubbing service.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Text {
+    text: String,
+}
+
+impl HostServices {
+    /// The model-generation service: one call through the gateway, admitted by the attempt's
+    /// usage limits, aborted when the attempt is cancelled.
+    fn generate(
+        &self,
+        gateway: Arc<agentcompass_gateway::ModelGateway>,
+        request: serde_json::Value,
+    ) -> BoxFuture<Result<serde_json::Value>> {
+        let usage = self.usage.clone();
+        let cancel = self.cancel.clone();
+        Box::pin(async move {
+            let request: ModelRequest = serde_json::from_value(request).map_err(|e| {
+                Error::invalid_input(format!("{MODEL_GENERATE_SERVICE}: bad request: {e}"))
+            })?;
+            let _wait = match &usage {
+                Some(usage) => Some(usage.admit().map_err(|breach| {
+                    Error::invalid_input(format!(
+                        "{MODEL_GENERATE_SERVICE}: {}: {}",
+                        agentcompass_gateway::LIMIT_REFUSAL,
+                        breach.message
+                    ))
+                })?),
+                None => None,
+            };
+            // A cancelled attempt (Ctrl-C, the deadline, a budget that cancels) stops waiting
+            // at once: the call is aborted and its answer never counted.
+            let answer = tokio::select! {
+                answer = gateway.generate(request) => answer.map_err(|e| {
+                    Error::msg(agentcompass_redact::scrub_text(&e.to_string()))
+                })?,
+                () = cancel.cancelled() => return Err(Error::cancelled()),
+            };
+            if let Some(usage) = &usage {
+                usage.add(&answer.usage);
+            }
+            serde_json::to_value(&answer).map_err(|e| Error::msg(e.to_string()))
+        })
+    }
+}
+
 impl HostApi for HostServices {
     fn log(&self, level: LogLevel, target: &str, message: &str) {
         let component = &*self.component;
@@ -164,41 +217,13 @@ impl HostApi for HostServices {
             ))
         };
         match service {
-            MODEL_GENERATE_SERVICE => {
-                let Some(gateway) = self.model.clone() else {
+            MODEL_GENERATE_SERVICE => match self.model.clone() {
+                Some(gateway) => self.generate(gateway, request),
+                None => {
                     let err = no_model();
-                    return Box::pin(async move { Err(err) });
-                };
-                let usage = self.usage.clone();
-                let cancel = self.cancel.clone();
-                Box::pin(async move {
-                    let request: ModelRequest = serde_json::from_value(request).map_err(|e| {
-                        Error::invalid_input(format!("{MODEL_GENERATE_SERVICE}: bad request: {e}"))
-                    })?;
-                    let _wait = match &usage {
-                        Some(usage) => Some(usage.admit().map_err(|breach| {
-                            Error::invalid_input(format!(
-                                "{MODEL_GENERATE_SERVICE}: {}: {}",
-                                agentcompass_gateway::LIMIT_REFUSAL,
-                                breach.message
-                            ))
-                        })?),
-                        None => None,
-                    };
-                    // A cancelled attempt (Ctrl-C, the deadline, a budget that cancels) stops
-                    // waiting at once: the call is aborted and its answer never counted.
-                    let answer = tokio::select! {
-                        answer = gateway.generate(request) => answer.map_err(|e| {
-                            Error::msg(agentcompass_redact::scrub_text(&e.to_string()))
-                        })?,
-                        () = cancel.cancelled() => return Err(Error::cancelled()),
-                    };
-                    if let Some(usage) = &usage {
-                        usage.add(&answer.usage);
-                    }
-                    serde_json::to_value(&answer).map_err(|e| Error::msg(e.to_string()))
-                })
-            }
+                    Box::pin(async move { Err(err) })
+                }
+            },
             MODEL_ENDPOINT_SERVICE => {
                 let answer = match (&self.endpoint, &self.model) {
                     (Some(endpoint), _) => {
@@ -211,23 +236,24 @@ impl HostApi for HostServices {
                 Box::pin(async move { answer })
             }
             SECRET_REGISTER_SERVICE => {
-                let answer = match request.get("value").and_then(|v| v.as_str()) {
-                    Some(value) => {
-                        agentcompass_redact::register_secret(value);
+                let answer = match SecretValue::deserialize(&request) {
+                    Ok(SecretValue { value }) => {
+                        agentcompass_redact::register_secret(&value);
                         Ok(serde_json::Value::Null)
                     }
-                    None => Err(Error::invalid_input(format!(
+                    Err(_) => Err(Error::invalid_input(format!(
                         "{SECRET_REGISTER_SERVICE}: expected {{\"value\": string}}"
                     ))),
                 };
                 Box::pin(async move { answer })
             }
             TEXT_SCRUB_SERVICE => {
-                let answer = match request.get("text").and_then(|t| t.as_str()) {
-                    Some(text) => Ok(serde_json::json!({
-                        "text": agentcompass_redact::scrub_text(text)
-                    })),
-                    None => Err(Error::invalid_input(format!(
+                let answer = match Text::deserialize(&request) {
+                    Ok(Text { text }) => serde_json::to_value(Text {
+                        text: agentcompass_redact::scrub_text(&text),
+                    })
+                    .map_err(|e| Error::msg(e.to_string())),
+                    Err(_) => Err(Error::invalid_input(format!(
                         "{TEXT_SCRUB_SERVICE}: expected {{\"text\": string}}"
                     ))),
                 };

@@ -4,29 +4,25 @@
 
 use anyhow::{anyhow, bail};
 
+use agentcompass_host::config::LoadedConfig;
 use agentcompass_host::host_services::HostServices;
 use agentcompass_host::install::{check_installs, InstallCache, Platform};
+use agentcompass_host::registry::Registry;
 use agentcompass_host::request::resolve_install_target;
-use agentcompass_plugin_api::contracts::RunRequest;
+use agentcompass_plugin_api::contracts::{EnvironmentSpec, RunRequest, ToolInstall};
 
 use crate::cli::{AgentsInstallCmd, GlobalArgs};
 
-/// Installs what every harness of `cmd` declares; exit 1 when an install failed.
-pub fn install(global: &GlobalArgs, cmd: &AgentsInstallCmd) -> anyhow::Result<i32> {
-    let (config, runtime, setup) = super::invocation::load_registry(global)?;
-    let registry = &setup.registry;
-    let cache = InstallCache::new(
-        runtime
-            .install_cache_dir
-            .as_ref()
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(InstallCache::default_root),
-    );
-    // Everything is checked before anything is installed.
+/// What to install: each harness of `cmd` with its environment and declared installs.
+fn install_targets(
+    config: &LoadedConfig,
+    registry: &Registry,
+    cmd: &AgentsInstallCmd,
+) -> anyhow::Result<Vec<(String, EnvironmentSpec, Vec<ToolInstall>)>> {
     let mut targets = Vec::new();
     for id in &cmd.harnesses {
         let (harness_spec, environment) = resolve_install_target(
-            &config,
+            config,
             registry,
             (id, &cmd.harness_params),
             (&cmd.env, &cmd.env_params),
@@ -46,6 +42,22 @@ pub fn install(global: &GlobalArgs, cmd: &AgentsInstallCmd) -> anyhow::Result<i3
         check_installs(&plan.installs).map_err(|e| anyhow!("harness `{id}`: {e}"))?;
         targets.push((id.clone(), environment, plan.installs));
     }
+    Ok(targets)
+}
+
+/// Installs what every harness of `cmd` declares; exit 1 when an install failed.
+pub fn install(global: &GlobalArgs, cmd: &AgentsInstallCmd) -> anyhow::Result<i32> {
+    let (config, runtime, setup) = super::invocation::load_registry(global)?;
+    let registry = &setup.registry;
+    let cache = InstallCache::new(
+        runtime
+            .install_cache_dir
+            .as_ref()
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(InstallCache::default_root),
+    );
+    // Everything is checked before anything is installed.
+    let targets = install_targets(&config, registry, cmd)?;
     let provider = registry.environment(&cmd.env).map_err(|e| anyhow!("{e}"))?;
     let capabilities = provider
         .capabilities()

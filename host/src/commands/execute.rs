@@ -53,6 +53,22 @@ pub(super) fn execute(
         prepared,
         print_notice,
     ));
+    let finished = report(&outcome);
+    // Plugins keep threads of their own; do not wait for them at exit.
+    executor.shutdown_timeout(std::time::Duration::from_millis(100));
+    let code = outcome.exit_code();
+    if !gates.any() {
+        return Ok(code);
+    }
+    check_gates(gates, &finished, code)
+}
+
+/// Prints each request's outcome (status, headline, error, stop and skip lines, issue tally,
+/// the metric table) on stderr and its run directory on stdout; returns the finished runs as
+/// (name, directory).
+fn report(
+    outcome: &agentcompass_host::runtime::OrchestrationOutcome,
+) -> Vec<(String, std::path::PathBuf)> {
     let mut finished = Vec::new();
     for request in &outcome.requests {
         let label = if request.name.is_empty() {
@@ -100,13 +116,7 @@ pub(super) fn execute(
             finished.push((name, dir));
         }
     }
-    // Plugins keep threads of their own; do not wait for them at exit.
-    executor.shutdown_timeout(std::time::Duration::from_millis(100));
-    let code = outcome.exit_code();
-    if !gates.any() {
-        return Ok(code);
-    }
-    check_gates(gates, &finished, code)
+    finished
 }
 
 /// Writes `--junit` and checks `--fail-under` / `--baseline` over the finished runs: a failed

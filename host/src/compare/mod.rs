@@ -214,44 +214,23 @@ fn compare_tasks(
     metric: String,
     kind: MetricKind,
 ) -> Comparison {
-    let mut only_a = Vec::new();
-    let mut unscored = Vec::new();
-    let (mut va, mut vb) = (Vec::new(), Vec::new());
-    let (mut solved_a, mut solved_b) = (Vec::new(), Vec::new());
-    let (mut fixed, mut broken) = (Vec::new(), Vec::new());
-    let mut by_category: BTreeMap<String, (usize, f64, f64)> = BTreeMap::new();
     let pass_k = |run: &RunTasks, k: u32| {
         (kind == MetricKind::BinarySuccess && k > 1).then(|| pass_k_of(run, k))
     };
     let (pass_k_a, pass_k_b) = (pass_k(&run_a, head_a.k), pass_k(&run_b, head_b.k));
     let count_b = run_b.tasks.len();
     let mut b_tasks = run_b.tasks;
-    for (id, ta) in &run_a.tasks {
-        let Some(tb) = b_tasks.remove(id) else {
-            only_a.push(id.clone());
-            continue;
-        };
-        let (Some(x), Some(y)) = (ta.value, tb.value) else {
-            unscored.push(id.clone());
-            continue;
-        };
-        va.push(x);
-        vb.push(y);
-        let entry = by_category.entry(ta.category.clone()).or_default();
-        entry.0 += 1;
-        entry.1 += x;
-        entry.2 += y;
-        if kind == MetricKind::BinarySuccess {
-            let (sa, sb) = (x >= 0.5, y >= 0.5);
-            solved_a.push(sa);
-            solved_b.push(sb);
-            match (sa, sb) {
-                (false, true) => fixed.push(id.clone()),
-                (true, false) => broken.push(id.clone()),
-                _ => {}
-            }
-        }
-    }
+    let Pairing {
+        only_a,
+        unscored,
+        va,
+        vb,
+        solved_a,
+        solved_b,
+        fixed,
+        broken,
+        by_category,
+    } = Pairing::of(&run_a, &mut b_tasks, kind);
     let only_b: Vec<String> = b_tasks.into_keys().collect();
     let paired = paired_difference(
         &va,
@@ -268,19 +247,7 @@ fn compare_tasks(
             broken: m.broken,
             p_value: m.p_value,
         });
-    let categories = by_category
-        .into_iter()
-        .map(|(category, (n, sa, sb))| {
-            let (mean_a, mean_b) = (sa / n as f64, sb / n as f64);
-            CategoryDelta {
-                category,
-                tasks: n,
-                mean_a,
-                mean_b,
-                difference: mean_b - mean_a,
-            }
-        })
-        .collect();
+    let categories = category_deltas(by_category);
     Comparison {
         benchmark: head_a.benchmark.clone(),
         a: head_a.side(run_a.tasks.len()),
@@ -307,6 +274,78 @@ fn compare_tasks(
         broken,
         pass_k_a,
         pass_k_b,
+    }
+}
+
+/// Each category's paired means and their difference.
+fn category_deltas(by_category: BTreeMap<String, (usize, f64, f64)>) -> Vec<CategoryDelta> {
+    by_category
+        .into_iter()
+        .map(|(category, (n, sa, sb))| {
+            let (mean_a, mean_b) = (sa / n as f64, sb / n as f64);
+            CategoryDelta {
+                category,
+                tasks: n,
+                mean_a,
+                mean_b,
+                difference: mean_b - mean_a,
+            }
+        })
+        .collect()
+}
+
+/// The tasks of run A matched by id with those of run B.
+#[derive(Default)]
+struct Pairing {
+    /// Only in A.
+    only_a: Vec<String>,
+    /// In both, unscored in one.
+    unscored: Vec<String>,
+    /// Paired values of A and B.
+    va: Vec<f64>,
+    vb: Vec<f64>,
+    /// Binary metrics: whether A and B solved each paired task.
+    solved_a: Vec<bool>,
+    solved_b: Vec<bool>,
+    /// Unsolved in A, solved in B; and the reverse.
+    fixed: Vec<String>,
+    broken: Vec<String>,
+    /// Category → (paired tasks, sum of A's values, sum of B's).
+    by_category: BTreeMap<String, (usize, f64, f64)>,
+}
+
+impl Pairing {
+    /// Pairs A's tasks with B's, taking each matched task out of `b_tasks` (what is left there
+    /// is only in B).
+    fn of(run_a: &RunTasks, b_tasks: &mut BTreeMap<String, TaskOutcome>, kind: MetricKind) -> Self {
+        let mut pairing = Pairing::default();
+        for (id, ta) in &run_a.tasks {
+            let Some(tb) = b_tasks.remove(id) else {
+                pairing.only_a.push(id.clone());
+                continue;
+            };
+            let (Some(x), Some(y)) = (ta.value, tb.value) else {
+                pairing.unscored.push(id.clone());
+                continue;
+            };
+            pairing.va.push(x);
+            pairing.vb.push(y);
+            let entry = pairing.by_category.entry(ta.category.clone()).or_default();
+            entry.0 += 1;
+            entry.1 += x;
+            entry.2 += y;
+            if kind == MetricKind::BinarySuccess {
+                let (sa, sb) = (x >= 0.5, y >= 0.5);
+                pairing.solved_a.push(sa);
+                pairing.solved_b.push(sb);
+                match (sa, sb) {
+                    (false, true) => pairing.fixed.push(id.clone()),
+                    (true, false) => pairing.broken.push(id.clone()),
+                    _ => {}
+                }
+            }
+        }
+        pairing
     }
 }
 

@@ -77,6 +77,33 @@ pub fn render_text(c: &Comparison) -> String {
         c.only_b.len(),
         c.unscored.len()
     );
+    write_difference(&mut out, c);
+    if let Some(m) = c.mcnemar {
+        let _ = writeln!(
+            out,
+            "McNemar exact: fixed {}, broken {}, p = {:.4}",
+            m.fixed, m.broken, m.p_value
+        );
+    }
+    pass_k(&mut out, "A", &c.pass_k_a);
+    pass_k(&mut out, "B", &c.pass_k_b);
+    write_categories(&mut out, c);
+    for (name, ids) in [
+        ("fixed (solved by B only)", &c.fixed),
+        ("broken (solved by A only)", &c.broken),
+        ("only in A", &c.only_a),
+        ("only in B", &c.only_b),
+        ("not scored in one run", &c.unscored),
+    ] {
+        if !ids.is_empty() {
+            let _ = writeln!(out, "{name} ({}): {}", ids.len(), list(ids));
+        }
+    }
+    out
+}
+
+/// `A …  B …  B−A …` with its confidence interval.
+fn write_difference(out: &mut String, c: &Comparison) {
     match (c.mean_a, c.mean_b, c.difference) {
         (Some(a), Some(b), Some(d)) => {
             let _ = write!(
@@ -101,15 +128,10 @@ pub fn render_text(c: &Comparison) -> String {
         }
         _ => out.push_str("no shared task is scored in both runs\n"),
     }
-    if let Some(m) = c.mcnemar {
-        let _ = writeln!(
-            out,
-            "McNemar exact: fixed {}, broken {}, p = {:.4}",
-            m.fixed, m.broken, m.p_value
-        );
-    }
-    pass_k(&mut out, "A", &c.pass_k_a);
-    pass_k(&mut out, "B", &c.pass_k_b);
+}
+
+/// The per-category table, when there is more than one category.
+fn write_categories(out: &mut String, c: &Comparison) {
     if c.categories.len() > 1 {
         out.push_str("\n| category | tasks | A | B | B−A |\n|---|---:|---:|---:|---:|\n");
         for cat in &c.categories {
@@ -124,16 +146,4 @@ pub fn render_text(c: &Comparison) -> String {
             );
         }
     }
-    for (name, ids) in [
-        ("fixed (solved by B only)", &c.fixed),
-        ("broken (solved by A only)", &c.broken),
-        ("only in A", &c.only_a),
-        ("only in B", &c.only_b),
-        ("not scored in one run", &c.unscored),
-    ] {
-        if !ids.is_empty() {
-            let _ = writeln!(out, "{name} ({}): {}", ids.len(), list(ids));
-        }
-    }
-    out
 }

@@ -63,9 +63,23 @@ const INSTALL_HOME: &str = "/tmp/agentcompass-install-home";
 /// The commands that make `install` at its mount path, in order (`trusted`: the host's CA
 /// bundle is at [`TRUST_MOUNT`]).
 pub(super) fn commands(install: &ToolInstall, trusted: bool) -> Vec<ExecRequest> {
+    let env = installer_env(trusted);
+    argvs(install)
+        .into_iter()
+        .map(|argv| {
+            let mut request = ExecRequest::argv(argv);
+            request.env = env.clone();
+            request.cwd = Some("/tmp".to_string());
+            request
+        })
+        .collect()
+}
+
+/// The installer's command lines: `npm install`, or a venv and `pip install` into it.
+fn argvs(install: &ToolInstall) -> Vec<Vec<String>> {
     let prefix = install.mount_path.as_str();
     let requirement = install.requirement();
-    let argvs: Vec<Vec<String>> = match install.installer {
+    match install.installer {
         Installer::Npm => {
             let mut argv: Vec<String> = [
                 "npm",
@@ -105,7 +119,12 @@ pub(super) fn commands(install: &ToolInstall, trusted: bool) -> Vec<ExecRequest>
             pip.push(requirement);
             vec![venv, pip]
         }
-    };
+    }
+}
+
+/// The installers' environment: their HOME, no update checks, the proxy and index variables
+/// passed through, and the host's CA bundle when `trusted`.
+fn installer_env(trusted: bool) -> BTreeMap<String, String> {
     let mut env = BTreeMap::from([
         ("HOME".to_string(), INSTALL_HOME.to_string()),
         (
@@ -136,15 +155,7 @@ pub(super) fn commands(install: &ToolInstall, trusted: bool) -> Vec<ExecRequest>
             env.insert(name.to_string(), bundle.clone());
         }
     }
-    argvs
-        .into_iter()
-        .map(|argv| {
-            let mut request = ExecRequest::argv(argv);
-            request.env = env.clone();
-            request.cwd = Some("/tmp".to_string());
-            request
-        })
-        .collect()
+    env
 }
 
 /// The line of a failed installer's output that says why: the last line of stderr (else

@@ -81,12 +81,21 @@ pub fn validate(
     paths: &[ArtifactSpec],
     commands: &[ArtifactCollectCommand],
 ) -> Result<(), PlanDefect> {
-    let entry = |list, index, field, problem: String| PlanDefect::ArtifactEntry {
+    validate_paths(paths)?;
+    validate_commands(commands)
+}
+
+/// A defect of field `field` of entry `index` of `list`.
+fn entry(list: &'static str, index: usize, field: &'static str, problem: String) -> PlanDefect {
+    PlanDefect::ArtifactEntry {
         list,
         index,
         field,
         problem,
-    };
+    }
+}
+
+fn validate_paths(paths: &[ArtifactSpec]) -> Result<(), PlanDefect> {
     for (i, spec) in paths.iter().enumerate() {
         let source = spec.source.trim();
         let escaping = Path::new(source)
@@ -143,6 +152,10 @@ pub fn validate(
             }
         }
     }
+    Ok(())
+}
+
+fn validate_commands(commands: &[ArtifactCollectCommand]) -> Result<(), PlanDefect> {
     for (i, command) in commands.iter().enumerate() {
         if command.command.trim().is_empty() {
             return Err(entry(

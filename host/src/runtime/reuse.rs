@@ -65,6 +65,37 @@ pub(super) fn source_run(
     .map_err(RunError::from)
 }
 
+/// What the import workers found: why tasks were not reused (by reason), and the reused ids.
+type ImportOutcome = (HashMap<&'static str, u64>, HashSet<String>);
+
+/// One import worker: imports the published tasks it is sent until the queue closes.
+fn import_worker(
+    rc: &RequestContext,
+    receive: &std::sync::Mutex<std::sync::mpsc::Receiver<(String, PublishedTask)>>,
+    outcome: &std::sync::Mutex<ImportOutcome>,
+) {
+    loop {
+        let next = match receive.lock() {
+            Ok(queue) => queue.recv(),
+            Err(poisoned) => poisoned.into_inner().recv(),
+        };
+        let Ok((category, published)) = next else {
+            return;
+        };
+        let result = import_task(rc, &category, &published);
+        let mut guard = match outcome.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match result {
+            Ok(()) => {
+                guard.1.insert(published.task_id);
+            }
+            Err(why) => *guard.0.entry(why).or_default() += 1,
+        }
+    }
+}
+
 /// Imports every selected task `source` published under this run's reuse key, reading the
 /// task stream `tasks` once (the tasks to run are read again from a fresh stream).
 pub(super) fn import(
@@ -76,7 +107,7 @@ pub(super) fn import(
     // id), so memory stays flat in the source's size; the listings are only counted. The
     // copies run on [`IMPORT_WORKERS`] threads fed through a short queue: most of an import
     // is the kernel creating inodes and walking paths, which two cores do side by side.
-    let outcome = std::sync::Mutex::new((HashMap::<&'static str, u64>::new(), HashSet::new()));
+    let outcome: std::sync::Mutex<ImportOutcome> = std::sync::Mutex::default();
     let mut found = 0u64;
     let (send, receive) = std::sync::mpsc::sync_channel::<(String, PublishedTask)>(64);
     let receive = std::sync::Mutex::new(receive);
@@ -85,26 +116,7 @@ pub(super) fn import(
         // workers' loops.
         let send = send;
         for _ in 0..IMPORT_WORKERS {
-            scope.spawn(|| loop {
-                let next = match receive.lock() {
-                    Ok(queue) => queue.recv(),
-                    Err(poisoned) => poisoned.into_inner().recv(),
-                };
-                let Ok((category, published)) = next else {
-                    return;
-                };
-                let result = import_task(rc, &category, &published);
-                let mut guard = match outcome.lock() {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
-                match result {
-                    Ok(()) => {
-                        guard.1.insert(published.task_id);
-                    }
-                    Err(why) => *guard.0.entry(why).or_default() += 1,
-                }
-            });
+            scope.spawn(|| import_worker(rc, &receive, &outcome));
         }
         while let Some(task) = tasks.next_task()? {
             let Some(published) = published_task(&source, &task.task_id) else {

@@ -90,6 +90,26 @@ pub(super) async fn run_steps(
         result
     });
     let mut records = done.records;
+    let Some(score) = run_remaining(step, &env, writer, &mut records, &mut combined).await else {
+        close_environment(step.rc, env, &mut combined).await;
+        return PhysicalOutcome {
+            result: combined,
+            cancelled: true,
+        };
+    };
+    finish(step, env, writer, records, score, combined).await
+}
+
+/// Runs the steps after `records` in order, judging after each; `None` when the attempt was
+/// cancelled during a step.
+async fn run_remaining(
+    step: &Step<'_>,
+    env: &OpenEnv,
+    writer: &TaskWriter,
+    records: &mut Vec<StepResult>,
+    combined: &mut RunResult,
+) -> Option<StepScore> {
+    let task = step.task;
     let mut score = StepScore::default();
     let total = task.steps.len();
     for (index, task_step) in task.steps.iter().enumerate().skip(records.len()) {
@@ -105,40 +125,44 @@ pub(super) async fn run_steps(
         let ran = match &own_plan {
             Some(plan) => {
                 let own = Step { plan, ..*step };
-                run_one(&own, &env, task_step).await
+                run_one(&own, env, task_step).await
             }
-            None => run_one(step, &env, task_step).await,
+            None => run_one(step, env, task_step).await,
         };
         if ran.cancelled {
-            close_environment(step.rc, env, &mut combined).await;
-            return PhysicalOutcome {
-                result: combined,
-                cancelled: true,
-            };
+            return None;
         }
         records.push(record(task_step, &ran, started, clock.elapsed()));
-        score = judge(step, &records, &mut combined).await;
+        score = judge(step, records, combined).await;
         if let Some(last) = records.last_mut().filter(|_| score.stop) {
             last.stop_reason = score.reason.clone();
         }
-        absorb(&mut combined, &ran.result);
-        persist(
-            step,
-            writer,
-            task_step,
-            &ran.result,
-            &records,
-            &mut combined,
-        );
+        absorb(combined, &ran.result);
+        persist(step, writer, task_step, &ran.result, records, combined);
         if score.stop || index + 1 == total {
             break;
         }
-        if let Err(issue) = leave_evaluation(step, &env).await {
+        if let Err(issue) = leave_evaluation(step, env).await {
             combined.push_issue(issue);
             break;
         }
-        checkpoint(step, &env, writer, task_step, &records, &mut combined).await;
+        checkpoint(step, env, writer, task_step, records, combined).await;
     }
+    Some(score)
+}
+
+/// The attempt's result from its steps' records and score; the artifacts are collected and
+/// the environment closed.
+async fn finish(
+    step: &Step<'_>,
+    env: OpenEnv,
+    writer: &TaskWriter,
+    records: Vec<StepResult>,
+    score: StepScore,
+    mut combined: RunResult,
+) -> PhysicalOutcome {
+    let task = step.task;
+    let total = task.steps.len();
     if records.len() < total && !score.stop {
         // Stopped by a failure of the host (network policy): the steps not run are recorded
         // by their absence.

@@ -21,7 +21,7 @@ pub(in crate::runtime) use start::request_context;
 use super::context::RequestContext;
 use super::error::RunError;
 use super::reuse;
-use super::shared::Shared;
+use super::shared::{Scheduled, Shared};
 use super::task_source::TaskSource;
 use crate::progress::ProgressEvent;
 use crate::request::output_namespace;
@@ -139,6 +139,20 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
         }
     };
     outcome.published = reused.len() + scheduled.published;
+    let (status, error) = end_status(shared, &rc, &mut info, &mut outcome, scheduled);
+    finish::finish(&rc, &mut info, outcome, status, error).await
+}
+
+/// How the run ended (and why it failed): stopped by the user or the deadline, by a budget or
+/// the error rate (recorded in `run_info.json` `stopped`), by its task stream or its store,
+/// else completed.
+fn end_status(
+    shared: &Shared,
+    rc: &RequestContext,
+    info: &mut RunInfo,
+    outcome: &mut RequestOutcome,
+    scheduled: Scheduled,
+) -> (RunStatus, Option<String>) {
     let tripped = rc.breaker.tripped();
     if let Some(trip) = &tripped {
         outcome.stopped = Some(trip.describe());
@@ -148,7 +162,7 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
             "budgets": rc.breaker.budgets().iter().map(|b| b.summary()).collect::<Vec<_>>(),
         }));
     }
-    let (status, error) = match shared.stop_reason() {
+    match shared.stop_reason() {
         Some(reason) => (reason, None),
         None if tripped.is_some() => (
             tripped.as_ref().map_or(RunStatus::Failed, |t| t.status()),
@@ -160,8 +174,7 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
             Some("some results could not be written".to_string()),
         ),
         None => (RunStatus::Completed, None),
-    };
-    finish::finish(&rc, &mut info, outcome, status, error).await
+    }
 }
 
 /// With `--reuse`, imports the finished tasks of the source run (reading the task stream once)

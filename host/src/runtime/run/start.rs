@@ -102,6 +102,38 @@ fn progress_meta(store: &RunStore, run: &OrchestratedRun, orchestration_id: &str
     }
 }
 
+/// The request's breaker (its budgets and the orchestration's, the error-rate stop) and its
+/// own cancellation token: the orchestration's cancellation reaches it, and a budget with
+/// `on_exhausted = "cancel"` cancels only the requests spending from it.
+fn breaker_and_cancel(
+    shared: &Shared,
+    resolved: &RunRequest,
+) -> (
+    crate::runtime::breaker::Breaker,
+    crate::host_services::CancelToken,
+) {
+    let mut budgets = Vec::new();
+    if let Some(budget) = &resolved.execution.budget {
+        budgets.push(Arc::new(agentcompass_gateway::BudgetTracker::new(
+            budget.clone(),
+            "execution.budget",
+        )));
+    }
+    budgets.extend(shared.budget.clone());
+    let breaker = crate::runtime::breaker::Breaker::new(budgets, shared.runtime.fail_on_error);
+    let cancel = crate::host_services::CancelToken::new();
+    let orchestration = shared.cancel.clone();
+    let forwarded = cancel.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = orchestration.cancelled() => forwarded.cancel(),
+            () = forwarded.cancelled() => {}
+        }
+    });
+    breaker.cancel_on_exhaustion(&cancel);
+    (breaker, cancel)
+}
+
 /// The context every task of the run shares: components, store, progress, limits, the model
 /// gateway, streaming metrics and the run's `run.log`.
 pub(in crate::runtime) fn request_context(
@@ -141,27 +173,7 @@ pub(in crate::runtime) fn request_context(
     .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
     .ok();
     let runtime = &shared.runtime;
-    let mut budgets = Vec::new();
-    if let Some(budget) = &resolved.execution.budget {
-        budgets.push(Arc::new(agentcompass_gateway::BudgetTracker::new(
-            budget.clone(),
-            "execution.budget",
-        )));
-    }
-    budgets.extend(shared.budget.clone());
-    let breaker = crate::runtime::breaker::Breaker::new(budgets, runtime.fail_on_error);
-    // The request's own token: the orchestration's cancellation reaches it, and a budget
-    // with `on_exhausted = "cancel"` cancels only the requests spending from it.
-    let cancel = crate::host_services::CancelToken::new();
-    let orchestration = shared.cancel.clone();
-    let forwarded = cancel.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = orchestration.cancelled() => forwarded.cancel(),
-            () = forwarded.cancelled() => {}
-        }
-    });
-    breaker.cancel_on_exhaustion(&cancel);
+    let (breaker, cancel) = breaker_and_cancel(shared, &resolved);
     let rc = RequestContext {
         reuse_key: reuse_key(&resolved),
         analysis,
