@@ -23,7 +23,7 @@ use crate::index::IndexBuilder;
 use crate::paths::Root;
 use crate::runs;
 use crate::task;
-use crate::tasks::{list_task_dirs, read_facts};
+use crate::tasks::{list_task_dirs, read_facts, State};
 
 /// The `format` field of the data block.
 pub const REPORT_FORMAT: &str = "agentcompass-report";
@@ -143,6 +143,33 @@ fn write_data(
     generated_at: &str,
     out: &mut impl Write,
 ) -> io::Result<ReportStats> {
+    write_head(root, dir, generator, generated_at, out)?;
+    let listing = list_task_dirs(dir);
+    let attention = write_rows(dir, &listing, out)?;
+    let stats = write_details(dir, limits, &listing, &attention, out)?;
+    write!(
+        out,
+        ",\"limits\":{},\"omitted_details\":{},\"truncated_strings\":{}}}",
+        json!({
+            "max_trajectories": limits.max_trajectories,
+            "max_text_bytes": limits.max_text_bytes,
+            "max_detail_bytes": limits.max_detail_bytes,
+        }),
+        stats.omitted,
+        stats.truncated_strings
+    )?;
+    Ok(stats)
+}
+
+/// The data block's opening: format, version, generator and the run body (its issue counts
+/// left out: they come after the rows, which they need every task's facts for).
+fn write_head(
+    root: &Root,
+    dir: &Path,
+    generator: &str,
+    generated_at: &str,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let run_path = root.relative(dir);
     let mut body = runs::run_body(root, dir);
     write!(
@@ -159,10 +186,16 @@ fn write_data(
         map.remove("issues");
     }
     serde_json::to_writer(&mut *out, &body)?;
-    drop(body);
+    Ok(())
+}
 
-    // Every task's row, in the viewer's listing order; remember which need attention.
-    let listing = list_task_dirs(dir);
+/// Every task's row, in the viewer's listing order, then the run's issue counts, categories
+/// and issue codes. Returns, per row, whether the task needs attention (not correct).
+fn write_rows(
+    dir: &Path,
+    listing: &[(State, String)],
+    out: &mut impl Write,
+) -> io::Result<Vec<bool>> {
     let mut index = IndexBuilder::default();
     let mut attention = Vec::with_capacity(listing.len());
     out.write_all(b",\"rows\":[")?;
@@ -200,9 +233,18 @@ fn write_data(
         json!(index.categories()),
         json!(index.code_names()),
     )?;
-    drop(index);
+    Ok(attention)
+}
 
-    // Task details: not correct first, then correct, within the limits.
+/// Task details: not correct first, then correct, within the limits. Returns what went in
+/// (`bytes` left at zero).
+fn write_details(
+    dir: &Path,
+    limits: &ReportLimits,
+    listing: &[(State, String)],
+    attention: &[bool],
+    out: &mut impl Write,
+) -> io::Result<ReportStats> {
     let order = attention
         .iter()
         .enumerate()
@@ -243,17 +285,6 @@ fn write_data(
     }
     out.write_all(b"}")?;
     stats.omitted = stats.tasks - stats.details;
-    write!(
-        out,
-        ",\"limits\":{},\"omitted_details\":{},\"truncated_strings\":{}}}",
-        json!({
-            "max_trajectories": limits.max_trajectories,
-            "max_text_bytes": limits.max_text_bytes,
-            "max_detail_bytes": limits.max_detail_bytes,
-        }),
-        stats.omitted,
-        stats.truncated_strings
-    )?;
     Ok(stats)
 }
 
