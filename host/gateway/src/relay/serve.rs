@@ -13,6 +13,7 @@ use futures_util::Stream;
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
+use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -121,6 +122,37 @@ where
 
 /// Answers one request.
 async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<Body> {
+    let Admitted {
+        route,
+        parts,
+        body,
+        wait,
+    } = match admit(&state, request).await {
+        Ok(admitted) => admitted,
+        Err(refusal) => return refusal,
+    };
+    let started = Instant::now();
+    let forwarded = upstream::send(&state.gateway, &parts, &route, body).await;
+    let response = match forwarded {
+        Ok(response) => response,
+        Err(reason) => return upstream_failed(&state, &parts, &route, &reason),
+    };
+    note_answer(&state, &parts, &route, response.status(), started);
+    relay_response(state, route.endpoint, response, wait)
+}
+
+/// A request the relay forwards: its route, head and body, and (for a model call) the
+/// model-wait clock that runs until its answer's body is done.
+struct Admitted {
+    route: Route,
+    parts: Parts,
+    body: Bytes,
+    wait: Option<ModelWait>,
+}
+
+/// `request` admitted (token, route, body size, the attempt's limits), or the answer that
+/// refuses it.
+async fn admit(state: &RelayState, request: Request<Incoming>) -> Result<Admitted, Response<Body>> {
     let route = Route::of(request.uri());
     let endpoint = route.as_ref().map_or(Endpoint::Other, |r| r.endpoint);
     if !authorized(&state.token, request.headers()) {
@@ -131,24 +163,24 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
             request.method(),
             request.uri().path()
         );
-        return error(
+        return Err(error(
             endpoint,
             StatusCode::UNAUTHORIZED,
             "invalid token for the model endpoint of this environment",
-        );
+        ));
     }
     let Some(route) = route else {
-        return error(endpoint, StatusCode::NOT_FOUND, "no such endpoint");
+        return Err(error(endpoint, StatusCode::NOT_FOUND, "no such endpoint"));
     };
     let (parts, body) = request.into_parts();
     let body = match Limited::new(body, MAX_REQUEST_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
-            return error(
+            return Err(error(
                 endpoint,
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "request body too large or interrupted",
-            )
+            ))
         }
     };
     // Model calls count against the attempt's limits; other calls (model lists) do not.
@@ -164,31 +196,50 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
                     "model endpoint: {LIMIT_REFUSAL}: {}",
                     breach.message
                 );
-                return error(
+                return Err(error(
                     endpoint,
                     StatusCode::BAD_REQUEST,
                     &format!("{LIMIT_REFUSAL}: {}", breach.message),
-                );
+                ));
             }
         }
     };
-    let started = Instant::now();
-    let forwarded = upstream::send(&state.gateway, &parts, &route, body).await;
-    let response = match forwarded {
-        Ok(response) => response,
-        Err(reason) => {
-            tracing::warn!(
-                target: "agentcompass::model",
-                task = %state.label,
-                "model endpoint: {} {}: {reason}",
-                parts.method,
-                route.rest
-            );
-            state.set_last_failure(Some(format!("{} {}: {reason}", parts.method, route.rest)));
-            return error(endpoint, StatusCode::BAD_GATEWAY, &reason);
-        }
-    };
-    let status = response.status();
+    Ok(Admitted {
+        route,
+        parts,
+        body,
+        wait,
+    })
+}
+
+/// The answer to a request the gateway could not forward (logged, and kept as the last
+/// failure).
+fn upstream_failed(
+    state: &RelayState,
+    parts: &Parts,
+    route: &Route,
+    reason: &str,
+) -> Response<Body> {
+    tracing::warn!(
+        target: "agentcompass::model",
+        task = %state.label,
+        "model endpoint: {} {}: {reason}",
+        parts.method,
+        route.rest
+    );
+    state.set_last_failure(Some(format!("{} {}: {reason}", parts.method, route.rest)));
+    error(route.endpoint, StatusCode::BAD_GATEWAY, reason)
+}
+
+/// Records the upstream's answer `status` to a forwarded request: the last failure of a
+/// model call (cleared by a success), and a debug line with the time it took.
+fn note_answer(
+    state: &RelayState,
+    parts: &Parts,
+    route: &Route,
+    status: reqwest::StatusCode,
+    started: Instant,
+) {
     if route.endpoint != Endpoint::Other {
         state.set_last_failure((!status.is_success()).then(|| {
             format!(
@@ -209,6 +260,17 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
         status.as_u16(),
         started.elapsed().as_millis()
     );
+}
+
+/// The upstream's `response` streamed back (connection-level headers left out), its usage
+/// metered when it succeeded; `wait` runs until the body is done.
+fn relay_response(
+    state: Arc<RelayState>,
+    endpoint: Endpoint,
+    response: reqwest::Response,
+    wait: Option<ModelWait>,
+) -> Response<Body> {
+    let status = response.status();
     let content_type = response
         .headers()
         .get(CONTENT_TYPE)
@@ -227,7 +289,7 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
     let stream = Metered {
         inner: Box::pin(response.bytes_stream()),
         tap,
-        state: state.clone(),
+        state,
         _wait: wait,
     };
     let body = StreamBody::new(stream).boxed_unsync();
