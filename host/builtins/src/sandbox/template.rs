@@ -127,30 +127,7 @@ impl Template {
         .collect();
         let by_root = started_by_root();
         let networks = [false, true].map(|no_network| network_args(no_network, by_root));
-        let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
-        targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
-        targets.extend(hidden.iter().cloned());
-        targets.extend(shape.mount_points.iter().cloned());
-        // Every target and its parents exist on the tmpfs before anything is mounted (a
-        // link's parents only: the link is made last).
-        let mut dirs = BTreeSet::new();
-        for target in &targets {
-            dirs.extend(
-                target
-                    .ancestors()
-                    .filter(|a| *a != Path::new("/"))
-                    .map(Path::to_path_buf),
-            );
-        }
-        for (link, _) in &links {
-            dirs.extend(
-                link.ancestors()
-                    .skip(1)
-                    .filter(|a| *a != Path::new("/"))
-                    .map(Path::to_path_buf),
-            );
-            targets.insert(link.clone());
-        }
+        let (targets, dirs) = tmpfs_layout(shape, mounts, &hidden, &links);
         for dir in dirs {
             push(&mut head, ["--dir".as_ref(), dir.as_os_str()]);
         }
@@ -160,34 +137,7 @@ impl Template {
         );
         let mut mirrored = Mirror::default();
         mirror(&shape.root, Path::new("/"), &targets, &mut mirrored)?;
-        let mut tail = Vec::new();
-        let made_links = links.iter().map(|(link, target)| (target, link));
-        for (target, link) in mirrored
-            .symlinks
-            .iter()
-            .map(|(t, l)| (t, l))
-            .chain(made_links)
-        {
-            push(
-                &mut tail,
-                ["--symlink".as_ref(), target.as_os_str(), link.as_os_str()],
-            );
-        }
-        // bwrap reads the whole mount table after every bind: the table grows least if the
-        // binds that bring submounts along come last.
-        let points = mount_points();
-        let mut binds = mirrored.binds;
-        binds.sort_by_cached_key(|(host, _)| points.iter().filter(|p| p.starts_with(host)).count());
-        for (host, inside) in &binds {
-            push(
-                &mut tail,
-                [
-                    "--ro-bind-try".as_ref(),
-                    host.as_os_str(),
-                    inside.as_os_str(),
-                ],
-            );
-        }
+        let (tail, binds) = mirror_args(&mirrored.symlinks, &links, mirrored.binds);
         Ok(Template {
             hidden,
             links,
@@ -268,6 +218,76 @@ impl Template {
             .iter()
             .all(|(dir, stamp)| DirStamp::of(dir).is_ok_and(|now| now == *stamp))
     }
+}
+
+/// The sandbox paths the mirror leaves alone (mount points, kernel directories, hidden paths,
+/// the shape's mount points and the `/run` links), and the directories made on the tmpfs
+/// before anything is mounted: every target and its parents (a link's parents only: the link
+/// is made last).
+fn tmpfs_layout(
+    shape: &Shape,
+    mounts: &[Mount],
+    hidden: &[PathBuf],
+    links: &[(PathBuf, PathBuf)],
+) -> (BTreeSet<PathBuf>, BTreeSet<PathBuf>) {
+    let mut targets: BTreeSet<PathBuf> = mounts.iter().map(|m| m.sandbox.clone()).collect();
+    targets.extend(KERNEL_DIRS.iter().map(PathBuf::from));
+    targets.extend(hidden.iter().cloned());
+    targets.extend(shape.mount_points.iter().cloned());
+    // Every target and its parents exist on the tmpfs before anything is mounted (a
+    // link's parents only: the link is made last).
+    let mut dirs = BTreeSet::new();
+    for target in &targets {
+        dirs.extend(
+            target
+                .ancestors()
+                .filter(|a| *a != Path::new("/"))
+                .map(Path::to_path_buf),
+        );
+    }
+    for (link, _) in links {
+        dirs.extend(
+            link.ancestors()
+                .skip(1)
+                .filter(|a| *a != Path::new("/"))
+                .map(Path::to_path_buf),
+        );
+        targets.insert(link.clone());
+    }
+    (targets, dirs)
+}
+
+/// The arguments after the mount points: the mirror's symlinks and the `/run` links, then the
+/// mirror's read-only binds, those that bring the most submounts along last. Returns them
+/// with the binds in that order.
+fn mirror_args(
+    symlinks: &[(PathBuf, PathBuf)],
+    links: &[(PathBuf, PathBuf)],
+    mut binds: Vec<(PathBuf, PathBuf)>,
+) -> (Vec<OsString>, Vec<(PathBuf, PathBuf)>) {
+    let mut tail = Vec::new();
+    let made_links = links.iter().map(|(link, target)| (target, link));
+    for (target, link) in symlinks.iter().map(|(t, l)| (t, l)).chain(made_links) {
+        push(
+            &mut tail,
+            ["--symlink".as_ref(), target.as_os_str(), link.as_os_str()],
+        );
+    }
+    // bwrap reads the whole mount table after every bind: the table grows least if the
+    // binds that bring submounts along come last.
+    let points = mount_points();
+    binds.sort_by_cached_key(|(host, _)| points.iter().filter(|p| p.starts_with(host)).count());
+    for (host, inside) in &binds {
+        push(
+            &mut tail,
+            [
+                "--ro-bind-try".as_ref(),
+                host.as_os_str(),
+                inside.as_os_str(),
+            ],
+        );
+    }
+    (tail, binds)
 }
 
 pub(super) fn push<'a>(args: &mut Vec<OsString>, items: impl IntoIterator<Item = &'a OsStr>) {
