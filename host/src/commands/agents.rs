@@ -49,13 +49,7 @@ fn install_targets(
 pub fn install(global: &GlobalArgs, cmd: &AgentsInstallCmd) -> anyhow::Result<i32> {
     let (config, runtime, setup) = super::invocation::load_registry(global)?;
     let registry = &setup.registry;
-    let cache = InstallCache::new(
-        runtime
-            .install_cache_dir
-            .as_ref()
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(InstallCache::default_root),
-    );
+    let cache = InstallCache::configured(runtime.install_cache_dir.as_deref());
     // Everything is checked before anything is installed.
     let targets = install_targets(&config, registry, cmd)?;
     let provider = registry.environment(&cmd.env).map_err(|e| anyhow!("{e}"))?;

@@ -17,13 +17,7 @@ pub(super) fn install_all(
     executor: &tokio::runtime::Runtime,
 ) -> anyhow::Result<()> {
     let runtime = &orchestration.runtime;
-    let cache = InstallCache::new(
-        runtime
-            .install_cache_dir
-            .as_ref()
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(InstallCache::default_root),
-    );
+    let cache = InstallCache::configured(runtime.install_cache_dir.as_deref());
     let ctx = HostServices::for_plugin("auto-install-dependencies").into_ctx();
     for run in &orchestration.requests {
         let request = &run.request;

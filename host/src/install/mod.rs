@@ -64,6 +64,15 @@ impl InstallCache {
         InstallCache { root: root.into() }
     }
 
+    /// The cache `runtime.install_cache_dir` names, else the [`default_root`](Self::default_root).
+    pub fn configured(install_cache_dir: Option<&str>) -> Self {
+        InstallCache::new(
+            install_cache_dir
+                .map(PathBuf::from)
+                .unwrap_or_else(InstallCache::default_root),
+        )
+    }
+
     /// The default root: `$XDG_CACHE_HOME/agentcompass-host/installs`, else
     /// `$HOME/.cache/agentcompass-host/installs`.
     pub fn default_root() -> PathBuf {

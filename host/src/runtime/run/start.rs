@@ -206,12 +206,8 @@ pub(in crate::runtime) fn request_context(
         egress_hosts: runtime.egress.hosts.clone(),
         copy: None,
         datasets: Default::default(),
-        install_cache: crate::install::InstallCache::new(
-            runtime
-                .install_cache_dir
-                .as_ref()
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(crate::install::InstallCache::default_root),
+        install_cache: crate::install::InstallCache::configured(
+            runtime.install_cache_dir.as_deref(),
         ),
     };
     Ok((rc, tasks))
