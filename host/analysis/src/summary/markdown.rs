@@ -2,7 +2,8 @@
 //! distributions (numeric statistics in one table per scope, value counts one table per
 //! field), line for line as upstream renders them.
 
-use super::{AnalysisSummary, FieldAgg, Scope, NO_CATEGORY, OVERALL};
+use super::distribution::{FieldAgg, Scope};
+use super::{AnalysisSummary, NO_CATEGORY, OVERALL};
 use crate::py::float_repr;
 
 /// Renders the summary.

@@ -3,6 +3,7 @@
 //! `RunStore.save_analysis_summary` from `testdata/scenario.json`: four tasks in two
 //! categories, two attempts each, one task without analysis data).
 
+use agentcompass_plugin_api::contracts::{ComponentInfo, JsonMap};
 use serde_json::{json, Value};
 
 use super::*;
