@@ -100,88 +100,122 @@ pub fn parse_params(value: &Value, known_ids: &[&str]) -> Result<AnalysisParams,
         Value::Object(map) => map,
         other => return Err(ParamsError::new(ROOT, "an object", json_type_name(other))),
     };
-    let known_list = || format!("one of the known analyzer ids ({})", known_ids.join(", "));
     for (key, value) in map {
         match key.as_str() {
             "analyzers" => {
-                let Some(ids) = id_list(key, value)? else {
-                    continue;
-                };
-                for (i, id) in ids.iter().enumerate() {
-                    if !known_ids.contains(&id.as_str()) {
-                        let found = if UPSTREAM_ONLY_IDS.contains(&id.as_str()) {
-                            format!(
-                                "{} (an upstream analyzer this host does not provide)",
-                                quoted(id)
-                            )
-                        } else {
-                            quoted(id)
-                        };
-                        return Err(ParamsError::new(
-                            format!("{ROOT}.analyzers[{i}]"),
-                            known_list(),
-                            found,
-                        ));
-                    }
-                }
-                params.analyzers = Some(ids);
-            }
-            "exclude_analyzers" => {
-                for (i, id) in id_list(key, value)?
-                    .unwrap_or_default()
-                    .into_iter()
-                    .enumerate()
-                {
-                    if known_ids.contains(&id.as_str()) {
-                        params.exclude_analyzers.push(id);
-                    } else if UPSTREAM_ONLY_IDS.contains(&id.as_str()) {
-                        params.ignored.push(id);
-                    } else {
-                        return Err(ParamsError::new(
-                            format!("{ROOT}.exclude_analyzers[{i}]"),
-                            known_list(),
-                            quoted(&id),
-                        ));
-                    }
+                if let Some(ids) = allow_list(key, value, known_ids)? {
+                    params.analyzers = Some(ids);
                 }
             }
-            "task_concurrency" => match value {
-                Value::Null => {}
-                Value::Number(n) if n.as_u64().is_some_and(|n| n >= 1) => {
-                    params.task_concurrency = n.as_u64();
+            "exclude_analyzers" => exclusions(&mut params, key, value, known_ids)?,
+            "task_concurrency" => {
+                if let Some(n) = task_concurrency(value)? {
+                    params.task_concurrency = Some(n);
                 }
-                other => {
-                    return Err(ParamsError::new(
-                        format!("{ROOT}.task_concurrency"),
-                        "a whole number >= 1",
-                        found_value(other),
-                    ))
-                }
-            },
-            id if known_ids.contains(&id) => match value {
-                Value::Null => {}
-                Value::Object(options) => {
+            }
+            id if known_ids.contains(&id) => {
+                if let Some(options) = analyzer_options(id, value)? {
                     params.options.insert(id.to_string(), options.clone());
                 }
-                other => {
-                    return Err(ParamsError::new(
-                        format!("{ROOT}.{id}"),
-                        "an object of analyzer options",
-                        json_type_name(other),
-                    ))
-                }
-            },
+            }
             id if UPSTREAM_ONLY_IDS.contains(&id) => params.ignored.push(id.to_string()),
             other => {
                 return Err(ParamsError::new(
                     format!("{ROOT}.{}", one_line_key(other)),
-                    format!("{} or {}", RESERVED_KEYS.join(", "), known_list()),
+                    format!("{} or {}", RESERVED_KEYS.join(", "), known_list(known_ids)),
                     "an unknown key",
                 ))
             }
         }
     }
     Ok(params)
+}
+
+/// What an analyzer-id entry must be: one of the known ids.
+fn known_list(known_ids: &[&str]) -> String {
+    format!("one of the known analyzer ids ({})", known_ids.join(", "))
+}
+
+/// `analyzers`: the allow-list (`null` = `None`), every id a known one.
+fn allow_list(
+    key: &str,
+    value: &Value,
+    known_ids: &[&str],
+) -> Result<Option<Vec<String>>, ParamsError> {
+    let Some(ids) = id_list(key, value)? else {
+        return Ok(None);
+    };
+    for (i, id) in ids.iter().enumerate() {
+        if !known_ids.contains(&id.as_str()) {
+            let found = if UPSTREAM_ONLY_IDS.contains(&id.as_str()) {
+                format!(
+                    "{} (an upstream analyzer this host does not provide)",
+                    quoted(id)
+                )
+            } else {
+                quoted(id)
+            };
+            return Err(ParamsError::new(
+                format!("{ROOT}.analyzers[{i}]"),
+                known_list(known_ids),
+                found,
+            ));
+        }
+    }
+    Ok(Some(ids))
+}
+
+/// `exclude_analyzers`: known ids are excluded, upstream-only ones ignored, others an error.
+fn exclusions(
+    params: &mut AnalysisParams,
+    key: &str,
+    value: &Value,
+    known_ids: &[&str],
+) -> Result<(), ParamsError> {
+    for (i, id) in id_list(key, value)?
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        if known_ids.contains(&id.as_str()) {
+            params.exclude_analyzers.push(id);
+        } else if UPSTREAM_ONLY_IDS.contains(&id.as_str()) {
+            params.ignored.push(id);
+        } else {
+            return Err(ParamsError::new(
+                format!("{ROOT}.exclude_analyzers[{i}]"),
+                known_list(known_ids),
+                quoted(&id),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `task_concurrency`: a whole number >= 1, or `null` (`None`).
+fn task_concurrency(value: &Value) -> Result<Option<u64>, ParamsError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Number(n) if n.as_u64().is_some_and(|n| n >= 1) => Ok(n.as_u64()),
+        other => Err(ParamsError::new(
+            format!("{ROOT}.task_concurrency"),
+            "a whole number >= 1",
+            found_value(other),
+        )),
+    }
+}
+
+/// `<AnalyzerId>`: an object of options, or `null` (`None`).
+fn analyzer_options<'v>(id: &str, value: &'v Value) -> Result<Option<&'v JsonMap>, ParamsError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::Object(options) => Ok(Some(options)),
+        other => Err(ParamsError::new(
+            format!("{ROOT}.{id}"),
+            "an object of analyzer options",
+            json_type_name(other),
+        )),
+    }
 }
 
 /// A list of analyzer ids (`null` = `None`).

@@ -153,6 +153,99 @@ fn basename(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// The `Type: message` lines of a traceback, in order.
+fn exception_lines(error: &str) -> Vec<(String, String)> {
+    EXC_LINE_RE
+        .as_ref()
+        .map(|re| {
+            re.captures_iter(error)
+                .map(|c| (c[1].to_string(), c[2].to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The frames of a traceback: where each starts, its file and its function.
+fn frames(error: &str) -> Vec<(usize, String, String)> {
+    FRAME_RE
+        .as_ref()
+        .map(|re| {
+            re.captures_iter(error)
+                .filter_map(|c| {
+                    let start = c.get(0)?.start();
+                    Some((start, c[1].to_string(), c[2].to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A frame's location, `file.py:function`.
+fn location((_, path, func): &(usize, String, String)) -> String {
+    format!("{}:{func}", basename(path))
+}
+
+/// A location, or `<unknown>` when there is none.
+fn or_unknown(loc: &str) -> String {
+    if loc.is_empty() {
+        "<unknown>".to_string()
+    } else {
+        loc.to_string()
+    }
+}
+
+/// The fingerprint of an error without a `Type: message` line: the whole text as its type,
+/// its normalization (or `<error>`) as the fingerprint.
+fn unparsed(out: &mut JsonMap, error: &str) {
+    let normalized = normalize(error.trim());
+    out.insert("error_type".into(), json!(error));
+    out.insert(
+        "error_fingerprint".into(),
+        json!(if normalized.is_empty() {
+            "<error>".to_string()
+        } else {
+            normalized
+        }),
+    );
+}
+
+/// One exception of a traceback: its type, message and innermost location.
+struct Raised<'e> {
+    /// The exception type (`ValueError`).
+    typ: &'e str,
+    /// Its message.
+    message: &'e str,
+    /// Its innermost frame (`file.py:function`, or empty).
+    location: String,
+}
+
+/// The message and fingerprint fields of a chained exception (`final`, caused by `cause`).
+fn chained_fields(out: &mut JsonMap, last: &Raised<'_>, last_msg_n: &str, cause: &Raised<'_>) {
+    let (cause_type, cause_msg) = (cause.typ, cause.message);
+    let cause_msg_n = normalize(cause_msg);
+    out.insert("error_cause_type".into(), json!(cause_type));
+    out.insert("error_cause_location".into(), json!(cause.location));
+    out.insert(
+        "error_cause".into(),
+        json!(format!("{cause_type}: {cause_msg}")),
+    );
+    out.insert(
+        "error_message_normalized".into(),
+        json!(format!(
+            "{last_msg_n} (caused by: {cause_type}: {cause_msg_n})"
+        )),
+    );
+    out.insert(
+        "error_fingerprint".into(),
+        json!(format!(
+            "{} @ {} (caused by: {cause_type} @ {})",
+            last.typ,
+            or_unknown(&last.location),
+            or_unknown(&cause.location)
+        )),
+    );
+}
+
 /// Upstream's `_traceback_fingerprint`: the final exception type and normalized message,
 /// the innermost frame, and the cause of a chained exception.
 fn fingerprint(error: &str) -> JsonMap {
@@ -171,86 +264,39 @@ fn fingerprint(error: &str) -> JsonMap {
     if error.trim().is_empty() {
         return out;
     }
-    let exc_lines: Vec<(String, String)> = EXC_LINE_RE
-        .as_ref()
-        .map(|re| {
-            re.captures_iter(error)
-                .map(|c| (c[1].to_string(), c[2].to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let frames: Vec<(usize, String, String)> = FRAME_RE
-        .as_ref()
-        .map(|re| {
-            re.captures_iter(error)
-                .filter_map(|c| {
-                    let start = c.get(0)?.start();
-                    Some((start, c[1].to_string(), c[2].to_string()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let exc_lines = exception_lines(error);
+    let frames = frames(error);
     let sep = CHAIN_SEP_RE.as_ref().and_then(|re| re.find(error));
     let Some((final_type, final_msg)) = exc_lines.last() else {
-        let normalized = normalize(error.trim());
-        out.insert("error_type".into(), json!(error));
-        out.insert(
-            "error_fingerprint".into(),
-            json!(if normalized.is_empty() {
-                "<error>".to_string()
-            } else {
-                normalized
-            }),
-        );
+        unparsed(&mut out, error);
         return out;
     };
     let chained = sep.is_some() && exc_lines.len() >= 2;
-    let final_loc = frames
-        .last()
-        .map(|(_, path, func)| format!("{}:{func}", basename(path)))
-        .unwrap_or_default();
+    let final_loc = frames.last().map(location).unwrap_or_default();
     let final_msg_n = normalize(final_msg);
     out.insert(
         "error_type".into(),
         json!(format!("{final_type}: {final_msg_n}")),
     );
     out.insert("error_location".into(), json!(final_loc));
-    let or_unknown = |loc: &str| {
-        if loc.is_empty() {
-            "<unknown>".to_string()
-        } else {
-            loc.to_string()
-        }
-    };
     match (chained, sep, exc_lines.first()) {
         (true, Some(sep), Some((cause_type, cause_msg))) => {
-            let cause_loc = frames
-                .iter()
-                .rev()
-                .find(|(start, _, _)| *start < sep.start())
-                .map(|(_, path, func)| format!("{}:{func}", basename(path)))
-                .unwrap_or_default();
-            let cause_msg_n = normalize(cause_msg);
-            out.insert("error_cause_type".into(), json!(cause_type));
-            out.insert("error_cause_location".into(), json!(cause_loc));
-            out.insert(
-                "error_cause".into(),
-                json!(format!("{cause_type}: {cause_msg}")),
-            );
-            out.insert(
-                "error_message_normalized".into(),
-                json!(format!(
-                    "{final_msg_n} (caused by: {cause_type}: {cause_msg_n})"
-                )),
-            );
-            out.insert(
-                "error_fingerprint".into(),
-                json!(format!(
-                    "{final_type} @ {} (caused by: {cause_type} @ {})",
-                    or_unknown(&final_loc),
-                    or_unknown(&cause_loc)
-                )),
-            );
+            let cause = Raised {
+                typ: cause_type,
+                message: cause_msg,
+                location: frames
+                    .iter()
+                    .rev()
+                    .find(|(start, _, _)| *start < sep.start())
+                    .map(location)
+                    .unwrap_or_default(),
+            };
+            let last = Raised {
+                typ: final_type,
+                message: final_msg,
+                location: final_loc,
+            };
+            chained_fields(&mut out, &last, &final_msg_n, &cause);
         }
         _ => {
             out.insert("error_message_normalized".into(), json!(final_msg_n));

@@ -346,7 +346,61 @@ pub(crate) fn writes_in_code(code: &str, depth: usize, shell: &dyn ShellReader) 
     out
 }
 
-/// What the call a literal is an argument of does with it.
+/// The call a literal (or a call enclosing it) is an argument of.
+struct Call<'c> {
+    /// Its opening `(`.
+    open: usize,
+    /// The `[` of the list argument the literal is in (`subprocess.run([...])`), if any.
+    list: Option<usize>,
+    /// Where the callee's name starts.
+    callee_start: usize,
+    /// The callee's name (`os.remove`, `open`).
+    callee: &'c str,
+    /// Its closing `)` (or where the search gave up).
+    close: usize,
+}
+
+/// The call whose argument list (directly, or through a list argument) encloses byte
+/// `pos`; `None` when `pos` is not inside a call.
+fn enclosing_call<'c>(code: &'c str, lits: &[Lit], pos: usize) -> Option<Call<'c>> {
+    let b = code.as_bytes();
+    let (open, bracket) = enclosing_open(b, lits, pos)?;
+    let (open, list) = match bracket {
+        b'(' => (open, None),
+        b'[' => match enclosing_open(b, lits, open) {
+            Some((call, b'(')) => (call, Some(open)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let (callee_start, callee) = callee_before(code, open);
+    let close = matching_close(b, lits, open);
+    Some(Call {
+        open,
+        list,
+        callee_start,
+        callee,
+        close,
+    })
+}
+
+/// Callees that build a path from their arguments (`os.path.join(...)`): the call that
+/// takes the built path decides.
+fn path_builder(callee: &str) -> bool {
+    matches!(
+        callee,
+        "os.path.join"
+            | "path.join"
+            | "path.resolve"
+            | "File.join"
+            | "os.path.abspath"
+            | "os.path.realpath"
+            | "os.path.expanduser"
+    )
+}
+
+/// What the call a literal is an argument of does with it; looks outward through path
+/// objects and path builders (at most 4 calls).
 fn literal_writes(
     code: &str,
     lits: &[Lit],
@@ -355,43 +409,17 @@ fn literal_writes(
     shell: &dyn ShellReader,
 ) -> Vec<Write> {
     let b = code.as_bytes();
-    let perl_path = lit
-        .value
-        .trim_start_matches(['+', '>', '<'])
-        .trim()
-        .to_string();
-    let perl_prefixed =
-        lit.value.trim_start().starts_with('>') || lit.value.trim_start().starts_with("+<");
     let mut pos = lit.start;
     for _ in 0..4 {
-        let Some((open, bracket)) = enclosing_open(b, lits, pos) else {
+        let Some(call) = enclosing_call(code, lits, pos) else {
             return Vec::new();
         };
-        let (open, list) = match bracket {
-            b'(' => (open, None),
-            b'[' => match enclosing_open(b, lits, open) {
-                Some((call, b'(')) => (call, Some(open)),
-                _ => return Vec::new(),
-            },
-            _ => return Vec::new(),
-        };
-        let (callee_start, callee) = callee_before(code, open);
-        let close = matching_close(b, lits, open);
-        let in_call = |l: &&Lit| l.start > open && l.end <= close.max(open + 1);
+        let callee = call.callee;
         if shell_runner(callee) {
-            if let Some(list_open) = list {
-                let list_close = matching_close(b, lits, list_open);
-                let argv: Vec<String> = lits
-                    .iter()
-                    .filter(|l| l.start > list_open && l.end <= list_close)
-                    .map(|l| l.value.clone())
-                    .collect();
-                return shell.argv(&argv, depth + 1);
-            }
-            return shell.script(&lit.value, depth + 1);
+            return shell_call_writes(code, lits, lit, &call, depth, shell);
         }
         let (last, _) = segments(callee);
-        let index = arg_index(b, lits, open, pos);
+        let index = arg_index(b, lits, call.open, pos);
         if matches!(last, "open" | "fopen" | "sysopen")
             && (callee == last
                 || matches!(
@@ -399,50 +427,13 @@ fn literal_writes(
                     "io.open" | "codecs.open" | "os.open" | "File.open" | "IO.open"
                 ))
         {
-            let call_text = code.get(open..close.min(b.len())).unwrap_or_default();
-            let writes = perl_prefixed
-                || lits
-                    .iter()
-                    .filter(in_call)
-                    .any(|l| l.start != lit.start && write_mode(&l.value))
-                || ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"]
-                    .iter()
-                    .any(|f| call_text.contains(f));
-            return if writes {
-                vec![Write::new(
-                    if perl_prefixed {
-                        &perl_path
-                    } else {
-                        &lit.value
-                    },
-                    "open()",
-                    Kind::Modify,
-                )]
-            } else {
-                Vec::new()
-            };
+            return open_call_writes(code, lits, lit, &call);
         }
         if matches!(last, "Path" | "PosixPath" | "PurePath" | "PurePosixPath") {
-            let rest = code.get(close.min(b.len())..).unwrap_or_default();
-            let statement = rest.split(['\n', ';']).next().unwrap_or_default();
-            for (method, kind) in PATH_METHODS {
-                if statement.contains(method) {
-                    return vec![Write::new(
-                        &lit.value,
-                        format!("Path{}()", &method[..method.len() - 1]),
-                        *kind,
-                    )];
-                }
+            if let Some(writes) = path_object_writes(code, lit, &call) {
+                return writes;
             }
-            if let Some(at) = statement.find(".open(") {
-                if literals(&statement[at..])
-                    .iter()
-                    .any(|l| write_mode(&l.value))
-                {
-                    return vec![Write::new(&lit.value, "Path.open()", Kind::Modify)];
-                }
-            }
-            pos = callee_start;
+            pos = call.callee_start;
             continue;
         }
         if let Some(kind) = mutator(callee) {
@@ -451,17 +442,8 @@ fn literal_writes(
         if copier(callee) && index >= 1 {
             return vec![Write::new(&lit.value, format!("{callee}()"), Kind::Modify)];
         }
-        if matches!(
-            callee,
-            "os.path.join"
-                | "path.join"
-                | "path.resolve"
-                | "File.join"
-                | "os.path.abspath"
-                | "os.path.realpath"
-                | "os.path.expanduser"
-        ) {
-            pos = callee_start;
+        if path_builder(callee) {
+            pos = call.callee_start;
             continue;
         }
         return Vec::new();
@@ -469,99 +451,85 @@ fn literal_writes(
     Vec::new()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::commands::Shell;
-    use super::*;
-
-    fn found(code: &str) -> Vec<(String, String)> {
-        writes_in_code(code, 0, &Shell)
-            .into_iter()
-            .map(|w| (w.path, w.op))
-            .collect()
+/// A shell runner (`os.system(s)`, `subprocess.run([...])`): what its argument list, or
+/// else the literal as a script, writes.
+fn shell_call_writes(
+    code: &str,
+    lits: &[Lit],
+    lit: &Lit,
+    call: &Call<'_>,
+    depth: usize,
+    shell: &dyn ShellReader,
+) -> Vec<Write> {
+    if let Some(list_open) = call.list {
+        let list_close = matching_close(code.as_bytes(), lits, list_open);
+        let argv: Vec<String> = lits
+            .iter()
+            .filter(|l| l.start > list_open && l.end <= list_close)
+            .map(|l| l.value.clone())
+            .collect();
+        return shell.argv(&argv, depth + 1);
     }
+    shell.script(&lit.value, depth + 1)
+}
 
-    fn p(path: &str, op: &str) -> (String, String) {
-        (path.to_string(), op.to_string())
+/// An `open(...)` call: a write when it opens for writing (a write mode among its literal
+/// arguments, an `O_WRONLY`-style flag, or Perl's `>`/`+<` prefix on the path).
+fn open_call_writes(code: &str, lits: &[Lit], lit: &Lit, call: &Call<'_>) -> Vec<Write> {
+    let b = code.as_bytes();
+    let (open, close) = (call.open, call.close);
+    let perl_path = lit
+        .value
+        .trim_start_matches(['+', '>', '<'])
+        .trim()
+        .to_string();
+    let perl_prefixed =
+        lit.value.trim_start().starts_with('>') || lit.value.trim_start().starts_with("+<");
+    let in_call = |l: &&Lit| l.start > open && l.end <= close.max(open + 1);
+    let call_text = code.get(open..close.min(b.len())).unwrap_or_default();
+    let writes = perl_prefixed
+        || lits
+            .iter()
+            .filter(in_call)
+            .any(|l| l.start != lit.start && write_mode(&l.value))
+        || ["O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"]
+            .iter()
+            .any(|f| call_text.contains(f));
+    if !writes {
+        return Vec::new();
     }
+    vec![Write::new(
+        if perl_prefixed {
+            &perl_path
+        } else {
+            &lit.value
+        },
+        "open()",
+        Kind::Modify,
+    )]
+}
 
-    #[test]
-    fn python_writes_and_reads() {
-        assert_eq!(
-            found("with open('/logs/verifier/reward.txt', 'w') as f:\n    f.write('1')"),
-            vec![p("/logs/verifier/reward.txt", "open()")]
-        );
-        assert_eq!(
-            found("open(\"/tests/test_outputs.py\", mode=\"a+\")"),
-            vec![p("/tests/test_outputs.py", "open()")]
-        );
-        assert_eq!(
-            found("print(open('/tests/test.sh').read())\nopen('/tests/x', 'rb')"),
-            vec![]
-        );
-        assert_eq!(
-            found("import os\nos.remove('/tests/test_outputs.py')"),
-            vec![p("/tests/test_outputs.py", "os.remove()")]
-        );
-        assert_eq!(
-            found("from pathlib import Path\nPath('/logs/verifier/reward.json').write_text('{}')"),
-            vec![p("/logs/verifier/reward.json", "Path.write_text()")]
-        );
-        assert_eq!(found("Path('/tests/a.py').read_text()"), vec![]);
-        assert_eq!(
-            found("open(os.path.join('/tests', 'x.py'), 'w')"),
-            vec![p("/tests", "open()")]
-        );
-        assert_eq!(found("shutil.copy('/tests/a.py', '/tmp/a.py')"), vec![]);
-        assert_eq!(
-            found("shutil.copy('/tmp/a.py', '/tests/a.py')"),
-            vec![p("/tests/a.py", "shutil.copy()")]
-        );
-        assert_eq!(
-            found("os.system('echo 1 > /logs/verifier/reward.txt')"),
-            vec![p("/logs/verifier/reward.txt", "redirect")]
-        );
-        assert_eq!(
-            found("subprocess.run(['rm', '-rf', '/tests'])"),
-            vec![p("/tests", "rm")]
-        );
-        assert_eq!(found("s = '/tests/x'.replace('/tests/', '')"), vec![]);
-        assert_eq!(found("x = \"\"\"open('/tests/a', 'w')\"\"\""), vec![]);
-    }
-
-    #[test]
-    fn other_languages() {
-        assert_eq!(
-            found("require('fs').writeFileSync('/logs/verifier/reward.txt', '1')"),
-            vec![p("/logs/verifier/reward.txt", ".writeFileSync()")]
-        );
-        assert_eq!(
-            found("open(my $fh, '>', '/tests/t.py'); unlink('/tests/u.py');"),
-            vec![p("/tests/t.py", "open()"), p("/tests/u.py", "unlink()")]
-        );
-        assert_eq!(
-            found("open(FH, \">/logs/verifier/reward.txt\")"),
-            vec![p("/logs/verifier/reward.txt", "open()")]
-        );
-        assert_eq!(
-            found("File.write('/tests/a.rb', 'x')"),
-            vec![p("/tests/a.rb", "File.write()")]
-        );
-    }
-
-    #[test]
-    fn junk_is_harmless() {
-        for junk in [
-            "'",
-            "\"\"\"",
-            "open(",
-            ")(((",
-            "os.remove('/tests",
-            "\\",
-            "`/tests`",
-            "#'\n'/tests'",
-        ] {
-            let _ = writes_in_code(junk, 0, &Shell);
+/// A path object (`Path(p)`): what the method called on it in the same statement writes
+/// (`.write_text()`, `.unlink()`, `.open('w')`); `None` when no writing method is called
+/// (the enclosing call then decides).
+fn path_object_writes(code: &str, lit: &Lit, call: &Call<'_>) -> Option<Vec<Write>> {
+    let rest = code.get(call.close.min(code.len())..).unwrap_or_default();
+    let statement = rest.split(['\n', ';']).next().unwrap_or_default();
+    for (method, kind) in PATH_METHODS {
+        if statement.contains(method) {
+            return Some(vec![Write::new(
+                &lit.value,
+                format!("Path{}()", &method[..method.len() - 1]),
+                *kind,
+            )]);
         }
     }
+    let at = statement.find(".open(")?;
+    literals(&statement[at..])
+        .iter()
+        .any(|l| write_mode(&l.value))
+        .then(|| vec![Write::new(&lit.value, "Path.open()", Kind::Modify)])
 }
+
+#[cfg(test)]
+mod tests;
