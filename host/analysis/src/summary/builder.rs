@@ -14,9 +14,8 @@ use crate::py::truthy;
 
 /// Builds the summary one task at a time. Its memory does not grow with the task count
 /// except for the bad-case task files the output lists: a `value_counts` field tracks at most
-/// [`MAX_DISTINCT`](super::distribution::MAX_DISTINCT) distinct values and a `numeric_stats`
-/// field keeps at most [`MAX_VALUES`](super::distribution::MAX_VALUES) values (every value up
-/// to that, so upstream's p50/p90/p95 — interpolated between exact order statistics — are
+/// 4,096 distinct values and a `numeric_stats` field keeps at most 4,096 values (every value
+/// up to that, so upstream's p50/p90/p95 — interpolated between exact order statistics — are
 /// exact on runs of up to 4,096 tasks; beyond, from a uniform sample).
 #[derive(Debug, Clone)]
 pub struct SummaryBuilder {
