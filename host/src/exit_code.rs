@@ -2,9 +2,6 @@
 
 use agentcompass_results::store::StoreError;
 
-use crate::install::InstallError;
-use crate::runtime::RunError;
-
 /// Everything completed.
 pub const SUCCESS: i32 = 0;
 /// The run failed (a request failed, a task ended with a final FATAL issue, the deadline
@@ -38,77 +35,21 @@ impl ExitStatus for StoreError {
     }
 }
 
-impl ExitStatus for RunError {
-    fn exit_code(&self) -> i32 {
-        match self {
-            RunError::Request { error, .. } => error.exit_code(),
-            RunError::Store(error) => error.exit_code(),
-            _ => USAGE,
-        }
-    }
-}
-
-impl ExitStatus for InstallError {
-    fn exit_code(&self) -> i32 {
-        match self {
-            InstallError::Cancelled => CANCELLED,
-            InstallError::Failed(_) | InstallError::TimedOut { .. } => FAILURE,
-        }
-    }
-}
-
-/// The exit code of the first error in `chain` (an error and its sources) that knows its
-/// own; [`USAGE`] when none does.
-pub fn exit_code_of<'a>(
-    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
-) -> i32 {
-    chain
-        .into_iter()
-        .find_map(|cause| {
-            None.or_else(|| cause.downcast_ref::<RunError>().map(ExitStatus::exit_code))
-                .or_else(|| {
-                    cause
-                        .downcast_ref::<StoreError>()
-                        .map(ExitStatus::exit_code)
-                })
-                .or_else(|| {
-                    cause
-                        .downcast_ref::<InstallError>()
-                        .map(ExitStatus::exit_code)
-                })
-        })
-        .unwrap_or(USAGE)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn machine_failures_are_1_refusals_2() {
+    fn store_io_failures_are_1_other_refusals_2() {
         let io = StoreError::Io {
             op: "create directory",
             path: "/results".into(),
             cause: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
         };
         assert_eq!(io.exit_code(), FAILURE);
-        let nested = RunError::Request {
-            name: "a".into(),
-            error: Box::new(RunError::Store(io)),
+        let taken = StoreError::RunExists {
+            path: "/results/run".into(),
         };
-        assert_eq!(
-            exit_code_of([&nested as &(dyn std::error::Error + 'static)]),
-            FAILURE
-        );
-        let refused = RunError::Refused("--run-id: taken".into());
-        assert_eq!(
-            exit_code_of([&refused as &(dyn std::error::Error + 'static)]),
-            USAGE
-        );
-        assert_eq!(
-            exit_code_of([&InstallError::Cancelled as &(dyn std::error::Error + 'static)]),
-            CANCELLED
-        );
-        assert_eq!(exit_code_of(std::iter::empty()), USAGE);
+        assert_eq!(taken.exit_code(), USAGE);
     }
 }

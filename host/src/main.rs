@@ -33,10 +33,35 @@ fn main() -> ExitCode {
         Err(err) => {
             let message = format!("{err:#}");
             eprintln!("error: {}", agentcompass_plugin_api::one_line(&message));
-            let code = agentcompass_host::exit_code::exit_code_of(err.chain());
+            let code = exit_code_of(&err);
             ExitCode::from(u8::try_from(code).unwrap_or(1))
         }
     }
+}
+
+/// The exit code of the first error of `err`'s chain that knows its own (a machine failure:
+/// 1; a cancelled install: 130); a refusal of bad input otherwise (2).
+fn exit_code_of(err: &anyhow::Error) -> i32 {
+    use agentcompass_host::exit_code::{ExitStatus, USAGE};
+    err.chain()
+        .find_map(|cause| {
+            None.or_else(|| {
+                cause
+                    .downcast_ref::<agentcompass_host::runtime::RunError>()
+                    .map(ExitStatus::exit_code)
+            })
+            .or_else(|| {
+                cause
+                    .downcast_ref::<agentcompass_results::store::StoreError>()
+                    .map(ExitStatus::exit_code)
+            })
+            .or_else(|| {
+                cause
+                    .downcast_ref::<agentcompass_host::install::InstallError>()
+                    .map(ExitStatus::exit_code)
+            })
+        })
+        .unwrap_or(USAGE)
 }
 
 /// Help and version print as clap renders them; a usage error is one `error: ` line on stderr

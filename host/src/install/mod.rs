@@ -52,6 +52,15 @@ pub enum InstallError {
     Cancelled,
 }
 
+impl crate::exit_code::ExitStatus for InstallError {
+    fn exit_code(&self) -> i32 {
+        match self {
+            InstallError::Cancelled => crate::exit_code::CANCELLED,
+            InstallError::Failed(_) | InstallError::TimedOut { .. } => crate::exit_code::FAILURE,
+        }
+    }
+}
+
 /// The machine's install cache.
 #[derive(Debug, Clone)]
 pub struct InstallCache {

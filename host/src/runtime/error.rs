@@ -5,7 +5,18 @@ use agentcompass_plugin_api::Error;
 use agentcompass_results::store::StoreError;
 
 use crate::config::ConfigError;
+use crate::exit_code::{ExitStatus, USAGE};
 use crate::planner::PlanError;
+
+impl ExitStatus for RunError {
+    fn exit_code(&self) -> i32 {
+        match self {
+            RunError::Request { error, .. } => error.exit_code(),
+            RunError::Store(error) => error.exit_code(),
+            _ => USAGE,
+        }
+    }
+}
 
 /// A request's failure, one line naming what failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,7 +56,7 @@ pub enum RunError {
     Store(#[from] StoreError),
     /// The Slurm executor's files, secrets or submissions.
     #[error(transparent)]
-    Cluster(#[from] crate::runtime::cluster::error::ClusterRunError),
+    Cluster(#[from] crate::runtime::cluster_error::ClusterRunError),
     /// Any other refusal, already one line naming its field or component.
     #[error("{0}")]
     Refused(String),
@@ -63,5 +74,26 @@ impl RunError {
                 error: Box::new(self),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit_code::FAILURE;
+
+    #[test]
+    fn a_store_failure_of_a_named_request_exits_1_a_refusal_2() {
+        let io = StoreError::Io {
+            op: "create directory",
+            path: "/results".into(),
+            cause: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+        };
+        let nested = RunError::Request {
+            name: "a".into(),
+            error: Box::new(RunError::Store(io)),
+        };
+        assert_eq!(nested.exit_code(), FAILURE);
+        assert_eq!(RunError::Refused("--run-id: taken".into()).exit_code(), USAGE);
     }
 }

@@ -8,6 +8,7 @@ mod blocking;
 pub mod breaker;
 pub mod cluster;
 pub mod cluster_copy;
+pub mod cluster_error;
 mod context;
 mod error;
 #[cfg(test)]

@@ -11,8 +11,8 @@ use agentcompass_plugin_api::contracts::RunRequest;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::error::ClusterRunError;
 use crate::request::ResolvedRuntimeOptions;
+use crate::runtime::cluster_error::ClusterRunError;
 
 /// `schema_version` of the handoff file.
 pub const HANDOFF_SCHEMA: &str = "agentcompass.cluster.request.v1";

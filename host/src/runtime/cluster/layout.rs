@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::ClusterRunError;
+use crate::runtime::cluster_error::ClusterRunError;
 
 /// The directory under the run directory.
 pub const CLUSTER_DIR: &str = ".cluster";

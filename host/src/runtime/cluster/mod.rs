@@ -15,7 +15,6 @@
 //! `--reuse` or `cluster list` reads to find jobs a dead coordinator left behind.
 
 mod coordinator;
-pub mod error;
 mod events;
 pub(in crate::runtime) mod handoff;
 pub mod layout;
@@ -25,7 +24,7 @@ pub(in crate::runtime) mod unit;
 
 pub(in crate::runtime) use coordinator::run_all;
 
-use error::ClusterRunError;
+use crate::runtime::cluster_error::ClusterRunError;
 
 /// Checks, before anything is written, that a Slurm run can start: `SLURM_CONF` (when set)
 /// names a file, the results directory is inside `runtime.slurm.shared_dir` (when set), and

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::error::ClusterRunError;
+use crate::runtime::cluster_error::ClusterRunError;
 
 pub use agentcompass_schema::cluster::{Unit, UnitTask, UNIT_SCHEMA};
 

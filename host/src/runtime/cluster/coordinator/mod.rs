@@ -19,12 +19,12 @@ use agentcompass_cluster::{JobState, SlurmCli};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::error::ClusterRunError;
 use super::events::Tail;
 use super::handoff::{split_secrets, Handoff, HANDOFF_SCHEMA, SECRETS_VAR};
 use super::layout::ClusterDir;
 use super::shares::{job_runtime, shares, Shares};
 use super::unit::UnitTask;
+use crate::runtime::cluster_error::ClusterRunError;
 use crate::runtime::context::RequestContext;
 use crate::runtime::shared::{Scheduled, Shared};
 use crate::runtime::task_source::TaskSource;

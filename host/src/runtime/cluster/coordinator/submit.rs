@@ -8,9 +8,9 @@ use agentcompass_results::naming::task_dir_name;
 use serde_json::{json, Map};
 
 use super::{Coordinator, Job, Pending};
-use crate::runtime::cluster::error::ClusterRunError;
 use crate::runtime::cluster::events::Tail;
 use crate::runtime::cluster::unit::{write_unit, Unit, UnitTask, UNIT_SCHEMA};
+use crate::runtime::cluster_error::ClusterRunError;
 
 impl Coordinator<'_> {
     /// Submits jobs until `max_jobs` are in flight or no task is left.
