@@ -179,131 +179,25 @@ impl AgentCli {
 
     /// How to start one unattended run.
     pub(crate) fn launch(self, input: &LaunchInput<'_>) -> Launch {
-        let mount = self.mount_path();
-        let home = self.home();
-        let endpoint = input.endpoint;
-        let mut env = BTreeMap::from([("HOME".to_string(), home.clone())]);
-        let mut set = |key: &str, value: &str| {
-            env.insert(key.to_string(), value.to_string());
+        let mut setup = Setup::new(self, input);
+        let argv = match self {
+            AgentCli::ClaudeCode => claude_code(&mut setup, input),
+            AgentCli::Codex => codex(&mut setup, input),
+            AgentCli::MiniSweAgent => mini_swe_agent(&mut setup, input),
+            AgentCli::QwenCode => qwen_code(&mut setup, input),
         };
-        let mut dirs = vec![home.clone(), self.log_dir()];
-        let mut files = Vec::new();
-        let retries = input.retries.to_string();
-        let mut argv: Vec<String> = match self {
-            AgentCli::ClaudeCode => {
-                let base = endpoint.base_url.trim_end_matches('/');
-                set(
-                    "ANTHROPIC_BASE_URL",
-                    base.strip_suffix("/v1").unwrap_or(base),
-                );
-                set("ANTHROPIC_API_KEY", &endpoint.api_key);
-                set("CLAUDE_CONFIG_DIR", &format!("{home}/config"));
-                // The one switch that stops telemetry, error reports, update checks and the
-                // connectivity probe; IS_SANDBOX lets root skip permission prompts.
-                set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-                set("IS_SANDBOX", "1");
-                set("CLAUDE_CODE_MAX_RETRIES", &retries);
-                strings([
-                    &format!("{mount}/node_modules/.bin/claude"),
-                    "-p",
-                    input.prompt,
-                    "--output-format",
-                    "stream-json",
-                    "--verbose",
-                    "--dangerously-skip-permissions",
-                    "--model",
-                    &endpoint.model,
-                ])
-            }
-            AgentCli::Codex => {
-                let codex_home = format!("{home}/codex");
-                dirs.push(codex_home.clone());
-                set("CODEX_HOME", &codex_home);
-                set("AGENTCOMPASS_CODEX_KEY", &endpoint.api_key);
-                let provider = format!(
-                    "model_providers.agentcompass={{name=\"agentcompass\",base_url={},\
-                     env_key=\"AGENTCOMPASS_CODEX_KEY\",wire_api=\"responses\",\
-                     request_max_retries={retries},stream_max_retries={retries}}}",
-                    json!(endpoint.base_url)
-                );
-                strings([
-                    &format!("{mount}/node_modules/.bin/codex"),
-                    "exec",
-                    "--json",
-                    "--skip-git-repo-check",
-                    "--dangerously-bypass-approvals-and-sandbox",
-                    "--ephemeral",
-                    "-c",
-                    "model_provider=agentcompass",
-                    "-c",
-                    &provider,
-                    "-c",
-                    "analytics.enabled=false",
-                    "-c",
-                    "check_for_update_on_startup=false",
-                    "--disable",
-                    "plugins",
-                    "-m",
-                    &endpoint.model,
-                    input.prompt,
-                ])
-            }
-            AgentCli::MiniSweAgent => {
-                set("OPENAI_API_KEY", &endpoint.api_key);
-                set("MSWEA_CONFIGURED", "true");
-                set("MSWEA_COST_TRACKING", "ignore_errors");
-                set("MSWEA_SILENT_STARTUP", "1");
-                set("MSWEA_GLOBAL_CONFIG_DIR", &format!("{home}/config"));
-                set(
-                    "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT",
-                    &(input.retries + 1).to_string(),
-                );
-                set("LITELLM_LOCAL_MODEL_COST_MAP", "True");
-                let trajectory = self.trajectory_file();
-                strings([
-                    &format!("{mount}/bin/python"),
-                    "-m",
-                    "minisweagent.run.mini",
-                    "-y",
-                    "--exit-immediately",
-                    "-m",
-                    &format!("openai/{}", endpoint.model),
-                    "-c",
-                    "mini.yaml",
-                    "-c",
-                    &format!("model.model_kwargs.api_base={}", endpoint.base_url),
-                    "-o",
-                    &trajectory,
-                    "-t",
-                    input.prompt,
-                ])
-            }
-            AgentCli::QwenCode => {
-                let qwen_home = format!("{home}/qwen");
-                set("QWEN_HOME", &qwen_home);
-                set("OPENAI_API_KEY", &endpoint.api_key);
-                set("OPENAI_BASE_URL", &endpoint.base_url);
-                set("OPENAI_MODEL", &endpoint.model);
-                set("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
-                set("QWEN_USAGE_STATISTICS_ENABLED", "false");
-                let settings = json!({
-                    "general": {"enableAutoUpdate": false},
-                    "privacy": {"usageStatisticsEnabled": false},
-                    "telemetry": {"enabled": false},
-                    "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
-                });
-                files.push((format!("{qwen_home}/settings.json"), settings.to_string()));
-                strings([
-                    &format!("{mount}/node_modules/.bin/qwen"),
-                    "--auth-type",
-                    "openai",
-                    "--yolo",
-                    "-o",
-                    "stream-json",
-                    input.prompt,
-                ])
-            }
-        };
+        let argv = self.with_extra_args(argv, input);
+        Launch {
+            argv,
+            env: setup.env,
+            dirs: setup.dirs,
+            files: setup.files,
+        }
+    }
+
+    /// `argv` with the turn limit (for the agents that take one) and the extra arguments
+    /// added, before a trailing positional prompt.
+    fn with_extra_args(self, mut argv: Vec<String>, input: &LaunchInput<'_>) -> Vec<String> {
         // Extra arguments go before a trailing positional prompt.
         let prompt_last = matches!(self, AgentCli::Codex | AgentCli::QwenCode);
         let at = if prompt_last {
@@ -320,13 +214,175 @@ impl AgentCli {
         };
         extra.extend(input.extra_args.iter().cloned());
         argv.splice(at..at, extra);
-        Launch {
-            argv,
-            env,
-            dirs,
-            files,
+        argv
+    }
+}
+
+/// A launch being assembled: where the agent is and what it gets besides its command line.
+struct Setup {
+    /// The agent's mount path.
+    mount: String,
+    /// The agent's fresh home.
+    home: String,
+    /// The agent's own retries, as text.
+    retries: String,
+    /// Its environment variables so far.
+    env: BTreeMap<String, String>,
+    /// The directories made before it starts, so far.
+    dirs: Vec<String>,
+    /// The files written before it starts, so far.
+    files: Vec<(String, String)>,
+}
+
+impl Setup {
+    /// The start of `agent`'s launch: `HOME` set, its home and log directory made.
+    fn new(agent: AgentCli, input: &LaunchInput<'_>) -> Setup {
+        let home = agent.home();
+        Setup {
+            mount: agent.mount_path(),
+            env: BTreeMap::from([("HOME".to_string(), home.clone())]),
+            dirs: vec![home.clone(), agent.log_dir()],
+            home,
+            retries: input.retries.to_string(),
+            files: Vec::new(),
         }
     }
+
+    /// Sets the environment variable `key` to `value`.
+    fn set(&mut self, key: &str, value: &str) {
+        self.env.insert(key.to_string(), value.to_string());
+    }
+}
+
+/// Claude Code's settings and command line (`claude -p`).
+fn claude_code(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
+    let endpoint = input.endpoint;
+    let home = setup.home.clone();
+    let retries = setup.retries.clone();
+    let base = endpoint.base_url.trim_end_matches('/');
+    setup.set(
+        "ANTHROPIC_BASE_URL",
+        base.strip_suffix("/v1").unwrap_or(base),
+    );
+    setup.set("ANTHROPIC_API_KEY", &endpoint.api_key);
+    setup.set("CLAUDE_CONFIG_DIR", &format!("{home}/config"));
+    // The one switch that stops telemetry, error reports, update checks and the
+    // connectivity probe; IS_SANDBOX lets root skip permission prompts.
+    setup.set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+    setup.set("IS_SANDBOX", "1");
+    setup.set("CLAUDE_CODE_MAX_RETRIES", &retries);
+    strings([
+        &format!("{}/node_modules/.bin/claude", setup.mount),
+        "-p",
+        input.prompt,
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "--model",
+        &endpoint.model,
+    ])
+}
+
+/// Codex's settings and command line (`codex exec --json`, its own model provider).
+fn codex(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
+    let endpoint = input.endpoint;
+    let retries = &setup.retries;
+    let codex_home = format!("{}/codex", setup.home);
+    let provider = format!(
+        "model_providers.agentcompass={{name=\"agentcompass\",base_url={},\
+         env_key=\"AGENTCOMPASS_CODEX_KEY\",wire_api=\"responses\",\
+         request_max_retries={retries},stream_max_retries={retries}}}",
+        json!(endpoint.base_url)
+    );
+    setup.dirs.push(codex_home.clone());
+    setup.set("CODEX_HOME", &codex_home);
+    setup.set("AGENTCOMPASS_CODEX_KEY", &endpoint.api_key);
+    strings([
+        &format!("{}/node_modules/.bin/codex", setup.mount),
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "--ephemeral",
+        "-c",
+        "model_provider=agentcompass",
+        "-c",
+        &provider,
+        "-c",
+        "analytics.enabled=false",
+        "-c",
+        "check_for_update_on_startup=false",
+        "--disable",
+        "plugins",
+        "-m",
+        &endpoint.model,
+        input.prompt,
+    ])
+}
+
+/// mini-swe-agent's settings and command line (`python -m minisweagent.run.mini`).
+fn mini_swe_agent(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
+    let endpoint = input.endpoint;
+    let home = setup.home.clone();
+    setup.set("OPENAI_API_KEY", &endpoint.api_key);
+    setup.set("MSWEA_CONFIGURED", "true");
+    setup.set("MSWEA_COST_TRACKING", "ignore_errors");
+    setup.set("MSWEA_SILENT_STARTUP", "1");
+    setup.set("MSWEA_GLOBAL_CONFIG_DIR", &format!("{home}/config"));
+    setup.set(
+        "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT",
+        &(input.retries + 1).to_string(),
+    );
+    setup.set("LITELLM_LOCAL_MODEL_COST_MAP", "True");
+    let trajectory = AgentCli::MiniSweAgent.trajectory_file();
+    strings([
+        &format!("{}/bin/python", setup.mount),
+        "-m",
+        "minisweagent.run.mini",
+        "-y",
+        "--exit-immediately",
+        "-m",
+        &format!("openai/{}", endpoint.model),
+        "-c",
+        "mini.yaml",
+        "-c",
+        &format!("model.model_kwargs.api_base={}", endpoint.base_url),
+        "-o",
+        &trajectory,
+        "-t",
+        input.prompt,
+    ])
+}
+
+/// Qwen Code's settings, its `settings.json` and command line (one-shot prompt).
+fn qwen_code(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
+    let endpoint = input.endpoint;
+    let qwen_home = format!("{}/qwen", setup.home);
+    setup.set("QWEN_HOME", &qwen_home);
+    setup.set("OPENAI_API_KEY", &endpoint.api_key);
+    setup.set("OPENAI_BASE_URL", &endpoint.base_url);
+    setup.set("OPENAI_MODEL", &endpoint.model);
+    setup.set("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
+    setup.set("QWEN_USAGE_STATISTICS_ENABLED", "false");
+    let settings = json!({
+        "general": {"enableAutoUpdate": false},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
+    });
+    setup
+        .files
+        .push((format!("{qwen_home}/settings.json"), settings.to_string()));
+    strings([
+        &format!("{}/node_modules/.bin/qwen", setup.mount),
+        "--auth-type",
+        "openai",
+        "--yolo",
+        "-o",
+        "stream-json",
+        input.prompt,
+    ])
 }
 
 /// `items` as owned strings.

@@ -12,7 +12,7 @@ use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
-use super::agents::{AgentCli, LaunchInput, Record};
+use super::agents::{AgentCli, Launch, LaunchInput, Record};
 use super::settings::Settings;
 use crate::cli_agent::instruction_text;
 use crate::text::{one_line_tail, scrub};
@@ -71,8 +71,52 @@ pub(super) async fn run(
         extra_args: &settings.extra_args,
         max_turns: settings.max_turns,
     });
+    let mut request = exec_request(agent, &launch, prepared);
+    let timeout = agent_timeout(plan, started);
+    request.timeout_seconds = timeout;
+    if ctx.is_cancelled() {
+        return Err(Error::cancelled());
+    }
+    ctx.progress(json!({"step": "running agent", "agent": id, "task_id": prepared.task_id}));
+    let outcome = env.exec(request).await.map_err(|e| {
+        Error::new(
+            e.kind,
+            format!(
+                "{id}: running the agent: {}",
+                scrub(&e.message, &endpoint.api_key)
+            ),
+        )
+    })?;
+    let mut result = RunResult::new(prepared.task_id.clone());
+    result.category = prepared.category.clone();
+    record_telemetry(agent, settings, &outcome, started, &mut result);
+    let transcript = read_transcript(agent, ctx, env, &endpoint.api_key, &mut result).await;
+    let stderr = read_scrubbed(
+        ctx,
+        env,
+        &format!("{}/stderr.log", agent.log_dir()),
+        &endpoint.api_key,
+    )
+    .await
+    .unwrap_or_default();
+    record_outcome(
+        agent,
+        &outcome,
+        timeout,
+        settings.max_turns,
+        &transcript,
+        &stderr,
+        &mut result,
+    );
+    fill(&mut result, transcript, &prompt, started_at);
+    Ok(result)
+}
+
+/// The exec of `launch`: the agent under the `WRAPPER` script, its setup in the wrapper's
+/// `AGENTCOMPASS_SETUP_*` variables, in the task's workspace (if it names one).
+fn exec_request(agent: AgentCli, launch: &Launch, prepared: &PreparedTask) -> ExecRequest {
     let mut request = ExecRequest::argv(
-        ["bash", "-c", WRAPPER, id]
+        ["bash", "-c", WRAPPER, agent.id()]
             .into_iter()
             .map(str::to_string)
             .chain(launch.argv.iter().cloned()),
@@ -97,26 +141,25 @@ pub(super) async fn run(
         .workspace
         .clone()
         .filter(|w| !w.trim().is_empty());
-    let timeout = plan
-        .run_timeout_seconds
-        .map(|run| (run - started.elapsed().as_secs_f64() - TIMEOUT_MARGIN_SECONDS).max(1.0));
-    request.timeout_seconds = timeout;
-    if ctx.is_cancelled() {
-        return Err(Error::cancelled());
-    }
-    ctx.progress(json!({"step": "running agent", "agent": id, "task_id": prepared.task_id}));
-    let outcome = env.exec(request).await.map_err(|e| {
-        Error::new(
-            e.kind,
-            format!(
-                "{id}: running the agent: {}",
-                scrub(&e.message, &endpoint.api_key)
-            ),
-        )
-    })?;
-    let mut result = RunResult::new(prepared.task_id.clone());
-    result.category = prepared.category.clone();
-    result.telemetry.insert("agent".into(), json!(id));
+    request
+}
+
+/// The seconds of the run timeout left for the agent (at least one), if the plan has one.
+fn agent_timeout(plan: &HarnessPlan, started: Instant) -> Option<f64> {
+    plan.run_timeout_seconds
+        .map(|run| (run - started.elapsed().as_secs_f64() - TIMEOUT_MARGIN_SECONDS).max(1.0))
+}
+
+/// The agent, its package, version and protocol, its exit code and duration in the result's
+/// telemetry.
+fn record_telemetry(
+    agent: AgentCli,
+    settings: &Settings,
+    outcome: &ExecResult,
+    started: Instant,
+    result: &mut RunResult,
+) {
+    result.telemetry.insert("agent".into(), json!(agent.id()));
     result
         .telemetry
         .insert("agent_package".into(), json!(agent.package()));
@@ -133,26 +176,6 @@ pub(super) async fn run(
         "agent_duration_ms".into(),
         json!(started.elapsed().as_millis() as u64),
     );
-    let transcript = read_transcript(agent, ctx, env, &endpoint.api_key, &mut result).await;
-    let stderr = read_scrubbed(
-        ctx,
-        env,
-        &format!("{}/stderr.log", agent.log_dir()),
-        &endpoint.api_key,
-    )
-    .await
-    .unwrap_or_default();
-    record_outcome(
-        agent,
-        &outcome,
-        timeout,
-        settings.max_turns,
-        &transcript,
-        &stderr,
-        &mut result,
-    );
-    fill(&mut result, transcript, &prompt, started_at);
-    Ok(result)
 }
 
 /// After a run the host cut short: what the agent recorded so far.
