@@ -21,15 +21,17 @@ use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentcompass_egress::forward::{serve_args, Forward};
 use agentcompass_plugin_api::{Error, Result};
+use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::Docker;
-use futures_util::StreamExt;
+use futures_util::{Stream, StreamExt};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -252,11 +254,38 @@ pub(crate) async fn start(
     bundle: &Bundle,
     forwards: &[Forward],
 ) -> Result<Running> {
-    let fail = |why: String| {
-        Error::environment(format!(
-            "docker: the egress forwarder did not start in container `{container}`: {why}"
-        ))
+    let exec_id = create_exec(docker, container, bundle, forwards).await?;
+    let started = docker
+        .start_exec(&exec_id, None)
+        .await
+        .map_err(|e| docker_error("starting the egress forwarder", e))?;
+    // The rest of `started` (its input half) stays alive until the forwarder is ready.
+    let StartExecResults::Attached { output, .. } = started else {
+        return Err(start_failure(
+            container,
+            "the daemon did not attach its output".to_string(),
+        ));
     };
+    let (running, said) = keep_output(output);
+    let pid = container_pid(docker, container).await?;
+    wait_until_listening(docker, container, &exec_id, pid, forwards, &said).await?;
+    Ok(running)
+}
+
+/// The one-line error of a forwarder that did not start in `container`.
+fn start_failure(container: &str, why: String) -> Error {
+    Error::environment(format!(
+        "docker: the egress forwarder did not start in container `{container}`: {why}"
+    ))
+}
+
+/// Creates the forwarder's exec in `container` (root, in `/`, output attached); its id.
+async fn create_exec(
+    docker: &Docker,
+    container: &str,
+    bundle: &Bundle,
+    forwards: &[Forward],
+) -> Result<String> {
     let created = docker
         .create_exec(
             container,
@@ -272,13 +301,16 @@ pub(crate) async fn start(
         )
         .await
         .map_err(|e| docker_error("creating the egress forwarder's exec", e))?;
-    let started = docker
-        .start_exec(&created.id, None)
-        .await
-        .map_err(|e| docker_error("starting the egress forwarder", e))?;
-    let StartExecResults::Attached { mut output, .. } = started else {
-        return Err(fail("the daemon did not attach its output".to_string()));
-    };
+    Ok(created.id)
+}
+
+/// The attached output of an exec.
+type ExecOutput =
+    Pin<Box<dyn Stream<Item = std::result::Result<LogOutput, bollard::errors::Error>> + Send>>;
+
+/// Keeps the first `OUTPUT_LIMIT` bytes (about) of the forwarder's `output` in the
+/// returned text, on a task that lives as long as the returned [`Running`].
+fn keep_output(mut output: ExecOutput) -> (Running, Arc<Mutex<String>>) {
     let said = Arc::new(Mutex::new(String::new()));
     let keep = said.clone();
     let output = tokio::spawn(async move {
@@ -289,15 +321,33 @@ pub(crate) async fn start(
             }
         }
     });
-    let running = Running { output };
-    let pid = docker
+    (Running { output }, said)
+}
+
+/// The host PID of `container`'s process.
+async fn container_pid(docker: &Docker, container: &str) -> Result<i64> {
+    docker
         .inspect_container(container, None)
         .await
         .map_err(|e| docker_error(&format!("inspecting container `{container}`"), e))?
         .state
         .and_then(|s| s.pid)
         .filter(|pid| *pid > 0)
-        .ok_or_else(|| fail("the container has no process".to_string()))?;
+        .ok_or_else(|| start_failure(container, "the container has no process".to_string()))
+}
+
+/// Waits until every port of `forwards` listens in the namespace of process `pid`: an error
+/// when the forwarder's exec exits first (with its last words from `said`) or after
+/// [`READY_TIMEOUT`].
+async fn wait_until_listening(
+    docker: &Docker,
+    container: &str,
+    exec_id: &str,
+    pid: i64,
+    forwards: &[Forward],
+    said: &Mutex<String>,
+) -> Result<()> {
+    let fail = |why: String| start_failure(container, why);
     let tcp = PathBuf::from(format!("/proc/{pid}/net/tcp"));
     let ports: Vec<u16> = forwards.iter().map(|f| f.port).collect();
     let until = Instant::now() + READY_TIMEOUT;
@@ -306,22 +356,17 @@ pub(crate) async fn start(
             .await
             .map_err(|e| fail(format!("cannot read `{}`: {e}", tcp.display())))?;
         if ports.iter().all(|&port| listening(&table, port)) {
-            return Ok(running);
+            return Ok(());
         }
         let exec = docker
-            .inspect_exec(&created.id)
+            .inspect_exec(exec_id)
             .await
             .map_err(|e| docker_error("inspecting the egress forwarder", e))?;
         if exec.running == Some(false) && exec.exit_code.is_some() {
             // Give the output task a moment to store the last words.
             tokio::time::sleep(Duration::from_millis(50)).await;
             let text = said.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            let line = text
-                .lines()
-                .map(|l| l.trim().trim_start_matches("bwrap: "))
-                .rfind(|l| !l.is_empty())
-                .unwrap_or("no output")
-                .to_string();
+            let line = last_line(&text);
             let code = exec.exit_code.unwrap_or(-1);
             return Err(fail(format!("it exited with code {code}: {line}")));
         }
@@ -333,6 +378,16 @@ pub(crate) async fn start(
         }
         tokio::time::sleep(READY_POLL).await;
     }
+}
+
+/// The forwarder's last non-empty line of output (without bubblewrap's prefix), or
+/// `no output`.
+fn last_line(text: &str) -> String {
+    text.lines()
+        .map(|l| l.trim().trim_start_matches("bwrap: "))
+        .rfind(|l| !l.is_empty())
+        .unwrap_or("no output")
+        .to_string()
 }
 
 /// Whether `/proc/net/tcp` text shows a listener on `127.0.0.1:port`.
