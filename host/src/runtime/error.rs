@@ -94,6 +94,9 @@ mod tests {
             error: Box::new(RunError::Store(io)),
         };
         assert_eq!(nested.exit_code(), FAILURE);
-        assert_eq!(RunError::Refused("--run-id: taken".into()).exit_code(), USAGE);
+        assert_eq!(
+            RunError::Refused("--run-id: taken".into()).exit_code(),
+            USAGE
+        );
     }
 }
