@@ -11,6 +11,7 @@
 //! | `details/<state>/<task>/task.json`      | [`task::TaskRecord`]                     |
 //! | `…/attempt-N/result.json`               | [`attempt::AttemptRecord`] (written), [`attempt::AttemptHead`] (read) |
 //! | `…/attempt-N/artifacts.manifest.json`   | [`artifacts::ArtifactManifest`]          |
+//! | `…/attempt-N/checkpoint.json`, `…/steps/checkpoint.json` | [`checkpoint::EvaluationCheckpoint`], [`checkpoint::StepsCheckpoint`] |
 //! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
 //! | `progress.jsonl`, a cluster job's events | [`progress::EventLine`]                 |
 //! | a cluster job's unit file               | [`cluster::Unit`]                        |
@@ -22,6 +23,7 @@
 
 pub mod artifacts;
 pub mod attempt;
+pub mod checkpoint;
 pub mod cluster;
 pub mod env_record;
 pub mod metrics;

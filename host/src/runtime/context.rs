@@ -1,5 +1,9 @@
 //! What every task of one request shares.
 
+use agentcompass_schema::checkpoint::{
+    Checkpoint, EvaluationCheckpoint, StepsCheckpoint, CHECKPOINT_FILE, STEPS_CHECKPOINT_SCHEMA,
+};
+use agentcompass_schema::read_json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -233,7 +237,7 @@ impl RequestContext {
         task: &TaskSpec,
         attempt: u32,
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
-    ) -> Option<(serde_json::Value, std::path::PathBuf)> {
+    ) -> Option<(Checkpoint, std::path::PathBuf)> {
         use agentcompass_plugin_api::contracts::EvaluationEnvironmentMode;
         if !task.steps.is_empty() {
             return self.resumable_steps(task, attempt);
@@ -245,15 +249,13 @@ impl RequestContext {
             .resumable
             .get(&agentcompass_results::naming::task_dir_name(&task.task_id))?;
         let attempt_dir = dir.join(format!("attempt-{attempt}"));
-        let text = std::fs::read_to_string(attempt_dir.join("checkpoint.json")).ok()?;
-        let checkpoint: serde_json::Value = serde_json::from_str(&text).ok()?;
-        let same = checkpoint["reuse_key"].as_str() == Some(self.reuse_key.as_str())
-            && checkpoint["task_id"].as_str() == Some(task.task_id.as_str())
-            && checkpoint["evaluation_environment_mode"]
-                == serde_json::json!(plan.evaluation_environment_mode)
-            && checkpoint["evaluation_network_policy"]
-                == serde_json::json!(plan.evaluation_network_policy);
-        same.then_some((checkpoint, attempt_dir))
+        let checkpoint: EvaluationCheckpoint =
+            read_json(&attempt_dir.join(CHECKPOINT_FILE), "evaluation checkpoint").ok()?;
+        let same = checkpoint.reuse_key == self.reuse_key
+            && checkpoint.task_id == task.task_id
+            && checkpoint.evaluation_environment_mode == plan.evaluation_environment_mode
+            && checkpoint.evaluation_network_policy == plan.evaluation_network_policy;
+        same.then(|| (Checkpoint::Evaluation(Box::new(checkpoint)), attempt_dir))
     }
 
     /// The step checkpoint of an interrupted earlier run for this multi-step attempt (same
@@ -262,20 +264,18 @@ impl RequestContext {
         &self,
         task: &TaskSpec,
         attempt: u32,
-    ) -> Option<(serde_json::Value, std::path::PathBuf)> {
+    ) -> Option<(Checkpoint, std::path::PathBuf)> {
         use agentcompass_results::store::{STEPS_CHECKPOINT_FILE, STEPS_DIR};
         let dir = self
             .resumable
             .get(&agentcompass_results::naming::task_dir_name(&task.task_id))?;
         let attempt_dir = dir.join(format!("attempt-{attempt}"));
         let path = attempt_dir.join(STEPS_DIR).join(STEPS_CHECKPOINT_FILE);
-        let checkpoint: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-        let same = checkpoint["schema_version"].as_str()
-            == Some(agentcompass_results::records::STEPS_CHECKPOINT_SCHEMA)
-            && checkpoint["reuse_key"].as_str() == Some(self.reuse_key.as_str())
-            && checkpoint["task_id"].as_str() == Some(task.task_id.as_str());
-        same.then_some((checkpoint, attempt_dir))
+        let checkpoint: StepsCheckpoint = read_json(&path, "step checkpoint").ok()?;
+        let same = checkpoint.schema_version == STEPS_CHECKPOINT_SCHEMA
+            && checkpoint.reuse_key == self.reuse_key
+            && checkpoint.task_id == task.task_id;
+        same.then(|| (Checkpoint::Steps(Box::new(checkpoint)), attempt_dir))
     }
 
     /// Records a task not run (`reason`: the breaker's trip): a progress event and a count in

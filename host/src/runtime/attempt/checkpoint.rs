@@ -2,9 +2,9 @@
 //! running the agent again (the prepared task and the redacted run result).
 
 use agentcompass_plugin_api::contracts::{ExecutionIssue, IssuePhase, PreparedTask, RunResult};
-use agentcompass_results::records::CHECKPOINT_SCHEMA;
 use agentcompass_results::store::TaskWriter;
-use serde_json::{json, Value};
+use agentcompass_schema::checkpoint::{EvaluationCheckpoint, CHECKPOINT_SCHEMA};
+use serde_json::Value;
 
 use super::stage::Step;
 use crate::issue_codes as codes;
@@ -13,16 +13,17 @@ use crate::progress::TaskPhase;
 /// An attempt's evaluation checkpoint: the prepared task and the (redacted) run result.
 fn checkpoint_json(step: &Step<'_>, prepared: &Option<PreparedTask>, result: &RunResult) -> Value {
     let run_result = serde_json::to_value(result).unwrap_or(Value::Null);
-    json!({
-        "schema_version": CHECKPOINT_SCHEMA,
-        "reuse_key": step.rc.reuse_key,
-        "task_id": step.task.task_id,
-        "attempt": step.attempt,
-        "evaluation_environment_mode": step.plan.evaluation_environment_mode,
-        "evaluation_network_policy": step.plan.evaluation_network_policy,
-        "prepared": prepared,
-        "run_result": agentcompass_redact::redact_value(&run_result),
-    })
+    let checkpoint = EvaluationCheckpoint {
+        attempt: step.attempt,
+        evaluation_environment_mode: step.plan.evaluation_environment_mode,
+        evaluation_network_policy: step.plan.evaluation_network_policy.clone(),
+        prepared: prepared.clone(),
+        reuse_key: step.rc.reuse_key.clone(),
+        run_result: agentcompass_redact::redact_value(&run_result),
+        schema_version: CHECKPOINT_SCHEMA.to_string(),
+        task_id: step.task.task_id.clone(),
+    };
+    serde_json::to_value(checkpoint).unwrap_or(Value::Null)
 }
 
 /// Writes an attempt's evaluation checkpoint; a failure becomes a warning issue.

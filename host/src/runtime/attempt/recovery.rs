@@ -10,8 +10,8 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_results::artifacts as manifest;
 use agentcompass_results::fsutil::copy_file_atomic;
-use agentcompass_results::records::STEPS_CHECKPOINT_SCHEMA;
 use agentcompass_results::store::{copy_tree, TaskWriter};
+use agentcompass_schema::checkpoint::Checkpoint;
 use serde_json::Value;
 
 use super::evaluate::{evaluate, evaluate_fresh};
@@ -81,23 +81,26 @@ pub async fn recover_evaluation(
     plan: &ExecutionPlan,
     attempt: u32,
     writer: &TaskWriter,
-    checkpoint: Value,
+    checkpoint: Checkpoint,
     source_attempt_dir: &Path,
 ) -> Option<PhysicalOutcome> {
-    if checkpoint["schema_version"].as_str() == Some(STEPS_CHECKPOINT_SCHEMA) {
-        return super::steps::resume_steps(
-            rc,
-            task,
-            plan,
-            attempt,
-            writer,
-            checkpoint,
-            source_attempt_dir,
-        )
-        .await;
-    }
-    let prepared: PreparedTask = serde_json::from_value(checkpoint["prepared"].clone()).ok()?;
-    let result: RunResult = serde_json::from_value(checkpoint["run_result"].clone()).ok()?;
+    let checkpoint = match checkpoint {
+        Checkpoint::Steps(steps) => {
+            return super::steps::resume_steps(
+                rc,
+                task,
+                plan,
+                attempt,
+                writer,
+                &steps,
+                source_attempt_dir,
+            )
+            .await;
+        }
+        Checkpoint::Evaluation(evaluation) => evaluation,
+    };
+    let prepared: PreparedTask = checkpoint.prepared.clone()?;
+    let result: RunResult = checkpoint.result()?;
     rc.phase(task, attempt, TaskPhase::RecoverEvaluation);
     if let Err(reason) =
         blocking(|| recover_artifacts(source_attempt_dir, &writer.attempt_dir(attempt)))
@@ -108,7 +111,8 @@ pub async fn recover_evaluation(
         );
         return None;
     }
-    if writer.write_checkpoint(attempt, &checkpoint).is_err() {
+    let record = serde_json::to_value(&*checkpoint).unwrap_or(Value::Null);
+    if writer.write_checkpoint(attempt, &record).is_err() {
         return None;
     }
     let scope = rc.attempt_scope_resuming(&result);

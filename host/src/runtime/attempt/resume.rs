@@ -12,6 +12,9 @@ pub(super) enum ResumeError {
     /// Copying or writing the results failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A record could not be serialised.
+    #[error("cannot serialise the checkpoint: {0}")]
+    Json(#[from] serde_json::Error),
     /// The artifacts do not match their manifest.
     #[error(transparent)]
     Artifacts(#[from] ArtifactError),

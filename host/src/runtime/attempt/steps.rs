@@ -21,9 +21,10 @@ use agentcompass_plugin_api::contracts::{
     StepResult, StepScore, TaskSpec, TaskStep, Trajectory,
 };
 use agentcompass_results::naming::sanitize_component;
-use agentcompass_results::records::{attempt_payload, STEPS_CHECKPOINT_SCHEMA};
+use agentcompass_results::records::attempt_payload;
 use agentcompass_results::store::{copy_tree, TaskWriter, STEPS_DIR, STEP_SNAPSHOT_DIR};
 use agentcompass_results::time::rfc3339;
+use agentcompass_schema::checkpoint::{StepsCheckpoint, STEPS_CHECKPOINT_SCHEMA};
 use serde_json::{json, Value};
 
 use super::env::{close_environment, open_environment, OpenEnv};
@@ -372,17 +373,18 @@ async fn checkpoint(
     let mut partial = combined.clone();
     step.rc.record_usage(&mut partial);
     let partial = serde_json::to_value(&partial).unwrap_or(Value::Null);
-    let names: Vec<&str> = step.task.steps.iter().map(|s| s.name.as_str()).collect();
-    let checkpoint = json!({
-        "schema_version": STEPS_CHECKPOINT_SCHEMA,
-        "reuse_key": step.rc.reuse_key,
-        "task_id": step.task.task_id,
-        "attempt": step.attempt,
-        "steps": names,
-        "finished": agentcompass_redact::redact_value(&serde_json::to_value(records).unwrap_or(Value::Null)),
-        "partial": agentcompass_redact::redact_value(&partial),
-        "workdir": workdir,
-    });
+    let finished = serde_json::to_value(records).unwrap_or(Value::Null);
+    let checkpoint = StepsCheckpoint {
+        attempt: step.attempt,
+        finished: agentcompass_redact::redact_value(&finished),
+        partial: agentcompass_redact::redact_value(&partial),
+        reuse_key: step.rc.reuse_key.clone(),
+        schema_version: STEPS_CHECKPOINT_SCHEMA.to_string(),
+        steps: step.task.steps.iter().map(|s| s.name.clone()).collect(),
+        task_id: step.task.task_id.clone(),
+        workdir: workdir.to_string(),
+    };
+    let checkpoint = serde_json::to_value(checkpoint).unwrap_or(Value::Null);
     if let Err(e) = writer.write_steps_checkpoint(step.attempt, &checkpoint) {
         warn(combined, e.to_string());
     }
@@ -393,17 +395,16 @@ async fn checkpoint(
 fn resumable(
     task: &TaskSpec,
     plan: &ExecutionPlan,
-    checkpoint: &Value,
+    checkpoint: &StepsCheckpoint,
     source_attempt_dir: &Path,
 ) -> Option<(Vec<StepResult>, RunResult, String)> {
-    let records: Vec<StepResult> = serde_json::from_value(checkpoint["finished"].clone()).ok()?;
-    let partial: RunResult = serde_json::from_value(checkpoint["partial"].clone()).ok()?;
-    let workdir = checkpoint["workdir"].as_str()?.to_string();
+    let (records, partial) = checkpoint.progress()?;
+    let workdir = checkpoint.workdir.clone();
     let names: Vec<&str> = task.steps.iter().map(|s| s.name.as_str()).collect();
     let prefix = !records.is_empty()
         && records.len() < names.len()
         && records.iter().zip(&names).all(|(r, n)| r.name == *n)
-        && checkpoint["steps"] == json!(names);
+        && checkpoint.steps == names;
     let last = records.last()?;
     let same_workdir = plan
         .environment
@@ -425,7 +426,7 @@ fn copy_finished(
     attempt: u32,
     source_attempt_dir: &Path,
     records: &[StepResult],
-    checkpoint: &Value,
+    checkpoint: &StepsCheckpoint,
 ) -> Result<(), ResumeError> {
     writer.clear_steps(attempt)?;
     for record in records {
@@ -435,7 +436,7 @@ fn copy_finished(
             Ok(())
         })?;
     }
-    writer.write_steps_checkpoint(attempt, checkpoint)?;
+    writer.write_steps_checkpoint(attempt, &serde_json::to_value(checkpoint)?)?;
     Ok(())
 }
 
@@ -449,13 +450,13 @@ pub(super) async fn resume_steps(
     plan: &ExecutionPlan,
     attempt: u32,
     writer: &TaskWriter,
-    checkpoint: Value,
+    checkpoint: &StepsCheckpoint,
     source_attempt_dir: &Path,
 ) -> Option<PhysicalOutcome> {
-    let (mut records, partial, workdir) = resumable(task, plan, &checkpoint, source_attempt_dir)?;
+    let (mut records, partial, workdir) = resumable(task, plan, checkpoint, source_attempt_dir)?;
     rc.phase(task, attempt, TaskPhase::RestoreSteps);
     if let Err(reason) =
-        blocking(|| copy_finished(writer, attempt, source_attempt_dir, &records, &checkpoint))
+        blocking(|| copy_finished(writer, attempt, source_attempt_dir, &records, checkpoint))
     {
         tracing::warn!(
             "not resuming the steps of task {} attempt {attempt}; rerunning them: {reason}",
