@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use agentcompass_e2e::loopback;
 use agentcompass_e2e::npm_mirror::NpmCacheMirror;
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
@@ -382,38 +383,27 @@ fn mini_swe_agent_solves_the_bundled_tasks_in_docker() {
 }
 
 /// A loopback npm registry that knows `@anthropic-ai/claude-code` in one version only.
-fn one_version_registry() -> (u16, std::thread::JoinHandle<()>) {
-    use std::io::{Read, Write};
+fn one_version_registry() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let handle = std::thread::spawn(move || {
-        listener.set_nonblocking(false).unwrap();
-        for stream in listener.incoming().take(20) {
-            let Ok(mut stream) = stream else { break };
-            let mut buf = [0u8; 8192];
-            let n = stream.read(&mut buf).unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
-            let body = if head.contains("claude-code") {
-                json!({"name": "@anthropic-ai/claude-code", "dist-tags": {"latest": "2.1.332"},
-                       "versions": {"2.1.332": {"name": "@anthropic-ai/claude-code", "version": "2.1.332",
-                       "dist": {"tarball": format!("http://127.0.0.1:{port}/none.tgz")}}}})
-                .to_string()
-            } else {
-                "{}".to_string()
+    loopback::serve(listener, move |head| {
+        if !head.contains("claude-code") {
+            return loopback::Reply {
+                status: "404 Not Found",
+                content_type: Some("application/json"),
+                body: "{}".to_string(),
             };
-            let status = if head.contains("claude-code") {
-                "200 OK"
-            } else {
-                "404 Not Found"
-            };
-            let reply = format!(
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(reply.as_bytes());
+        }
+        let body = json!({"name": "@anthropic-ai/claude-code", "dist-tags": {"latest": "2.1.332"},
+               "versions": {"2.1.332": {"name": "@anthropic-ai/claude-code", "version": "2.1.332",
+               "dist": {"tarball": format!("http://127.0.0.1:{port}/none.tgz")}}}});
+        loopback::Reply {
+            status: "200 OK",
+            content_type: Some("application/json"),
+            body: body.to_string(),
         }
     });
-    (port, handle)
+    port
 }
 
 /// `run harbor claude_code m-test --env sandbox` on `tasks` with the install cache `cache`
@@ -456,7 +446,7 @@ fn run_claude_with_cache(
 
 #[test]
 fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_error() {
-    let (port, _registry) = one_version_registry();
+    let port = one_version_registry();
     let server = ScriptedServer::start(&script("claude_code"), None).unwrap();
     let ws = Workspace::new();
     let tasks = hello_only(&ws);

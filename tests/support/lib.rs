@@ -7,7 +7,7 @@
 
 mod freshness;
 
-pub use agentcompass_test_servers::{npm_mirror, scripted};
+pub use agentcompass_test_servers::{loopback, npm_mirror, scripted};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -381,34 +381,7 @@ pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
 
 /// Two HTTP servers on one port, answering 200 to anything: on 127.0.0.2 and 127.0.0.3.
 pub fn two_loopback_servers() -> u16 {
-    use std::io::{Read, Write};
-    use std::net::TcpListener;
-    for _ in 0..50 {
-        let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-        let port = two.local_addr().expect("address").port();
-        let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
-            continue;
-        };
-        for listener in [two, three] {
-            std::thread::spawn(move || {
-                for mut stream in listener.incoming().flatten() {
-                    let mut seen = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf) {
-                            Ok(0) | Err(_) => break,
-                            Ok(n) => seen.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    let _ = stream.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    );
-                }
-            });
-        }
-        return port;
-    }
-    panic!("no port free on both 127.0.0.2 and 127.0.0.3");
+    loopback::twin_servers("ok", "ok")
 }
 
 /// Where the JSON data block of an `agentcompass-host report` page lies in `html`: the

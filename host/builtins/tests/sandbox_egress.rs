@@ -9,8 +9,7 @@
 //! harness the code is not `cfg(test)`, hence the explicit allowance of `expect`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
+use agentcompass_test_servers::loopback;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -107,41 +106,10 @@ struct Servers {
 
 impl Servers {
     fn start() -> Servers {
-        for _ in 0..50 {
-            let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-            let port = two.local_addr().expect("address").port();
-            let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
-                continue;
-            };
-            serve(two, "two");
-            serve(three, "three");
-            return Servers { port };
+        Servers {
+            port: loopback::twin_servers("two", "three"),
         }
-        panic!("no port free on both 127.0.0.2 and 127.0.0.3");
     }
-}
-
-fn serve(listener: TcpListener, body: &'static str) {
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut seen = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
 }
 
 /// The forwarder in front of every command changes nothing the contract kit checks (exit

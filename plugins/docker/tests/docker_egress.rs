@@ -12,8 +12,10 @@
 //! explicit allowance of `unwrap`/`expect`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+
+use agentcompass_test_servers::loopback;
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -106,42 +108,10 @@ impl Servers {
     fn start() -> Servers {
         let host = TcpListener::bind("127.0.0.1:0").unwrap();
         let host_port = host.local_addr().unwrap().port();
-        serve(host, "host");
-        for _ in 0..50 {
-            let two = TcpListener::bind("127.0.0.2:0").expect("bind 127.0.0.2");
-            let port = two.local_addr().unwrap().port();
-            let Ok(three) = TcpListener::bind(("127.0.0.3", port)) else {
-                continue;
-            };
-            serve(two, "two");
-            serve(three, "three");
-            return Servers { port, host_port };
-        }
-        panic!("no port free on both 127.0.0.2 and 127.0.0.3");
+        loopback::serve(host, |_| loopback::Reply::ok("host"));
+        let port = loopback::twin_servers("two", "three");
+        Servers { port, host_port }
     }
-}
-
-fn serve(listener: TcpListener, body: &'static str) {
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let mut stream = stream;
-                let mut seen = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut buf) {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => seen.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            });
-        }
-    });
 }
 
 fn request(policy: NetworkPolicy) -> OpenEnvironmentRequest {
