@@ -23,6 +23,7 @@ mod py;
 mod select;
 mod summary;
 mod trajectory;
+mod view;
 
 pub use builtins::{
     builtins, category, BasicMetricAnalyzer, CompletionLengthAnalyzer,

@@ -9,21 +9,41 @@ use serde_json::{json, Value};
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Options<'a>(pub &'a JsonMap);
 
-impl Options<'_> {
+/// A number option: its value, and the JSON it was written as (echoed in messages and
+/// details as upstream prints it).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Number<'a> {
+    /// The value.
+    pub value: f64,
+    /// The option as written (a JSON number).
+    pub raw: &'a Value,
+}
+
+impl<'a> Options<'a> {
     /// The raw value of `key` (`None` when missing or `null`).
-    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
         self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    /// Whether `key` is set to a truthy value (Python truthiness; missing is false).
+    pub(crate) fn truthy(&self, key: &str) -> bool {
+        self.get(key).is_some_and(crate::py::truthy)
+    }
+
+    /// A number option with the JSON it was written as, `None` when missing or `null`.
+    pub(crate) fn number(&self, key: &str) -> Result<Option<Number<'a>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(raw) => raw
+                .as_f64()
+                .map(|value| Some(Number { value, raw }))
+                .ok_or_else(|| wrong_type(key, "a number", raw)),
+        }
     }
 
     /// A number option, `None` when missing or `null`.
     pub(crate) fn opt_f64(&self, key: &str) -> Result<Option<f64>> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(value) => value
-                .as_f64()
-                .map(Some)
-                .ok_or_else(|| wrong_type(key, "a number", value)),
-        }
+        Ok(self.number(key)?.map(|n| n.value))
     }
 
     /// A number option with a default.

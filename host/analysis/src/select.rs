@@ -15,8 +15,10 @@ use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_plugin_api::Error;
 use serde_json::{json, Value};
 
+use crate::options::Options;
 use crate::params::{AnalysisParams, ParamsError};
 use crate::py::{num, truthy};
+use crate::view::AttemptResult;
 
 /// One analyzer that may run.
 struct Candidate {
@@ -128,15 +130,14 @@ impl Analysis {
     /// extra?}`, or `{is_badcase: null, details: {}, error}` for an analyzer that failed or
     /// panicked (a panic is caught; the panic hook still prints it).
     pub fn analyze_attempt(&self, input: &AnalysisInput) -> JsonMap {
-        let incorrect =
-            input.result.get("metrics").and_then(|m| m.get("correct")) == Some(&Value::Bool(false));
+        let incorrect = AttemptResult::from(&input.result).correct() == Some(&Value::Bool(false));
         let mut best: Vec<&Candidate> = Vec::new();
         let mut by_family: BTreeMap<&str, usize> = BTreeMap::new();
         for candidate in &self.candidates {
             if !candidate.datasets.is_empty() && !candidate.datasets.contains(&input.benchmark) {
                 continue;
             }
-            if candidate.options.get("only_incorrect").is_some_and(truthy) && !incorrect {
+            if Options(&candidate.options).truthy("only_incorrect") && !incorrect {
                 continue;
             }
             match by_family.get(candidate.family.as_str()) {

@@ -3,19 +3,45 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::view::{json_view, AttemptResult};
+
 /// Why an analyzer had nothing to look at: the result holds no trajectory object.
 pub(crate) const NO_TRAJECTORY: &str = "no trajectory available";
 /// Why an analyzer had nothing to look at: the trajectory has no steps.
 pub(crate) const EMPTY_TRAJECTORY: &str = "empty trajectory";
 
+json_view! {
+    /// The fields of a trajectory object.
+    pub(crate) struct Trajectory {
+        /// The steps, in order.
+        steps,
+        /// When the trajectory started (ISO 8601).
+        started_at,
+        /// When the trajectory finished (ISO 8601).
+        finished_at,
+    }
+}
+
+impl<'a> Trajectory<'a> {
+    /// `started_at`, when it is a string.
+    pub(crate) fn started_at_str(&self) -> Option<&'a str> {
+        self.started_at()?.as_str()
+    }
+
+    /// `finished_at`, when it is a string.
+    pub(crate) fn finished_at_str(&self) -> Option<&'a str> {
+        self.finished_at()?.as_str()
+    }
+}
+
 /// The trajectory object of an attempt result, if it has one.
 pub(crate) fn trajectory(result: &Value) -> Option<&Map<String, Value>> {
-    result.get("trajectory")?.as_object()
+    AttemptResult::from(result).trajectory()?.as_object()
 }
 
 /// Every step of a trajectory, in order (a `steps` that is not an array has none).
 pub(crate) fn all_steps(trajectory: &Map<String, Value>) -> Vec<Step<'_>> {
-    match trajectory.get("steps") {
+    match Trajectory::from(trajectory).steps() {
         Some(Value::Array(steps)) => steps.iter().map(Step).collect(),
         _ => Vec::new(),
     }
@@ -33,14 +59,37 @@ pub(crate) fn steps(result: &Value) -> Result<Vec<Step<'_>>, &'static str> {
     }
 }
 
+json_view! {
+    /// The fields of a step object.
+    struct StepFields {
+        /// The step id.
+        step_id,
+        /// The model turn.
+        assistant_content,
+        /// Per-step measurements.
+        metric,
+        /// The tool results.
+        observation,
+        /// When the step started.
+        started_at,
+        /// When the step finished.
+        finished_at,
+    }
+}
+
 /// One trajectory step (any JSON; a non-object step has nothing in it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Step<'a>(pub &'a Value);
 
 impl<'a> Step<'a> {
+    /// The step's fields.
+    fn fields(&self) -> StepFields<'a> {
+        StepFields::from(self.0)
+    }
+
     /// The step's `step_id` as written (upstream's default `0` when missing).
     pub(crate) fn id(&self) -> Value {
-        self.0.get("step_id").cloned().unwrap_or_else(|| json!(0))
+        self.fields().step_id().cloned().unwrap_or_else(|| json!(0))
     }
 
     /// The assistant turn of this step. Absent when `assistant_content` is not an object, is
@@ -48,16 +97,21 @@ impl<'a> Step<'a> {
     /// set (how this host writes a step that had no model turn, such as a CLI agent's command
     /// step).
     pub(crate) fn assistant(&self) -> Option<Assistant<'a>> {
-        let obj = self.0.get("assistant_content")?.as_object()?;
-        let any = ["content", "reasoning_content", "tool_calls"]
-            .iter()
-            .any(|key| obj.get(*key).is_some_and(|v| !v.is_null()));
-        any.then_some(Assistant(obj))
+        let obj = self.fields().assistant_content()?.as_object()?;
+        let turn = Assistant(AssistantFields::from(obj));
+        let any = [
+            turn.0.content(),
+            turn.0.reasoning_content(),
+            turn.0.tool_calls(),
+        ]
+        .iter()
+        .any(|v| v.is_some_and(|v| !v.is_null()));
+        any.then_some(turn)
     }
 
     /// A field of the step's `metric` object.
     pub(crate) fn metric(&self, key: &str) -> Option<&'a Value> {
-        self.0.get("metric")?.get(key)
+        self.fields().metric()?.get(key)
     }
 
     /// A numeric field of the step's `metric` object.
@@ -67,15 +121,20 @@ impl<'a> Step<'a> {
 
     /// The step's observations (a non-array has none).
     pub(crate) fn observations(&self) -> &'a [Value] {
-        match self.0.get("observation") {
+        match self.fields().observation() {
             Some(Value::Array(items)) => items,
             _ => &[],
         }
     }
 
-    /// A string field of the step (`started_at`, `finished_at`).
-    pub(crate) fn str_field(&self, key: &str) -> Option<&'a str> {
-        self.0.get(key)?.as_str()
+    /// The step's `started_at`, when it is a string.
+    pub(crate) fn started_at(&self) -> Option<&'a str> {
+        self.fields().started_at()?.as_str()
+    }
+
+    /// The step's `finished_at`, when it is a string.
+    pub(crate) fn finished_at(&self) -> Option<&'a str> {
+        self.fields().finished_at()?.as_str()
     }
 
     /// The tool calls of this step's assistant turn, parsed (unreadable ones skipped).
@@ -91,32 +150,52 @@ impl<'a> Step<'a> {
     }
 }
 
+json_view! {
+    /// The fields of an `assistant_content` object.
+    struct AssistantFields {
+        /// The visible text.
+        content,
+        /// The reasoning text.
+        reasoning_content,
+        /// The tool calls.
+        tool_calls,
+    }
+}
+
 /// The assistant turn of a step.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Assistant<'a>(&'a Map<String, Value>);
+pub(crate) struct Assistant<'a>(AssistantFields<'a>);
 
 impl<'a> Assistant<'a> {
     /// The visible text (a string, or the text parts of a content array).
     pub(crate) fn content_text(&self) -> String {
-        text_of(self.0.get("content"))
+        text_of(self.0.content())
     }
 
     /// The reasoning text.
     pub(crate) fn reasoning_text(&self) -> String {
-        text_of(self.0.get("reasoning_content"))
+        text_of(self.0.reasoning_content())
     }
 
     /// Whether the turn has tool calls (Python truthiness of `tool_calls`, as upstream).
     pub(crate) fn has_tool_calls(&self) -> bool {
-        self.0.get("tool_calls").is_some_and(crate::py::truthy)
+        self.0.tool_calls().is_some_and(crate::py::truthy)
     }
 
     /// The raw tool-call entries (a non-array has none).
     pub(crate) fn raw_tool_calls(&self) -> &'a [Value] {
-        match self.0.get("tool_calls") {
+        match self.0.tool_calls() {
             Some(Value::Array(items)) => items,
             _ => &[],
         }
+    }
+}
+
+json_view! {
+    /// The fields of one part of a content array.
+    struct ContentPart {
+        /// The part's text.
+        text,
     }
 }
 
@@ -128,11 +207,25 @@ fn text_of(value: Option<&Value>) -> String {
             .iter()
             .filter_map(|part| match part {
                 Value::String(s) => Some(s.as_str()),
-                other => other.get("text").and_then(Value::as_str),
+                other => ContentPart::from(other).text().and_then(Value::as_str),
             })
             .collect::<Vec<_>>()
             .join(""),
         _ => String::new(),
+    }
+}
+
+json_view! {
+    /// The fields of a tool-call entry (or of its `function` object).
+    struct CallFields {
+        /// The call id.
+        id,
+        /// The OpenAI-shaped function object.
+        function,
+        /// The tool name.
+        name,
+        /// The arguments.
+        arguments,
     }
 }
 
@@ -151,13 +244,13 @@ pub(crate) struct ToolCall<'a> {
 impl<'a> ToolCall<'a> {
     /// Reads one entry; `None` when it is not an object or has no name (upstream's rule).
     pub(crate) fn parse(raw: &'a Value) -> Option<ToolCall<'a>> {
-        let obj = raw.as_object()?;
-        let func = match obj.get("function") {
-            Some(Value::Object(func)) => func,
+        let obj = CallFields::from(raw.as_object()?);
+        let func = match obj.function() {
+            Some(Value::Object(func)) => CallFields::from(func),
             _ => obj,
         };
-        let name = func.get("name")?.as_str().filter(|n| !n.is_empty())?;
-        let arguments = match func.get("arguments") {
+        let name = func.name()?.as_str().filter(|n| !n.is_empty())?;
+        let arguments = match func.arguments() {
             Some(Value::String(raw)) => {
                 serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.clone()))
             }
@@ -165,7 +258,7 @@ impl<'a> ToolCall<'a> {
             None => json!({}),
         };
         Some(ToolCall {
-            id: obj.get("id").and_then(Value::as_str),
+            id: obj.id().and_then(Value::as_str),
             name,
             arguments,
         })

@@ -3,6 +3,7 @@
 use agentcompass_plugin_api::contracts::{AnalysisInput, AnalysisOutcome, ComponentInfo};
 use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_plugin_api::Result;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
@@ -46,11 +47,33 @@ pub(crate) fn count_json(x: f64) -> Value {
     }
 }
 
+/// The details of [`CompletionLengthAnalyzer`].
+#[derive(Serialize)]
+struct CompletionDetails {
+    /// The model steps.
+    total_llm_steps: usize,
+    /// `max_tokens` as written (`4096` when unset).
+    max_tokens_threshold: Value,
+    /// The model steps above it.
+    exceeded_steps: usize,
+    /// Their share.
+    exceeded_ratio: f64,
+    /// The mean completion length.
+    mean_completion_tokens: f64,
+    /// The longest completion.
+    max_completion_tokens: Value,
+    /// The ids of the steps above it (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    exceeded_step_ids: Vec<Value>,
+}
+
 impl Analyzer for CompletionLengthAnalyzer {
     fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
         let options = Options(&input.options);
         let threshold = options.f64_or("threshold", 0.0)?;
-        let max_tokens = options.f64_or("max_tokens", 4096.0)?;
+        let max_tokens = options.number("max_tokens")?;
+        let max_tokens_threshold = max_tokens.map_or(json!(4096), |n| n.raw.clone());
+        let max_tokens = max_tokens.map_or(4096.0, |n| n.value);
         let steps = match steps(&input.result) {
             Ok(steps) => steps,
             Err(why) => return Ok(skipped(why)),
@@ -84,21 +107,19 @@ impl Analyzer for CompletionLengthAnalyzer {
             .iter()
             .copied()
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-        let mut details = json!({
-            "total_llm_steps": total,
-            "max_tokens_threshold": options.get("max_tokens").cloned().unwrap_or(json!(4096)),
-            "exceeded_steps": exceeded.len(),
-            "exceeded_ratio": round(ratio, 4),
-            "mean_completion_tokens": mean,
-            "max_completion_tokens": count_json(max.unwrap_or(0.0)),
-        });
         let is_badcase = ratio_badcase(ratio, exceeded.len(), threshold);
-        if !exceeded.is_empty() {
-            details["exceeded_step_ids"] = json!(exceeded);
-        }
+        let details = CompletionDetails {
+            total_llm_steps: total,
+            max_tokens_threshold,
+            exceeded_steps: exceeded.len(),
+            exceeded_ratio: round(ratio, 4),
+            mean_completion_tokens: mean,
+            max_completion_tokens: count_json(max.unwrap_or(0.0)),
+            exceeded_step_ids: exceeded,
+        };
         Ok(AnalysisOutcome {
             is_badcase: Some(is_badcase),
-            details,
+            details: json!(details),
             score: Some(round(ratio, 4)),
             extra: None,
         })

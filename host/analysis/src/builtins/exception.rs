@@ -12,6 +12,25 @@ use serde_json::{json, Value};
 use super::{category, info};
 use crate::options::{skipped, Options};
 use crate::py::prefix;
+use crate::view::{json_view, AttemptResult};
+
+json_view! {
+    /// One execution issue recorded on the attempt.
+    struct Issue {
+        /// `info`, `warning`, `error` or `fatal` (any case).
+        severity,
+        /// What happened.
+        message,
+    }
+}
+
+json_view! {
+    /// The attempt's artifacts.
+    struct Artifacts {
+        /// Diagnostics the harness preserved (a traceback, stderr).
+        execution_diagnostics,
+    }
+}
 
 /// Flags an attempt with an `error`/`fatal` issue or preserved diagnostics
 /// (`artifacts.execution_diagnostics`). Score: `1` for a bad case, else `0`. Details:
@@ -49,25 +68,29 @@ impl ExceptionAnalyzer {
 impl Analyzer for ExceptionAnalyzer {
     fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
         let include_warnings = Options(&input.options).bool_or("include_warnings", false)?;
-        let Some(result) = input.result.as_object() else {
+        let Some(result) = input.result.as_object().map(AttemptResult::from) else {
             return Ok(skipped("no result available"));
         };
-        let issues: Vec<&JsonMap> = match result.get("issues") {
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+        let issues: Vec<Issue<'_>> = match result.issues() {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(Value::as_object)
+                .map(Issue::from)
+                .collect(),
             _ => Vec::new(),
         };
-        let severity = |issue: &JsonMap| {
+        let severity = |issue: &Issue<'_>| {
             issue
-                .get("severity")
+                .severity()
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_ascii_lowercase()
         };
-        let is_error = |issue: &JsonMap| matches!(severity(issue).as_str(), "error" | "fatal");
-        let has_error_status = issues.iter().any(|issue| is_error(issue));
+        let is_error = |issue: &Issue<'_>| matches!(severity(issue).as_str(), "error" | "fatal");
+        let has_error_status = issues.iter().any(is_error);
         let diagnostics = match result
-            .get("artifacts")
-            .and_then(|a| a.get("execution_diagnostics"))
+            .artifacts()
+            .and_then(|a| Artifacts::from(a).execution_diagnostics())
             .and_then(Value::as_str)
             .filter(|d| !d.is_empty())
         {
@@ -75,12 +98,7 @@ impl Analyzer for ExceptionAnalyzer {
             None => issues
                 .iter()
                 .filter(|issue| include_warnings || is_error(issue))
-                .map(|issue| {
-                    issue
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                })
+                .map(|issue| issue.message().and_then(Value::as_str).unwrap_or_default())
                 .collect::<Vec<_>>()
                 .join("\n"),
         };
@@ -88,10 +106,7 @@ impl Analyzer for ExceptionAnalyzer {
         let is_badcase = has_error_status || has_error_field;
         let mut details = JsonMap::new();
         if has_error_status {
-            let status = result
-                .get("status")
-                .map(crate::py::py_str)
-                .unwrap_or_default();
+            let status = result.status().map(crate::py::py_str).unwrap_or_default();
             details.insert("task_status".into(), json!(status));
         }
         if has_error_field {

@@ -2,15 +2,16 @@
 //! latency (`ToolExecutionLatencyAnalyzer`) and the trajectory's wall time
 //! (`TrajectoryTimeCostAnalyzer`).
 
-use agentcompass_plugin_api::contracts::{AnalysisInput, AnalysisOutcome, ComponentInfo};
+use agentcompass_plugin_api::contracts::{AnalysisInput, AnalysisOutcome, ComponentInfo, JsonMap};
 use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_plugin_api::Result;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
-use crate::options::{ratio_badcase, skipped, Options};
+use crate::options::{ratio_badcase, skipped, Number, Options};
 use crate::py::{percentile, py_str, round};
-use crate::trajectory::{all_steps, trajectory, NO_TRAJECTORY};
+use crate::trajectory::{all_steps, trajectory, Step, Trajectory, NO_TRAJECTORY};
 
 /// The options shared by both latency analyzers (upstream's `LatencyAnalyzerBase.conf`).
 fn latency_defaults() -> Value {
@@ -39,15 +40,7 @@ const LATENCY_DISTRIBUTION: &[(&str, &str)] = &[
 /// bad case, otherwise an exceeded share `>= threshold`). With no threshold set the
 /// analyzer only measures (`is_badcase: null`, as upstream always answers).
 fn latency(input: &AnalysisInput, field: &str) -> Result<AnalysisOutcome> {
-    let options = Options(&input.options);
-    let p90_t = options.get("p90_threshold");
-    let p95_t = options.get("p95_threshold");
-    let max_t = options.get("max_threshold");
-    let step_t = options.opt_f64("step_threshold")?;
-    let threshold = options.f64_or("threshold", 0.0)?;
-    let p90_limit = options.opt_f64("p90_threshold")?;
-    let p95_limit = options.opt_f64("p95_threshold")?;
-    let max_limit = options.opt_f64("max_threshold")?;
+    let options = LatencyOptions::parse(&input.options)?;
     let Some(traj) = trajectory(&input.result) else {
         return Ok(skipped(NO_TRAJECTORY));
     };
@@ -69,45 +62,112 @@ fn latency(input: &AnalysisInput, field: &str) -> Result<AnalysisOutcome> {
     let mean = values.iter().sum::<f64>() / n as f64;
 
     let mut triggers = Vec::new();
-    for (name, stat, limit, raw) in [
-        ("p90", p90, p90_limit, p90_t),
-        ("p95", p95, p95_limit, p95_t),
-        ("max", max, max_limit, max_t),
+    for (name, stat, limit) in [
+        ("p90", p90, options.p90),
+        ("p95", p95, options.p95),
+        ("max", max, options.max),
     ] {
-        if let (Some(limit), Some(raw)) = (limit, raw) {
-            if stat > limit {
-                triggers.push(format!("{name}={stat:.1}ms > threshold={}ms", py_str(raw)));
+        if let Some(limit) = limit {
+            if stat > limit.value {
+                triggers.push(format!(
+                    "{name}={stat:.1}ms > threshold={}ms",
+                    py_str(limit.raw)
+                ));
             }
         }
     }
-    let exceeded = step_t.map(|t| values.iter().filter(|v| **v > t).count());
-    let step_badcase = exceeded.is_some_and(|e| ratio_badcase(e as f64 / n as f64, e, threshold));
-    let any_threshold =
-        p90_limit.is_some() || p95_limit.is_some() || max_limit.is_some() || step_t.is_some();
-
-    let mut details = json!({
-        "metric": field,
-        "total_steps": n,
-        "mean_ms": round(mean, 1),
-        "p50_ms": round(p50, 1),
-        "p90_ms": round(p90, 1),
-        "p95_ms": round(p95, 1),
-        "max_ms": round(max, 1),
+    let step = options.step.map(|t| {
+        let exceeded = values.iter().filter(|v| **v > t.value).count();
+        (t.raw, exceeded)
     });
-    if !triggers.is_empty() {
-        details["triggers"] = json!(triggers);
-    }
-    if let (Some(t), Some(e)) = (options.get("step_threshold"), exceeded) {
-        details["step_threshold_ms"] = t.clone();
-        details["exceeded_steps"] = json!(e);
-        details["exceeded_ratio"] = json!(round(e as f64 / n as f64, 4));
-    }
+    let step_badcase =
+        step.is_some_and(|(_, e)| ratio_badcase(e as f64 / n as f64, e, options.threshold));
+    let any_threshold = options.p90.is_some()
+        || options.p95.is_some()
+        || options.max.is_some()
+        || options.step.is_some();
+    let is_badcase = any_threshold.then_some(!triggers.is_empty() || step_badcase);
+    let details = LatencyDetails {
+        metric: field,
+        total_steps: n,
+        mean_ms: round(mean, 1),
+        p50_ms: round(p50, 1),
+        p90_ms: round(p90, 1),
+        p95_ms: round(p95, 1),
+        max_ms: round(max, 1),
+        triggers,
+        step_threshold_ms: step.map(|(raw, _)| raw),
+        exceeded_steps: step.map(|(_, e)| e),
+        exceeded_ratio: step.map(|(_, e)| round(e as f64 / n as f64, 4)),
+    };
     Ok(AnalysisOutcome {
-        is_badcase: any_threshold.then_some(!triggers.is_empty() || step_badcase),
-        details,
+        is_badcase,
+        details: json!(details),
         score: Some(round(mean, 1)),
         extra: None,
     })
+}
+
+/// The options of a latency analyzer, read once (in upstream's order, which decides which
+/// wrongly typed option an error names).
+struct LatencyOptions<'a> {
+    /// `threshold`: the exceeded-step share that is a bad case (`0`: any).
+    threshold: f64,
+    /// `p90_threshold`.
+    p90: Option<Number<'a>>,
+    /// `p95_threshold`.
+    p95: Option<Number<'a>>,
+    /// `max_threshold`.
+    max: Option<Number<'a>>,
+    /// `step_threshold`.
+    step: Option<Number<'a>>,
+}
+
+impl<'a> LatencyOptions<'a> {
+    /// Reads the options.
+    fn parse(options: &'a JsonMap) -> Result<Self> {
+        let options = Options(options);
+        let step = options.number("step_threshold")?;
+        let threshold = options.f64_or("threshold", 0.0)?;
+        Ok(LatencyOptions {
+            threshold,
+            p90: options.number("p90_threshold")?,
+            p95: options.number("p95_threshold")?,
+            max: options.number("max_threshold")?,
+            step,
+        })
+    }
+}
+
+/// The details of a latency analyzer.
+#[derive(Serialize)]
+struct LatencyDetails<'a> {
+    /// The metric field read.
+    metric: &'a str,
+    /// How many steps had it.
+    total_steps: usize,
+    /// The mean.
+    mean_ms: f64,
+    /// The median.
+    p50_ms: f64,
+    /// The 90th percentile.
+    p90_ms: f64,
+    /// The 95th percentile.
+    p95_ms: f64,
+    /// The maximum.
+    max_ms: f64,
+    /// The statistics above their thresholds (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    triggers: Vec<String>,
+    /// `step_threshold` as written (with it set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step_threshold_ms: Option<&'a Value>,
+    /// The steps above it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exceeded_steps: Option<usize>,
+    /// Their share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exceeded_ratio: Option<f64>,
 }
 
 /// Model inference latency per step (`metric.llm_infer_ms`).
@@ -225,63 +285,80 @@ fn seconds_between(start: Instant, end: Instant) -> Option<f64> {
     }
 }
 
+/// Why the wall time is unknown.
+const NO_TIMESTAMPS: &str = "trajectory missing or unparseable started_at / finished_at";
+
+/// The trajectory's `started_at` and `finished_at`, each from the trajectory or else from
+/// the first / last step that has one, and whether a step gave one.
+fn endpoints<'a>(traj: Trajectory<'a>, steps: &[Step<'a>]) -> Option<(&'a str, &'a str, bool)> {
+    match (traj.started_at_str(), traj.finished_at_str()) {
+        (Some(s), Some(f)) => Some((s, f, false)),
+        (own_start, own_finish) => {
+            let first = || steps.iter().find_map(Step::started_at);
+            let last = || steps.iter().rev().find_map(Step::finished_at);
+            let start = own_start.or_else(first)?;
+            let finish = own_finish.or_else(last)?;
+            Some((start, finish, true))
+        }
+    }
+}
+
+/// The details of [`TrajectoryTimeCostAnalyzer`].
+#[derive(Serialize)]
+struct TimeCostDetails<'a> {
+    /// The start, as written.
+    started_at: &'a str,
+    /// The end, as written.
+    finished_at: &'a str,
+    /// The wall time.
+    duration_seconds: f64,
+    /// The step count.
+    total_steps: usize,
+    /// `"steps"` when the steps gave a timestamp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamps_from: Option<&'static str>,
+    /// Why it is a bad case (omitted when it is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    triggers: Option<[String; 1]>,
+}
+
 impl Analyzer for TrajectoryTimeCostAnalyzer {
     fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
-        let options = Options(&input.options);
-        let max_seconds = options.opt_f64("max_seconds")?;
+        let max_seconds = Options(&input.options).number("max_seconds")?;
         let Some(traj) = trajectory(&input.result) else {
             return Ok(skipped(NO_TRAJECTORY));
         };
         let steps = all_steps(traj);
-        let own = (
-            traj.get("started_at").and_then(Value::as_str),
-            traj.get("finished_at").and_then(Value::as_str),
-        );
-        let (started, finished, from_steps) = match own {
-            (Some(s), Some(f)) => (s, f, false),
-            _ => {
-                let first = steps.iter().find_map(|s| s.str_field("started_at"));
-                let last = steps.iter().rev().find_map(|s| s.str_field("finished_at"));
-                match (own.0.or(first), own.1.or(last)) {
-                    (Some(s), Some(f)) => (s, f, true),
-                    _ => {
-                        return Ok(skipped(
-                            "trajectory missing or unparseable started_at / finished_at",
-                        ))
-                    }
-                }
-            }
+        let Some((started, finished, from_steps)) = endpoints(Trajectory::from(traj), &steps)
+        else {
+            return Ok(skipped(NO_TIMESTAMPS));
         };
         let Some(duration) = parse_ts(started)
             .zip(parse_ts(finished))
             .and_then(|(s, f)| seconds_between(s, f))
         else {
-            return Ok(skipped(
-                "trajectory missing or unparseable started_at / finished_at",
-            ));
+            return Ok(skipped(NO_TIMESTAMPS));
         };
-        let mut details = json!({
-            "started_at": started,
-            "finished_at": finished,
-            "duration_seconds": round(duration, 2),
-            "total_steps": steps.len(),
+        let over = max_seconds.map(|max| (duration > max.value, max.raw));
+        let triggers = over.and_then(|(over, raw)| {
+            over.then(|| {
+                [format!(
+                    "duration={duration:.1}s > max_seconds={}s",
+                    py_str(raw)
+                )]
+            })
         });
-        if from_steps {
-            details["timestamps_from"] = json!("steps");
-        }
-        let mut is_badcase = None;
-        if let Some(max) = max_seconds {
-            let over = duration > max;
-            if over {
-                let raw = options.get("max_seconds").map(py_str).unwrap_or_default();
-                details["triggers"] =
-                    json!([format!("duration={duration:.1}s > max_seconds={raw}s")]);
-            }
-            is_badcase = Some(over);
-        }
+        let details = TimeCostDetails {
+            started_at: started,
+            finished_at: finished,
+            duration_seconds: round(duration, 2),
+            total_steps: steps.len(),
+            timestamps_from: from_steps.then_some("steps"),
+            triggers,
+        };
         Ok(AnalysisOutcome {
-            is_badcase,
-            details,
+            is_badcase: over.map(|(over, _)| over),
+            details: json!(details),
             score: None,
             extra: None,
         })

@@ -13,6 +13,41 @@ use super::{category, info};
 use crate::options::{skipped, Options};
 use crate::py::{prefix, round};
 use crate::trajectory::{steps, Step, ToolCall};
+use crate::view::json_view;
+
+json_view! {
+    /// The fields read from a tool result (and `command` from a call's arguments).
+    struct ToolFields {
+        /// A call the harness skipped (`true`).
+        skipped,
+        /// The process exit code.
+        exit_code,
+        /// The process exit code, as some harnesses name it.
+        returncode,
+        /// Whether the command timed out.
+        timed_out,
+        /// Whether the tool reported an error.
+        is_error,
+        /// The tool's error message.
+        error,
+        /// An exception the harness caught.
+        exception_info,
+        /// The call this result answers.
+        tool_call_id,
+        /// The tool name.
+        tool,
+        /// The command run (a string or an argv list).
+        command,
+        /// The result text.
+        output,
+        /// The result text (chat-shaped).
+        content,
+        /// Standard output.
+        stdout,
+        /// Standard error.
+        stderr,
+    }
+}
 
 /// Flags an attempt where more than `threshold` (default `0.5`) of the tool results that
 /// carry a status failed. A failure is a timeout (`timed_out`, or exit code 124 without a
@@ -55,12 +90,13 @@ fn text_of(obs: &Value) -> String {
     if let Value::String(s) = obs {
         return s.clone();
     }
-    for key in ["output", "content"] {
-        if let Some(s) = obs.get(key).and_then(Value::as_str) {
+    let fields = ToolFields::from(obs);
+    for text in [fields.output(), fields.content()] {
+        if let Some(s) = text.and_then(Value::as_str) {
             return s.to_string();
         }
     }
-    [obs.get("stdout"), obs.get("stderr")]
+    [fields.stdout(), fields.stderr()]
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
@@ -86,23 +122,24 @@ fn first_line(text: &str) -> String {
 
 /// Reads one observation; `None` when it carries no status (a plain note, a skipped call).
 fn status(obs: &Value) -> Option<Status> {
-    if obs.get("skipped").and_then(Value::as_bool) == Some(true) {
+    let fields = ToolFields::from(obs);
+    if fields.skipped().and_then(Value::as_bool) == Some(true) {
         return None;
     }
     let text = text_of(obs);
-    let exit_code = obs
-        .get("exit_code")
-        .or_else(|| obs.get("returncode"))
+    let exit_code = fields
+        .exit_code()
+        .or_else(|| fields.returncode())
         .and_then(Value::as_i64)
         .or_else(|| rendered_exit_code(&text));
-    let timed_out = obs.get("timed_out").and_then(Value::as_bool);
-    let is_error = obs.get("is_error").and_then(Value::as_bool);
-    let error = obs
-        .get("error")
+    let timed_out = fields.timed_out().and_then(Value::as_bool);
+    let is_error = fields.is_error().and_then(Value::as_bool);
+    let error = fields
+        .error()
         .and_then(Value::as_str)
         .filter(|e| !e.trim().is_empty());
-    let exception = obs
-        .get("exception_info")
+    let exception = fields
+        .exception_info()
         .and_then(Value::as_str)
         .filter(|e| !e.trim().is_empty());
     if exit_code.is_none()
@@ -150,7 +187,7 @@ fn answered<'a>(
     obs: &Value,
     position: usize,
 ) -> Option<&'a ToolCall<'a>> {
-    match obs.get("tool_call_id").and_then(Value::as_str) {
+    match ToolFields::from(obs).tool_call_id().and_then(Value::as_str) {
         Some(id) => calls.iter().find(|c| c.id == Some(id)),
         None => calls.get(position),
     }
@@ -158,7 +195,7 @@ fn answered<'a>(
 
 /// The command a call or its observation names.
 fn command_of(obs: &Value, call: Option<&ToolCall<'_>>) -> Option<String> {
-    let from = |v: &Value| match v.get("command") {
+    let from = |v: &Value| match ToolFields::from(v).command() {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Array(parts)) => Some(
             parts
@@ -182,11 +219,12 @@ fn error_entry(
 ) -> Value {
     let mut entry = JsonMap::new();
     entry.insert("step_id".into(), step.id());
-    if let Some(id) = obs.get("tool_call_id").filter(|v| v.is_string()) {
+    let fields = ToolFields::from(obs);
+    if let Some(id) = fields.tool_call_id().filter(|v| v.is_string()) {
         entry.insert("tool_call_id".into(), id.clone());
     }
-    let tool = obs
-        .get("tool")
+    let tool = fields
+        .tool()
         .and_then(Value::as_str)
         .or(call.map(|c| c.name));
     if let Some(tool) = tool {

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use agentcompass_plugin_api::contracts::{AnalysisInput, AnalysisOutcome, ComponentInfo};
 use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_plugin_api::Result;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
@@ -252,6 +253,24 @@ fn signature(step: &Step<'_>) -> Option<Key> {
     }
 }
 
+/// The details of [`ConsecutiveToolRepetitionAnalyzer`].
+#[derive(Serialize)]
+struct ConsecutiveDetails<'a> {
+    /// The longest run of the same signature.
+    max_consecutive_repetition: usize,
+    /// The step count.
+    total_steps: usize,
+    /// The signature of the longest run (omitted without any tool call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    most_repeated_tool: Option<&'a str>,
+    /// The runs above the threshold, else the first five runs (omitted without a run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    long_runs: Option<Vec<Value>>,
+    /// How many runs of two or more there are (omitted without a run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_runs: Option<usize>,
+}
+
 impl Analyzer for ConsecutiveToolRepetitionAnalyzer {
     fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
         let threshold = Options(&input.options).f64_or("consecutive_threshold", 5.0)?;
@@ -291,33 +310,28 @@ impl Analyzer for ConsecutiveToolRepetitionAnalyzer {
             i = j;
         }
         let best_len = best.map_or(0, |(n, _)| n);
-        let mut details = json!({
-            "max_consecutive_repetition": best_len,
-            "total_steps": steps.len(),
-        });
-        if let Some((_, (tool, _))) = best {
-            details["most_repeated_tool"] = json!(tool);
-        }
-        if !runs.is_empty() {
+        let long_runs = (!runs.is_empty()).then(|| {
             let long: Vec<Value> = runs
                 .iter()
                 .filter(|(n, _)| *n as f64 > threshold)
                 .map(|(_, run)| run.clone())
                 .collect();
-            details["long_runs"] = if long.is_empty() {
-                json!(runs
-                    .iter()
-                    .take(5)
-                    .map(|(_, run)| run.clone())
-                    .collect::<Vec<_>>())
+            if long.is_empty() {
+                runs.iter().take(5).map(|(_, run)| run.clone()).collect()
             } else {
-                json!(long)
-            };
-            details["total_runs"] = json!(runs.len());
-        }
+                long
+            }
+        });
+        let details = ConsecutiveDetails {
+            max_consecutive_repetition: best_len,
+            total_steps: steps.len(),
+            most_repeated_tool: best.map(|(_, (tool, _))| tool.as_str()),
+            long_runs,
+            total_runs: (!runs.is_empty()).then_some(runs.len()),
+        };
         Ok(AnalysisOutcome {
             is_badcase: Some(best_len as f64 > threshold),
-            details,
+            details: json!(details),
             score: Some(best_len as f64),
             extra: None,
         })

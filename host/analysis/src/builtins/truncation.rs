@@ -3,6 +3,7 @@
 use agentcompass_plugin_api::contracts::{AnalysisInput, AnalysisOutcome, ComponentInfo};
 use agentcompass_plugin_api::sdk::Analyzer;
 use agentcompass_plugin_api::Result;
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
@@ -51,6 +52,20 @@ pub(crate) fn is_length_stop(reason: &str) -> bool {
         .any(|r| r.eq_ignore_ascii_case(reason.trim()))
 }
 
+/// The details of [`TruncationAnalyzer`].
+#[derive(Serialize)]
+struct TruncationDetails {
+    /// The model steps.
+    total_llm_steps: usize,
+    /// The truncated ones.
+    truncated_steps: usize,
+    /// Their share.
+    truncation_ratio: f64,
+    /// Their ids (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    truncated_step_ids: Vec<Value>,
+}
+
 impl Analyzer for TruncationAnalyzer {
     fn analyze(&self, input: &AnalysisInput) -> Result<AnalysisOutcome> {
         let threshold = Options(&input.options).f64_or("threshold", 0.0)?;
@@ -78,18 +93,16 @@ impl Analyzer for TruncationAnalyzer {
         } else {
             0.0
         };
-        let mut details = json!({
-            "total_llm_steps": total,
-            "truncated_steps": truncated.len(),
-            "truncation_ratio": round(ratio, 4),
-        });
         let is_badcase = ratio_badcase(ratio, truncated.len(), threshold);
-        if !truncated.is_empty() {
-            details["truncated_step_ids"] = json!(truncated);
-        }
+        let details = TruncationDetails {
+            total_llm_steps: total,
+            truncated_steps: truncated.len(),
+            truncation_ratio: round(ratio, 4),
+            truncated_step_ids: truncated,
+        };
         Ok(AnalysisOutcome {
             is_badcase: Some(is_badcase),
-            details,
+            details: json!(details),
             score: Some(round(ratio, 4)),
             extra: None,
         })

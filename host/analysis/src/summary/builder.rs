@@ -11,6 +11,21 @@ use super::fields::{distribution_fields, family_of, DistributionMethod};
 use super::stat::Stat;
 use super::AnalysisSummary;
 use crate::py::truthy;
+use crate::view::json_view;
+
+json_view! {
+    /// One analyzer's payload in an attempt's `analysis_result`.
+    struct Payload {
+        /// Whether the attempt is a bad case (`null`: the analyzer only measures).
+        is_badcase,
+        /// The analyzer's score.
+        score,
+        /// Why the analyzer failed.
+        error,
+        /// What it found.
+        details,
+    }
+}
 
 /// Builds the summary one task at a time. Its memory does not grow with the task count
 /// except for the bad-case task files the output lists: a `value_counts` field tracks at most
@@ -50,14 +65,14 @@ fn combine(list: &[&JsonMap]) -> Option<JsonMap> {
     let mut combined: JsonMap = (*list.last()?).clone();
     let flags: Vec<bool> = list
         .iter()
-        .filter_map(|p| p.get("is_badcase").and_then(Value::as_bool))
+        .filter_map(|p| Payload::from(*p).is_badcase().and_then(Value::as_bool))
         .collect();
     if !flags.is_empty() {
         combined.insert("is_badcase".into(), json!(flags.iter().any(|b| *b)));
     }
     let scores: Vec<f64> = list
         .iter()
-        .filter_map(|p| match p.get("score") {
+        .filter_map(|p| match Payload::from(*p).score() {
             Some(Value::Number(n)) => n.as_f64(),
             _ => None,
         })
@@ -72,12 +87,13 @@ fn combine(list: &[&JsonMap]) -> Option<JsonMap> {
 impl Finding {
     /// What a combined payload says.
     fn of(combined: &JsonMap) -> Self {
-        let is_badcase = combined.get("is_badcase");
+        let payload = Payload::from(combined);
+        let is_badcase = payload.is_badcase();
         Finding {
             badcase: is_badcase.is_some_and(truthy),
             has_badcase_field: is_badcase.is_some_and(|v| !v.is_null()),
-            error: combined.get("error").is_some_and(truthy),
-            score: numeric(combined.get("score")),
+            error: payload.error().is_some_and(truthy),
+            score: numeric(payload.score()),
         }
     }
 }
@@ -144,7 +160,7 @@ impl SummaryBuilder {
                 max_score = Some(max_score.map_or(score, |m| m.max(score)));
             }
             self.count_finding(analyzer, &category, &finding);
-            self.accumulate(analyzer, &category, combined.get("details"));
+            self.accumulate(analyzer, &category, Payload::from(&combined).details());
         }
         for stat in [
             self.category_overall.entry(category).or_default(),
@@ -168,7 +184,7 @@ impl SummaryBuilder {
                     continue;
                 };
                 payloads.entry(analyzer).or_default().push(data);
-                if data.get("is_badcase").is_some_and(truthy)
+                if Payload::from(data).is_badcase().is_some_and(truthy)
                     && self
                         .item_seen
                         .insert((analyzer.clone(), task_file.to_string()))
