@@ -4,9 +4,22 @@
 use agentcompass_plugin_api::contracts::{
     JsonMap, Message, ModelRequest, ModelResponse, TokenUsage, ToolCall, ToolDef,
 };
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::Protocol;
+use body::{
+    non_empty, AnthropicBody, AnthropicTool, ChatBody, ChatTool, FunctionDef, ResponsesBody,
+    ResponsesTool, Turn,
+};
+use view::{
+    AnthropicMessage, ChatCompletion, FunctionView, ResponsesResponse, TextPart, ToolCallView,
+    UsageView,
+};
+
+mod body;
+pub(crate) mod lenient;
+pub(crate) mod view;
 
 /// `max_tokens` sent to Anthropic when the caller sets none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u64 = 4096;
@@ -79,8 +92,8 @@ fn content_text(content: &Value) -> String {
         Value::Array(parts) => parts
             .iter()
             .filter_map(|part| match part {
-                Value::String(text) => Some(text.as_str()),
-                other => other.get("text").and_then(Value::as_str),
+                Value::String(text) => Some(text.clone()),
+                other => lenient::read::<TextPart>(other).and_then(|part| part.text),
             })
             .collect::<Vec<_>>()
             .join("\n"),
@@ -97,7 +110,8 @@ fn tool_parameters(tool: &ToolDef) -> Value {
     }
 }
 
-/// The `(id, name, arguments as a JSON string)` of each OpenAI-shaped tool call of `message`.
+/// The `(id, name, arguments as a JSON string)` of each tool call of `message` (OpenAI-shaped,
+/// or flat).
 fn message_tool_calls(message: &Message) -> Vec<(String, String, String)> {
     let Some(Value::Array(calls)) = &message.tool_calls else {
         return Vec::new();
@@ -105,26 +119,22 @@ fn message_tool_calls(message: &Message) -> Vec<(String, String, String)> {
     calls
         .iter()
         .map(|call| {
-            let function = call.get("function").unwrap_or(call);
-            let arguments = match function.get("arguments") {
-                Some(Value::String(raw)) => raw.clone(),
+            let mut call: ToolCallView = lenient::read(call).unwrap_or_default();
+            let id = std::mem::take(&mut call.id);
+            let FunctionView { name, arguments } = call.function_or_flat();
+            let arguments = match arguments {
+                Some(Value::String(raw)) => raw,
                 Some(Value::Null) | None => "{}".to_string(),
                 Some(other) => other.to_string(),
             };
-            (
-                call.get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                function
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-                arguments,
-            )
+            (id, name, arguments)
         })
         .collect()
+}
+
+/// A typed request body as JSON, converted the way `json!` converts its values.
+fn to_json(body: impl Serialize) -> Value {
+    json!(body)
 }
 
 /// Tool arguments as JSON when they parse, else the raw text.
@@ -143,44 +153,12 @@ fn merge_params(body: &mut Value, params: &JsonMap) {
     }
 }
 
-fn u64_at(value: &Value, path: &[&str]) -> u64 {
-    let mut at = value;
-    for key in path {
-        match at.get(key) {
-            Some(next) => at = next,
-            None => return 0,
-        }
-    }
-    at.as_u64().unwrap_or(0)
-}
-
 // ---- OpenAI chat completions -------------------------------------------------------------
 
 /// A `usage` object of `protocol` as token counts (input including cached tokens; an
 /// Anthropic input count excludes cache reads and writes, so they are added).
-pub fn usage_of(protocol: Protocol, usage: &Value) -> TokenUsage {
-    let (prompt, completion, cached) = match protocol {
-        Protocol::OpenAiChat => (
-            u64_at(usage, &["prompt_tokens"]),
-            u64_at(usage, &["completion_tokens"]),
-            u64_at(usage, &["prompt_tokens_details", "cached_tokens"]),
-        ),
-        Protocol::OpenAiResponses => (
-            u64_at(usage, &["input_tokens"]),
-            u64_at(usage, &["output_tokens"]),
-            u64_at(usage, &["input_tokens_details", "cached_tokens"]),
-        ),
-        Protocol::Anthropic => {
-            let cached = u64_at(usage, &["cache_read_input_tokens"]);
-            (
-                u64_at(usage, &["input_tokens"])
-                    + cached
-                    + u64_at(usage, &["cache_creation_input_tokens"]),
-                u64_at(usage, &["output_tokens"]),
-                cached,
-            )
-        }
-    };
+pub(crate) fn usage_of(protocol: Protocol, usage: &UsageView) -> TokenUsage {
+    let (prompt, completion, cached) = usage.counts(protocol);
     TokenUsage {
         prompt_tokens: prompt,
         completion_tokens: completion,
@@ -190,88 +168,62 @@ pub fn usage_of(protocol: Protocol, usage: &Value) -> TokenUsage {
 }
 
 fn openai_chat_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
-    let mut body = json!({"model": model, "messages": request.messages});
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool_parameters(tool),
-                }})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| ChatTool {
+            function: FunctionDef {
+                description: &tool.description,
+                name: &tool.name,
+                parameters: tool_parameters(tool),
+            },
+            kind: "function",
+        })
+        .collect();
+    let mut body = to_json(ChatBody {
+        messages: &request.messages,
+        model,
+        tools: non_empty(tools),
+    });
     merge_params(&mut body, params);
     body
 }
 
 fn parse_openai_chat(body: &Value) -> Result<ModelResponse, WireError> {
+    let body: ChatCompletion = lenient::read(body).unwrap_or_default();
     let choice = body
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|choices| choices.first())
+        .choices
+        .and_then(|choices| choices.into_iter().next())
         .ok_or(field("choices", "a non-empty array"))?;
     let message = choice
-        .get("message")
-        .filter(|m| m.is_object())
+        .message
         .ok_or(field("choices[0].message", "an object"))?;
     let tool_calls = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .map(|call| {
-                    let function = call.get("function").unwrap_or(&Value::Null);
-                    ToolCall {
-                        id: call
-                            .get("id")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .into(),
-                        name: function
-                            .get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .into(),
-                        arguments: parse_arguments(
-                            function
-                                .get("arguments")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default(),
-                        ),
-                    }
-                })
-                .collect()
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .map(|call| {
+            let function = call.function.unwrap_or_default();
+            let arguments = function.arguments.as_ref().and_then(Value::as_str);
+            ToolCall {
+                id: call.id,
+                name: function.name,
+                arguments: parse_arguments(arguments.unwrap_or_default()),
+            }
         })
-        .unwrap_or_default();
-    let usage = usage_of(
-        Protocol::OpenAiChat,
-        body.get("usage").unwrap_or(&Value::Null),
-    );
+        .collect();
     Ok(ModelResponse {
-        content: content_text(message.get("content").unwrap_or(&Value::Null)),
+        content: content_text(&message.content),
         reasoning: message
-            .get("reasoning_content")
-            .or_else(|| message.get("reasoning"))
+            .reasoning_content
+            .or(message.reasoning)
+            .as_ref()
             .and_then(Value::as_str)
             .map(str::to_string),
         tool_calls,
-        stop_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        usage,
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
+        stop_reason: choice.finish_reason,
+        usage: usage_of(Protocol::OpenAiChat, &body.usage),
+        model: body.model,
         ..ModelResponse::default()
     })
 }
@@ -302,21 +254,22 @@ fn responses_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
             }
         }
     }
-    let mut body = json!({"model": model, "input": input});
-    if !instructions.is_empty() {
-        body["instructions"] = Value::String(instructions.join("\n\n"));
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "name": tool.name, "description": tool.description,
-                       "parameters": tool_parameters(tool)})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| ResponsesTool {
+            description: &tool.description,
+            name: &tool.name,
+            parameters: tool_parameters(tool),
+            kind: "function",
+        })
+        .collect();
+    let mut body = to_json(ResponsesBody {
+        input,
+        instructions: non_empty(instructions).map(|parts| parts.join("\n\n")),
+        model,
+        tools: non_empty(tools),
+    });
     let mut params = params.clone();
     if let Some(max) = params.remove("max_tokens") {
         params.entry("max_output_tokens").or_insert(max);
@@ -326,43 +279,30 @@ fn responses_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
 }
 
 fn parse_responses(body: &Value) -> Result<ModelResponse, WireError> {
-    let output = body
-        .get("output")
-        .and_then(Value::as_array)
-        .ok_or(field("output", "an array"))?;
+    let body: ResponsesResponse = lenient::read(body).unwrap_or_default();
+    let output = body.output.ok_or(field("output", "an array"))?;
     let mut texts = Vec::new();
     let mut reasoning = Vec::new();
     let mut tool_calls = Vec::new();
     for item in output {
-        match item.get("type").and_then(Value::as_str) {
-            Some("message") => {
-                texts.push(content_text(item.get("content").unwrap_or(&Value::Null)))
-            }
+        match item.kind.as_deref() {
+            Some("message") => texts.push(content_text(&item.content)),
             Some("function_call") => tool_calls.push(ToolCall {
                 id: item
-                    .get("call_id")
-                    .or_else(|| item.get("id"))
+                    .call_id
+                    .or(item.id)
+                    .as_ref()
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .into(),
-                name: item
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .into(),
-                arguments: parse_arguments(
-                    item.get("arguments")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                ),
+                name: item.name,
+                arguments: parse_arguments(&item.arguments),
             }),
-            Some("reasoning") => {
-                reasoning.push(content_text(item.get("summary").unwrap_or(&Value::Null)))
-            }
+            Some("reasoning") => reasoning.push(content_text(&item.summary)),
             _ => {}
         }
     }
-    let incomplete = body.get("status").and_then(Value::as_str) == Some("incomplete");
+    let incomplete = body.status.as_deref() == Some("incomplete");
     let stop_reason = if !tool_calls.is_empty() {
         "tool_calls"
     } else if incomplete {
@@ -370,21 +310,13 @@ fn parse_responses(body: &Value) -> Result<ModelResponse, WireError> {
     } else {
         "stop"
     };
-    let usage = usage_of(
-        Protocol::OpenAiResponses,
-        body.get("usage").unwrap_or(&Value::Null),
-    );
     Ok(ModelResponse {
         content: texts.join("\n"),
         reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
         tool_calls,
         stop_reason: stop_reason.into(),
-        usage,
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
+        usage: usage_of(Protocol::OpenAiResponses, &body.usage),
+        model: body.model,
         ..ModelResponse::default()
     })
 }
@@ -393,24 +325,25 @@ fn parse_responses(body: &Value) -> Result<ModelResponse, WireError> {
 
 /// Appends `blocks` as a turn of `role`, merging into the previous turn of the same role
 /// (Anthropic requires alternating roles).
-fn push_turn(messages: &mut Vec<Value>, role: &str, blocks: Vec<Value>) {
+fn push_turn(messages: &mut Vec<Turn>, role: &'static str, blocks: Vec<Value>) {
     if blocks.is_empty() {
         return;
     }
     if let Some(last) = messages.last_mut() {
-        if last["role"] == role {
-            if let Some(content) = last["content"].as_array_mut() {
-                content.extend(blocks);
-                return;
-            }
+        if last.role == role {
+            last.content.extend(blocks);
+            return;
         }
     }
-    messages.push(json!({"role": role, "content": blocks}));
+    messages.push(Turn {
+        content: blocks,
+        role,
+    });
 }
 
 fn anthropic_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Value {
     let mut system = Vec::new();
-    let mut messages: Vec<Value> = Vec::new();
+    let mut messages = Vec::new();
     for message in &request.messages {
         match message.role.as_str() {
             "system" | "developer" => system.push(content_text(&message.content)),
@@ -446,22 +379,22 @@ fn anthropic_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
             }
         }
     }
-    let mut body =
-        json!({"model": model, "messages": messages, "max_tokens": ANTHROPIC_DEFAULT_MAX_TOKENS});
-    if !system.is_empty() {
-        body["system"] = Value::String(system.join("\n\n"));
-    }
-    if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"name": tool.name, "description": tool.description,
-                       "input_schema": tool_parameters(tool)})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
+    let tools = request
+        .tools
+        .iter()
+        .map(|tool| AnthropicTool {
+            description: &tool.description,
+            input_schema: tool_parameters(tool),
+            name: &tool.name,
+        })
+        .collect();
+    let mut body = to_json(AnthropicBody {
+        max_tokens: ANTHROPIC_DEFAULT_MAX_TOKENS,
+        messages,
+        model,
+        system: non_empty(system).map(|parts| parts.join("\n\n")),
+        tools: non_empty(tools),
+    });
     let mut params: Map<String, Value> = params.clone();
     if let Some(stop) = params.remove("stop") {
         let stop = match stop {
@@ -475,68 +408,43 @@ fn anthropic_body(model: &str, request: &ModelRequest, params: &JsonMap) -> Valu
 }
 
 fn parse_anthropic(body: &Value) -> Result<ModelResponse, WireError> {
-    let content = body
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or(field("content", "an array"))?;
+    let body: AnthropicMessage = lenient::read(body).unwrap_or_default();
+    let content = body.content.ok_or(field("content", "an array"))?;
     let mut texts = Vec::new();
     let mut reasoning = Vec::new();
     let mut tool_calls = Vec::new();
     for block in content {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => texts.push(
-                block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
-            Some("thinking") => reasoning.push(
-                block
-                    .get("thinking")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default(),
-            ),
+        match block.kind.as_deref() {
+            Some("text") => texts.push(block.text),
+            Some("thinking") => reasoning.push(block.thinking),
             Some("tool_use") => tool_calls.push(ToolCall {
-                id: block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .into(),
-                name: block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .into(),
-                arguments: block.get("input").cloned().unwrap_or_else(|| json!({})),
+                id: block.id,
+                name: block.name,
+                arguments: block.input.unwrap_or_else(|| json!({})),
             }),
             _ => {}
         }
     }
-    let stop_reason = match body.get("stop_reason").and_then(Value::as_str) {
+    let stop_reason = match body.stop_reason.as_deref() {
         Some("end_turn") | Some("stop_sequence") => "stop".to_string(),
         Some("tool_use") => "tool_calls".to_string(),
         Some("max_tokens") => "length".to_string(),
         Some(other) => other.to_string(),
         None => String::new(),
     };
-    let usage = usage_of(
-        Protocol::Anthropic,
-        body.get("usage").unwrap_or(&Value::Null),
-    );
     Ok(ModelResponse {
         content: texts.join("\n"),
         reasoning: (!reasoning.is_empty()).then(|| reasoning.join("\n")),
         tool_calls,
         stop_reason,
-        usage,
-        model: body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into(),
+        usage: usage_of(Protocol::Anthropic, &body.usage),
+        model: body.model,
         ..ModelResponse::default()
     })
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+pub(crate) mod equivalence;

@@ -3,9 +3,12 @@
 //! as the chunks go by), in each protocol's own shape.
 
 use agentcompass_plugin_api::contracts::TokenUsage;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::wire;
+use crate::wire::lenient::{self, lenient, maybe_object, object};
+use crate::wire::view::{UsageView, WithUsage};
 use crate::Protocol;
 
 /// How much of a JSON body is kept to read its usage (larger bodies are not metered).
@@ -46,6 +49,24 @@ impl Endpoint {
             Endpoint::Other => None,
         }
     }
+}
+
+/// One server-sent event of a streamed response, as far as its usage goes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct StreamEvent {
+    /// The event's type (`message_start`, ...; `None` unless a string).
+    #[serde(rename = "type", deserialize_with = "lenient")]
+    kind: Option<String>,
+    /// Chat's last chunk and Anthropic's `message_delta`: the usage (`None` unless an object).
+    #[serde(deserialize_with = "maybe_object")]
+    usage: Option<UsageView>,
+    /// Responses' `response.completed` (and others): the response so far.
+    #[serde(deserialize_with = "object")]
+    response: WithUsage,
+    /// Anthropic's `message_start`: the message so far.
+    #[serde(deserialize_with = "object")]
+    message: WithUsage,
 }
 
 /// Watches one response body go by and knows its usage at the end.
@@ -124,8 +145,8 @@ impl UsageTap {
         match &mut self.body {
             Body::Json(Some(buffer)) => {
                 let json: Value = serde_json::from_slice(buffer).ok()?;
-                let usage = json.get("usage").filter(|u| u.is_object())?;
-                Some(wire::usage_of(protocol, usage))
+                let usage = lenient::read::<WithUsage>(&json)?.usage?;
+                Some(wire::usage_of(protocol, &usage))
             }
             Body::Json(None) => None,
             Body::Events(pending) => {
@@ -149,36 +170,38 @@ fn event_usage(endpoint: Endpoint, line: &[u8], before: Option<TokenUsage>) -> O
     let Ok(event) = serde_json::from_slice::<Value>(data.trim_ascii()) else {
         return before;
     };
+    let Some(event) = lenient::read::<StreamEvent>(&event) else {
+        return before;
+    };
     match endpoint {
         // The last chunk (with `stream_options.include_usage`) carries the request's usage.
-        Endpoint::Chat => match event.get("usage").filter(|u| u.is_object()) {
-            Some(usage) => Some(wire::usage_of(Protocol::OpenAiChat, usage)),
+        Endpoint::Chat => match event.usage {
+            Some(usage) => Some(wire::usage_of(Protocol::OpenAiChat, &usage)),
             None => before,
         },
         // `response.completed` (or `.incomplete`/`.failed`) carries the final response.
-        Endpoint::Responses => match event.pointer("/response/usage").filter(|u| u.is_object()) {
-            Some(usage) => Some(wire::usage_of(Protocol::OpenAiResponses, usage)),
+        Endpoint::Responses => match event.response.usage {
+            Some(usage) => Some(wire::usage_of(Protocol::OpenAiResponses, &usage)),
             None => before,
         },
         // `message_start` has the input side, `message_delta` the cumulative output side
         // (and, in newer API versions, the input side again).
         Endpoint::Messages => {
-            let kind = event.get("type").and_then(Value::as_str);
-            let usage = match kind {
-                Some("message_start") => event.pointer("/message/usage"),
-                Some("message_delta") => event.get("usage"),
+            let usage = match event.kind.as_deref() {
+                Some("message_start") => event.message.usage,
+                Some("message_delta") => event.usage,
                 _ => None,
             };
-            let Some(usage) = usage.filter(|u| u.is_object()) else {
+            let Some(usage) = usage else {
                 return before;
             };
-            let seen = wire::usage_of(Protocol::Anthropic, usage);
+            let seen = wire::usage_of(Protocol::Anthropic, &usage);
             let mut merged = before.unwrap_or_default();
-            if usage.get("input_tokens").is_some() {
+            if usage.input_tokens.present {
                 merged.prompt_tokens = seen.prompt_tokens;
                 merged.cached_tokens = seen.cached_tokens;
             }
-            if usage.get("output_tokens").is_some() {
+            if usage.output_tokens.present {
                 merged.completion_tokens = seen.completion_tokens;
             }
             Some(merged)
@@ -283,3 +306,6 @@ mod tests {
         assert_eq!(Endpoint::of("/models"), Endpoint::Other);
     }
 }
+
+#[cfg(test)]
+mod equivalence;
