@@ -1,6 +1,8 @@
 //! One physical attempt: open the environment → prepare → harness (or `run_task`) → collect
 //! the harness result → close the harness session → artifacts → checkpoint → evaluate (same
-//! environment, none, or a fresh one) → cleanup, always.
+//! environment, none, or a fresh one) → cleanup, always. `AttemptState` is that order as one
+//! state machine (`Start` → `Opened` → `Ran` → `Collected` → `Done`), stepped by
+//! [`physical_attempt`].
 //!
 //! - [`env`]: opening and closing environments;
 //! - [`stage`]: preparation and the agent run ([`stage::StageOutcome`]);
@@ -75,30 +77,74 @@ pub async fn physical_attempt(
         attempt,
     };
     let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
-    let env = match open_environment(&step, EnvironmentRole::Task).await {
-        Ok(env) => env,
-        Err(halt) => {
-            let cancelled = halt.is_cancelled();
-            let result = failed(task, halt.issue());
-            return PhysicalOutcome { result, cancelled };
+    let mut state = AttemptState::Start;
+    loop {
+        state = match state {
+            AttemptState::Done(outcome) => return outcome,
+            running => running.next(&step, writer).await,
+        };
+    }
+}
+
+/// Where a physical attempt is: [`physical_attempt`] steps it from `Start` to `Done`, one
+/// transition per part of the seed's order; an attempt that halts (the environment does not
+/// open) or that is a multi-step task's (its steps run as one transition) goes to `Done`
+/// directly.
+enum AttemptState {
+    /// Nothing is open yet.
+    Start,
+    /// The task environment is open; the run stage (prepare, then the agent or `run_task`)
+    /// is next.
+    Opened(OpenEnv),
+    /// The run stage ended; the artifacts are next (unless it was cancelled or fatal).
+    Ran(OpenEnv, StageOutcome),
+    /// The artifacts are collected; the checkpoint, the evaluation and closing the
+    /// environment are next ([`evaluate_and_close`]).
+    Collected(OpenEnv, StageOutcome),
+    /// The attempt is scored (or failed) and its environment closed.
+    Done(PhysicalOutcome),
+}
+
+impl AttemptState {
+    /// The state after this one.
+    async fn next(self, step: &Step<'_>, writer: &TaskWriter) -> AttemptState {
+        let scope = step.rc;
+        match self {
+            AttemptState::Start => match open_environment(step, EnvironmentRole::Task).await {
+                Err(halt) => AttemptState::Done(PhysicalOutcome {
+                    cancelled: halt.is_cancelled(),
+                    result: failed(step.task, halt.issue()),
+                }),
+                Ok(env) if !step.task.steps.is_empty() => {
+                    let mut outcome =
+                        steps::run_steps(step, env, writer, steps::Done::default()).await;
+                    scope.record_usage(&mut outcome.result);
+                    AttemptState::Done(outcome)
+                }
+                Ok(env) => AttemptState::Opened(env),
+            },
+            AttemptState::Opened(env) => {
+                let mut stage = run_stage(step, &env.session, None).await;
+                if let Some(issue) = scope.model_failure() {
+                    stage.result.push_issue(issue);
+                }
+                AttemptState::Ran(env, stage)
+            }
+            AttemptState::Ran(env, mut stage) => {
+                if !stage.cancelled && !has_fatal(&stage.result) {
+                    collect::collect_artifacts(step, &env.session, writer, &mut stage.result).await;
+                }
+                scope.record_usage(&mut stage.result);
+                AttemptState::Collected(env, stage)
+            }
+            AttemptState::Collected(env, stage) => {
+                let mut outcome = evaluate_and_close(step, env, stage, writer).await;
+                scope.record_usage(&mut outcome.result);
+                AttemptState::Done(outcome)
+            }
+            AttemptState::Done(outcome) => AttemptState::Done(outcome),
         }
-    };
-    if !task.steps.is_empty() {
-        let mut outcome = steps::run_steps(&step, env, writer, steps::Done::default()).await;
-        scope.record_usage(&mut outcome.result);
-        return outcome;
     }
-    let mut stage = run_stage(&step, &env.session, None).await;
-    if let Some(issue) = scope.model_failure() {
-        stage.result.push_issue(issue);
-    }
-    if !stage.cancelled && !has_fatal(&stage.result) {
-        collect::collect_artifacts(&step, &env.session, writer, &mut stage.result).await;
-    }
-    scope.record_usage(&mut stage.result);
-    let mut outcome = evaluate_and_close(&step, env, stage, writer).await;
-    scope.record_usage(&mut outcome.result);
-    outcome
 }
 
 /// Everything after the agent run: the evaluation checkpoint, the evaluation in the mode the
