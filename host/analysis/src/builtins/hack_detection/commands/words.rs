@@ -51,6 +51,61 @@ pub(super) fn is_device(target: &str) -> bool {
         || target.starts_with("/dev/fd/")
 }
 
+/// Whether `word` is a shell variable assignment (`NAME=value`).
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
+}
+
+/// Whether `word` is a shell keyword that may lead a command (`if`, `then`, `do`, `!`, ...).
+fn is_leading_keyword(word: &str) -> bool {
+    matches!(
+        word,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "do"
+            | "while"
+            | "until"
+            | "!"
+            | "{"
+            | "}"
+            | "fi"
+            | "done"
+            | "esac"
+    )
+}
+
+/// The options that take a value of the wrapper `program` runs another command under
+/// (`sudo`, `timeout`, `xargs`, ...); `None` when it is not such a wrapper.
+fn wrapper_options(program: &str) -> Option<&'static [&'static str]> {
+    Some(match program {
+        "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"],
+        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
+        "nice" => &["-n", "--adjustment"],
+        "xargs" => &[
+            "-I",
+            "-n",
+            "-P",
+            "-d",
+            "-L",
+            "-E",
+            "-a",
+            "-s",
+            "--max-args",
+            "--max-procs",
+            "--delimiter",
+            "--arg-file",
+        ],
+        "env" => &["-u", "-C", "--unset", "--chdir", "-S"],
+        "stdbuf" | "ionice" | "chrt" | "nohup" | "exec" | "command" | "builtin" | "time" => &[],
+        _ => return None,
+    })
+}
+
 /// The words of a command with leading keywords, assignments and wrappers (`sudo`, `env`,
 /// `timeout 10`, `nohup`, `xargs -0`, ...) removed, and whether `xargs` ran it.
 pub(super) fn strip_prefixes(words: &[String]) -> (&[String], bool) {
@@ -61,54 +116,12 @@ pub(super) fn strip_prefixes(words: &[String]) -> (&[String], bool) {
             return (rest, xargs);
         };
         let word = first.as_str();
-        let is_assignment = word.split_once('=').is_some_and(|(name, _)| {
-            !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-        });
-        let takes_value: &[&str] = match basename(word) {
-            "sudo" => &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"],
-            "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-            "nice" => &["-n", "--adjustment"],
-            "xargs" => &[
-                "-I",
-                "-n",
-                "-P",
-                "-d",
-                "-L",
-                "-E",
-                "-a",
-                "-s",
-                "--max-args",
-                "--max-procs",
-                "--delimiter",
-                "--arg-file",
-            ],
-            "env" => &["-u", "-C", "--unset", "--chdir", "-S"],
-            "stdbuf" | "ionice" | "chrt" | "nohup" | "exec" | "command" | "builtin" | "time" => &[],
-            _ => {
-                if is_assignment
-                    || matches!(
-                        word,
-                        "if" | "then"
-                            | "else"
-                            | "elif"
-                            | "do"
-                            | "while"
-                            | "until"
-                            | "!"
-                            | "{"
-                            | "}"
-                            | "fi"
-                            | "done"
-                            | "esac"
-                    )
-                {
-                    rest = tail;
-                    continue;
-                }
-                return (rest, xargs);
+        let Some(takes_value) = wrapper_options(basename(word)) else {
+            if is_assignment(word) || is_leading_keyword(word) {
+                rest = tail;
+                continue;
             }
+            return (rest, xargs);
         };
         if basename(word) == "xargs" {
             xargs = true;
