@@ -6,27 +6,11 @@
 # tasks into TASKS tasks (default 100000; each clone a real task directory under its own id),
 # then runs `analysis --input RUN --override` under /usr/bin/time -v.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-host="${1:-target/release/agentcompass-host}"
-tasks="${2:-100000}"
-profile_dir="$(dirname "$host")"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/plugins"
-for lib in qa_pack example_pack; do
-    "$host" plugin package "$profile_dir/lib$lib.so" --out "$work/plugins/$lib" >/dev/null
-done
-chmod -R 755 "$work/plugins"
-python3 - "$work/data.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as out:
-    for i in range(100):
-        out.write(json.dumps({"id": f"q-{i:06d}", "question": f"What is {i} + 1?", "answer": str(i + 1),
-                              "category": ["add", "mul", "sub"][i % 3]}) + "\n")
-PY
-run="$("$host" --no-bundled-plugins --plugin-dir "$work/plugins/qa_pack" --plugin-dir "$work/plugins/example_pack" \
-    run qa example_calculator calc --benchmark-params "{\"path\": \"$work/data.jsonl\"}" \
-    --harness-params '{"wrong_every": 7}' --no-enable-analysis --results-dir "$work/results" --progress none 2>/dev/null | tail -1)"
+source "$(dirname "$0")/lib.sh"
+bench_setup "$@"
+package_plugins qa_pack example_pack
+qa_dataset "$work/data.jsonl" 100 6
+run="$(qa_run 2>/dev/null | tail -1)"
 python3 - "$run" "$tasks" <<'PY'
 import hashlib, json, os, re, shutil, sys
 run, total = sys.argv[1], int(sys.argv[2])

@@ -6,16 +6,9 @@
 #
 # Usage: bench/viewer_100k.sh [HOST_BINARY] [TASKS]
 set -euo pipefail
-cd "$(dirname "$0")/.."
-host="${1:-target/release/agentcompass-host}"
-tasks="${2:-100000}"
-profile_dir="$(dirname "$host")"
-work="$(mktemp -d)"
-viewer=""
-trap '[ -z "$viewer" ] || kill "$viewer" 2>/dev/null || true; rm -rf "$work"' EXIT
-mkdir -p "$work/plugins"
-"$host" plugin package "$profile_dir/libexample_pack.so" --out "$work/plugins/example_pack" >/dev/null
-chmod -R 755 "$work/plugins"
+source "$(dirname "$0")/lib.sh"
+bench_setup "$@"
+package_plugins example_pack
 t0=$(date +%s%N)
 run_dir="$("$host" --no-bundled-plugins --plugin-dir "$work/plugins/example_pack" \
     run example_self_check none m --benchmark-params "{\"size\": $tasks}" \
@@ -25,6 +18,7 @@ echo "the run: $tasks tasks in $(( (t1 - t0) / 1000000 )) ms"
 sync
 "$host" --no-bundled-plugins view "$work/results" --port 0 >"$work/view.out" 2>/dev/null &
 viewer=$!
+bench_exit_pids="$viewer"
 for _ in $(seq 100); do [ -s "$work/view.out" ] && break; sleep 0.1; done
 port="$(head -1 "$work/view.out" | sed -E 's|.*127\.0\.0\.1:([0-9]+).*|\1|')"
 rel="${run_dir#"$work/results/"}"

@@ -14,7 +14,7 @@ pub mod sandbox;
 
 use std::sync::Arc;
 
-use agentcompass_plugin_api::contracts::ComponentInfo;
+use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, ConfigSchema};
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
 use agentcompass_plugin_api::Error;
 
@@ -43,4 +43,21 @@ pub struct Builtin {
     pub info: ComponentInfo,
     /// Constructor (its kind must match `info.kind`).
     pub factory: BuiltinFactory,
+}
+
+impl Builtin {
+    /// An environment provider `id` with its description, configuration schema and
+    /// constructor.
+    pub fn environment(
+        id: &str,
+        description: &str,
+        schema: ConfigSchema,
+        make: fn() -> Result<Arc<dyn EnvironmentProvider>, Error>,
+    ) -> Builtin {
+        Builtin {
+            info: ComponentInfo::new(ComponentKind::Environment, id, description)
+                .with_schema(schema),
+            factory: BuiltinFactory::Environment(make),
+        }
+    }
 }

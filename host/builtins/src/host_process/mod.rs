@@ -39,8 +39,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, JsonMap, NetworkMode,
-    OpenEnvironmentRequest, ProviderCapabilities,
+    ConfigField, ConfigSchema, ConfigType, JsonMap, NetworkMode, OpenEnvironmentRequest,
+    ProviderCapabilities,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, check_params, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::{async_trait, Ctx, EnvironmentProvider, SessionRef};
@@ -48,7 +48,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
 
 use super::files::remove_created_dir;
-use crate::{Builtin, BuiltinFactory};
+use crate::Builtin;
 use session::HostProcessSession;
 use workdir::Workdir;
 
@@ -64,15 +64,7 @@ const OWNED_PREFIX: &str = "agentcompass-";
 
 /// The registry entry.
 pub fn builtin() -> Builtin {
-    Builtin {
-        info: info(),
-        factory: BuiltinFactory::Environment(make),
-    }
-}
-
-/// What the provider says about itself.
-pub fn info() -> ComponentInfo {
-    ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
+    Builtin::environment(ID, DESCRIPTION, config_schema(), make)
 }
 
 fn config_schema() -> ConfigSchema {

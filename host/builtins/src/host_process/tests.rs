@@ -4,8 +4,9 @@
 
 use super::*;
 use crate::process::PIPE_GRACE;
+use crate::BuiltinFactory;
 use agentcompass_plugin_api::contract_kit::{run_session_contract, ContractOptions, ProcessProbe};
-use agentcompass_plugin_api::contracts::{EnvironmentSpec, ExecRequest, JsonMap};
+use agentcompass_plugin_api::contracts::{ComponentKind, EnvironmentSpec, ExecRequest, JsonMap};
 use agentcompass_plugin_api::ErrorKind;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;

@@ -141,8 +141,8 @@ use std::time::Duration;
 
 use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest,
-    ProviderCapabilities, PORT_ENTRY_TYPE,
+    ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest, ProviderCapabilities,
+    PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -152,7 +152,7 @@ use serde_json::Value;
 
 use crate::files::{create_private_dir, remove_created_dir, remove_owned_dir};
 use crate::process::run_captured;
-use crate::{Builtin, BuiltinFactory};
+use crate::Builtin;
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
 use egress::Egress;
 use layout::{HostBind, Layout};
@@ -200,15 +200,7 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The registry entry.
 pub fn builtin() -> Builtin {
-    Builtin {
-        info: info(),
-        factory: BuiltinFactory::Environment(make),
-    }
-}
-
-/// What the provider says about itself.
-pub fn info() -> ComponentInfo {
-    ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
+    Builtin::environment(ID, DESCRIPTION, config_schema(), make)
 }
 
 fn make() -> Result<Arc<dyn EnvironmentProvider>> {

@@ -8,9 +8,11 @@ use super::session::setup_failure;
 use super::template::hidden_paths;
 use super::*;
 use crate::process::PIPE_GRACE;
+use crate::BuiltinFactory;
 use agentcompass_plugin_api::contract_kit::{
     run_session_contract, ContractOptions, ProcessProbe, CHECKS,
 };
+use agentcompass_plugin_api::contracts::ComponentKind;
 use agentcompass_plugin_api::contracts::{
     ConfigType, EnvironmentSpec, ExecRequest, ExecResult, JsonMap, NetworkPolicy,
 };
