@@ -8,23 +8,11 @@ source "ci/slurm.sh"
 profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 
 # Installs the Debian packages the tests need when their command is missing.
+# xmllint: the CI-gate test validates --junit output against a JUnit schema; chromium: the
+# viewer's browser tests drive it headless.
 ensure_tools() {
-    local missing=()
-    command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-    command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
-    command -v busybox >/dev/null 2>&1 || missing+=(busybox-static)
-    command -v curl >/dev/null 2>&1 || missing+=(curl)
-    # The CI-gate test validates --junit output against a JUnit schema.
-    command -v xmllint >/dev/null 2>&1 || missing+=(libxml2-utils)
-    # The viewer's browser tests drive Debian's chromium headless.
-    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-    if [ "${#missing[@]}" -gt 0 ]; then
-        echo "installing ${missing[*]} (Debian packages)" >&2
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        $sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-            { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y "${missing[@]}" >/dev/null; }
-    fi
+    install_missing "Debian packages" bwrap:bubblewrap dockerd:docker.io busybox:busybox-static \
+        curl:curl xmllint:libxml2-utils chromium:chromium
 }
 
 # A cached Python 3.12 venv (pyenv's, else python3.12 on PATH): `ensure_venv DIR CHECK WHAT

@@ -15,23 +15,14 @@
 # cred_expire); it comes back when its slurmd does (ReturnToService=2), which then ends the
 # job steps that outlived it.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/packages.sh"
 
 slurm_dir() { echo "${AGENTCOMPASS_SLURM_DIR:-${TMPDIR:-/tmp}/agentcompass-slurm}"; }
 SLURM_NODES=(n1 n2 n3)
 
 # Installs Debian's slurm-wlm and munge when slurmctld or munged is missing.
 ensure_slurm_packages() {
-    local missing=()
-    command -v slurmctld >/dev/null 2>&1 || missing+=(slurm-wlm)
-    command -v munged >/dev/null 2>&1 || missing+=(munge)
-    if [ "${#missing[@]}" -gt 0 ]; then
-        echo "installing ${missing[*]} (Debian packages; the tests' Slurm cluster)" >&2
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo="sudo"
-        $sudo apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
-            { $sudo apt-get update >/dev/null 2>&1 && $sudo apt-get install -y "${missing[@]}" >/dev/null; } ||
-            { echo "${missing[*]} missing and could not be installed: apt-get install ${missing[*]}" >&2; return 1; }
-    fi
+    install_missing "Debian packages; the tests' Slurm cluster" slurmctld:slurm-wlm munged:munge
 }
 
 # The pid in pid file $1 when that process is alive and its command line has $2 (so a reused
