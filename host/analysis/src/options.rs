@@ -97,6 +97,22 @@ pub(crate) fn ratio_badcase(ratio: f64, hits: usize, threshold: f64) -> bool {
     (threshold > 0.0 && ratio >= threshold) || (hits > 0 && threshold == 0.0)
 }
 
+/// The outcome of a ratio analyzer: bad by [`ratio_badcase`], scored by the ratio (to 4
+/// digits), with its typed `details`.
+pub(crate) fn ratio_outcome(
+    ratio: f64,
+    hits: usize,
+    threshold: f64,
+    details: impl serde::Serialize,
+) -> AnalysisOutcome {
+    AnalysisOutcome {
+        is_badcase: Some(ratio_badcase(ratio, hits, threshold)),
+        details: json!(details),
+        score: Some(crate::py::round(ratio, 4)),
+        extra: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -143,25 +143,13 @@ pub fn counts(tasks: &[Compared]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::tests::write_task;
     use crate::index::RunIndex;
-    use std::fs;
     use std::path::Path;
 
     fn task(run: &Path, id: &str, category: &str, correct: bool) {
-        let dir = run.join("details/normal").join(format!("{id}--0"));
-        fs::create_dir_all(dir.join("attempt-1")).unwrap();
-        fs::write(
-            dir.join("task.json"),
-            format!(
-                r#"{{"task_id":"{id}","category":"{category}","attempts":{{"1":"attempt-1"}}}}"#
-            ),
-        )
-        .unwrap();
-        fs::write(
-            dir.join("attempt-1/result.json"),
-            format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#),
-        )
-        .unwrap();
+        let result = format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#);
+        write_task(run, "normal", id, category, &result);
     }
 
     #[test]

@@ -290,10 +290,12 @@ impl IndexCache {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::fs;
 
+    /// Writes task `id` of `category` in `state` with `result` as its one attempt's
+    /// `result.json`.
     pub(crate) fn write_task(run: &Path, state: &str, id: &str, category: &str, result: &str) {
         let dir = run.join("details").join(state).join(format!("{id}--00"));
         fs::create_dir_all(dir.join("attempt-1")).unwrap();

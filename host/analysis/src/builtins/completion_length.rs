@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
-use crate::options::{ratio_badcase, skipped, Options};
+use crate::options::{ratio_outcome, skipped, Options};
 use crate::py::{num, round};
 use crate::trajectory::steps;
 
@@ -107,7 +107,7 @@ impl Analyzer for CompletionLengthAnalyzer {
             .iter()
             .copied()
             .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))));
-        let is_badcase = ratio_badcase(ratio, exceeded.len(), threshold);
+        let hits = exceeded.len();
         let details = CompletionDetails {
             total_llm_steps: total,
             max_tokens_threshold,
@@ -117,12 +117,7 @@ impl Analyzer for CompletionLengthAnalyzer {
             max_completion_tokens: count_json(max.unwrap_or(0.0)),
             exceeded_step_ids: exceeded,
         };
-        Ok(AnalysisOutcome {
-            is_badcase: Some(is_badcase),
-            details: json!(details),
-            score: Some(round(ratio, 4)),
-            extra: None,
-        })
+        Ok(ratio_outcome(ratio, hits, threshold, details))
     }
 }
 

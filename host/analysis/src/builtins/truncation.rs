@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{category, info};
-use crate::options::{ratio_badcase, skipped, Options};
+use crate::options::{ratio_outcome, skipped, Options};
 use crate::py::round;
 use crate::trajectory::steps;
 
@@ -93,19 +93,14 @@ impl Analyzer for TruncationAnalyzer {
         } else {
             0.0
         };
-        let is_badcase = ratio_badcase(ratio, truncated.len(), threshold);
+        let hits = truncated.len();
         let details = TruncationDetails {
             total_llm_steps: total,
             truncated_steps: truncated.len(),
             truncation_ratio: round(ratio, 4),
             truncated_step_ids: truncated,
         };
-        Ok(AnalysisOutcome {
-            is_badcase: Some(is_badcase),
-            details: json!(details),
-            score: Some(round(ratio, 4)),
-            extra: None,
-        })
+        Ok(ratio_outcome(ratio, hits, threshold, details))
     }
 }
 
