@@ -290,6 +290,30 @@ impl Shared {
         }
     }
 
+    /// Records that the terminal is shown the state as of `now`, and returns the view it
+    /// shows.
+    fn forward_view(&self, state: &mut State, now: Instant) -> ProgressSnapshotView {
+        state.last_forward = Some(now);
+        state.forwarded_seq = state.snap.seq;
+        state.snap.view(&self.label)
+    }
+
+    /// Outside the state lock: stores a taken snapshot (`force`: waiting for a write in
+    /// progress instead of leaving it to that one) and shows a forwarded view.
+    fn publish(
+        &self,
+        snapshot: Option<(u64, Vec<u8>)>,
+        view: Option<ProgressSnapshotView>,
+        force: bool,
+    ) {
+        if let Some((seq, bytes)) = snapshot {
+            self.store_logged(seq, &bytes, force);
+        }
+        if let (Some(view), Some(terminal)) = (view, &self.terminal) {
+            terminal.update(&view);
+        }
+    }
+
     /// Renders the current snapshot if `due` says so (given the state and `now`).
     fn take_snapshot(&self, state: &mut State, now: Instant, due: bool) -> Option<(u64, Vec<u8>)> {
         if !due {
@@ -310,20 +334,11 @@ impl Shared {
             let changed = state.snap.seq > self.written_seq.load(Ordering::Acquire);
             let due = changed && elapsed_since(state.last_snapshot, now, SNAPSHOT_INTERVAL);
             let snapshot = self.take_snapshot(&mut state, now, due);
-            let view =
-                (self.terminal.is_some() && state.snap.seq > state.forwarded_seq).then(|| {
-                    state.last_forward = Some(now);
-                    state.forwarded_seq = state.snap.seq;
-                    state.snap.view(&self.label)
-                });
+            let view = (self.terminal.is_some() && state.snap.seq > state.forwarded_seq)
+                .then(|| self.forward_view(&mut state, now));
             (snapshot, view)
         };
-        if let Some((seq, bytes)) = snapshot {
-            self.store_logged(seq, &bytes, false);
-        }
-        if let (Some(view), Some(terminal)) = (view, &self.terminal) {
-            terminal.update(&view);
-        }
+        self.publish(snapshot, view, false);
     }
 }
 
@@ -495,19 +510,10 @@ impl ProgressRecorder {
                     || state
                         .last_forward
                         .is_none_or(|last| elapsed_since(last, now, TERMINAL_INTERVAL)));
-            let view = forward.then(|| {
-                state.last_forward = Some(now);
-                state.forwarded_seq = state.snap.seq;
-                state.snap.view(&shared.label)
-            });
+            let view = forward.then(|| shared.forward_view(&mut state, now));
             (snapshot, view)
         };
-        if let Some((seq, bytes)) = snapshot {
-            shared.store_logged(seq, &bytes, run_finished);
-        }
-        if let (Some(view), Some(terminal)) = (view, &shared.terminal) {
-            terminal.update(&view);
-        }
+        shared.publish(snapshot, view, run_finished);
     }
 
     /// The current snapshot (the `progress.json` document).
