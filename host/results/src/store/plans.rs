@@ -163,16 +163,27 @@ impl RunStore {
 /// Calls `each(line_number, bytes)` for every line of `reader`, one line in memory at a time.
 fn for_each_line(
     path: &Path,
-    mut reader: impl BufRead,
-    mut each: impl FnMut(usize, &[u8]) -> Result<(), StoreError>,
+    reader: impl BufRead,
+    each: impl FnMut(usize, &[u8]) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
+    for_each_line_or(path, reader, |e| e, each)
+}
+
+/// [`for_each_line`] for a caller with its own error type: a read error becomes
+/// `read_error(..)`.
+fn for_each_line_or<E>(
+    path: &Path,
+    mut reader: impl BufRead,
+    read_error: impl Fn(StoreError) -> E,
+    mut each: impl FnMut(usize, &[u8]) -> Result<(), E>,
+) -> Result<(), E> {
     let mut buf = Vec::new();
     let mut number = 0usize;
     loop {
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|e| StoreError::io("read", path, e))?;
+            .map_err(|e| read_error(StoreError::io("read", path, e)))?;
         if n == 0 {
             return Ok(());
         }
@@ -270,30 +281,21 @@ impl Serialize for PlansStream<'_> {
             S::Error::custom(message)
         };
         let file = File::open(self.path).map_err(|e| fail(StoreError::io("open", self.path, e)))?;
-        let mut reader = BufReader::new(file);
         let mut map = serializer.serialize_map(None)?;
-        let mut buf = Vec::new();
-        let mut number = 0usize;
-        loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| fail(StoreError::io("read", self.path, e)))?;
-            if n == 0 {
-                break;
+        for_each_line_or(self.path, BufReader::new(file), &fail, |number, bytes| {
+            if !self.lines.contains(number) {
+                return Ok(());
             }
-            if self.lines.contains(number) {
-                if let Ok(line) = serde_json::from_slice::<PlanLineOwned>(&buf) {
-                    map.serialize_entry(
-                        &line.task_id,
-                        &TaskPlans {
-                            attempts: &line.attempts,
-                        },
-                    )?;
-                }
+            match serde_json::from_slice::<PlanLineOwned>(bytes) {
+                Ok(line) => map.serialize_entry(
+                    &line.task_id,
+                    &TaskPlans {
+                        attempts: &line.attempts,
+                    },
+                ),
+                Err(_) => Ok(()),
             }
-            number += 1;
-        }
+        })?;
         map.end()
     }
 }
