@@ -90,103 +90,108 @@ pub fn write_report(
         inner: out,
         bytes: 0,
     };
-    let mut stats = write_document(&root, &dir, limits, generator, generated_at, &mut counter)
+    let report = Report {
+        root: &root,
+        dir: &dir,
+        limits,
+        generator,
+        generated_at,
+    };
+    let mut stats = report
+        .write_document(&mut counter)
         .map_err(|e| ViewerError::Internal(format!("cannot write the report: {e}")))?;
     stats.bytes = counter.bytes;
     Ok(stats)
 }
 
-fn write_document(
-    root: &Root,
-    dir: &Path,
-    limits: &ReportLimits,
-    generator: &str,
-    generated_at: &str,
-    out: &mut impl Write,
-) -> io::Result<ReportStats> {
-    let csp = format!(
-        "default-src 'none'; script-src '{}'; style-src '{}'; img-src data:; \
-         object-src 'none'; base-uri 'none'; form-action 'none'",
-        csp_hash(APP_JS),
-        csp_hash(APP_CSS)
-    );
-    write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
-         <title>agentcompass report</title>\n<link rel=\"icon\" href=\"data:,\">\n\
-         <style>{APP_CSS}</style>\n</head>\n<body>\n\
-         <header id=\"topbar\">\n  <a class=\"brand\" href=\"#/\">agentcompass</a>\n  \
-         <nav id=\"crumbs\"></nav>\n  <span id=\"live\" class=\"live\" hidden>live</span>\n\
-         </header>\n<div id=\"report-banner\" class=\"banner\"></div>\n\
-         <main id=\"app\"><p class=\"muted\">Loading…</p></main>\n\
-         <noscript>This report needs JavaScript.</noscript>\n\
-         <script type=\"application/json\" id=\"report-data\">"
-    )?;
-    let mut data = HtmlSafe(&mut *out);
-    let stats = write_data(root, dir, limits, generator, generated_at, &mut data)?;
-    write!(
-        out,
-        "</script>\n<script>{APP_JS}</script>\n</body>\n</html>\n"
-    )?;
-    Ok(stats)
+/// What one report is written from.
+struct Report<'a> {
+    /// The results root the run is in.
+    root: &'a Root,
+    /// The run directory (canonical).
+    dir: &'a Path,
+    limits: &'a ReportLimits,
+    /// The program, for the page's footer.
+    generator: &'a str,
+    /// An RFC 3339 time.
+    generated_at: &'a str,
 }
 
-/// The data block (JSON; the caller escapes it for the HTML around it).
-fn write_data(
-    root: &Root,
-    dir: &Path,
-    limits: &ReportLimits,
-    generator: &str,
-    generated_at: &str,
-    out: &mut impl Write,
-) -> io::Result<ReportStats> {
-    write_head(root, dir, generator, generated_at, out)?;
-    let listing = list_task_dirs(dir);
-    let attention = write_rows(dir, &listing, out)?;
-    let stats = write_details(dir, limits, &listing, &attention, out)?;
-    write!(
-        out,
-        ",\"limits\":{},\"omitted_details\":{},\"truncated_strings\":{}}}",
-        json!({
-            "max_trajectories": limits.max_trajectories,
-            "max_text_bytes": limits.max_text_bytes,
-            "max_detail_bytes": limits.max_detail_bytes,
-        }),
-        stats.omitted,
-        stats.truncated_strings
-    )?;
-    Ok(stats)
-}
-
-/// The data block's opening: format, version, generator and the run body (its issue counts
-/// left out: they come after the rows, which they need every task's facts for).
-fn write_head(
-    root: &Root,
-    dir: &Path,
-    generator: &str,
-    generated_at: &str,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    let run_path = root.relative(dir);
-    let mut body = runs::run_body(root, dir);
-    write!(
-        out,
-        "{{\"format\":{},\"version\":{REPORT_VERSION},\"generator\":{},\"generated_at\":{},\
-         \"run_path\":{},\"run\":",
-        json!(REPORT_FORMAT),
-        json!(generator),
-        json!(generated_at),
-        json!(run_path)
-    )?;
-    // The run body's issue counts come after the rows (they need every task's facts).
-    if let Some(map) = body.as_object_mut() {
-        map.remove("issues");
+impl Report<'_> {
+    /// The whole page: the viewer's app around the data block.
+    fn write_document(&self, out: &mut impl Write) -> io::Result<ReportStats> {
+        let csp = format!(
+            "default-src 'none'; script-src '{}'; style-src '{}'; img-src data:; \
+             object-src 'none'; base-uri 'none'; form-action 'none'",
+            csp_hash(APP_JS),
+            csp_hash(APP_CSS)
+        );
+        write!(
+            out,
+            "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+             <meta name=\"color-scheme\" content=\"light dark\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
+             <title>agentcompass report</title>\n<link rel=\"icon\" href=\"data:,\">\n\
+             <style>{APP_CSS}</style>\n</head>\n<body>\n\
+             <header id=\"topbar\">\n  <a class=\"brand\" href=\"#/\">agentcompass</a>\n  \
+             <nav id=\"crumbs\"></nav>\n  <span id=\"live\" class=\"live\" hidden>live</span>\n\
+             </header>\n<div id=\"report-banner\" class=\"banner\"></div>\n\
+             <main id=\"app\"><p class=\"muted\">Loading…</p></main>\n\
+             <noscript>This report needs JavaScript.</noscript>\n\
+             <script type=\"application/json\" id=\"report-data\">"
+        )?;
+        let mut data = HtmlSafe(&mut *out);
+        let stats = self.write_data(&mut data)?;
+        write!(
+            out,
+            "</script>\n<script>{APP_JS}</script>\n</body>\n</html>\n"
+        )?;
+        Ok(stats)
     }
-    serde_json::to_writer(&mut *out, &body)?;
-    Ok(())
+
+    /// The data block (JSON; the caller escapes it for the HTML around it).
+    fn write_data(&self, out: &mut impl Write) -> io::Result<ReportStats> {
+        let (dir, limits) = (self.dir, self.limits);
+        self.write_head(out)?;
+        let listing = list_task_dirs(dir);
+        let attention = write_rows(dir, &listing, out)?;
+        let stats = write_details(dir, limits, &listing, &attention, out)?;
+        write!(
+            out,
+            ",\"limits\":{},\"omitted_details\":{},\"truncated_strings\":{}}}",
+            json!({
+                "max_trajectories": limits.max_trajectories,
+                "max_text_bytes": limits.max_text_bytes,
+                "max_detail_bytes": limits.max_detail_bytes,
+            }),
+            stats.omitted,
+            stats.truncated_strings
+        )?;
+        Ok(stats)
+    }
+
+    /// The data block's opening: format, version, generator and the run body (its issue counts
+    /// left out: they come after the rows, which they need every task's facts for).
+    fn write_head(&self, out: &mut impl Write) -> io::Result<()> {
+        let run_path = self.root.relative(self.dir);
+        let mut body = runs::run_body(self.root, self.dir);
+        write!(
+            out,
+            "{{\"format\":{},\"version\":{REPORT_VERSION},\"generator\":{},\"generated_at\":{},\
+         \"run_path\":{},\"run\":",
+            json!(REPORT_FORMAT),
+            json!(self.generator),
+            json!(self.generated_at),
+            json!(run_path)
+        )?;
+        // The run body's issue counts come after the rows (they need every task's facts).
+        if let Some(map) = body.as_object_mut() {
+            map.remove("issues");
+        }
+        serde_json::to_writer(&mut *out, &body)?;
+        Ok(())
+    }
 }
 
 /// Every task's row, in the viewer's listing order, then the run's issue counts, categories
