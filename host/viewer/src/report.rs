@@ -179,7 +179,7 @@ impl Report<'_> {
         write!(
             out,
             "{{\"format\":{},\"version\":{REPORT_VERSION},\"generator\":{},\"generated_at\":{},\
-         \"run_path\":{},\"run\":",
+             \"run_path\":{},\"run\":",
             json!(REPORT_FORMAT),
             json!(self.generator),
             json!(self.generated_at),
