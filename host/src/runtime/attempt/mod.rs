@@ -70,12 +70,7 @@ pub async fn physical_attempt(
             };
         }
     };
-    let step = Step {
-        rc: &scope,
-        task,
-        plan,
-        attempt,
-    };
+    let step = Step::new(&scope, task, plan, attempt);
     let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
     let mut state = AttemptState::Start;
     loop {

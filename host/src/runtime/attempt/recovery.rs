@@ -116,12 +116,7 @@ pub async fn recover_evaluation(
         return None;
     }
     let scope = rc.attempt_scope_resuming(&result);
-    let step = Step {
-        rc: &scope,
-        task,
-        plan,
-        attempt,
-    };
+    let step = Step::new(&scope, task, plan, attempt);
     let (mut result, cancelled) = match plan.evaluation_environment_mode {
         EvaluationEnvironmentMode::Fresh => evaluate_fresh(&step, &prepared, result, writer).await,
         _ => evaluate(&step, &prepared, result, None).await,

@@ -51,7 +51,22 @@ pub(super) struct Step<'a> {
     pub(super) attempt: u32,
 }
 
-impl Step<'_> {
+impl<'a> Step<'a> {
+    /// Attempt `attempt` of `task`, run by `rc` to `plan`.
+    pub(super) fn new(
+        rc: &'a AttemptScope<'a>,
+        task: &'a TaskSpec,
+        plan: &'a ExecutionPlan,
+        attempt: u32,
+    ) -> Step<'a> {
+        Step {
+            rc,
+            task,
+            plan,
+            attempt,
+        }
+    }
+
     /// Records that the attempt entered `phase`.
     pub(super) fn phase(&self, phase: TaskPhase) {
         self.rc.phase(self.task, self.attempt, phase);

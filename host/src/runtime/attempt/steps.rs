@@ -465,12 +465,7 @@ pub(super) async fn resume_steps(
         return None;
     }
     let scope = rc.attempt_scope_resuming(&partial);
-    let step = Step {
-        rc: &scope,
-        task,
-        plan,
-        attempt,
-    };
+    let step = Step::new(&scope, task, plan, attempt);
     let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
     let env = open_environment(&step, EnvironmentRole::Task).await.ok()?;
     let last = records.last()?.name.clone();
