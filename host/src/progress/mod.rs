@@ -188,25 +188,25 @@ impl Shared {
         }
         drop(jsonl);
         if let Err(error) = result {
-            log_once(
-                &self.jsonl_error_logged,
-                "progress.jsonl",
-                &self.jsonl_path,
-                &error,
-            );
+            self.jsonl_failed(&error);
         }
+    }
+
+    /// Logs (once a run) that `progress.jsonl` could not be written.
+    fn jsonl_failed(&self, error: &dyn std::fmt::Display) {
+        log_once(
+            &self.jsonl_error_logged,
+            "progress.jsonl",
+            &self.jsonl_path,
+            error,
+        );
     }
 
     /// Serialises `line` into `buf` and appends it.
     fn append_event(&self, buf: &mut Vec<u8>, line: &EventLine<'_>, force_flush: bool) {
         buf.clear();
         if let Err(error) = serde_json::to_writer(&mut *buf, line) {
-            log_once(
-                &self.jsonl_error_logged,
-                "progress.jsonl",
-                &self.jsonl_path,
-                &error,
-            );
+            self.jsonl_failed(&error);
             return;
         }
         buf.push(b'\n');
@@ -229,12 +229,7 @@ impl Shared {
         jsonl.unflushed = false;
         drop(jsonl);
         if let Err(error) = result {
-            log_once(
-                &self.jsonl_error_logged,
-                "progress.jsonl",
-                &self.jsonl_path,
-                &error,
-            );
+            self.jsonl_failed(&error);
         }
     }
 

@@ -184,22 +184,26 @@ pub(super) enum FieldAgg {
         top: Vec<(String, u64)>,
     },
     /// `numeric_stats`, rounded to 2 digits.
-    Numeric {
-        /// Values seen.
-        count: usize,
-        /// The smallest.
-        min: f64,
-        /// The mean.
-        mean: f64,
-        /// The median.
-        p50: f64,
-        /// The 90th percentile.
-        p90: f64,
-        /// The 95th percentile.
-        p95: f64,
-        /// The largest.
-        max: f64,
-    },
+    Numeric(NumericStats),
+}
+
+/// `numeric_stats` of one field, as `analysis_summary.json` writes them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(super) struct NumericStats {
+    /// Values seen.
+    pub(super) count: usize,
+    /// The smallest.
+    pub(super) min: f64,
+    /// The mean.
+    pub(super) mean: f64,
+    /// The median.
+    pub(super) p50: f64,
+    /// The 90th percentile.
+    pub(super) p90: f64,
+    /// The 95th percentile.
+    pub(super) p95: f64,
+    /// The largest.
+    pub(super) max: f64,
 }
 
 /// `numeric_stats` of some values (rounded to 2 digits), `None` without values.
@@ -210,7 +214,7 @@ fn numeric_agg(numbers: Numbers) -> Option<FieldAgg> {
     }
     values.sort_by(f64::total_cmp);
     let exact = numbers.seen as usize == values.len();
-    Some(FieldAgg::Numeric {
+    Some(FieldAgg::Numeric(NumericStats {
         count: numbers.seen as usize,
         min: round(numbers.min, 2),
         // Upstream's mean is sum / count over the values in order: the same sum when every
@@ -227,7 +231,7 @@ fn numeric_agg(numbers: Numbers) -> Option<FieldAgg> {
         p90: round(percentile(&values, 90.0), 2),
         p95: round(percentile(&values, 95.0), 2),
         max: round(numbers.max, 2),
-    })
+    }))
 }
 
 impl FieldAgg {
@@ -239,16 +243,7 @@ impl FieldAgg {
                     top.iter().map(|(v, c)| (v.clone(), json!(c))).collect();
                 json!({"total": total, "distribution": distribution})
             }
-            FieldAgg::Numeric {
-                count,
-                min,
-                mean,
-                p50,
-                p90,
-                p95,
-                max,
-            } => json!({"count": count, "min": min, "mean": mean, "p50": p50, "p90": p90,
-                        "p95": p95, "max": max}),
+            FieldAgg::Numeric(stats) => json!(stats),
         }
     }
 }
@@ -268,14 +263,14 @@ mod tests {
         }
         numbers.add(f64::NAN);
         assert_eq!(numbers.kept.len(), MAX_VALUES);
-        let Some(FieldAgg::Numeric {
+        let Some(FieldAgg::Numeric(NumericStats {
             count,
             min,
             mean,
             p50,
             max,
             ..
-        }) = numeric_agg(numbers)
+        })) = numeric_agg(numbers)
         else {
             panic!("no aggregate");
         };
@@ -288,7 +283,7 @@ mod tests {
         for x in [3.0, 1.0, 2.0] {
             small.add(x);
         }
-        let Some(FieldAgg::Numeric { p50, mean, .. }) = numeric_agg(small) else {
+        let Some(FieldAgg::Numeric(NumericStats { p50, mean, .. })) = numeric_agg(small) else {
             panic!("no aggregate");
         };
         assert_eq!((p50, mean), (2.0, 2.0));

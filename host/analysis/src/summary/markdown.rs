@@ -102,32 +102,25 @@ fn metric_table(
 fn distribution_tables(md: &mut Vec<String>, fields: &[(String, FieldAgg)]) {
     let numeric: Vec<_> = fields
         .iter()
-        .filter(|(_, agg)| matches!(agg, FieldAgg::Numeric { .. }))
+        .filter_map(|(field, agg)| match agg {
+            FieldAgg::Numeric(stats) => Some((field, stats)),
+            FieldAgg::Counts { .. } => None,
+        })
         .collect();
     if !numeric.is_empty() {
         md.push("| Metric | count | min | mean | p50 | p90 | p95 | max |".to_string());
         md.push("|--------|-------|-----|------|-----|-----|-----|-----|".to_string());
-        for (field, agg) in numeric {
-            if let FieldAgg::Numeric {
-                count,
-                min,
-                mean,
-                p50,
-                p90,
-                p95,
-                max,
-            } = agg
-            {
-                md.push(format!(
-                    "| {field} | {count} | {} | {} | {} | {} | {} | {} |",
-                    float_repr(*min),
-                    float_repr(*mean),
-                    float_repr(*p50),
-                    float_repr(*p90),
-                    float_repr(*p95),
-                    float_repr(*max),
-                ));
-            }
+        for (field, stats) in numeric {
+            md.push(format!(
+                "| {field} | {} | {} | {} | {} | {} | {} | {} |",
+                stats.count,
+                float_repr(stats.min),
+                float_repr(stats.mean),
+                float_repr(stats.p50),
+                float_repr(stats.p90),
+                float_repr(stats.p95),
+                float_repr(stats.max),
+            ));
         }
         md.push(String::new());
     }
