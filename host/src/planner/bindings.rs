@@ -199,6 +199,7 @@ pub fn check_plan_bindings(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::planner::tests::map;
 
     fn env(name: &str) -> Option<String> {
         match name {
@@ -207,13 +208,6 @@ mod tests {
             "SECRET" => Some("s3cr3t-value".into()),
             _ => None,
         }
-    }
-
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     #[test]

@@ -198,7 +198,8 @@ fn task() -> TaskSpec {
     TaskSpec::new("t1", "q")
 }
 
-fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+/// The owned map of `pairs`.
+pub(super) fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
