@@ -71,6 +71,7 @@
 //! everything the proxy runs.
 
 mod auth;
+mod client_env;
 mod config;
 mod conn;
 mod event;
@@ -85,6 +86,7 @@ mod service;
 mod target;
 
 pub use auth::{EgressToken, TokenError};
+pub use client_env::{proxy_env, NO_PROXY};
 pub use config::{EgressConfig, Limits};
 pub use event::{EgressEvent, EgressLog, EgressOutcome};
 pub use listener::Listener;

@@ -11,7 +11,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use agentcompass_egress::{
-    EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap, ProxyHandle,
+    proxy_env, EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap,
+    ProxyHandle,
 };
 use agentcompass_plugin_api::{tracing, Error, Result};
 use tokio::net::UnixListener;
@@ -30,12 +31,6 @@ const SOCKET_NAME: &str = "s";
 
 /// The name a new proxy is bound under before it replaces the socket.
 const NEXT_NAME: &str = "s.next";
-
-/// Proxy variables, set in upper and lower case (curl reads only `http_proxy` in lower case).
-const PROXY_VARS: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
-
-/// What never goes through the proxy: the container's own loopback.
-const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
 /// The host-side name prefix of the private directories (the provider removes only those).
 pub(crate) const DIR_PREFIX: &str = "agentcompass-docker-";
@@ -106,14 +101,7 @@ impl Egress {
             "http://agent:{}@127.0.0.1:{PROXY_PORT}",
             self.token.expose()
         );
-        let mut env = Vec::new();
-        for name in PROXY_VARS {
-            env.push((name.to_string(), url.clone()));
-            env.push((name.to_ascii_lowercase(), url.clone()));
-        }
-        env.push(("NO_PROXY".to_string(), NO_PROXY.to_string()));
-        env.push(("no_proxy".to_string(), NO_PROXY.to_string()));
-        env
+        proxy_env(&url)
     }
 
     /// Whether a proxy is serving now.

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
 use agentcompass_egress::{
-    EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap, ProxyHandle,
+    proxy_env, EgressConfig, EgressLog, EgressPolicy, EgressProxy, EgressToken, HostMap,
+    ProxyHandle,
 };
 use agentcompass_plugin_api::contracts::HostEndpoint;
 use agentcompass_plugin_api::{Error, Result};
@@ -37,13 +38,6 @@ const SOCKET_NAME: &str = "s";
 
 /// Where the forwarder listens in every command's network namespace (`127.0.0.1`).
 pub(super) const PROXY_PORT: u16 = 3128;
-
-/// Proxy variables, set in upper and lower case (curl reads only `http_proxy` in lower case).
-const PROXY_VARS: [&str; 3] = ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"];
-
-/// What never goes through the proxy: the namespace's own loopback (only the forwarder and
-/// what the command itself serves there; the proxy's `localhost` would be the host's).
-pub(super) const NO_PROXY: &str = "localhost,127.0.0.1,::1";
 
 /// One session's running proxy and what its commands need to reach it.
 pub(super) struct Egress {
@@ -101,13 +95,7 @@ impl Egress {
             .with_log(log);
         let proxy = EgressProxy::serve(listener, config)
             .map_err(|e| failed("cannot start the egress proxy", &e))?;
-        let mut env = Vec::new();
-        for name in PROXY_VARS {
-            env.push((name.to_string(), url.clone()));
-            env.push((name.to_ascii_lowercase(), url.clone()));
-        }
-        env.push(("NO_PROXY".to_string(), NO_PROXY.to_string()));
-        env.push(("no_proxy".to_string(), NO_PROXY.to_string()));
+        let env = proxy_env(&url);
         Ok(Egress {
             proxy: Mutex::new(Some(proxy)),
             socket_dir,
