@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{copy_tree, published_results, read_json, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{copy_tree, published_results, read_json, run_dir, Packs, Workspace};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-analysis-7";
@@ -92,9 +92,7 @@ fn overall(summary: &Value, analyzer: &str) -> Value {
 #[test]
 fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::harbor();
     let server = ScriptedServer::start(&script(), None).unwrap();
     let params = json!({"path": tasks(&ws)}).to_string();
     let out = ws.run(

@@ -6,25 +6,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{host_bin, json_files_parse, Workspace};
+use agentcompass_e2e::{json_files_parse, Workspace};
 use serde_json::Value;
 
 const TASKS: usize = 200;
 
 fn spawn_run(ws: &Workspace, reuse: bool) -> Child {
-    spawn_sized(ws, reuse, TASKS, r#"{"delay_ms": 15, "wrong_every": 3}"#)
+    spawn_sized(ws, reuse, TASKS, r#"{"delay_ms": 15, "wrong_every": 3}"#, 8)
 }
 
-/// `run example_exact_match example_calculator` over `size` tasks (`--reuse` when asked).
-fn spawn_sized(ws: &Workspace, reuse: bool, size: usize, harness_params: &str) -> Child {
-    let mut command = Command::new(host_bin());
+/// `run example_exact_match example_calculator` over `size` tasks, `concurrency` at a time
+/// (`--reuse` when asked).
+fn spawn_sized(
+    ws: &Workspace,
+    reuse: bool,
+    size: usize,
+    harness_params: &str,
+    concurrency: usize,
+) -> Child {
+    let mut command = ws.command();
     command
-        .current_dir(&ws.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &ws.home)
-        .args(["--no-bundled-plugins", "--plugin-dir"])
-        .arg(&ws.plugins)
         .args([
             "run",
             "example_exact_match",
@@ -35,7 +36,7 @@ fn spawn_sized(ws: &Workspace, reuse: bool, size: usize, harness_params: &str) -
             "--harness-params",
             harness_params,
             "--task-concurrency",
-            "8",
+            &concurrency.to_string(),
             "--progress",
             "none",
         ])
@@ -138,12 +139,12 @@ fn a_reuse_killed_while_importing_loses_no_finished_work() {
     const SIZE: usize = 1500;
     let params = r#"{"delay_ms": 0, "wrong_every": 3}"#;
     let ws = Workspace::new();
-    let complete = finished_run_dir(spawn_sized(&ws, false, SIZE, params));
+    let complete = finished_run_dir(spawn_sized(&ws, false, SIZE, params, 8));
     assert_eq!(published_ids(&complete).len(), SIZE);
     let mut imported_at_kill = Vec::new();
     for after in [0usize, 1, 50, 400] {
         let before = run_dirs(&ws);
-        let mut child = spawn_sized(&ws, true, SIZE, params);
+        let mut child = spawn_sized(&ws, true, SIZE, params, 8);
         let deadline = Instant::now() + Duration::from_secs(60);
         let killed_at = loop {
             let fresh = run_dirs(&ws).into_iter().find(|d| !before.contains(d));
@@ -168,7 +169,7 @@ fn a_reuse_killed_while_importing_loses_no_finished_work() {
         "imports at the kills: {imported_at_kill:?}"
     );
     eprintln!("tasks imported when each reuse was killed: {imported_at_kill:?}");
-    let last = finished_run_dir(spawn_sized(&ws, true, SIZE, params));
+    let last = finished_run_dir(spawn_sized(&ws, true, SIZE, params, 8));
     let ids = published_ids(&last);
     assert_eq!(ids.len(), SIZE, "every task, once");
     let progress = fs::read_to_string(last.join("progress.jsonl")).unwrap();
@@ -183,31 +184,7 @@ fn a_reuse_killed_while_importing_loses_no_finished_work() {
 #[test]
 fn sigint_cancels_cleanly_with_exit_130() {
     let ws = Workspace::new();
-    let mut command = Command::new(host_bin());
-    command
-        .current_dir(&ws.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &ws.home)
-        .args(["--no-bundled-plugins", "--plugin-dir"])
-        .arg(&ws.plugins)
-        .args([
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--benchmark-params",
-            r#"{"size": 60}"#,
-            "--harness-params",
-            r#"{"delay_ms": 300}"#,
-            "--task-concurrency",
-            "4",
-            "--progress",
-            "none",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let child = command.spawn().unwrap();
+    let child = spawn_sized(&ws, false, 60, r#"{"delay_ms": 300}"#, 4);
     let pid = child.id().to_string();
     std::thread::sleep(Duration::from_millis(1200));
     let started = Instant::now();

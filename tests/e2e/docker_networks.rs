@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{published_results as results, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{published_results as results, run_dir, Packs, Workspace};
 use serde_json::{json, Value};
 
 fn repo_root() -> PathBuf {
@@ -83,10 +83,7 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     // The verifiers check every line.
     let port = agentcompass_e2e::two_loopback_servers().to_string();
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
-    dirs.package("p", "docker-provider");
+    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let context = image_context(ws.root(), &["/usr/bin/find"]);
     let fixture = repo_root().join("tests/fixtures/harbor/docker-phase-network");
     let params = json!({"path": fixture}).to_string();
@@ -141,10 +138,7 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     // The sandbox fixture: a public baseline with an allowlisted agent; docker cannot switch a
     // container between its own network and `none`, so the task fails closed, one line.
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
-    dirs.package("p", "docker-provider");
+    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let fixture = repo_root().join("tests/fixtures/harbor/phase-network");
     let params = json!({"path": fixture}).to_string();
     let env =

@@ -170,13 +170,8 @@ fn the_example_benchmark_runs_under_docker_and_a_crash_leaves_nothing_after_env_
         "--task-concurrency".into(),
         "2".into(),
     ]);
-    let mut child = std::process::Command::new(agentcompass_e2e::host_bin())
-        .current_dir(&ws.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &ws.home)
-        .args(["--no-bundled-plugins", "--plugin-dir"])
-        .arg(&ws.plugins)
+    let mut child = ws
+        .command()
         .args(&args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

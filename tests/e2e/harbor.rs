@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, published_results as results, run_dir, Outcome, PluginDirs, Workspace,
+    files_containing, published_results as results, run_dir, Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -33,20 +33,13 @@ fn fixture(name: &str) -> PathBuf {
 
 struct Harbor {
     ws: Workspace,
-    _dirs: PluginDirs,
-    plugins: PathBuf,
+    plugins: Packs,
 }
 
 fn harbor() -> Harbor {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
-    Harbor {
-        ws,
-        _dirs: dirs,
-        plugins,
-    }
+    let plugins = Packs::harbor();
+    Harbor { ws, plugins }
 }
 
 impl Harbor {

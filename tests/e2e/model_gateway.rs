@@ -8,25 +8,20 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{
-    files_containing, published_results, run_dir, Outcome, PluginDirs, Workspace,
-};
+use agentcompass_e2e::{files_containing, published_results, run_dir, Outcome, Packs, Workspace};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-gateway-SECRET-4242";
 
 struct Setup {
     ws: Workspace,
-    _dirs: PluginDirs,
-    plugins: PathBuf,
+    plugins: Packs,
     dataset: PathBuf,
 }
 
 fn setup() -> Setup {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "qa-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::qa();
     let dataset = ws.write(
         "data/qa.jsonl",
         concat!(
@@ -40,7 +35,6 @@ fn setup() -> Setup {
     );
     Setup {
         ws,
-        _dirs: dirs,
         plugins,
         dataset,
     }

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, host_bin, json_files_parse, published_results, read_json, run_dir, Outcome,
-    PluginDirs, Workspace,
+    files_containing, json_files_parse, published_results, read_json, run_dir, Outcome, Packs,
+    Workspace,
 };
 use serde_json::{json, Value};
 
@@ -104,16 +104,8 @@ fn restart_slurmd(node: &str) {
 
 /// Runs the host as `ws.run` does, with the cluster's configuration in the environment.
 fn command(ws: &Workspace, plugin_dir: Option<&Path>, args: &[&str]) -> Command {
-    let mut command = Command::new(host_bin());
-    command
-        .current_dir(&ws.cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &ws.home)
-        .env("SLURM_CONF", slurm_conf())
-        .arg("--no-bundled-plugins")
-        .arg("--plugin-dir")
-        .arg(&ws.plugins);
+    let mut command = ws.command();
+    command.env("SLURM_CONF", slurm_conf());
     if let Some(dir) = plugin_dir {
         command.arg("--plugin-dir").arg(dir);
     }
@@ -125,12 +117,7 @@ fn command(ws: &Workspace, plugin_dir: Option<&Path>, args: &[&str]) -> Command 
 }
 
 fn outcome(child: Child) -> Outcome {
-    let out = child.wait_with_output().unwrap();
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Outcome::of(child.wait_with_output().unwrap())
 }
 
 /// `[runtime.slurm]` as a config file in the workspace.
@@ -321,9 +308,7 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
 #[test]
 fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_environment() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::harbor();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     // A path relative to the working directory means the same on the nodes.
     let copied = Command::new("cp")

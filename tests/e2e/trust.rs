@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
     copy_tree, files_containing, json_files_parse, published_results, read_json, run_dir, Outcome,
-    PluginDirs, Workspace,
+    Packs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -23,17 +23,14 @@ const PRICING: &str =
 
 struct Setup {
     ws: Workspace,
-    _dirs: PluginDirs,
-    plugins: PathBuf,
+    plugins: Packs,
     dataset: PathBuf,
 }
 
 /// `n` questions `q-0` … whose answer is their number.
 fn setup(n: usize) -> Setup {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "qa-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::qa();
     let lines: String = (0..n)
         .map(|i| {
             format!(
@@ -45,7 +42,6 @@ fn setup(n: usize) -> Setup {
     let dataset = ws.write("data/qa.jsonl", &lines);
     Setup {
         ws,
-        _dirs: dirs,
         plugins,
         dataset,
     }
@@ -486,7 +482,7 @@ fn run_info_records_what_ran_and_no_secret() {
     assert_eq!(host["commit"], head.as_str(), "{provenance}");
     let plugins = provenance["plugins"].as_array().unwrap();
     let qa = plugins.iter().find(|p| p["name"] == "qa-pack").unwrap();
-    let so = fs::read_dir(setup.plugins.clone())
+    let so = fs::read_dir(&*setup.plugins)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -551,9 +547,7 @@ fn terminus_with_script(limits: &str, model_params: &str, script: &Value) -> (Va
         .unwrap()
         .to_path_buf();
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::harbor();
     let key = script["require_key"].as_str().unwrap().to_string();
     let server = ScriptedServer::start(script, None).unwrap();
     let config = ws.write("limits.toml", &format!("[execution.limits]\n{limits}\n"));
@@ -788,9 +782,7 @@ fn run_terminus(
 #[test]
 fn terminus_runs_score_only_agent_outcomes_stop_on_errors_and_rerun_the_models_failures() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::harbor();
     let tasks = classed_tasks(&ws, 20);
     let server = ScriptedServer::start(&terminus_script(20, true), None).unwrap();
     let out = run_terminus(&ws, &plugins, &tasks, &server, &[]);

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{files_containing, read_json, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{files_containing, read_json, run_dir, Packs, Workspace};
 use serde_json::json;
 
 const KEY: &str = "sk-e2e-upstream-cli-SECRET-77";
@@ -24,9 +24,7 @@ fn qa_dataset(ws: &Workspace) -> PathBuf {
 fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
     use base64::Engine as _;
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "qa-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::qa();
     let results = ws.root().join("results");
     let run = results.join("scripted-model_qa_openai_chat/wrapped");
     let wrapped = base64::engine::general_purpose::STANDARD.encode(format!(
@@ -284,9 +282,7 @@ fn list_dump_writes_the_components_file_and_prints_its_path() {
 #[test]
 fn openai_chat_accepts_upstreams_max_retries() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "qa-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::qa();
     let params = json!({"path": qa_dataset(&ws)}).to_string();
     let run = |retries: u32| {
         // Two server errors, then the answer: one retry is not enough, two are.
@@ -465,9 +461,7 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
 #[test]
 fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let plugins = dirs.package("p", "qa-pack");
-    dirs.package("p", "agents-pack");
+    let plugins = Packs::qa();
     let params = json!({"path": qa_dataset(&ws)}).to_string();
     let server = ScriptedServer::start(
         &json!({"require_key": KEY, "rules": [

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{read_json, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{read_json, run_dir, Packs, PluginDirs, Workspace};
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {
@@ -236,9 +236,7 @@ fn upstream_summary_reads_our_qa_run_with_k_2() {
 #[test]
 fn upstream_summary_reads_our_harbor_run_with_k_2() {
     let ws = Workspace::new();
-    let dirs = PluginDirs::new();
-    let harbor = dirs.package("p", "harbor-pack");
-    dirs.package("p", "agents-pack");
+    let harbor = Packs::harbor();
     let params = serde_json::json!({"path": repo_root().join("examples/harbor")}).to_string();
     let out = ws.run(
         &[

@@ -62,6 +62,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The outcome of a finished process (its exit code, output decoded lossily).
+    pub fn of(output: std::process::Output) -> Self {
+        Outcome {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
     /// Standard-error lines that start with `prefix`.
     pub fn stderr_lines(&self, prefix: &str) -> Vec<&str> {
         self.stderr
@@ -94,12 +103,7 @@ where
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.output().expect("run agentcompass-host");
-    Outcome {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    Outcome::of(command.output().expect("run agentcompass-host"))
 }
 
 /// Lowercase hex sha256 of a file.
@@ -194,6 +198,44 @@ impl PluginDirs {
     }
 }
 
+/// First-party packs packaged into one plugin directory `p` under a temp root of their own,
+/// for a test to pass with `--plugin-dir` beside its [`Workspace`]'s example pack. Derefs to
+/// the directory's path.
+pub struct Packs {
+    _dirs: PluginDirs,
+    dir: PathBuf,
+}
+
+impl Packs {
+    /// Packages each of the built plugins `crates` (with the real `plugin package` command).
+    pub fn new(crates: &[&str]) -> Self {
+        let dirs = PluginDirs::new();
+        let dir = dirs.dir("p");
+        for crate_name in crates {
+            dirs.package("p", crate_name);
+        }
+        Packs { _dirs: dirs, dir }
+    }
+
+    /// The Harbor benchmark and the agent harnesses (`harbor-pack`, `agents-pack`).
+    pub fn harbor() -> Self {
+        Self::new(&["harbor-pack", "agents-pack"])
+    }
+
+    /// The `qa` benchmark and the agent harnesses (`qa-pack`, `agents-pack`).
+    pub fn qa() -> Self {
+        Self::new(&["qa-pack", "agents-pack"])
+    }
+}
+
+impl std::ops::Deref for Packs {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.dir
+    }
+}
+
 /// `--plugin-dir DIR` arguments for each directory, bundled plugins disabled.
 pub fn plugin_dir_args(dirs: &[&Path]) -> Vec<std::ffi::OsString> {
     let mut args = vec!["--no-bundled-plugins".into()];
@@ -252,9 +294,10 @@ impl Workspace {
         path
     }
 
-    /// Runs the host in `cwd` with `HOME` isolated, bundled plugins off and the workspace's
-    /// plugin dir, plus `args`; `env` adds variables.
-    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Outcome {
+    /// The host command [`Workspace::run`] runs, before its arguments: in `cwd`, with only
+    /// `PATH` and the isolated `HOME` in its environment, bundled plugins off and the
+    /// workspace's plugin dir. For tests that spawn the host themselves (to signal or kill it).
+    pub fn command(&self) -> Command {
         let mut command = Command::new(host_bin());
         command
             .current_dir(&self.cwd)
@@ -263,17 +306,19 @@ impl Workspace {
             .env("HOME", &self.home)
             .arg("--no-bundled-plugins")
             .arg("--plugin-dir")
-            .arg(&self.plugins)
-            .args(args);
+            .arg(&self.plugins);
+        command
+    }
+
+    /// Runs the host in `cwd` with `HOME` isolated, bundled plugins off and the workspace's
+    /// plugin dir, plus `args`; `env` adds variables.
+    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Outcome {
+        let mut command = self.command();
+        command.args(args);
         for (key, value) in env {
             command.env(key, value);
         }
-        let output = command.output().expect("run agentcompass-host");
-        Outcome {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
+        Outcome::of(command.output().expect("run agentcompass-host"))
     }
 
     /// Runs and parses stdout as JSON (asserting exit 0).
