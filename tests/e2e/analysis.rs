@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{copy_tree, published_results, read_json, run_dir, Packs, Workspace};
+use agentcompass_e2e::{
+    copy_tree, published_results, read_json, run_dir, terminus_args, Packs, Workspace,
+};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-analysis-7";
@@ -95,27 +97,10 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
     let plugins = Packs::harbor();
     let server = ScriptedServer::start(&script(), None).unwrap();
     let params = json!({"path": tasks(&ws)}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "run",
-            "harbor",
-            "terminus",
-            "scripted-model",
-            "--benchmark-params",
-            &params,
-            "--env",
-            "sandbox",
-            "--model-base-url",
-            &server.base_url(),
-            "--model-api-key",
-            "${E2E_ANALYSIS_KEY}",
-            "--progress",
-            "none",
-        ],
-        &[("E2E_ANALYSIS_KEY", KEY)],
-    );
+    let base_url = server.base_url();
+    let mut args = terminus_args(&plugins, &params, &base_url, "${E2E_ANALYSIS_KEY}");
+    args.extend(["--progress", "none"]);
+    let out = ws.run(&args, &[("E2E_ANALYSIS_KEY", KEY)]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let only = |task: &str| -> BTreeMap<String, Value> {

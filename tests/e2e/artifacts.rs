@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace};
+use agentcompass_e2e::{
+    progress_events, read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace,
+};
 use serde_json::{json, Value};
 
 fn task_dir(run: &Path, task_id: &str) -> PathBuf {
@@ -14,14 +16,6 @@ fn task_dir(run: &Path, task_id: &str) -> PathBuf {
         .flat_map(|state| task_dirs(run, state))
         .find(|d| read_json(&d.join("task.json"))["task_id"] == task_id)
         .unwrap_or_else(|| panic!("task {task_id} is not published in {}", run.display()))
-}
-
-fn read_events(run: &Path) -> Vec<Value> {
-    fs::read_to_string(run.join("progress.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
@@ -260,7 +254,7 @@ fn fresh_evaluation_restores_the_collected_outputs() {
     );
     assert_eq!(entries[1]["source"], target_str.as_str());
     assert_eq!(entries[1]["excluded"], 2);
-    let phases = phases_of(&read_events(&run), "arith-0000");
+    let phases = phases_of(&progress_events(&run), "arith-0000");
     let restore = phases.iter().position(|p| p == "restore_artifacts");
     let evaluate = phases.iter().position(|p| p == "evaluate");
     assert!(
@@ -292,7 +286,7 @@ fn fresh_evaluation_in_the_sandbox_restores_and_scores() {
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_eq!(task_dirs(&run, "normal").len(), 2, "{out:?}");
-    let events = read_events(&run);
+    let events = progress_events(&run);
     for task in ["arith-0000", "arith-0001"] {
         let phases = phases_of(&events, task);
         assert!(
@@ -330,7 +324,7 @@ fn reuse_reruns_a_task_whose_artifact_is_corrupt() {
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
     assert_ne!(second, first_run);
-    let events = read_events(&second);
+    let events = progress_events(&second);
     let reuse = events
         .iter()
         .find(|e| e["event"] == "reuse_loaded")
@@ -389,7 +383,7 @@ fn evaluation_resume_declines_a_checkpoint_with_corrupt_artifacts() {
     let again = sandbox_run(&ws, 3, &["--reuse"]);
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
-    let events = read_events(&second);
+    let events = progress_events(&second);
     let intact_phases = phases_of(&events, "arith-0000");
     assert!(
         !intact_phases.contains(&"run_harness".to_string()),

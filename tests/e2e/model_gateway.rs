@@ -5,62 +5,23 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{files_containing, published_results, run_dir, Outcome, Packs, Workspace};
+use agentcompass_e2e::{published_results, run_dir, Outcome, QaSetup, THREE_QUESTIONS};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-gateway-SECRET-4242";
 
-struct Setup {
-    ws: Workspace,
-    plugins: Packs,
-    dataset: PathBuf,
+/// The three questions (`add`, `mul`, `cap`) in a workspace with the qa packs.
+fn setup() -> QaSetup {
+    QaSetup::new(THREE_QUESTIONS)
 }
 
-fn setup() -> Setup {
-    let ws = Workspace::new();
-    let plugins = Packs::qa();
-    let dataset = ws.write(
-        "data/qa.jsonl",
-        concat!(
-            r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
-            "\n",
-            r#"{"id": "mul", "question": "What is 6*7? Answer with only the number.", "answer": "42"}"#,
-            "\n",
-            r#"{"id": "cap", "question": "Capital of France? One word.", "answer": "Paris"}"#,
-            "\n",
-        ),
-    );
-    Setup {
-        ws,
-        plugins,
-        dataset,
-    }
-}
-
-fn run(setup: &Setup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
-    let params = json!({"path": setup.dataset}).to_string();
-    let base_url = server.base_url();
-    let mut args = vec![
-        "--plugin-dir",
-        setup.plugins.to_str().unwrap(),
-        "run",
-        "qa",
-        "openai_chat",
-        "scripted-model",
-        "--benchmark-params",
-        &params,
-        "--model-base-url",
-        &base_url,
-        "--model-api-key",
-        "${E2E_MODEL_KEY}",
-        "--progress",
-        "none",
-    ];
-    args.extend_from_slice(extra);
-    setup.ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
+/// `run qa openai_chat scripted-model` against `server` with the gateway test's key, then
+/// `extra`.
+fn run(setup: &QaSetup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
+    setup.run(&server.base_url(), KEY, extra)
 }
 
 /// The last attempt's `result.json` of every published task, by task id.
@@ -69,12 +30,6 @@ fn results(run: &Path) -> HashMap<String, Value> {
         .into_iter()
         .map(|(id, (_, result))| (id, result))
         .collect()
-}
-
-fn assert_key_nowhere(setup: &Setup, out: &Outcome) {
-    let results = setup.ws.cwd.join("results");
-    assert_eq!(files_containing(&results, KEY), Vec::<PathBuf>::new());
-    assert!(!out.stderr.contains(KEY) && !out.stdout.contains(KEY));
 }
 
 fn usage(prompt: u64, completion: u64, cached: u64) -> Value {
@@ -155,7 +110,7 @@ fn openai_chat_answers_retries_a_429_records_tool_calls_and_sums_usage() {
         trajectory.contains("lookup") && trajectory.contains("capital of France"),
         "{trajectory}"
     );
-    assert_key_nowhere(&setup, &out);
+    setup.assert_secret_nowhere(&out, KEY);
 }
 
 #[test]
@@ -186,7 +141,7 @@ fn anthropic_and_responses_protocols_answer_with_their_own_shapes() {
             "/v1/responses"
         };
         assert!(server.requests().iter().all(|r| r["path"] == path));
-        assert_key_nowhere(&setup, &out);
+        setup.assert_secret_nowhere(&out, KEY);
     }
 }
 
@@ -244,5 +199,5 @@ fn a_persistent_500_is_a_bounded_task_error_naming_the_endpoint_but_not_the_key(
     assert_eq!(mul_requests, 1, "a malformed answer is not retried");
     let log = fs::read_to_string(run.join("run.log")).unwrap();
     assert!(log.contains("retry 1 of 2"), "{log}");
-    assert_key_nowhere(&setup, &out);
+    setup.assert_secret_nowhere(&out, KEY);
 }

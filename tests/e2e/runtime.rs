@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{read_json, run_dir, task_dirs, Outcome, Workspace};
+use agentcompass_e2e::{progress_events, read_json, run_dir, task_dirs, Outcome, Workspace};
 use serde_json::Value;
 
 fn example_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
@@ -22,14 +22,6 @@ fn example_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
     ];
     args.extend_from_slice(extra);
     ws.run(&args, &[])
-}
-
-fn read_events(run: &Path) -> Vec<Value> {
-    fs::read_to_string(run.join("progress.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn count(events: &[Value], name: &str) -> usize {
@@ -81,7 +73,7 @@ fn a_run_publishes_every_task_in_the_upstream_layout() {
         0,
         "every environment closed"
     );
-    let events = read_events(&run);
+    let events = progress_events(&run);
     for name in [
         "run_started",
         "tasks_loaded",
@@ -177,7 +169,7 @@ fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
         ids.contains(&"correct.avg@3") && ids.contains(&"correct.pass@3"),
         "{ids:?}"
     );
-    let events = read_events(&run);
+    let events = progress_events(&run);
     assert_eq!(
         count(&events, "execution_plan_resolved"),
         9,
@@ -236,7 +228,7 @@ fn fatal_issues_are_retried_with_bounded_backoff_on_the_same_plan() {
         read_json(&fatal[0].join("attempt-1/result.json"))["retry_count"],
         2
     );
-    let events = read_events(&run);
+    let events = progress_events(&run);
     assert_eq!(count(&events, "attempt_retry"), 2);
     assert_eq!(
         count(&events, "execution_plan_resolved"),
@@ -326,7 +318,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
     assert_ne!(first_run, second, "reuse writes a new run directory");
-    let events = read_events(&second);
+    let events = progress_events(&second);
     let reuse = events
         .iter()
         .find(|e| e["event"] == "reuse_loaded")
@@ -358,7 +350,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
         "--reuse",
     ];
     let other = ws.run(&args, &[]);
-    let events = read_events(&run_dir(&other));
+    let events = progress_events(&run_dir(&other));
     let reuse = events
         .iter()
         .find(|e| e["event"] == "reuse_loaded")
@@ -371,7 +363,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
 
     // A different attempt plan does not match either.
     let other = example_run(&ws, 8, &["--reuse", "--k", "2"]);
-    let events = read_events(&run_dir(&other));
+    let events = progress_events(&run_dir(&other));
     let reuse = events
         .iter()
         .find(|e| e["event"] == "reuse_loaded")
@@ -416,7 +408,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let again = example_run(&ws, 3, &["--reuse"]);
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
-    let events = read_events(&second);
+    let events = progress_events(&second);
     let reuse = events
         .iter()
         .find(|e| e["event"] == "reuse_loaded")
@@ -441,7 +433,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     // --no-checkpoint-resume reruns the agent.
     unpublish(&second, "arith-0002");
     let third = example_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
-    let events = read_events(&run_dir(&third));
+    let events = progress_events(&run_dir(&third));
     assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
 }
 
@@ -467,7 +459,7 @@ fn only_an_evaluation_still_running_after_checkpoint_after_seconds_saves_a_check
             .iter()
             .filter(|dir| dir.join("attempt-1/checkpoint.json").is_file())
             .count();
-        (saved, read_events(&run))
+        (saved, progress_events(&run))
     };
     // Quick evaluations (the default 1 s): the results are written, no checkpoints.
     let (saved, events) = checkpoints(r#"{"size": 3}"#, &[]);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, published_results, run_dir, Outcome, PluginDirs, Workspace,
+    files_containing, published_results, run_dir, Outcome, Packs, Workspace, THREE_QUESTIONS,
 };
 use serde_json::{json, Value};
 
@@ -27,8 +27,7 @@ fn fixture(name: &str) -> PathBuf {
 
 struct Setup {
     ws: Workspace,
-    _dirs: PluginDirs,
-    packs: PathBuf,
+    packs: Packs,
 }
 
 impl Setup {
@@ -61,15 +60,9 @@ fn issues(run: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn failing_runs_leak_neither_the_api_key_nor_a_binding() {
-    let dirs = PluginDirs::new();
-    let packs = dirs.package("packs", "qa-pack");
-    for pack in ["harbor-pack", "agents-pack", "bad-pack"] {
-        dirs.package("packs", pack);
-    }
     let setup = Setup {
         ws: Workspace::new(),
-        _dirs: dirs,
-        packs,
+        packs: Packs::new(&["qa-pack", "harbor-pack", "agents-pack", "bad-pack"]),
     };
     let mut outcomes: Vec<(&str, Outcome)> = Vec::new();
 
@@ -87,17 +80,7 @@ fn failing_runs_leak_neither_the_api_key_nor_a_binding() {
     )
     .unwrap();
     let base_url = server.base_url();
-    let dataset = setup.ws.write(
-        "data/qa.jsonl",
-        concat!(
-            r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
-            "\n",
-            r#"{"id": "mul", "question": "What is 6*7? Answer with only the number.", "answer": "42"}"#,
-            "\n",
-            r#"{"id": "cap", "question": "Capital of France? One word.", "answer": "Paris"}"#,
-            "\n",
-        ),
-    );
+    let dataset = setup.ws.write("data/qa.jsonl", THREE_QUESTIONS);
     let params = json!({"path": dataset}).to_string();
     let out = setup.run(&[
         "qa",
@@ -215,11 +198,7 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     const LONG_KEY: &str = "sk-proj-d42cQ7RZ4M2X9W8V6U5T3S1P0N8K6J4H";
     const TOKEN: &str = "tokEMBEDDEDq7rz4m2x9w8v6u5t3s1p0n8k6j4h2";
     const GRADER: &str = "grdVERIFIERa1b2c3d4e5f6g7h8i9j0k1l2m3n4p";
-    let dirs = PluginDirs::new();
-    let packs = dirs.package("packs", "qa-pack");
-    for pack in ["harbor-pack", "agents-pack"] {
-        dirs.package("packs", pack);
-    }
+    let packs = Packs::new(&["qa-pack", "harbor-pack", "agents-pack"]);
     let ws = Workspace::new();
     // The fixture's verifier reads E2E_BINDING.
     let env = &[

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, json_files_parse, published_results, read_json, run_dir, Outcome, Packs,
-    Workspace,
+    files_containing, json_files_parse, progress_events, published_results, read_json, run_dir,
+    Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -822,15 +822,6 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
     insta::assert_snapshot!("bad_slurm_settings", lines.join("\n"));
 }
 
-/// The progress events of a run.
-fn events(run: &Path) -> Vec<Value> {
-    fs::read_to_string(run.join("progress.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
     let ws = Workspace::new();
@@ -894,7 +885,7 @@ fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
     assert_eq!(out.code, 0, "{out:?}");
     let resumed = run_dir(&out);
     assert_eq!(published(&resumed).len(), 3);
-    let phases: Vec<String> = events(&resumed)
+    let phases: Vec<String> = progress_events(&resumed)
         .iter()
         .filter_map(|e| e["phase"].as_str().map(str::to_string))
         .collect();

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    copy_tree, files_containing, json_files_parse, published_results, read_json, run_dir, Outcome,
-    Packs, Workspace,
+    copy_tree, files_containing, json_files_parse, published_results, read_json, run_dir,
+    terminus_args, Outcome, Packs, QaSetup, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -21,16 +21,8 @@ const KEY: &str = "sk-e2e-trust-SECRET-7781";
 const PRICING: &str =
     r#"{"pricing": {"input": 10.0, "output": 10.0}, "retry_backoff_seconds": 0, "max_retries": 1}"#;
 
-struct Setup {
-    ws: Workspace,
-    plugins: Packs,
-    dataset: PathBuf,
-}
-
 /// `n` questions `q-0` … whose answer is their number.
-fn setup(n: usize) -> Setup {
-    let ws = Workspace::new();
-    let plugins = Packs::qa();
+fn setup(n: usize) -> QaSetup {
     let lines: String = (0..n)
         .map(|i| {
             format!(
@@ -39,17 +31,12 @@ fn setup(n: usize) -> Setup {
             )
         })
         .collect();
-    let dataset = ws.write("data/qa.jsonl", &lines);
-    Setup {
-        ws,
-        plugins,
-        dataset,
-    }
+    QaSetup::new(&lines)
 }
 
 /// Answers every question with its number at 1,000 prompt tokens; the tasks whose number is
 /// a multiple of 5 get a 429 every time when `rate_limit_fifths` (beyond the retries).
-fn server(setup: &Setup, rate_limit_fifths: bool, log: &str) -> ScriptedServer {
+fn server(setup: &QaSetup, rate_limit_fifths: bool, log: &str) -> ScriptedServer {
     let mut rules = Vec::new();
     if rate_limit_fifths {
         for i in (0..1000).step_by(5) {
@@ -70,29 +57,10 @@ fn server(setup: &Setup, rate_limit_fifths: bool, log: &str) -> ScriptedServer {
     .unwrap()
 }
 
-fn run(setup: &Setup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
-    let params = json!({"path": setup.dataset}).to_string();
-    let base_url = server.base_url();
-    let mut args = vec![
-        "--plugin-dir",
-        setup.plugins.to_str().unwrap(),
-        "run",
-        "qa",
-        "openai_chat",
-        "scripted-model",
-        "--benchmark-params",
-        &params,
-        "--model-base-url",
-        &base_url,
-        "--model-api-key",
-        "${E2E_MODEL_KEY}",
-        "--model-params",
-        PRICING,
-        "--progress",
-        "none",
-    ];
-    args.extend_from_slice(extra);
-    setup.ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
+/// `run qa openai_chat scripted-model` at the scripted model's prices, then `extra`.
+fn run(setup: &QaSetup, server: &ScriptedServer, extra: &[&str]) -> Outcome {
+    let priced = [&["--model-params", PRICING][..], extra].concat();
+    setup.run(&server.base_url(), KEY, &priced)
 }
 
 /// The task ids (`PREFIX-N`) named `(task PREFIX-N)` in the requests the scripted model
@@ -136,12 +104,6 @@ fn spent_usd(run: &Path) -> f64 {
     read_json(&run.join("metrics.json"))["extra"]["model_usage"]["cost_usd"]
         .as_f64()
         .unwrap_or(0.0)
-}
-
-fn assert_key_nowhere(setup: &Setup, out: &Outcome) {
-    let results = setup.ws.cwd.join("results");
-    assert_eq!(files_containing(&results, KEY), Vec::<PathBuf>::new());
-    assert!(!out.stderr.contains(KEY) && !out.stdout.contains(KEY));
 }
 
 #[test]
@@ -241,7 +203,7 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
     assert_eq!(metrics["series"][0]["counts"]["total"], 200);
     assert!((spent_usd(&run2) - 2.0).abs() < 1e-9, "{metrics}");
     assert!(json_files_parse(&setup.ws.cwd.join("results")) > 400);
-    assert_key_nowhere(&setup, &again);
+    setup.assert_secret_nowhere(&again, KEY);
 }
 
 #[test]
@@ -430,10 +392,10 @@ fn model_failures_are_not_scored_stop_a_run_on_errors_and_rerun_alone() {
     let metrics = read_json(&run3.join("metrics.json"));
     assert_eq!(metrics["series"][0]["value"], 1.0, "{metrics}");
     assert_eq!(metrics["series"][0]["counts"]["evaluated"], 40);
-    assert_key_nowhere(&setup, &rerun);
+    setup.assert_secret_nowhere(&rerun, KEY);
 }
 
-fn server_without_429(setup: &Setup) -> ScriptedServer {
+fn server_without_429(setup: &QaSetup) -> ScriptedServer {
     server(setup, false, "fixed.jsonl")
 }
 
@@ -523,7 +485,7 @@ fn run_info_records_what_ran_and_no_secret() {
     let machine = &provenance["machine"];
     assert!(machine["cpus"].as_u64().unwrap() >= 1);
     assert!(machine["kernel"].as_str().is_some_and(|k| !k.is_empty()));
-    assert_key_nowhere(&setup, &out);
+    setup.assert_secret_nowhere(&out, KEY);
 }
 
 /// `terminus` on the bundled `hello-file` Harbor task in `sandbox`, driven by the demo's
@@ -553,31 +515,17 @@ fn terminus_with_script(limits: &str, model_params: &str, script: &Value) -> (Va
     let config = ws.write("limits.toml", &format!("[execution.limits]\n{limits}\n"));
     let params =
         json!({"path": root.join("examples/harbor"), "sample_ids": ["hello-file"]}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "--config",
-            config.to_str().unwrap(),
-            "run",
-            "harbor",
-            "terminus",
-            "scripted-model",
-            "--benchmark-params",
-            &params,
-            "--env",
-            "sandbox",
-            "--model-base-url",
-            &server.base_url(),
-            "--model-api-key",
-            "${E2E_TERMINUS_KEY}",
-            "--model-params",
-            model_params,
-            "--progress",
-            "none",
-        ],
-        &[("E2E_TERMINUS_KEY", &key)],
-    );
+    let base_url = server.base_url();
+    let mut args = terminus_args(&plugins, &params, &base_url, "${E2E_TERMINUS_KEY}");
+    args.extend([
+        "--config",
+        config.to_str().unwrap(),
+        "--model-params",
+        model_params,
+        "--progress",
+        "none",
+    ]);
+    let out = ws.run(&args, &[("E2E_TERMINUS_KEY", &key)]);
     assert_eq!(out.code, 0, "{out:?}");
     let results = published_results(&run_dir(&out));
     assert_eq!(results.len(), 1, "{out:?}");
@@ -755,26 +703,13 @@ fn run_terminus(
 ) -> Outcome {
     let params = json!({"path": tasks}).to_string();
     let base_url = server.base_url();
-    let mut args = vec![
-        "--plugin-dir",
-        plugins.to_str().unwrap(),
-        "run",
-        "harbor",
-        "terminus",
-        "scripted-model",
-        "--benchmark-params",
-        &params,
-        "--env",
-        "sandbox",
-        "--model-base-url",
-        &base_url,
-        "--model-api-key",
-        "${E2E_MODEL_KEY}",
+    let mut args = terminus_args(plugins, &params, &base_url, "${E2E_MODEL_KEY}");
+    args.extend([
         "--model-params",
         r#"{"retry_backoff_seconds": 0, "max_retries": 1}"#,
         "--progress",
         "none",
-    ];
+    ]);
     args.extend_from_slice(extra);
     ws.run(&args, &[("E2E_MODEL_KEY", KEY)])
 }

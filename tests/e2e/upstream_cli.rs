@@ -5,27 +5,28 @@ use std::fs;
 use std::path::PathBuf;
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{files_containing, read_json, run_dir, Packs, Workspace};
+use agentcompass_e2e::{
+    assert_secret_nowhere, files_containing, read_json, run_dir, Packs, QaSetup, Workspace,
+};
 use serde_json::json;
 
 const KEY: &str = "sk-e2e-upstream-cli-SECRET-77";
 
+/// One `qa` question, `add` (2+2, answer 4).
+const QA_LINE: &str = concat!(
+    r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
+    "\n",
+);
+
 fn qa_dataset(ws: &Workspace) -> PathBuf {
-    ws.write(
-        "data/qa.jsonl",
-        concat!(
-            r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
-            "\n",
-        ),
-    )
+    ws.write("data/qa.jsonl", QA_LINE)
 }
 
 #[test]
 fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
     use base64::Engine as _;
-    let ws = Workspace::new();
-    let plugins = Packs::qa();
-    let results = ws.root().join("results");
+    let setup = QaSetup::new(QA_LINE);
+    let results = setup.ws.root().join("results");
     let run = results.join("scripted-model_qa_openai_chat/wrapped");
     let wrapped = base64::engine::general_purpose::STANDARD.encode(format!(
         "<api_secret>{KEY}</api_secret><session_id>{}</session_id>",
@@ -39,30 +40,16 @@ fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
         None,
     )
     .unwrap();
-    let params = json!({"path": qa_dataset(&ws)}).to_string();
-    let out = ws.run(
+    let out = setup.run(
+        &server.base_url(),
+        KEY,
         &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "run",
-            "qa",
-            "openai_chat",
-            "scripted-model",
-            "--benchmark-params",
-            &params,
-            "--model-base-url",
-            &server.base_url(),
-            "--model-api-key",
-            "${E2E_MODEL_KEY}",
             "--wrap-api-key",
             "--results-dir",
             results.to_str().unwrap(),
             "--run-id",
             "wrapped",
-            "--progress",
-            "none",
         ],
-        &[("E2E_MODEL_KEY", KEY)],
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(run_dir(&out), run);
@@ -71,8 +58,7 @@ fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
     let info = read_json(&run.join("run_info.json"));
     assert_eq!(info["request"]["model"]["wrap_api_key"], true, "{info}");
     for secret in [KEY, wrapped.as_str()] {
-        assert_eq!(files_containing(&results, secret), Vec::<PathBuf>::new());
-        assert!(!out.stderr.contains(secret) && !out.stdout.contains(secret));
+        assert_secret_nowhere(&results, &out, secret);
     }
 }
 

@@ -6,8 +6,10 @@
 //! `CARGO_TARGET_DIR`.
 
 mod freshness;
+mod runs;
 
 pub use agentcompass_test_servers::{loopback, npm_mirror, scripted};
+pub use runs::{assert_secret_nowhere, terminus_args, QaSetup, THREE_QUESTIONS};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -349,6 +351,18 @@ pub fn run_dir(out: &Outcome) -> PathBuf {
             .last()
             .unwrap_or_else(|| panic!("no run dir printed: {out:?}")),
     )
+}
+
+/// The progress events of a run (`progress.jsonl`, one JSON object a line), in order.
+pub fn progress_events(run: &Path) -> Vec<serde_json::Value> {
+    let path = run.join("progress.jsonl");
+    fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
+        .collect()
 }
 
 /// The published task directories of `run` in `state` (`normal`, `error`, `fatal`), sorted.

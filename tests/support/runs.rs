@@ -1,0 +1,107 @@
+//! The runs many e2e files make against a scripted model on loopback: the `qa` benchmark
+//! answered by `openai_chat`, and the argv of a Harbor run of `terminus` in the sandbox.
+
+use std::path::{Path, PathBuf};
+
+use crate::{files_containing, Outcome, Packs, Workspace};
+
+/// Three `qa` questions as JSONL: `add` (2+2, answer 4), `mul` (6*7, answer 42) and `cap`
+/// (the capital of France, answer Paris); scripted models match them on `2+2`, `6*7` and
+/// `France`.
+pub const THREE_QUESTIONS: &str = concat!(
+    r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
+    "\n",
+    r#"{"id": "mul", "question": "What is 6*7? Answer with only the number.", "answer": "42"}"#,
+    "\n",
+    r#"{"id": "cap", "question": "Capital of France? One word.", "answer": "Paris"}"#,
+    "\n",
+);
+
+/// The `qa` benchmark answered by the `openai_chat` harness (both real plugins) against a
+/// scripted model: a workspace, the qa packs beside it and a dataset in it.
+pub struct QaSetup {
+    /// The workspace the runs run in.
+    pub ws: Workspace,
+    /// `qa-pack` and `agents-pack`, passed with `--plugin-dir`.
+    pub plugins: Packs,
+    /// The dataset, `data/qa.jsonl` in the workspace.
+    pub dataset: PathBuf,
+}
+
+impl QaSetup {
+    /// A new workspace with `lines` (JSONL questions) as its dataset.
+    pub fn new(lines: &str) -> Self {
+        let ws = Workspace::new();
+        let plugins = Packs::qa();
+        let dataset = ws.write("data/qa.jsonl", lines);
+        QaSetup {
+            ws,
+            plugins,
+            dataset,
+        }
+    }
+
+    /// `run qa openai_chat scripted-model` over the dataset against the model at `base_url`,
+    /// its API key `key` given as `${E2E_MODEL_KEY}`, with `--progress none`, then `extra`.
+    pub fn run(&self, base_url: &str, key: &str, extra: &[&str]) -> Outcome {
+        let params = serde_json::json!({"path": self.dataset}).to_string();
+        let mut args = vec![
+            "--plugin-dir",
+            self.plugins.to_str().expect("UTF-8 path"),
+            "run",
+            "qa",
+            "openai_chat",
+            "scripted-model",
+            "--benchmark-params",
+            &params,
+            "--model-base-url",
+            base_url,
+            "--model-api-key",
+            "${E2E_MODEL_KEY}",
+            "--progress",
+            "none",
+        ];
+        args.extend_from_slice(extra);
+        self.ws.run(&args, &[("E2E_MODEL_KEY", key)])
+    }
+
+    /// No file under the workspace's `results` and neither output stream of `out` holds
+    /// `secret`.
+    pub fn assert_secret_nowhere(&self, out: &Outcome, secret: &str) {
+        assert_secret_nowhere(&self.ws.cwd.join("results"), out, secret);
+    }
+}
+
+/// No file under `results` and neither output stream of `out` holds `secret`.
+pub fn assert_secret_nowhere(results: &Path, out: &Outcome, secret: &str) {
+    assert_eq!(files_containing(results, secret), Vec::<PathBuf>::new());
+    assert!(!out.stderr.contains(secret) && !out.stdout.contains(secret));
+}
+
+/// `--plugin-dir PLUGINS run harbor terminus scripted-model --benchmark-params PARAMS --env
+/// sandbox --model-base-url BASE_URL --model-api-key API_KEY`: the Harbor tasks of `params`
+/// run by `terminus` in the sandbox against the scripted model at `base_url` (`api_key` is
+/// usually a `${VAR}` reference). The caller adds the rest.
+pub fn terminus_args<'a>(
+    plugins: &'a Path,
+    params: &'a str,
+    base_url: &'a str,
+    api_key: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "--plugin-dir",
+        plugins.to_str().expect("UTF-8 path"),
+        "run",
+        "harbor",
+        "terminus",
+        "scripted-model",
+        "--benchmark-params",
+        params,
+        "--env",
+        "sandbox",
+        "--model-base-url",
+        base_url,
+        "--model-api-key",
+        api_key,
+    ]
+}
