@@ -2,7 +2,7 @@
 //! `new_analyzer` to the root module) keeps loading in this host, is listed, and its component
 //! is called in planning and in a real run.
 
-use agentcompass_e2e::{published_results, read_json, run_dir, task_dirs, Workspace};
+use agentcompass_e2e::{example_plan, published_results, read_json, run_dir, task_dirs, Workspace};
 
 /// The workspace (example pack, example recipe) plus the 0.1.0 fixture, packaged by the real
 /// `plugin package` into the same plugin directory.
@@ -35,16 +35,7 @@ fn a_plugin_built_against_0_1_0_loads_and_its_recipe_applies() {
     assert_eq!(out.code, 0, "{out:?}");
 
     let plan = ws.run_json(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
-            "arith-0000",
-            "--recipe",
-            "legacy_timeout",
-        ],
+        &example_plan("arith-0000", &["--recipe", "legacy_timeout"]),
         &[],
     );
     let resolved = &plan["resolved_execution_plan"];

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::{
-    progress_events, read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace,
+    example_run, progress_events, read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -49,11 +49,7 @@ fn sandbox_execution_params() -> String {
 fn sandbox_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
     let params = format!(r#"{{"size": {size}}}"#);
     let execution = sandbox_execution_params();
-    let mut args = vec![
-        "run",
-        "example_exact_match",
-        "example_calculator",
-        "calc",
+    let mut args = example_run(&[
         "--env",
         "sandbox",
         "--benchmark-params",
@@ -62,7 +58,7 @@ fn sandbox_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
         &execution,
         "--progress",
         "none",
-    ];
+    ]);
     args.extend_from_slice(extra);
     ws.run(&args, &[])
 }
@@ -164,11 +160,7 @@ fn a_limit_violation_is_a_fatal_capture_error() {
     })
     .to_string();
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--env",
             "sandbox",
             "--benchmark-params",
@@ -177,7 +169,7 @@ fn a_limit_violation_is_a_fatal_capture_error() {
             &execution,
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     let run = run_dir(&out);
@@ -226,11 +218,7 @@ fn fresh_evaluation_restores_the_collected_outputs() {
     })
     .to_string();
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--benchmark-params",
             r#"{"size": 1}"#,
             "--env-params",
@@ -239,7 +227,7 @@ fn fresh_evaluation_restores_the_collected_outputs() {
             &execution,
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");

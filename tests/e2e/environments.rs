@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use agentcompass_e2e::Workspace;
+use agentcompass_e2e::{example_run, Workspace};
 use serde_json::Value;
 
 fn run_dir(stdout: &str) -> PathBuf {
@@ -15,18 +15,14 @@ fn run_dir(stdout: &str) -> PathBuf {
 fn the_example_benchmark_runs_under_the_sandbox() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--env",
             "sandbox",
             "--benchmark-params",
             r#"{"size": 6}"#,
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -45,11 +41,7 @@ fn the_example_benchmark_runs_under_the_sandbox() {
 fn kept_environments_are_listed_and_closed() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--env",
             "sandbox",
             "--benchmark-params",
@@ -57,7 +49,7 @@ fn kept_environments_are_listed_and_closed() {
             "--keep-environment",
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{example_run, run_dir, PluginDirs, Workspace};
 use serde_json::Value;
 
 /// 40 QA tasks `q-00`..`q-39` (the example calculator solves all; `wrong_every: w` gets task
@@ -167,17 +167,7 @@ fn compare_refuses_runs_of_different_benchmarks_and_unknown_metrics() {
     let qa = dirs.package("qa", "qa-pack");
     let (code, err, a) = qa_run(&ws, &qa, &dataset(&ws, "a", 0), 3, &[]);
     assert_eq!(code, 0, "{err}");
-    let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--progress",
-            "none",
-        ],
-        &[],
-    );
+    let out = ws.run(&example_run(&["--progress", "none"]), &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let other = run_dir(&out);
     let out = ws.run(

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use agentcompass_e2e::{PluginDirs, Workspace};
+use agentcompass_e2e::{example_plan, PluginDirs, Workspace};
 use agentcompass_host::planner::Planner;
 use agentcompass_host::registry::{Builtin, BuiltinFactory, Registry};
 use agentcompass_loader::{load_dirs, DirRole, LoadOptions, PluginDir};
@@ -127,34 +127,21 @@ fn the_whitelist_selects_recipes_but_keeps_registry_order() {
 fn plan_command_prints_the_audit_view_of_one_task() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
+        &example_plan(
             "arith-0002",
-            "--benchmark-params",
-            r#"{"size": 4}"#,
-            "--model-api-key",
-            "sk-never-printed-9876",
-        ],
+            &[
+                "--benchmark-params",
+                r#"{"size": 4}"#,
+                "--model-api-key",
+                "sk-never-printed-9876",
+            ],
+        ),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains("sk-never-printed-9876"));
     insta::assert_snapshot!(out.stdout);
-    let out = ws.run(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
-            "arith-9",
-        ],
-        &[],
-    );
+    let out = ws.run(&example_plan("arith-9", &[]), &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(
         out.stderr,
@@ -166,16 +153,10 @@ fn plan_command_prints_the_audit_view_of_one_task() {
 fn a_policy_the_provider_cannot_enforce_is_refused_before_allocation() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
+        &example_plan(
             "arith-0000",
-            "--env-params",
-            r#"{"run_network_policy": "no-network"}"#,
-        ],
+            &["--env-params", r#"{"run_network_policy": "no-network"}"#],
+        ),
         &[],
     );
     assert_eq!(out.code, 1, "{out:?}");
@@ -194,16 +175,13 @@ fn a_policy_the_provider_cannot_enforce_is_refused_before_allocation() {
 fn unset_binding_references_are_named_never_valued() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
+        &example_plan(
             "arith-0000",
-            "--env-params",
-            r#"{"env_variables": {"TOKEN": "${GRADER_TOKEN}", "OTHER": "${SET_ONE}"}}"#,
-        ],
+            &[
+                "--env-params",
+                r#"{"env_variables": {"TOKEN": "${GRADER_TOKEN}", "OTHER": "${SET_ONE}"}}"#,
+            ],
+        ),
         &[("SET_ONE", "visible-value-123")],
     );
     assert_eq!(out.code, 1, "{out:?}");

@@ -9,7 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{published_results, read_json, run_dir, run_host, target_dir, Workspace};
+use agentcompass_e2e::{
+    example_plan, published_results, read_json, run_dir, run_host, target_dir, Workspace,
+};
 
 /// The workspace root (`tests/..`).
 fn workspace_root() -> PathBuf {
@@ -215,19 +217,7 @@ fn a_generated_environment_builds_loads_and_runs() {
 fn a_generated_recipe_builds_loads_and_applies() {
     let ws = Workspace::new();
     generate(&ws, "pn-recipe", "recipe");
-    let plan = ws.run_json(
-        &[
-            "plan",
-            "example_exact_match",
-            "example_calculator",
-            "m",
-            "--task",
-            "arith-0000",
-            "--recipe",
-            "pn-recipe",
-        ],
-        &[],
-    );
+    let plan = ws.run_json(&example_plan("arith-0000", &["--recipe", "pn-recipe"]), &[]);
     let resolved = &plan["resolved_execution_plan"];
     assert_eq!(
         resolved["applied_recipes"],

@@ -5,21 +5,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agentcompass_e2e::{progress_events, read_json, run_dir, task_dirs, Outcome, Workspace};
+use agentcompass_e2e::{
+    example_run, progress_events, read_json, run_dir, task_dirs, Outcome, Workspace,
+};
 use serde_json::Value;
 
-fn example_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
+/// The example benchmark's first `size` tasks by the example harness, then `extra`.
+fn sized_run(ws: &Workspace, size: u32, extra: &[&str]) -> Outcome {
     let params = format!(r#"{{"size": {size}}}"#);
-    let mut args = vec![
-        "run",
-        "example_exact_match",
-        "example_calculator",
-        "calc",
-        "--benchmark-params",
-        &params,
-        "--progress",
-        "none",
-    ];
+    let mut args = example_run(&["--benchmark-params", &params, "--progress", "none"]);
     args.extend_from_slice(extra);
     ws.run(&args, &[])
 }
@@ -31,7 +25,7 @@ fn count(events: &[Value], name: &str) -> usize {
 #[test]
 fn a_run_publishes_every_task_in_the_upstream_layout() {
     let ws = Workspace::new();
-    let out = example_run(&ws, 10, &[]);
+    let out = sized_run(&ws, 10, &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert!(
@@ -99,7 +93,7 @@ fn a_run_publishes_every_task_in_the_upstream_layout() {
 #[test]
 fn a_wrong_answer_is_a_completed_task_with_score_zero() {
     let ws = Workspace::new();
-    let out = example_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 2}"#]);
+    let out = sized_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 2}"#]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_eq!(
@@ -117,7 +111,7 @@ fn a_wrong_answer_is_a_completed_task_with_score_zero() {
 #[test]
 fn a_plugin_panic_ends_that_task_never_the_request() {
     let ws = Workspace::new();
-    let out = example_run(
+    let out = sized_run(
         &ws,
         5,
         &["--harness-params", r#"{"panic_on_task": "arith-0001"}"#],
@@ -153,7 +147,7 @@ fn a_plugin_panic_ends_that_task_never_the_request() {
 #[test]
 fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
     let ws = Workspace::new();
-    let out = example_run(&ws, 3, &["--k", "3"]);
+    let out = sized_run(&ws, 3, &["--k", "3"]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let task = read_json(&task_dirs(&run, "normal")[0].join("task.json"));
@@ -176,7 +170,7 @@ fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
         "a new plan per semantic attempt"
     );
 
-    let out = example_run(&ws, 3, &["--k", "3", "--attempt-strategy", "pass"]);
+    let out = sized_run(&ws, 3, &["--k", "3", "--attempt-strategy", "pass"]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let task = read_json(&task_dirs(&run, "normal")[0].join("task.json"));
@@ -191,7 +185,7 @@ fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
 fn fatal_issues_are_retried_with_bounded_backoff_on_the_same_plan() {
     let ws = Workspace::new();
     let started = Instant::now();
-    let out = example_run(
+    let out = sized_run(
         &ws,
         2,
         &[
@@ -242,7 +236,7 @@ fn a_harness_past_its_watchdog_is_stopped_and_error_patterns_retry() {
     let ws = Workspace::new();
     let timeouts = r#"{"run_timeout_seconds": 0.3, "run_timer_compensation_seconds": 0.1}"#;
     let started = Instant::now();
-    let out = example_run(
+    let out = sized_run(
         &ws,
         1,
         &[
@@ -269,7 +263,7 @@ fn a_harness_past_its_watchdog_is_stopped_and_error_patterns_retry() {
         "errors retry only when a pattern matches"
     );
 
-    let out = example_run(
+    let out = sized_run(
         &ws,
         1,
         &[
@@ -300,21 +294,12 @@ fn a_harness_past_its_watchdog_is_stopped_and_error_patterns_retry() {
 fn reuse_takes_matching_results_and_reruns_the_rest() {
     let ws = Workspace::new();
     let subset = r#"{"size": 8, "sample_ids": ["arith-0000", "arith-0001", "arith-0002", "arith-0004", "arith-0005", "arith-0007"]}"#;
-    let args = [
-        "run",
-        "example_exact_match",
-        "example_calculator",
-        "calc",
-        "--benchmark-params",
-        subset,
-        "--progress",
-        "none",
-    ];
+    let args = example_run(&["--benchmark-params", subset, "--progress", "none"]);
     let first = ws.run(&args, &[]);
     assert_eq!(first.code, 0, "{first:?}");
     let first_run = run_dir(&first);
     let started = Instant::now();
-    let again = example_run(&ws, 8, &["--reuse"]);
+    let again = sized_run(&ws, 8, &["--reuse"]);
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
     assert_ne!(first_run, second, "reuse writes a new run directory");
@@ -338,17 +323,13 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
     assert!(started.elapsed() < Duration::from_secs(30));
 
     // Different benchmark params: nothing is reused, and the reason is given.
-    let args = [
-        "run",
-        "example_exact_match",
-        "example_calculator",
-        "calc",
+    let args = example_run(&[
         "--benchmark-params",
         r#"{"size": 8, "seed": 3}"#,
         "--progress",
         "none",
         "--reuse",
-    ];
+    ]);
     let other = ws.run(&args, &[]);
     let events = progress_events(&run_dir(&other));
     let reuse = events
@@ -362,7 +343,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
     );
 
     // A different attempt plan does not match either.
-    let other = example_run(&ws, 8, &["--reuse", "--k", "2"]);
+    let other = sized_run(&ws, 8, &["--reuse", "--k", "2"]);
     let events = progress_events(&run_dir(&other));
     let reuse = events
         .iter()
@@ -394,7 +375,7 @@ fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
 #[test]
 fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let ws = Workspace::new();
-    let first = example_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
+    let first = sized_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
     assert_eq!(first.code, 0, "{first:?}");
     let first_run = run_dir(&first);
     assert!(
@@ -405,7 +386,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     );
     unpublish(&first_run, "arith-0001");
 
-    let again = example_run(&ws, 3, &["--reuse"]);
+    let again = sized_run(&ws, 3, &["--reuse"]);
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
     let events = progress_events(&second);
@@ -432,7 +413,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
 
     // --no-checkpoint-resume reruns the agent.
     unpublish(&second, "arith-0002");
-    let third = example_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
+    let third = sized_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
     let events = progress_events(&run_dir(&third));
     assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
 }
@@ -441,16 +422,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
 fn only_an_evaluation_still_running_after_checkpoint_after_seconds_saves_a_checkpoint() {
     let ws = Workspace::new();
     let checkpoints = |params: &str, extra: &[&str]| {
-        let mut args = vec![
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--benchmark-params",
-            params,
-            "--progress",
-            "none",
-        ];
+        let mut args = example_run(&["--benchmark-params", params, "--progress", "none"]);
         args.extend_from_slice(extra);
         let out = ws.run(&args, &[]);
         assert_eq!(out.code, 0, "{out:?}");
@@ -528,7 +500,7 @@ harness = { id = "example_calculator", wrong_every = 2 }
 #[test]
 fn summary_recomputes_metrics_from_the_details() {
     let ws = Workspace::new();
-    let out = example_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 4}"#]);
+    let out = sized_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 4}"#]);
     let run = run_dir(&out);
     let before = read_json(&run.join("metrics.json"));
     fs::remove_file(run.join("metrics.json")).unwrap();
@@ -550,7 +522,7 @@ fn summary_recomputes_metrics_from_the_details() {
 fn the_orchestration_deadline_ends_the_run_as_timed_out() {
     let ws = Workspace::new();
     let started = Instant::now();
-    let out = example_run(
+    let out = sized_run(
         &ws,
         40,
         &[
@@ -577,9 +549,9 @@ fn the_orchestration_deadline_ends_the_run_as_timed_out() {
 #[test]
 fn an_existing_run_id_or_a_missing_reuse_run_is_bad_input() {
     let ws = Workspace::new();
-    let out = example_run(&ws, 2, &["--run-id", "r1"]);
+    let out = sized_run(&ws, 2, &["--run-id", "r1"]);
     assert_eq!(out.code, 0, "{out:?}");
-    let out = example_run(&ws, 2, &["--run-id", "r1"]);
+    let out = sized_run(&ws, 2, &["--run-id", "r1"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr
@@ -592,7 +564,7 @@ fn an_existing_run_id_or_a_missing_reuse_run_is_bad_input() {
             .ends_with("already exists; choose a different --run-id or use --reuse"),
         "{out:?}"
     );
-    let out = example_run(&ws, 2, &["--reuse", "nope"]);
+    let out = sized_run(&ws, 2, &["--reuse", "nope"]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr

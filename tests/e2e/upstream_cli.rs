@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    assert_secret_nowhere, files_containing, read_json, run_dir, Packs, QaSetup, Workspace,
+    assert_secret_nowhere, example_run, files_containing, read_json, run_dir, Packs, QaSetup,
+    Workspace,
 };
 use serde_json::json;
 
@@ -67,11 +68,7 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
     let ws = Workspace::new();
     let data = ws.root().join("data-root");
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--data-dir",
             data.to_str().unwrap(),
             "--file-log-level",
@@ -79,7 +76,7 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
             "--auto-install-dependencies",
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -92,34 +89,20 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
         "run.log holds only WARNING and above: {log}"
     );
     let dry = ws.run_json(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--data-dir",
             data.to_str().unwrap(),
             "--file-log-level",
             "ERROR",
             "--auto-install-dependencies",
             "--dry-run",
-        ],
+        ]),
         &[],
     );
     assert_eq!(dry["runtime"]["data_dir"], data.to_str().unwrap(), "{dry}");
     assert_eq!(dry["runtime"]["file_log_level"], "ERROR");
     assert_eq!(dry["runtime"]["auto_install_dependencies"], true);
-    let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--file-log-level",
-            "LOUD",
-        ],
-        &[],
-    );
+    let out = ws.run(&example_run(&["--file-log-level", "LOUD"]), &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("--file-log-level"), "{out:?}");
 }
@@ -128,16 +111,12 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
 fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
     let ws = Workspace::new();
     let out = ws.run(
-        &[
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        &example_run(&[
             "--harness-params",
             r#"{"wrong_every": 2}"#,
             "--progress",
             "none",
-        ],
+        ]),
         &[],
     );
     assert_eq!(out.code, 0, "{out:?}");

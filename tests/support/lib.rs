@@ -9,7 +9,9 @@ mod freshness;
 mod runs;
 
 pub use agentcompass_test_servers::{loopback, npm_mirror, scripted};
-pub use runs::{assert_secret_nowhere, terminus_args, QaSetup, THREE_QUESTIONS};
+pub use runs::{
+    assert_secret_nowhere, example_plan, example_run, terminus_args, QaSetup, THREE_QUESTIONS,
+};
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -1,9 +1,33 @@
-//! The runs many e2e files make against a scripted model on loopback: the `qa` benchmark
-//! answered by `openai_chat`, and the argv of a Harbor run of `terminus` in the sandbox.
+//! The invocations many e2e files make: the example benchmark by the example harness, and
+//! runs against a scripted model on loopback (the `qa` benchmark answered by `openai_chat`,
+//! Harbor tasks run by `terminus` in the sandbox).
 
 use std::path::{Path, PathBuf};
 
 use crate::{files_containing, Outcome, Packs, Workspace};
+
+/// `run example_exact_match example_calculator calc`, then `extra`: a run of the example
+/// benchmark by the example harness (the example pack every [`Workspace`] has).
+pub fn example_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "example_exact_match", "example_calculator", "calc"];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// `plan example_exact_match example_calculator m --task TASK`, then `extra`: the plan view
+/// of one task of the example benchmark by the example harness.
+pub fn example_plan<'a>(task: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "plan",
+        "example_exact_match",
+        "example_calculator",
+        "m",
+        "--task",
+        task,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
 
 /// Three `qa` questions as JSONL: `add` (2+2, answer 4), `mul` (6*7, answer 42) and `cap`
 /// (the capital of France, answer Paris); scripted models match them on `2+2`, `6*7` and
