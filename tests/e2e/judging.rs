@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{example_run, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{example_run, qa_calculator_args, run_dir, PluginDirs, Workspace};
 use serde_json::Value;
 
 /// 40 QA tasks `q-00`..`q-39` (the example calculator solves all; `wrong_every: w` gets task
@@ -32,20 +32,8 @@ fn qa_run(
 ) -> (i32, String, PathBuf) {
     let params = serde_json::json!({"path": data}).to_string();
     let harness = serde_json::json!({"wrong_every": wrong_every}).to_string();
-    let mut args = vec![
-        "--plugin-dir",
-        qa.to_str().unwrap(),
-        "run",
-        "qa",
-        "example_calculator",
-        "calc",
-        "--benchmark-params",
-        &params,
-        "--harness-params",
-        &harness,
-        "--progress",
-        "none",
-    ];
+    let mut args = qa_calculator_args(qa, &params, &harness);
+    args.extend(["--progress", "none"]);
     args.extend_from_slice(extra);
     let out = ws.run(&args, &[]);
     let dir = if out.stdout.trim().is_empty() {

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use agentcompass_e2e::{PluginDirs, Workspace};
+use agentcompass_e2e::{qa_calculator_args, PluginDirs, Workspace};
 use serde_json::Value;
 
 #[test]
@@ -24,25 +24,9 @@ fn qa_runs_end_to_end_and_never_shows_the_answer_to_the_harness() {
         ),
     );
     let params = serde_json::json!({"path": dataset}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            qa.to_str().unwrap(),
-            "run",
-            "qa",
-            "example_calculator",
-            "calc",
-            "--benchmark-params",
-            &params,
-            "--harness-params",
-            r#"{"wrong_every": 3}"#,
-            "--checkpoint-after-seconds",
-            "0",
-            "--progress",
-            "none",
-        ],
-        &[],
-    );
+    let mut args = qa_calculator_args(&qa, &params, r#"{"wrong_every": 3}"#);
+    args.extend(["--checkpoint-after-seconds", "0", "--progress", "none"]);
+    let out = ws.run(&args, &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = PathBuf::from(out.stdout.lines().last().unwrap());
     let metrics: Value =

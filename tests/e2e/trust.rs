@@ -297,24 +297,16 @@ fn a_cost_budget_without_prices_is_refused_before_anything_is_written() {
     let budget = setup
         .ws
         .write("budget.toml", "[execution.budget]\nmax_cost_usd = 1\n");
-    let params = json!({"path": setup.dataset}).to_string();
-    let out = setup.ws.run(
-        &[
-            "--plugin-dir",
-            setup.plugins.to_str().unwrap(),
-            "--config",
-            budget.to_str().unwrap(),
-            "run",
-            "qa",
-            "openai_chat",
-            "scripted-model",
-            "--benchmark-params",
-            &params,
-            "--model-base-url",
-            &server.base_url(),
-        ],
-        &[],
-    );
+    let params = setup.params();
+    let base_url = server.base_url();
+    let mut args = setup.args(&params);
+    args.extend([
+        "--config",
+        budget.to_str().unwrap(),
+        "--model-base-url",
+        &base_url,
+    ]);
+    let out = setup.ws.run(&args, &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(
         out.stderr.trim(),
@@ -403,25 +395,21 @@ fn server_without_429(setup: &QaSetup) -> ScriptedServer {
 fn run_info_records_what_ran_and_no_secret() {
     let setup = setup(2);
     let server = server(&setup, false, "model.jsonl");
+    let params = json!({"path": "${E2E_DATASET}"}).to_string();
+    let base_url = server.base_url();
+    let mut args = setup.args(&params);
+    args.extend([
+        "--model-params",
+        r#"{"seed": 7}"#,
+        "--model-base-url",
+        &base_url,
+        "--model-api-key",
+        "${E2E_MODEL_KEY}",
+        "--progress",
+        "none",
+    ]);
     let out = setup.ws.run(
-        &[
-            "--plugin-dir",
-            setup.plugins.to_str().unwrap(),
-            "run",
-            "qa",
-            "openai_chat",
-            "scripted-model",
-            "--benchmark-params",
-            &json!({"path": "${E2E_DATASET}"}).to_string(),
-            "--model-params",
-            r#"{"seed": 7}"#,
-            "--model-base-url",
-            &server.base_url(),
-            "--model-api-key",
-            "${E2E_MODEL_KEY}",
-            "--progress",
-            "none",
-        ],
+        &args,
         &[
             ("E2E_MODEL_KEY", KEY),
             ("E2E_DATASET", setup.dataset.to_str().unwrap()),

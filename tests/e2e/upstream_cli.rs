@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    assert_secret_nowhere, example_run, files_containing, read_json, run_dir, Packs, QaSetup,
-    Workspace,
+    assert_secret_nowhere, example_run, files_containing, read_json, run_dir, QaSetup, Workspace,
 };
 use serde_json::json;
 
@@ -18,10 +17,6 @@ const QA_LINE: &str = concat!(
     r#"{"id": "add", "question": "What is 2+2? Answer with only the number.", "answer": "4"}"#,
     "\n",
 );
-
-fn qa_dataset(ws: &Workspace) -> PathBuf {
-    ws.write("data/qa.jsonl", QA_LINE)
-}
 
 #[test]
 fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
@@ -246,9 +241,9 @@ fn list_dump_writes_the_components_file_and_prints_its_path() {
 
 #[test]
 fn openai_chat_accepts_upstreams_max_retries() {
-    let ws = Workspace::new();
-    let plugins = Packs::qa();
-    let params = json!({"path": qa_dataset(&ws)}).to_string();
+    let setup = QaSetup::new(QA_LINE);
+    let (ws, plugins) = (&setup.ws, &setup.plugins);
+    let params = setup.params();
     let run = |retries: u32| {
         // Two server errors, then the answer: one retry is not enough, two are.
         let server = ScriptedServer::start(
@@ -260,27 +255,19 @@ fn openai_chat_accepts_upstreams_max_retries() {
         )
         .unwrap();
         let harness = json!({"max_retries": retries}).to_string();
-        let out = ws.run(
-            &[
-                "--plugin-dir",
-                plugins.to_str().unwrap(),
-                "run",
-                "qa",
-                "openai_chat",
-                "scripted-model",
-                "--benchmark-params",
-                &params,
-                "--harness-params",
-                &harness,
-                "--model-base-url",
-                &server.base_url(),
-                "--model-params",
-                r#"{"retry_backoff_seconds": 0}"#,
-                "--progress",
-                "none",
-            ],
-            &[],
-        );
+        let base_url = server.base_url();
+        let mut args = setup.args(&params);
+        args.extend([
+            "--harness-params",
+            &harness,
+            "--model-base-url",
+            &base_url,
+            "--model-params",
+            r#"{"retry_backoff_seconds": 0}"#,
+            "--progress",
+            "none",
+        ]);
+        let out = ws.run(&args, &[]);
         (out.code, read_json(&run_dir(&out).join("metrics.json")))
     };
     let (code, metrics) = run(2);
@@ -425,9 +412,9 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
 
 #[test]
 fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them() {
-    let ws = Workspace::new();
-    let plugins = Packs::qa();
-    let params = json!({"path": qa_dataset(&ws)}).to_string();
+    let setup = QaSetup::new(QA_LINE);
+    let ws = &setup.ws;
+    let params = setup.params();
     let server = ScriptedServer::start(
         &json!({"require_key": KEY, "rules": [
             {"match": {"last_user_contains": "2+2"}, "responses": [{"text": "4"}], "cycle": true}
@@ -436,18 +423,8 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
     )
     .unwrap();
     let base_url = server.base_url();
-    let args = [
-        "--plugin-dir",
-        plugins.to_str().unwrap(),
-        "run",
-        "qa",
-        "openai_chat",
-        "scripted-model",
-        "--benchmark-params",
-        &params,
-        "--progress",
-        "none",
-    ];
+    let mut args = setup.args(&params);
+    args.extend(["--progress", "none"]);
     for (family, protocol) in [("OPENAI", "openai-chat"), ("ANTHROPIC", "anthropic")] {
         let (url_var, key_var) = (format!("{family}_BASE_URL"), format!("{family}_API_KEY"));
         let out = ws.run(

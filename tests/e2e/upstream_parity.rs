@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{read_json, run_dir, Packs, PluginDirs, Workspace};
+use agentcompass_e2e::{qa_calculator_args, read_json, run_dir, Packs, PluginDirs, Workspace};
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {
@@ -204,26 +204,10 @@ fn upstream_summary_reads_our_qa_run_with_k_2() {
         ),
     );
     let params = serde_json::json!({"path": dataset}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            qa.to_str().unwrap(),
-            "run",
-            "qa",
-            "example_calculator",
-            "calc",
-            "--benchmark-params",
-            &params,
-            // Every third answer is wrong: attempts of one task disagree.
-            "--harness-params",
-            r#"{"wrong_every": 3}"#,
-            "--k",
-            "2",
-            "--progress",
-            "none",
-        ],
-        &[],
-    );
+    // Every third answer is wrong: attempts of one task disagree.
+    let mut args = qa_calculator_args(&qa, &params, r#"{"wrong_every": 3}"#);
+    args.extend(["--k", "2", "--progress", "none"]);
+    let out = ws.run(&args, &[]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_same_metrics(&ws, &run, &qa, true);

@@ -65,11 +65,11 @@ impl QaSetup {
         }
     }
 
-    /// `run qa openai_chat scripted-model` over the dataset against the model at `base_url`,
-    /// its API key `key` given as `${E2E_MODEL_KEY}`, with `--progress none`, then `extra`.
-    pub fn run(&self, base_url: &str, key: &str, extra: &[&str]) -> Outcome {
-        let params = serde_json::json!({"path": self.dataset}).to_string();
-        let mut args = vec![
+    /// `--plugin-dir PLUGINS run qa openai_chat scripted-model --benchmark-params PARAMS`:
+    /// how every run of the setup starts (`params` names the dataset, or a `${VAR}` that
+    /// does). The caller adds the rest.
+    pub fn args<'a>(&'a self, params: &'a str) -> Vec<&'a str> {
+        vec![
             "--plugin-dir",
             self.plugins.to_str().expect("UTF-8 path"),
             "run",
@@ -77,14 +77,28 @@ impl QaSetup {
             "openai_chat",
             "scripted-model",
             "--benchmark-params",
-            &params,
+            params,
+        ]
+    }
+
+    /// The dataset's `--benchmark-params` (its path).
+    pub fn params(&self) -> String {
+        serde_json::json!({"path": self.dataset}).to_string()
+    }
+
+    /// `run qa openai_chat scripted-model` over the dataset against the model at `base_url`,
+    /// its API key `key` given as `${E2E_MODEL_KEY}`, with `--progress none`, then `extra`.
+    pub fn run(&self, base_url: &str, key: &str, extra: &[&str]) -> Outcome {
+        let params = self.params();
+        let mut args = self.args(&params);
+        args.extend([
             "--model-base-url",
             base_url,
             "--model-api-key",
             "${E2E_MODEL_KEY}",
             "--progress",
             "none",
-        ];
+        ]);
         args.extend_from_slice(extra);
         self.ws.run(&args, &[("E2E_MODEL_KEY", key)])
     }
@@ -100,6 +114,29 @@ impl QaSetup {
 pub fn assert_secret_nowhere(results: &Path, out: &Outcome, secret: &str) {
     assert_eq!(files_containing(results, secret), Vec::<PathBuf>::new());
     assert!(!out.stderr.contains(secret) && !out.stdout.contains(secret));
+}
+
+/// `--plugin-dir PLUGINS run qa example_calculator calc --benchmark-params PARAMS
+/// --harness-params HARNESS`: the `qa` questions of `params` answered by the example
+/// calculator (no model), with its parameters `harness` (such as `wrong_every`). The caller
+/// adds the rest.
+pub fn qa_calculator_args<'a>(
+    plugins: &'a Path,
+    params: &'a str,
+    harness: &'a str,
+) -> Vec<&'a str> {
+    vec![
+        "--plugin-dir",
+        plugins.to_str().expect("UTF-8 path"),
+        "run",
+        "qa",
+        "example_calculator",
+        "calc",
+        "--benchmark-params",
+        params,
+        "--harness-params",
+        harness,
+    ]
 }
 
 /// `--plugin-dir PLUGINS run harbor terminus scripted-model --benchmark-params PARAMS --env
