@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    copy_tree, published_results, read_json, run_dir, terminus_args, Packs, Workspace,
+    copy_tree, published_results, read_json, run_dir, terminus_args, Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -41,6 +41,27 @@ fn tasks(ws: &Workspace) -> PathBuf {
     )
     .unwrap();
     tasks
+}
+
+/// `analysis --input RUN` with only `analyzer`, into `reanalyzed` under the workspace root
+/// (asserting exit 0): that directory and the outcome.
+fn reanalyze(ws: &Workspace, run: &Path, analyzer: &str) -> (PathBuf, Outcome) {
+    let copy = ws.root().join("reanalyzed");
+    let params = json!({"analyzers": [analyzer]}).to_string();
+    let out = ws.run(
+        &[
+            "analysis",
+            "--input",
+            run.to_str().unwrap(),
+            "--analysis-params",
+            &params,
+            "--output",
+            copy.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    (copy, out)
 }
 
 fn bash(command: &str) -> Value {
@@ -155,20 +176,7 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
     assert!(md.starts_with("# HARBOR Analysis Summary"), "{md}");
 
     // `analysis --input` over the finished run: only the selected analyzer, into a copy.
-    let copy = ws.root().join("reanalyzed");
-    let out = ws.run(
-        &[
-            "analysis",
-            "--input",
-            run.to_str().unwrap(),
-            "--analysis-params",
-            r#"{"analyzers": ["HackDetectionAnalyzer"]}"#,
-            "--output",
-            copy.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let (copy, out) = reanalyze(&ws, &run, "HackDetectionAnalyzer");
     assert_eq!(PathBuf::from(out.stdout.trim()), copy);
     let summary = read_json(&copy.join("analysis_summary.json"));
     let analyzers: Vec<&str> = summary["overall_per_analyzer"]
@@ -303,20 +311,7 @@ fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task()
     assert_eq!(row["error_count"], 1, "{row}");
 
     // `analysis --input` re-runs the plugin analyzer over the finished run (no panic now).
-    let copy = ws.root().join("reanalyzed");
-    let out = ws.run(
-        &[
-            "analysis",
-            "--input",
-            run.to_str().unwrap(),
-            "--analysis-params",
-            r#"{"analyzers": ["example_answer_distance"]}"#,
-            "--output",
-            copy.to_str().unwrap(),
-        ],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let (copy, _) = reanalyze(&ws, &run, "example_answer_distance");
     let again = distances(&copy);
     assert_eq!(again["arith-0001"]["is_badcase"], false, "{again:?}");
     assert_eq!(again["arith-0005"], found["arith-0005"]);

@@ -44,6 +44,19 @@ fn qa_run(
     (out.code, out.stderr, dir)
 }
 
+/// `compare A B --json`, parsed (asserting exit 0).
+fn compare_json(ws: &Workspace, a: &Path, b: &Path) -> serde_json::Value {
+    ws.run_json(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    )
+}
+
 fn wrong(w: usize) -> Vec<String> {
     (0..40)
         .filter(|i| (i + 1) % w == 0)
@@ -60,15 +73,7 @@ fn compare_lists_exactly_the_flips_with_reference_statistics() {
     assert_eq!(code, 0, "{err}");
     let (code, err, b) = qa_run(&ws, &qa, &dataset(&ws, "b", 1), 5, &[]);
     assert_eq!(code, 0, "{err}");
-    let c = ws.run_json(
-        &[
-            "compare",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--json",
-        ],
-        &[],
-    );
+    let c = compare_json(&ws, &a, &b);
     // Fixed: wrong in A (w = 3) and right in B (w = 5); broken: the other way round.
     let (wa, wb) = (wrong(3), wrong(5));
     let fixed: Vec<String> = wa.iter().filter(|t| !wb.contains(t)).cloned().collect();
@@ -131,15 +136,7 @@ fn compare_reports_pass_at_k_and_flaky_tasks_with_k_2() {
     assert_eq!(code, 0, "{err}");
     let (code, err, b) = qa_run(&ws, &qa, &data, 0, &["--k", "2"]);
     assert_eq!(code, 0, "{err}");
-    let c = ws.run_json(
-        &[
-            "compare",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--json",
-        ],
-        &[],
-    );
+    let c = compare_json(&ws, &a, &b);
     // The calculator answers a task the same way every attempt: no task is flaky.
     assert_eq!(c["pass_k_a"]["k"], 2, "{c}");
     assert_eq!(c["pass_k_a"]["pass_at_k"], 0.75);
