@@ -145,28 +145,7 @@ agentcompass_plugin_api::export_plugin!(register);
 mod tests {
     use super::*;
     use agentcompass_plugin_api::contracts::ExecutionPlan;
-    use std::future::Future;
-
-    /// Drives a future to completion on this thread (the SDK needs no particular executor).
-    fn block_on<F: Future>(future: F) -> F::Output {
-        use std::sync::Arc;
-        use std::task::{Context, Poll, Wake, Waker};
-        struct Thread(std::thread::Thread);
-        impl Wake for Thread {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
-    }
+    use agentcompass_plugin_api::sdk::testing::block_on;
 
     #[test]
     fn loads_three_tasks_and_hides_the_answers() {

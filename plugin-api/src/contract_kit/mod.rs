@@ -47,8 +47,10 @@ use std::time::{Duration, Instant};
 use crate::contracts::OpenEnvironmentRequest;
 use crate::sdk::EnvironmentProvider;
 
+/// Drives a future on a plain test thread, as the host polls a plugin (the SDK's
+/// [`crate::sdk::testing::block_on`], kept here for the kit's users).
+pub use crate::sdk::testing::block_on;
 pub use report::{CheckOutcome, ContractFailure, ContractReport, Outcome};
-pub use support::block_on;
 use support::{CheckFn, Kit};
 
 /// One named check of the contract.

@@ -214,29 +214,6 @@ pub(super) async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     outputs.into_iter().flatten().collect()
 }
 
-/// Drives `future` to completion on this thread, with no async runtime current: the way the
-/// host polls a plugin's futures. For tests of components that must not depend on a tokio
-/// context (`#[test] fn ... { block_on(run_session_contract(...)) }`).
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    use std::sync::Arc;
-    use std::task::{Context, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
-    }
-}
-
 /// Sleeps on the plugin-owned runtime (any executor may poll this).
 pub(super) async fn pause(duration: Duration) {
     if crate::sdk::runtime::sleep(duration).await.is_err() {

@@ -1,5 +1,5 @@
 //! The plugin SDK: the component traits, the call context, a helper runtime for plugins that
-//! do tokio I/O, and [`crate::export_plugin!`].
+//! do tokio I/O, [`crate::export_plugin!`], and [`testing`] helpers for a plugin's unit tests.
 //!
 //! A plugin is a `cdylib` that depends only on this crate:
 //!
@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod provider;
 pub mod runtime;
 pub mod select;
+pub mod testing;
 mod traits;
 pub mod validate;
 

@@ -68,34 +68,15 @@ impl<T> Drop for Abort<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sdk::testing::block_on;
 
     #[test]
     fn spawn_and_sleep_work_from_a_foreign_executor() {
         // A bare executor with no tokio context, like a host polling a plugin future.
-        let out = futures_lite_block_on(async {
+        let out = block_on(async {
             sleep(Duration::from_millis(5)).await?;
             spawn(async { 41 + 1 }).await
         });
         assert_eq!(out.ok(), Some(42));
-    }
-
-    fn futures_lite_block_on<F: Future>(future: F) -> F::Output {
-        use std::sync::Arc;
-        use std::task::{Context, Poll, Wake, Waker};
-        struct Thread(std::thread::Thread);
-        impl Wake for Thread {
-            fn wake(self: Arc<Self>) {
-                self.0.unpark();
-            }
-        }
-        let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-        let mut cx = Context::from_waker(&waker);
-        let mut future = std::pin::pin!(future);
-        loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-                return out;
-            }
-            std::thread::park();
-        }
     }
 }

@@ -2,7 +2,6 @@
 //! session that records every call and answers `exec` from a closure.
 
 use std::collections::VecDeque;
-use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,25 +14,8 @@ use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, EnvironmentSession, HostApi, 
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
-/// Drives a future to completion on the current thread.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Thread(std::thread::Thread);
-    impl Wake for Thread {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
-    }
-}
+/// The SDK's executor for tests, here with the other test doubles.
+pub(crate) use agentcompass_plugin_api::sdk::testing::block_on;
 
 /// A scripted host.
 #[derive(Default)]

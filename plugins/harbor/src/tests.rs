@@ -2,10 +2,8 @@
 //! session.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
 
 use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EnvironmentSpec,
@@ -13,6 +11,7 @@ use agentcompass_plugin_api::contracts::{
     MetricKind, MetricValue, NetworkMode, NetworkPolicy, PreparedTask, ResourceRequirements,
     RunRequest, RunResult, SessionInfo, TaskSpec, TaskStatus, TaskStep,
 };
+use agentcompass_plugin_api::sdk::testing::block_on;
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, Ctx, EnvironmentSession, EvaluationInput, SessionRef,
 };
@@ -25,24 +24,6 @@ use crate::environment::parse_size_mb;
 use crate::names::ID;
 use crate::reward::{self, REWARD_JSON, REWARD_TXT};
 use crate::task_toml::{load_task, LoadOptions};
-
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Thread(std::thread::Thread);
-    impl Wake for Thread {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
 
 /// Writes a task directory `root/name` with `toml` and a minimal instruction/tests/solution.
 fn write_task(root: &Path, name: &str, toml: &str) -> PathBuf {

@@ -1,6 +1,5 @@
 //! Tests of the `qa` benchmark over temporary dataset files.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -8,6 +7,7 @@ use std::sync::Arc;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{ExecRequest, ExecResult, ExecutionPlan, SessionInfo};
+use agentcompass_plugin_api::sdk::testing::block_on;
 use agentcompass_plugin_api::sdk::EnvironmentSession;
 use agentcompass_plugin_api::Error;
 use serde_json::json;
@@ -16,26 +16,6 @@ use sha2::{Digest, Sha256};
 use super::*;
 use crate::scoring::normalize;
 use crate::shared::ID;
-
-/// Drives a future on the current thread (the crate has no async runtime).
-fn block_on<F: Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Thread(std::thread::Thread);
-    impl Wake for Thread {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Thread(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(output) => return output,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
 
 /// A session that supports nothing (the benchmark never touches it).
 struct NoSession;
