@@ -15,7 +15,7 @@ use agentcompass_plugin_api::contracts::{
     Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, Ctx, Harness, HarnessSession, PluginBuilder, SessionRef,
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, PluginBuilder, SessionRef,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
@@ -97,9 +97,7 @@ impl Harness for Agent {
         _req: &RunRequest,
         _plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = session
-            .downcast_ref::<Session>()
-            .ok_or_else(|| Error::msg("foreign harness session"))?;
+        let session = downcast_session::<Session>(session, ID)?;
         if ctx.is_cancelled() {
             return Err(Error::cancelled());
         }

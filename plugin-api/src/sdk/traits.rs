@@ -26,6 +26,26 @@ pub type SessionRef = Arc<dyn EnvironmentSession>;
 /// The state a harness keeps between `start_session` and `close_session`.
 pub type HarnessSession = Arc<dyn Any + Send + Sync>;
 
+/// The state `start_session` put into `session`, as a `T` (what `execute_task`,
+/// `collect_result` and `close_session` start with); an error naming `harness` when the
+/// session holds something else, e.g. one another harness started.
+///
+/// ```
+/// use std::sync::Arc;
+/// use agentcompass_plugin_api::sdk::{downcast_session, HarnessSession};
+///
+/// struct Mine(u8);
+/// let session: HarnessSession = Arc::new(Mine(7));
+/// assert_eq!(downcast_session::<Mine>(&session, "my_agent").map(|m| m.0).ok(), Some(7));
+/// let err = downcast_session::<String>(&session, "my_agent").err().map(|e| e.to_string());
+/// assert_eq!(err.as_deref(), Some("my_agent: foreign harness session"));
+/// ```
+pub fn downcast_session<'a, T: Any>(session: &'a HarnessSession, harness: &str) -> Result<&'a T> {
+    session
+        .downcast_ref::<T>()
+        .ok_or_else(|| Error::msg(format!("{harness}: foreign harness session")))
+}
+
 /// What [`Benchmark::evaluate_attempt`] scores: one attempt of one task.
 pub struct EvaluationInput<'a> {
     /// The task.

@@ -7,7 +7,9 @@ use agentcompass_plugin_api::contracts::{
     ExecutionIssue, HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse,
     PreparedTask, RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+};
 use agentcompass_plugin_api::{Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
@@ -212,9 +214,7 @@ impl Harness for OpenAiChat {
         _req: &RunRequest,
         _plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let settings = session
-            .downcast_ref::<Settings>()
-            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        let settings = downcast_session::<Settings>(session, ID)?;
         run(ctx, settings, prepared).await
     }
 }

@@ -11,7 +11,9 @@ use agentcompass_plugin_api::contracts::{
     ExecutionIssue, HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult,
     Trajectory, TrajectoryMetric, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
@@ -139,9 +141,7 @@ impl Harness for Oracle {
         req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = session
-            .downcast_ref::<OracleSession>()
-            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        let session = downcast_session::<OracleSession>(session, ID)?;
         run(ctx, &session.env, prepared, &req.benchmark.id, plan).await
     }
 }

@@ -8,7 +8,7 @@ use agentcompass_plugin_api::contracts::{
     TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, runtime, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, downcast_session, runtime, Ctx, Harness, HarnessSession, SessionRef,
 };
 use agentcompass_plugin_api::{tracing, Error, Result};
 use serde::Deserialize;
@@ -73,9 +73,7 @@ impl Harness for ExampleCalculator {
         _req: &RunRequest,
         _plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let params = session
-            .downcast_ref::<Params>()
-            .ok_or_else(|| Error::msg("foreign harness session"))?;
+        let params = downcast_session::<Params>(session, ID)?;
         if params.panic_on_task.as_deref() == Some(prepared.task_id.as_str()) {
             panic!(
                 "example_calculator was asked to panic on {}",

@@ -18,8 +18,10 @@ use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
     RunRequest, RunResult, Trajectory, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::sdk::{
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+};
+use agentcompass_plugin_api::Result;
 use serde_json::json;
 
 use crate::oracle::runs_bash;
@@ -92,7 +94,7 @@ impl Harness for CliAgent {
         _req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = downcast(session)?;
+        let session = downcast_session::<CliSession>(session, ID)?;
         run(ctx, &session.env, &session.settings, prepared, plan).await
     }
 
@@ -109,7 +111,7 @@ impl Harness for CliAgent {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = downcast(session)?;
+        let session = downcast_session::<CliSession>(session, ID)?;
         let mut step = TrajectoryStep {
             step_id: 1,
             user_content: json!("collect output files after an interrupted run"),
@@ -132,10 +134,4 @@ impl Harness for CliAgent {
         }
         Ok(result)
     }
-}
-
-fn downcast(session: &HarnessSession) -> Result<&CliSession> {
-    session
-        .downcast_ref::<CliSession>()
-        .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))
 }

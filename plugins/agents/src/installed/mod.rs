@@ -22,8 +22,10 @@ use agentcompass_plugin_api::contracts::{
     ArtifactSpec, ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec,
     PreparedTask, RunRequest, RunResult, ToolInstall,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::sdk::{
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+};
+use agentcompass_plugin_api::Result;
 
 use crate::oracle::runs_bash;
 pub(crate) use agents::AgentCli;
@@ -50,14 +52,6 @@ pub(crate) struct InstalledAgent {
 struct AgentSession {
     settings: Settings,
     env: SessionRef,
-}
-
-impl InstalledAgent {
-    fn downcast<'a>(&self, session: &'a HarnessSession) -> Result<&'a AgentSession> {
-        session
-            .downcast_ref::<AgentSession>()
-            .ok_or_else(|| Error::msg(format!("{}: foreign harness session", self.agent.id())))
-    }
 }
 
 #[async_trait]
@@ -106,7 +100,7 @@ impl Harness for InstalledAgent {
         _req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = self.downcast(session)?;
+        let session = downcast_session::<AgentSession>(session, self.agent.id())?;
         run::run(
             self.agent,
             ctx,
@@ -131,7 +125,7 @@ impl Harness for InstalledAgent {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = self.downcast(session)?;
+        let session = downcast_session::<AgentSession>(session, self.agent.id())?;
         Ok(run::salvage(self.agent, ctx, &session.env, prepared, result).await)
     }
 }

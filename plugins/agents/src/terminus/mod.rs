@@ -15,7 +15,9 @@ use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
     RunRequest, RunResult, Trajectory,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, Harness, HarnessSession, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 
@@ -89,9 +91,7 @@ impl Harness for Terminus {
         _req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = session
-            .downcast_ref::<TerminusSession>()
-            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        let session = downcast_session::<TerminusSession>(session, ID)?;
         Agent::new(ctx, &session.env, &session.settings, prepared, plan)
             .with_journal(session.journal.clone())
             .run()
@@ -111,9 +111,7 @@ impl Harness for Terminus {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = session
-            .downcast_ref::<TerminusSession>()
-            .ok_or_else(|| Error::msg(format!("{ID}: foreign harness session")))?;
+        let session = downcast_session::<TerminusSession>(session, ID)?;
         let steps = session
             .journal
             .lock()
