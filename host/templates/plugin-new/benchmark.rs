@@ -6,8 +6,7 @@
 
 use agentcompass_plugin_api::contracts::{
     BenchmarkPlan, ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
-    MetricContract, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput, TaskOutput,
-    TaskSpec,
+    MetricContract, MetricValue, PreparedTask, RunRequest, RunResult, TaskOutput, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, Ctx, EvaluationInput, PluginBuilder, SessionRef,
@@ -58,10 +57,7 @@ pub fn is_match(answer: &str, expected: &str, case_sensitive: bool) -> bool {
 
 /// The harness-facing view of a task: the question, never the answer.
 pub fn prepare(task: &TaskSpec) -> PreparedTask {
-    let mut prepared =
-        PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
-    prepared.category = task.category.clone();
-    prepared.ground_truth = None;
+    let mut prepared = PreparedTask::from_task(task);
     prepared.output = TaskOutput {
         answer: Some("Return only the number.".to_string()),
         ..TaskOutput::default()

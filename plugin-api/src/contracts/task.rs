@@ -277,6 +277,16 @@ impl PreparedTask {
             ..PreparedTask::default()
         }
     }
+
+    /// The harness-facing view of `task` that shows no answer: its id, its question as the
+    /// prompt and its category. `ground_truth`, `output` and `metadata` stay empty; add only
+    /// what the harness may see.
+    pub fn from_task(task: &TaskSpec) -> Self {
+        let mut prepared =
+            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
+        prepared.category = task.category.clone();
+        prepared
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `example_exact_match`: generated arithmetic questions, exact-match scoring.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
-    TaskOutput, TaskSpec,
+    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskOutput,
+    TaskSpec,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, runtime, Benchmark, Ctx, EvaluationInput, SessionRef,
@@ -123,11 +123,8 @@ impl Benchmark for ExampleExactMatch {
         _req: &RunRequest,
         _plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        let mut prepared =
-            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
-        prepared.category = task.category.clone();
         // The answer stays in TaskSpec.ground_truth: the harness must not see it.
-        prepared.ground_truth = None;
+        let mut prepared = PreparedTask::from_task(task);
         prepared.output = TaskOutput {
             answer: Some("Return only the number.".to_string()),
             ..TaskOutput::default()

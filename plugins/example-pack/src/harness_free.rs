@@ -7,7 +7,7 @@ use std::time::Instant;
 use agentcompass_plugin_api::contracts::BenchmarkPlan;
 use agentcompass_plugin_api::contracts::{
     AssistantContent, ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult,
-    TaskInput, TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
+    TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, Ctx, EvaluationInput, HarnessFreeBenchmark, SessionRef, TaskStream,
@@ -116,11 +116,7 @@ impl Benchmark for ExampleSelfCheck {
         _req: &RunRequest,
         _plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        let mut prepared =
-            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
-        prepared.category = task.category.clone();
-        prepared.ground_truth = None;
-        Ok(prepared)
+        Ok(PreparedTask::from_task(task))
     }
 
     async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {

@@ -1,8 +1,7 @@
 //! `qa`: question answering from a JSONL or JSON dataset, scored by exact or normalised match.
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskInput,
-    TaskSpec,
+    BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::select::sample_ids;
 use agentcompass_plugin_api::sdk::{
@@ -67,11 +66,8 @@ impl Benchmark for Qa {
         _req: &RunRequest,
         _plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
-        let mut prepared =
-            PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
-        prepared.category = task.category.clone();
         // The answer stays in TaskSpec.ground_truth and the plan: the harness must not see it.
-        prepared.ground_truth = None;
+        let mut prepared = PreparedTask::from_task(task);
         if let Some(sha) = task.metadata.get("dataset_sha256") {
             prepared
                 .metadata
