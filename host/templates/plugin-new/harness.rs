@@ -10,9 +10,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
-    AssistantContent, ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
-    ExecRequest, HarnessPlan, Message, ModelRequest, PreparedTask, RunRequest, RunResult,
-    Trajectory, TrajectoryMetric, TrajectoryStep,
+    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, ExecRequest, HarnessPlan,
+    Message, ModelRequest, PreparedTask, RunRequest, RunResult, Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, PluginBuilder, SessionRef,
@@ -49,23 +48,8 @@ pub fn echo_command(prompt: &str) -> ExecRequest {
 
 /// A one-step trajectory recording what the agent was asked and what it answered.
 fn trajectory(prompt: &str, answer: Option<String>, started: Instant) -> Trajectory {
-    Trajectory {
-        steps: vec![TrajectoryStep {
-            step_id: 1,
-            user_content: Value::String(prompt.to_string()),
-            assistant_content: AssistantContent {
-                content: answer,
-                ..AssistantContent::default()
-            },
-            metric: TrajectoryMetric {
-                env_action_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-                stop_reason: Some("stop".to_string()),
-                ..TrajectoryMetric::default()
-            },
-            ..TrajectoryStep::default()
-        }],
-        ..Trajectory::default()
-    }
+    let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+    Trajectory::new(vec![TrajectoryStep::answer(prompt, answer, elapsed_ms)])
 }
 
 #[async_trait]

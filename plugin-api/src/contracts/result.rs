@@ -169,6 +169,27 @@ pub struct TrajectoryStep {
     pub finished_at: Option<String>,
 }
 
+impl TrajectoryStep {
+    /// Step 1 of an agent that answers in one action: `prompt` as the user content, `answer`
+    /// as the assistant's content, stop reason `stop`, and the action's `env_action_ms`.
+    pub fn answer(prompt: impl Into<String>, answer: Option<String>, env_action_ms: f64) -> Self {
+        TrajectoryStep {
+            step_id: 1,
+            user_content: serde_json::Value::String(prompt.into()),
+            assistant_content: AssistantContent {
+                content: answer,
+                ..AssistantContent::default()
+            },
+            metric: TrajectoryMetric {
+                env_action_ms: Some(env_action_ms),
+                stop_reason: Some("stop".to_string()),
+                ..TrajectoryMetric::default()
+            },
+            ..TrajectoryStep::default()
+        }
+    }
+}
+
 /// The default trajectory schema version.
 pub const TRAJECTORY_SCHEMA_VERSION: &str = "ACTF_v1.0";
 
@@ -188,9 +209,16 @@ pub struct Trajectory {
 
 impl Default for Trajectory {
     fn default() -> Self {
+        Trajectory::new(Vec::new())
+    }
+}
+
+impl Trajectory {
+    /// A trajectory of `steps` in the default schema, with no start or end time.
+    pub fn new(steps: Vec<TrajectoryStep>) -> Self {
         Trajectory {
             schema_version: TRAJECTORY_SCHEMA_VERSION.to_string(),
-            steps: Vec::new(),
+            steps,
             started_at: None,
             finished_at: None,
         }

@@ -4,8 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agentcompass_plugin_api::contracts::{
-    AssistantContent, HarnessPlan, PreparedTask, RunRequest, RunResult, Trajectory,
-    TrajectoryMetric, TrajectoryStep,
+    HarnessPlan, PreparedTask, RunRequest, RunResult, Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, runtime, Ctx, Harness, HarnessSession, SessionRef,
@@ -97,23 +96,12 @@ impl Harness for ExampleCalculator {
         let mut result = RunResult::new(prepared.task_id.clone());
         result.category = prepared.category.clone();
         result.final_answer = answer.map(|a| a.to_string());
-        result.trajectory = Some(Trajectory {
-            steps: vec![TrajectoryStep {
-                step_id: 1,
-                user_content: serde_json::Value::String(prepared.input.prompt.clone()),
-                assistant_content: AssistantContent {
-                    content: result.final_answer.clone(),
-                    ..AssistantContent::default()
-                },
-                metric: TrajectoryMetric {
-                    env_action_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-                    stop_reason: Some("stop".to_string()),
-                    ..TrajectoryMetric::default()
-                },
-                ..TrajectoryStep::default()
-            }],
-            ..Trajectory::default()
-        });
+        let step = TrajectoryStep::answer(
+            prepared.input.prompt.clone(),
+            result.final_answer.clone(),
+            started.elapsed().as_secs_f64() * 1000.0,
+        );
+        result.trajectory = Some(Trajectory::new(vec![step]));
         Ok(result)
     }
 }

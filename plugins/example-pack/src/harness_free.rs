@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::BenchmarkPlan;
 use agentcompass_plugin_api::contracts::{
-    AssistantContent, ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult,
-    TaskSpec, Trajectory, TrajectoryMetric, TrajectoryStep,
+    ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult, TaskSpec,
+    Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, Benchmark, Ctx, EvaluationInput, HarnessFreeBenchmark, SessionRef, TaskStream,
@@ -158,28 +158,17 @@ impl HarnessFreeBenchmark for ExampleSelfCheck {
         let mut result = RunResult::new(prepared.task_id.clone());
         result.category = prepared.category.clone();
         result.final_answer = Some(out.stdout.trim().to_string());
-        result.trajectory = Some(Trajectory {
-            steps: vec![TrajectoryStep {
-                step_id: 1,
-                user_content: serde_json::Value::String(prepared.input.prompt.clone()),
-                assistant_content: AssistantContent {
-                    content: Some(cmd.clone()),
-                    ..AssistantContent::default()
-                },
-                observation: vec![json!({
-                    "command": cmd,
-                    "returncode": out.returncode,
-                    "stdout": out.stdout,
-                })],
-                metric: TrajectoryMetric {
-                    env_action_ms: Some(started.elapsed().as_secs_f64() * 1000.0),
-                    stop_reason: Some("stop".to_string()),
-                    ..TrajectoryMetric::default()
-                },
-                ..TrajectoryStep::default()
-            }],
-            ..Trajectory::default()
-        });
+        let mut step = TrajectoryStep::answer(
+            prepared.input.prompt.clone(),
+            Some(cmd.clone()),
+            started.elapsed().as_secs_f64() * 1000.0,
+        );
+        step.observation = vec![json!({
+            "command": cmd,
+            "returncode": out.returncode,
+            "stdout": out.stdout,
+        })];
+        result.trajectory = Some(Trajectory::new(vec![step]));
         Ok(result)
     }
 }

@@ -127,10 +127,7 @@ impl Harness for CliAgent {
             result.final_answer = Some(answer);
         }
         if !step.observation.is_empty() {
-            result.trajectory = Some(Trajectory {
-                steps: vec![step],
-                ..Trajectory::default()
-            });
+            result.trajectory = Some(Trajectory::new(vec![step]));
         }
         Ok(result)
     }

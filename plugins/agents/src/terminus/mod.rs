@@ -119,10 +119,7 @@ impl Harness for Terminus {
             .unwrap_or_default();
         if !steps.is_empty() {
             result.telemetry.insert("turns".into(), json!(steps.len()));
-            result.trajectory = Some(Trajectory {
-                steps,
-                ..Trajectory::default()
-            });
+            result.trajectory = Some(Trajectory::new(steps));
         }
         Ok(result)
     }
