@@ -76,6 +76,26 @@ pub(crate) fn question(index: u64, seed: u64) -> (String, String) {
     )
 }
 
+/// The operands and operator of a prompt [`question`] writes ("What is A op B? ..."): `None`
+/// for any other prompt (another operator, or more than `A op B` before the `?`).
+pub(crate) fn parse_question(prompt: &str) -> Option<(i64, char, i64)> {
+    let rest = prompt.strip_prefix("What is ")?;
+    let expression = rest.split('?').next()?;
+    let mut parts = expression.split_whitespace();
+    let a: i64 = parts.next()?.parse().ok()?;
+    let op = match parts.next()? {
+        "+" => '+',
+        "-" => '-',
+        "*" => '*',
+        _ => return None,
+    };
+    let b: i64 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((a, op, b))
+}
+
 fn matches(answer: &str, expected: &str, case_sensitive: bool) -> bool {
     let answer = answer.trim();
     if case_sensitive {
@@ -166,15 +186,14 @@ mod tests {
         assert_eq!(question(3, 7), question(3, 7));
         assert_ne!(question(3, 7), question(4, 7));
         let (prompt, answer) = question(0, 0);
-        let parts: Vec<&str> = prompt.split_whitespace().collect();
-        let (a, op, b) = (parts[2], parts[3], parts[4].trim_end_matches('?'));
-        let (a, b): (i64, i64) = (a.parse().unwrap(), b.parse().unwrap());
-        let expected = match op {
-            "+" => a + b,
-            "-" => a - b,
-            _ => a * b,
+        let expected = match parse_question(&prompt).unwrap() {
+            (a, '+', b) => a + b,
+            (a, '-', b) => a - b,
+            (a, _, b) => a * b,
         };
         assert_eq!(answer, expected.to_string());
+        assert_eq!(parse_question("What is 1 + 2 3?"), None);
+        assert_eq!(parse_question("What is 1 / 2?"), None);
     }
 
     #[test]

@@ -12,6 +12,8 @@ use agentcompass_plugin_api::sdk::{
 use agentcompass_plugin_api::{tracing, Error, Result};
 use serde::Deserialize;
 
+use crate::benchmark::parse_question;
+
 /// Registry id.
 pub const ID: &str = "example_calculator";
 
@@ -33,16 +35,10 @@ fn params(req: &RunRequest) -> Result<Params> {
 
 /// Computes "What is A op B? ..." questions.
 fn solve(prompt: &str) -> Option<i64> {
-    let rest = prompt.strip_prefix("What is ")?;
-    let expression = rest.split('?').next()?;
-    let mut parts = expression.split_whitespace();
-    let a: i64 = parts.next()?.parse().ok()?;
-    let op = parts.next()?;
-    let b: i64 = parts.next()?.parse().ok()?;
-    match op {
-        "+" => a.checked_add(b),
-        "-" => a.checked_sub(b),
-        "*" => a.checked_mul(b),
+    match parse_question(prompt)? {
+        (a, '+', b) => a.checked_add(b),
+        (a, '-', b) => a.checked_sub(b),
+        (a, '*', b) => a.checked_mul(b),
         _ => None,
     }
 }

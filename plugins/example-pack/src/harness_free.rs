@@ -16,7 +16,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::benchmark::question;
+use crate::benchmark::{parse_question, question};
 
 /// Registry id.
 pub const ID: &str = "example_self_check";
@@ -45,15 +45,7 @@ pub struct ExampleSelfCheck;
 
 /// The shell command computing "What is A op B? ..." (`None` for any other prompt).
 fn command(prompt: &str) -> Option<String> {
-    let rest = prompt.strip_prefix("What is ")?;
-    let expression = rest.split('?').next()?;
-    let mut parts = expression.split_whitespace();
-    let a: i64 = parts.next()?.parse().ok()?;
-    let op = parts.next()?;
-    let b: i64 = parts.next()?.parse().ok()?;
-    if !matches!(op, "+" | "-" | "*") || parts.next().is_some() {
-        return None;
-    }
+    let (a, op, b) = parse_question(prompt)?;
     // Single quotes keep `*` away from the outer shell's globbing.
     Some(format!("sh -c 'echo $(({a} {op} {b}))'"))
 }
