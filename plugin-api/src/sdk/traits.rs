@@ -126,14 +126,18 @@ pub trait Benchmark: Send + Sync + 'static {
 
     /// Prepares the harness-facing input; may create files in the environment. Must be safe
     /// to repeat (retries call it again) and must not expose hidden answers.
+    ///
+    /// The default is [`PreparedTask::from_task`]: the task's id, question and category.
     async fn prepare_task(
         &self,
-        ctx: &Ctx,
+        _ctx: &Ctx,
         task: &TaskSpec,
-        env: &SessionRef,
-        req: &RunRequest,
-        plan: &BenchmarkPlan,
-    ) -> Result<PreparedTask>;
+        _env: &SessionRef,
+        _req: &RunRequest,
+        _plan: &BenchmarkPlan,
+    ) -> Result<PreparedTask> {
+        Ok(PreparedTask::from_task(task))
+    }
 
     /// Scores one attempt; owns `metrics`, correctness and evaluation errors. `input.env` is
     /// the evaluation environment (the task's own in `reuse` mode, a fresh one in `fresh`

@@ -4,7 +4,6 @@
 
 use std::time::Instant;
 
-use agentcompass_plugin_api::contracts::BenchmarkPlan;
 use agentcompass_plugin_api::contracts::{
     ExecRequest, ExecutionPlan, MetricValue, PreparedTask, RunRequest, RunResult, TaskSpec,
     Trajectory, TrajectoryStep,
@@ -98,17 +97,6 @@ impl Benchmark for ExampleSelfCheck {
             size: params.size,
             seed: params.seed,
         }))
-    }
-
-    async fn prepare_task(
-        &self,
-        _ctx: &Ctx,
-        task: &TaskSpec,
-        _env: &SessionRef,
-        _req: &RunRequest,
-        _plan: &BenchmarkPlan,
-    ) -> Result<PreparedTask> {
-        Ok(PreparedTask::from_task(task))
     }
 
     async fn evaluate_attempt(&self, _ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
