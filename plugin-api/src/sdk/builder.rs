@@ -27,6 +27,19 @@ pub(crate) enum Constructor {
     Analyzer(Factory<Arc<dyn Analyzer>>),
 }
 
+impl Constructor {
+    /// The kind of component it makes.
+    fn kind(&self) -> ComponentKind {
+        match self {
+            Constructor::Benchmark(_) => ComponentKind::Benchmark,
+            Constructor::Harness(_) => ComponentKind::Harness,
+            Constructor::Environment(_) => ComponentKind::Environment,
+            Constructor::Recipe(_) => ComponentKind::Recipe,
+            Constructor::Analyzer(_) => ComponentKind::Analyzer,
+        }
+    }
+}
+
 struct Registered {
     info: ComponentInfo,
     constructor: Constructor,
@@ -48,9 +61,25 @@ impl PluginBuilder {
         }
     }
 
-    fn push(&mut self, mut info: ComponentInfo, kind: ComponentKind, constructor: Constructor) {
-        info.kind = kind;
+    /// Registers `constructor` under `info`, whose kind becomes the constructor's.
+    fn push(&mut self, mut info: ComponentInfo, constructor: Constructor) -> &mut Self {
+        info.kind = constructor.kind();
         self.components.push(Registered { info, constructor });
+        self
+    }
+
+    /// Registers a benchmark constructor; `harness_free` marks one selected with harness `none`.
+    fn push_benchmark(
+        &mut self,
+        info: ComponentInfo,
+        harness_free: bool,
+        factory: impl Fn() -> Result<BenchmarkHandle> + Send + Sync + 'static,
+    ) -> &mut Self {
+        let info = ComponentInfo {
+            harness_free,
+            ..info
+        };
+        self.push(info, Constructor::Benchmark(Box::new(factory)))
     }
 
     /// Registers a benchmark; `make` runs each time the host instantiates it.
@@ -66,16 +95,7 @@ impl PluginBuilder {
                 harness_free: None,
             })
         };
-        let info = ComponentInfo {
-            harness_free: false,
-            ..info
-        };
-        self.push(
-            info,
-            ComponentKind::Benchmark,
-            Constructor::Benchmark(Box::new(factory)),
-        );
-        self
+        self.push_benchmark(info, false, factory)
     }
 
     /// Registers a harness-free benchmark (selected with harness id `none`).
@@ -91,16 +111,7 @@ impl PluginBuilder {
                 harness_free: Some(benchmark),
             })
         };
-        let info = ComponentInfo {
-            harness_free: true,
-            ..info
-        };
-        self.push(
-            info,
-            ComponentKind::Benchmark,
-            Constructor::Benchmark(Box::new(factory)),
-        );
-        self
+        self.push_benchmark(info, true, factory)
     }
 
     /// Registers a harness.
@@ -110,12 +121,7 @@ impl PluginBuilder {
         make: impl Fn() -> Result<H> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn Harness>);
-        self.push(
-            info,
-            ComponentKind::Harness,
-            Constructor::Harness(Box::new(factory)),
-        );
-        self
+        self.push(info, Constructor::Harness(Box::new(factory)))
     }
 
     /// Registers an environment provider.
@@ -125,12 +131,7 @@ impl PluginBuilder {
         make: impl Fn() -> Result<E> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn EnvironmentProvider>);
-        self.push(
-            info,
-            ComponentKind::Environment,
-            Constructor::Environment(Box::new(factory)),
-        );
-        self
+        self.push(info, Constructor::Environment(Box::new(factory)))
     }
 
     /// Registers a recipe.
@@ -140,12 +141,7 @@ impl PluginBuilder {
         make: impl Fn() -> Result<R> + Send + Sync + 'static,
     ) -> &mut Self {
         let factory = move || Ok(Arc::new(make()?) as Arc<dyn Recipe>);
-        self.push(
-            info,
-            ComponentKind::Recipe,
-            Constructor::Recipe(Box::new(factory)),
-        );
-        self
+        self.push(info, Constructor::Recipe(Box::new(factory)))
     }
 
     /// Registers an analyzer. `info` should carry its [`AnalyzerInfo`] (category, family,
@@ -163,12 +159,7 @@ impl PluginBuilder {
             analyzer: Some(info.analyzer.clone().unwrap_or_default()),
             ..info
         };
-        self.push(
-            info,
-            ComponentKind::Analyzer,
-            Constructor::Analyzer(Box::new(factory)),
-        );
-        self
+        self.push(info, Constructor::Analyzer(Box::new(factory)))
     }
 
     pub(crate) fn description(&self) -> PluginDescription {
