@@ -107,8 +107,7 @@ impl Harness for Agent {
             }
             out.stdout.trim().to_string()
         };
-        let mut result = RunResult::new(prepared.task_id.clone());
-        result.category = prepared.category.clone();
+        let mut result = RunResult::for_task(prepared);
         result.final_answer = Some(answer.clone());
         result.trajectory = Some(trajectory(prompt, Some(answer), started));
         Ok(result)

@@ -330,6 +330,15 @@ impl RunResult {
         }
     }
 
+    /// A completed result of the `prepared` task with nothing recorded but its id and
+    /// category (what a harness's `execute_task` starts from).
+    pub fn for_task(prepared: &super::PreparedTask) -> Self {
+        RunResult {
+            category: prepared.category.clone(),
+            ..RunResult::new(prepared.task_id.clone())
+        }
+    }
+
     /// Records an issue and re-derives [`RunResult::status`].
     pub fn push_issue(&mut self, issue: ExecutionIssue) {
         self.issues.push(issue);

@@ -273,8 +273,7 @@ async fn run(ctx: &Ctx, settings: &Settings, prepared: &PreparedTask) -> Result<
         max_retries: settings.max_retries,
         messages,
     };
-    let mut result = RunResult::new(prepared.task_id.clone());
-    result.category = prepared.category.clone();
+    let mut result = RunResult::for_task(prepared);
     result.telemetry.insert("agent".into(), json!(ID));
     if !prepared.input.media.is_empty() {
         result.push_issue(ExecutionIssue::warning(

@@ -230,8 +230,7 @@ async fn run(
     let duration_ms = clock.elapsed().as_millis();
     let outcome = scrubbed_outcome(ctx, outcome, "").await;
 
-    let mut result = RunResult::new(prepared.task_id.clone());
-    result.category = prepared.category.clone();
+    let mut result = RunResult::for_task(prepared);
     result.telemetry.insert("agent".into(), json!(ID));
     result
         .telemetry

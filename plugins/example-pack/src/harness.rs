@@ -89,8 +89,7 @@ impl Harness for ExampleCalculator {
             answer = answer.map(|a| a + 1);
         }
         tracing::debug!(task_id = %prepared.task_id, answer = ?answer, "solved");
-        let mut result = RunResult::new(prepared.task_id.clone());
-        result.category = prepared.category.clone();
+        let mut result = RunResult::for_task(prepared);
         result.final_answer = answer.map(|a| a.to_string());
         let step = TrajectoryStep::answer(
             prepared.input.prompt.clone(),

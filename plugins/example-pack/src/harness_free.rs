@@ -135,8 +135,7 @@ impl HarnessFreeBenchmark for ExampleSelfCheck {
         ctx.progress(json!({"step": "exec", "task_id": prepared.task_id}));
         let started = Instant::now();
         let out = env.exec(ExecRequest::shell(cmd.clone())).await?;
-        let mut result = RunResult::new(prepared.task_id.clone());
-        result.category = prepared.category.clone();
+        let mut result = RunResult::for_task(prepared);
         result.final_answer = Some(out.stdout.trim().to_string());
         let mut step = TrajectoryStep::answer(
             prepared.input.prompt.clone(),

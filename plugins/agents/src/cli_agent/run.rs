@@ -208,8 +208,7 @@ pub(super) async fn run(
     let instruction = instruction_text(prepared);
     write_instruction(ctx, env, &instruction).await?;
 
-    let mut result = RunResult::new(prepared.task_id.clone());
-    result.category = prepared.category.clone();
+    let mut result = RunResult::for_task(prepared);
     result.telemetry.insert("agent".into(), json!(ID));
     let mut steps = Vec::new();
     if let Some(install) = &settings.install_command {

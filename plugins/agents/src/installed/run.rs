@@ -87,8 +87,7 @@ pub(super) async fn run(
             ),
         )
     })?;
-    let mut result = RunResult::new(prepared.task_id.clone());
-    result.category = prepared.category.clone();
+    let mut result = RunResult::for_task(prepared);
     record_telemetry(agent, settings, &outcome, started, &mut result);
     let transcript = read_transcript(agent, ctx, env, &endpoint.api_key, &mut result).await;
     let stderr = read_scrubbed(

@@ -100,8 +100,6 @@ impl<'a> Agent<'a> {
         let system = system_prompt(settings, workdir.as_deref(), &task_system);
         let mut messages = vec![Message::new("system", system.clone())];
         messages.extend(conversation);
-        let mut result = RunResult::new(prepared.task_id.clone());
-        result.category = prepared.category.clone();
         Agent {
             ctx,
             env,
@@ -113,7 +111,7 @@ impl<'a> Agent<'a> {
             system,
             messages,
             tools: tool_defs(),
-            result,
+            result: RunResult::for_task(prepared),
             steps: Vec::new(),
             pending_user,
             summary: None,
