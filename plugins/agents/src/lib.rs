@@ -24,7 +24,16 @@ mod text;
 mod trajectory;
 mod transcript;
 
+use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, ConfigSchema};
 use agentcompass_plugin_api::sdk::PluginBuilder;
+
+/// The registry entry of one of the pack's harnesses: every one keeps its state per session,
+/// so attempts of one task may run in parallel.
+fn harness_info(id: &str, description: &str, schema: ConfigSchema) -> ComponentInfo {
+    let mut info = ComponentInfo::new(ComponentKind::Harness, id, description).with_schema(schema);
+    info.parallel_attempts_safe = true;
+    info
+}
 
 fn register(plugin: &mut PluginBuilder) {
     plugin.harness(openai_chat::info(), || Ok(openai_chat::OpenAiChat));

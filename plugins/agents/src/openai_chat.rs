@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, EnvironmentSpec,
-    ExecutionIssue, HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse,
-    PreparedTask, RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
+    ComponentInfo, ConfigField, ConfigSchema, ConfigType, EnvironmentSpec, ExecutionIssue,
+    HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse, PreparedTask,
+    RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
@@ -49,15 +49,12 @@ pub fn schema() -> ConfigSchema {
 
 /// Registry entry.
 pub fn info() -> ComponentInfo {
-    let mut info = ComponentInfo::new(
-        ComponentKind::Harness,
+    crate::harness_info(
         ID,
         "One model call with the task's messages and tools; the answer is the reply text \
          (no environment interaction)",
+        schema(),
     )
-    .with_schema(schema());
-    info.parallel_attempts_safe = true;
-    info
 }
 
 /// Validated params (the harness session).

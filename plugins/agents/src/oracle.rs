@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ConfigSchema, EnvironmentSpec, ExecRequest, ExecResult,
-    ExecutionIssue, HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult,
-    Trajectory, TrajectoryMetric, TrajectoryStep,
+    ComponentInfo, ConfigSchema, EnvironmentSpec, ExecRequest, ExecResult, ExecutionIssue,
+    HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult, Trajectory,
+    TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
@@ -43,14 +43,11 @@ pub fn schema() -> ConfigSchema {
 
 /// Registry entry.
 pub fn info() -> ComponentInfo {
-    let mut info = ComponentInfo::new(
-        ComponentKind::Harness,
+    crate::harness_info(
         ID,
         "Runs a Harbor task's reference solution (solution/solve.sh uploaded to /solution)",
+        schema(),
     )
-    .with_schema(schema());
-    info.parallel_attempts_safe = true;
-    info
 }
 
 /// The harness.

@@ -15,8 +15,8 @@ mod tests;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
-    RunRequest, RunResult, Trajectory, TrajectoryStep,
+    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest, RunResult,
+    Trajectory, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
@@ -37,15 +37,12 @@ const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
 
 /// Registry entry.
 pub fn info() -> ComponentInfo {
-    let mut info = ComponentInfo::new(
-        ComponentKind::Harness,
+    crate::harness_info(
         ID,
         "Runs an external agent command in the environment, pointed at the run's model \
          endpoint through OPENAI_*/ANTHROPIC_*/AGENTCOMPASS_* variables",
+        schema(),
     )
-    .with_schema(schema());
-    info.parallel_attempts_safe = true;
-    info
 }
 
 /// The harness.

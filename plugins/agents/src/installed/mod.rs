@@ -19,8 +19,8 @@ mod tests;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ArtifactSpec, ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec,
-    PreparedTask, RunRequest, RunResult, ToolInstall,
+    ArtifactSpec, ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest,
+    RunResult, ToolInstall,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
@@ -36,10 +36,7 @@ const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
 
 /// The registry entry of `agent`'s harness.
 pub(crate) fn info(agent: AgentCli) -> ComponentInfo {
-    let mut info = ComponentInfo::new(ComponentKind::Harness, agent.id(), agent.description())
-        .with_schema(schema(agent));
-    info.parallel_attempts_safe = true;
-    info
+    crate::harness_info(agent.id(), agent.description(), schema(agent))
 }
 
 /// One installed agent's harness.

@@ -12,8 +12,8 @@ mod tools;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask,
-    RunRequest, RunResult, Trajectory,
+    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest, RunResult,
+    Trajectory,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
@@ -33,15 +33,12 @@ const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
 
 /// Registry entry.
 pub fn info() -> ComponentInfo {
-    let mut info = ComponentInfo::new(
-        ComponentKind::Harness,
+    crate::harness_info(
         ID,
         "Agent loop with a `bash` tool run in the task environment and a `done` tool \
          (Terminus-2 / mini-swe-agent style), through the host's model gateway",
+        schema(),
     )
-    .with_schema(schema());
-    info.parallel_attempts_safe = true;
-    info
 }
 
 /// The harness.
