@@ -75,20 +75,21 @@ pub(crate) async fn exec_captured(
     run_exec(docker, container, argv, env, cwd, timeout, None).await
 }
 
-/// Starts a command in the background.
-pub(crate) async fn start_detached(
+/// Creates the exec of `argv` with `env` in `cwd`, its output attached or not; its id.
+async fn create_exec(
     docker: &Docker,
     container: &str,
     argv: Vec<String>,
     env: Vec<String>,
     cwd: &str,
-) -> Result<ExecResult> {
+    attach: bool,
+) -> Result<String> {
     let created = docker
         .create_exec(
             container,
             CreateExecOptions {
-                attach_stdout: Some(false),
-                attach_stderr: Some(false),
+                attach_stdout: Some(attach),
+                attach_stderr: Some(attach),
                 env: Some(env),
                 cmd: Some(argv),
                 working_dir: Some(cwd.to_string()),
@@ -97,9 +98,21 @@ pub(crate) async fn start_detached(
         )
         .await
         .map_err(|e| exec_error(container, "create", e))?;
+    Ok(created.id)
+}
+
+/// Starts a command in the background.
+pub(crate) async fn start_detached(
+    docker: &Docker,
+    container: &str,
+    argv: Vec<String>,
+    env: Vec<String>,
+    cwd: &str,
+) -> Result<ExecResult> {
+    let id = create_exec(docker, container, argv, env, cwd, false).await?;
     docker
         .start_exec(
-            &created.id,
+            &id,
             Some(StartExecOptions {
                 detach: true,
                 ..Default::default()
@@ -301,27 +314,14 @@ pub(crate) async fn run_exec(
     marker: Option<String>,
 ) -> Result<ExecResult> {
     let program = argv.first().cloned().unwrap_or_default();
-    let created = docker
-        .create_exec(
-            container,
-            CreateExecOptions {
-                attach_stdout: Some(true),
-                attach_stderr: Some(true),
-                env: Some(env),
-                cmd: Some(argv),
-                working_dir: Some(cwd.to_string()),
-                ..Default::default()
-            },
-        )
-        .await
-        .map_err(|e| exec_error(container, "create", e))?;
+    let id = create_exec(docker, container, argv, env, cwd, true).await?;
     let mut guard = KillGuard {
         docker: docker.clone(),
         container: container.to_string(),
         marker,
     };
     let started = docker
-        .start_exec(&created.id, None)
+        .start_exec(&id, None)
         .await
         .map_err(|e| exec_error(container, "start", e))?;
     let StartExecResults::Attached {
@@ -335,17 +335,14 @@ pub(crate) async fn run_exec(
     };
     let mut captured = Captured::default();
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    if captured
-        .collect(docker, &created.id, &mut output, deadline)
-        .await?
-    {
+    if captured.collect(docker, &id, &mut output, deadline).await? {
         guard.kill().await;
         captured.drain(&mut output, OUTPUT_GRACE).await;
         let (stdout, stderr) = captured.texts();
         return Ok(ExecResult::timeout(stdout, stderr));
     }
     guard.disarm();
-    let code = exit_code(docker, &created.id).await?;
+    let code = exit_code(docker, &id).await?;
     let (stdout, stderr) = captured.texts();
     if let Some(error) = start_failure(code, &stdout, &stderr, &program, cwd) {
         return Err(error);
