@@ -18,7 +18,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
 };
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::Result;
 use serde_json::json;
 
 use crate::oracle::runs_bash;

@@ -3,7 +3,7 @@
 use agentcompass_plugin_api::contracts::{
     ExecResult, IssueSeverity, TaskInput, TaskStatus, TokenUsage,
 };
-use agentcompass_plugin_api::ErrorKind;
+use agentcompass_plugin_api::{Error, ErrorKind};
 use serde_json::Value;
 
 use super::prompt::NUDGE;
