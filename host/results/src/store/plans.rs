@@ -282,7 +282,7 @@ impl Serialize for PlansStream<'_> {
         };
         let file = File::open(self.path).map_err(|e| fail(StoreError::io("open", self.path, e)))?;
         let mut map = serializer.serialize_map(None)?;
-        for_each_line_or(self.path, BufReader::new(file), &fail, |number, bytes| {
+        for_each_line_or(self.path, BufReader::new(file), fail, |number, bytes| {
             if !self.lines.contains(number) {
                 return Ok(());
             }
