@@ -147,6 +147,17 @@ fn start(r: &ProgressRecorder, id: &str) {
     ));
 }
 
+/// The stream's `tasks_loaded`: `total` tasks.
+fn loaded(r: &ProgressRecorder, total: usize) {
+    r.emit(legacy(
+        "tasks_loaded",
+        None,
+        None,
+        None,
+        json!({ "total_tasks": total }),
+    ));
+}
+
 fn finish_task(r: &ProgressRecorder, id: &str, status: &str, severity: &str) {
     r.emit(legacy(
         "task_finished",
@@ -244,13 +255,7 @@ fn snapshot_counters_after_a_sequence_of_events() {
     let r = recorder(&p, None);
     assert_eq!(r.snapshot()["status"], "created");
     r.emit(legacy("run_started", None, None, None, json!({})));
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 6}),
-    ));
+    loaded(&r, 6);
     r.emit(legacy(
         "reuse_loaded",
         None,
@@ -396,13 +401,7 @@ fn snapshot_counters_after_a_sequence_of_events() {
 fn active_tasks_are_cleared_on_task_finished() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 1000}),
-    ));
+    loaded(&r, 1000);
     for i in 0..1000 {
         let id = format!("t{i}");
         start(&r, &id);
@@ -440,13 +439,7 @@ fn snapshot_file_is_written_at_create_and_after_finish() {
     let initial = read_json(&p.snapshot);
     assert_eq!(initial["status"], "created");
     assert_eq!(initial["run_id"], "run-1");
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 2}),
-    ));
+    loaded(&r, 2);
     start(&r, "a");
     r.finish();
     let s = read_json(&p.snapshot);
@@ -476,13 +469,7 @@ fn snapshot_file_is_written_at_create_and_after_finish() {
 fn throttle_does_not_lose_the_final_state() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 500}),
-    ));
+    loaded(&r, 500);
     for i in 0..500 {
         let id = format!("t{i}");
         start(&r, &id);
@@ -500,13 +487,7 @@ fn throttle_does_not_lose_the_final_state() {
 fn background_writer_persists_idle_state() {
     let p = paths();
     let r = recorder(&p, None);
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 3}),
-    ));
+    loaded(&r, 3);
     start(&r, "a");
     r.emit(legacy(
         "phase_changed",
@@ -555,13 +536,7 @@ fn terminal_sink_gets_throttled_updates_and_one_finish() {
     let p = paths();
     let sink = Arc::new(Recording::default());
     let r = recorder(&p, Some(sink.clone()));
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 100}),
-    ));
+    loaded(&r, 100);
     for i in 0..100 {
         let id = format!("t{i}");
         start(&r, &id);
@@ -604,13 +579,7 @@ fn drop_finishes_the_recording() {
     let sink = Arc::new(Recording::default());
     {
         let r = recorder(&p, Some(sink.clone()));
-        r.emit(legacy(
-            "tasks_loaded",
-            None,
-            None,
-            None,
-            json!({"total_tasks": 1}),
-        ));
+        loaded(&r, 1);
         start(&r, "a");
         r.emit(legacy(
             "attempt_started",
@@ -629,13 +598,7 @@ fn drop_finishes_the_recording() {
 fn concurrent_emitters_keep_lines_intact() {
     let p = paths();
     let r = Arc::new(recorder(&p, Some(Arc::new(Recording::default()))));
-    r.emit(legacy(
-        "tasks_loaded",
-        None,
-        None,
-        None,
-        json!({"total_tasks": 8000}),
-    ));
+    loaded(&r, 8000);
     let threads: Vec<_> = (0..8)
         .map(|t| {
             let r = Arc::clone(&r);
