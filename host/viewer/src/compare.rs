@@ -143,7 +143,7 @@ pub fn counts(tasks: &[Compared]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::tests::write_task;
+    use crate::index::write_task;
     use crate::index::RunIndex;
     use std::path::Path;
 

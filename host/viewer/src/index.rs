@@ -289,25 +289,24 @@ impl IndexCache {
     }
 }
 
+/// Writes task `id` of `category` in `state` with `result` as its one attempt's
+/// `result.json` (for the tests of the modules that read runs).
 #[cfg(test)]
-pub(crate) mod tests {
+pub(crate) fn write_task(run: &Path, state: &str, id: &str, category: &str, result: &str) {
+    let dir = run.join("details").join(state).join(format!("{id}--00"));
+    std::fs::create_dir_all(dir.join("attempt-1")).unwrap();
+    std::fs::write(
+        dir.join("task.json"),
+        format!(r#"{{"task_id":"{id}","category":"{category}","attempts":{{"1":"attempt-1"}}}}"#),
+    )
+    .unwrap();
+    std::fs::write(dir.join("attempt-1/result.json"), result).unwrap();
+}
+
+#[cfg(test)]
+mod tests {
     use super::*;
     use std::fs;
-
-    /// Writes task `id` of `category` in `state` with `result` as its one attempt's
-    /// `result.json`.
-    pub(crate) fn write_task(run: &Path, state: &str, id: &str, category: &str, result: &str) {
-        let dir = run.join("details").join(state).join(format!("{id}--00"));
-        fs::create_dir_all(dir.join("attempt-1")).unwrap();
-        fs::write(
-            dir.join("task.json"),
-            format!(
-                r#"{{"task_id":"{id}","category":"{category}","attempts":{{"1":"attempt-1"}}}}"#
-            ),
-        )
-        .unwrap();
-        fs::write(dir.join("attempt-1/result.json"), result).unwrap();
-    }
 
     #[test]
     fn index_holds_the_facts() {
