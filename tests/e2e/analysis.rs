@@ -48,7 +48,7 @@ fn tasks(ws: &Workspace) -> PathBuf {
 fn reanalyze(ws: &Workspace, run: &Path, analyzer: &str) -> (PathBuf, Outcome) {
     let copy = ws.root().join("reanalyzed");
     let params = json!({"analyzers": [analyzer]}).to_string();
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "analysis",
             "--input",
@@ -60,7 +60,6 @@ fn reanalyze(ws: &Workspace, run: &Path, analyzer: &str) -> (PathBuf, Outcome) {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     (copy, out)
 }
 
@@ -121,8 +120,7 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
     let base_url = server.base_url();
     let mut args = terminus_args(&plugins, &params, &base_url, "${E2E_ANALYSIS_KEY}");
     args.extend(["--progress", "none"]);
-    let out = ws.run(&args, &[("E2E_ANALYSIS_KEY", KEY)]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, &[("E2E_ANALYSIS_KEY", KEY)]);
     let run = run_dir(&out);
     let only = |task: &str| -> BTreeMap<String, Value> {
         ["empty-answer", "fizzbuzz", "hello-file", "primes"]
@@ -202,7 +200,8 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
     assert_eq!(verdicts(&run, "TruncationAnalyzer"), only("primes"));
 
     // Bad analysis params are one line, exit 2, nothing written.
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &[
             "analysis",
             "--input",
@@ -212,7 +211,6 @@ fn each_built_in_flags_exactly_the_attempt_built_to_trip_it() {
         ],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(
         out.stderr
@@ -237,8 +235,7 @@ fn distances(run: &Path) -> BTreeMap<String, Value> {
 #[test]
 fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task() {
     let ws = Workspace::new();
-    let out = ws.run(&["list", "analyzer", "--json"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["list", "analyzer", "--json"], &[]);
     let listed: Value = serde_json::from_str(&out.stdout).unwrap();
     let ids: Vec<&str> = listed
         .as_array()
@@ -257,7 +254,7 @@ fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task()
 
     // The calculator answers every 3rd task one too high: exactly those are bad cases, at
     // distance 1; the analyzer panics on arith-0001 (an option), recorded and contained.
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "run",
             "example_exact_match",
@@ -274,7 +271,6 @@ fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task()
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let found = distances(&run);
     assert_eq!(found.len(), 7, "{found:?}");

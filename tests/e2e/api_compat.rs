@@ -24,15 +24,13 @@ fn workspace_with_0_1_0_plugin() -> Workspace {
 #[test]
 fn a_plugin_built_against_0_1_0_loads_and_its_recipe_applies() {
     let ws = workspace_with_0_1_0_plugin();
-    let out = ws.run(&["list", "recipe"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["list", "recipe"], &[]);
     assert_eq!(out.stderr, "", "no refusal: {out:?}");
     assert!(
         out.stdout.contains("legacy_timeout") && out.stdout.contains("api-0-1-pack@0.1.0"),
         "{out:?}"
     );
-    let out = ws.run(&["plugin", "verify", ws.plugins.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ws.run_ok(&["plugin", "verify", ws.plugins.to_str().unwrap()], &[]);
 
     let plan = ws.run_json(
         &example_plan("arith-0000", &["--recipe", "legacy_timeout"]),
@@ -70,8 +68,7 @@ fn a_plugin_built_against_0_1_0_loads_and_its_recipe_applies() {
             "example_recipe"
         };
         args.extend(["--recipe", recipe]);
-        let out = ws.run(&args, &[]);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = ws.run_ok(&args, &[]);
         run_dir(&out)
     };
     let timed_out = run_with(true);

@@ -335,8 +335,7 @@ results_dir = "r"
 
     // A config file cannot carry a model.
     let models = ws.write("cfg/models.toml", "[models.m1]\nbase_url = \"http://x\"\n");
-    let out = ws.run(&run_args(&["--config", &path(&models)]), &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &run_args(&["--config", &path(&models)]), &[]);
     assert!(
         out.stderr
             .contains("models: a models section is not allowed"),
@@ -721,7 +720,7 @@ max_retries = 1
 results_dir = "results-cfg"
 "#,
     );
-    let out = ws.run(
+    let out = ws.run_ok(
         &run_args(&[
             "--k",
             "2",
@@ -736,7 +735,6 @@ results_dir = "results-cfg"
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.stderr, "");
     insta::assert_snapshot!("run_dry_run", ws.redact(&out.stdout));
 }
@@ -762,8 +760,7 @@ environments:
         "cfg/extra.json",
         r#"{"execution": {"max_retries": 2, "attempts": {"k": 3}}, "runtime": {"provider_limits": {"modal": 1}}}"#,
     );
-    let out = ws.run(&["config", "show", "--config", &path(&extra)], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["config", "show", "--config", &path(&extra)], &[]);
     assert_eq!(out.stderr, "");
     insta::assert_snapshot!("config_show_toml", ws.redact(&out.stdout));
 }
@@ -771,7 +768,7 @@ environments:
 #[test]
 fn limits_for_providers_not_installed_are_kept_with_a_warning() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_ok(
         &run_args(&[
             "--provider-limit",
             "sandbx=3",
@@ -782,7 +779,6 @@ fn limits_for_providers_not_installed_are_kept_with_a_warning() {
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let warnings: Vec<&str> = out
         .stderr
         .lines()
@@ -882,8 +878,7 @@ fn whole_field_references_fill_typed_parameters_in_a_real_run() {
     assert_eq!(r["environment"]["setup"]["build_timeout_seconds"], 30.0);
     assert_eq!(r["model"]["params"]["timeout"], "${BAR_TIMEOUT}");
 
-    let out = ws.run(&args, TYPED_ENV);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, TYPED_ENV);
     let run = run_dir(&out);
     let params = read_json(&run.join("params.json"));
     assert_eq!(params["benchmark"]["params"]["seed"], "${BAR_SEED}");
@@ -915,8 +910,7 @@ fn whole_field_references_fill_typed_parameters_in_a_real_run() {
             "none",
         ];
         args.extend_from_slice(extra);
-        let out = ws.run(&args, &[]);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = ws.run_ok(&args, &[]);
         let mut truths: Vec<(String, Value)> = published_results(&run_dir(&out))
             .into_iter()
             .map(|(id, (attempt, _))| (id, task_ground_truth(&attempt)))
@@ -949,11 +943,10 @@ fn a_referenced_value_that_does_not_convert_is_refused_without_its_value() {
             .iter()
             .map(|&(k, v)| if k == variable { (k, value) } else { (k, v) })
             .collect();
-        let out = ws.run(
+        let out = ws.run_expect(2,
             &["run", "example_exact_match", "example_calculator", "m1", "--config", &cfg],
             &env,
         );
-        assert_eq!(out.code, 2, "{out:?}");
         let lines: Vec<&str> = out.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{out:?}");
         assert!(ws.redact(lines[0]).contains(names), "{out:?}");
@@ -970,8 +963,7 @@ fn a_referenced_value_that_does_not_convert_is_refused_without_its_value() {
             }
         })
         .collect();
-    let out = ws.run(&run_args(&["--config", &cfg]), &env);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&run_args(&["--config", &cfg]), &env);
     assert_eq!(
         out.stderr_lines("warning: environment: benchmark.params.seed: refers to ${BAR_SEED}")
             .len(),

@@ -88,7 +88,7 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     let fixture = repo_root().join("tests/fixtures/harbor/docker-phase-network");
     let params = json!({"path": fixture}).to_string();
     let env = env_params(&context);
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "--plugin-dir",
             plugins.to_str().unwrap(),
@@ -109,7 +109,6 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
         ],
         &[("E2E_NET_PORT", port.as_str())],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let (attempt, result) = &results(&run_dir(&out))["docker-phase-network"];
     assert_eq!(result["status"], "completed", "{result}");
     let steps: Vec<Value> = result["meta"]["benchmark"]["steps"]
@@ -144,7 +143,8 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     let env =
         json!({"docker_host": docker_host(), "setup": {"image": "agentcompass-test/busybox:1"}})
             .to_string();
-    let out = ws.run(
+    let out = ws.run_expect(
+        1,
         &[
             "--plugin-dir",
             plugins.to_str().unwrap(),
@@ -163,7 +163,6 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
         ],
         &[("E2E_NET_PORT", "1")],
     );
-    assert_eq!(out.code, 1, "{out:?}");
     let (_, result) = &results(&run_dir(&out))["phase-network"];
     let expected = "environment `docker` cannot switch from its baseline network policy \
                     (`public`) to the run_network_policy (`allowlist`): a container runs on \

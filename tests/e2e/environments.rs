@@ -14,7 +14,7 @@ fn run_dir(stdout: &str) -> PathBuf {
 #[test]
 fn the_example_benchmark_runs_under_the_sandbox() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_ok(
         &example_run(&[
             "--env",
             "sandbox",
@@ -25,7 +25,6 @@ fn the_example_benchmark_runs_under_the_sandbox() {
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out.stdout);
     let metrics: Value =
         serde_json::from_str(&fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
@@ -40,7 +39,7 @@ fn the_example_benchmark_runs_under_the_sandbox() {
 #[test]
 fn kept_environments_are_listed_and_closed() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_ok(
         &example_run(&[
             "--env",
             "sandbox",
@@ -52,13 +51,11 @@ fn kept_environments_are_listed_and_closed() {
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stderr.contains("env close"),
         "the run says where the environments are: {out:?}"
     );
-    let listed = ws.run(&["env", "list"], &[]);
-    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed = ws.run_ok(&["env", "list"], &[]);
     let records: Value = serde_json::from_str(&listed.stdout).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 3, "{records:?}");
@@ -75,18 +72,15 @@ fn kept_environments_are_listed_and_closed() {
     );
 
     let one = records[0]["id"].as_str().unwrap();
-    let closed = ws.run(&["env", "close", "--id", one], &[]);
-    assert_eq!(closed.code, 0, "{closed:?}");
-    let closed = ws.run(&["env", "close", "--all"], &[]);
-    assert_eq!(closed.code, 0, "{closed:?}");
+    ws.run_ok(&["env", "close", "--id", one], &[]);
+    ws.run_ok(&["env", "close", "--all"], &[]);
     assert!(
         dirs.iter().all(|d| !d.exists()),
         "env close removed every sandbox"
     );
     let listed = ws.run(&["env", "list"], &[]);
     assert_eq!(listed.stdout.trim(), "[]");
-    let unknown = ws.run(&["env", "close", "--id", "nope"], &[]);
-    assert_eq!(unknown.code, 2, "{unknown:?}");
+    ws.run_expect(2, &["env", "close", "--id", "nope"], &[]);
 }
 
 fn docker_params() -> String {
@@ -145,8 +139,7 @@ fn the_example_benchmark_runs_under_docker_and_a_crash_leaves_nothing_after_env_
     };
     let args = base("4");
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ws.run(&refs, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&refs, &[]);
     let metrics: Value = serde_json::from_str(
         &fs::read_to_string(run_dir(&out.stdout).join("metrics.json")).unwrap(),
     )
@@ -205,11 +198,10 @@ fn the_example_benchmark_runs_under_docker_and_a_crash_leaves_nothing_after_env_
     let listed = ws.run(&[&plugin_args[..], &["env", "list"]].concat(), &[]);
     let records: Value = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!(records.as_array().unwrap().len(), 2, "{listed:?}");
-    let closed = ws.run(
+    ws.run_ok(
         &[&plugin_args[..], &["env", "close", "--all"]].concat(),
         &[],
     );
-    assert_eq!(closed.code, 0, "{closed:?}");
     assert!(
         managed_containers().is_empty(),
         "no container left in docker ps -a"

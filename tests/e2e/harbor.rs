@@ -195,8 +195,7 @@ fn per_task_refusals_are_summed_up_on_the_terminal() {
         "--progress",
         "none",
     ];
-    let out = h.ws.run(&args, &[]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = h.ws.run_expect(1, &args, &[]);
     // The example is the first task to fail, whichever that is.
     let summary = out
         .stderr
@@ -549,8 +548,7 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
     assert!(attempt.join("steps/one/result.json").is_file());
     assert!(!attempt.join("steps/one/workdir").exists());
     // And `env close --all` releases the killed run's sandbox.
-    let closed = h.ws.run(&["env", "close", "--all"], &[]);
-    assert_eq!(closed.code, 0, "{closed:?}");
+    h.ws.run_ok(&["env", "close", "--all"], &[]);
     assert!(!left[0].exists(), "{}", left[0].display());
 }
 

@@ -111,8 +111,7 @@ fn compare_lists_exactly_the_flips_with_reference_statistics() {
     assert_eq!(cats.len(), 2);
     assert_eq!(cats[0]["category"], "add");
     // The text form says the same.
-    let text = ws.run(&["compare", a.to_str().unwrap(), b.to_str().unwrap()], &[]);
-    assert_eq!(text.code, 0, "{text:?}");
+    let text = ws.run_ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()], &[]);
     assert!(
         text.stdout
             .contains("McNemar exact: fixed 11, broken 6, p = 0.3323"),
@@ -152,14 +151,13 @@ fn compare_refuses_runs_of_different_benchmarks_and_unknown_metrics() {
     let qa = dirs.package("qa", "qa-pack");
     let (code, err, a) = qa_run(&ws, &qa, &dataset(&ws, "a", 0), 3, &[]);
     assert_eq!(code, 0, "{err}");
-    let out = ws.run(&example_run(&["--progress", "none"]), &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&example_run(&["--progress", "none"]), &[]);
     let other = run_dir(&out);
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &["compare", a.to_str().unwrap(), other.to_str().unwrap()],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(out.stderr.contains("is a run of benchmark `qa`"), "{out:?}");
     assert!(
@@ -167,7 +165,8 @@ fn compare_refuses_runs_of_different_benchmarks_and_unknown_metrics() {
             .contains("of `example_exact_match`: compare runs of one benchmark"),
         "{out:?}"
     );
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &[
             "compare",
             a.to_str().unwrap(),
@@ -177,7 +176,6 @@ fn compare_refuses_runs_of_different_benchmarks_and_unknown_metrics() {
         ],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     assert!(out.stderr.contains("--metric `speed`: run"), "{out:?}");
     assert!(out.stderr.contains("(its metrics: correct)"), "{out:?}");
 }

@@ -136,8 +136,7 @@ pub(crate) fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, e
         r#"{"save_artifacts": true}"#,
     ];
     args.extend_from_slice(extra);
-    let out = ws.run(&args, &[("E2E_KEY", KEY)]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, &[("E2E_KEY", KEY)]);
     let run = run_dir(&out);
     let results = published_results(&run);
     let (attempt, result) = &results["hello-file"];

@@ -509,8 +509,7 @@ requests:
     output: {run_id: r1}
 "#,
     );
-    let out = ws.run(&["launch", &path(&file), "--dry-run"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["launch", &path(&file), "--dry-run"], &[]);
     assert_eq!(out.stderr, "");
     let v: Value = serde_json::from_str(&out.stdout).unwrap();
     let id = v["orchestration_id"].as_str().unwrap();

@@ -126,7 +126,7 @@ fn the_whitelist_selects_recipes_but_keeps_registry_order() {
 #[test]
 fn plan_command_prints_the_audit_view_of_one_task() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_ok(
         &example_plan(
             "arith-0002",
             &[
@@ -138,11 +138,9 @@ fn plan_command_prints_the_audit_view_of_one_task() {
         ),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(!out.stdout.contains("sk-never-printed-9876"));
     insta::assert_snapshot!(out.stdout);
-    let out = ws.run(&example_plan("arith-9", &[]), &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &example_plan("arith-9", &[]), &[]);
     assert_eq!(
         out.stderr,
         "error: --task: benchmark example_exact_match has no task `arith-9` (5 tasks; first: arith-0000, arith-0001, arith-0002, arith-0003, arith-0004)\n"
@@ -152,14 +150,14 @@ fn plan_command_prints_the_audit_view_of_one_task() {
 #[test]
 fn a_policy_the_provider_cannot_enforce_is_refused_before_allocation() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_expect(
+        1,
         &example_plan(
             "arith-0000",
             &["--env-params", r#"{"run_network_policy": "no-network"}"#],
         ),
         &[],
     );
-    assert_eq!(out.code, 1, "{out:?}");
     let view: serde_json::Value = serde_json::from_str(&out.stdout).expect("view");
     assert_eq!(
         view["resolved_execution_plan"]["run_network_policy"]["network_mode"],
@@ -174,7 +172,8 @@ fn a_policy_the_provider_cannot_enforce_is_refused_before_allocation() {
 #[test]
 fn unset_binding_references_are_named_never_valued() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_expect(
+        1,
         &example_plan(
             "arith-0000",
             &[
@@ -184,7 +183,6 @@ fn unset_binding_references_are_named_never_valued() {
         ),
         &[("SET_ONE", "visible-value-123")],
     );
-    assert_eq!(out.code, 1, "{out:?}");
     assert_eq!(
         out.stderr,
         "error: task arith-0000: environment bindings refer to unset variables: GRADER_TOKEN (export them before the run)\n"

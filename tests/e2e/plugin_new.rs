@@ -109,8 +109,7 @@ fn generate(ws: &Workspace, name: &str, kind: &str) {
 fn run_ok(ws: &Workspace, args: &[&str]) -> PathBuf {
     let mut all = args.to_vec();
     all.extend(["--progress", "none"]);
-    let out = ws.run(&all, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&all, &[]);
     run_dir(&out)
 }
 
@@ -132,8 +131,7 @@ fn a_generated_benchmark_builds_loads_and_runs() {
     let task = agentcompass_e2e::read_json(&attempt.parent().unwrap().join("task.json"));
     assert_eq!(task["ground_truth"], "42");
 
-    let out = ws.run(&["config", "docs", "benchmark", "pn-benchmark"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["config", "docs", "benchmark", "pn-benchmark"], &[]);
     assert!(out.stdout.contains("case_sensitive"), "{out:?}");
 }
 
@@ -286,7 +284,8 @@ fn a_generated_analyzer_builds_loads_and_analyzes() {
     assert_eq!(row["badcase_count"], flagged, "{row}");
     assert_eq!(row["total"], 5, "{row}");
     // A wrong option type is one line, exit 2, before anything runs.
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &[
             "run",
             "example_exact_match",
@@ -297,7 +296,6 @@ fn a_generated_analyzer_builds_loads_and_analyzes() {
         ],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(out.stderr.contains("pn-analyzer.max_chars"), "{out:?}");
 }

@@ -26,8 +26,7 @@ fn qa_runs_end_to_end_and_never_shows_the_answer_to_the_harness() {
     let params = serde_json::json!({"path": dataset}).to_string();
     let mut args = qa_calculator_args(&qa, &params, r#"{"wrong_every": 3}"#);
     args.extend(["--checkpoint-after-seconds", "0", "--progress", "none"]);
-    let out = ws.run(&args, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, &[]);
     let run = PathBuf::from(out.stdout.lines().last().unwrap());
     let metrics: Value =
         serde_json::from_str(&fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();

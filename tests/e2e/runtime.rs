@@ -295,8 +295,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
     let ws = Workspace::new();
     let subset = r#"{"size": 8, "sample_ids": ["arith-0000", "arith-0001", "arith-0002", "arith-0004", "arith-0005", "arith-0007"]}"#;
     let args = example_run(&["--benchmark-params", subset, "--progress", "none"]);
-    let first = ws.run(&args, &[]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = ws.run_ok(&args, &[]);
     let first_run = run_dir(&first);
     let started = Instant::now();
     let again = sized_run(&ws, 8, &["--reuse"]);
@@ -424,8 +423,7 @@ fn only_an_evaluation_still_running_after_checkpoint_after_seconds_saves_a_check
     let checkpoints = |params: &str, extra: &[&str]| {
         let mut args = example_run(&["--benchmark-params", params, "--progress", "none"]);
         args.extend_from_slice(extra);
-        let out = ws.run(&args, &[]);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = ws.run_ok(&args, &[]);
         let run = run_dir(&out);
         let saved = task_dirs(&run, "normal")
             .iter()
@@ -473,11 +471,10 @@ benchmark = { id = "example_exact_match", size = 6 }
 harness = { id = "example_calculator", wrong_every = 2 }
 "#,
     );
-    let out = ws.run(
+    let out = ws.run_ok(
         &["launch", plan.to_str().unwrap(), "--progress", "none"],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let dirs: Vec<PathBuf> = out.stdout.lines().map(PathBuf::from).collect();
     assert_eq!(dirs.len(), 2);
     assert!(
@@ -505,8 +502,7 @@ fn summary_recomputes_metrics_from_the_details() {
     let before = read_json(&run.join("metrics.json"));
     fs::remove_file(run.join("metrics.json")).unwrap();
     fs::remove_file(run.join("summary.md")).unwrap();
-    let out = ws.run(&["summary", run.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["summary", run.to_str().unwrap()], &[]);
     assert!(
         out.stdout.contains("| correct | native@1 | 75.00% |"),
         "{out:?}"

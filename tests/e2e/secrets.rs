@@ -163,8 +163,7 @@ model = {{ api_key = "${{MY_KEY}}" }}
 fn config_show_masks_secrets_in_both_formats() {
     let ws = Workspace::new();
     let cfg = path(&secret_config(&ws));
-    let out = ws.run(&["config", "show", "--config", &cfg], ENV);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["config", "show", "--config", &cfg], ENV);
     assert_clean("config show (toml)", &out);
     assert!(
         out.stdout.contains(&format!("api_key = \"{MASK}\"")),

@@ -806,7 +806,8 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
         lines.push(format!("{name}: {}", ws.redact(out.stderr.trim())));
     }
     let executor = ws.write("executor.toml", "[runtime]\nexecutor = \"pbs\"\n");
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &[
             "--config",
             &executor.display().to_string(),
@@ -817,7 +818,6 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
         ],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     lines.push(format!("executor.toml: {}", ws.redact(out.stderr.trim())));
     insta::assert_snapshot!("bad_slurm_settings", lines.join("\n"));
 }

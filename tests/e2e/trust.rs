@@ -162,8 +162,7 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
     // `summary` recomputes the same report, the skipped tasks included.
     let written = read_json(&run1.join("metrics.json"));
     fs::remove_file(run1.join("metrics.json")).unwrap();
-    let summarized = setup.ws.run(&["summary", run1.to_str().unwrap()], &[]);
-    assert_eq!(summarized.code, 0, "{summarized:?}");
+    setup.ws.run_ok(&["summary", run1.to_str().unwrap()], &[]);
     assert_eq!(read_json(&run1.join("metrics.json")), written);
     let progress = read_json(&run1.join("progress.json"));
     assert_eq!(
@@ -235,7 +234,8 @@ requests:
             setup.dataset.display()
         ),
     );
-    let out = setup.ws.run(
+    let out = setup.ws.run_expect(
+        1,
         &[
             "--plugin-dir",
             setup.plugins.to_str().unwrap(),
@@ -244,7 +244,6 @@ requests:
         ],
         &[("E2E_MODEL_KEY", KEY)],
     );
-    assert_eq!(out.code, 1, "{out:?}");
     let dirs: Vec<PathBuf> = out.stdout.lines().map(PathBuf::from).collect();
     assert_eq!(dirs.len(), 2, "{out:?}");
     let mut published = 0;
@@ -261,7 +260,7 @@ requests:
     }
     println!("orchestration budget $0.30 over two requests: {published} tasks, ${spent:.4}");
     // `launch --reuse --rerun` sets every request's reruns.
-    let dry = setup.ws.run(
+    let dry = setup.ws.run_ok(
         &[
             "--plugin-dir",
             setup.plugins.to_str().unwrap(),
@@ -275,7 +274,6 @@ requests:
         ],
         &[("E2E_MODEL_KEY", KEY)],
     );
-    assert_eq!(dry.code, 0, "{dry:?}");
     let resolved: Value = serde_json::from_str(&dry.stdout).unwrap();
     for request in resolved["requests"].as_array().unwrap() {
         assert_eq!(
@@ -306,8 +304,7 @@ fn a_cost_budget_without_prices_is_refused_before_anything_is_written() {
         "--model-base-url",
         &base_url,
     ]);
-    let out = setup.ws.run(&args, &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = setup.ws.run_expect(2, &args, &[]);
     assert_eq!(
         out.stderr.trim(),
         "error: execution.budget.max_cost_usd: a cost limit needs the prices of model `scripted-model` (model.params.pricing, US dollars per million tokens), found none"
@@ -408,14 +405,13 @@ fn run_info_records_what_ran_and_no_secret() {
         "--progress",
         "none",
     ]);
-    let out = setup.ws.run(
+    let out = setup.ws.run_ok(
         &args,
         &[
             ("E2E_MODEL_KEY", KEY),
             ("E2E_DATASET", setup.dataset.to_str().unwrap()),
         ],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let provenance = &read_json(&run.join("run_info.json"))["provenance"];
     let host = &provenance["host"];
@@ -513,8 +509,7 @@ fn terminus_with_script(limits: &str, model_params: &str, script: &Value) -> (Va
         "--progress",
         "none",
     ]);
-    let out = ws.run(&args, &[("E2E_TERMINUS_KEY", &key)]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, &[("E2E_TERMINUS_KEY", &key)]);
     let results = published_results(&run_dir(&out));
     assert_eq!(results.len(), 1, "{out:?}");
     let (_, result) = results.into_values().next().unwrap();

@@ -62,7 +62,7 @@ fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
 fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
     let ws = Workspace::new();
     let data = ws.root().join("data-root");
-    let out = ws.run(
+    let out = ws.run_ok(
         &example_run(&[
             "--data-dir",
             data.to_str().unwrap(),
@@ -74,7 +74,6 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let info = read_json(&run.join("run_info.json"));
     let _ = info;
@@ -97,15 +96,14 @@ fn data_dir_and_file_log_level_flags_set_the_runtime_options() {
     assert_eq!(dry["runtime"]["data_dir"], data.to_str().unwrap(), "{dry}");
     assert_eq!(dry["runtime"]["file_log_level"], "ERROR");
     assert_eq!(dry["runtime"]["auto_install_dependencies"], true);
-    let out = ws.run(&example_run(&["--file-log-level", "LOUD"]), &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &example_run(&["--file-log-level", "LOUD"]), &[]);
     assert!(out.stderr.contains("--file-log-level"), "{out:?}");
 }
 
 #[test]
 fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
     let ws = Workspace::new();
-    let out = ws.run(
+    let out = ws.run_ok(
         &example_run(&[
             "--harness-params",
             r#"{"wrong_every": 2}"#,
@@ -114,12 +112,10 @@ fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
         ]),
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let before = fs::read(run.join("metrics.json")).unwrap();
     fs::remove_file(run.join("summary.md")).unwrap();
-    let dry = ws.run(&["summary", run.to_str().unwrap(), "--dry-run"], &[]);
-    assert_eq!(dry.code, 0, "{dry:?}");
+    let dry = ws.run_ok(&["summary", run.to_str().unwrap(), "--dry-run"], &[]);
     assert!(dry.stdout.contains("| correct |"), "{dry:?}");
     assert!(
         !run.join("summary.md").exists(),
@@ -131,7 +127,7 @@ fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
         .collect();
     let one = tasks.iter().min().unwrap().clone();
     let params = json!({"sample_ids": [one]}).to_string();
-    let subset = ws.run(
+    ws.run_ok(
         &[
             "summary",
             run.to_str().unwrap(),
@@ -140,10 +136,10 @@ fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
         ],
         &[],
     );
-    assert_eq!(subset.code, 0, "{subset:?}");
     let metrics = read_json(&run.join("metrics.json"));
     assert_eq!(metrics["series"][0]["counts"]["total"], 1, "{metrics}");
-    let bad = ws.run(
+    let bad = ws.run_expect(
+        2,
         &[
             "summary",
             run.to_str().unwrap(),
@@ -152,7 +148,6 @@ fn summary_dry_run_writes_nothing_and_benchmark_params_rescore_a_subset() {
         ],
         &[],
     );
-    assert_eq!(bad.code, 2, "{bad:?}");
     assert!(bad.stderr.contains("--benchmark-params"), "{bad:?}");
 }
 
@@ -163,7 +158,7 @@ fn config_show_prints_selected_components_effective_parameters_in_yaml_and_json(
         "project/work/config.toml",
         "[benchmarks.example_exact_match]\nsize = 9\n",
     );
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "config",
             "show",
@@ -179,7 +174,6 @@ fn config_show_prints_selected_components_effective_parameters_in_yaml_and_json(
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout.contains("benchmarks:\n  example_exact_match:\n"),
         "{}",
@@ -211,16 +205,14 @@ fn config_show_prints_selected_components_effective_parameters_in_yaml_and_json(
         json["benchmarks"]["example_exact_match"]["size"], 9,
         "{json}"
     );
-    let out = ws.run(&["config", "show", "--harness", "nope"], &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &["config", "show", "--harness", "nope"], &[]);
     assert!(out.stderr.contains("unknown harness `nope`"), "{out:?}");
 }
 
 #[test]
 fn list_dump_writes_the_components_file_and_prints_its_path() {
     let ws = Workspace::new();
-    let out = ws.run(&["list", "dump"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["list", "dump"], &[]);
     let path = ws.cwd.join("agentcompass_components.md");
     assert_eq!(PathBuf::from(out.stdout.trim()), path);
     let text = fs::read_to_string(&path).unwrap();
@@ -353,8 +345,7 @@ fn an_embedded_reference_in_an_unselected_provider_section_is_not_an_error() {
     };
     let out = ws.run(&args("host_process"), &[]);
     assert_eq!(out.code, 0, "the sandbox section is not used: {out:?}");
-    let out = ws.run(&args("sandbox"), &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &args("sandbox"), &[]);
     assert!(
         out.stderr.contains("providers.toml: environments.sandbox.bwrap: uses unsupported environment interpolation"),
         "{out:?}"
@@ -375,13 +366,11 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
     let taken = write("taken", "    output: {run_id: taken}\n");
     let out = ws.run(&["launch", taken.to_str().unwrap(), "--dry-run"], &[]);
     assert_eq!(out.code, 0, "free before the launch: {out:?}");
-    let out = ws.run(
+    ws.run_ok(
         &["launch", taken.to_str().unwrap(), "--progress", "none"],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
-    let out = ws.run(&["launch", taken.to_str().unwrap(), "--dry-run"], &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &["launch", taken.to_str().unwrap(), "--dry-run"], &[]);
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(
         out.stderr
@@ -392,8 +381,7 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
         "missing",
         "    runtime: {reuse: true, reuse_run_id: nosuchrun}\n",
     );
-    let out = ws.run(&["launch", missing.to_str().unwrap(), "--dry-run"], &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &["launch", missing.to_str().unwrap(), "--dry-run"], &[]);
     assert!(
         out.stderr
             .contains("request first: runtime.reuse_run_id: run `nosuchrun` not found under"),
@@ -402,11 +390,11 @@ fn launch_dry_run_applies_the_resolution_checks_of_a_real_launch() {
     // The real launch refuses the same, before writing anything.
     let runs = || fs::read_dir(ws.cwd.join("results/first")).unwrap().count();
     let before = runs();
-    let out = ws.run(
+    let out = ws.run_expect(
+        2,
         &["launch", missing.to_str().unwrap(), "--progress", "none"],
         &[],
     );
-    assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(runs(), before, "nothing written: {out:?}");
 }
 
@@ -458,7 +446,7 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
         );
     }
     // A configured endpoint wins over the environment.
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             &args[..],
             &["--model-base-url", "http://127.0.0.1:9/v1", "--dry-run"],
@@ -466,7 +454,6 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
         .concat(),
         &[("OPENAI_BASE_URL", &base_url)],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout
             .contains("\"base_url\": \"http://127.0.0.1:9/v1\""),
@@ -478,8 +465,7 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
 #[test]
 fn analyzers_are_listed_and_documented_like_every_component() {
     let ws = Workspace::new();
-    let out = ws.run(&["list", "analyzer"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["list", "analyzer"], &[]);
     for id in [
         "EmptyContentAnalyzer",
         "TruncationAnalyzer",
@@ -488,7 +474,7 @@ fn analyzers_are_listed_and_documented_like_every_component() {
         assert!(out.stdout.contains(id), "{id}: {}", out.stdout);
     }
     assert!(out.stdout.contains("built-in"), "{}", out.stdout);
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "config",
             "docs",
@@ -497,14 +483,12 @@ fn analyzers_are_listed_and_documented_like_every_component() {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("category: behavior"), "{}", out.stdout);
     assert!(
         out.stdout.contains("consecutive_threshold  5"),
         "{}",
         out.stdout
     );
-    let out = ws.run(&["config", "docs", "analyzer", "Nope"], &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &["config", "docs", "analyzer", "Nope"], &[]);
     assert!(out.stderr.contains("unknown analyzer `Nope`"), "{out:?}");
 }

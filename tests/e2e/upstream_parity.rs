@@ -143,7 +143,7 @@ fn series(report: &Value) -> BTreeMap<String, (Option<f64>, u64, u64)> {
 /// Our `summary RUN` rewrites metrics.json from the task details; upstream recomputes the same
 /// series (same ids, values and counts) and names the headline values in its markdown.
 fn assert_same_metrics(ws: &Workspace, run: &Path, plugin_dir: &Path, same_roles: bool) {
-    let out = ws.run(
+    ws.run_ok(
         &[
             "--plugin-dir",
             plugin_dir.to_str().unwrap(),
@@ -152,7 +152,6 @@ fn assert_same_metrics(ws: &Workspace, run: &Path, plugin_dir: &Path, same_roles
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let ours = read_json(&run.join("metrics.json"));
     let upstream = upstream_summary(run, &ws.home);
     let (ours_series, upstream_series) = (series(&ours), series(&upstream.metrics));
@@ -207,8 +206,7 @@ fn upstream_summary_reads_our_qa_run_with_k_2() {
     // Every third answer is wrong: attempts of one task disagree.
     let mut args = qa_calculator_args(&qa, &params, r#"{"wrong_every": 3}"#);
     args.extend(["--k", "2", "--progress", "none"]);
-    let out = ws.run(&args, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&args, &[]);
     let run = run_dir(&out);
     assert_same_metrics(&ws, &run, &qa, true);
     assert_viewer_serves(&ws, &run);
@@ -222,7 +220,7 @@ fn upstream_summary_reads_our_harbor_run_with_k_2() {
     let ws = Workspace::new();
     let harbor = Packs::harbor();
     let params = serde_json::json!({"path": repo_root().join("examples/harbor")}).to_string();
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "--plugin-dir",
             harbor.to_str().unwrap(),
@@ -241,7 +239,6 @@ fn upstream_summary_reads_our_harbor_run_with_k_2() {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     assert_same_metrics(&ws, &run, &harbor, false);
     assert_viewer_serves(&ws, &run);

@@ -134,7 +134,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, (u64, SystemTime)> {
 
 fn self_check(ws: &Workspace, size: u64, model: &str) -> PathBuf {
     let params = format!(r#"{{"size": {size}}}"#);
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "run",
             "example_self_check",
@@ -147,7 +147,6 @@ fn self_check(ws: &Workspace, size: u64, model: &str) -> PathBuf {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     run_dir(&out)
 }
 
@@ -420,8 +419,7 @@ fn view_serves_real_runs_read_only() {
 fn view_of_a_missing_results_dir_is_one_line() {
     let ws = Workspace::new();
     let missing = ws.root().join("no-such-results");
-    let out = ws.run(&["view", missing.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = ws.run_expect(2, &["view", missing.to_str().unwrap()], &[]);
     assert_eq!(out.stdout, "");
     insta::assert_snapshot!("view_missing_results_dir", ws.redact(out.stderr.trim_end()));
 }
@@ -435,7 +433,7 @@ fn view_pages_a_large_run_with_flat_memory() {
     let ws = Workspace::new();
     let size = LARGE_RUN_TASKS;
     let params = format!(r#"{{"size": {size}}}"#);
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "run",
             "example_self_check",
@@ -450,7 +448,6 @@ fn view_pages_a_large_run_with_flat_memory() {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let results = ws.cwd.join("results");
     let rel = run.strip_prefix(&results).unwrap().display().to_string();
@@ -500,7 +497,7 @@ fn view_pages_a_large_run_with_flat_memory() {
 
     // Its report: every row, a bounded number of trajectories.
     let file = ws.cwd.join("large-report.html");
-    let out = ws.run(
+    ws.run_ok(
         &[
             "report",
             run.to_str().unwrap(),
@@ -509,7 +506,6 @@ fn view_pages_a_large_run_with_flat_memory() {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     let html = fs::read_to_string(&file).expect("report");
     let data = report_data(&html);
     assert_eq!(data["rows"].as_array().unwrap().len() as u64, size);
@@ -529,8 +525,7 @@ fn report_writes_one_self_contained_file_within_its_limits() {
     for id in ["self-0002", "self-0005", "self-0009"] {
         make_wrong(&run, id);
     }
-    let out = ws.run(&["summary", run.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ws.run_ok(&["summary", run.to_str().unwrap()], &[]);
     // An answer that tries to close the data block.
     let t0 = task_dir(&run, "self-0000").join("attempt-1/result.json");
     let mut result = read_json(&t0);
@@ -539,8 +534,7 @@ fn report_writes_one_self_contained_file_within_its_limits() {
 
     // Default output: RUN_DIR/report.html; nothing else changes.
     let before = tree(&run);
-    let out = ws.run(&["report", run.to_str().unwrap()], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = ws.run_ok(&["report", run.to_str().unwrap()], &[]);
     let report = run.join("report.html");
     let line = out.stdout.trim_end();
     let head = format!(
@@ -575,7 +569,7 @@ fn report_writes_one_self_contained_file_within_its_limits() {
 
     // A bounded report: wrong tasks first, then correct ones.
     let small = ws.cwd.join("small.html");
-    let out = ws.run(
+    let out = ws.run_ok(
         &[
             "report",
             run.to_str().unwrap(),
@@ -586,7 +580,6 @@ fn report_writes_one_self_contained_file_within_its_limits() {
         ],
         &[],
     );
-    assert_eq!(out.code, 0, "{out:?}");
     assert!(
         out.stdout
             .contains("(12 tasks, attempts and trajectories of 4 (not-correct tasks first)"),

@@ -326,10 +326,26 @@ impl Workspace {
         Outcome::of(command.output().expect("run agentcompass-host"))
     }
 
-    /// Runs and parses stdout as JSON (asserting exit 0).
-    pub fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    /// Runs as [`Workspace::run`] does and asserts that the host exited with `code` (the
+    /// outcome in the failure message, reported at the caller); returns the outcome for the
+    /// test's further checks.
+    #[track_caller]
+    pub fn run_expect(&self, code: i32, args: &[&str], env: &[(&str, &str)]) -> Outcome {
         let out = self.run(args, env);
-        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.code, code, "{out:?}");
+        out
+    }
+
+    /// [`Workspace::run_expect`] with exit code 0: a run that must succeed.
+    #[track_caller]
+    pub fn run_ok(&self, args: &[&str], env: &[(&str, &str)]) -> Outcome {
+        self.run_expect(0, args, env)
+    }
+
+    /// Runs and parses stdout as JSON (asserting exit 0).
+    #[track_caller]
+    pub fn run_json(&self, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+        let out = self.run_ok(args, env);
         serde_json::from_str(&out.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {out:?}"))
     }
