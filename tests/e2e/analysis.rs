@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    copy_tree, published_results, read_json, run_dir, terminus_args, Outcome, Packs, Workspace,
+    copy_tree, find_element, published_results, read_json, run_dir, terminus_args, Outcome, Packs,
+    Workspace,
 };
 use serde_json::{json, Value};
 
@@ -102,13 +103,7 @@ fn verdicts(run: &Path, analyzer: &str) -> BTreeMap<String, Value> {
 
 /// The `overall_per_analyzer` row of `analyzer`.
 fn overall(summary: &Value, analyzer: &str) -> Value {
-    summary["overall_per_analyzer"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["analyzer"] == analyzer)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {analyzer} row: {summary}"))
+    find_element(&summary["overall_per_analyzer"], "analyzer", analyzer).clone()
 }
 
 #[test]

@@ -6,7 +6,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::{
-    example_run, progress_events, read_json, run_dir, sha256_hex, task_dirs, Outcome, Workspace,
+    example_run, field_strs, find_element, progress_events, read_json, run_dir, sha256_hex,
+    task_dirs, task_phases, Outcome, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -16,14 +17,6 @@ fn task_dir(run: &Path, task_id: &str) -> PathBuf {
         .flat_map(|state| task_dirs(run, state))
         .find(|d| read_json(&d.join("task.json"))["task_id"] == task_id)
         .unwrap_or_else(|| panic!("task {task_id} is not published in {}", run.display()))
-}
-
-fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
-    events
-        .iter()
-        .filter(|e| e["task_id"] == task_id && e["event"] == "phase_changed")
-        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
-        .collect()
 }
 
 /// The sandbox submission: `/app/out` (excluding `*.tmp`), `/app/result.json` and a missing
@@ -130,12 +123,7 @@ fn collection_writes_a_manifest_matching_the_stored_files() {
         assert_eq!(out_dir["entries"], 2);
         assert_eq!(out_dir["excluded"], 1);
         assert_eq!(out_dir["bytes"], 3005);
-        let files: Vec<&str> = out_dir["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["path"].as_str().unwrap())
-            .collect();
+        let files: Vec<&str> = field_strs(&out_dir["files"], "path");
         assert_eq!(files, ["a.txt", "sub/c.bin"]);
         assert!(!attempt.join("artifacts/out/b.tmp").exists(), "excluded");
         let result_file = by_source("/app/result.json");
@@ -177,12 +165,7 @@ fn a_limit_violation_is_a_fatal_capture_error() {
     assert_eq!(fatal.len(), 1, "{out:?}");
     let attempt = fatal[0].join("attempt-1");
     let result = read_json(&attempt.join("result.json"));
-    let issue = result["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["code"] == "artifact_limit_exceeded")
-        .unwrap_or_else(|| panic!("{result:#}"));
+    let issue = find_element(&result["issues"], "code", "artifact_limit_exceeded");
     assert_eq!(issue["severity"], "fatal");
     let message = issue["message"].as_str().unwrap();
     assert!(
@@ -191,12 +174,7 @@ fn a_limit_violation_is_a_fatal_capture_error() {
     );
     let manifest = read_json(&attempt.join("artifacts.manifest.json"));
     assert_eq!(manifest["complete"], false);
-    let many = manifest["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["source"] == "/app/many")
-        .unwrap();
+    let many = find_element(&manifest["entries"], "source", "/app/many");
     assert_eq!(many["status"], "failed");
     assert!(!attempt.join("artifacts/app/many").exists());
 }
@@ -241,7 +219,7 @@ fn fresh_evaluation_restores_the_collected_outputs() {
     );
     assert_eq!(entries[1]["source"], target_str.as_str());
     assert_eq!(entries[1]["excluded"], 2);
-    let phases = phases_of(&progress_events(&run), "arith-0000");
+    let phases = task_phases(&progress_events(&run), "arith-0000");
     let restore = phases.iter().position(|p| p == "restore_artifacts");
     let evaluate = phases.iter().position(|p| p == "evaluate");
     assert!(
@@ -275,7 +253,7 @@ fn fresh_evaluation_in_the_sandbox_restores_and_scores() {
     assert_eq!(task_dirs(&run, "normal").len(), 2, "{out:?}");
     let events = progress_events(&run);
     for task in ["arith-0000", "arith-0001"] {
-        let phases = phases_of(&events, task);
+        let phases = task_phases(&events, task);
         assert!(
             phases.contains(&"restore_artifacts".to_string()),
             "{phases:?}"
@@ -371,12 +349,12 @@ fn evaluation_resume_declines_a_checkpoint_with_corrupt_artifacts() {
     assert_eq!(again.code, 0, "{again:?}");
     let second = run_dir(&again);
     let events = progress_events(&second);
-    let intact_phases = phases_of(&events, "arith-0000");
+    let intact_phases = task_phases(&events, "arith-0000");
     assert!(
         !intact_phases.contains(&"run_harness".to_string()),
         "an intact checkpoint resumes only the evaluation: {intact_phases:?}"
     );
-    let broken_phases = phases_of(&events, "arith-0002");
+    let broken_phases = task_phases(&events, "arith-0002");
     assert!(
         broken_phases.contains(&"recover_evaluation".to_string())
             && broken_phases.contains(&"run_harness".to_string()),

@@ -15,7 +15,8 @@ use agentcompass_e2e::loopback;
 use agentcompass_e2e::npm_mirror::NpmCacheMirror;
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, published_results, read_json, run_dir, Outcome, PluginDirs, Workspace,
+    field_strs, files_containing, find_element, published_results, read_json, run_dir, Outcome,
+    PluginDirs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -527,20 +528,10 @@ fn a_model_failing_every_call_ends_the_attempt_with_the_gateways_issue() {
     let run = run_dir(&out);
     let results = published_results(&run);
     let (_, result) = &results["hello-file"];
-    let codes: Vec<&str> = result["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["code"].as_str().unwrap())
-        .collect();
+    let codes: Vec<&str> = field_strs(&result["issues"], "code");
     assert!(codes.contains(&"model_failed"), "{result:#}");
     assert!(!codes.contains(&"run_timeout"), "{result:#}");
-    let model_failed = result["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["code"] == json!("model_failed"))
-        .unwrap();
+    let model_failed = find_element(&result["issues"], "code", "model_failed");
     let message = model_failed["message"].as_str().unwrap();
     assert!(message.contains("answered 500"), "{message}");
     // The gateway retried once (max_retries 1) for the agent's one call.
@@ -750,12 +741,7 @@ fn mini_swe_agent_stops_at_the_requests_max_turns_with_limit_exceeded() {
         result["issues"]
     );
     assert_eq!(calls, 2, "{:?}", server.requests());
-    let codes: Vec<&str> = result["issues"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["code"].as_str().unwrap())
-        .collect();
+    let codes: Vec<&str> = field_strs(&result["issues"], "code");
     assert_eq!(codes, ["limit_exceeded"], "{result:#}");
 }
 

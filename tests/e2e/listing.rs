@@ -2,7 +2,7 @@
 
 use std::fs;
 
-use agentcompass_e2e::{plugin_dir_args, run_host, target_dir, PluginDirs};
+use agentcompass_e2e::{field_strs, plugin_dir_args, run_host, target_dir, PluginDirs};
 
 #[test]
 fn example_pack_is_listed_with_its_source() {
@@ -74,12 +74,7 @@ fn registry_order_is_directory_order_then_file_name_order() {
     let out = run_host(&args);
     assert_eq!(out.code, 0, "{out:?}");
     let plugins: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
-    let names: Vec<&str> = plugins
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names: Vec<&str> = field_strs(&plugins, "name");
     assert_eq!(names, ["example-recipe", "bad-pack", "example-pack"]);
 }
 

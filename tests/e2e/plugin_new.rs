@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agentcompass_e2e::{
-    example_plan, published_results, read_json, run_dir, run_host, target_dir, Workspace,
+    entries_starting_with, example_plan, find_element, published_results, read_json, run_dir,
+    run_host, target_dir, Workspace,
 };
 
 /// The workspace root (`tests/..`).
@@ -92,12 +93,7 @@ fn generate(ws: &Workspace, name: &str, kind: &str) {
     assert_eq!(out.code, 0, "{out:?}");
 
     let listed = ws.run_json(&["list", kind, "--json"], &[]);
-    let entry = listed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == name)
-        .unwrap_or_else(|| panic!("{name} not listed: {listed}"));
+    let entry = find_element(&listed, "id", name);
     assert!(
         entry["source"]
             .as_str()
@@ -203,11 +199,7 @@ fn a_generated_environment_builds_loads_and_runs() {
         ],
     );
     assert_eq!(primary_value(&run), 1.0);
-    let leftovers: Vec<_> = fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("pn-env-"))
-        .collect();
+    let leftovers = entries_starting_with(&std::env::temp_dir(), "pn-env-");
     assert!(leftovers.is_empty(), "session dirs left: {leftovers:?}");
 }
 
@@ -274,13 +266,7 @@ fn a_generated_analyzer_builds_loads_and_analyzes() {
         flagged += usize::from(answer.chars().count() > 1);
     }
     let summary = read_json(&run.join("analysis_summary.json"));
-    let row = summary["overall_per_analyzer"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|row| row["analyzer"] == "pn-analyzer")
-        .cloned()
-        .unwrap_or_else(|| panic!("no pn-analyzer row: {summary}"));
+    let row = find_element(&summary["overall_per_analyzer"], "analyzer", "pn-analyzer");
     assert_eq!(row["badcase_count"], flagged, "{row}");
     assert_eq!(row["total"], 5, "{row}");
     // A wrong option type is one line, exit 2, before anything runs.

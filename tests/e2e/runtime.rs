@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agentcompass_e2e::{
-    example_run, progress_events, read_json, run_dir, task_dirs, Outcome, Workspace,
+    example_run, field_strs, progress_events, read_json, run_dir, task_dirs, task_phases, Outcome,
+    Workspace,
 };
 use serde_json::Value;
 
@@ -153,12 +154,7 @@ fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
     let task = read_json(&task_dirs(&run, "normal")[0].join("task.json"));
     assert_eq!(task["attempts"].as_object().unwrap().len(), 3);
     let metrics = read_json(&run.join("metrics.json"));
-    let ids: Vec<&str> = metrics["series"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["series_id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = field_strs(&metrics["series"], "series_id");
     assert!(
         ids.contains(&"correct.avg@3") && ids.contains(&"correct.pass@3"),
         "{ids:?}"
@@ -363,14 +359,6 @@ fn unpublish(run: &Path, task_id: &str) {
     fs::remove_file(running.join("attempt-1/result.json")).unwrap();
 }
 
-fn phases_of(events: &[Value], task_id: &str) -> Vec<String> {
-    events
-        .iter()
-        .filter(|e| e["task_id"] == task_id && e["event"] == "phase_changed")
-        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
-        .collect()
-}
-
 #[test]
 fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let ws = Workspace::new();
@@ -395,7 +383,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
         .unwrap();
     assert_eq!(reuse["payload"]["reused_tasks"], 2);
     assert_eq!(reuse["payload"]["interrupted_tasks_with_checkpoints"], 1);
-    let phases = phases_of(&events, "arith-0001");
+    let phases = task_phases(&events, "arith-0001");
     assert!(
         phases.contains(&"recover_evaluation".to_string()),
         "{phases:?}"
@@ -414,7 +402,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     unpublish(&second, "arith-0002");
     let third = sized_run(&ws, 3, &["--reuse", "--no-checkpoint-resume"]);
     let events = progress_events(&run_dir(&third));
-    assert!(phases_of(&events, "arith-0002").contains(&"run_harness".to_string()));
+    assert!(task_phases(&events, "arith-0002").contains(&"run_harness".to_string()));
 }
 
 #[test]

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, json_files_parse, progress_events, published_results, read_json, run_dir,
-    Outcome, Packs, Workspace,
+    files_containing, files_under, json_files_parse, progress_events, published_results, read_json,
+    run_dir, Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -855,19 +855,10 @@ fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
     let child = run(false);
     // Every task's evaluation starts after its checkpoint is saved on its node.
     let checkpoints = |root: &Path| {
-        let mut found = 0;
-        let mut stack = vec![root.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                } else if path.file_name().is_some_and(|n| n == "checkpoint.json") {
-                    found += 1;
-                }
-            }
-        }
-        found
+        files_under(root)
+            .iter()
+            .filter(|path| path.file_name().is_some_and(|n| n == "checkpoint.json"))
+            .count()
     };
     let results = ws.cwd.join("results");
     wait_until("three checkpoints", Duration::from_secs(120), || {

@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Instant, SystemTime};
 
-use agentcompass_e2e::{host_bin, read_json, report_data_block, run_dir, task_dirs, Workspace};
+use agentcompass_e2e::{
+    entries_starting_with, field_strs, host_bin, read_json, report_data_block, run_dir, task_dirs,
+    Workspace,
+};
 use serde_json::{json, Value};
 
 /// A `view` process; killed when dropped.
@@ -225,12 +228,7 @@ fn view_serves_real_runs_read_only() {
     // Runs, newest first; the link out of the root is not a run.
     let runs = viewer.json("/api/runs", 200);
     assert_eq!(runs["root"], results.display().to_string());
-    let listed: Vec<&str> = runs["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["path"].as_str().unwrap())
-        .collect();
+    let listed: Vec<&str> = field_strs(&runs["runs"], "path");
     assert_eq!(listed, [rb.as_str(), ra.as_str()]);
     let summary = &runs["runs"][1];
     assert_eq!(summary["namespace"], ra.rsplit_once('/').unwrap().0);
@@ -597,11 +595,7 @@ fn report_writes_one_self_contained_file_within_its_limits() {
     ids.sort_unstable();
     // The three wrong ones, then the first correct one.
     assert_eq!(ids, ["self-0000", "self-0002", "self-0005", "self-0009"]);
-    let leftovers: Vec<_> = fs::read_dir(&ws.cwd)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".report."))
-        .collect();
+    let leftovers = entries_starting_with(&ws.cwd, ".report.");
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 

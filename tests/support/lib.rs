@@ -384,6 +384,16 @@ pub fn progress_events(run: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The phases task `task_id` went through, in order: the `phase` of each of its
+/// `phase_changed` events among `events` (as [`progress_events`] reads them).
+pub fn task_phases(events: &[serde_json::Value], task_id: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["task_id"] == task_id && e["event"] == "phase_changed")
+        .map(|e| e["phase"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 /// The published task directories of `run` in `state` (`normal`, `error`, `fatal`), sorted.
 pub fn task_dirs(run: &Path, state: &str) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = fs::read_dir(run.join("details").join(state))
@@ -415,22 +425,35 @@ pub fn published_results(
     out
 }
 
-/// Every `.json` file under `root` parses (panics naming the first that does not); returns
-/// how many there are.
-pub fn json_files_parse(root: &Path) -> usize {
-    let mut checked = 0;
+/// Every file below `root`, in its subdirectories too (directories that cannot be read, or
+/// a missing `root`, add none).
+pub fn files_under(root: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).expect("read dir").flatten() {
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "json") {
-                let text = fs::read_to_string(&path).expect("read json file");
-                serde_json::from_str::<serde_json::Value>(&text)
-                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-                checked += 1;
+            } else {
+                files.push(path);
             }
+        }
+    }
+    files
+}
+
+/// Every `.json` file under `root` parses (panics naming the first that does not); returns
+/// how many there are.
+pub fn json_files_parse(root: &Path) -> usize {
+    assert!(root.is_dir(), "{} is no directory", root.display());
+    let mut checked = 0;
+    for path in files_under(root) {
+        if path.extension().is_some_and(|e| e == "json") {
+            let text = fs::read_to_string(&path).expect("read json file");
+            serde_json::from_str::<serde_json::Value>(&text)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+            checked += 1;
         }
     }
     checked
@@ -438,23 +461,58 @@ pub fn json_files_parse(root: &Path) -> usize {
 
 /// Every file under `dir` (recursively) whose bytes contain `needle`.
 pub fn files_containing(dir: &Path, needle: &str) -> Vec<PathBuf> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if fs::read(&path)
+    files_under(dir)
+        .into_iter()
+        .filter(|path| {
+            fs::read(path)
                 .unwrap_or_default()
                 .windows(needle.len())
                 .any(|w| w == needle.as_bytes())
-            {
-                hits.push(path);
-            }
-        }
-    }
-    hits
+        })
+        .collect()
+}
+
+/// The entries of `dir` (not its subdirectories') whose names start with `prefix`, such as
+/// the temporary files a command must not leave behind.
+pub fn entries_starting_with(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The string `field` of each element of the JSON array `array`, in order (panics, showing
+/// the array, when it is no array or an element has no such string).
+pub fn field_strs<'a>(array: &'a serde_json::Value, field: &str) -> Vec<&'a str> {
+    json_array(array)
+        .iter()
+        .map(|element| {
+            element[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("no string `{field}` in {element}: {array}"))
+        })
+        .collect()
+}
+
+/// The first element of the JSON array `array` whose `field` is the string `value` (panics,
+/// showing the array, when there is none).
+pub fn find_element<'a>(
+    array: &'a serde_json::Value,
+    field: &str,
+    value: &str,
+) -> &'a serde_json::Value {
+    json_array(array)
+        .iter()
+        .find(|element| element[field] == value)
+        .unwrap_or_else(|| panic!("no element with `{field}` = {value:?} in {array}"))
+}
+
+fn json_array(array: &serde_json::Value) -> &Vec<serde_json::Value> {
+    array
+        .as_array()
+        .unwrap_or_else(|| panic!("not a JSON array: {array}"))
 }
 
 /// Two HTTP servers on one port, answering 200 to anything: on 127.0.0.2 and 127.0.0.3.
