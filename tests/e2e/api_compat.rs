@@ -8,14 +8,14 @@ use agentcompass_e2e::{example_plan, published_results, read_json, run_dir, task
 /// `plugin package` into the same plugin directory.
 fn workspace_with_0_1_0_plugin() -> Workspace {
     let ws = Workspace::new();
-    let out = agentcompass_e2e::run_host([
+    agentcompass_e2e::run_host([
         "plugin".as_ref(),
         "package".as_ref(),
         agentcompass_e2e::built_library("api-0-1-pack").as_os_str(),
         "--out".as_ref(),
         ws.plugins.as_os_str(),
-    ]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ])
+    .expect_code(0);
     let manifest = std::fs::read_to_string(ws.plugins.join("api-0-1-pack.plugin.toml")).unwrap();
     assert!(manifest.contains("host_api = \"^0.1.0\""), "{manifest}");
     ws

@@ -101,8 +101,7 @@ fn check_manifest(attempt: &Path) -> Value {
 #[test]
 fn collection_writes_a_manifest_matching_the_stored_files() {
     let ws = Workspace::new();
-    let out = sandbox_run(&ws, 2, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = sandbox_run(&ws, 2, &[]).expect_code(0);
     let run = run_dir(&out);
     assert_eq!(task_dirs(&run, "normal").len(), 2, "{out:?}");
     for task in task_dirs(&run, "normal") {
@@ -247,8 +246,8 @@ fn fresh_evaluation_in_the_sandbox_restores_and_scores() {
             "--env-params",
             r#"{"evaluation_environment_mode": "fresh"}"#,
         ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    )
+    .expect_code(0);
     let run = run_dir(&out);
     assert_eq!(task_dirs(&run, "normal").len(), 2, "{out:?}");
     let events = progress_events(&run);
@@ -275,8 +274,7 @@ fn flip_first_byte(path: &Path) {
 #[test]
 fn reuse_reruns_a_task_whose_artifact_is_corrupt() {
     let ws = Workspace::new();
-    let first = sandbox_run(&ws, 3, &[]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = sandbox_run(&ws, 3, &[]).expect_code(0);
     let first_run = run_dir(&first);
     let corrupt_task = task_dir(&first_run, "arith-0001");
     let corrupt = corrupt_task.join("attempt-1/artifacts/out/sub/c.bin");
@@ -285,8 +283,7 @@ fn reuse_reruns_a_task_whose_artifact_is_corrupt() {
         fs::read(task_dir(&first_run, "arith-0000").join("attempt-1/artifacts/out/sub/c.bin"))
             .unwrap();
 
-    let again = sandbox_run(&ws, 3, &["--reuse"]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = sandbox_run(&ws, 3, &["--reuse"]).expect_code(0);
     let second = run_dir(&again);
     assert_ne!(second, first_run);
     let events = progress_events(&second);
@@ -337,16 +334,14 @@ fn unpublish(run: &Path, task_id: &str) -> PathBuf {
 #[test]
 fn evaluation_resume_declines_a_checkpoint_with_corrupt_artifacts() {
     let ws = Workspace::new();
-    let first = sandbox_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = sandbox_run(&ws, 3, &["--checkpoint-after-seconds", "0"]).expect_code(0);
     let first_run = run_dir(&first);
     let intact = unpublish(&first_run, "arith-0000");
     assert!(intact.join("attempt-1/checkpoint.json").is_file());
     let broken = unpublish(&first_run, "arith-0002");
     fs::remove_file(broken.join("attempt-1/artifacts/out/a.txt")).unwrap();
 
-    let again = sandbox_run(&ws, 3, &["--reuse"]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = sandbox_run(&ws, 3, &["--reuse"]).expect_code(0);
     let second = run_dir(&again);
     let events = progress_events(&second);
     let intact_phases = task_phases(&events, "arith-0000");

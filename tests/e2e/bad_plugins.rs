@@ -12,8 +12,7 @@ use agentcompass_e2e::{built_library, plugin_dir_args, run_host, run_host_env, P
 fn one_refusal(dirs: &PluginDirs, plugin_dirs: &[&Path], env: &[(&str, &str)]) -> String {
     let mut args = plugin_dir_args(plugin_dirs);
     args.extend(["list".into(), "benchmark".into()]);
-    let out = run_host_env(&args, env);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host_env(&args, env).expect_code(0);
     assert!(
         out.stdout
             .contains("example_exact_match  Generated arithmetic"),
@@ -214,16 +213,15 @@ fn panicking_constructor_is_reported_by_verify() {
     // Constructors run lazily: listing still works and shows the component.
     let mut args = plugin_dir_args(&[&bad]);
     args.extend(["list".into(), "benchmark".into()]);
-    let out = run_host(&args);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(&args).expect_code(0);
     assert!(out.stdout.contains("bad_ctor"));
     // Verification instantiates every component and reports the panic, one line.
     let out = run_host([
         "plugin".as_ref(),
         "verify".as_ref(),
         bad.join("bad-pack.so").as_os_str(),
-    ]);
-    assert_eq!(out.code, 1, "{out:?}");
+    ])
+    .expect_code(1);
     insta::assert_snapshot!(dirs.redact(&out.stdout));
 }
 
@@ -248,8 +246,7 @@ fn lock_file_pins_hashes() {
         "list".into(),
         "benchmark".into(),
     ]);
-    let out = run_host(&args);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(&args).expect_code(0);
     assert!(out.stdout.contains("example_exact_match"), "{out:?}");
     let refused = out.stderr_lines("warning: refused plugin");
     assert_eq!(refused.len(), 1, "{out:?}");
@@ -270,11 +267,9 @@ fn lock_file_pins_hashes() {
 fn verify_exit_codes() {
     let dirs = PluginDirs::new();
     let good = dirs.package("good", "example-pack");
-    let out = run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]);
-    assert_eq!(out.code, 0, "{out:?}");
+    run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]).expect_code(0);
     fs::remove_file(good.join("example-pack.plugin.toml")).unwrap();
-    let out = run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), good.as_os_str()]).expect_code(1);
     assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
     assert!(out.stdout.starts_with("error: refused plugin"), "{out:?}");
 }
@@ -333,8 +328,7 @@ fn run_host_within_30s(args: &[std::ffi::OsString]) -> agentcompass_e2e::Outcome
 fn list_and_verify_agree(dirs: &PluginDirs, good: &Path, bad: &Path, file: &Path) -> String {
     let mut args = plugin_dir_args(&[good, bad]);
     args.extend(["list".into(), "benchmark".into()]);
-    let listed = run_host_within_30s(&args);
-    assert_eq!(listed.code, 0, "{listed:?}");
+    let listed = run_host_within_30s(&args).expect_code(0);
     assert!(
         listed.stdout.contains("example_exact_match"),
         "the good plugin must still load: {listed:?}"
@@ -344,8 +338,8 @@ fn list_and_verify_agree(dirs: &PluginDirs, good: &Path, bad: &Path, file: &Path
     let from_list = warnings[0]
         .strip_prefix("warning: ")
         .unwrap_or_else(|| panic!("{listed:?}"));
-    let verified = run_host_within_30s(&["plugin".into(), "verify".into(), file.into()]);
-    assert_eq!(verified.code, 1, "{verified:?}");
+    let verified =
+        run_host_within_30s(&["plugin".into(), "verify".into(), file.into()]).expect_code(1);
     let errors: Vec<&str> = verified.stdout.lines().collect();
     assert_eq!(errors.len(), 1, "exactly one line: {verified:?}");
     let from_verify = errors[0]

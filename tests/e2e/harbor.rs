@@ -73,8 +73,7 @@ fn reward(result: &Value) -> f64 {
 #[test]
 fn oracle_scores_one_on_every_bundled_example() {
     let h = harbor();
-    let out = h.run(&examples(), "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h.run(&examples(), "oracle", &[], &[]).expect_code(0);
     let results = results(&run_dir(&out));
     let mut ids: Vec<&String> = results.keys().collect();
     ids.sort();
@@ -93,25 +92,27 @@ fn oracle_scores_one_on_every_bundled_example() {
 #[test]
 fn a_do_nothing_agent_scores_zero_and_a_pre_written_reward_is_ignored() {
     let h = harbor();
-    let out = h.run(
-        &examples(),
-        "cli_agent",
-        &["--harness-params", r#"{"command": "true"}"#],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &examples(),
+            "cli_agent",
+            &["--harness-params", r#"{"command": "true"}"#],
+            &[],
+        )
+        .expect_code(0);
     for (id, (_, result)) in results(&run_dir(&out)) {
         assert_eq!(reward(&result), 0.0, "{id}: {result}");
     }
 
     let cheat = json!({"command": "mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && echo '{\"reward\": 1}' > /logs/verifier/reward.json"});
-    let out = h.run(
-        &examples().join("hello-file"),
-        "cli_agent",
-        &["--harness-params", &cheat.to_string()],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &examples().join("hello-file"),
+            "cli_agent",
+            &["--harness-params", &cheat.to_string()],
+            &[],
+        )
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["hello-file"];
     assert_eq!(
         reward(result),
@@ -158,16 +159,14 @@ fn huge_timeouts_mean_no_practical_limit() {
             "[environment]\nbuild_timeout_sec = 1e300\n",
         );
     fs::write(task.join("task.toml"), &toml).unwrap();
-    let out = h.run(&task, "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h.run(&task, "oracle", &[], &[]).expect_code(0);
     let (_, result) = &results(&run_dir(&out))["huge-timeouts"];
     assert_eq!(reward(result), 1.0, "{result}");
     // A fresh verifier environment with a huge build timeout opens and scores too (0: it
     // sees only the collected artifacts, and hello.txt is not one).
     let fresh = format!("{toml}\n[verifier.environment]\nbuild_timeout_sec = 1e300\n");
     fs::write(task.join("task.toml"), fresh).unwrap();
-    let out = h.run(&task, "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h.run(&task, "oracle", &[], &[]).expect_code(0);
     let (_, result) = &results(&run_dir(&out))["huge-timeouts"];
     assert_eq!(reward(result), 0.0, "{result}");
     assert_eq!(result["issues"], json!([]), "{result}");
@@ -218,13 +217,14 @@ fn sha256_hex(bytes: &[u8]) -> String {
 #[test]
 fn a_fresh_verifier_sees_exactly_the_collected_artifacts() {
     let h = harbor();
-    let out = h.run(
-        &fixture("fresh-artifacts"),
-        "oracle",
-        &["--execution-params", r#"{"save_artifacts": true}"#],
-        &[],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("fresh-artifacts"),
+            "oracle",
+            &["--execution-params", r#"{"save_artifacts": true}"#],
+            &[],
+        )
+        .expect_code(0);
     let (attempt_dir, result) = &results(&run_dir(&out))["fresh-artifacts"];
     assert_eq!(
         reward(result),
@@ -244,16 +244,17 @@ fn a_fresh_verifier_sees_exactly_the_collected_artifacts() {
 #[test]
 fn each_phase_sees_only_its_own_bindings() {
     let h = harbor();
-    let out = h.run(
-        &fixture("phase-env"),
-        "oracle",
-        &[],
-        &[
-            ("E2E_GRADER_MODE", "strict"),
-            ("E2E_SOLUTION_TOKEN", "solution-token"),
-        ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("phase-env"),
+            "oracle",
+            &[],
+            &[
+                ("E2E_GRADER_MODE", "strict"),
+                ("E2E_SOLUTION_TOKEN", "solution-token"),
+            ],
+        )
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["phase-env"];
     assert_eq!(reward(result), 1.0, "{result}");
     let run = run_dir(&out);
@@ -271,18 +272,19 @@ fn terminus_solves_the_bundled_tasks_in_several_bash_steps() {
     let key = script["require_key"].as_str().unwrap().to_string();
     let server = ScriptedServer::start(&script, None).unwrap();
     let base_url = server.base_url();
-    let out = h.run(
-        &examples(),
-        "terminus",
-        &[
-            "--model-base-url",
-            &base_url,
-            "--model-api-key",
-            "${E2E_TERMINUS_KEY}",
-        ],
-        &[("E2E_TERMINUS_KEY", &key)],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &examples(),
+            "terminus",
+            &[
+                "--model-base-url",
+                &base_url,
+                "--model-api-key",
+                "${E2E_TERMINUS_KEY}",
+            ],
+            &[("E2E_TERMINUS_KEY", &key)],
+        )
+        .expect_code(0);
     let run = run_dir(&out);
     let results = results(&run);
     for (id, (_, result)) in &results {
@@ -343,8 +345,9 @@ fn step_names(steps: &[Value]) -> Vec<&str> {
 fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy() {
     let h = harbor();
     // mean (the default): per-key means over the steps, a key a step lacks counting 0.
-    let out = h.run(&fixture("multi-step-mean"), "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(&fixture("multi-step-mean"), "oracle", &[], &[])
+        .expect_code(0);
     let (attempt, result) = &results(&run_dir(&out))["multi-step-mean"];
     assert_eq!(reward(result), 0.75, "(1 + 0.5) / 2: {result}");
     // Rewards the contract does not declare stay in meta (upstream refuses undeclared metrics).
@@ -391,8 +394,9 @@ fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy
     assert_eq!(result["trajectory"]["steps"].as_array().unwrap().len(), 2);
 
     // final: the last step's rewards as they are.
-    let out = h.run(&fixture("multi-step-final"), "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(&fixture("multi-step-final"), "oracle", &[], &[])
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["multi-step-final"];
     assert_eq!(reward(result), 0.5, "{result}");
     assert_eq!(
@@ -405,8 +409,9 @@ fn multi_step_tasks_run_each_step_in_one_environment_and_score_by_their_strategy
 #[test]
 fn a_step_below_its_min_reward_stops_the_remaining_steps() {
     let h = harbor();
-    let out = h.run(&fixture("multi-step-gated"), "oracle", &[], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(&fixture("multi-step-gated"), "oracle", &[], &[])
+        .expect_code(0);
     let (attempt, result) = &results(&run_dir(&out))["multi-step-gated"];
     let steps = steps_of(result);
     assert_eq!(step_names(&steps), ["one"], "step two never ran: {result}");
@@ -535,8 +540,9 @@ fn an_interrupted_multi_step_attempt_resumes_after_its_finished_steps() {
         .is_file());
 
     // The rerun restores step one's working directory and runs step two only.
-    let out = h.run(&fixture("multi-step-mean"), "oracle", &["--reuse"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(&fixture("multi-step-mean"), "oracle", &["--reuse"], &[])
+        .expect_code(0);
     let (attempt, result) = &results(&run_dir(&out))["multi-step-mean"];
     let steps = steps_of(result);
     assert_eq!(step_names(&steps), ["one", "two"], "{result}");
@@ -560,13 +566,14 @@ fn each_phase_runs_under_its_own_network_policy_in_one_sandbox() {
     // shows the baseline back after step one's evaluation. The verifiers check every line.
     let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
-    let out = h.run(
-        &fixture("phase-network"),
-        "oracle",
-        &[],
-        &[("E2E_NET_PORT", port.as_str())],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("phase-network"),
+            "oracle",
+            &[],
+            &[("E2E_NET_PORT", port.as_str())],
+        )
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["phase-network"];
     assert_eq!(result["status"], "completed", "{result}");
     let steps = steps_of(result);
@@ -599,17 +606,19 @@ fn an_allowlist_by_name_reaches_a_name_of_the_runtime_egress_hosts() {
     );
     let env = [("E2E_NET_PORT", port.as_str())];
     let config = config.to_str().unwrap();
-    let out = h.run(
-        &fixture("egress-hosts-network"),
-        "oracle",
-        &["--config", config],
-        &env,
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("egress-hosts-network"),
+            "oracle",
+            &["--config", config],
+            &env,
+        )
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["egress-hosts-network"];
     assert_eq!(reward(result), 1.0, "{result}");
-    let out = h.run(&fixture("egress-hosts-network"), "oracle", &[], &env);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(&fixture("egress-hosts-network"), "oracle", &[], &env)
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["egress-hosts-network"];
     assert_eq!(reward(result), 0.0, "{result}");
 }
@@ -621,13 +630,14 @@ fn artifact_commands_run_on_the_baseline_after_the_run_phase() {
     // restored), and its output is a collected artifact.
     let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
-    let out = h.run(
-        &fixture("collect-network"),
-        "oracle",
-        &["--execution-params", r#"{"save_artifacts": true}"#],
-        &[("E2E_NET_PORT", port.as_str())],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("collect-network"),
+            "oracle",
+            &["--execution-params", r#"{"save_artifacts": true}"#],
+            &[("E2E_NET_PORT", port.as_str())],
+        )
+        .expect_code(0);
     let (attempt, result) = &results(&run_dir(&out))["collect-network"];
     assert_eq!(reward(result), 1.0, "the agent reached nothing: {result}");
     let collected = fs::read_to_string(attempt.join("artifacts/app/collected.txt")).unwrap();
@@ -643,13 +653,14 @@ fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() 
     // no-network: the evaluation switches away from the fresh baseline.
     let port = agentcompass_e2e::two_loopback_servers().to_string();
     let h = harbor();
-    let out = h.run(
-        &fixture("fresh-network"),
-        "oracle",
-        &["--execution-params", r#"{"save_artifacts": true}"#],
-        &[("E2E_NET_PORT", port.as_str())],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = h
+        .run(
+            &fixture("fresh-network"),
+            "oracle",
+            &["--execution-params", r#"{"save_artifacts": true}"#],
+            &[("E2E_NET_PORT", port.as_str())],
+        )
+        .expect_code(0);
     let (_, result) = &results(&run_dir(&out))["fresh-network"];
     assert_eq!(reward(result), 1.0, "{result}");
 }

@@ -606,8 +606,7 @@ fn config_docs_lists_each_installed_agents_parameters() {
             "harness".into(),
             agent.into(),
         ]);
-        let out = agentcompass_e2e::run_host(&args);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = agentcompass_e2e::run_host(&args).expect_code(0);
         insta::assert_snapshot!(format!("config_docs_{agent}"), dirs.redact(&out.stdout));
     }
 }
@@ -820,8 +819,7 @@ fn auto_install_dependencies_installs_the_agent_cli_before_the_run_starts() {
     );
     // A second run finds the install: nothing installed, the registry not asked.
     let asked = mirror.requests().len();
-    let again = run_once();
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = run_once().expect_code(0);
     assert!(!again.stderr.contains("installed @"), "{}", again.stderr);
     assert_eq!(mirror.requests().len(), asked, "{:?}", mirror.requests());
 }

@@ -10,8 +10,7 @@ fn example_pack_is_listed_with_its_source() {
     let good = dirs.package("good", "example-pack");
     let mut args = plugin_dir_args(&[&good]);
     args.extend(["list".into(), "benchmark".into()]);
-    let out = run_host(&args);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(&args).expect_code(0);
     assert_eq!(out.stderr, "");
     insta::assert_snapshot!("list_benchmark", dirs.redact(&out.stdout));
 
@@ -44,8 +43,7 @@ fn config_docs_shows_declared_params() {
     ] {
         let mut args = plugin_dir_args(&[&good]);
         args.extend(["config".into(), "docs".into(), kind.into(), id.into()]);
-        let out = run_host(&args);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = run_host(&args).expect_code(0);
         insta::assert_snapshot!(format!("config_docs_{id}"), dirs.redact(&out.stdout));
     }
     let mut args = plugin_dir_args(&[&good]);
@@ -71,8 +69,7 @@ fn registry_order_is_directory_order_then_file_name_order() {
     let second = dirs.package("second", "bad-pack");
     let mut args = plugin_dir_args(&[&first, &second]);
     args.extend(["list".into(), "plugin".into(), "--json".into()]);
-    let out = run_host(&args);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(&args).expect_code(0);
     let plugins: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
     let names: Vec<&str> = field_strs(&plugins, "name");
     assert_eq!(names, ["example-recipe", "bad-pack", "example-pack"]);
@@ -89,8 +86,8 @@ fn recipe_dirs_hold_recipes_only() {
         recipes.as_os_str(),
         "list".as_ref(),
         "recipe".as_ref(),
-    ]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ])
+    .expect_code(0);
     assert!(out.stdout.contains("example_recipe"), "{out:?}");
     let refused = out.stderr_lines("warning: refused plugin");
     assert_eq!(refused.len(), 1, "{out:?}");
@@ -101,16 +98,15 @@ fn recipe_dirs_hold_recipes_only() {
 fn bundled_plugins_load_from_the_install_dir() {
     // `<install dir>/plugins` is where the README's setup packages the first-party plugins.
     let bundled = target_dir().join("plugins");
-    let out = run_host([
+    run_host([
         "plugin".as_ref(),
         "package".as_ref(),
         agentcompass_e2e::built_library("example-pack").as_os_str(),
         "--out".as_ref(),
         bundled.as_os_str(),
-    ]);
-    assert_eq!(out.code, 0, "{out:?}");
-    let out = run_host(["list", "benchmark"]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ])
+    .expect_code(0);
+    let out = run_host(["list", "benchmark"]).expect_code(0);
     assert!(out.stdout.contains(&format!(
         "example-pack@0.1.0 ({})",
         bundled.join("example-pack.so").display()
@@ -134,8 +130,7 @@ fn plugin_package_writes_a_manifest_that_verifies() {
         manifest.contains("id = \"example_calculator\""),
         "{manifest}"
     );
-    let out = run_host(["plugin".as_ref(), "verify".as_ref(), out_dir.as_os_str()]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(["plugin".as_ref(), "verify".as_ref(), out_dir.as_os_str()]).expect_code(0);
     assert_eq!(
         dirs.redact(&out.stdout),
         "ok: example-pack@0.1.0 ([TMP]/pkg/example-pack.so)\n"
@@ -148,8 +143,7 @@ fn builtins_come_first() {
     let good = dirs.package("good", "example-pack");
     let mut args = plugin_dir_args(&[&good]);
     args.extend(["list".into(), "env".into(), "--json".into()]);
-    let out = run_host(&args);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = run_host(&args).expect_code(0);
     let items: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(items[0]["id"], "host_process");
     assert_eq!(items[0]["source"], "built-in");
@@ -186,8 +180,7 @@ fn the_readme_networks_table_is_what_the_providers_declare() {
     for id in ["host_process", "sandbox", "docker"] {
         let mut args = plugin_dir_args(&[&docker]);
         args.extend(["config".into(), "docs".into(), "env".into(), id.into()]);
-        let out = run_host(&args);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = run_host(&args).expect_code(0);
         let field = |name: &str| {
             out.stdout
                 .lines()

@@ -59,8 +59,8 @@ fn openai_chat_answers_retries_a_429_records_tool_calls_and_sums_usage() {
             "--model-params",
             r#"{"retry_backoff_seconds": 0, "temperature": 0}"#,
         ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    )
+    .expect_code(0);
     let run = run_dir(&out);
     let results = results(&run);
     assert_eq!(results.len(), 3);

@@ -55,8 +55,8 @@ fn generate(ws: &Workspace, name: &str, kind: &str) {
         kind.as_ref(),
         "--path".as_ref(),
         parent.as_os_str(),
-    ]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ])
+    .expect_code(0);
     // Built from this source tree: the API is a path dependency on it.
     let api = fs::canonicalize(workspace_root().join("plugin-api")).unwrap();
     assert!(
@@ -81,16 +81,15 @@ fn generate(ws: &Workspace, name: &str, kind: &str) {
         .unwrap()
         .join("plugin-new/debug")
         .join(format!("lib{}.so", name.replace('-', "_")));
-    let out = run_host([
+    run_host([
         "plugin".as_ref(),
         "package".as_ref(),
         library.as_os_str(),
         "--out".as_ref(),
         ws.plugins.as_os_str(),
-    ]);
-    assert_eq!(out.code, 0, "{out:?}");
-    let out = run_host(["plugin".as_ref(), "verify".as_ref(), ws.plugins.as_os_str()]);
-    assert_eq!(out.code, 0, "{out:?}");
+    ])
+    .expect_code(0);
+    run_host(["plugin".as_ref(), "verify".as_ref(), ws.plugins.as_os_str()]).expect_code(0);
 
     let listed = ws.run_json(&["list", kind, "--json"], &[]);
     let entry = find_element(&listed, "id", name);

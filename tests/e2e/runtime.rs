@@ -26,8 +26,7 @@ fn count(events: &[Value], name: &str) -> usize {
 #[test]
 fn a_run_publishes_every_task_in_the_upstream_layout() {
     let ws = Workspace::new();
-    let out = sized_run(&ws, 10, &[]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = sized_run(&ws, 10, &[]).expect_code(0);
     let run = run_dir(&out);
     assert!(
         run.starts_with(
@@ -94,8 +93,7 @@ fn a_run_publishes_every_task_in_the_upstream_layout() {
 #[test]
 fn a_wrong_answer_is_a_completed_task_with_score_zero() {
     let ws = Workspace::new();
-    let out = sized_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 2}"#]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = sized_run(&ws, 4, &["--harness-params", r#"{"wrong_every": 2}"#]).expect_code(0);
     let run = run_dir(&out);
     assert_eq!(
         task_dirs(&run, "normal").len(),
@@ -148,8 +146,7 @@ fn a_plugin_panic_ends_that_task_never_the_request() {
 #[test]
 fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
     let ws = Workspace::new();
-    let out = sized_run(&ws, 3, &["--k", "3"]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = sized_run(&ws, 3, &["--k", "3"]).expect_code(0);
     let run = run_dir(&out);
     let task = read_json(&task_dirs(&run, "normal")[0].join("task.json"));
     assert_eq!(task["attempts"].as_object().unwrap().len(), 3);
@@ -166,8 +163,7 @@ fn k_attempts_avg_runs_all_and_pass_stops_at_the_first_success() {
         "a new plan per semantic attempt"
     );
 
-    let out = sized_run(&ws, 3, &["--k", "3", "--attempt-strategy", "pass"]);
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = sized_run(&ws, 3, &["--k", "3", "--attempt-strategy", "pass"]).expect_code(0);
     let run = run_dir(&out);
     let task = read_json(&task_dirs(&run, "normal")[0].join("task.json"));
     assert_eq!(
@@ -294,8 +290,7 @@ fn reuse_takes_matching_results_and_reruns_the_rest() {
     let first = ws.run_ok(&args, &[]);
     let first_run = run_dir(&first);
     let started = Instant::now();
-    let again = sized_run(&ws, 8, &["--reuse"]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = sized_run(&ws, 8, &["--reuse"]).expect_code(0);
     let second = run_dir(&again);
     assert_ne!(first_run, second, "reuse writes a new run directory");
     let events = progress_events(&second);
@@ -362,8 +357,7 @@ fn unpublish(run: &Path, task_id: &str) {
 #[test]
 fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     let ws = Workspace::new();
-    let first = sized_run(&ws, 3, &["--checkpoint-after-seconds", "0"]);
-    assert_eq!(first.code, 0, "{first:?}");
+    let first = sized_run(&ws, 3, &["--checkpoint-after-seconds", "0"]).expect_code(0);
     let first_run = run_dir(&first);
     assert!(
         task_dirs(&first_run, "normal")[1]
@@ -373,8 +367,7 @@ fn reuse_resumes_only_the_evaluation_from_a_checkpoint() {
     );
     unpublish(&first_run, "arith-0001");
 
-    let again = sized_run(&ws, 3, &["--reuse"]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = sized_run(&ws, 3, &["--reuse"]).expect_code(0);
     let second = run_dir(&again);
     let events = progress_events(&second);
     let reuse = events
@@ -533,10 +526,8 @@ fn the_orchestration_deadline_ends_the_run_as_timed_out() {
 #[test]
 fn an_existing_run_id_or_a_missing_reuse_run_is_bad_input() {
     let ws = Workspace::new();
-    let out = sized_run(&ws, 2, &["--run-id", "r1"]);
-    assert_eq!(out.code, 0, "{out:?}");
-    let out = sized_run(&ws, 2, &["--run-id", "r1"]);
-    assert_eq!(out.code, 2, "{out:?}");
+    sized_run(&ws, 2, &["--run-id", "r1"]).expect_code(0);
+    let out = sized_run(&ws, 2, &["--run-id", "r1"]).expect_code(2);
     assert!(
         out.stderr
             .starts_with("error: output.run_id: run directory "),
@@ -548,8 +539,7 @@ fn an_existing_run_id_or_a_missing_reuse_run_is_bad_input() {
             .ends_with("already exists; choose a different --run-id or use --reuse"),
         "{out:?}"
     );
-    let out = sized_run(&ws, 2, &["--reuse", "nope"]);
-    assert_eq!(out.code, 2, "{out:?}");
+    let out = sized_run(&ws, 2, &["--reuse", "nope"]).expect_code(2);
     assert!(
         out.stderr
             .starts_with("error: runtime.reuse_run_id: run `nope` not found under "),

@@ -170,8 +170,8 @@ fn listed_jobs(ws: &Workspace) -> Vec<Value> {
         command(ws, None, &["cluster", "jobs", "results"])
             .spawn()
             .unwrap(),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    )
+    .expect_code(0);
     let listed: Value = serde_json::from_str(&out.stdout).unwrap();
     listed["jobs"].as_array().unwrap().clone()
 }
@@ -361,8 +361,8 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_en
             )
             .spawn()
             .unwrap(),
-        );
-        assert_eq!(out.code, 0, "{out:?}");
+        )
+        .expect_code(0);
         run_dir(&out)
     };
     let local = run("local");
@@ -561,8 +561,7 @@ fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
     let before = published(&run).len();
     assert!(before < 300, "{before}");
     json_files_parse(&run);
-    let out = outcome(spawn_slow(&ws, &config, 300, 5, true));
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = outcome(spawn_slow(&ws, &config, 300, 5, true)).expect_code(0);
     let resumed = run_dir(&out);
     assert_eq!(published(&resumed).len(), 300);
     eprintln!(
@@ -591,8 +590,7 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
     let left = listed_jobs(&ws);
     assert!(!left.is_empty(), "the jobs outlive their coordinator");
     let dead_run = PathBuf::from(left[0]["run_dir"].as_str().unwrap());
-    let out = outcome(spawn_slow(&ws, &config, 300, 5, true));
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = outcome(spawn_slow(&ws, &config, 300, 5, true)).expect_code(0);
     assert!(
         out.stderr.contains("Slurm jobs the run"),
         "the reuse says it cancelled the jobs left behind: {out:?}"
@@ -630,8 +628,8 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
         command(&ws, None, &["cluster", "cancel", &dead_run])
             .spawn()
             .unwrap(),
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    )
+    .expect_code(0);
     assert_eq!(
         out.stdout.trim(),
         format!("{dead_run}: cancelled {} jobs", left.len())
@@ -674,8 +672,8 @@ fn the_deadline_cancels_every_job() {
         )
         .spawn()
         .unwrap(),
-    );
-    assert_eq!(out.code, 1, "{out:?}");
+    )
+    .expect_code(1);
     let run = run_dir(&out);
     assert_eq!(read_json(&run.join("run_info.json"))["status"], "timed_out");
     assert!(listed_jobs(&ws).is_empty(), "no job outlives the deadline");
@@ -742,8 +740,7 @@ fn the_coordinators_memory_stays_flat_with_the_task_count() {
         .unwrap();
         let started = Instant::now();
         let peak = peak_rss_kb(&mut child);
-        let out = outcome(child);
-        assert_eq!(out.code, 0, "{out:?}");
+        let out = outcome(child).expect_code(0);
         assert_eq!(published(&run_dir(&out)).len(), size);
         peaks.push((size, peak, started.elapsed()));
     }
@@ -868,12 +865,10 @@ fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let out = outcome(child);
-    assert_eq!(out.code, 130, "{out:?}");
+    let out = outcome(child).expect_code(130);
     let interrupted = run_dir(&out);
     assert_eq!(published(&interrupted).len(), 0);
-    let out = outcome(run(true));
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = outcome(run(true)).expect_code(0);
     let resumed = run_dir(&out);
     assert_eq!(published(&resumed).len(), 3);
     let phases: Vec<String> = progress_events(&resumed)

@@ -114,8 +114,7 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
         "budget.toml",
         "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.5\n",
     );
-    let out = run(&setup, &server, &["--config", budget.to_str().unwrap()]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = run(&setup, &server, &["--config", budget.to_str().unwrap()]).expect_code(1);
     let run1 = run_dir(&out);
     let info = read_json(&run1.join("run_info.json"));
     assert_eq!(info["status"], "stopped_by_budget", "{info}");
@@ -182,8 +181,8 @@ fn a_budget_stops_starting_tasks_and_reuse_with_a_larger_one_runs_exactly_the_re
         &setup,
         &server,
         &["--config", bigger.to_str().unwrap(), "--reuse"],
-    );
-    assert_eq!(again.code, 0, "{again:?}");
+    )
+    .expect_code(0);
     let run2 = run_dir(&again);
     assert_eq!(
         read_json(&run2.join("run_info.json"))["status"],
@@ -317,8 +316,7 @@ fn model_failures_are_not_scored_stop_a_run_on_errors_and_rerun_alone() {
     let setup = setup(40);
     let server = server(&setup, true, "model.jsonl");
     // Every 5th task is rate-limited beyond the gateway's retries.
-    let out = run(&setup, &server, &[]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = run(&setup, &server, &[]).expect_code(1);
     let run1 = run_dir(&out);
     let metrics = read_json(&run1.join("metrics.json"));
     let headline = &metrics["series"][0];
@@ -348,8 +346,8 @@ fn model_failures_are_not_scored_stop_a_run_on_errors_and_rerun_alone() {
         &setup,
         &server,
         &["--fail-on-error", "0.1", "--task-concurrency", "1"],
-    );
-    assert_eq!(stopped.code, 1, "{stopped:?}");
+    )
+    .expect_code(1);
     let run2 = run_dir(&stopped);
     let info = read_json(&run2.join("run_info.json"));
     assert_eq!(info["status"], "stopped_on_errors", "{info}");
@@ -371,8 +369,8 @@ fn model_failures_are_not_scored_stop_a_run_on_errors_and_rerun_alone() {
             "--rerun",
             "model",
         ],
-    );
-    assert_eq!(rerun.code, 0, "{rerun:?}");
+    )
+    .expect_code(0);
     let asked: BTreeSet<String> = asked(&fixed).into_iter().collect();
     let expected: BTreeSet<String> = (0..40).step_by(5).map(|i| format!("q-{i}")).collect();
     assert_eq!(asked, expected);
@@ -703,8 +701,7 @@ fn terminus_runs_score_only_agent_outcomes_stop_on_errors_and_rerun_the_models_f
     let plugins = Packs::harbor();
     let tasks = classed_tasks(&ws, 20);
     let server = ScriptedServer::start(&terminus_script(20, true), None).unwrap();
-    let out = run_terminus(&ws, &plugins, &tasks, &server, &[]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = run_terminus(&ws, &plugins, &tasks, &server, &[]).expect_code(1);
     let run1 = run_dir(&out);
     let metrics = read_json(&run1.join("metrics.json"));
     assert_eq!(
@@ -739,8 +736,8 @@ fn terminus_runs_score_only_agent_outcomes_stop_on_errors_and_rerun_the_models_f
         &tasks,
         &server,
         &["--fail-on-error", "0.1", "--task-concurrency", "1"],
-    );
-    assert_eq!(stopped.code, 1, "{stopped:?}");
+    )
+    .expect_code(1);
     let run2 = run_dir(&stopped);
     assert_eq!(
         read_json(&run2.join("run_info.json"))["status"],
@@ -885,8 +882,7 @@ fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
         "[execution]\ntask_concurrency = 4\n[execution.budget]\nmax_cost_usd = 0.1\non_exhausted = \"cancel\"\n",
     );
     let started = std::time::Instant::now();
-    let out = run(&setup, &slow, &["--config", budget.to_str().unwrap()]);
-    assert_eq!(out.code, 1, "{out:?}");
+    let out = run(&setup, &slow, &["--config", budget.to_str().unwrap()]).expect_code(1);
     let run1 = run_dir(&out);
     let info = read_json(&run1.join("run_info.json"));
     assert_eq!(info["status"], "stopped_by_budget", "{info}");
@@ -914,7 +910,6 @@ fn a_budget_with_on_exhausted_cancel_stops_the_running_attempts() {
     assert!(spent_usd(&run1) <= 0.1 + 1e-9);
     // A cancelled attempt is skipped like the tasks never started, and `--reuse` runs it.
     let prompt = server(&setup, false, "prompt.jsonl");
-    let again = run(&setup, &prompt, &["--reuse"]);
-    assert_eq!(again.code, 0, "{again:?}");
+    let again = run(&setup, &prompt, &["--reuse"]).expect_code(0);
     assert_eq!(published_results(&run_dir(&again)).len(), 40);
 }

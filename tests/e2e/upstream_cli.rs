@@ -36,18 +36,19 @@ fn wrap_api_key_sends_upstreams_session_wrapped_key_and_persists_neither() {
         None,
     )
     .unwrap();
-    let out = setup.run(
-        &server.base_url(),
-        KEY,
-        &[
-            "--wrap-api-key",
-            "--results-dir",
-            results.to_str().unwrap(),
-            "--run-id",
-            "wrapped",
-        ],
-    );
-    assert_eq!(out.code, 0, "{out:?}");
+    let out = setup
+        .run(
+            &server.base_url(),
+            KEY,
+            &[
+                "--wrap-api-key",
+                "--results-dir",
+                results.to_str().unwrap(),
+                "--run-id",
+                "wrapped",
+            ],
+        )
+        .expect_code(0);
     assert_eq!(run_dir(&out), run);
     let metrics = read_json(&run.join("metrics.json"));
     assert_eq!(metrics["series"][0]["value"], 1.0, "{metrics}");

@@ -76,6 +76,15 @@ impl Outcome {
         }
     }
 
+    /// Asserts that the process exited with `code` (the outcome in the failure message,
+    /// reported at the caller) and passes the outcome on, for runs made by other means than
+    /// [`Workspace::run_expect`].
+    #[track_caller]
+    pub fn expect_code(self, code: i32) -> Self {
+        assert_eq!(self.code, code, "{self:?}");
+        self
+    }
+
     /// Standard-error lines that start with `prefix`.
     pub fn stderr_lines(&self, prefix: &str) -> Vec<&str> {
         self.stderr
@@ -331,9 +340,7 @@ impl Workspace {
     /// test's further checks.
     #[track_caller]
     pub fn run_expect(&self, code: i32, args: &[&str], env: &[(&str, &str)]) -> Outcome {
-        let out = self.run(args, env);
-        assert_eq!(out.code, code, "{out:?}");
-        out
+        self.run(args, env).expect_code(code)
     }
 
     /// [`Workspace::run_expect`] with exit code 0: a run that must succeed.
