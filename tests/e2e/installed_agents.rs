@@ -15,8 +15,8 @@ use agentcompass_e2e::loopback;
 use agentcompass_e2e::npm_mirror::NpmCacheMirror;
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    field_strs, files_containing, find_element, published_results, read_json, run_dir, Outcome,
-    PluginDirs, Workspace,
+    assert_secret_nowhere, field_strs, find_element, published_results, read_json, run_dir,
+    Outcome, Packs, PluginDirs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -152,27 +152,25 @@ fn model_flags(agent: &str, server: &ScriptedServer) -> [String; 4] {
     ]
 }
 
-/// `run harbor AGENT m-test` on the Harbor tasks at `tasks` with the real key given as
-/// `${AGENT_KEY}`, prices set, four tasks at once, plus `extra`.
-fn run_agent(
+/// `run harbor AGENT m-test` with the plugins of `packs` and the install cache `cache`, on the
+/// Harbor tasks at `tasks` against `server`, with the real key given as `${AGENT_KEY}`, plus
+/// `extra`.
+fn run_harbor_agent(
     ws: &Workspace,
+    packs: &Packs,
+    cache: &str,
     agent: &str,
     server: &ScriptedServer,
     tasks: &Path,
     extra: &[&str],
-) -> (Outcome, f64) {
-    let dirs = PluginDirs::new();
-    let packs = dirs.package("packs", "harbor-pack");
-    dirs.package("packs", "agents-pack");
-    dirs.package("packs", "docker-provider");
-    let cache = install_cache();
+) -> Outcome {
     let benchmark = json!({"path": tasks}).to_string();
     let model = model_flags(agent, server);
     let mut args = vec![
         "--plugin-dir",
         packs.to_str().unwrap(),
         "--install-cache-dir",
-        &cache,
+        cache,
         "run",
         "harbor",
         agent,
@@ -181,15 +179,31 @@ fn run_agent(
         &benchmark,
         "--model-api-key",
         "${AGENT_KEY}",
+    ];
+    args.extend(model.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    ws.run(&args, &[("AGENT_KEY", KEY)])
+}
+
+/// [`run_harbor_agent`] with the shared install cache, the docker provider among the plugins,
+/// prices set and four tasks at once; with its wall time in seconds.
+fn run_agent(
+    ws: &Workspace,
+    agent: &str,
+    server: &ScriptedServer,
+    tasks: &Path,
+    extra: &[&str],
+) -> (Outcome, f64) {
+    let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
+    let mut args = vec![
         "--model-params",
         r#"{"pricing": {"input": 3.0, "output": 15.0}, "max_retries": 1}"#,
         "--task-concurrency",
         "4",
     ];
-    args.extend(model.iter().map(String::as_str));
     args.extend_from_slice(extra);
     let started = Instant::now();
-    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    let out = run_harbor_agent(ws, &packs, &install_cache(), agent, server, tasks, &args);
     (out, started.elapsed().as_secs_f64())
 }
 
@@ -339,8 +353,7 @@ fn solves_the_bundled_tasks(agent: &str, extra: &[&str]) {
         summary.contains("Model usage: ") && summary.contains(" · $"),
         "{summary}"
     );
-    assert_eq!(files_containing(&run, KEY), Vec::<PathBuf>::new());
-    assert!(!out.stdout.contains(KEY) && !out.stderr.contains(KEY));
+    assert_secret_nowhere(&run, &out, KEY);
 }
 
 #[test]
@@ -417,32 +430,18 @@ fn run_claude_with_cache(
     params: &str,
     extra: &[&str],
 ) -> Outcome {
-    let dirs = PluginDirs::new();
-    let packs = dirs.package("packs", "harbor-pack");
-    dirs.package("packs", "agents-pack");
-    let benchmark = json!({"path": tasks}).to_string();
-    let model = model_flags("claude_code", server);
-    let mut args = vec![
-        "--plugin-dir",
-        packs.to_str().unwrap(),
-        "--install-cache-dir",
-        cache.to_str().unwrap(),
-        "run",
-        "harbor",
-        "claude_code",
-        "m-test",
-        "--env",
-        "sandbox",
-        "--benchmark-params",
-        &benchmark,
-        "--harness-params",
-        params,
-        "--model-api-key",
-        "${AGENT_KEY}",
-    ];
-    args.extend(model.iter().map(String::as_str));
+    let mut args = vec!["--env", "sandbox", "--harness-params", params];
     args.extend_from_slice(extra);
-    ws.run(&args, &[("AGENT_KEY", KEY)])
+    let cache = cache.to_str().unwrap();
+    run_harbor_agent(
+        ws,
+        &Packs::harbor(),
+        cache,
+        "claude_code",
+        server,
+        tasks,
+        &args,
+    )
 }
 
 #[test]
@@ -455,9 +454,7 @@ fn a_broken_install_is_one_task_issue_naming_the_package_and_the_installers_erro
     let params =
         json!({"version": "9.9.9", "registry": format!("http://127.0.0.1:{port}/")}).to_string();
     let out = run_claude_with_cache(&ws, &server, &tasks, empty_cache.path(), &params, &[]);
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
+    let result = hello_file_result(&out);
     let issues = result["issues"].as_array().unwrap();
     assert_eq!(issues.len(), 1, "{result:#}");
     let issue = &issues[0];
@@ -496,6 +493,67 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A scripted model that keeps Claude Code calling tools forever
+/// (`tests/fixtures/agents/claude_code-looping.json`), requiring the real key.
+fn looping_claude_code() -> ScriptedServer {
+    let text =
+        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
+            .unwrap();
+    let mut looping: Value = serde_json::from_str(&text).unwrap();
+    looping["require_key"] = json!(KEY);
+    ScriptedServer::start(&looping, None).unwrap()
+}
+
+/// The published result of `hello-file` in the run `out` printed.
+fn hello_file_result(out: &Outcome) -> Value {
+    let mut results = published_results(&run_dir(out));
+    let (_, result) = results
+        .remove("hello-file")
+        .unwrap_or_else(|| panic!("hello-file is not published: {out:?}"));
+    result
+}
+
+/// Runs `agent` on hello-file alone in the sandbox against `server`, plus `extra`: its
+/// published result and the run's wall time in seconds.
+fn on_hello_file(agent: &str, server: &ScriptedServer, extra: &[&str]) -> (Value, f64) {
+    let ws = Workspace::new();
+    let tasks = hello_only(&ws);
+    let mut args = vec!["--env", "sandbox"];
+    args.extend_from_slice(extra);
+    let (out, seconds) = run_agent(&ws, agent, server, &tasks, &args);
+    (hello_file_result(&out), seconds)
+}
+
+/// Runs `agent` on hello-file under `max_turns` 2 against `server` (a model that never lets
+/// it finish), asserts that exactly two calls reached the model and returns the task's
+/// result.
+fn stopped_after_two_turns(agent: &str, server: &ScriptedServer) -> Value {
+    let (result, seconds) = on_hello_file(
+        agent,
+        server,
+        &[
+            "--execution-params",
+            r#"{"limits": {"max_turns": 2}, "run_timeout_seconds": 120}"#,
+        ],
+    );
+    let calls = calls_to(server, path_of(agent));
+    eprintln!(
+        "{agent} under max_turns 2: {calls} model calls, {seconds:.1} s, issues {}",
+        result["issues"]
+    );
+    assert_eq!(calls, 2, "{:?}", server.requests());
+    result
+}
+
+/// How many of the requests `server` answered went to `path`.
+fn calls_to(server: &ScriptedServer, path: &str) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| r["path"] == json!(path))
+        .count()
+}
+
 /// hello-file alone, copied into `ws`.
 fn hello_only(ws: &Workspace) -> PathBuf {
     let dir = ws.root().join("hello");
@@ -510,24 +568,12 @@ fn a_model_failing_every_call_ends_the_attempt_with_the_gateways_issue() {
         None,
     )
     .unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
-    let (out, seconds) = run_agent(
-        &ws,
+    let (result, seconds) = on_hello_file(
         "claude_code",
         &server,
-        &tasks,
-        &[
-            "--env",
-            "sandbox",
-            "--harness-params",
-            r#"{"agent_retries": 0}"#,
-        ],
+        &["--harness-params", r#"{"agent_retries": 0}"#],
     );
     eprintln!("claude_code against a model answering 500: {seconds:.1} s");
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
     let codes: Vec<&str> = field_strs(&result["issues"], "code");
     assert!(codes.contains(&"model_failed"), "{result:#}");
     assert!(!codes.contains(&"run_timeout"), "{result:#}");
@@ -540,14 +586,7 @@ fn a_model_failing_every_call_ends_the_attempt_with_the_gateways_issue() {
 
 #[test]
 fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
-    let text =
-        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
-            .unwrap();
-    let mut looping: Value = serde_json::from_str(&text).unwrap();
-    looping["require_key"] = json!(KEY);
-    let server = ScriptedServer::start(&looping, None).unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
+    let server = looping_claude_code();
     // A marker on the agent's command line tells its processes from other tests' agents.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -555,23 +594,16 @@ fn a_looping_agent_is_stopped_at_a_5_s_run_timeout_with_no_process_left() {
         .as_nanos();
     let marker = format!("loop-marker-{}-{nanos}", std::process::id());
     let params = json!({"extra_args": ["--append-system-prompt", marker]}).to_string();
-    let (out, seconds) = run_agent(
-        &ws,
+    let (result, seconds) = on_hello_file(
         "claude_code",
         &server,
-        &tasks,
         &[
-            "--env",
-            "sandbox",
             "--execution-params",
             r#"{"run_timeout_seconds": 5}"#,
             "--harness-params",
             &params,
         ],
     );
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
     let issue = &result["issues"][0];
     assert_eq!(issue["code"], json!("run_timeout"), "{result:#}");
     let steps = result["trajectory"]["steps"].as_array().map_or(0, Vec::len);
@@ -613,29 +645,15 @@ fn config_docs_lists_each_installed_agents_parameters() {
 
 #[test]
 fn an_agent_cli_past_max_model_calls_is_refused_at_the_model_endpoint_and_stopped() {
-    let text =
-        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
-            .unwrap();
-    let mut looping: Value = serde_json::from_str(&text).unwrap();
-    looping["require_key"] = json!(KEY);
-    let server = ScriptedServer::start(&looping, None).unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
-    let (out, seconds) = run_agent(
-        &ws,
+    let server = looping_claude_code();
+    let (result, seconds) = on_hello_file(
         "claude_code",
         &server,
-        &tasks,
         &[
-            "--env",
-            "sandbox",
             "--execution-params",
             r#"{"limits": {"max_model_calls": 3}, "run_timeout_seconds": 120}"#,
         ],
     );
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
     let codes: Vec<&str> = result["issues"]
         .as_array()
         .unwrap()
@@ -646,11 +664,7 @@ fn an_agent_cli_past_max_model_calls_is_refused_at_the_model_endpoint_and_stoppe
     assert!(codes.contains(&"limit_exceeded"), "{result:#}");
     assert!(!codes.contains(&"model_failed"), "{result:#}");
     assert!(!codes.contains(&"run_timeout"), "{result:#}");
-    let calls = server
-        .requests()
-        .iter()
-        .filter(|r| r["path"] == json!("/v1/messages"))
-        .count();
+    let calls = calls_to(&server, "/v1/messages");
     let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
     eprintln!("claude_code under max_model_calls 3: {calls} calls reached the model, run of {seconds:.1} s, usage {usage}");
     // The fourth call was refused by the endpoint in the sandbox: it never reached the model.
@@ -660,39 +674,8 @@ fn an_agent_cli_past_max_model_calls_is_refused_at_the_model_endpoint_and_stoppe
 
 #[test]
 fn claude_code_stops_at_the_requests_max_turns_with_limit_exceeded() {
-    let text =
-        std::fs::read_to_string(repo().join("tests/fixtures/agents/claude_code-looping.json"))
-            .unwrap();
-    let mut looping: Value = serde_json::from_str(&text).unwrap();
-    looping["require_key"] = json!(KEY);
-    let server = ScriptedServer::start(&looping, None).unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
-    let (out, seconds) = run_agent(
-        &ws,
-        "claude_code",
-        &server,
-        &tasks,
-        &[
-            "--env",
-            "sandbox",
-            "--execution-params",
-            r#"{"limits": {"max_turns": 2}, "run_timeout_seconds": 120}"#,
-        ],
-    );
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
-    let calls = server
-        .requests()
-        .iter()
-        .filter(|r| r["path"] == json!("/v1/messages"))
-        .count();
-    eprintln!(
-        "claude_code under max_turns 2: {calls} model calls, {seconds:.1} s, issues {}",
-        result["issues"]
-    );
-    assert_eq!(calls, 2, "{:?}", server.requests());
+    let server = looping_claude_code();
+    let result = stopped_after_two_turns("claude_code", &server);
     let issues = result["issues"].as_array().unwrap();
     assert_eq!(issues.len(), 1, "{result:#}");
     assert_eq!(issues[0]["code"], json!("limit_exceeded"), "{result:#}");
@@ -713,33 +696,7 @@ fn mini_swe_agent_stops_at_the_requests_max_turns_with_limit_exceeded() {
         None,
     )
     .unwrap();
-    let ws = Workspace::new();
-    let tasks = hello_only(&ws);
-    let (out, seconds) = run_agent(
-        &ws,
-        "mini_swe_agent",
-        &server,
-        &tasks,
-        &[
-            "--env",
-            "sandbox",
-            "--execution-params",
-            r#"{"limits": {"max_turns": 2}, "run_timeout_seconds": 120}"#,
-        ],
-    );
-    let run = run_dir(&out);
-    let results = published_results(&run);
-    let (_, result) = &results["hello-file"];
-    let calls = server
-        .requests()
-        .iter()
-        .filter(|r| r["path"] == json!("/v1/chat/completions"))
-        .count();
-    eprintln!(
-        "mini_swe_agent under max_turns 2: {calls} model calls, {seconds:.1} s, issues {}",
-        result["issues"]
-    );
-    assert_eq!(calls, 2, "{:?}", server.requests());
+    let result = stopped_after_two_turns("mini_swe_agent", &server);
     let codes: Vec<&str> = field_strs(&result["issues"], "code");
     assert_eq!(codes, ["limit_exceeded"], "{result:#}");
 }
