@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, files_under, json_files_parse, progress_events, published_results, read_json,
-    run_dir, Outcome, Packs, Workspace,
+    example_run, files_containing, files_under, json_files_parse, progress_events,
+    published_results, read_json, run_dir, self_check_run, terminus_args, Outcome, Packs,
+    Workspace,
 };
 use serde_json::{json, Value};
 
@@ -102,26 +103,63 @@ fn restart_slurmd(node: &str) {
     }
 }
 
-/// Runs the host as `ws.run` does, with the cluster's configuration in the environment.
-fn command(ws: &Workspace, plugin_dir: Option<&Path>, args: &[&str]) -> Command {
+/// Starts the host as `ws.run` runs it, with the cluster's configuration in the environment
+/// (its output piped).
+fn spawn(ws: &Workspace, args: &[&str]) -> Child {
     let mut command = ws.command();
-    command.env("SLURM_CONF", slurm_conf());
-    if let Some(dir) = plugin_dir {
-        command.arg("--plugin-dir").arg(dir);
-    }
     command
+        .env("SLURM_CONF", slurm_conf())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    command
+    command.spawn().unwrap()
 }
 
+/// Waits for a host [`spawn`] started.
 fn outcome(child: Child) -> Outcome {
     Outcome::of(child.wait_with_output().unwrap())
 }
 
-/// `[runtime.slurm]` as a config file in the workspace.
-fn slurm_config(ws: &Workspace, name: &str, table: &str) -> String {
+/// Runs the host as [`spawn`] starts it, to its end.
+fn run_to_end(ws: &Workspace, args: &[&str]) -> Outcome {
+    outcome(spawn(ws, args))
+}
+
+/// `--config CONFIG`, the `run` command line `run`, then `--executor EXECUTOR --progress none`.
+fn on_executor<'a>(config: &'a str, executor: &'a str, run: Vec<&'a str>) -> Vec<&'a str> {
+    let mut args = vec!["--config", config];
+    args.extend(run);
+    args.extend(["--executor", executor, "--progress", "none"]);
+    args
+}
+
+/// The `[runtime.slurm]` of the runs that spread slow calculator tasks over the nodes: 25
+/// attempts a job, 2 CPUs each, at most 6 jobs at once.
+const SLOW_JOBS: &str = "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6";
+
+/// Waits (up to 180 s) until at least three jobs of the workspace's runs are running.
+fn wait_for_three_running_jobs(ws: &Workspace) {
+    wait_until("running jobs", Duration::from_secs(180), || {
+        running_jobs(ws).len() >= 3
+    });
+}
+
+/// Sends SIGINT (Ctrl-C) to `child`.
+fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `[runtime.slurm]` as the config file `slurm.toml` in the workspace.
+fn slurm_config(ws: &Workspace, table: &str) -> String {
+    slurm_config_named(ws, "slurm.toml", table)
+}
+
+/// `[runtime.slurm]` as the config file `name` in the workspace.
+fn slurm_config_named(ws: &Workspace, name: &str, table: &str) -> String {
     ws.write(name, &format!("[runtime.slurm]\n{table}\n"))
         .display()
         .to_string()
@@ -166,12 +204,7 @@ fn listed_jobs(ws: &Workspace) -> Vec<Value> {
     if !ws.cwd.join("results").is_dir() {
         return Vec::new();
     }
-    let out = outcome(
-        command(ws, None, &["cluster", "jobs", "results"])
-            .spawn()
-            .unwrap(),
-    )
-    .expect_code(0);
+    let out = run_to_end(ws, &["cluster", "jobs", "results"]).expect_code(0);
     let listed: Value = serde_json::from_str(&out.stdout).unwrap();
     listed["jobs"].as_array().unwrap().clone()
 }
@@ -189,32 +222,18 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
-        "slurm.toml",
         "attempts_per_job = 50\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
     );
-    let args = |executor: &'static str| {
-        vec![
-            "--config".to_string(),
-            config.clone(),
-            "run".into(),
-            "example_self_check".into(),
-            "none".into(),
-            "m".into(),
-            "--benchmark-params".into(),
-            r#"{"size": 1000}"#.into(),
-            "--task-concurrency".into(),
-            "12".into(),
-            "--executor".into(),
-            executor.into(),
-            "--progress".into(),
-            "none".into(),
-        ]
-    };
-    let timed = |executor: &'static str| {
-        let args = args(executor);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let timed = |executor: &str| {
+        let run = self_check_run(&[
+            "--benchmark-params",
+            r#"{"size": 1000}"#,
+            "--task-concurrency",
+            "12",
+        ]);
+        let args = on_executor(&config, executor, run);
         let started = Instant::now();
-        let out = outcome(command(&ws, None, &args).spawn().unwrap());
+        let out = run_to_end(&ws, &args);
         (out, started.elapsed())
     };
     let (local, local_wall) = timed("local");
@@ -266,34 +285,18 @@ fn a_cluster_run_equals_the_local_run_and_uses_every_node() {
     );
 
     // One job per attempt: what a job costs.
-    let config = slurm_config(
+    let config = slurm_config_named(
         &ws,
         "one.toml",
         "attempts_per_job = 1\nmax_jobs_in_flight = 12",
     );
-    let started = Instant::now();
-    let out = outcome(
-        command(
-            &ws,
-            None,
-            &[
-                "--config",
-                &config,
-                "run",
-                "example_self_check",
-                "none",
-                "m",
-                "--benchmark-params",
-                r#"{"size": 60}"#,
-                "--executor",
-                "slurm",
-                "--progress",
-                "none",
-            ],
-        )
-        .spawn()
-        .unwrap(),
+    let args = on_executor(
+        &config,
+        "slurm",
+        self_check_run(&["--benchmark-params", r#"{"size": 60}"#]),
     );
+    let started = Instant::now();
+    let out = run_to_end(&ws, &args);
     let one_per_job = started.elapsed();
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(published(&run_dir(&out)).len(), 60);
@@ -326,43 +329,12 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_en
     // The scripted model refuses any other key: a literal on the command line, which the
     // nodes get only through their jobs' environment.
     let key = script["require_key"].as_str().unwrap().to_string();
-    let config = slurm_config(
-        &ws,
-        "slurm.toml",
-        "cpus_per_job = 4\nmax_jobs_in_flight = 3",
-    );
+    let config = slurm_config(&ws, "cpus_per_job = 4\nmax_jobs_in_flight = 3");
     let run = |executor: &str| {
         let server = ScriptedServer::start(&script, None).unwrap();
         let base_url = server.base_url();
-        let out = outcome(
-            command(
-                &ws,
-                Some(&plugins),
-                &[
-                    "--config",
-                    &config,
-                    "run",
-                    "harbor",
-                    "terminus",
-                    "scripted-model",
-                    "--benchmark-params",
-                    &params,
-                    "--env",
-                    "sandbox",
-                    "--model-base-url",
-                    &base_url,
-                    "--model-api-key",
-                    &key,
-                    "--executor",
-                    executor,
-                    "--progress",
-                    "none",
-                ],
-            )
-            .spawn()
-            .unwrap(),
-        )
-        .expect_code(0);
+        let run = terminus_args(&plugins, &params, &base_url, &key);
+        let out = run_to_end(&ws, &on_executor(&config, executor, run)).expect_code(0);
         run_dir(&out)
     };
     let local = run("local");
@@ -405,28 +377,19 @@ fn harbor_tasks_run_in_the_sandbox_on_the_nodes_with_the_key_only_in_the_jobs_en
 fn spawn_slow(ws: &Workspace, config: &str, tasks: usize, delay_ms: u64, reuse: bool) -> Child {
     let size = json!({ "size": tasks }).to_string();
     let harness = json!({ "delay_ms": delay_ms, "wrong_every": 3 }).to_string();
-    let mut args = vec![
-        "--config",
-        config,
-        "run",
-        "example_exact_match",
-        "example_calculator",
-        "calc",
+    let run = example_run(&[
         "--benchmark-params",
         &size,
         "--harness-params",
         &harness,
         "--task-concurrency",
         "12",
-        "--executor",
-        "slurm",
-        "--progress",
-        "none",
-    ];
+    ]);
+    let mut args = on_executor(config, "slurm", run);
     if reuse {
         args.push("--reuse");
     }
-    command(ws, None, &args).spawn().unwrap()
+    spawn(ws, &args)
 }
 
 /// The running jobs of the workspace's runs (by the `ac-` names `squeue` shows).
@@ -444,7 +407,6 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
     // (its processes keep running meanwhile: two copies of one unit at once).
     let config = slurm_config(
         &ws,
-        "slurm.toml",
         "attempts_per_job = 334\ncpus_per_job = 2\nmax_jobs_in_flight = 3",
     );
     let child = spawn_slow(&ws, &config, 1000, 250, false);
@@ -531,22 +493,12 @@ fn a_lost_node_and_a_duplicated_unit_publish_every_task_exactly_once() {
 #[test]
 fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
     let ws = Workspace::new();
-    let config = slurm_config(
-        &ws,
-        "slurm.toml",
-        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
-    );
+    let config = slurm_config(&ws, SLOW_JOBS);
     let child = spawn_slow(&ws, &config, 300, 400, false);
-    wait_until("running jobs", Duration::from_secs(180), || {
-        running_jobs(&ws).len() >= 3
-    });
+    wait_for_three_running_jobs(&ws);
     std::thread::sleep(Duration::from_secs(2));
     let signalled = Instant::now();
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let out = outcome(child);
     let exited = signalled.elapsed();
     assert_eq!(out.code, 130, "{out:?}");
@@ -574,15 +526,9 @@ fn ctrl_c_cancels_every_job_and_reuse_finishes_the_run() {
 #[test]
 fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once() {
     let ws = Workspace::new();
-    let config = slurm_config(
-        &ws,
-        "slurm.toml",
-        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
-    );
+    let config = slurm_config(&ws, SLOW_JOBS);
     let mut child = spawn_slow(&ws, &config, 300, 400, false);
-    wait_until("running jobs", Duration::from_secs(180), || {
-        running_jobs(&ws).len() >= 3
-    });
+    wait_for_three_running_jobs(&ws);
     std::thread::sleep(Duration::from_secs(2));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -616,20 +562,13 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
 
     // `cluster cancel` does the same by hand.
     let mut child = spawn_slow(&ws, &config, 300, 400, false);
-    wait_until("running jobs", Duration::from_secs(180), || {
-        running_jobs(&ws).len() >= 3
-    });
+    wait_for_three_running_jobs(&ws);
     child.kill().unwrap();
     child.wait().unwrap();
     let left = listed_jobs(&ws);
     assert!(!left.is_empty());
     let dead_run = left[0]["run_dir"].as_str().unwrap().to_string();
-    let out = outcome(
-        command(&ws, None, &["cluster", "cancel", &dead_run])
-            .spawn()
-            .unwrap(),
-    )
-    .expect_code(0);
+    let out = run_to_end(&ws, &["cluster", "cancel", &dead_run]).expect_code(0);
     assert_eq!(
         out.stdout.trim(),
         format!("{dead_run}: cancelled {} jobs", left.len())
@@ -640,40 +579,19 @@ fn a_killed_coordinators_jobs_are_cancelled_by_reuse_and_the_run_completes_once(
 #[test]
 fn the_deadline_cancels_every_job() {
     let ws = Workspace::new();
-    let config = slurm_config(
-        &ws,
-        "slurm.toml",
-        "attempts_per_job = 25\ncpus_per_job = 2\nmax_jobs_in_flight = 6",
-    );
+    let config = slurm_config(&ws, SLOW_JOBS);
     let size = json!({ "size": 300 }).to_string();
+    let run = example_run(&[
+        "--benchmark-params",
+        &size,
+        "--harness-params",
+        r#"{"delay_ms": 400}"#,
+        "--timeout-seconds",
+        "6",
+    ]);
+    let args = on_executor(&config, "slurm", run);
     let started = Instant::now();
-    let out = outcome(
-        command(
-            &ws,
-            None,
-            &[
-                "--config",
-                &config,
-                "run",
-                "example_exact_match",
-                "example_calculator",
-                "calc",
-                "--benchmark-params",
-                &size,
-                "--harness-params",
-                r#"{"delay_ms": 400}"#,
-                "--executor",
-                "slurm",
-                "--timeout-seconds",
-                "6",
-                "--progress",
-                "none",
-            ],
-        )
-        .spawn()
-        .unwrap(),
-    )
-    .expect_code(1);
+    let out = run_to_end(&ws, &args).expect_code(1);
     let run = run_dir(&out);
     assert_eq!(read_json(&run.join("run_info.json"))["status"], "timed_out");
     assert!(listed_jobs(&ws).is_empty(), "no job outlives the deadline");
@@ -710,34 +628,13 @@ fn the_coordinators_memory_stays_flat_with_the_task_count() {
     let ws = Workspace::new();
     let config = slurm_config(
         &ws,
-        "slurm.toml",
         "attempts_per_job = 500\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
     );
     let mut peaks = Vec::new();
     for size in [1000, 10_000] {
         let params = json!({ "size": size }).to_string();
-        let mut child = command(
-            &ws,
-            None,
-            &[
-                "--config",
-                &config,
-                "run",
-                "example_self_check",
-                "none",
-                "m",
-                "--benchmark-params",
-                &params,
-                "--task-concurrency",
-                "12",
-                "--executor",
-                "slurm",
-                "--progress",
-                "none",
-            ],
-        )
-        .spawn()
-        .unwrap();
+        let run = self_check_run(&["--benchmark-params", &params, "--task-concurrency", "12"]);
+        let mut child = spawn(&ws, &on_executor(&config, "slurm", run));
         let started = Instant::now();
         let peak = peak_rss_kb(&mut child);
         let out = outcome(child).expect_code(0);
@@ -782,21 +679,8 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
     let mut lines = Vec::new();
     for (name, content, slurm_conf) in cases {
         let config = ws.write(name, content).display().to_string();
-        let out = ws.run(
-            &[
-                "--config",
-                &config,
-                "run",
-                "example_self_check",
-                "none",
-                "m",
-                "--executor",
-                "slurm",
-                "--progress",
-                "none",
-            ],
-            &[("SLURM_CONF", slurm_conf)],
-        );
+        let args = on_executor(&config, "slurm", self_check_run(&[]));
+        let out = ws.run(&args, &[("SLURM_CONF", slurm_conf)]);
         assert_eq!(out.code, 2, "{name}: {out:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{name}: {out:?}");
         assert!(!ws.cwd.join("results").exists(), "{name}: wrote results");
@@ -822,32 +706,19 @@ fn bad_slurm_settings_are_one_line_exit_2_and_write_nothing() {
 #[test]
 fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
     let ws = Workspace::new();
-    let config = slurm_config(
-        &ws,
-        "slurm.toml",
-        "cpus_per_job = 2\nmax_jobs_in_flight = 3",
-    );
+    let config = slurm_config(&ws, "cpus_per_job = 2\nmax_jobs_in_flight = 3");
     let run = |reuse: bool| {
-        let mut args = vec![
-            "--config",
-            &config,
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
+        let run = example_run(&[
             "--benchmark-params",
             r#"{"size": 3, "evaluate_delay_ms": 4000}"#,
             "--checkpoint-after-seconds",
             "0",
-            "--executor",
-            "slurm",
-            "--progress",
-            "none",
-        ];
+        ]);
+        let mut args = on_executor(&config, "slurm", run);
         if reuse {
             args.push("--reuse");
         }
-        command(&ws, None, &args).spawn().unwrap()
+        spawn(&ws, &args)
     };
     let child = run(false);
     // Every task's evaluation starts after its checkpoint is saved on its node.
@@ -861,10 +732,7 @@ fn an_evaluation_checkpointed_on_a_node_resumes_without_the_agent() {
     wait_until("three checkpoints", Duration::from_secs(120), || {
         checkpoints(&results) == 3
     });
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    interrupt(&child);
     let out = outcome(child).expect_code(130);
     let interrupted = run_dir(&out);
     assert_eq!(published(&interrupted).len(), 0);

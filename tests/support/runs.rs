@@ -14,6 +14,14 @@ pub fn example_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
+/// `run example_self_check none m`, then `extra`: a run of the example pack's harness-free
+/// benchmark (it checks itself; no harness, no model).
+pub fn self_check_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", "example_self_check", "none", "m"];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// `plan example_exact_match example_calculator m --task TASK`, then `extra`: the plan view
 /// of one task of the example benchmark by the example harness.
 pub fn example_plan<'a>(task: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
