@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{published_results as results, run_dir, Packs, Workspace};
+use agentcompass_e2e::{pack_run, published_results as results, run_dir, Packs, Workspace};
 use serde_json::{json, Value};
 
 fn repo_root() -> PathBuf {
@@ -89,24 +89,21 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     let params = json!({"path": fixture}).to_string();
     let env = env_params(&context);
     let out = ws.run_ok(
-        &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "run",
-            "harbor",
-            "oracle",
-            "scripted-model",
-            "--benchmark-params",
+        &pack_run(
+            &plugins,
+            ["harbor", "oracle", "scripted-model"],
             &params,
-            "--env",
-            "docker",
-            "--env-params",
-            &env,
-            "--execution-params",
-            r#"{"save_artifacts": true}"#,
-            "--progress",
-            "none",
-        ],
+            &[
+                "--env",
+                "docker",
+                "--env-params",
+                &env,
+                "--execution-params",
+                r#"{"save_artifacts": true}"#,
+                "--progress",
+                "none",
+            ],
+        ),
         &[("E2E_NET_PORT", port.as_str())],
     );
     let (attempt, result) = &results(&run_dir(&out))["docker-phase-network"];
@@ -145,22 +142,19 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
             .to_string();
     let out = ws.run_expect(
         1,
-        &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "run",
-            "harbor",
-            "oracle",
-            "scripted-model",
-            "--benchmark-params",
+        &pack_run(
+            &plugins,
+            ["harbor", "oracle", "scripted-model"],
             &params,
-            "--env",
-            "docker",
-            "--env-params",
-            &env,
-            "--progress",
-            "none",
-        ],
+            &[
+                "--env",
+                "docker",
+                "--env-params",
+                &env,
+                "--progress",
+                "none",
+            ],
+        ),
         &[("E2E_NET_PORT", "1")],
     );
     let (_, result) = &results(&run_dir(&out))["phase-network"];

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, published_results as results, run_dir, Outcome, Packs, Workspace,
+    files_containing, pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -45,20 +45,12 @@ fn harbor() -> Harbor {
 impl Harbor {
     fn run(&self, path: &Path, harness: &str, extra: &[&str], env: &[(&str, &str)]) -> Outcome {
         let params = json!({"path": path}).to_string();
-        let mut args = vec![
-            "--plugin-dir",
-            self.plugins.to_str().unwrap(),
-            "run",
-            "harbor",
-            harness,
-            "scripted-model",
-            "--benchmark-params",
+        let mut args = pack_run(
+            &self.plugins,
+            ["harbor", harness, "scripted-model"],
             &params,
-            "--env",
-            "sandbox",
-            "--progress",
-            "none",
-        ];
+            &["--env", "sandbox", "--progress", "none"],
+        );
         args.extend_from_slice(extra);
         self.ws.run(&args, env)
     }

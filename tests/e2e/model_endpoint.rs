@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{files_containing, published_results, run_dir, PluginDirs, Workspace};
+use agentcompass_e2e::{
+    files_containing, pack_run, published_results, run_dir, PluginDirs, Workspace,
+};
 use serde_json::json;
 
 const KEY: &str = "sk-e2e-ENDPOINT-real-5517";
@@ -115,26 +117,23 @@ pub(crate) fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, e
     }
     let harness = json!({"command": AGENT.replace("MODEL_HOST", &model_host)}).to_string();
     let task = json!({"path": examples()}).to_string();
-    let mut args = vec![
-        "--plugin-dir",
-        packs.to_str().unwrap(),
-        "run",
-        "harbor",
-        "cli_agent",
-        "m",
-        "--benchmark-params",
+    let mut args = pack_run(
+        &packs,
+        ["harbor", "cli_agent", "m"],
         &task,
-        "--harness-params",
-        &harness,
-        "--model-base-url",
-        &base_url,
-        "--model-api-key",
-        "${E2E_KEY}",
-        "--env",
-        env,
-        "--execution-params",
-        r#"{"save_artifacts": true}"#,
-    ];
+        &[
+            "--harness-params",
+            &harness,
+            "--model-base-url",
+            &base_url,
+            "--model-api-key",
+            "${E2E_KEY}",
+            "--env",
+            env,
+            "--execution-params",
+            r#"{"save_artifacts": true}"#,
+        ],
+    );
     args.extend_from_slice(extra);
     let out = ws.run_ok(&args, &[("E2E_KEY", KEY)]);
     let run = run_dir(&out);

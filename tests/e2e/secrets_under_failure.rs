@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, published_results, run_dir, Outcome, Packs, Workspace, THREE_QUESTIONS,
+    files_containing, pack_run, published_results, run_dir, Outcome, Packs, Workspace,
+    THREE_QUESTIONS,
 };
 use serde_json::{json, Value};
 
@@ -237,28 +238,24 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
         ),
     );
     let params = json!({"path": dataset}).to_string();
-    let packs_arg = packs.to_str().unwrap();
     let out = ws.run(
-        &[
-            "--plugin-dir",
-            packs_arg,
-            "run",
-            "qa",
-            "openai_chat",
-            "m",
-            "--benchmark-params",
+        &pack_run(
+            &packs,
+            ["qa", "openai_chat", "m"],
             &params,
-            "--model-base-url",
-            &base_url,
-            "--model-api-key",
-            "${E2E_LONG_KEY}",
-            "--model-params",
-            r#"{"max_retries": 1, "retry_backoff_seconds": 0}"#,
-            "--max-retries",
-            "1",
-            "--progress",
-            "plain",
-        ],
+            &[
+                "--model-base-url",
+                &base_url,
+                "--model-api-key",
+                "${E2E_LONG_KEY}",
+                "--model-params",
+                r#"{"max_retries": 1, "retry_backoff_seconds": 0}"#,
+                "--max-retries",
+                "1",
+                "--progress",
+                "plain",
+            ],
+        ),
         env,
     );
     let run = run_dir(&out);
@@ -279,6 +276,7 @@ fn no_fragment_of_a_cut_or_embedded_secret_leaks() {
     outcomes.push(("500 echoing the key", out));
 
     // `run harbor cli_agent m ARGS...` in the sandbox, pointed at the scripted model.
+    let packs_arg = packs.to_str().unwrap();
     let harbor_cli_agent = |args: &[&str]| {
         let mut all = vec!["--plugin-dir", packs_arg, "run", "harbor", "cli_agent", "m"];
         all.extend_from_slice(args);

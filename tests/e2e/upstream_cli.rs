@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    assert_secret_nowhere, example_run, files_containing, read_json, run_dir, QaSetup, Workspace,
+    assert_secret_nowhere, example_run, files_containing, pack_run, read_json, run_dir, QaSetup,
+    Workspace,
 };
 use serde_json::json;
 
@@ -278,20 +279,17 @@ fn openai_chat_accepts_upstreams_max_retries() {
         "{metrics}"
     );
     let out = ws.run(
-        &[
-            "--plugin-dir",
-            plugins.to_str().unwrap(),
-            "run",
-            "qa",
-            "openai_chat",
-            "m",
-            "--benchmark-params",
+        &pack_run(
+            plugins,
+            ["qa", "openai_chat", "m"],
             &params,
-            "--harness-params",
-            r#"{"max_retries": 99}"#,
-            "--model-base-url",
-            "http://127.0.0.1:9",
-        ],
+            &[
+                "--harness-params",
+                r#"{"max_retries": 99}"#,
+                "--model-base-url",
+                "http://127.0.0.1:9",
+            ],
+        ),
         &[],
     );
     // Harness parameter values are checked when the harness plans a task (as every harness

@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agentcompass_e2e::{qa_calculator_args, read_json, run_dir, Packs, PluginDirs, Workspace};
+use agentcompass_e2e::{
+    pack_run, qa_calculator_args, read_json, run_dir, Packs, PluginDirs, Workspace,
+};
 use serde_json::Value;
 
 fn repo_root() -> PathBuf {
@@ -221,22 +223,12 @@ fn upstream_summary_reads_our_harbor_run_with_k_2() {
     let harbor = Packs::harbor();
     let params = serde_json::json!({"path": repo_root().join("examples/harbor")}).to_string();
     let out = ws.run_ok(
-        &[
-            "--plugin-dir",
-            harbor.to_str().unwrap(),
-            "run",
-            "harbor",
-            "oracle",
-            "none",
-            "--benchmark-params",
+        &pack_run(
+            &harbor,
+            ["harbor", "oracle", "none"],
             &params,
-            "--env",
-            "sandbox",
-            "--k",
-            "2",
-            "--progress",
-            "none",
-        ],
+            &["--env", "sandbox", "--k", "2", "--progress", "none"],
+        ),
         &[],
     );
     let run = run_dir(&out);

@@ -6,6 +6,28 @@ use std::path::{Path, PathBuf};
 
 use crate::{files_containing, Outcome, Packs, Workspace};
 
+/// `--plugin-dir PLUGINS run BENCHMARK HARNESS MODEL --benchmark-params PARAMS`, then `extra`:
+/// a run of components from the packs in `plugins` (beside a [`Workspace`]'s example pack).
+pub fn pack_run<'a>(
+    plugins: &'a Path,
+    [benchmark, harness, model]: [&'a str; 3],
+    params: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "--plugin-dir",
+        plugins.to_str().expect("UTF-8 path"),
+        "run",
+        benchmark,
+        harness,
+        model,
+        "--benchmark-params",
+        params,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// `run example_exact_match example_calculator calc`, then `extra`: a run of the example
 /// benchmark by the example harness (the example pack every [`Workspace`] has).
 pub fn example_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
@@ -77,16 +99,12 @@ impl QaSetup {
     /// how every run of the setup starts (`params` names the dataset, or a `${VAR}` that
     /// does). The caller adds the rest.
     pub fn args<'a>(&'a self, params: &'a str) -> Vec<&'a str> {
-        vec![
-            "--plugin-dir",
-            self.plugins.to_str().expect("UTF-8 path"),
-            "run",
-            "qa",
-            "openai_chat",
-            "scripted-model",
-            "--benchmark-params",
+        pack_run(
+            &self.plugins,
+            ["qa", "openai_chat", "scripted-model"],
             params,
-        ]
+            &[],
+        )
     }
 
     /// The dataset's `--benchmark-params` (its path).
@@ -133,18 +151,12 @@ pub fn qa_calculator_args<'a>(
     params: &'a str,
     harness: &'a str,
 ) -> Vec<&'a str> {
-    vec![
-        "--plugin-dir",
-        plugins.to_str().expect("UTF-8 path"),
-        "run",
-        "qa",
-        "example_calculator",
-        "calc",
-        "--benchmark-params",
+    pack_run(
+        plugins,
+        ["qa", "example_calculator", "calc"],
         params,
-        "--harness-params",
-        harness,
-    ]
+        &["--harness-params", harness],
+    )
 }
 
 /// `--plugin-dir PLUGINS run harbor terminus scripted-model --benchmark-params PARAMS --env
@@ -157,20 +169,17 @@ pub fn terminus_args<'a>(
     base_url: &'a str,
     api_key: &'a str,
 ) -> Vec<&'a str> {
-    vec![
-        "--plugin-dir",
-        plugins.to_str().expect("UTF-8 path"),
-        "run",
-        "harbor",
-        "terminus",
-        "scripted-model",
-        "--benchmark-params",
+    pack_run(
+        plugins,
+        ["harbor", "terminus", "scripted-model"],
         params,
-        "--env",
-        "sandbox",
-        "--model-base-url",
-        base_url,
-        "--model-api-key",
-        api_key,
-    ]
+        &[
+            "--env",
+            "sandbox",
+            "--model-base-url",
+            base_url,
+            "--model-api-key",
+            api_key,
+        ],
+    )
 }
