@@ -7,7 +7,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use agentcompass_e2e::{pack_run, published_results as results, run_dir, Packs, Workspace};
+use agentcompass_e2e::{
+    pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
+};
 use serde_json::{json, Value};
 
 fn repo_root() -> PathBuf {
@@ -73,6 +75,28 @@ fn env_params(context: &Path) -> String {
     json!({"docker_host": docker_host(), "build_context": context}).to_string()
 }
 
+/// `run harbor oracle` on the fixture task `fixture` (`tests/fixtures/harbor/`) in `docker` with
+/// the environment parameters `env`, plus `extra`; `E2E_NET_PORT` is `port`.
+fn oracle_in_docker(
+    ws: &Workspace,
+    fixture: &str,
+    env: &str,
+    extra: &[&str],
+    port: &str,
+) -> Outcome {
+    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
+    let params =
+        json!({"path": repo_root().join("tests/fixtures/harbor").join(fixture)}).to_string();
+    let mut args = pack_run(
+        &plugins,
+        ["harbor", "oracle", "scripted-model"],
+        &params,
+        &["--env", "docker", "--env-params", env, "--progress", "none"],
+    );
+    args.extend_from_slice(extra);
+    ws.run(&args, &[("E2E_NET_PORT", port)])
+}
+
 #[test]
 fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     // [environment] allowlist 127.0.0.3 (the baseline), [agent] allowlist 127.0.0.2,
@@ -83,29 +107,10 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
     // The verifiers check every line.
     let port = agentcompass_e2e::two_loopback_servers().to_string();
     let ws = Workspace::new();
-    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let context = image_context(ws.root(), &["/usr/bin/find"]);
-    let fixture = repo_root().join("tests/fixtures/harbor/docker-phase-network");
-    let params = json!({"path": fixture}).to_string();
     let env = env_params(&context);
-    let out = ws.run_ok(
-        &pack_run(
-            &plugins,
-            ["harbor", "oracle", "scripted-model"],
-            &params,
-            &[
-                "--env",
-                "docker",
-                "--env-params",
-                &env,
-                "--execution-params",
-                r#"{"save_artifacts": true}"#,
-                "--progress",
-                "none",
-            ],
-        ),
-        &[("E2E_NET_PORT", port.as_str())],
-    );
+    let extra = ["--execution-params", r#"{"save_artifacts": true}"#];
+    let out = oracle_in_docker(&ws, "docker-phase-network", &env, &extra, &port).expect_code(0);
     let (attempt, result) = &results(&run_dir(&out))["docker-phase-network"];
     assert_eq!(result["status"], "completed", "{result}");
     let steps: Vec<Value> = result["meta"]["benchmark"]["steps"]
@@ -134,29 +139,10 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     // The sandbox fixture: a public baseline with an allowlisted agent; docker cannot switch a
     // container between its own network and `none`, so the task fails closed, one line.
     let ws = Workspace::new();
-    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let fixture = repo_root().join("tests/fixtures/harbor/phase-network");
-    let params = json!({"path": fixture}).to_string();
     let env =
         json!({"docker_host": docker_host(), "setup": {"image": "agentcompass-test/busybox:1"}})
             .to_string();
-    let out = ws.run_expect(
-        1,
-        &pack_run(
-            &plugins,
-            ["harbor", "oracle", "scripted-model"],
-            &params,
-            &[
-                "--env",
-                "docker",
-                "--env-params",
-                &env,
-                "--progress",
-                "none",
-            ],
-        ),
-        &[("E2E_NET_PORT", "1")],
-    );
+    let out = oracle_in_docker(&ws, "phase-network", &env, &[], "1").expect_code(1);
     let (_, result) = &results(&run_dir(&out))["phase-network"];
     let expected = "environment `docker` cannot switch from its baseline network policy \
                     (`public`) to the run_network_policy (`allowlist`): a container runs on \

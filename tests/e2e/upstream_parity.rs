@@ -38,22 +38,31 @@ struct Upstream {
     metrics: Value,
 }
 
-fn upstream_summary(run: &Path, home: &Path) -> Upstream {
+/// Runs upstream's reader (`tests/upstream_oracle/summary.py`) with `args` under the home
+/// `home` and returns its standard output, asserting that it succeeded (`failed` says what
+/// its failure means).
+fn upstream_oracle(args: &[&std::ffi::OsStr], home: &Path, failed: &str) -> String {
     let output = Command::new(upstream_python())
         .arg(repo_root().join("tests/upstream_oracle/summary.py"))
-        .arg(run)
+        .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", home)
         // LiteLLM (imported by upstream) would fetch its price map from the internet.
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         .output()
-        .expect("run upstream's summary");
+        .expect("run upstream's summary.py");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "upstream's summary refused our run directory:\n{stdout}\n{stderr}"
+    assert!(output.status.success(), "{failed}:\n{stdout}\n{stderr}");
+    stdout
+}
+
+fn upstream_summary(run: &Path, home: &Path) -> Upstream {
+    let stdout = upstream_oracle(
+        &[run.as_os_str()],
+        home,
+        "upstream's summary refused our run directory",
     );
     let (markdown, metrics) = stdout
         .split_once("UPSTREAM-METRICS ")
@@ -67,21 +76,10 @@ fn upstream_summary(run: &Path, home: &Path) -> Upstream {
 /// What upstream's viewer server answered for the run: `/api/run`, the first page of
 /// `/api/details-page` and `/api/detail` of its first task, each `{"status", "body"}`.
 fn upstream_viewer(run: &Path, home: &Path) -> Value {
-    let output = Command::new(upstream_python())
-        .arg(repo_root().join("tests/upstream_oracle/summary.py"))
-        .arg("--viewer")
-        .arg(run)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .output()
-        .expect("run upstream's viewer");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "upstream's viewer failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let stdout = upstream_oracle(
+        &["--viewer".as_ref(), run.as_os_str()],
+        home,
+        "upstream's viewer failed",
     );
     let (_, answers) = stdout
         .split_once("UPSTREAM-VIEWER ")
