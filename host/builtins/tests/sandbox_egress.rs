@@ -16,6 +16,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use agentcompass_builtins::sandbox::{run_egress_forwarder, SandboxProvider, ID};
+use agentcompass_plugin_api::contract_kit::egress::{
+    ALLOWLIST_CASES, DENYLIST_CASES, EGRESS_HOSTS,
+};
 use agentcompass_plugin_api::contract_kit::{
     run_session_contract, ContractOptions, ProcessProbe, CHECKS,
 };
@@ -40,48 +43,18 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         let servers = Servers::start();
         let other_port = Servers::start();
-        for (name, entry, allowed, refused) in [
-            ("by address", "127.0.0.2", "127.0.0.2", "127.0.0.3"),
-            ("by CIDR", "127.0.0.2/32", "127.0.0.2", "127.0.0.3"),
-            (
-                "by name",
-                "models.internal",
-                "models.internal",
-                "other.internal",
-            ),
-            (
-                "by wildcard",
-                "*.models.internal",
-                "a.b.models.internal",
-                "other.internal",
-            ),
-        ] {
-            println!("test allowlist {name} ({entry}) ...");
-            let policy = NetworkPolicy::allowlist([entry]);
-            reaches_only_the_allowed_server(&servers, policy, (allowed, refused)).await;
-            println!("test allowlist {name} ... ok");
+        for case in ALLOWLIST_CASES {
+            println!("test allowlist {} ({}) ...", case.name, case.entry);
+            let policy = NetworkPolicy::allowlist([case.entry]);
+            reaches_only_the_allowed_server(&servers, policy, (case.allowed, case.refused)).await;
+            println!("test allowlist {} ... ok", case.name);
         }
         // The reverse: the entry names 127.0.0.3, the other server is reached.
-        for (name, entry, allowed, refused) in [
-            ("by address", "127.0.0.3", "127.0.0.2", "127.0.0.3"),
-            ("by CIDR", "127.0.0.3/32", "127.0.0.2", "127.0.0.3"),
-            (
-                "by name",
-                "other.internal",
-                "models.internal",
-                "other.internal",
-            ),
-            (
-                "by wildcard",
-                "*.other.internal",
-                "a.b.models.internal",
-                "a.b.other.internal",
-            ),
-        ] {
-            println!("test denylist {name} ({entry}) ...");
-            let policy = NetworkPolicy::denylist([entry]);
-            reaches_only_the_allowed_server(&servers, policy, (allowed, refused)).await;
-            println!("test denylist {name} ... ok");
+        for case in DENYLIST_CASES {
+            println!("test denylist {} ({}) ...", case.name, case.entry);
+            let policy = NetworkPolicy::denylist([case.entry]);
+            reaches_only_the_allowed_server(&servers, policy, (case.allowed, case.refused)).await;
+            println!("test denylist {} ... ok", case.name);
         }
         println!("test entries with a port ...");
         port_entries_match_their_port_only(&servers, &other_port).await;
@@ -124,17 +97,9 @@ async fn keeps_the_session_contract() {
     assert_eq!(report.passed(), CHECKS.len());
 }
 
-/// The static names of every session (the provider's `egress_hosts`).
-const HOSTS: [(&str, &str); 4] = [
-    ("models.internal", "127.0.0.2"),
-    ("a.b.models.internal", "127.0.0.2"),
-    ("other.internal", "127.0.0.3"),
-    ("a.b.other.internal", "127.0.0.3"),
-];
-
 async fn open(policy: NetworkPolicy) -> (SessionRef, PathBuf) {
     let mut spec = EnvironmentSpec::new(ID);
-    let hosts: serde_json::Map<String, serde_json::Value> = HOSTS
+    let hosts: serde_json::Map<String, serde_json::Value> = EGRESS_HOSTS
         .iter()
         .map(|(name, address)| (name.to_string(), (*address).into()))
         .collect();

@@ -34,8 +34,10 @@
 //!
 //! [`SessionInfo::default_workdir`]: crate::contracts::SessionInfo::default_workdir
 
+pub mod egress;
 mod exec;
 mod files;
+mod guard;
 mod lifecycle;
 mod report;
 mod support;
@@ -50,6 +52,7 @@ use crate::sdk::EnvironmentProvider;
 /// Drives a future on a plain test thread, as the host polls a plugin (the SDK's
 /// [`crate::sdk::testing::block_on`], kept here for the kit's users).
 pub use crate::sdk::testing::block_on;
+pub use guard::ClosedOnDrop;
 pub use report::{CheckOutcome, ContractFailure, ContractReport, Outcome};
 use support::{CheckFn, Kit};
 

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::config::normalize;
 use super::*;
 use agentcompass_plugin_api::contract_kit::{
-    run_session_contract, ContractOptions, ProcessProbe, CHECKS,
+    run_session_contract, ClosedOnDrop, ContractOptions, ProcessProbe, CHECKS,
 };
 
 const IMAGE: &str = "agentcompass-test/busybox:1";
@@ -65,25 +65,8 @@ fn unique_run(name: &str) -> String {
     format!("test-{name}-{}", random_suffix())
 }
 
-/// An open session, closed (container removed) when dropped, even by a failing test.
-struct Opened(SessionRef);
-
-impl std::ops::Deref for Opened {
-    type Target = SessionRef;
-
-    fn deref(&self) -> &SessionRef {
-        &self.0
-    }
-}
-
-impl Drop for Opened {
-    fn drop(&mut self) {
-        let _ = block_on(self.0.close());
-    }
-}
-
-fn open(req: &OpenEnvironmentRequest) -> Opened {
-    Opened(block_on(DockerProvider.open(&Ctx::detached(), req)).unwrap())
+fn open(req: &OpenEnvironmentRequest) -> ClosedOnDrop {
+    ClosedOnDrop(block_on(DockerProvider.open(&Ctx::detached(), req)).unwrap())
 }
 
 fn sh(session: &SessionRef, line: &str) -> ExecResult {

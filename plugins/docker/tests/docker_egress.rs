@@ -21,8 +21,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use agentcompass_plugin_api::contract_kit::egress::{
+    PolicyCase, ALLOWLIST_CASES, DENYLIST_CASES, EGRESS_HOSTS,
+};
 use agentcompass_plugin_api::contract_kit::{
-    run_session_contract, ContractOptions, ProcessProbe, CHECKS,
+    run_session_contract, ClosedOnDrop, ContractOptions, ProcessProbe, CHECKS,
 };
 use agentcompass_plugin_api::contracts::{
     EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest, ExecResult, ExecutionPlan,
@@ -33,14 +36,6 @@ use agentcompass_plugin_api::ErrorKind;
 use docker_provider::{DockerProvider, ID};
 
 const IMAGE: &str = "agentcompass-test/busybox:1";
-
-/// The static names of every session (the provider's `egress_hosts`).
-const HOSTS: [(&str, &str); 4] = [
-    ("models.internal", "127.0.0.2"),
-    ("a.b.models.internal", "127.0.0.2"),
-    ("other.internal", "127.0.0.3"),
-    ("x.other.internal", "127.0.0.3"),
-];
 
 /// One named test over the shared servers.
 type Test = fn(&Servers);
@@ -118,7 +113,7 @@ fn request(policy: NetworkPolicy) -> OpenEnvironmentRequest {
     let mut spec = EnvironmentSpec::new(ID);
     spec.params
         .insert("docker_host".into(), docker_host().into());
-    let hosts: serde_json::Map<String, serde_json::Value> = HOSTS
+    let hosts: serde_json::Map<String, serde_json::Value> = EGRESS_HOSTS
         .iter()
         .map(|(name, address)| (name.to_string(), (*address).into()))
         .collect();
@@ -129,25 +124,8 @@ fn request(policy: NetworkPolicy) -> OpenEnvironmentRequest {
     req
 }
 
-/// An open session, closed (container removed) when dropped, even by a failing test.
-struct Opened(SessionRef);
-
-impl std::ops::Deref for Opened {
-    type Target = SessionRef;
-
-    fn deref(&self) -> &SessionRef {
-        &self.0
-    }
-}
-
-impl Drop for Opened {
-    fn drop(&mut self) {
-        let _ = block_on(self.0.close());
-    }
-}
-
-fn open(req: &OpenEnvironmentRequest) -> Opened {
-    Opened(
+fn open(req: &OpenEnvironmentRequest) -> ClosedOnDrop {
+    ClosedOnDrop(
         block_on(DockerProvider.open(&Ctx::detached(), req))
             .unwrap_or_else(|e| panic!("cannot open a container: {e}")),
     )
@@ -189,22 +167,13 @@ fn unreachable(got: &str) -> bool {
 }
 
 fn allowlists(servers: &Servers) {
-    for (name, entry, allowed, other) in [
-        ("by address", "127.0.0.2", "127.0.0.2", "127.0.0.3"),
-        ("by CIDR", "127.0.0.2/32", "127.0.0.2", "127.0.0.3"),
-        (
-            "by name",
-            "models.internal",
-            "models.internal",
-            "other.internal",
-        ),
-        (
-            "by wildcard",
-            "*.models.internal",
-            "a.b.models.internal",
-            "other.internal",
-        ),
-    ] {
+    for PolicyCase {
+        name,
+        entry,
+        allowed,
+        refused: other,
+    } in ALLOWLIST_CASES
+    {
         let session = open(&request(NetworkPolicy::allowlist([entry])));
         let got = fetch(&session, allowed, servers.port);
         assert!(reached(&got, "two"), "{name}: {allowed}: {got}");
@@ -239,22 +208,13 @@ fn allowlists(servers: &Servers) {
 }
 
 fn denylists(servers: &Servers) {
-    for (name, entry, allowed, denied) in [
-        ("by address", "127.0.0.3", "127.0.0.2", "127.0.0.3"),
-        ("by CIDR", "127.0.0.3/32", "127.0.0.2", "127.0.0.3"),
-        (
-            "by name",
-            "other.internal",
-            "models.internal",
-            "other.internal",
-        ),
-        (
-            "by wildcard",
-            "*.other.internal",
-            "a.b.models.internal",
-            "x.other.internal",
-        ),
-    ] {
+    for PolicyCase {
+        name,
+        entry,
+        allowed,
+        refused: denied,
+    } in DENYLIST_CASES
+    {
         let session = open(&request(NetworkPolicy::denylist([entry])));
         let got = fetch(&session, allowed, servers.port);
         assert!(reached(&got, "two"), "{name}: {allowed}: {got}");
