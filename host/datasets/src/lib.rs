@@ -1,0 +1,9 @@
+//! Benchmark datasets: what the host needs to know about a dataset's tasks to fetch, cache
+//! and verify them (issue 35). For now, a Harbor task's content digest, computed exactly as
+//! Harbor 0.25 computes it (`Packager.compute_content_hash`), so a cached task is verified
+//! against the digest Harbor itself would give it (the facts are in
+//! `docs/design/harbor-datasets.md`).
+
+mod content_hash;
+
+pub use content_hash::{content_hash, ContentHash, HashError};
