@@ -5,9 +5,11 @@
 //! 0.25 computes it (`Packager.compute_content_hash`), so a cached task is verified against
 //! the digest Harbor itself would give it (the facts are in `docs/design/harbor-datasets.md`).
 
+mod cache;
 mod content_hash;
 mod registry;
 
+pub use cache::{display_url, CacheError, CachedTask, TaskCache, TaskSource};
 pub use content_hash::{content_hash, ContentHash, HashError};
 pub use registry::{
     latest_version, DatasetRef, DatasetSpec, MetricConfig, ReferenceError, Registry, RegistryError,

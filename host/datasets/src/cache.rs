@@ -1,0 +1,479 @@
+//! The dataset cache: each task of a git source (URL, commit, path in the repository)
+//! fetched once with the user's own `git` into `<root>/tasks/<key>/`, and its content digest
+//! verified on every use.
+//!
+//! Layout under the root (`<data_dir>/datasets`): `repos/<url key>.git`, one bare repository
+//! per URL holding the commits fetched so far (`--depth 1`, under an exclusive `flock` of
+//! `repos/<url key>.lock`); `tasks/<key>/task/` with `tasks/<key>/entry.json` (the source
+//! without credentials, the commit, the path, the digest); `staging/`, where an entry is
+//! built before one `rename` publishes it. A fetch killed at any instant leaves at most a
+//! staging directory, which no lookup reads; two processes filling the same entry at once
+//! both finish, one publishes, the other uses what it published.
+
+#[cfg(test)]
+mod tests;
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Output};
+
+use nix::fcntl::{Flock, FlockArg};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{content_hash, HashError};
+
+/// Where one task comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskSource {
+    /// The task's name (for messages).
+    pub name: String,
+    /// The repository (`file://`, `https://`, `ssh://` or scp-style), possibly with
+    /// credentials, which never reach a record or a message.
+    pub git_url: String,
+    /// The pinned commit (`None`: the repository's `HEAD` now).
+    pub commit: Option<String>,
+    /// The task's directory in the repository.
+    pub path: String,
+}
+
+/// A task ready to use: its files and what they are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedTask {
+    /// The task directory (inside the cache; read it, never write it).
+    #[serde(skip)]
+    pub dir: PathBuf,
+    /// The repository, credentials removed.
+    pub git_url: String,
+    /// The commit the files are from.
+    pub commit: String,
+    /// The task's directory in the repository.
+    pub path: String,
+    /// Harbor's content digest of the files (bare hex).
+    pub digest: String,
+}
+
+/// Why a task could not be had from the cache or its source.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// `path` is absolute or leaves the repository.
+    #[error("task `{task}`: path `{path}` must be relative and stay inside the repository")]
+    BadPath {
+        /// The task.
+        task: String,
+        /// Its path.
+        path: String,
+    },
+    /// `git` failed (the message is git's, credentials removed).
+    #[error("task `{task}`: {what} {url}: {message}")]
+    Git {
+        /// The task.
+        task: String,
+        /// What was attempted.
+        what: &'static str,
+        /// The repository, credentials removed.
+        url: String,
+        /// git's last line.
+        message: String,
+    },
+    /// The commit has no such path.
+    #[error("task `{task}`: `{path}` does not exist at commit {commit} of {url}")]
+    MissingPath {
+        /// The task.
+        task: String,
+        /// Its path.
+        path: String,
+        /// The commit.
+        commit: String,
+        /// The repository, credentials removed.
+        url: String,
+    },
+    /// A cached copy no longer matches its digest and could not be fetched again.
+    #[error(
+        "task `{task}`: the cached copy {} was altered (digest {found}, recorded {recorded}) \
+         and fetching it again failed: {refetch}",
+        dir.display()
+    )]
+    Altered {
+        /// The task.
+        task: String,
+        /// The cached directory.
+        dir: PathBuf,
+        /// The digest the files have now.
+        found: String,
+        /// The digest recorded when they were fetched.
+        recorded: String,
+        /// Why the fetch failed.
+        refetch: Box<CacheError>,
+    },
+    /// The cache directory could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// What was read or written.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
+    /// The digest could not be computed.
+    #[error("task `{task}`: {source}")]
+    Hash {
+        /// The task.
+        task: String,
+        /// Why.
+        source: HashError,
+    },
+}
+
+fn io_error(path: &Path) -> impl FnOnce(io::Error) -> CacheError + '_ {
+    move |source| CacheError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The cache at a root directory.
+#[derive(Debug, Clone)]
+pub struct TaskCache {
+    root: PathBuf,
+}
+
+impl TaskCache {
+    /// The cache under `root` (created on first use).
+    pub fn new(root: impl Into<PathBuf>) -> TaskCache {
+        TaskCache { root: root.into() }
+    }
+
+    /// The task of `source`: from the cache when its files still have their digest, else
+    /// fetched (again).
+    pub fn get(&self, source: &TaskSource) -> Result<CachedTask, CacheError> {
+        let path = normal_path(source)?;
+        let commit = match &source.commit {
+            Some(commit) => commit.clone(),
+            None => self.remote_head(source)?,
+        };
+        let key = digest_hex(&[
+            source.git_url.as_bytes(),
+            commit.as_bytes(),
+            path.as_bytes(),
+        ]);
+        let entry = self.root.join("tasks").join(&key);
+        if let Some(cached) = verified(&entry)? {
+            return match cached {
+                Verified::Intact(task) => Ok(task),
+                Verified::Altered { found, recorded } => {
+                    // Fetch again; the altered entry goes only once a good copy exists.
+                    self.fetch(source, &commit, &path, &entry, true)
+                        .map_err(|refetch| CacheError::Altered {
+                            task: source.name.clone(),
+                            dir: entry.join("task"),
+                            found,
+                            recorded,
+                            refetch: Box::new(refetch),
+                        })
+                }
+            };
+        }
+        self.fetch(source, &commit, &path, &entry, false)
+    }
+
+    /// Fetches the task into a staging directory and publishes it at `entry` (replacing an
+    /// altered copy when `replace`).
+    fn fetch(
+        &self,
+        source: &TaskSource,
+        commit: &str,
+        path: &str,
+        entry: &Path,
+        replace: bool,
+    ) -> Result<CachedTask, CacheError> {
+        let staging_root = self.root.join("staging");
+        fs::create_dir_all(&staging_root).map_err(io_error(&staging_root))?;
+        let staging = tempfile::Builder::new()
+            .prefix("entry-")
+            .tempdir_in(&staging_root)
+            .map_err(io_error(&staging_root))?;
+        let checkout = staging.path().join("checkout");
+        self.checkout(source, commit, path, &checkout)?;
+        let task_dir = staging.path().join("task");
+        let from = checkout.join(path);
+        if !from.is_dir() {
+            return Err(CacheError::MissingPath {
+                task: source.name.clone(),
+                path: path.to_string(),
+                commit: commit.to_string(),
+                url: display_url(&source.git_url),
+            });
+        }
+        fs::rename(&from, &task_dir).map_err(io_error(&from))?;
+        let digest = content_hash(&task_dir)
+            .map_err(|source_error| CacheError::Hash {
+                task: source.name.clone(),
+                source: source_error,
+            })?
+            .digest;
+        let mut task = CachedTask {
+            dir: PathBuf::new(),
+            git_url: display_url(&source.git_url),
+            commit: commit.to_string(),
+            path: path.to_string(),
+            digest,
+        };
+        let record = staging.path().join("entry.json");
+        let json = serde_json::to_vec_pretty(&task).map_err(|e| io_error(&record)(e.into()))?;
+        fs::write(&record, json).map_err(io_error(&record))?;
+        fs::remove_dir_all(&checkout).map_err(io_error(&checkout))?;
+        let tasks = self.root.join("tasks");
+        fs::create_dir_all(&tasks).map_err(io_error(&tasks))?;
+        if replace {
+            // The altered copy moves aside in one rename, then goes.
+            let aside = staging_root.join(format!(
+                "altered-{}",
+                staging
+                    .path()
+                    .file_name()
+                    .map_or_else(Default::default, |n| n.to_string_lossy())
+            ));
+            if fs::rename(entry, &aside).is_ok() {
+                let _ = fs::remove_dir_all(&aside);
+            }
+        }
+        let built = staging.keep();
+        match fs::rename(&built, entry) {
+            Ok(()) => {}
+            // Another process published the same entry first: use theirs.
+            Err(e) if entry.join("entry.json").is_file() => {
+                let _ = e;
+                let _ = fs::remove_dir_all(&built);
+            }
+            Err(e) => {
+                let _ = fs::remove_dir_all(&built);
+                return Err(io_error(entry)(e));
+            }
+        }
+        task.dir = entry.join("task");
+        Ok(task)
+    }
+
+    /// Checks `path` of `commit` out into `dest`, fetching the commit into the URL's bare
+    /// repository first when it is not there yet (under the repository's lock).
+    fn checkout(
+        &self,
+        source: &TaskSource,
+        commit: &str,
+        path: &str,
+        dest: &Path,
+    ) -> Result<(), CacheError> {
+        let repos = self.root.join("repos");
+        fs::create_dir_all(&repos).map_err(io_error(&repos))?;
+        let url_key = digest_hex(&[source.git_url.as_bytes()]);
+        let lock_path = repos.join(format!("{url_key}.lock"));
+        let lock_file = File::create(&lock_path).map_err(io_error(&lock_path))?;
+        let _lock = Flock::lock(lock_file, FlockArg::LockExclusive)
+            .map_err(|(_, errno)| io_error(&lock_path)(errno.into()))?;
+        let repo = repos.join(format!("{url_key}.git"));
+        if !repo.join("HEAD").is_file() {
+            let _ = fs::remove_dir_all(&repo);
+            self.git(source, "cannot create a cache repository for", |c| {
+                c.args(["init", "--quiet", "--bare"]).arg(&repo)
+            })?;
+        }
+        let have = git_command(Some(&repo))
+            .args(["cat-file", "-e"])
+            .arg(format!("{commit}^{{commit}}"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !have {
+            self.git(source, "cannot fetch the pinned commit from", |c| {
+                c.arg("-C")
+                    .arg(&repo)
+                    .args(["fetch", "--quiet", "--depth", "1", "--no-tags"])
+                    .arg(&source.git_url)
+                    .arg(commit)
+            })?;
+        }
+        fs::create_dir_all(dest).map_err(io_error(dest))?;
+        let index = dest.with_extension("index");
+        let out = git_command(Some(&repo))
+            .env("GIT_INDEX_FILE", &index)
+            .arg("--work-tree")
+            .arg(dest)
+            .args(["checkout", "--quiet"])
+            .arg(commit)
+            .arg("--")
+            .arg(path)
+            .output()
+            .map_err(io_error(dest))?;
+        let _ = fs::remove_file(&index);
+        if !out.status.success() {
+            return Err(CacheError::MissingPath {
+                task: source.name.clone(),
+                path: path.to_string(),
+                commit: commit.to_string(),
+                url: display_url(&source.git_url),
+            });
+        }
+        Ok(())
+    }
+
+    /// The commit the repository's `HEAD` names now.
+    fn remote_head(&self, source: &TaskSource) -> Result<String, CacheError> {
+        let out = self.git(source, "cannot read HEAD of", |c| {
+            c.args(["ls-remote", "--quiet"])
+                .arg(&source.git_url)
+                .arg("HEAD")
+        })?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace()
+            .next()
+            .map(str::to_string)
+            .ok_or_else(|| CacheError::Git {
+                task: source.name.clone(),
+                what: "cannot read HEAD of",
+                url: display_url(&source.git_url),
+                message: "no HEAD".into(),
+            })
+    }
+
+    /// Runs git as `build` sets it up; a failure is `what` with git's last line.
+    fn git(
+        &self,
+        source: &TaskSource,
+        what: &'static str,
+        build: impl FnOnce(&mut Command) -> &mut Command,
+    ) -> Result<Output, CacheError> {
+        let mut command = git_command(None);
+        build(&mut command);
+        let failed = |message: String| CacheError::Git {
+            task: source.name.clone(),
+            what,
+            url: display_url(&source.git_url),
+            message: scrub(&message, &source.git_url),
+        };
+        let out = command.output().map_err(|e| failed(e.to_string()))?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            return Err(failed(last.trim().to_string()));
+        }
+        Ok(out)
+    }
+}
+
+/// The published entry at `entry`, checked against its digest (`None`: not cached).
+fn verified(entry: &Path) -> Result<Option<Verified>, CacheError> {
+    let record = entry.join("entry.json");
+    let text = match fs::read(&record) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(&record)(e)),
+    };
+    let Ok(mut task) = serde_json::from_slice::<CachedTask>(&text) else {
+        // Not ours to read: fetched again and replaced.
+        return Ok(Some(Verified::Altered {
+            found: "unreadable entry.json".into(),
+            recorded: "unknown".into(),
+        }));
+    };
+    task.dir = entry.join("task");
+    let found = match content_hash(&task.dir) {
+        Ok(hash) => hash.digest,
+        Err(_) => "unreadable".to_string(),
+    };
+    if found == task.digest {
+        return Ok(Some(Verified::Intact(task)));
+    }
+    Ok(Some(Verified::Altered {
+        found,
+        recorded: task.digest,
+    }))
+}
+
+/// What a published entry turned out to be.
+enum Verified {
+    /// Its files have the recorded digest.
+    Intact(CachedTask),
+    /// They do not (or its record is unreadable).
+    Altered {
+        /// The digest the files have.
+        found: String,
+        /// The digest recorded.
+        recorded: String,
+    },
+}
+
+/// `git`, never prompting (no terminal questions in a run), in `repo` when given.
+fn git_command(repo: Option<&Path>) -> Command {
+    let mut command = Command::new("git");
+    command.env("GIT_TERMINAL_PROMPT", "0");
+    if let Some(repo) = repo {
+        command.arg("-C").arg(repo);
+    }
+    command
+}
+
+/// The task's path, normalised (`a/./b` → `a/b`, `a/../b` → `b`); refused when absolute or
+/// leaving the repository.
+fn normal_path(source: &TaskSource) -> Result<String, CacheError> {
+    let bad = || CacheError::BadPath {
+        task: source.name.clone(),
+        path: source.path.clone(),
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for component in Path::new(&source.path).components() {
+        match component {
+            Component::Normal(part) => parts.push(part.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop().ok_or_else(bad)?;
+            }
+            Component::RootDir | Component::Prefix(_) => return Err(bad()),
+        }
+    }
+    if parts.is_empty() {
+        return Err(bad());
+    }
+    Ok(parts.join("/"))
+}
+
+/// The SHA-256 of the parts, NUL-separated, in hex (32 digits: a directory name).
+fn digest_hex(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part);
+        hasher.update(b"\0");
+    }
+    hex::encode(&hasher.finalize()[..16])
+}
+
+/// `url` without the user information of an `scheme://user:secret@host/…` URL.
+pub fn display_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => url.to_string(),
+    }
+}
+
+/// `text` with the URL's credentials (and the URL with them) replaced by the bare URL.
+fn scrub(text: &str, url: &str) -> String {
+    let shown = display_url(url);
+    let mut out = text.replace(url, &shown);
+    if let Some((_, rest)) = url.split_once("://") {
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..authority_end].rfind('@') {
+            let userinfo = &rest[..at];
+            if !userinfo.is_empty() {
+                out = out.replace(userinfo, "***");
+            }
+        }
+    }
+    out
+}
