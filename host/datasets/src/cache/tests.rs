@@ -255,3 +255,84 @@ fn credentials_never_reach_a_record_or_a_message() {
         "{err}"
     );
 }
+
+/// `git daemon` serving `base` on a free loopback port; killed when dropped.
+struct Daemon(std::process::Child, u16);
+
+impl Daemon {
+    fn serve(base: &Path) -> Daemon {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        // The daemon itself, not `git daemon` (which may run it as a child a kill misses).
+        let exec_path = Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .unwrap()
+            .stdout;
+        let exec_path = String::from_utf8(exec_path).unwrap();
+        let child = Command::new(Path::new(exec_path.trim()).join("git-daemon"))
+            .arg("--reuseaddr")
+            .arg("--export-all")
+            .arg("--listen=127.0.0.1")
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", base.display()))
+            .arg(base)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "git daemon did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Daemon(child, port)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_task_over_the_network_is_fetched_once_then_served_with_the_server_gone() {
+    let work = tempfile::tempdir().unwrap();
+    let (_, first, _) = repository(work.path());
+    let daemon = Daemon::serve(work.path());
+    let src = TaskSource {
+        name: "fizzbuzz".into(),
+        git_url: format!("git://127.0.0.1:{}/source", daemon.1),
+        commit: Some(first.clone()),
+        path: "tasks/fizzbuzz".into(),
+    };
+    let cache = TaskCache::new(work.path().join("cache"));
+    let task = cache.get(&src).unwrap();
+    assert_eq!(
+        task.digest,
+        "e1d4a623f22772e6a4971ba090f96b7b70112894d1c241206e16c110bf777d01"
+    );
+    drop(daemon);
+    assert_eq!(cache.get(&src).unwrap(), task);
+    // Unpinned, with the server gone: its HEAD cannot be read, one line says so.
+    let err = cache
+        .get(&TaskSource {
+            commit: None,
+            ..src.clone()
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("task `fizzbuzz`: cannot read HEAD of git://127.0.0.1:"),
+        "{err}"
+    );
+    assert!(!err.contains('\n'), "{err}");
+}
