@@ -242,8 +242,7 @@ impl TaskCache {
         match fs::rename(&built, entry) {
             Ok(()) => {}
             // Another process published the same entry first: use theirs.
-            Err(e) if entry.join("entry.json").is_file() => {
-                let _ = e;
+            Err(_) if entry.join("entry.json").is_file() => {
                 let _ = fs::remove_dir_all(&built);
             }
             Err(e) => {

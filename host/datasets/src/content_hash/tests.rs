@@ -38,6 +38,14 @@ fn files(root: &Path) -> Vec<String> {
     content_hash(root).unwrap().files
 }
 
+/// The hashed files under `tests/`.
+fn tests_files(root: &Path) -> Vec<String> {
+    files(root)
+        .into_iter()
+        .filter(|f| f.starts_with("tests/"))
+        .collect()
+}
+
 const BASE: [&str; 4] = [
     "instruction.md",
     "solution/solve.sh",
@@ -111,14 +119,8 @@ fn paths_sort_as_bytes_not_as_a_tree() {
     ] {
         write(dir.path(), rel, b"1");
     }
-    let listed = files(dir.path());
-    let tests: Vec<&str> = listed
-        .iter()
-        .map(String::as_str)
-        .filter(|f| f.starts_with("tests/"))
-        .collect();
     assert_eq!(
-        tests,
+        tests_files(dir.path()),
         [
             "tests/B.txt",
             "tests/a-b",
@@ -142,16 +144,10 @@ fn default_ignores_apply_without_a_gitignore_and_a_gitignore_replaces_them() {
     ] {
         write(dir.path(), rel, b"x");
     }
-    let tests = |root: &Path| -> Vec<String> {
-        files(root)
-            .into_iter()
-            .filter(|f| f.starts_with("tests/"))
-            .collect()
-    };
-    assert_eq!(tests(dir.path()), ["tests/a.log", "tests/test.sh"]);
+    assert_eq!(tests_files(dir.path()), ["tests/a.log", "tests/test.sh"]);
     write(dir.path(), ".gitignore", b"*.log\n");
     assert_eq!(
-        tests(dir.path()),
+        tests_files(dir.path()),
         [
             "tests/.DS_Store",
             "tests/__pycache__/q.py",
@@ -213,14 +209,8 @@ fn file_links_count_with_their_target_and_linked_directories_are_not_entered() {
     symlink("sub", dir.path().join("tests/linkdir")).unwrap();
     write(dir.path(), "tests/zero", b"");
     fs::create_dir_all(dir.path().join("tests/emptydir")).unwrap();
-    let listed = files(dir.path());
-    let tests: Vec<&str> = listed
-        .iter()
-        .map(String::as_str)
-        .filter(|f| f.starts_with("tests/"))
-        .collect();
     assert_eq!(
-        tests,
+        tests_files(dir.path()),
         ["tests/l.sh", "tests/sub/f", "tests/test.sh", "tests/zero"]
     );
 }
