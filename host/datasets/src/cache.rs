@@ -8,15 +8,19 @@
 //! without credentials, the commit, the path, the digest); `staging/`, where an entry is
 //! built before one `rename` publishes it. A fetch killed at any instant leaves at most a
 //! staging directory, which no lookup reads; two processes filling the same entry at once
-//! both finish, one publishes, the other uses what it published.
+//! both finish, one publishes, the other uses what it published. [`TaskCache::verify`] checks
+//! every published entry and takes out the bad ones (and a killed fetch's leftovers) the same
+//! way round: out of `tasks/` in one rename, then deleted.
 
 #[cfg(test)]
 mod tests;
 
+use std::fmt;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::{Duration, SystemTime};
 
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
@@ -52,6 +56,53 @@ pub struct CachedTask {
     pub path: String,
     /// Harbor's content digest of the files (bare hex).
     pub digest: String,
+    /// The total size of the task's files, in bytes (for progress: tasks done of all, bytes).
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+/// How long a directory in `staging/` may go untouched before [`TaskCache::verify`] takes it
+/// for the leftover of a killed fetch.
+pub const STALE_STAGING: Duration = Duration::from_secs(60 * 60);
+
+/// What [`TaskCache::verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The published entries looked at.
+    pub checked: usize,
+    /// Those whose files still have their recorded digest (kept).
+    pub intact: usize,
+    /// Those taken out of the cache, and why.
+    pub dropped: Vec<DroppedEntry>,
+    /// The leftovers of killed fetches removed from `staging/` (untouched for
+    /// [`STALE_STAGING`]).
+    pub stale_staging: usize,
+}
+
+/// A cache entry [`TaskCache::verify`] removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedEntry {
+    /// The entry's directory name under `tasks/`.
+    pub key: String,
+    /// The repository, credentials removed (`None`: its `entry.json` could not be read).
+    pub git_url: Option<String>,
+    /// The commit (`None`: its `entry.json` could not be read).
+    pub commit: Option<String>,
+    /// The task's directory in the repository (`None`: its `entry.json` could not be read).
+    pub path: Option<String>,
+    /// Why it was removed (one line).
+    pub reason: String,
+}
+
+impl fmt::Display for DroppedEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.git_url, &self.commit, &self.path) {
+            (Some(url), Some(commit), Some(path)) => {
+                write!(f, "`{path}` of {url} at {commit}: {}", self.reason)
+            }
+            _ => write!(f, "cache entry {}: {}", self.key, self.reason),
+        }
+    }
 }
 
 /// Why a task could not be had from the cache or its source.
@@ -161,7 +212,8 @@ impl TaskCache {
         if let Some(cached) = verified(&entry)? {
             return match cached {
                 Verified::Intact(task) => Ok(task),
-                Verified::Altered { found, recorded } => {
+                Verified::Altered { found, record, .. } => {
+                    let recorded = record.map_or_else(|| "unknown".to_string(), |r| r.digest);
                     // Fetch again; the altered entry goes only once a good copy exists.
                     self.fetch(source, &commit, &path, &entry, true)
                         .map_err(|refetch| CacheError::Altered {
@@ -175,6 +227,113 @@ impl TaskCache {
             };
         }
         self.fetch(source, &commit, &path, &entry, false)
+    }
+
+    /// Checks every published entry against its digest and removes the bad ones (files
+    /// altered, `entry.json` missing or unreadable, task directory missing), each moved out of
+    /// `tasks/` in one rename before it is deleted, so a concurrent [`TaskCache::get`] sees
+    /// either the whole entry or none (and fetches it again). Also removes what killed fetches
+    /// left in `staging/` (untouched for [`STALE_STAGING`]).
+    pub fn verify(&self) -> Result<VerifyReport, CacheError> {
+        self.verify_with(STALE_STAGING)
+    }
+
+    /// [`TaskCache::verify`], with staging leftovers stale after `stale_after`.
+    fn verify_with(&self, stale_after: Duration) -> Result<VerifyReport, CacheError> {
+        let mut report = VerifyReport::default();
+        let tasks = self.root.join("tasks");
+        let mut keys: Vec<std::ffi::OsString> = match fs::read_dir(&tasks) {
+            Ok(dir) => dir
+                .map(|e| e.map(|e| e.file_name()))
+                .collect::<Result<_, _>>()
+                .map_err(io_error(&tasks))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io_error(&tasks)(e)),
+        };
+        keys.sort();
+        for key in keys {
+            let entry = tasks.join(&key);
+            report.checked += 1;
+            let (record, reason) = match examine(&entry) {
+                Verified::Intact(_) => {
+                    report.intact += 1;
+                    continue;
+                }
+                Verified::Altered { record, reason, .. } => (record, reason),
+            };
+            if self.take_out(&entry)? {
+                report.dropped.push(DroppedEntry {
+                    key: key.to_string_lossy().into_owned(),
+                    git_url: record.as_ref().map(|r| r.git_url.clone()),
+                    commit: record.as_ref().map(|r| r.commit.clone()),
+                    path: record.as_ref().map(|r| r.path.clone()),
+                    reason,
+                });
+            } else {
+                // Replaced by a good copy while it was being looked at.
+                report.intact += 1;
+            }
+        }
+        report.stale_staging = self.clear_staging(stale_after)?;
+        Ok(report)
+    }
+
+    /// Moves the entry out of `tasks/` into staging and deletes it there; `false` when the
+    /// moved entry turns out intact (a concurrent fetch replaced the bad one in between), in
+    /// which case it goes back.
+    fn take_out(&self, entry: &Path) -> Result<bool, CacheError> {
+        let staging_root = self.root.join("staging");
+        fs::create_dir_all(&staging_root).map_err(io_error(&staging_root))?;
+        let aside = tempfile::Builder::new()
+            .prefix("dropped-")
+            .tempdir_in(&staging_root)
+            .map_err(io_error(&staging_root))?;
+        let moved = aside.path().join("entry");
+        match fs::rename(entry, &moved) {
+            Ok(()) => {}
+            // Gone already (another verify, or a fetch replacing it).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(io_error(entry)(e)),
+        }
+        if matches!(examine(&moved), Verified::Intact(_)) && fs::rename(&moved, entry).is_ok() {
+            return Ok(false);
+        }
+        let dir = aside.path().to_path_buf();
+        aside.close().map_err(io_error(&dir))?;
+        Ok(true)
+    }
+
+    /// Removes what fetches killed mid-way left in `staging/`: every directory there whose
+    /// own and direct children's modification times are all older than `stale_after`.
+    fn clear_staging(&self, stale_after: Duration) -> Result<usize, CacheError> {
+        let staging_root = self.root.join("staging");
+        let entries = match fs::read_dir(&staging_root) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(io_error(&staging_root)(e)),
+        };
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for entry in entries {
+            let path = entry.map_err(io_error(&staging_root))?.path();
+            let Some(touched) = last_touched(&path) else {
+                continue;
+            };
+            if now.duration_since(touched).unwrap_or_default() < stale_after {
+                continue;
+            }
+            let gone = if path.is_dir() && !path.is_symlink() {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            match gone {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&path)(e)),
+            }
+        }
+        Ok(removed)
     }
 
     /// Fetches the task into a staging directory and publishes it at `entry` (replacing an
@@ -212,12 +371,14 @@ impl TaskCache {
                 source: source_error,
             })?
             .digest;
+        let bytes = tree_bytes(&task_dir).map_err(io_error(&task_dir))?;
         let mut task = CachedTask {
             dir: PathBuf::new(),
             git_url: display_url(&source.git_url),
             commit: commit.to_string(),
             path: path.to_string(),
             digest,
+            bytes,
         };
         let record = staging.path().join("entry.json");
         let json = serde_json::to_vec_pretty(&task).map_err(|e| io_error(&record)(e.into()))?;
@@ -366,43 +527,111 @@ impl TaskCache {
 /// The published entry at `entry`, checked against its digest (`None`: not cached).
 fn verified(entry: &Path) -> Result<Option<Verified>, CacheError> {
     let record = entry.join("entry.json");
+    match fs::symlink_metadata(&record) {
+        Ok(_) => Ok(Some(examine(entry))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_error(&record)(e)),
+    }
+}
+
+/// What the entry at `entry` is: intact, or why not.
+fn examine(entry: &Path) -> Verified {
+    let altered = |record: Option<CachedTask>, found: &str, reason: String| Verified::Altered {
+        record,
+        found: found.to_string(),
+        reason,
+    };
+    if !fs::symlink_metadata(entry).is_ok_and(|m| m.is_dir()) {
+        return altered(None, "not a directory", "not a directory".into());
+    }
+    let record = entry.join("entry.json");
     let text = match fs::read(&record) {
         Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error(&record)(e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return altered(None, "no entry.json", "no entry.json".into())
+        }
+        Err(e) => {
+            return altered(
+                None,
+                "unreadable entry.json",
+                format!("entry.json unreadable: {e}"),
+            )
+        }
     };
-    let Ok(mut task) = serde_json::from_slice::<CachedTask>(&text) else {
+    let mut task = match serde_json::from_slice::<CachedTask>(&text) {
+        Ok(task) => task,
         // Not ours to read: fetched again and replaced.
-        return Ok(Some(Verified::Altered {
-            found: "unreadable entry.json".into(),
-            recorded: "unknown".into(),
-        }));
+        Err(e) => {
+            return altered(
+                None,
+                "unreadable entry.json",
+                format!("entry.json unreadable: {e}"),
+            )
+        }
     };
     task.dir = entry.join("task");
+    if !fs::symlink_metadata(&task.dir).is_ok_and(|m| m.is_dir()) {
+        return altered(Some(task), "no task directory", "no task directory".into());
+    }
     let found = match content_hash(&task.dir) {
         Ok(hash) => hash.digest,
-        Err(_) => "unreadable".to_string(),
+        Err(e) => {
+            let reason = format!("task directory unreadable: {e}");
+            return altered(Some(task), "unreadable", reason);
+        }
     };
-    if found == task.digest {
-        return Ok(Some(Verified::Intact(task)));
+    if found != task.digest {
+        let reason = format!("files altered (digest {found}, recorded {})", task.digest);
+        return altered(Some(task), &found, reason);
     }
-    Ok(Some(Verified::Altered {
-        found,
-        recorded: task.digest,
-    }))
+    if task.bytes == 0 {
+        // Recorded before sizes were: counted now.
+        task.bytes = tree_bytes(&task.dir).unwrap_or(0);
+    }
+    Verified::Intact(task)
 }
 
 /// What a published entry turned out to be.
 enum Verified {
     /// Its files have the recorded digest.
     Intact(CachedTask),
-    /// They do not (or its record is unreadable).
+    /// They do not, or its record or its files are missing or unreadable.
     Altered {
-        /// The digest the files have.
+        /// Its record, when readable.
+        record: Option<CachedTask>,
+        /// The digest the files have (or what prevented computing it).
         found: String,
-        /// The digest recorded.
-        recorded: String,
+        /// Why it is not intact (one line).
+        reason: String,
     },
+}
+
+/// The total size of the regular files under `dir` (links not followed).
+fn tree_bytes(dir: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            total += tree_bytes(&entry.path())?;
+        } else if kind.is_file() {
+            total += entry.metadata()?.len();
+        }
+    }
+    Ok(total)
+}
+
+/// The latest modification time of `path` and of its direct children (`None`: gone).
+fn last_touched(path: &Path) -> Option<SystemTime> {
+    let mut latest = fs::symlink_metadata(path).ok()?.modified().ok()?;
+    if let Ok(children) = fs::read_dir(path) {
+        for child in children.flatten() {
+            if let Ok(time) = child.metadata().and_then(|m| m.modified()) {
+                latest = latest.max(time);
+            }
+        }
+    }
+    Some(latest)
 }
 
 /// `git`, never prompting (no terminal questions in a run), in `repo` when given.

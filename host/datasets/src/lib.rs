@@ -9,7 +9,10 @@ mod cache;
 mod content_hash;
 mod registry;
 
-pub use cache::{display_url, CacheError, CachedTask, TaskCache, TaskSource};
+pub use cache::{
+    display_url, CacheError, CachedTask, DroppedEntry, TaskCache, TaskSource, VerifyReport,
+    STALE_STAGING,
+};
 pub use content_hash::{content_hash, ContentHash, HashError};
 pub use registry::{
     latest_version, DatasetRef, DatasetSpec, MetricConfig, ReferenceError, Registry, RegistryError,

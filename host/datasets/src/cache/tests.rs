@@ -336,3 +336,206 @@ fn a_task_over_the_network_is_fetched_once_then_served_with_the_server_gone() {
     );
     assert!(!err.contains('\n'), "{err}");
 }
+
+/// Sets the modification time of `path` (a file or a directory) `ago` in the past.
+fn age(path: &Path, ago: std::time::Duration) {
+    let when = SystemTime::now() - ago;
+    File::open(path)
+        .unwrap()
+        .set_times(fs::FileTimes::new().set_modified(when))
+        .unwrap();
+}
+
+#[test]
+fn a_cached_task_records_its_size_and_an_old_record_without_one_is_still_read() {
+    let work = tempfile::tempdir().unwrap();
+    let (repo, first, _) = repository(work.path());
+    let cache = TaskCache::new(work.path().join("cache"));
+    let src = source(&repo, Some(&first), "tasks/fizzbuzz");
+    let task = cache.get(&src).unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/harbor/fizzbuzz");
+    let expected: u64 = [
+        "task.toml",
+        "instruction.md",
+        "solution/solve.sh",
+        "tests/test.sh",
+    ]
+    .iter()
+    .map(|rel| fs::metadata(example.join(rel)).unwrap().len())
+    .sum();
+    assert_eq!(task.bytes, expected);
+    let record = task.dir.parent().unwrap().join("entry.json");
+    let json: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    assert_eq!(json["bytes"], expected);
+    // An entry.json written before sizes were recorded: read, the size counted.
+    let mut old = json.clone();
+    old.as_object_mut().unwrap().remove("bytes");
+    fs::write(&record, serde_json::to_vec(&old).unwrap()).unwrap();
+    fs::rename(&repo, work.path().join("moved")).unwrap();
+    assert_eq!(cache.get(&src).unwrap(), task);
+    assert_eq!(cache.verify().unwrap().intact, 1);
+}
+
+#[test]
+fn verify_keeps_intact_entries_and_takes_out_each_kind_of_bad_one() {
+    let work = tempfile::tempdir().unwrap();
+    let (repo, first, second) = repository(work.path());
+    // A third and a fourth commit: four entries of the same task.
+    fs::write(repo.join("tasks/fizzbuzz/instruction.md"), "Three.\n").unwrap();
+    git(&repo, &["commit", "--quiet", "-am", "three"]);
+    let third = git(&repo, &["rev-parse", "HEAD"]);
+    fs::write(repo.join("tasks/fizzbuzz/instruction.md"), "Four.\n").unwrap();
+    git(&repo, &["commit", "--quiet", "-am", "four"]);
+    let fourth = git(&repo, &["rev-parse", "HEAD"]);
+    let root = work.path().join("cache");
+    let cache = TaskCache::new(&root);
+    let intact = cache
+        .get(&source(&repo, Some(&first), "tasks/fizzbuzz"))
+        .unwrap();
+    let altered = cache
+        .get(&source(&repo, Some(&second), "tasks/fizzbuzz"))
+        .unwrap();
+    let no_task = cache
+        .get(&source(&repo, Some(&third), "tasks/fizzbuzz"))
+        .unwrap();
+    let no_record = cache
+        .get(&source(&repo, Some(&fourth), "tasks/fizzbuzz"))
+        .unwrap();
+    fs::write(altered.dir.join("tests/test.sh"), "exit 0\n").unwrap();
+    fs::remove_dir_all(&no_task.dir).unwrap();
+    fs::remove_file(no_record.dir.parent().unwrap().join("entry.json")).unwrap();
+    // And one whose record is not JSON.
+    fs::create_dir_all(root.join("tasks/garbled/task")).unwrap();
+    fs::write(root.join("tasks/garbled/entry.json"), "{not json").unwrap();
+
+    let report = cache.verify().unwrap();
+    assert_eq!((report.checked, report.intact), (5, 1), "{report:?}");
+    let key = |t: &CachedTask| {
+        t.dir
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let url = format!("file://{}", repo.display());
+    let find = |k: &str| {
+        report
+            .dropped
+            .iter()
+            .find(|d| d.key == k)
+            .unwrap_or_else(|| panic!("{k} not dropped: {report:?}"))
+    };
+    let d = find(&key(&altered));
+    assert_eq!(
+        (d.git_url.as_deref(), d.commit.as_deref(), d.path.as_deref()),
+        (
+            Some(url.as_str()),
+            Some(second.as_str()),
+            Some("tasks/fizzbuzz")
+        )
+    );
+    assert!(
+        d.reason.starts_with("files altered (digest ")
+            && d.reason
+                .ends_with(&format!(", recorded {})", altered.digest)),
+        "{}",
+        d.reason
+    );
+    assert_eq!(
+        d.to_string(),
+        format!("`tasks/fizzbuzz` of {url} at {second}: {}", d.reason)
+    );
+    let d = find(&key(&no_task));
+    assert_eq!(
+        (d.commit.as_deref(), d.reason.as_str()),
+        (Some(third.as_str()), "no task directory")
+    );
+    let d = find(&key(&no_record));
+    assert_eq!(
+        (d.git_url.as_ref(), d.reason.as_str()),
+        (None, "no entry.json")
+    );
+    assert_eq!(
+        d.to_string(),
+        format!("cache entry {}: no entry.json", key(&no_record))
+    );
+    let d = find("garbled");
+    assert!(d.reason.starts_with("entry.json unreadable: "), "{d}");
+    assert!(report.dropped.iter().all(|d| !d.to_string().contains('\n')));
+    // Only the intact entry is left, and nothing of the bad ones in staging.
+    let left: Vec<_> = fs::read_dir(root.join("tasks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, [key(&intact)]);
+    assert_eq!(fs::read_dir(root.join("staging")).unwrap().count(), 0);
+    // The dropped ones are fetched again on use; a second verify finds all intact.
+    cache
+        .get(&source(&repo, Some(&second), "tasks/fizzbuzz"))
+        .unwrap();
+    let again = cache.verify().unwrap();
+    assert_eq!(
+        (again.checked, again.intact, again.dropped.len()),
+        (2, 2, 0)
+    );
+}
+
+#[test]
+fn verify_of_an_empty_or_absent_cache_finds_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = TaskCache::new(work.path().join("absent"));
+    assert_eq!(cache.verify().unwrap(), VerifyReport::default());
+    assert!(!work.path().join("absent").exists());
+}
+
+#[test]
+fn verify_removes_staging_leftovers_older_than_an_hour_only() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("cache");
+    let old = root.join("staging/entry-killed");
+    fs::create_dir_all(old.join("checkout")).unwrap();
+    fs::write(old.join("checkout.index"), "i").unwrap();
+    let hours = std::time::Duration::from_secs(2 * 60 * 60);
+    age(&old.join("checkout"), hours);
+    age(&old.join("checkout.index"), hours);
+    age(&old, hours);
+    // A fetch under way: its staging directory is recent, or it has a recent child.
+    let running = root.join("staging/entry-running");
+    fs::create_dir_all(&running).unwrap();
+    let busy = root.join("staging/entry-busy");
+    fs::create_dir_all(&busy).unwrap();
+    fs::write(busy.join("checkout.index"), "i").unwrap();
+    age(&busy, hours);
+    let aside = root.join("staging/altered-x");
+    fs::create_dir_all(aside.join("task")).unwrap();
+    age(&aside.join("task"), hours);
+    age(&aside, hours);
+
+    let report = TaskCache::new(&root).verify().unwrap();
+    assert_eq!(report.stale_staging, 2, "{report:?}");
+    assert!(!old.exists() && !aside.exists());
+    assert!(running.is_dir() && busy.is_dir());
+}
+
+#[test]
+fn verify_puts_back_an_entry_replaced_by_a_good_copy_meanwhile() {
+    let work = tempfile::tempdir().unwrap();
+    let (repo, first, _) = repository(work.path());
+    let root = work.path().join("cache");
+    let cache = TaskCache::new(&root);
+    let task = cache
+        .get(&source(&repo, Some(&first), "tasks/fizzbuzz"))
+        .unwrap();
+    // What verify sees of an entry a fetch has just replaced: intact by the time it moves.
+    let entry = task.dir.parent().unwrap();
+    assert!(!cache.take_out(entry).unwrap());
+    assert_eq!(
+        cache
+            .get(&source(&repo, Some(&first), "tasks/fizzbuzz"))
+            .unwrap(),
+        task
+    );
+    assert_eq!(fs::read_dir(root.join("staging")).unwrap().count(), 0);
+}
