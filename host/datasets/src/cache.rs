@@ -691,7 +691,7 @@ pub fn display_url(url: &str) -> String {
 }
 
 /// `text` with the URL's credentials (and the URL with them) replaced by the bare URL.
-fn scrub(text: &str, url: &str) -> String {
+pub(crate) fn scrub(text: &str, url: &str) -> String {
     let shown = display_url(url);
     let mut out = text.replace(url, &shown);
     if let Some((_, rest)) = url.split_once("://") {
