@@ -8,6 +8,7 @@
 mod cache;
 mod content_hash;
 mod registry;
+mod url_cache;
 
 pub use cache::{
     display_url, CacheError, CachedTask, DroppedEntry, TaskCache, TaskSource, VerifyReport,
@@ -18,3 +19,4 @@ pub use registry::{
     latest_version, DatasetRef, DatasetSpec, MetricConfig, ReferenceError, Registry, RegistryError,
     RegistryTask,
 };
+pub use url_cache::{ArchiveKind, CachedFile, DownloadProgress, UrlCache, UrlError, UrlSource};
