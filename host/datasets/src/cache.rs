@@ -11,6 +11,11 @@
 //! both finish, one publishes, the other uses what it published. [`TaskCache::verify`] checks
 //! every published entry and takes out the bad ones (and a killed fetch's leftovers) the same
 //! way round: out of `tasks/` in one rename, then deleted.
+//!
+//! The links inside a task are made into what they point to when it is fetched, as Harbor's
+//! download makes them (`crate::export`): the cached files, and so their digest, are those of
+//! Harbor's own copy (a linked directory counts with its files, as in Harbor's copy), and a
+//! link Harbor refuses (absolute, out of the task, dangling, cyclic) refuses the fetch.
 
 #[cfg(test)]
 mod tests;
@@ -26,7 +31,8 @@ use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{content_hash, HashError};
+use crate::export::{has_links, materialise};
+use crate::{content_hash, ExportError, HashError};
 
 /// Where one task comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +172,9 @@ pub enum CacheError {
         /// Why it failed.
         source: io::Error,
     },
+    /// A link in the task is one Harbor refuses (or could not be made into a copy).
+    #[error("{0}")]
+    Links(ExportError),
     /// The digest could not be computed.
     #[error("task `{task}`: {source}")]
     Hash {
@@ -364,7 +373,12 @@ impl TaskCache {
                 url: display_url(&source.git_url),
             });
         }
-        fs::rename(&from, &task_dir).map_err(io_error(&from))?;
+        // Resolved where Harbor resolves them: in a checkout of the repository's paths.
+        if has_links(&from).map_err(io_error(&from))? {
+            materialise(&source.name, &from, &task_dir).map_err(CacheError::Links)?;
+        } else {
+            fs::rename(&from, &task_dir).map_err(io_error(&from))?;
+        }
         let digest = content_hash(&task_dir)
             .map_err(|source_error| CacheError::Hash {
                 task: source.name.clone(),
@@ -572,6 +586,11 @@ fn examine(entry: &Path) -> Verified {
     task.dir = entry.join("task");
     if !fs::symlink_metadata(&task.dir).is_ok_and(|m| m.is_dir()) {
         return altered(Some(task), "no task directory", "no task directory".into());
+    }
+    if has_links(&task.dir).unwrap_or(true) {
+        // Cached before links were made into files: its digest is not Harbor's.
+        let reason = "holds links (cached before they were made into files)".to_string();
+        return altered(Some(task), "links", reason);
     }
     let found = match content_hash(&task.dir) {
         Ok(hash) => hash.digest,

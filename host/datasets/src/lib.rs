@@ -7,6 +7,7 @@
 
 mod cache;
 mod content_hash;
+mod export;
 mod registry;
 mod url_cache;
 
@@ -15,6 +16,7 @@ pub use cache::{
     STALE_STAGING,
 };
 pub use content_hash::{content_hash, ContentHash, HashError};
+pub use export::{export_dataset, export_task, ExportError};
 pub use registry::{
     latest_version, DatasetRef, DatasetSpec, MetricConfig, ReferenceError, Registry, RegistryError,
     RegistryTask,

@@ -1,5 +1,6 @@
 //! The cache against real git repositories made here and served as `file://`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -538,4 +539,140 @@ fn verify_puts_back_an_entry_replaced_by_a_good_copy_meanwhile() {
         task
     );
     assert_eq!(fs::read_dir(root.join("staging")).unwrap().count(), 0);
+}
+
+/// A repository with one task `tasks/linked` whose links are made with `links` (relative to
+/// the task directory); returns it and its commit.
+fn linked_repository(parent: &Path, links: &[(&str, &str)]) -> (PathBuf, String) {
+    let repo = parent.join("linked-source");
+    let task = repo.join("tasks/linked");
+    fs::create_dir_all(task.join("tests/sub")).unwrap();
+    fs::create_dir_all(task.join("solution")).unwrap();
+    git(&repo, &["init", "--quiet"]);
+    fs::write(repo.join("README.md"), "readme\n").unwrap();
+    fs::write(task.join("task.toml"), "version = \"1.0\"\n").unwrap();
+    fs::write(task.join("instruction.md"), "Do it.\n").unwrap();
+    fs::write(task.join("tests/test.sh"), "exit 0\n").unwrap();
+    fs::set_permissions(
+        task.join("tests/test.sh"),
+        fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    fs::write(task.join("tests/sub/f"), "f").unwrap();
+    fs::write(task.join("solution/solve.sh"), "true\n").unwrap();
+    for (link, target) in links {
+        std::os::unix::fs::symlink(target, task.join(link)).unwrap();
+    }
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "--quiet", "-m", "linked"]);
+    let commit = git(&repo, &["rev-parse", "HEAD"]);
+    (repo, commit)
+}
+
+#[test]
+fn links_are_made_into_files_when_fetched_so_the_digest_is_that_of_harbors_copy() {
+    let work = tempfile::tempdir().unwrap();
+    let (repo, commit) = linked_repository(
+        work.path(),
+        &[
+            ("tests/link.sh", "test.sh"),
+            ("tests/linkdir", "sub"),
+            // Out of the task and back in, resolved in the repository as Harbor resolves it.
+            ("solution/back.sh", "../../linked/tests/test.sh"),
+        ],
+    );
+    let cache = TaskCache::new(work.path().join("cache"));
+    let mut src = source(&repo, Some(&commit), "tasks/linked");
+    src.name = "linked".into();
+    let task = cache.get(&src).unwrap();
+    assert!(!crate::export::has_links(&task.dir).unwrap());
+    let mode = |rel: &str| {
+        fs::metadata(task.dir.join(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    assert_eq!(
+        fs::read(task.dir.join("tests/link.sh")).unwrap(),
+        b"exit 0\n"
+    );
+    assert_ne!(mode("tests/link.sh") & 0o100, 0);
+    assert_ne!(mode("solution/back.sh") & 0o100, 0);
+    assert!(fs::symlink_metadata(task.dir.join("tests/linkdir"))
+        .unwrap()
+        .is_dir());
+    // The digest is that of the files as they are now, linked directory included.
+    let hash = content_hash(&task.dir).unwrap();
+    assert_eq!(task.digest, hash.digest);
+    assert!(
+        hash.files.contains(&"tests/linkdir/f".to_string()),
+        "{hash:?}"
+    );
+    assert_eq!(cache.get(&src).unwrap(), task);
+    assert_eq!(cache.verify().unwrap().intact, 1);
+}
+
+#[test]
+fn a_link_harbor_refuses_refuses_the_fetch_in_one_line() {
+    for (link, target, said) in [
+        (
+            "tests/abs",
+            "/etc/hostname",
+            "points to the absolute path `/etc/hostname`",
+        ),
+        ("tests/up", "../..", "leads out of the task directory"),
+        // Only the task's path is checked out, as in Harbor's sparse checkout.
+        ("tests/esc.md", "../../../README.md", "points to nothing"),
+        ("tests/gone", "nope", "points to nothing"),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let (repo, commit) = linked_repository(work.path(), &[(link, target)]);
+        let cache = TaskCache::new(work.path().join("cache"));
+        let mut src = source(&repo, Some(&commit), "tasks/linked");
+        src.name = "linked".into();
+        let err = cache.get(&src).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("task `linked`: link `{link}` ")) && err.contains(said),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
+        assert!(
+            !work.path().join("cache/tasks").exists()
+                || fs::read_dir(work.path().join("cache/tasks"))
+                    .unwrap()
+                    .count()
+                    == 0
+        );
+        assert_eq!(
+            fs::read_dir(work.path().join("cache/staging"))
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+}
+
+#[test]
+fn an_entry_cached_with_its_links_is_dropped_and_fetched_again() {
+    let work = tempfile::tempdir().unwrap();
+    let (repo, commit) = linked_repository(work.path(), &[("tests/linkdir", "sub")]);
+    let cache = TaskCache::new(work.path().join("cache"));
+    let mut src = source(&repo, Some(&commit), "tasks/linked");
+    src.name = "linked".into();
+    let task = cache.get(&src).unwrap();
+    // What an earlier version cached: the link kept, its digest taken over the link.
+    fs::remove_dir_all(task.dir.join("tests/linkdir")).unwrap();
+    std::os::unix::fs::symlink("sub", task.dir.join("tests/linkdir")).unwrap();
+    let record = task.dir.parent().unwrap().join("entry.json");
+    let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    json["digest"] = content_hash(&task.dir).unwrap().digest.into();
+    fs::write(&record, serde_json::to_vec(&json).unwrap()).unwrap();
+    assert_eq!(cache.get(&src).unwrap(), task, "fetched again");
+    fs::remove_dir_all(task.dir.join("tests/linkdir")).unwrap();
+    std::os::unix::fs::symlink("sub", task.dir.join("tests/linkdir")).unwrap();
+    let report = cache.verify().unwrap();
+    assert_eq!(
+        report.dropped[0].reason,
+        "holds links (cached before they were made into files)"
+    );
 }
