@@ -373,7 +373,7 @@ impl TaskCache {
                 url: display_url(&source.git_url),
             });
         }
-        // Resolved where Harbor resolves them: in a checkout of the repository's paths.
+        // Links resolved in the task alone, as Harbor resolves them (in a copy of the task).
         if has_links(&from).map_err(io_error(&from))? {
             materialise(&source.name, &from, &task_dir).map_err(CacheError::Links)?;
         } else {

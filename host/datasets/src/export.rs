@@ -4,18 +4,20 @@
 //! the task directory (no ignore rules), with git's modes (`0644`, `0755` for executables, as a
 //! checkout makes them under the umask), directories as `mkdir` makes them, and the links
 //! inside the task made into what they point to: a link to a file becomes a copy of the file
-//! (with the file's mode), a link to a directory a real directory of copies. A link that is
-//! absolute, leads out of the task, points to nothing or back into a directory holding it is
-//! refused, as Harbor refuses it. Each task is built in a staging directory beside its target
+//! (with the file's mode), a link to a directory a real directory of copies. Links resolve in
+//! the task alone, as Harbor resolves them (in a copy of the task): one that is absolute, leads
+//! out of the task (even to come back in), points to nothing or back into a directory holding
+//! it is refused, as Harbor refuses it. Each task is built in a staging directory beside its target
 //! and renamed into place, replacing what was there; nothing else is written.
 
 #[cfg(test)]
 mod tests;
 
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::{content_hash, CachedTask, HashError};
 
@@ -315,24 +317,34 @@ impl Copier<'_> {
         } else {
             None
         };
-        let resolved = match (path.canonicalize(), &link_target) {
-            (Ok(resolved), _) => resolved,
-            (Err(_), Some(target)) => {
-                return Err(ExportError::DanglingLink {
-                    task: self.task.to_string(),
-                    link: rel(),
-                    target: target.clone(),
-                })
+        let resolved = match &link_target {
+            None => path.to_path_buf(),
+            Some(target) => {
+                let parent = path.parent().unwrap_or(self.root);
+                let start: Vec<OsString> = parent
+                    .strip_prefix(self.root)
+                    .map(|rel| rel.iter().map(OsStr::to_os_string).collect())
+                    .unwrap_or_default();
+                let mut hops = 0;
+                let failed = |kind: Unresolved| match kind {
+                    Unresolved::Escapes => ExportError::EscapingLink {
+                        task: self.task.to_string(),
+                        link: rel(),
+                        target: target.clone(),
+                    },
+                    Unresolved::Dangling => ExportError::DanglingLink {
+                        task: self.task.to_string(),
+                        link: rel(),
+                        target: target.clone(),
+                    },
+                    Unresolved::Io(e) => io_error(self.task, path)(e),
+                };
+                let parts = self
+                    .resolve(start, Path::new(target), &mut hops)
+                    .map_err(failed)?;
+                self.root.join(parts.iter().collect::<PathBuf>())
             }
-            (Err(e), None) => return Err(io_error(self.task, path)(e)),
         };
-        if !resolved.starts_with(self.root) {
-            return Err(ExportError::EscapingLink {
-                task: self.task.to_string(),
-                link: rel(),
-                target: link_target.unwrap_or_default(),
-            });
-        }
         let meta = fs::metadata(&resolved).map_err(io_error(self.task, &resolved))?;
         if meta.is_dir() {
             if self.open.contains(&resolved) {
@@ -374,6 +386,70 @@ impl Copier<'_> {
             })
         }
     }
+
+    /// Where `target`, read in the task's directory `at` (its parts below the root, no links
+    /// among them), leads: its parts below the root, every link on the way followed, never
+    /// above the root, as if the task were all there is (Harbor resolves links in a copy of
+    /// the task alone, so a link out of the task and back into it does not resolve there).
+    fn resolve(
+        &self,
+        mut at: Vec<OsString>,
+        target: &Path,
+        hops: &mut usize,
+    ) -> Result<Vec<OsString>, Unresolved> {
+        let mut not_a_dir = false;
+        for component in target.components() {
+            if not_a_dir {
+                return Err(Unresolved::Dangling);
+            }
+            match component {
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if at.pop().is_none() {
+                        return Err(Unresolved::Escapes);
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => return Err(Unresolved::Escapes),
+                Component::Normal(name) => {
+                    at.push(name.to_os_string());
+                    let here = self.root.join(at.iter().collect::<PathBuf>());
+                    let meta = fs::symlink_metadata(&here).map_err(|e| match e.kind() {
+                        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
+                            Unresolved::Dangling
+                        }
+                        _ => Unresolved::Io(e),
+                    })?;
+                    if meta.file_type().is_symlink() {
+                        *hops += 1;
+                        if *hops > MAX_HOPS {
+                            return Err(Unresolved::Dangling);
+                        }
+                        let next = fs::read_link(&here).map_err(Unresolved::Io)?;
+                        at.pop();
+                        at = self.resolve(at, &next, hops)?;
+                        let real = self.root.join(at.iter().collect::<PathBuf>());
+                        not_a_dir = !real.is_dir();
+                    } else {
+                        not_a_dir = !meta.is_dir();
+                    }
+                }
+            }
+        }
+        Ok(at)
+    }
+}
+
+/// How many links one link may lead through before it counts as a loop (Linux's limit).
+const MAX_HOPS: usize = 40;
+
+/// Why a link does not resolve inside the task.
+enum Unresolved {
+    /// It leads above the task's root (or to an absolute path).
+    Escapes,
+    /// Something on its way does not exist (or is not a directory), or it loops.
+    Dangling,
+    /// Reading the way failed.
+    Io(io::Error),
 }
 
 /// What a file type is, in words.

@@ -577,8 +577,7 @@ fn links_are_made_into_files_when_fetched_so_the_digest_is_that_of_harbors_copy(
         &[
             ("tests/link.sh", "test.sh"),
             ("tests/linkdir", "sub"),
-            // Out of the task and back in, resolved in the repository as Harbor resolves it.
-            ("solution/back.sh", "../../linked/tests/test.sh"),
+            ("solution/test.sh", "../tests/link.sh"),
         ],
     );
     let cache = TaskCache::new(work.path().join("cache"));
@@ -597,7 +596,7 @@ fn links_are_made_into_files_when_fetched_so_the_digest_is_that_of_harbors_copy(
         b"exit 0\n"
     );
     assert_ne!(mode("tests/link.sh") & 0o100, 0);
-    assert_ne!(mode("solution/back.sh") & 0o100, 0);
+    assert_ne!(mode("solution/test.sh") & 0o100, 0);
     assert!(fs::symlink_metadata(task.dir.join("tests/linkdir"))
         .unwrap()
         .is_dir());
@@ -621,8 +620,18 @@ fn a_link_harbor_refuses_refuses_the_fetch_in_one_line() {
             "points to the absolute path `/etc/hostname`",
         ),
         ("tests/up", "../..", "leads out of the task directory"),
-        // Only the task's path is checked out, as in Harbor's sparse checkout.
-        ("tests/esc.md", "../../../README.md", "points to nothing"),
+        // Out of the task and back in: Harbor resolves links in a copy of the task alone.
+        (
+            "tests/back.sh",
+            "../../linked/tests/test.sh",
+            "leads out of the task directory",
+        ),
+        // Out of the task to a file of the repository.
+        (
+            "tests/esc.md",
+            "../../../README.md",
+            "leads out of the task directory",
+        ),
         ("tests/gone", "nope", "points to nothing"),
     ] {
         let work = tempfile::tempdir().unwrap();

@@ -196,7 +196,19 @@ fn links_harbor_refuses_are_refused_in_one_line_naming_the_task_and_the_link() {
     let src = work.path().join("src");
     write(&src, "outside.md", "out", 0o644);
     type Case = (&'static str, fn(&Path), &'static str);
-    let cases: [Case; 6] = [
+    let cases: [Case; 8] = [
+        (
+            "back-in",
+            |r| symlink("../../back-in/task.toml", r.join("tests/t.toml")).unwrap(),
+            "task `tasks/back-in`: link `tests/t.toml` -> `../../back-in/task.toml` leads out \
+             of the task directory; a task's links must stay inside it",
+        ),
+        (
+            "through-a-file",
+            |r| symlink("test.sh/../test.sh", r.join("tests/t")).unwrap(),
+            "task `tasks/through-a-file`: link `tests/t` -> `test.sh/../test.sh` points to \
+             nothing (dangling or a loop)",
+        ),
         (
             "absolute",
             |r| symlink("/etc/hostname", r.join("tests/abs")).unwrap(),
