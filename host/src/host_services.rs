@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    LogLevel, ModelEndpoint, ModelRequest, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
-    SECRET_REGISTER_SERVICE, TEXT_SCRUB_SERVICE,
+    HarborDatasetRequest, LogLevel, ModelEndpoint, ModelRequest, UrlDatasetRequest,
+    HARBOR_DATASET_SERVICE, MODEL_ENDPOINT_SERVICE, MODEL_GENERATE_SERVICE,
+    SECRET_REGISTER_SERVICE, TEXT_SCRUB_SERVICE, URL_DATASET_SERVICE,
 };
 use agentcompass_plugin_api::sdk::{BoxFuture, Ctx, HostApi};
 use agentcompass_plugin_api::{Error, Result};
@@ -15,6 +16,8 @@ use serde::Deserialize;
 use tokio::sync::Notify;
 
 use agentcompass_gateway::{ModelGateway, UsageMeter};
+
+use crate::datasets::DatasetService;
 
 /// A cooperative cancellation flag shared by the scheduler and every call it makes.
 #[derive(Clone, Default)]
@@ -74,6 +77,8 @@ pub struct HostServices {
     /// What `model.endpoint` answers instead of the gateway's own endpoint: the attempt's
     /// model endpoint inside the environment (placeholder token, never the real key).
     endpoint: Option<ModelEndpoint>,
+    /// The `dataset.*` services (a benchmark's `load_tasks`).
+    datasets: Option<Arc<DatasetService>>,
 }
 
 impl HostServices {
@@ -86,6 +91,7 @@ impl HostServices {
             model: None,
             usage: None,
             endpoint: None,
+            datasets: None,
         }
     }
 
@@ -102,6 +108,7 @@ impl HostServices {
             model: None,
             usage: None,
             endpoint: None,
+            datasets: None,
         }
     }
 
@@ -117,6 +124,12 @@ impl HostServices {
     /// attempt's environment) instead of the gateway's endpoint and real key.
     pub fn with_model_endpoint(mut self, endpoint: ModelEndpoint) -> Self {
         self.endpoint = Some(endpoint);
+        self
+    }
+
+    /// Offers the `dataset.harbor` and `dataset.url` services through `datasets`.
+    pub fn with_datasets(mut self, datasets: Arc<DatasetService>) -> Self {
+        self.datasets = Some(datasets);
         self
     }
 
@@ -174,6 +187,42 @@ impl HostServices {
                 usage.add(&answer.usage);
             }
             serde_json::to_value(&answer).map_err(|e| Error::msg(e.to_string()))
+        })
+    }
+}
+
+impl HostServices {
+    /// A `dataset.*` service: the request parsed, answered by the data directory's
+    /// [`DatasetService`]; its errors are bad input, one line each.
+    fn dataset(
+        &self,
+        service: &str,
+        request: serde_json::Value,
+    ) -> BoxFuture<Result<serde_json::Value>> {
+        let Some(datasets) = self.datasets.clone() else {
+            let err = Error::unsupported(format!(
+                "host service `{service}` is not available to `{}` here (no data directory)",
+                self.component
+            ));
+            return Box::pin(async move { Err(err) });
+        };
+        let service = service.to_string();
+        Box::pin(async move {
+            let bad =
+                |e: serde_json::Error| Error::invalid_input(format!("{service}: bad request: {e}"));
+            let answer = if service == HARBOR_DATASET_SERVICE {
+                let request = HarborDatasetRequest::deserialize(&request).map_err(bad)?;
+                datasets.harbor(&request).await.map(serde_json::to_value)
+            } else {
+                let request = UrlDatasetRequest::deserialize(&request).map_err(bad)?;
+                datasets.url(&request).await.map(serde_json::to_value)
+            };
+            match answer {
+                Ok(value) => value.map_err(|e| Error::msg(e.to_string())),
+                Err(e) => Err(Error::invalid_input(agentcompass_redact::scrub_text(
+                    &e.to_string(),
+                ))),
+            }
         })
     }
 }
@@ -259,6 +308,7 @@ impl HostApi for HostServices {
                 };
                 Box::pin(async move { answer })
             }
+            HARBOR_DATASET_SERVICE | URL_DATASET_SERVICE => self.dataset(service, request),
             _ => {
                 let err = Error::unsupported(format!("host service `{service}` is not available"));
                 Box::pin(async move { Err(err) })

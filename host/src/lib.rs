@@ -3,6 +3,7 @@
 pub mod analysis;
 pub mod compare;
 pub mod config;
+pub mod datasets;
 pub mod exit_code;
 pub mod gates;
 pub mod host_services;

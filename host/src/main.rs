@@ -121,6 +121,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Launch(cmd) => commands::launch::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
         Command::Env { command } => env(global, command),
+        Command::Datasets { command } => commands::datasets::datasets(global, command),
         Command::Cluster { command } => cluster(global, command),
         Command::Agents {
             command: AgentsCommand::Install(cmd),

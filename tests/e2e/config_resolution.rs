@@ -211,7 +211,9 @@ fn runtime_options_defaults_then_config_then_flags() {
     let defaults = dry_run(&ws, &[], &[]);
     let rt = &defaults["runtime"];
     assert_eq!(rt["results_dir"], "results");
-    assert_eq!(rt["data_dir"], "data");
+    // The user's cache, never the working directory (upstream's `./data`).
+    let data = ws.home.join(".cache/agentcompass-host/data");
+    assert_eq!(rt["data_dir"], data.to_str().unwrap());
     assert_eq!(rt["timeout_seconds"], 360000.0);
     assert_eq!(rt["cleanup_grace_seconds"], 30.0);
     assert_eq!(rt["progress"], "auto");

@@ -10,6 +10,7 @@ mod bad_plugins;
 mod config_resolution;
 mod containment;
 mod crash;
+mod datasets;
 mod docker_networks;
 mod environments;
 mod harbor;

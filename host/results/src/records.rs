@@ -4,7 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use agentcompass_plugin_api::contracts::{AttemptSpec, RunResult, SessionInfo, TaskSpec};
+use agentcompass_plugin_api::contracts::{
+    AttemptSpec, RunResult, SessionInfo, TaskSpec, TASK_CONTENT_DIGEST_KEY,
+};
 use agentcompass_redact::{redact_value, scrub_value};
 use agentcompass_schema::attempt::{AttemptMeta, AttemptRecord, HarnessMeta};
 use agentcompass_schema::env_record::EnvRecord;
@@ -68,6 +70,11 @@ pub fn task_payload(
             .map(|n| (n.to_string(), format!("attempt-{n}")))
             .collect(),
         category: task.category.clone(),
+        content_digest: task
+            .metadata
+            .get(TASK_CONTENT_DIGEST_KEY)
+            .and_then(Value::as_str)
+            .map(str::to_string),
         ground_truth: scrub_value(&task.ground_truth),
         retry_count: retry_counts.values().sum(),
         retry_counts,

@@ -30,6 +30,11 @@ pub struct TaskRecord {
     /// The task's category (`""` when none).
     #[serde(default)]
     pub category: String,
+    /// The content digest the benchmark reported for the task's files
+    /// (`TaskSpec.metadata.content_digest`; Harbor's content hash for Harbor tasks), if any. A
+    /// `--reuse` run imports the task only while the digest is unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_digest: Option<String>,
     /// The benchmark's ground truth, scrubbed of secrets.
     #[serde(default)]
     pub ground_truth: Value,

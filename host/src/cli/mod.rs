@@ -58,6 +58,12 @@ pub enum Command {
     Launch(Box<LaunchCmd>),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
+    /// Harbor registry datasets: list, download (and export), verify the cache
+    Datasets {
+        /// What to do
+        #[command(subcommand)]
+        command: DatasetsCommand,
+    },
     /// List or release environments left open (crash, --keep-environment)
     Env {
         /// Environment command
@@ -367,6 +373,50 @@ pub enum ClusterCommand {
         run_dir: PathBuf,
         /// The unit file (`RUN_DIR/.cluster/units/<seq>.json`)
         unit: PathBuf,
+    },
+}
+
+/// Where a `datasets` command reads its registry and keeps its cache.
+#[derive(Debug, Args, Clone)]
+pub struct DatasetArgs {
+    /// A Harbor `registry.json`, or the directory holding one
+    #[arg(long, value_name = "PATH", conflicts_with = "registry_url")]
+    pub registry_path: Option<PathBuf>,
+    /// An http(s) URL of a Harbor `registry.json` (default: Harbor's public registry)
+    #[arg(long, value_name = "URL")]
+    pub registry_url: Option<String>,
+    /// Root directory of downloaded data; the cache is `DIR/datasets` (`runtime.data_dir`,
+    /// default `~/.cache/agentcompass-host/data`)
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<String>,
+}
+
+/// `datasets` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DatasetsCommand {
+    /// List the datasets of a registry: name, version, task count, description
+    List {
+        /// Registry and data directory
+        #[command(flatten)]
+        args: DatasetArgs,
+    },
+    /// Fetch a dataset's tasks into the cache; with --output-dir, also export them as
+    /// `harbor download NAME@VERSION --export` does (`DIR/<dataset>/<task>/`)
+    Download {
+        /// `NAME@VERSION`, or `NAME` for its latest version
+        dataset: String,
+        /// Export the tasks under this directory
+        #[arg(long, value_name = "DIR")]
+        output_dir: Option<PathBuf>,
+        /// Registry and data directory
+        #[command(flatten)]
+        args: DatasetArgs,
+    },
+    /// Re-hash every cached task; report and drop the entries that changed
+    Verify {
+        /// Root directory of downloaded data (the cache is `DIR/datasets`)
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<String>,
     },
 }
 

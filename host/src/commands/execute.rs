@@ -30,8 +30,16 @@ pub(super) fn execute(
     gates: &agentcompass_host::gates::Gates,
 ) -> anyhow::Result<i32> {
     gates.validate()?;
-    let mut prepared = agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration)
-        .map_err(|e| anyhow::anyhow!(e))?;
+    let datasets = std::sync::Arc::new(agentcompass_host::datasets::DatasetService::new(
+        std::path::Path::new(&orchestration.runtime.data_dir),
+        match orchestration.runtime.progress {
+            agentcompass_host::progress::ProgressMode::None => Default::default(),
+            _ => super::datasets::DownloadPrinter::reporter(),
+        },
+    ));
+    let mut prepared =
+        agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration, &datasets)
+            .map_err(|e| anyhow::anyhow!(e))?;
     let executor = async_runtime()?;
     if orchestration.runtime.auto_install_dependencies {
         super::dependencies::install_all(&orchestration, setup, &executor)?;
@@ -81,6 +89,12 @@ fn report(
             "{label}{} — {headline} ({} tasks, {} reused)",
             request.status, request.published, request.reused
         );
+        if request.changed > 0 {
+            eprintln!(
+                "{label}{} tasks of the reuse source ran again: their content changed since",
+                request.changed
+            );
+        }
         if let Some(error) = &request.error {
             eprintln!("{label}error: {error}");
         }

@@ -1,7 +1,7 @@
 //! `agentcompass-host plan BENCHMARK HARNESS MODEL --task ID [run flags]`: the audit view of
 //! one task's resolved plan, without opening any environment (for debugging recipes).
 
-use agentcompass_plugin_api::sdk::Ctx;
+use agentcompass_host::host_services::{CancelToken, HostServices};
 use anyhow::{anyhow, Context};
 use serde_json::json;
 
@@ -34,13 +34,17 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // A dataset the benchmark names is fetched into the cache (or found there), as a run
+    // would; its progress is printed on stderr.
+    let datasets = agentcompass_host::datasets::DatasetService::new(
+        std::path::Path::new(&runtime.data_dir),
+        super::datasets::DownloadPrinter::reporter(),
+    );
+    let ctx = HostServices::for_component(&request.benchmark.id, CancelToken::new(), None)
+        .with_datasets(std::sync::Arc::new(datasets))
+        .into_ctx();
     let tasks = executor
-        .block_on(
-            planner
-                .benchmark()
-                .benchmark
-                .load_tasks(&Ctx::detached(), &request),
-        )
+        .block_on(planner.benchmark().benchmark.load_tasks(&ctx, &request))
         .map_err(|e| anyhow!("benchmark {}: load_tasks: {e}", request.benchmark.id))?;
     let task = tasks
         .iter()

@@ -146,11 +146,31 @@ pub struct ResolvedRuntimeOptions {
     pub fail_on_error: Option<f64>,
 }
 
+/// The default `data_dir`: `$XDG_CACHE_HOME/agentcompass-host/data`, else
+/// `$HOME/.cache/agentcompass-host/data` — a user's cache, never the working tree (upstream's
+/// default is `./data`, which puts downloads inside whatever checkout a run starts in).
+pub fn default_data_dir() -> String {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|home| std::path::PathBuf::from(home).join(".cache"))
+        })
+        .unwrap_or_else(std::env::temp_dir);
+    cache
+        .join("agentcompass-host")
+        .join("data")
+        .display()
+        .to_string()
+}
+
 impl Default for ResolvedRuntimeOptions {
     fn default() -> Self {
         ResolvedRuntimeOptions {
             results_dir: "results".into(),
-            data_dir: "data".into(),
+            data_dir: default_data_dir(),
             timeout_seconds: 360_000.0,
             cleanup_grace_seconds: 30.0,
             checkpoint_after_seconds: 1.0,

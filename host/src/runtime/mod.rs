@@ -263,6 +263,7 @@ pub fn check_outputs(orchestration: &Orchestration) -> Result<(), RunError> {
 pub fn preflight_all(
     registry: &Registry,
     orchestration: &Orchestration,
+    datasets: &std::sync::Arc<crate::datasets::DatasetService>,
 ) -> Result<Vec<PreparedRequest>, RunError> {
     let runtime = &orchestration.runtime;
     if runtime.executor == crate::request::Executor::Slurm {
@@ -287,7 +288,10 @@ pub fn preflight_all(
         .requests
         .iter()
         .cloned()
-        .map(|run| preflight(registry, std::path::Path::new(&runtime.results_dir), run))
+        .map(|run| {
+            let results_dir = std::path::Path::new(&runtime.results_dir);
+            preflight(registry, results_dir, run, Some(datasets.clone()))
+        })
         .collect::<Result<_, _>>()?;
     for request in &prepared {
         let priced =

@@ -9,7 +9,9 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use agentcompass_plugin_api::contracts::{IssueSeverity, RunRequest, RunRuntimeSpec};
+use agentcompass_plugin_api::contracts::{
+    IssueSeverity, RunRequest, RunRuntimeSpec, TASK_CONTENT_DIGEST_KEY,
+};
 use agentcompass_results::store::{
     count_published, find_reuse_source, published_task, running_tasks, PublishedTask,
 };
@@ -46,6 +48,8 @@ pub(super) struct Imported {
     pub(super) resumable: HashMap<String, PathBuf>,
     /// The `reuse_loaded` progress payload.
     pub(super) summary: Value,
+    /// Published tasks not reused because their content changed ([`CONTENT_CHANGED`]).
+    pub(super) changed: u64,
 }
 
 /// The source run of `rc`'s reuse request: the named run, or the newest other run of the
@@ -68,10 +72,18 @@ pub(super) fn source_run(
 /// What the import workers found: why tasks were not reused (by reason), and the reused ids.
 type ImportOutcome = (HashMap<&'static str, u64>, HashSet<String>);
 
+/// One published task to import, with what the selected task is now.
+struct Candidate {
+    category: String,
+    /// The selected task's content digest now (`None`: its benchmark reports none).
+    digest: Option<String>,
+    published: PublishedTask,
+}
+
 /// One import worker: imports the published tasks it is sent until the queue closes.
 fn import_worker(
     rc: &RequestContext,
-    receive: &std::sync::Mutex<std::sync::mpsc::Receiver<(String, PublishedTask)>>,
+    receive: &std::sync::Mutex<std::sync::mpsc::Receiver<Candidate>>,
     outcome: &std::sync::Mutex<ImportOutcome>,
 ) {
     loop {
@@ -79,10 +91,11 @@ fn import_worker(
             Ok(queue) => queue.recv(),
             Err(poisoned) => poisoned.into_inner().recv(),
         };
-        let Ok((category, published)) = next else {
+        let Ok(candidate) = next else {
             return;
         };
-        let result = import_task(rc, &category, &published);
+        let result = import_task(rc, &candidate);
+        let published = candidate.published;
         let mut guard = match outcome.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -109,7 +122,7 @@ pub(super) fn import(
     // is the kernel creating inodes and walking paths, which two cores do side by side.
     let outcome: std::sync::Mutex<ImportOutcome> = std::sync::Mutex::default();
     let mut found = 0u64;
-    let (send, receive) = std::sync::mpsc::sync_channel::<(String, PublishedTask)>(64);
+    let (send, receive) = std::sync::mpsc::sync_channel::<Candidate>(64);
     let receive = std::sync::Mutex::new(receive);
     let read: Result<(), RunError> = std::thread::scope(|scope| {
         // Owned here: dropped when reading ends (normally or on an error), which ends the
@@ -123,7 +136,17 @@ pub(super) fn import(
                 continue;
             };
             found += 1;
-            if send.send((task.category, published)).is_err() {
+            let digest = task
+                .metadata
+                .get(TASK_CONTENT_DIGEST_KEY)
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let candidate = Candidate {
+                category: task.category,
+                digest,
+                published,
+            };
+            if send.send(candidate).is_err() {
                 break;
             }
         }
@@ -158,6 +181,7 @@ pub(super) fn import(
         "interrupted_tasks_with_checkpoints": resumable.len(),
     });
     Ok(Imported {
+        changed: not_reused.get(CONTENT_CHANGED).copied().unwrap_or(0),
         reused,
         resumable,
         summary,
@@ -180,14 +204,23 @@ fn rerun_requested(spec: &RunRuntimeSpec, records: &[AttemptRecord]) -> bool {
         })
 }
 
+/// Why a task whose files changed since it was published is not reused.
+pub const CONTENT_CHANGED: &str = "task content changed";
+
 /// Imports one published task, or says why it is not reused.
-fn import_task(
-    rc: &RequestContext,
-    category: &str,
-    published: &PublishedTask,
-) -> Result<(), &'static str> {
+fn import_task(rc: &RequestContext, candidate: &Candidate) -> Result<(), &'static str> {
+    let Candidate {
+        category,
+        digest,
+        published,
+    } = candidate;
     if published.record.reuse_key != rc.reuse_key {
         return Err("different benchmark, params or attempt plan");
+    }
+    // A task changed upstream (another commit of its dataset, an edited directory) runs
+    // again; a benchmark that reports no digest is compared by its params alone.
+    if digest.is_some() && *digest != published.record.content_digest {
+        return Err(CONTENT_CHANGED);
     }
     let Some(records) = complete_attempt_records(&published.dir, &published.record) else {
         return Err("incomplete attempts");

@@ -158,6 +158,14 @@ fn answers() -> Builtin {
     }
 }
 
+/// A data directory no test component asks anything of.
+fn test_datasets() -> Arc<crate::datasets::DatasetService> {
+    Arc::new(crate::datasets::DatasetService::new(
+        &std::env::temp_dir().join("agentcompass-unused-data"),
+        Default::default(),
+    ))
+}
+
 fn registry() -> Registry {
     let mut builtins = agentcompass_builtins::all();
     builtins.push(Builtin {
@@ -229,7 +237,7 @@ async fn a_host_panic_in_any_stage_still_publishes_the_task() {
         requests,
     };
     let registry = registry();
-    let mut prepared = super::preflight_all(&registry, &orchestration).unwrap();
+    let mut prepared = super::preflight_all(&registry, &orchestration, &test_datasets()).unwrap();
     for request in &mut prepared {
         request.load_tasks().await.unwrap();
     }
@@ -370,7 +378,8 @@ async fn a_host_panic_while_resuming_an_interrupted_run_still_publishes_the_task
     let mut last = None;
     for (deadline, reuse) in [(2.0, false), (0.0, true)] {
         let orchestration = resume_orchestration(root.path(), &work, deadline, reuse);
-        let mut prepared = super::preflight_all(&registry, &orchestration).unwrap();
+        let mut prepared =
+            super::preflight_all(&registry, &orchestration, &test_datasets()).unwrap();
         for request in &mut prepared {
             request.load_tasks().await.unwrap();
         }

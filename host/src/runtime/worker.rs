@@ -81,7 +81,11 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
         request,
     };
     let results_dir = PathBuf::from(&runtime.results_dir);
-    let prepared = preflight(&setup.registry, &results_dir, run)?;
+    let datasets = crate::datasets::DatasetService::new(
+        std::path::Path::new(&runtime.data_dir),
+        crate::datasets::DownloadReporter::default(),
+    );
+    let prepared = preflight(&setup.registry, &results_dir, run, Some(Arc::new(datasets)))?;
     let copy = ClusterCopy::from_env(&crate::config::process_env);
     let job = copy
         .job_id

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod artifacts;
 pub mod component;
+pub mod dataset;
 pub mod environment;
 pub mod metrics;
 pub mod model;
@@ -22,6 +23,7 @@ pub mod task;
 pub use analysis::*;
 pub use artifacts::*;
 pub use component::*;
+pub use dataset::*;
 pub use environment::*;
 pub use metrics::*;
 pub use model::*;

@@ -130,6 +130,41 @@ impl Ctx {
             .await;
     }
 
+    /// Resolves a Harbor registry dataset: the host reads the registry, fetches each task
+    /// once into its cache (printing the download's progress), verifies every task's digest
+    /// and answers local directories. Errors are the host's one-line messages.
+    pub async fn harbor_dataset(
+        &self,
+        request: &crate::contracts::HarborDatasetRequest,
+    ) -> Result<crate::contracts::HarborDataset> {
+        self.call_typed(crate::contracts::HARBOR_DATASET_SERVICE, request)
+            .await
+    }
+
+    /// Fetches one file or archive by URL through the host, verified against its SHA-256,
+    /// cached under the host's data directory (a later run needs no network).
+    pub async fn url_dataset(
+        &self,
+        request: &crate::contracts::UrlDatasetRequest,
+    ) -> Result<crate::contracts::UrlDataset> {
+        self.call_typed(crate::contracts::URL_DATASET_SERVICE, request)
+            .await
+    }
+
+    /// Calls `service` with `request` serialised and its answer deserialised.
+    async fn call_typed<Q: serde::Serialize, A: serde::de::DeserializeOwned>(
+        &self,
+        service: &str,
+        request: &Q,
+    ) -> Result<A> {
+        let payload = serde_json::to_value(request).map_err(|e| {
+            crate::Error::invalid_input(format!("{service}: request does not serialise: {e}"))
+        })?;
+        let answer = self.call(service, payload).await?;
+        serde_json::from_value(answer)
+            .map_err(|e| crate::Error::msg(format!("host answered {service} badly: {e}")))
+    }
+
     /// The run's model endpoint (base URL, resolved key, model id, protocol), for agents that
     /// bring their own client. Calls made that way bypass the gateway's usage accounting.
     pub async fn model_endpoint(&self) -> Result<ModelEndpoint> {

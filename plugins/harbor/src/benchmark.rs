@@ -17,7 +17,8 @@ use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::discover::{path_param, task_dirs};
+use crate::dataset::{dataset_tasks, task_origin, TaskOrigin};
+use crate::discover::task_dirs;
 use crate::multistep;
 use crate::names::{
     ID, SETUP_SCRIPT, SOLUTION_DIR, STEPS_DIR, TESTS_DIR, TEST_SCRIPT, WORKDIR_DIR,
@@ -396,13 +397,15 @@ impl Benchmark for Harbor {
         })
     }
 
-    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+    async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         let options = load_options(req)?;
-        let entries = path_param(req.benchmark.params.get("path"))?;
-        task_dirs(&entries)?
-            .iter()
-            .map(|dir| load_task(dir, options))
-            .collect()
+        match task_origin(&req.benchmark.params)? {
+            TaskOrigin::Paths(entries) => task_dirs(&entries)?
+                .iter()
+                .map(|dir| load_task(dir, options))
+                .collect(),
+            TaskOrigin::Dataset(request) => dataset_tasks(ctx, &request, options).await,
+        }
     }
 
     fn build_plan(

@@ -6,6 +6,7 @@
 
 mod artifacts;
 mod benchmark;
+mod dataset;
 mod discover;
 mod environment;
 mod fields;
@@ -46,16 +47,35 @@ fn register(plugin: &mut PluginBuilder) {
         )
         .with_schema(
             ConfigSchema::empty()
-                .field(
-                    ConfigField::new(
-                        "path",
-                        ConfigType::Any,
-                        json!(null),
-                        "A Harbor task directory, a directory of task directories, or a list \
-                         of either (strings); task ids are the directory names",
-                    )
-                    .required(),
-                )
+                .field(ConfigField::new(
+                    "path",
+                    ConfigType::Any,
+                    json!(null),
+                    "A Harbor task directory, a directory of task directories, or a list \
+                     of either (strings); task ids are the directory names (give `path` or \
+                     `dataset`)",
+                ))
+                .field(ConfigField::new(
+                    "dataset",
+                    ConfigType::String,
+                    json!(null),
+                    "A dataset of a Harbor registry, `NAME@VERSION` or `NAME` (its latest \
+                     version); the host fetches its tasks once into `<data_dir>/datasets` and \
+                     verifies them on every use; task ids are the last part of each path",
+                ))
+                .field(ConfigField::new(
+                    "registry_path",
+                    ConfigType::String,
+                    json!(null),
+                    "The `registry.json` of `dataset` (or the directory holding it)",
+                ))
+                .field(ConfigField::new(
+                    "registry_url",
+                    ConfigType::String,
+                    json!(null),
+                    "An http(s) URL of the `registry.json` of `dataset` (default: Harbor's \
+                     public registry)",
+                ))
                 .field(ConfigField::new(
                     "sample_ids",
                     ConfigType::Array,

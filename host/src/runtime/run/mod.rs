@@ -44,6 +44,9 @@ pub struct RequestOutcome {
     pub published: usize,
     /// Tasks reused from an earlier run.
     pub reused: usize,
+    /// Tasks of the reuse source that ran again because their content changed since (their
+    /// benchmark's content digest differs).
+    pub changed: u64,
     /// The final attempts' FATAL and ERROR issues by code, most frequent first.
     pub issues: Vec<super::issue_tally::IssueCount>,
     /// `12 tasks not scored: 9 model (rate limited), 3 environment (...)`, when some were not.
@@ -65,6 +68,7 @@ impl RequestOutcome {
             headline: None,
             published: 0,
             reused: 0,
+            changed: 0,
             issues: Vec::new(),
             not_scored: None,
             skipped: None,
@@ -123,14 +127,15 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
     rc.emit(ProgressEvent::TasksLoaded {
         total: tasks.total() as u64,
     });
-    let reused = match import_reused(shared, &mut rc, &mut info, &mut tasks).await {
-        Ok(reused) => reused,
+    let (reused, changed) = match import_reused(shared, &mut rc, &mut info, &mut tasks).await {
+        Ok(imported) => imported,
         Err(e) => {
             let error = Some(e.to_string());
             return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, error).await;
         }
     };
     outcome.reused = reused.len();
+    outcome.changed = changed;
     let rc = Arc::new(rc);
     let scheduled = match shared.runtime.executor {
         crate::request::Executor::Local => schedule::run_all(shared, &rc, tasks, &reused).await,
@@ -184,7 +189,7 @@ async fn import_reused(
     rc: &mut RequestContext,
     info: &mut RunInfo,
     tasks: &mut TaskSource,
-) -> Result<std::collections::HashSet<String>, RunError> {
+) -> Result<(std::collections::HashSet<String>, u64), RunError> {
     if rc.request.runtime.reuse != Some(true) {
         return Ok(Default::default());
     }
@@ -224,7 +229,7 @@ async fn import_reused(
     rc.resumable = imported.resumable;
     record_import(rc, info, ReuseImport::Complete);
     rc.emit(ProgressEvent::ReuseLoaded(imported.summary));
-    Ok(imported.reused)
+    Ok((imported.reused, imported.changed))
 }
 
 /// Records how far the reuse import is in `run_info.json`.

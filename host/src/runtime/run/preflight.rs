@@ -3,10 +3,12 @@
 //! the model gateway's settings; then its task stream's first page.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_results::naming::sanitize_component;
 
+use crate::datasets::DatasetService;
 use crate::host_services::{CancelToken, HostServices};
 use crate::planner::Planner;
 use crate::registry::Registry;
@@ -27,6 +29,8 @@ pub struct PreparedRequest {
     pub(super) provenance: serde_json::Value,
     /// The run's analyzers (`execution.enable_analysis`).
     pub(super) analysis: Option<std::sync::Arc<crate::analysis::RunAnalysis>>,
+    /// The datasets the benchmark may ask the host for (`dataset.*` services).
+    pub(in crate::runtime) datasets: Option<Arc<DatasetService>>,
 }
 
 impl PreparedRequest {
@@ -34,15 +38,39 @@ impl PreparedRequest {
     /// so a dataset or task directory the benchmark rejects is refused like any other bad
     /// input (no results directory). The run goes on reading the same stream.
     pub async fn load_tasks(&mut self) -> Result<(), RunError> {
-        let ctx =
-            HostServices::for_component(&self.resolved.benchmark.id, CancelToken::new(), None)
-                .into_ctx();
+        let ctx = self.benchmark_services(CancelToken::new()).into_ctx();
         let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
         let tasks = tasks.map_err(|e| e.in_request(&self.run.name))?;
+        self.note_dataset_sources();
         self.check_enforceable(tasks.buffered())
             .map_err(|e| e.in_request(&self.run.name))?;
         self.tasks = Some(tasks);
         Ok(())
+    }
+
+    /// The host services of the benchmark's task loading: its name, `cancel`, and the
+    /// datasets it may ask for.
+    pub(in crate::runtime) fn benchmark_services(&self, cancel: CancelToken) -> HostServices {
+        let services = HostServices::for_component(&self.resolved.benchmark.id, cancel, None);
+        match &self.datasets {
+            Some(datasets) => services.with_datasets(datasets.clone()),
+            None => services,
+        }
+    }
+
+    /// Adds what the dataset services served while the tasks loaded to the provenance
+    /// (`dataset_sources`: registry datasets with every task's source and digest, URL files).
+    fn note_dataset_sources(&mut self) {
+        let Some(datasets) = &self.datasets else {
+            return;
+        };
+        let served = datasets.take_provenance();
+        if served.is_empty() {
+            return;
+        }
+        if let Some(provenance) = self.provenance.as_object_mut() {
+            provenance.insert("dataset_sources".into(), serde_json::Value::Array(served));
+        }
     }
 
     /// A network policy the request itself sets wins over every task's hint: when the
@@ -100,6 +128,7 @@ pub fn preflight(
     registry: &Registry,
     results_dir: &Path,
     run: OrchestratedRun,
+    datasets: Option<Arc<DatasetService>>,
 ) -> Result<PreparedRequest, RunError> {
     let checked = check(registry, results_dir, &run);
     let (resolved, planner, patterns) = checked.map_err(|e| e.in_request(&run.name))?;
@@ -126,6 +155,7 @@ pub fn preflight(
         tasks: None,
         provenance,
         analysis,
+        datasets,
     })
 }
 

@@ -151,6 +151,7 @@ pub(in crate::runtime) fn request_context(
         tasks,
         provenance: _,
         analysis,
+        datasets,
     } = prepared;
     let contract = planner
         .benchmark()
@@ -164,8 +165,12 @@ pub(in crate::runtime) fn request_context(
     if resolved.model.wrap_api_key {
         model.wrap_key(store.run_dir());
     }
-    let ctx = HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None)
-        .into_ctx();
+    let mut services =
+        HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None);
+    if let Some(datasets) = datasets {
+        services = services.with_datasets(datasets);
+    }
+    let ctx = services.into_ctx();
     let run_log = crate::logging::open_run_log(
         run_log_path,
         crate::logging::level_from_name(&shared.runtime.file_log_level),

@@ -1,0 +1,391 @@
+//! Harbor registry datasets end to end (issue 35): a `registry.json` whose tasks live in a
+//! git repository made here (`file://`), run by `oracle` in the `sandbox` through the
+//! `harbor` benchmark's `dataset` param; the cache under the data directory serving later
+//! runs with the repository gone; a cached file altered by hand refused or fetched again;
+//! provenance and digests on record; `--reuse` by digest; the refusals of bad input.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use agentcompass_e2e::{
+    files_under, pack_run, published_results, read_json, run_dir, Outcome, Packs, Workspace,
+};
+use serde_json::{json, Value};
+
+/// The digests Harbor 0.25 gives the bundled examples (`docs/design/harbor-datasets.md` §4).
+const DIGESTS: [(&str, &str); 3] = [
+    (
+        "fizzbuzz",
+        "e1d4a623f22772e6a4971ba090f96b7b70112894d1c241206e16c110bf777d01",
+    ),
+    (
+        "hello-file",
+        "afa6a31bc9ec4e10716d8324eff7eb90c8b3f72c360840ee1379d9adff8de62c",
+    ),
+    (
+        "primes",
+        "7fd72628955ae24254261a05e26c5041271fa723dd9772d03087092adef01c65",
+    ),
+];
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the repository")
+        .join("examples/harbor")
+}
+
+/// Runs git in `dir` with a fixed identity, no user or system config.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A workspace with the harbor pack, a git repository holding the three bundled examples
+/// under `tasks/`, and a registry naming them as `demo@1.0`.
+struct Dataset {
+    ws: Workspace,
+    plugins: Packs,
+    repo: PathBuf,
+    commit: String,
+    registry: PathBuf,
+    data: PathBuf,
+}
+
+impl Dataset {
+    fn new() -> Self {
+        let ws = Workspace::new();
+        let repo = ws.root().join("repo");
+        fs::create_dir_all(repo.join("tasks")).unwrap();
+        for (task, _) in DIGESTS {
+            agentcompass_e2e::copy_tree(&examples().join(task), &repo.join("tasks").join(task));
+        }
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "tasks"]);
+        let commit = git(&repo, &["rev-parse", "HEAD"]);
+        let registry = ws.root().join("registry/registry.json");
+        let data = ws.root().join("data");
+        let dataset = Dataset {
+            ws,
+            plugins: Packs::harbor(),
+            repo,
+            commit,
+            registry,
+            data,
+        };
+        dataset.write_registry(&dataset.commit.clone());
+        dataset
+    }
+
+    /// `registry.json`: `demo@1.0` (the three tasks at `commit`) and `demo@0.9`.
+    fn write_registry(&self, commit: &str) {
+        let url = format!("file://{}", self.repo.display());
+        let tasks: Vec<Value> = DIGESTS
+            .iter()
+            .map(|(task, _)| {
+                json!({"name": task, "git_url": url, "git_commit_id": commit,
+                       "path": format!("tasks/{task}")})
+            })
+            .collect();
+        let registry = json!([
+            {"name": "demo", "version": "1.0", "description": "three examples", "tasks": tasks,
+             "metrics": [{"type": "mean"}]},
+            {"name": "demo", "version": "0.9", "description": "older", "tasks": [tasks[0]]},
+        ]);
+        fs::create_dir_all(self.registry.parent().unwrap()).unwrap();
+        fs::write(&self.registry, registry.to_string()).unwrap();
+    }
+
+    fn params(&self, dataset: &str) -> String {
+        json!({"dataset": dataset, "registry_path": self.registry}).to_string()
+    }
+
+    /// `run harbor oracle` on `params` in the sandbox with the data directory, then `extra`.
+    fn run(&self, params: &str, extra: &[&str]) -> Outcome {
+        let data = self.data.to_str().unwrap();
+        let mut args = pack_run(
+            &self.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            params,
+            &["--env", "sandbox", "--progress", "none", "--data-dir", data],
+        );
+        args.extend_from_slice(extra);
+        self.ws.run(&args, &[])
+    }
+
+    fn results_root(&self) -> PathBuf {
+        self.ws.cwd.join("results")
+    }
+
+    /// The cached copy of `task` (`tasks/<key>/task/`).
+    fn cached(&self, task: &str) -> PathBuf {
+        let tasks = self.data.join("datasets/tasks");
+        fs::read_dir(&tasks)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("task"))
+            .find(|dir| {
+                let entry = read_json(&dir.parent().unwrap().join("entry.json"));
+                entry["path"] == format!("tasks/{task}")
+            })
+            .unwrap_or_else(|| panic!("no cached {task} under {}", tasks.display()))
+    }
+}
+
+fn rewards(run: &Path) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = published_results(run)
+        .into_iter()
+        .map(|(id, (_, result))| (id, result["metrics"]["reward"].as_f64().unwrap()))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn all_pass() -> Vec<(String, f64)> {
+    DIGESTS.iter().map(|(t, _)| (t.to_string(), 1.0)).collect()
+}
+
+#[test]
+fn a_registry_dataset_runs_then_runs_from_the_cache_with_its_repository_gone() {
+    let d = Dataset::new();
+    let out = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    let run = run_dir(&out);
+    assert_eq!(rewards(&run), all_pass());
+
+    // Provenance: the dataset, its registry, every task's source and digest.
+    let info = read_json(&run.join("run_info.json"));
+    let sources = &info["provenance"]["dataset_sources"];
+    assert_eq!(sources[0]["kind"], "harbor_registry", "{sources}");
+    assert_eq!(sources[0]["dataset"], "demo@1.0");
+    assert_eq!(sources[0]["registry"], d.registry.display().to_string());
+    let url = format!("file://{}", d.repo.display());
+    for (i, (task, digest)) in DIGESTS.iter().enumerate() {
+        let entry = &sources[0]["tasks"][i];
+        assert_eq!(entry["git_url"], url, "{entry}");
+        assert_eq!(entry["commit"], d.commit.as_str());
+        assert_eq!(entry["path"], format!("tasks/{task}"));
+        assert_eq!(entry["digest"], *digest, "{task}: Harbor's content hash");
+    }
+    // task.json carries the digest.
+    for (task, digest) in DIGESTS {
+        let (attempt, _) = &published_results(&run)[task];
+        let record = read_json(&attempt.parent().unwrap().join("task.json"));
+        assert_eq!(record["content_digest"], digest, "{record}");
+    }
+
+    // The repository moved away: the cache alone serves the same run.
+    let moved = d.ws.root().join("repo-moved");
+    fs::rename(&d.repo, &moved).unwrap();
+    let again = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&again)), all_pass());
+
+    // A cached file altered by hand is never run. With the source gone, the cache's own copy
+    // of the commit (git checks its objects) puts the file back...
+    let test_sh = d.cached("primes").join("tests/test.sh");
+    let tamper = || {
+        let mut text = fs::read_to_string(&test_sh).unwrap();
+        text.push_str("\necho tampered\n");
+        fs::write(&test_sh, text).unwrap();
+    };
+    tamper();
+    let repaired = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&repaired)), all_pass());
+    let restored = fs::read_to_string(d.cached("primes").join("tests/test.sh")).unwrap();
+    assert!(!restored.contains("tampered"));
+    // ...and without that copy either, it is refused in one line naming the task, exit 2, no
+    // results directory.
+    tamper();
+    fs::remove_dir_all(d.data.join("datasets/repos")).unwrap();
+    let runs_before = files_under(&d.results_root()).len();
+    let refused = d.run(&d.params("demo@1.0"), &[]).expect_code(2);
+    let lines = refused.stderr_lines("error:");
+    assert_eq!(lines.len(), 1, "{}", refused.stderr);
+    assert!(
+        lines[0].contains("primes") && lines[0].contains("demo@1.0"),
+        "{}",
+        lines[0]
+    );
+    assert_eq!(files_under(&d.results_root()).len(), runs_before);
+
+    // With the source back, the altered copy is fetched again and the run passes.
+    fs::rename(&moved, &d.repo).unwrap();
+    let healed = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&healed)), all_pass());
+    assert!(
+        !fs::read_to_string(d.cached("primes").join("tests/test.sh"))
+            .unwrap()
+            .contains("tampered")
+    );
+}
+
+#[test]
+fn a_name_without_version_runs_the_latest_and_the_default_data_dir_is_the_users_cache() {
+    let d = Dataset::new();
+    let params = json!({"dataset": "demo", "registry_path": d.registry.parent().unwrap()});
+    let out =
+        d.ws.run(
+            &pack_run(
+                &d.plugins,
+                ["harbor", "oracle", "scripted-model"],
+                &params.to_string(),
+                &["--env", "sandbox", "--progress", "none"],
+            ),
+            &[],
+        )
+        .expect_code(0);
+    assert_eq!(rewards(&run_dir(&out)), all_pass(), "1.0 is the latest");
+    let cache =
+        d.ws.home
+            .join(".cache/agentcompass-host/data/datasets/tasks");
+    assert_eq!(
+        fs::read_dir(&cache).unwrap().count(),
+        3,
+        "{}",
+        cache.display()
+    );
+    assert!(
+        !d.ws.cwd.join("data").exists(),
+        "nothing in the working directory"
+    );
+}
+
+#[test]
+fn reuse_imports_a_task_only_while_its_content_is_unchanged() {
+    let d = Dataset::new();
+    let first = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    let first = run_dir(&first);
+    // A new commit changes fizzbuzz's instruction; the registry's 1.0 now points at it.
+    let instruction = d.repo.join("tasks/fizzbuzz/instruction.md");
+    let mut text = fs::read_to_string(&instruction).unwrap();
+    text.push_str("\nPrint nothing else.\n");
+    fs::write(&instruction, text).unwrap();
+    git(&d.repo, &["commit", "-q", "-am", "fizzbuzz: clearer"]);
+    let commit = git(&d.repo, &["rev-parse", "HEAD"]);
+    d.write_registry(&commit);
+    let reused = d.run(&d.params("demo@1.0"), &["--reuse"]).expect_code(0);
+    assert!(
+        reused.stderr.contains("(3 tasks, 2 reused)"),
+        "{}",
+        reused.stderr
+    );
+    assert!(
+        reused
+            .stderr
+            .contains("1 tasks of the reuse source ran again: their content changed since"),
+        "{}",
+        reused.stderr
+    );
+    let second = run_dir(&reused);
+    assert_ne!(first, second);
+    let (attempt, _) = &published_results(&second)["fizzbuzz"];
+    let record = read_json(&attempt.parent().unwrap().join("task.json"));
+    assert_ne!(record["content_digest"], DIGESTS[0].1);
+    assert_eq!(rewards(&second), all_pass());
+}
+
+/// `params` refused before anything is written: exit 2, one `error:` line holding every
+/// part of `expected`, no results directory.
+fn assert_refused(d: &Dataset, params: &str, expected: &[&str]) {
+    let out = d.run(params, &[]).expect_code(2);
+    let lines = out.stderr_lines("error:");
+    assert_eq!(lines.len(), 1, "{params}: {}", out.stderr);
+    for part in expected {
+        assert!(
+            lines[0].contains(part),
+            "{params}: `{part}` not in: {}",
+            lines[0]
+        );
+    }
+    assert!(
+        !d.results_root().exists(),
+        "{params}: a results directory was made"
+    );
+}
+
+#[test]
+fn bad_datasets_are_refused_in_one_line_before_anything_is_written() {
+    let d = Dataset::new();
+    let registry = d.registry.to_str().unwrap();
+    assert_refused(
+        &d,
+        &d.params("nope@1.0"),
+        &["dataset `nope@1.0`", "no dataset `nope`", "`demo`"],
+    );
+    assert_refused(
+        &d,
+        &d.params("demo@9.9"),
+        &["dataset `demo@9.9`", "no version `9.9`", "`1.0`"],
+    );
+    assert_refused(
+        &d,
+        &d.params("org/pack@v1"),
+        &["org/pack@v1", "hosted registry", "--export"],
+    );
+    let both = json!({"dataset": "demo@1.0", "registry_path": registry, "path": "x"});
+    assert_refused(
+        &d,
+        &both.to_string(),
+        &["\"path\"", "\"dataset\"", "found both"],
+    );
+    let two = json!({"dataset": "demo@1.0", "registry_path": registry, "registry_url": "http://127.0.0.1:9/r.json"});
+    assert_refused(
+        &d,
+        &two.to_string(),
+        &["registry_path", "registry_url", "found both"],
+    );
+
+    // A commit the repository lacks, and a path missing at the commit.
+    d.write_registry("0123456789abcdef0123456789abcdef01234567");
+    assert_refused(
+        &d,
+        &d.params("demo@1.0"),
+        &[
+            "demo@1.0",
+            "fizzbuzz",
+            "0123456789abcdef0123456789abcdef01234567",
+        ],
+    );
+    let url = format!("file://{}", d.repo.display());
+    let missing = json!([{"name": "bar-ds", "version": "9.9", "description": "", "tasks": [
+        {"name": "ghost", "git_url": url, "git_commit_id": d.commit, "path": "tasks/ghost"}]}]);
+    fs::write(&d.registry, missing.to_string()).unwrap();
+    assert_refused(
+        &d,
+        &d.params("bar-ds@9.9"),
+        &["bar-ds@9.9", "ghost", "tasks/ghost", &d.commit[..12]],
+    );
+
+    // A malformed registry names the file and the JSON path.
+    fs::write(
+        &d.registry,
+        r#"[{"name": "demo", "version": 1, "description": "", "tasks": []}]"#,
+    )
+    .unwrap();
+    assert_refused(&d, &d.params("demo@1"), &[registry, "[0].version"]);
+    fs::write(&d.registry, "{not json").unwrap();
+    assert_refused(&d, &d.params("demo@1.0"), &[registry]);
+    // No registry file at all.
+    let absent = json!({"dataset": "demo@1.0", "registry_path": d.ws.root().join("none.json")});
+    assert_refused(
+        &d,
+        &absent.to_string(),
+        &["none.json", "expected a registry.json"],
+    );
+}
