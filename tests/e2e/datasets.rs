@@ -59,17 +59,17 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A workspace with the harbor pack, a git repository holding the three bundled examples
 /// under `tasks/`, and a registry naming them as `demo@1.0`.
-struct Dataset {
-    ws: Workspace,
+pub(crate) struct Dataset {
+    pub(crate) ws: Workspace,
     plugins: Packs,
     repo: PathBuf,
     commit: String,
-    registry: PathBuf,
-    data: PathBuf,
+    pub(crate) registry: PathBuf,
+    pub(crate) data: PathBuf,
 }
 
 impl Dataset {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let ws = Workspace::new();
         let repo = ws.root().join("repo");
         fs::create_dir_all(repo.join("tasks")).unwrap();
@@ -388,4 +388,212 @@ fn bad_datasets_are_refused_in_one_line_before_anything_is_written() {
         &absent.to_string(),
         &["none.json", "expected a registry.json"],
     );
+}
+
+#[test]
+fn datasets_list_download_and_verify_from_the_command_line() {
+    let d = Dataset::new();
+    let registry = d.registry.to_str().unwrap();
+    let data = d.data.to_str().unwrap();
+    let listed =
+        d.ws.run_ok(&["datasets", "list", "--registry-path", registry], &[]);
+    insta::assert_snapshot!("datasets_list", d.ws.redact(&listed.stdout));
+
+    // `download NAME`: the latest version, into the cache, with its progress on stderr.
+    let out = d.ws.root().join("export");
+    let downloaded = d.ws.run_ok(
+        &[
+            "datasets",
+            "download",
+            "demo",
+            "--registry-path",
+            registry,
+            "--data-dir",
+            data,
+            "--output-dir",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    insta::assert_snapshot!(
+        "datasets_download",
+        format!(
+            "{}--- stderr\n{}",
+            d.ws.redact(&downloaded.stdout),
+            d.ws.redact(&downloaded.stderr)
+        )
+    );
+    let mut exported: Vec<String> = files_under(&out)
+        .iter()
+        .map(|f| f.strip_prefix(&out).unwrap().display().to_string())
+        .collect();
+    exported.sort();
+    assert_eq!(exported.len(), 12, "{exported:?}");
+    assert!(exported.contains(&"demo/primes/tests/test.sh".to_string()));
+    for (task, _) in DIGESTS {
+        let solve = out.join("demo").join(task).join("solution/solve.sh");
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&solve).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o755, "{}", solve.display());
+    }
+
+    // `verify`: intact, then one altered entry reported and dropped, then fetched again.
+    let intact =
+        d.ws.run_ok(&["datasets", "verify", "--data-dir", data], &[]);
+    assert!(
+        intact.stdout.contains("3 cached task(s) checked"),
+        "{}",
+        intact.stdout
+    );
+    assert!(
+        intact.stdout.contains("3 intact, 0 dropped"),
+        "{}",
+        intact.stdout
+    );
+    fs::write(d.cached("hello-file").join("instruction.md"), "changed\n").unwrap();
+    let dropped =
+        d.ws.run_ok(&["datasets", "verify", "--data-dir", data], &[]);
+    assert!(
+        dropped.stdout.contains("2 intact, 1 dropped"),
+        "{}",
+        dropped.stdout
+    );
+    let line = dropped.stderr_lines("dropped:");
+    assert_eq!(line.len(), 1, "{}", dropped.stderr);
+    assert!(
+        line[0].contains("tasks/hello-file") && line[0].contains(DIGESTS[1].1),
+        "{}",
+        line[0]
+    );
+    assert_eq!(
+        fs::read_dir(d.data.join("datasets/tasks")).unwrap().count(),
+        2
+    );
+    let run = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&run)), all_pass());
+}
+
+#[test]
+fn the_default_registry_without_a_network_is_one_line() {
+    let d = Dataset::new();
+    // The user's proxy is honoured: a closed loopback port stands for "no network", so
+    // nothing leaves the machine.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let env = [
+        ("HTTPS_PROXY", proxy.as_str()),
+        ("HTTP_PROXY", proxy.as_str()),
+    ];
+    let listed = d.ws.run(&["datasets", "list"], &env).expect_code(2);
+    let lines = listed.stderr_lines("error:");
+    assert_eq!(lines.len(), 1, "{}", listed.stderr);
+    assert!(
+        lines[0].contains("raw.githubusercontent.com/laude-institute/harbor"),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].contains("without a network give registry_path"),
+        "{}",
+        lines[0]
+    );
+    let params = json!({"dataset": "terminal-bench@2.0"}).to_string();
+    let data = d.data.to_str().unwrap();
+    let run = d.ws.run(
+        &pack_run(
+            &d.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            &params,
+            &["--env", "sandbox", "--data-dir", data],
+        ),
+        &env,
+    );
+    let run = run.expect_code(2);
+    assert_eq!(run.stderr_lines("error:").len(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("Harbor's public registry"),
+        "{}",
+        run.stderr
+    );
+    assert!(!d.results_root().exists());
+}
+
+/// A `git` on `PATH` before the real one that stops in `git fetch` (after noting it in
+/// `marker`), so the host can be killed mid-fetch.
+fn stalling_git(dir: &Path, marker: &Path) -> PathBuf {
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = dir.join("stall-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let script = format!(
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = fetch ] && {{ : > '{}'; sleep 60; }}; done\nexec {} \"$@\"\n",
+        marker.display(),
+        real.trim()
+    );
+    let git = bin.join("git");
+    fs::write(&git, script).unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut fs::metadata(&git).unwrap().permissions(),
+        0o755,
+    );
+    fs::set_permissions(&git, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+#[test]
+fn a_run_killed_mid_fetch_leaves_nothing_a_later_run_uses() {
+    use std::os::unix::process::CommandExt;
+    let d = Dataset::new();
+    let marker = d.ws.root().join("fetching");
+    let bin = stalling_git(d.ws.root(), &marker);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let data = d.data.to_str().unwrap();
+    let params = d.params("demo@1.0");
+    let mut command = d.ws.command();
+    command
+        .env("PATH", &path)
+        .args(pack_run(
+            &d.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            &params,
+            &["--env", "sandbox", "--progress", "none", "--data-dir", data],
+        ))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let mut child = command.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(started.elapsed().as_secs() < 30, "the fetch never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SIGKILL the host and its git together (its process group).
+    let group = child.id() as i32;
+    let killed = Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{group}")])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait().unwrap();
+    assert!(
+        !d.results_root().exists(),
+        "killed before any results directory"
+    );
+    let published = d.data.join("datasets/tasks");
+    assert_eq!(
+        fs::read_dir(&published).map(|e| e.count()).unwrap_or(0),
+        0,
+        "nothing published by the killed fetch"
+    );
+    // The same run again (real git): correct, every task fetched whole.
+    let again = d.run(&params, &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&again)), all_pass());
+    assert_eq!(fs::read_dir(&published).unwrap().count(), 3);
 }

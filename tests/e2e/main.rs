@@ -11,6 +11,7 @@ mod config_resolution;
 mod containment;
 mod crash;
 mod datasets;
+mod datasets_oracle;
 mod docker_networks;
 mod environments;
 mod harbor;

@@ -200,10 +200,11 @@ impl DownloadObserver for DownloadPrinter {
         *last = Some(now);
         let _ = writeln!(
             std::io::stderr(),
-            "datasets: {}: {}/{} done, {}",
+            "datasets: {}: {}/{} {}, {}",
             step.what,
             step.done,
             step.total,
+            step.unit,
             human_bytes(step.bytes)
         );
     }

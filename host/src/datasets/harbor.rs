@@ -73,6 +73,7 @@ pub fn fetch_tasks(
     let mut bytes = 0u64;
     reporter.report(&DownloadProgress {
         what: &reference,
+        unit: "tasks",
         done: 0,
         total,
         bytes,
@@ -105,6 +106,7 @@ pub fn fetch_tasks(
         tasks.push(task);
         reporter.report(&DownloadProgress {
             what: &reference,
+            unit: "tasks",
             done: tasks.len(),
             total,
             bytes,

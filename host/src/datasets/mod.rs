@@ -43,6 +43,8 @@ impl ExitStatus for DatasetError {
 pub struct DownloadProgress<'a> {
     /// What is downloading (`demo@1.0`, a URL without credentials).
     pub what: &'a str,
+    /// What is counted: `tasks`, `files`.
+    pub unit: &'static str,
     /// Items done (tasks; 0 or 1 for a file).
     pub done: usize,
     /// Items in all.

@@ -110,11 +110,11 @@ async fn fetch(url: &str, default: bool) -> Result<Registry, DatasetError> {
         .timeout(REGISTRY_TIMEOUT)
         .build()
         .map_err(|e| failed(format!("cannot start an HTTP client: {e}")))?;
-    let response = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| failed(format!("cannot fetch: {}", error_chain(&e))))?;
+    let response = client.get(url).send().await.map_err(|e| {
+        // reqwest's own line repeats the URL: its causes say what went wrong.
+        let cause = std::error::Error::source(&e).map_or_else(|| error_chain(&e), error_chain);
+        failed(format!("cannot fetch: {cause}"))
+    })?;
     let status = response.status();
     if !status.is_success() {
         return Err(failed(format!("expected 200 OK, found HTTP {status}")));

@@ -36,6 +36,7 @@ pub(super) async fn fetch(
     let progress = |step: agentcompass_datasets::DownloadProgress| {
         reporter.report(&DownloadProgress {
             what: &shown,
+            unit: "files",
             done: 0,
             total: 1,
             bytes: step.bytes,
@@ -48,6 +49,7 @@ pub(super) async fn fetch(
     if !cached.from_cache {
         reporter.report(&DownloadProgress {
             what: &shown,
+            unit: "files",
             done: 1,
             total: 1,
             bytes: cached.bytes,
