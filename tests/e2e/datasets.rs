@@ -106,7 +106,8 @@ impl Dataset {
             .collect();
         let registry = json!([
             {"name": "demo", "version": "1.0", "description": "three examples", "tasks": tasks,
-             "metrics": [{"type": "mean"}]},
+             "metrics": [{"type": "mean"}, {"type": "max"},
+                         {"type": "uv-script", "kwargs": {"script_path": "metric.py"}}]},
             {"name": "demo", "version": "0.9", "description": "older", "tasks": [tasks[0]]},
         ]);
         fs::create_dir_all(self.registry.parent().unwrap()).unwrap();
@@ -168,6 +169,28 @@ fn a_registry_dataset_runs_then_runs_from_the_cache_with_its_repository_gone() {
     let out = d.run(&d.params("demo@1.0"), &[]).expect_code(0);
     let run = run_dir(&out);
     assert_eq!(rewards(&run), all_pass());
+
+    // The dataset's declared metrics, as Harbor computes them over the reward dicts (primes
+    // writes two keys, so each key is aggregated); the kind not built in is one warning.
+    let metrics = read_json(&run.join("metrics.json"));
+    let declared = serde_json::to_string_pretty(&metrics["extra"]["dataset_metrics"]).unwrap();
+    insta::assert_snapshot!("dataset_metrics", declared);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("uv-script"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].contains("demo@1.0: uv-script is not computed"),
+        "{}",
+        warnings[0]
+    );
+    let summary = fs::read_to_string(run.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| demo@1.0 | max | reward | 1.0000 |"),
+        "{summary}"
+    );
 
     // Provenance: the dataset, its registry, every task's source and digest.
     let info = read_json(&run.join("run_info.json"));

@@ -132,6 +132,7 @@ impl DatasetService {
             "kind": "harbor_registry",
             "dataset": format!("{}@{}", dataset.name, dataset.version),
             "registry": dataset.registry,
+            "metrics": dataset.metrics,
             "tasks": dataset.tasks.iter().map(|t| json!({
                 "name": t.name,
                 "git_url": t.git_url,

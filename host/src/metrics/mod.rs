@@ -15,6 +15,7 @@
 //! `evaluation_failed = true` and every series value moves to `reference_value` (computed over
 //! the remaining tasks).
 
+pub mod dataset;
 mod outcomes;
 mod render;
 

@@ -60,6 +60,7 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
         let _ = writeln!(out, "{line}\n");
     }
     write_series_table(&mut out, report);
+    write_dataset_metrics(&mut out, report);
     write_categories(&mut out, report);
     if report.evaluation_failed {
         let _ = writeln!(
@@ -72,6 +73,32 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     write_usage(&mut out, report);
     out.push_str("\nFull report: `metrics.json`.\n");
     out
+}
+
+/// The declared metrics of a registry dataset (`extra.dataset_metrics`), as Harbor computes
+/// them: one row per metric and reward key.
+fn write_dataset_metrics(out: &mut String, report: &MetricReport) {
+    let Some(rows) = report
+        .extra
+        .get("dataset_metrics")
+        .and_then(|v| v.as_array())
+    else {
+        return;
+    };
+    if rows.is_empty() {
+        return;
+    }
+    out.push_str("\n| Dataset | Dataset metric | Key | Value |\n|---|---|---|---:|\n");
+    for row in rows {
+        let dataset = row["dataset"].as_str().unwrap_or_default();
+        let kind = row["type"].as_str().unwrap_or_default();
+        for (key, value) in row["value"].as_object().into_iter().flatten() {
+            let value = value
+                .as_f64()
+                .map_or_else(|| value.to_string(), |v| format!("{v:.4}"));
+            let _ = writeln!(out, "| {dataset} | {kind} | {key} | {value} |");
+        }
+    }
 }
 
 /// `12 tasks not scored: 9 model (rate limited), 3 environment (environment_failed)` from

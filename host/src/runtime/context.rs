@@ -70,6 +70,8 @@ pub struct RequestContext {
     pub install_cache: crate::install::InstallCache,
     /// The datasets the tasks came from (`run_info.json` `provenance.datasets`).
     pub datasets: super::provenance::Datasets,
+    /// The declared metrics of the registry datasets the tasks came from.
+    pub dataset_metrics: Vec<crate::metrics::dataset::DeclaredMetrics>,
     /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
     /// and record where they ran); `None` for a local run.
     pub copy: Option<super::cluster_copy::ClusterCopy>,

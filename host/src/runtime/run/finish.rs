@@ -25,13 +25,14 @@ pub(super) async fn finish(
     error: Option<String>,
 ) -> RequestOutcome {
     rc.emit(ProgressEvent::SummaryStarted);
-    let report = {
+    let mut report = {
         let metrics = match rc.metrics.lock() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
         metrics.report()
     };
+    add_dataset_metrics(rc, &mut report).await;
     let mut status = status;
     if status == RunStatus::Completed && report.evaluation_failed {
         status = RunStatus::Failed;
@@ -79,6 +80,24 @@ pub(super) async fn finish(
     outcome.skipped = skipped_line(&report);
     outcome.issues = rc.issues.summary();
     outcome
+}
+
+/// The declared metrics of the run's registry datasets (`extra.dataset_metrics`), read back
+/// from the published tasks.
+async fn add_dataset_metrics(rc: &RequestContext, report: &mut MetricReport) {
+    if rc.dataset_metrics.is_empty() {
+        return;
+    }
+    let run_dir = rc.store.run_dir().to_path_buf();
+    let folded =
+        tokio::task::spawn_blocking(move || crate::metrics::dataset::fold_run(&run_dir)).await;
+    match folded {
+        Ok(fold) => {
+            let value = crate::metrics::dataset::report(&rc.dataset_metrics, &fold);
+            report.extra.insert("dataset_metrics".into(), value);
+        }
+        Err(e) => tracing::error!("cannot compute the dataset metrics: {e}"),
+    }
 }
 
 /// `metrics.json` and `summary.md`.

@@ -10,6 +10,7 @@ use agentcompass_results::naming::sanitize_component;
 
 use crate::datasets::DatasetService;
 use crate::host_services::{CancelToken, HostServices};
+use crate::metrics::dataset::DeclaredMetrics;
 use crate::planner::Planner;
 use crate::registry::Registry;
 use crate::request::{output_namespace, resolve_request_references, OrchestratedRun};
@@ -31,6 +32,8 @@ pub struct PreparedRequest {
     pub(super) analysis: Option<std::sync::Arc<crate::analysis::RunAnalysis>>,
     /// The datasets the benchmark may ask the host for (`dataset.*` services).
     pub(in crate::runtime) datasets: Option<Arc<DatasetService>>,
+    /// The declared metrics of the registry datasets the tasks came from.
+    pub(super) dataset_metrics: Vec<DeclaredMetrics>,
 }
 
 impl PreparedRequest {
@@ -68,6 +71,18 @@ impl PreparedRequest {
         if served.is_empty() {
             return;
         }
+        let sources = serde_json::json!({"dataset_sources": served});
+        let (declared, unsupported) = DeclaredMetrics::from_provenance(&sources);
+        self.dataset_metrics = declared;
+        for metric in unsupported {
+            tracing::warn!(
+                "dataset metric {metric} is not computed: this host computes Harbor's built-in kinds mean, sum, min and max"
+            );
+        }
+        let served = sources["dataset_sources"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if let Some(provenance) = self.provenance.as_object_mut() {
             provenance.insert("dataset_sources".into(), serde_json::Value::Array(served));
         }
@@ -156,6 +171,7 @@ pub fn preflight(
         provenance,
         analysis,
         datasets,
+        dataset_metrics: Vec::new(),
     })
 }
 

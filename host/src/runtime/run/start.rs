@@ -152,6 +152,7 @@ pub(in crate::runtime) fn request_context(
         provenance: _,
         analysis,
         datasets,
+        dataset_metrics,
     } = prepared;
     let contract = planner
         .benchmark()
@@ -211,6 +212,7 @@ pub(in crate::runtime) fn request_context(
         egress_hosts: runtime.egress.hosts.clone(),
         copy: None,
         datasets: Default::default(),
+        dataset_metrics,
         install_cache: crate::install::InstallCache::configured(
             runtime.install_cache_dir.as_deref(),
         ),
