@@ -620,3 +620,92 @@ fn a_run_killed_mid_fetch_leaves_nothing_a_later_run_uses() {
     assert_eq!(rewards(&run_dir(&again)), all_pass());
     assert_eq!(fs::read_dir(&published).unwrap().count(), 3);
 }
+
+#[test]
+fn two_runs_filling_the_cache_at_once_both_pass() {
+    let d = Dataset::new();
+    let params = d.params("demo@1.0");
+    let data = d.data.to_str().unwrap();
+    let spawn = |run_id: &str| {
+        let mut command = d.ws.command();
+        command.args(pack_run(
+            &d.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            &params,
+            &[
+                "--env",
+                "sandbox",
+                "--progress",
+                "none",
+                "--data-dir",
+                data,
+                "--run-id",
+                run_id,
+            ],
+        ));
+        command.spawn().unwrap()
+    };
+    let (first, second) = (spawn("first"), spawn("second"));
+    for mut child in [first, second] {
+        assert!(child.wait().unwrap().success());
+    }
+    for run_id in ["first", "second"] {
+        let run = d
+            .results_root()
+            .join("scripted-model_harbor_oracle")
+            .join(run_id);
+        assert_eq!(rewards(&run), all_pass(), "{run_id}");
+    }
+    assert_eq!(
+        fs::read_dir(d.data.join("datasets/tasks")).unwrap().count(),
+        3
+    );
+}
+
+#[test]
+fn ssh_and_scp_style_urls_go_through_the_users_ssh_command() {
+    let d = Dataset::new();
+    // The user's `GIT_SSH_COMMAND` applies: here a local stand-in for ssh that runs the remote
+    // command (`git-upload-pack '<path>'`) on this machine, and notes each connection.
+    let log = d.ws.root().join("ssh.log");
+    let ssh = d.ws.root().join("fake-ssh");
+    fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\n# fake-ssh [-o opt]... [-p port] host command\nwhile [ $# -gt 1 ]; do case \"$1\" in -o|-p) shift 2;; -*) shift;; *) break;; esac; done\necho \"$1\" >> '{}'\nshift\nexec sh -c \"$*\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let repo = d.repo.display().to_string();
+    let tasks = json!([
+        {"name": "fizzbuzz", "git_url": format!("ssh://git@example.invalid{repo}"), "git_commit_id": d.commit, "path": "tasks/fizzbuzz"},
+        {"name": "primes", "git_url": format!("git@example.invalid:{repo}"), "git_commit_id": d.commit, "path": "tasks/primes"},
+    ]);
+    let registry = json!([{"name": "over-ssh", "version": "1", "description": "", "tasks": tasks}]);
+    fs::write(&d.registry, registry.to_string()).unwrap();
+    let data = d.data.to_str().unwrap();
+    let ssh_command = ssh.to_str().unwrap();
+    let out = d.ws.run(
+        &pack_run(
+            &d.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            &d.params("over-ssh@1"),
+            &["--env", "sandbox", "--progress", "none", "--data-dir", data],
+        ),
+        &[("GIT_SSH_COMMAND", ssh_command)],
+    );
+    let out = out.expect_code(0);
+    let got = rewards(&run_dir(&out));
+    assert_eq!(
+        got,
+        [("fizzbuzz".to_string(), 1.0), ("primes".to_string(), 1.0)]
+    );
+    let connections = fs::read_to_string(&log).unwrap();
+    assert!(connections.lines().count() >= 2, "{connections}");
+    assert!(
+        connections.lines().all(|l| l.ends_with("example.invalid")),
+        "{connections}"
+    );
+}
