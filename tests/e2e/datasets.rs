@@ -709,3 +709,58 @@ fn ssh_and_scp_style_urls_go_through_the_users_ssh_command() {
         "{connections}"
     );
 }
+
+/// Serves `body` to every request on a loopback port until the process ends; returns the
+/// port and the count of requests served.
+fn serve_forever(body: Vec<u8>) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = served.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    (port, served)
+}
+
+#[test]
+fn a_registry_url_with_credentials_never_reaches_a_record_or_a_line() {
+    let d = Dataset::new();
+    let (port, served) = serve_forever(fs::read(&d.registry).unwrap());
+    let token = "tok-REGISTRYSECRET-8812";
+    let url = format!("http://reader:{token}@127.0.0.1:{port}/registry.json");
+    let params = json!({"dataset": "demo@1.0", "registry_url": url}).to_string();
+    let out = d.run(&params, &[]).expect_code(0);
+    assert_eq!(served.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let run = run_dir(&out);
+    assert_eq!(rewards(&run), all_pass());
+    assert!(!out.stderr.contains(token) && !out.stdout.contains(token));
+    let leaked = agentcompass_e2e::files_containing(&run, token);
+    assert!(leaked.is_empty(), "{leaked:?}");
+    let info = read_json(&run.join("run_info.json"));
+    let registry = info["provenance"]["dataset_sources"][0]["registry"]
+        .as_str()
+        .unwrap();
+    assert_eq!(registry, format!("http://127.0.0.1:{port}/registry.json"));
+    // A refusal names the URL without them too.
+    let missing = json!({"dataset": "nope@1", "registry_url": url}).to_string();
+    let refused = d.run(&missing, &[]).expect_code(2);
+    assert!(!refused.stderr.contains(token), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("no dataset `nope`"),
+        "{}",
+        refused.stderr
+    );
+}

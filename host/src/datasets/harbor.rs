@@ -81,6 +81,7 @@ pub fn fetch_tasks(
     for entry in &chosen.spec.tasks {
         let task = match &entry.git_url {
             Some(git_url) => {
+                super::register_url_credentials(git_url);
                 let cached = cache
                     .get(&GitTask {
                         name: entry.name.clone(),

@@ -38,6 +38,23 @@ impl ExitStatus for DatasetError {
     }
 }
 
+/// Adds the credentials of `url` (`https://user:token@host/…`, or a long token alone as the
+/// user of an http(s) URL) to the host's secrets, so no record, log line or message holds them.
+pub fn register_url_credentials(url: &str) {
+    let Ok(parsed) = ::url::Url::parse(url) else {
+        return;
+    };
+    if let Some(password) = parsed.password().filter(|p| !p.is_empty()) {
+        agentcompass_redact::register_secret(password);
+        // A password in a URL is percent-encoded; git and messages may show either form.
+        if let Ok(decoded) = percent_encoding::percent_decode_str(password).decode_utf8() {
+            agentcompass_redact::register_secret(&decoded);
+        }
+    } else if matches!(parsed.scheme(), "http" | "https") && parsed.username().len() >= 16 {
+        agentcompass_redact::register_secret(parsed.username());
+    }
+}
+
 /// One step of a download, as shown on the terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DownloadProgress<'a> {
@@ -115,6 +132,9 @@ impl DatasetService {
         &self,
         request: &HarborDatasetRequest,
     ) -> Result<HarborDataset, DatasetError> {
+        for url in request.registry_url.iter() {
+            register_url_credentials(url);
+        }
         let source = harbor::request_source(request)?;
         let chosen = harbor::choose(&request.dataset, &source).await?;
         let cache = self.task_cache();
@@ -146,6 +166,7 @@ impl DatasetService {
 
     /// One file or archive by URL, verified against its digest.
     pub async fn url(&self, request: &UrlDatasetRequest) -> Result<UrlDataset, DatasetError> {
+        register_url_credentials(&request.url);
         let answer = url::fetch(&self.root, &self.reporter, request).await?;
         self.note(json!({"kind": "url", "url": answer.url, "sha256": answer.sha256}));
         Ok(answer)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use agentcompass_plugin_api::contracts::{MetricContract, RunRequest};
-use agentcompass_redact::redact_value;
+use agentcompass_redact::{redact_value, scrub_value};
 use agentcompass_results::store::{ReuseImport, RunInfo, RunStore};
 use agentcompass_results::time::rfc3339;
 use serde_json::{json, Value};
@@ -45,7 +45,9 @@ pub(super) fn create_run(
     let mut info = RunInfo::new(
         store.run_id(),
         rfc3339(SystemTime::now()),
-        redact_value(&serde_json::to_value(request).unwrap_or(Value::Null)),
+        scrub_value(&redact_value(
+            &serde_json::to_value(request).unwrap_or(Value::Null),
+        )),
     );
     if request.runtime.reuse == Some(true) {
         // Until the import completes, this run is no reuse source (see `ReuseImport`).
@@ -56,7 +58,7 @@ pub(super) fn create_run(
         json!({"id": shared.orchestration.0, "name": shared.orchestration.1, "key": run.key, "request_name": run.name}),
     );
     store.write_run_info(&info)?;
-    store.write_params(&redact_value(&params_json(request)))?;
+    store.write_params(&scrub_value(&redact_value(&params_json(request))))?;
     let progress = ProgressRecorder::create(
         &store.progress_jsonl_path(),
         &store.progress_json_path(),
