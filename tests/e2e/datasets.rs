@@ -764,3 +764,167 @@ fn a_registry_url_with_credentials_never_reaches_a_record_or_a_line() {
         refused.stderr
     );
 }
+
+/// A smart-HTTP git server on loopback: `git http-backend` (CGI) under `root`, behind HTTP basic
+/// auth for `user`/`password`. Returns the port and the `Authorization` headers it was sent.
+fn git_http_server(
+    root: &Path,
+    user: &str,
+    password: &str,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use base64::Engine;
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    );
+    let (root, log) = (root.to_path_buf(), seen.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let mut parts = line.split_whitespace();
+            let method = parts.next().unwrap_or_default().to_string();
+            let target = parts.next().unwrap_or_default().to_string();
+            let mut headers = std::collections::HashMap::new();
+            loop {
+                let mut header = String::new();
+                reader.read_line(&mut header).unwrap();
+                let header = header.trim_end();
+                if header.is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':') {
+                    headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_string());
+                }
+            }
+            let mut out = stream;
+            let auth = headers.get("authorization").cloned().unwrap_or_default();
+            log.lock().unwrap().push(auth.clone());
+            if auth != expected {
+                let _ = out.write_all(
+                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"git\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            }
+            let length: usize = headers
+                .get("content-length")
+                .and_then(|l| l.parse().ok())
+                .unwrap_or(0);
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+            let mut cgi = Command::new("git");
+            cgi.arg("http-backend")
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap())
+                .env("GIT_PROJECT_ROOT", &root)
+                .env("GIT_HTTP_EXPORT_ALL", "1")
+                .env("REQUEST_METHOD", &method)
+                .env("PATH_INFO", path)
+                .env("QUERY_STRING", query)
+                .env("REMOTE_USER", "reader")
+                .env("REMOTE_ADDR", "127.0.0.1")
+                .env("CONTENT_LENGTH", length.to_string())
+                .env(
+                    "CONTENT_TYPE",
+                    headers.get("content-type").cloned().unwrap_or_default(),
+                )
+                .env(
+                    "GIT_PROTOCOL",
+                    headers.get("git-protocol").cloned().unwrap_or_default(),
+                )
+                .env(
+                    "HTTP_CONTENT_ENCODING",
+                    headers.get("content-encoding").cloned().unwrap_or_default(),
+                )
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped());
+            let mut child = cgi.spawn().unwrap();
+            child.stdin.take().unwrap().write_all(&body).unwrap();
+            let output = child.wait_with_output().unwrap();
+            let split = output.stdout.windows(4).position(|w| w == b"\r\n\r\n");
+            let (head, payload) = match split {
+                Some(at) => (&output.stdout[..at], &output.stdout[at + 4..]),
+                None => (&output.stdout[..0], &output.stdout[..]),
+            };
+            let head = String::from_utf8_lossy(head);
+            let status = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Status: "))
+                .unwrap_or("200 OK")
+                .to_string();
+            let mut response = format!("HTTP/1.1 {status}\r\n");
+            for header in head.lines().filter(|l| !l.starts_with("Status:")) {
+                response.push_str(header);
+                response.push_str("\r\n");
+            }
+            response.push_str(&format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                payload.len()
+            ));
+            let _ = out.write_all(response.as_bytes());
+            let _ = out.write_all(payload);
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn an_http_repository_behind_auth_is_fetched_with_the_users_credential_helper() {
+    let d = Dataset::new();
+    let secret = "pw-HTTPHELPER-4410";
+    let (port, seen) = git_http_server(d.ws.root(), "reader", secret);
+    let tasks: Vec<Value> = DIGESTS
+        .iter()
+        .map(|(task, _)| {
+            json!({"name": task, "git_url": format!("http://127.0.0.1:{port}/repo"),
+                   "git_commit_id": d.commit, "path": format!("tasks/{task}")})
+        })
+        .collect();
+    let registry =
+        json!([{"name": "over-http", "version": "1", "description": "", "tasks": tasks}]);
+    fs::write(&d.registry, registry.to_string()).unwrap();
+    // Without credentials: refused in one line (git's prompt is off), nothing written.
+    let refused = d.run(&d.params("over-http@1"), &[]).expect_code(2);
+    assert_eq!(
+        refused.stderr_lines("error:").len(),
+        1,
+        "{}",
+        refused.stderr
+    );
+    assert!(!d.results_root().exists());
+    // The user's credential helper (git config from the environment) answers the password.
+    let helper = format!("!f() {{ echo username=reader; echo password={secret}; }}; f");
+    let env = [
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "credential.helper"),
+        ("GIT_CONFIG_VALUE_0", helper.as_str()),
+    ];
+    let data = d.data.to_str().unwrap();
+    let out = d.ws.run(
+        &pack_run(
+            &d.plugins,
+            ["harbor", "oracle", "scripted-model"],
+            &d.params("over-http@1"),
+            &["--env", "sandbox", "--progress", "none", "--data-dir", data],
+        ),
+        &env,
+    );
+    let out = out.expect_code(0);
+    let run = run_dir(&out);
+    assert_eq!(rewards(&run), all_pass());
+    assert!(seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|auth| auth.starts_with("Basic ")));
+    assert!(agentcompass_e2e::files_containing(&run, secret).is_empty());
+    assert!(agentcompass_e2e::files_containing(&d.data, secret).is_empty());
+    assert!(!out.stderr.contains(secret));
+}
