@@ -81,8 +81,12 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-stats",
             // the built-in analyzers and the analysis summary.
             "agentcompass-analysis",
+            // the `dataset.*` services and the `datasets` commands.
+            "agentcompass-datasets",
         ],
     );
+    // Datasets (registries, the git task cache, URL files, digests): a leaf.
+    expect("host/datasets/Cargo.toml", &[]);
     // The gateway: the model's wire protocols over HTTP, and the relay, whose per-attempt
     // token is the egress proxy's; it knows nothing of runs, plans or results.
     expect(

@@ -154,7 +154,7 @@ mod tests {
         );
         let typed = task_origin(&params(json!({"dataset": 3}))).unwrap_err();
         assert!(
-            typed.message.contains("must be a string, found number"),
+            typed.message.contains("must be a string, found integer"),
             "{}",
             typed.message
         );

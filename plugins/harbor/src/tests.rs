@@ -983,7 +983,7 @@ fn discovery_order_and_id_collisions() {
     let err = |params: Value| load_all(params).unwrap_err().message;
     assert_eq!(
         err(json!({})),
-        format!("{ID}: missing required param \"path\"")
+        format!("{ID}: missing required param \"path\" (task directories) or \"dataset\" (NAME@VERSION of a Harbor registry)")
     );
     assert_eq!(
         err(json!({"path": 3})),
