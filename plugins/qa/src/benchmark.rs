@@ -1,4 +1,5 @@
-//! `qa`: question answering from a JSONL or JSON dataset, scored by exact or normalised match.
+//! `qa`: question answering from a JSONL or JSON dataset (a local file, or one the host
+//! downloads by URL and SHA-256), scored by exact or normalised match.
 
 use agentcompass_plugin_api::contracts::{
     BenchmarkPlan, EnvironmentSpec, MetricValue, PreparedTask, RunRequest, RunResult, TaskSpec,
@@ -11,8 +12,8 @@ use agentcompass_plugin_api::Result;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::dataset::{dataset_path, open_dataset};
 use crate::scoring::{expected_answers, match_mode, matches, MatchMode};
+use crate::source::open_source;
 
 /// The evaluator state carried in the typed benchmark plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,9 +28,9 @@ pub struct Qa;
 
 #[async_trait]
 impl Benchmark for Qa {
-    async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
+    async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
         match_mode(req)?;
-        let mut stream = open_dataset(&dataset_path(req)?, None)?;
+        let mut stream = open_source(ctx, req, None).await?;
         let mut tasks = Vec::with_capacity(stream.total());
         loop {
             let page = stream.next_page(1024)?;
@@ -40,9 +41,9 @@ impl Benchmark for Qa {
         }
     }
 
-    async fn open_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
+    async fn open_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Box<dyn TaskStream>> {
         match_mode(req)?;
-        open_dataset(&dataset_path(req)?, sample_ids(req)?)
+        open_source(ctx, req, sample_ids(req)?).await
     }
 
     fn build_plan(

@@ -1,5 +1,6 @@
-//! The dataset file named by the `path` param: a `.jsonl` file streamed by [`crate::jsonl`], or
-//! a `.json` array loaded and validated whole.
+//! The dataset file (named by the `path` param, or downloaded for the `dataset` param; see
+//! [`crate::source`]): a `.jsonl` file streamed by [`crate::jsonl`], or a `.json` array loaded
+//! and validated whole.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -7,27 +8,13 @@ use std::path::Path;
 use agentcompass_plugin_api::contracts::{json_type_name, RunRequest};
 use agentcompass_plugin_api::sdk::select::select_by_sample_ids;
 use agentcompass_plugin_api::sdk::{TaskStream, VecTaskStream};
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::Result;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::jsonl::JsonlTasks;
 use crate::record::{parse_record, task_of, Record};
-use crate::shared::{fail, ID};
-
-/// The required `path` param.
-pub(crate) fn dataset_path(req: &RunRequest) -> Result<String> {
-    match req.benchmark.params.get("path") {
-        Some(Value::String(path)) if !path.trim().is_empty() => Ok(path.clone()),
-        None | Some(Value::Null) | Some(Value::String(_)) => Err(Error::invalid_input(format!(
-            "{ID}: missing required param \"path\""
-        ))),
-        Some(other) => Err(Error::invalid_input(format!(
-            "{ID}: param \"path\" must be a string, found {}",
-            json_type_name(other)
-        ))),
-    }
-}
+use crate::shared::fail;
 
 /// A loaded dataset.
 #[derive(Debug)]

@@ -1,5 +1,6 @@
-//! The `qa` pack: question answering from a JSONL or JSON dataset, scored by exact or
-//! normalised match. Depends only on `agentcompass-plugin-api`.
+//! The `qa` pack: question answering from a JSONL or JSON dataset (a local file, or one the
+//! host downloads by URL and SHA-256), scored by exact or normalised match. Depends only on
+//! `agentcompass-plugin-api`.
 
 mod benchmark;
 mod dataset;
@@ -7,6 +8,7 @@ mod jsonl;
 mod record;
 mod scoring;
 mod shared;
+mod source;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType,
@@ -23,15 +25,25 @@ fn register(plugin: &mut PluginBuilder) {
         )
         .with_schema(
             ConfigSchema::empty()
-                .field(
-                    ConfigField::new(
-                        "path",
-                        ConfigType::String,
-                        json!(null),
-                        "Dataset file: `.jsonl` (one object per line) or `.json` (an array of objects)",
-                    )
-                    .required(),
-                )
+                .field(ConfigField::new(
+                    "path",
+                    ConfigType::String,
+                    json!(null),
+                    "Dataset file: `.jsonl` (one object per line) or `.json` (an array of \
+                     objects); give `path` or `dataset`",
+                ))
+                .field(ConfigField::new(
+                    "dataset",
+                    ConfigType::Object,
+                    json!(null),
+                    "A dataset file to download instead of `path`: `{\"url\": \"https://…/qa.jsonl\", \
+                     \"sha256\": \"<64 hex digits>\"}` (http://, https:// or file://), or an archive \
+                     and the file in it: add `\"archive\": \"zip\"` or `\"tar.gz\"` and \
+                     `\"member\": \"data/qa.jsonl\"`; the host downloads it once into \
+                     `<data_dir>/datasets` and verifies the SHA-256 on every use; the format \
+                     is the `.jsonl`/`.json` extension of the URL's last path segment (or of \
+                     `member`)",
+                ))
                 .field(ConfigField::new(
                     "match",
                     ConfigType::String,

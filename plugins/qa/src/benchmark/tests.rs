@@ -17,6 +17,8 @@ use super::*;
 use crate::scoring::normalize;
 use crate::shared::ID;
 
+mod url;
+
 /// A session that supports nothing (the benchmark never touches it).
 struct NoSession;
 
@@ -399,7 +401,11 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         load_err(json!({"path": path, "match": "fuzzy"})),
         "qa: unknown match \"fuzzy\" (allowed: exact, normalized)"
     );
-    assert_eq!(load_err(json!({})), "qa: missing required param \"path\"");
+    assert_eq!(
+        load_err(json!({})),
+        "qa: missing required param \"path\" (a local .jsonl or .json file) or \"dataset\" \
+         ({\"url\", \"sha256\", \"archive\"?, \"member\"?} of a file to download)"
+    );
     let path = dataset_file("q.csv", "id,question,answer\n");
     assert_eq!(
         load_err(json!({"path": path})),
