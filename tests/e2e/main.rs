@@ -36,5 +36,6 @@ mod slurm;
 mod trust;
 mod upstream_cli;
 mod upstream_parity;
+mod url_datasets;
 mod viewer;
 mod viewer_browser;
