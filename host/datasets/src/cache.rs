@@ -527,15 +527,22 @@ impl TaskCache {
         let out = command.output().map_err(|e| failed(e.to_string()))?;
         if !out.status.success() {
             let stderr = String::from_utf8_lossy(&out.stderr);
-            let last = stderr
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("");
-            return Err(failed(last.trim().to_string()));
+            return Err(failed(git_reason(&stderr)));
         }
         Ok(out)
     }
+}
+
+/// The line of git's stderr that says why: its first `fatal:`/`error:` line (git adds
+/// advice after it, such as "Please make sure you have the correct access rights"), else its
+/// last non-empty line.
+fn git_reason(stderr: &str) -> String {
+    let lines = || stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines()
+        .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+        .or_else(|| lines().last())
+        .unwrap_or("")
+        .to_string()
 }
 
 /// The published entry at `entry`, checked against its digest (`None`: not cached).

@@ -685,3 +685,16 @@ fn an_entry_cached_with_its_links_is_dropped_and_fetched_again() {
         "holds links (cached before they were made into files)"
     );
 }
+
+#[test]
+fn gits_reason_is_its_fatal_line_not_the_advice_after_it() {
+    let stderr = "fatal: '/x/repo' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n";
+    assert_eq!(
+        super::git_reason(stderr),
+        "fatal: '/x/repo' does not appear to be a git repository"
+    );
+    assert_eq!(
+        super::git_reason("warning: x\nsomething odd\n"),
+        "something odd"
+    );
+}
