@@ -540,7 +540,7 @@ fn git_reason(stderr: &str) -> String {
     let lines = || stderr.lines().map(str::trim).filter(|l| !l.is_empty());
     lines()
         .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
-        .or_else(|| lines().last())
+        .or_else(|| lines().next_back())
         .unwrap_or("")
         .to_string()
 }
