@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::export::{has_links, materialise};
-use crate::{content_hash, ExportError, HashError};
+use crate::{content_hash, publish, ExportError, HashError};
 
 /// Where one task comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -394,37 +394,11 @@ impl TaskCache {
             digest,
             bytes,
         };
-        let record = staging.path().join("entry.json");
-        let json = serde_json::to_vec_pretty(&task).map_err(|e| io_error(&record)(e.into()))?;
-        fs::write(&record, json).map_err(io_error(&record))?;
+        let failed = |(path, e): (PathBuf, io::Error)| CacheError::Io { path, source: e };
+        publish::write_record(staging.path(), &task).map_err(failed)?;
         fs::remove_dir_all(&checkout).map_err(io_error(&checkout))?;
-        let tasks = self.root.join("tasks");
-        fs::create_dir_all(&tasks).map_err(io_error(&tasks))?;
-        if replace {
-            // The altered copy moves aside in one rename, then goes.
-            let aside = staging_root.join(format!(
-                "altered-{}",
-                staging
-                    .path()
-                    .file_name()
-                    .map_or_else(Default::default, |n| n.to_string_lossy())
-            ));
-            if fs::rename(entry, &aside).is_ok() {
-                let _ = fs::remove_dir_all(&aside);
-            }
-        }
-        let built = staging.keep();
-        match fs::rename(&built, entry) {
-            Ok(()) => {}
-            // Another process published the same entry first: use theirs.
-            Err(_) if entry.join("entry.json").is_file() => {
-                let _ = fs::remove_dir_all(&built);
-            }
-            Err(e) => {
-                let _ = fs::remove_dir_all(&built);
-                return Err(io_error(entry)(e));
-            }
-        }
+        // Another process that published the same entry first published the same files.
+        publish::publish(staging, entry, replace).map_err(failed)?;
         task.dir = entry.join("task");
         Ok(task)
     }

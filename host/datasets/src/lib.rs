@@ -8,6 +8,7 @@
 mod cache;
 mod content_hash;
 mod export;
+mod publish;
 mod registry;
 mod url_cache;
 

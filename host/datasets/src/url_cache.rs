@@ -316,39 +316,14 @@ impl UrlCache {
             file: request.file_name.clone(),
             tree,
         };
-        let record_path = staging.path().join("entry.json");
-        let json =
-            serde_json::to_vec_pretty(&record).map_err(|e| io_error(&record_path)(e.into()))?;
-        fs::write(&record_path, json).map_err(io_error(&record_path))?;
-        let files = self.root.join("files");
-        fs::create_dir_all(&files).map_err(io_error(&files))?;
-        if replace {
-            // The altered entry moves aside in one rename, then goes.
-            let aside = staging_root.join(format!(
-                "url-altered-{}",
-                staging
-                    .path()
-                    .file_name()
-                    .map_or_else(Default::default, |n| n.to_string_lossy())
-            ));
-            if fs::rename(entry, &aside).is_ok() {
-                let _ = fs::remove_dir_all(&aside);
-            }
-        }
-        let built = staging.keep();
-        let record = match fs::rename(&built, entry) {
-            Ok(()) => record,
+        let failed = |(path, e): (PathBuf, io::Error)| UrlError::Io { path, source: e };
+        crate::publish::write_record(staging.path(), &record).map_err(failed)?;
+        let record = match crate::publish::publish(staging, entry, replace).map_err(failed)? {
+            crate::publish::Published::Ours => record,
             // Another process published the same entry first: use theirs.
-            Err(_) if entry.join("entry.json").is_file() => {
-                let _ = fs::remove_dir_all(&built);
-                read_record(entry)?.ok_or_else(|| {
-                    io_error(&entry.join("entry.json"))(io::ErrorKind::NotFound.into())
-                })?
-            }
-            Err(e) => {
-                let _ = fs::remove_dir_all(&built);
-                return Err(io_error(entry)(e));
-            }
+            crate::publish::Published::Theirs => read_record(entry)?.ok_or_else(|| {
+                io_error(&entry.join("entry.json"))(io::ErrorKind::NotFound.into())
+            })?,
         };
         Ok(request.cached(entry, &record, false))
     }
