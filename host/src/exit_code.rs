@@ -17,6 +17,27 @@ pub const CANCELLED: i32 = 130;
 /// Standard output was closed by its reader (as a SIGPIPE would end the process).
 pub const CLOSED_STDOUT: i32 = 141;
 
+/// Every exit code with what it means, in order: the man page's EXIT STATUS section and the
+/// `run`/`launch` help list them from here.
+pub const EXIT_CODES: [(i32, &str); 6] = [
+    (SUCCESS, "everything completed"),
+    (
+        FAILURE,
+        "the run failed (a request failed, a task ended with a final FATAL issue, the deadline \
+         passed) or the command could not do its work",
+    ),
+    (
+        USAGE,
+        "bad input: a file, field, flag or plugin was refused before anything was written",
+    ),
+    (
+        GATE_FAILED,
+        "a CI gate failed (--fail-under, or --baseline with --max-regression)",
+    ),
+    (CANCELLED, "cancelled by the user (Ctrl-C, SIGTERM)"),
+    (CLOSED_STDOUT, "standard output was closed by its reader"),
+];
+
 /// The exit code an error ends the command with. A refusal of bad input is [`USAGE`] (the
 /// default of an error that does not say otherwise: the CLI's own one-line refusals); a
 /// failure of the machine rather than of the input — a results directory that cannot be

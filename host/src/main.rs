@@ -114,6 +114,14 @@ fn kind(arg: KindArg) -> ComponentKind {
     }
 }
 
+/// How `k` is spelled on the command line.
+fn kind_name(k: KindArg) -> String {
+    use clap::ValueEnum;
+    k.to_possible_value()
+        .map(|value| value.get_name().to_string())
+        .unwrap_or_default()
+}
+
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let global = &cli.global;
     match cli.command {
@@ -157,10 +165,24 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             };
             commands::summary::summary(&setup.registry, &run_dir, &options)
         }
-        Command::List { kind, json } => {
+        Command::List { kind: None, .. } => {
+            crate::out!(
+                "{}",
+                commands::docs::kinds::<cli::ListKind>(
+                    "list takes one of these kinds (`agentcompass-host list KIND [--json]`):"
+                )
+            );
+            Ok(0)
+        }
+        Command::List {
+            kind: Some(kind),
+            json,
+        } => {
             let setup = load(global)?;
             commands::list::run(&setup.registry, kind, json)
         }
+        Command::Completions { shell } => commands::docs::completions(shell),
+        Command::Man { command } => commands::docs::man(&command),
         Command::Config { command } => config(global, command),
         Command::Plugin { command } => plugin(global, command),
     }
@@ -216,7 +238,36 @@ fn config(global: &GlobalArgs, command: ConfigCommand) -> anyhow::Result<i32> {
             };
             commands::config_show::config_show(global, format, &selected)
         }
-        ConfigCommand::Docs { kind: k, id } => {
+        ConfigCommand::Docs { kind: None, .. } => {
+            crate::out!(
+                "{}",
+                commands::docs::kinds::<KindArg>(
+                    "config docs takes one of these kinds (`agentcompass-host config docs KIND ID`):"
+                )
+            );
+            Ok(0)
+        }
+        ConfigCommand::Docs {
+            kind: Some(k),
+            id: None,
+        } => {
+            let setup = load(global)?;
+            let ids: Vec<String> = setup
+                .registry
+                .list(kind(k))
+                .map(|entry| format!("  {}\n", entry.info.id))
+                .collect();
+            crate::out!(
+                "config docs {} takes one of these ids:\n{}",
+                kind_name(k),
+                ids.concat()
+            );
+            Ok(0)
+        }
+        ConfigCommand::Docs {
+            kind: Some(k),
+            id: Some(id),
+        } => {
             let setup = load(global)?;
             crate::out!(
                 "{}",

@@ -123,6 +123,22 @@ fn compare_lists_exactly_the_flips_with_reference_statistics() {
         "{}",
         text.stdout
     );
+    // Both forms end with a newline (a shell prompt after them starts on its own line).
+    assert!(
+        text.stdout.ends_with(")\n") || text.stdout.ends_with("40\n"),
+        "{:?}",
+        text.stdout
+    );
+    let json = ws.run_ok(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    assert!(json.stdout.ends_with("}\n"), "{:?}", json.stdout);
 }
 
 #[test]

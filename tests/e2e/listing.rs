@@ -107,10 +107,17 @@ fn bundled_plugins_load_from_the_install_dir() {
     ])
     .expect_code(0);
     let out = run_host(["list", "benchmark"]).expect_code(0);
-    assert!(out.stdout.contains(&format!(
-        "example-pack@0.1.0 ({})",
-        bundled.join("example-pack.so").display()
-    )));
+    assert!(
+        out.stdout
+            .contains("example_exact_match  example-pack@0.1.0"),
+        "{out:?}"
+    );
+    let out = run_host(["list", "plugin"]).expect_code(0);
+    assert!(
+        out.stdout
+            .contains(&bundled.join("example-pack.so").display().to_string()),
+        "{out:?}"
+    );
     let out = run_host(["--no-bundled-plugins", "list", "benchmark"]);
     assert!(!out.stdout.contains("example_exact_match"), "{out:?}");
 }

@@ -12,6 +12,7 @@ mod containment;
 mod crash;
 mod datasets;
 mod datasets_oracle;
+mod discoverability;
 mod docker_networks;
 mod environments;
 mod harbor;

@@ -2,11 +2,13 @@
 
 use std::path::PathBuf;
 
+mod help;
 mod run_args;
 mod values;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+pub use help::exit_status_roff;
 pub use run_args::{ExecutorArg, LaunchCmd, PlanCmd, RunCmd, RuntimeFlags};
 use values::json_object;
 
@@ -53,8 +55,10 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Evaluate MODEL with HARNESS on BENCHMARK
+    #[command(after_help = help::run_after_help())]
     Run(Box<RunCmd>),
     /// Run an orchestration file (TOML, YAML or JSON) of named requests
+    #[command(after_help = help::launch_after_help())]
     Launch(Box<LaunchCmd>),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
@@ -104,10 +108,10 @@ pub enum Command {
     /// Compare run B against run A on the tasks both share: paired differences with a
     /// bootstrap interval, McNemar's exact test, per-category deltas, tasks fixed and broken
     Compare(CompareCmd),
-    /// List registered components or loaded plugins
+    /// List registered components or loaded plugins (with no KIND: the kinds)
     List {
         /// What to list
-        kind: ListKind,
+        kind: Option<ListKind>,
         /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
@@ -123,6 +127,17 @@ pub enum Command {
         /// Plugin command
         #[command(subcommand)]
         command: PluginCommand,
+    },
+    /// Print a shell completion script (for example `agentcompass-host completions bash >
+    /// ~/.local/share/bash-completion/completions/agentcompass-host`)
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; `agentcompass-host man | man -l -`), or a subcommand's
+    Man {
+        /// A subcommand (`run`, `config docs`, ...) whose page to print
+        command: Vec<String>,
     },
 }
 
@@ -244,12 +259,13 @@ pub enum ConfigCommand {
         #[arg(long, value_name = "ID", num_args = 1..)]
         env: Vec<String>,
     },
-    /// Show a component's parameters (name, type, default, description)
+    /// Show a component's parameters (name, type, default, description); with no ID, the ids
+    /// of that kind, with no KIND the kinds
     Docs {
         /// Component kind
-        kind: KindArg,
+        kind: Option<KindArg>,
         /// Component id
-        id: String,
+        id: Option<String>,
     },
 }
 

@@ -103,16 +103,16 @@ pub struct RunCmd {
     /// environment only through the host's relay, wrapped in a per-run token)
     #[arg(long)]
     pub wrap_api_key: bool,
-    /// Maximum attempts running at once
+    /// Maximum attempts running at once [default: 32, or `execution.task_concurrency`]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
-    /// Semantic attempts per task
+    /// Semantic attempts per task [default: 1, or `execution.attempts.k`]
     #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
     pub k: Option<u32>,
     /// How semantic attempts are scheduled and scored
     #[arg(long, value_enum)]
     pub attempt_strategy: Option<StrategyArg>,
-    /// Runtime retries per attempt
+    /// Runtime retries per attempt [default: 0, or `execution.max_retries`]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub max_retries: Option<u32>,
     /// Regexes of retryable error messages (JSON array)
@@ -207,7 +207,8 @@ impl GateFlags {
 pub struct LaunchCmd {
     /// Orchestration file
     pub file: PathBuf,
-    /// Maximum attempts running at once, across every request
+    /// Maximum attempts running at once, across every request [default: 32, or the
+    /// file's `task_concurrency`]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
     /// Run id for every request

@@ -11,9 +11,9 @@ pub fn compare(cmd: &CompareCmd) -> anyhow::Result<i32> {
     let comparison = compare_runs(&cmd.run_a, &cmd.run_b, cmd.metric.as_deref())
         .map_err(|e| anyhow::anyhow!("compare: {e}"))?;
     if cmd.json {
-        crate::out!("{}", serde_json::to_string_pretty(&comparison)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
-        crate::out!("{}", render_text(&comparison).trim_end());
+        crate::outln!("{}", render_text(&comparison).trim_end());
     }
     Ok(0)
 }

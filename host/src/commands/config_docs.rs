@@ -10,10 +10,12 @@ use agentcompass_host::registry::{Registry, RegistryError};
 /// Renders the parameter table of one component (and a provider's capabilities).
 pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<String, RegistryError> {
     let entry = registry.get(kind, id)?;
-    let mut out = format!(
-        "{kind} {id}: {}\nsource: {}\n\n",
-        entry.info.description, entry.source
+    let heading = format!("{kind} {id}: {}", entry.info.description);
+    let heading = textwrap::fill(
+        &heading,
+        table::wrapping(table::output_width()).subsequent_indent("  "),
     );
+    let mut out = format!("{heading}\nsource: {}\n\n", entry.source);
     let fields = &entry.info.config_schema.fields;
     if fields.is_empty() {
         out.push_str("(no parameters)\n");
@@ -34,9 +36,10 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
                 ]
             })
             .collect();
-        out.push_str(&table::render(
+        out.push_str(&table::render_fitted(
             &["NAME", "TYPE", "DEFAULT", "DESCRIPTION"],
             &rows,
+            table::output_width(),
         ));
     }
     if let Some(analyzer) = entry.info.analyzer.as_ref() {
@@ -188,8 +191,12 @@ fn shared_fields_text() -> String {
         .map(|(name, kind, what)| vec![name.to_string(), kind.to_string(), what.to_string()])
         .collect();
     format!(
-        "shared EnvironmentSpec fields (every provider; --env-params or [environments.ID]):\n{}",
-        table::render(&["NAME", "TYPE", "DESCRIPTION"], &rows)
+        "EnvironmentSpec fields of every provider (--env-params, [environments.ID]):\n{}",
+        table::render_fitted(
+            &["NAME", "TYPE", "DESCRIPTION"],
+            &rows,
+            table::output_width()
+        )
     )
 }
 

@@ -27,6 +27,19 @@ impl Selected {
     }
 }
 
+/// What `config show` says on standard error when no configuration file was found: where it
+/// looked and how to add one.
+fn no_config_note(env: &dyn Fn(&str) -> Option<String>) -> String {
+    let user = agentcompass_host::config::user_config_dir(env)
+        .map(|dir| format!("{} and ", dir.display()))
+        .unwrap_or_default();
+    format!(
+        "note: no configuration file: none of {} in {user}the working directory or its \
+         parents, and no --config FILE; showing only what flags and defaults give",
+        agentcompass_host::config::CONFIG_FILE_NAMES.join(", ")
+    )
+}
+
 /// `config show`: the merged configuration, redacted.
 pub fn config_show(
     global: &GlobalArgs,
@@ -34,6 +47,12 @@ pub fn config_show(
     selected: &Selected,
 ) -> anyhow::Result<i32> {
     let config = load_config(global)?;
+    if config.files.is_empty() {
+        eprintln!(
+            "{}",
+            no_config_note(&agentcompass_host::config::process_env)
+        );
+    }
     let mut payload = config.payload.clone();
     if !selected.is_empty() {
         let (_, _, setup) = load_registry(global)?;

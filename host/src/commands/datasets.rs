@@ -74,7 +74,11 @@ fn list(args: &DatasetArgs) -> anyhow::Result<i32> {
     let tasks: usize = datasets.iter().map(|d| d.tasks.len()).sum();
     crate::out!(
         "{}",
-        super::table::render(&["NAME", "VERSION", "TASKS", "DESCRIPTION"], &rows)
+        super::table::render_fitted(
+            &["NAME", "VERSION", "TASKS", "DESCRIPTION"],
+            &rows,
+            super::table::output_width()
+        )
     );
     outln!(
         "Total: {} dataset(s) with {tasks} task(s) ({})",

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::table;
 use crate::cli::ListKind;
-use agentcompass_host::registry::Registry;
+use agentcompass_host::registry::{Registry, Source};
 
 /// The file `list dump` writes in the working directory (upstream's name).
 pub const DUMP_FILE: &str = "agentcompass_components.md";
@@ -103,17 +103,23 @@ fn components(registry: &Registry, kind: ComponentKind, as_json: bool) -> String
             .collect();
         return format!("{}\n", json!(items));
     }
+    // The source is the plugin's name and version (`list plugin` has its file), so that the
+    // description, last, can be wrapped to the terminal's width.
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            vec![
-                e.info.id.clone(),
-                e.info.description.clone(),
-                e.source.to_string(),
-            ]
+            let source = match &e.source {
+                Source::BuiltIn => "built-in".to_string(),
+                Source::Plugin(plugin) => format!("{}@{}", plugin.name, plugin.version),
+            };
+            vec![e.info.id.clone(), source, e.info.description.clone()]
         })
         .collect();
-    table::render(&["ID", "DESCRIPTION", "SOURCE"], &rows)
+    table::render_fitted(
+        &["ID", "SOURCE", "DESCRIPTION"],
+        &rows,
+        table::output_width(),
+    )
 }
 
 fn plugins(registry: &Registry, as_json: bool) -> String {

@@ -26,6 +26,7 @@ pub mod config_docs;
 pub mod config_show;
 pub mod datasets;
 mod dependencies;
+pub mod docs;
 pub mod env;
 mod execute;
 pub mod invocation;

@@ -7,14 +7,17 @@ mod merge;
 mod validate;
 
 pub use files::{
-    discover_config_files, load_run_config, parse_file, parse_text, ConfigFile, LoadedConfig,
+    discover_config_files, load_run_config, parse_file, parse_text, user_config_dir, ConfigFile,
+    LoadedConfig, CONFIG_FILE_NAMES,
 };
 pub use interpolate::{
     check_references, convert_text, is_env_map_key, replace_references, resolve_as,
     resolve_references, whole_field_reference, ReferenceSite,
 };
 pub use merge::deep_merge;
-pub use validate::{validate_config, EXECUTION_KEYS, RUNTIME_KEYS};
+pub use validate::{
+    nearest_key, unknown_key_message, validate_config, EXECUTION_KEYS, RUNTIME_KEYS,
+};
 
 use std::path::PathBuf;
 

@@ -75,13 +75,37 @@ pub fn check_keys(
         Some(key) => Err(ConfigError::invalid(
             source,
             format!("{path}.{key}"),
-            format!("unknown key (expected one of: {})", allowed.join(", ")),
+            unknown_key_message(key, allowed),
         )),
         None => Ok(()),
     }
 }
 
-/// Validates one file's top-level mapping: no `models` section; component sections flat
+/// The valid key `key` was most likely meant to be: the closest of `allowed` by edit
+/// distance, when it is close enough to be a typo (a third of the longer name, at least 1).
+pub fn nearest_key<'a>(key: &str, allowed: &[&'a str]) -> Option<&'a str> {
+    allowed
+        .iter()
+        .map(|candidate| (strsim::levenshtein(key, candidate), *candidate))
+        .filter(|(distance, candidate)| *distance <= (key.len().max(candidate.len()) / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+/// "unknown key (did you mean `x`? expected one of: ...)": the message of every unknown key
+/// of a configuration or orchestration mapping.
+pub fn unknown_key_message(key: &str, allowed: &[&str]) -> String {
+    match nearest_key(key, allowed) {
+        Some(near) => format!(
+            "unknown key (did you mean `{near}`? expected one of: {})",
+            allowed.join(", ")
+        ),
+        None => format!("unknown key (expected one of: {})", allowed.join(", ")),
+    }
+}
+
+/// Validates one file's top-level mapping: only the known sections (an unknown one is an
+/// error naming the nearest valid key; `models` says where the model comes from); component sections flat
 /// (no `params:` layer); `execution` and `runtime` keys known; `${VAR}` only as whole fields.
 pub fn validate_config(source: &str, payload: &Map<String, Value>) -> Result<(), ConfigError> {
     if payload.contains_key("models") {
@@ -92,10 +116,15 @@ pub fn validate_config(source: &str, payload: &Map<String, Value>) -> Result<(),
              (run MODEL, --model-*) or an orchestration file",
         ));
     }
-    for key in payload.keys() {
-        if !KNOWN_TOP_LEVEL.contains(&key.as_str()) {
-            tracing::warn!("{source}: ignoring unknown top-level key `{key}`");
-        }
+    if let Some(key) = payload
+        .keys()
+        .find(|key| !KNOWN_TOP_LEVEL.contains(&key.as_str()))
+    {
+        return Err(ConfigError::invalid(
+            source,
+            key.as_str(),
+            unknown_key_message(key, &KNOWN_TOP_LEVEL),
+        ));
     }
     for section in COMPONENT_SECTIONS {
         let Some(value) = payload.get(section) else {
@@ -177,6 +206,19 @@ mod tests {
             (
                 json!({"runtime": {"colour": true}}),
                 "c.toml: runtime.colour: unknown key",
+            ),
+            (
+                json!({"benchmark": {"qa": {}}}),
+                "c.toml: benchmark: unknown key (did you mean `benchmarks`? expected one of: \
+                 benchmarks, harnesses, environments, execution, runtime)",
+            ),
+            (
+                json!({"runtime": {"result_dir": "r"}}),
+                "c.toml: runtime.result_dir: unknown key (did you mean `results_dir`?",
+            ),
+            (
+                json!({"colors": {}}),
+                "c.toml: colors: unknown key (expected one of: benchmarks,",
             ),
             (
                 json!({"benchmarks": {"b": {"u": "a${X}"}}}),

@@ -50,10 +50,7 @@ impl Layer {
     /// Rejects keys outside `allowed`.
     pub fn check_keys(&self, allowed: &[&str]) -> Result<(), ConfigError> {
         match self.map.keys().find(|k| !allowed.contains(&k.as_str())) {
-            Some(key) => Err(self.error(
-                key,
-                format!("unknown key (expected one of: {})", allowed.join(", ")),
-            )),
+            Some(key) => Err(self.error(key, crate::config::unknown_key_message(key, allowed))),
             None => Ok(()),
         }
     }
