@@ -129,7 +129,7 @@ mod tests {
             out,
             "ID  DESCRIPTION\n\
              a   one two three four five six seven\n    \
-             eight nine ten eleven twelve thirteen\nbb\n"
+             eight nine ten eleven twelve\n    thirteen\nbb\n"
         );
         assert!(out.lines().all(|line| line.chars().count() <= 40), "{out}");
         // Too little room: not wrapped.
