@@ -15,7 +15,7 @@ fn one_refusal(dirs: &PluginDirs, plugin_dirs: &[&Path], env: &[(&str, &str)]) -
     let out = run_host_env(&args, env).expect_code(0);
     assert!(
         out.stdout
-            .contains("example_exact_match  Generated arithmetic"),
+            .contains("example_exact_match  example-pack@0.1.0  Generated arithmetic"),
         "the good plugin must still load: {out:?}"
     );
     let lines: Vec<&str> = out.stderr.lines().collect();

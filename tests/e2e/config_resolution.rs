@@ -396,6 +396,11 @@ fn configured_reuse_applies_only_without_reuse_flag() {
         v["request"]["runtime"],
         json!({"reuse": true, "reuse_run_id": "", "checkpoint_resume": true})
     );
+    // The reuse source must exist, as in a real run.
+    ws.write(
+        "project/work/results/m1_example_exact_match_example_calculator/20250101_120000/run_info.json",
+        "{}",
+    );
     let v = dry_run(
         &ws,
         &[
@@ -583,7 +588,7 @@ fn deep_merge_merges_mappings_and_replaces_lists() {
         "cfg/first.toml",
         r#"
 [benchmarks.example_exact_match]
-sample_ids = ["a", "b", "c"]
+sample_ids = ["arith-0000", "arith-0001", "arith-0002"]
 seed = 1
 [execution]
 retry_pattern_list = ["x", "y"]
@@ -602,7 +607,7 @@ max_mb = 10
         r#"
 benchmarks:
   example_exact_match:
-    sample_ids: [z]
+    sample_ids: [arith-0003]
 execution:
   retry_pattern_list: [w]
   attempts: {k: 3}
@@ -611,11 +616,15 @@ execution:
 "#,
     );
     let args = configs(&[&first, &second]);
-    let v = dry_run(&ws, &strs(&args), &[]);
+    // The analyzer ids are made up: the analyzers stay off, or the dry run (which checks what
+    // a run checks) would refuse them.
+    let mut dry = strs(&args);
+    dry.push("--no-enable-analysis");
+    let v = dry_run(&ws, &dry, &[]);
     let r = &v["request"];
     assert_eq!(
         r["benchmark"]["params"],
-        json!({"sample_ids": ["z"], "seed": 1})
+        json!({"sample_ids": ["arith-0003"], "seed": 1})
     );
     let e = &r["execution"];
     assert_eq!(e["retry_pattern_list"], json!(["w"]));
@@ -639,7 +648,7 @@ execution:
     );
     assert_eq!(
         merged["benchmarks"]["example_exact_match"]["sample_ids"],
-        json!(["z"])
+        json!(["arith-0003"])
     );
 }
 
@@ -713,7 +722,7 @@ size = 3
 seed = 7
 [harnesses.example_calculator]
 wrong_every = 2
-[environments.host_process]
+[environments.sandbox]
 run_network_policy = { network_mode = "allowlist", allowed_hosts = ["PyPI.org", "*.example.com"] }
 setup = { workdir = "/srv/task" }
 [execution]
@@ -724,6 +733,9 @@ results_dir = "results-cfg"
     );
     let out = ws.run_ok(
         &run_args(&[
+            // The sandbox enforces an allowlist; a dry run checks what a run checks.
+            "--env",
+            "sandbox",
             "--k",
             "2",
             "--model-base-url",

@@ -234,12 +234,14 @@ fn gates_exit_3_below_a_threshold_or_significantly_under_the_baseline() {
     let (code, err, _) = qa_run(&ws, &qa, &data, 20, &["--baseline", base]);
     assert_eq!(code, 0, "two tasks of forty are not significant: {err}");
     // Bad gates are bad input: one line, exit 2, and a bad baseline is refused before anything runs.
-    let (code, err, _) = qa_run(&ws, &qa, &data, 0, &["--fail-under", "speed=1"]);
+    // A metric the benchmark does not declare is refused before the first task: nothing
+    // is written (issue 36).
+    let (code, err, dir) = qa_run(&ws, &qa, &data, 0, &["--fail-under", "speed=1"]);
+    assert_eq!((code, dir), (2, PathBuf::new()), "{err}");
+    insta::assert_snapshot!("fail_under_undeclared_metric", err);
+    let (code, err, _) = qa_run(&ws, &qa, &data, 0, &["--fail-under", "corect.avg@1=1"]);
     assert_eq!(code, 2, "{err}");
-    assert!(
-        err.contains("--fail-under: the run has no metric `speed` (its series: correct.native@1)"),
-        "{err}"
-    );
+    assert!(err.contains("(did you mean `correct`?)"), "{err}");
     let (code, err, dir) = qa_run(&ws, &qa, &data, 0, &["--baseline", "/nonexistent/run"]);
     assert_eq!((code, dir), (2, PathBuf::new()), "{err}");
     assert_eq!(

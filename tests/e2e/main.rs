@@ -27,6 +27,7 @@ mod orchestration;
 mod planning;
 mod plugin_new;
 mod qa;
+mod refuse_early;
 mod rejections;
 mod runtime;
 mod scripted_sdk;

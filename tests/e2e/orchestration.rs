@@ -501,7 +501,7 @@ requests:
     benchmark: {case_sensitive: true, sample_ids: [arith-0001]}
     harness: {wrong_every: 2}
     environment:
-      id: host_process
+      id: sandbox
       run_network_policy: {network_mode: allowlist, allowed_hosts: [pypi.org]}
       evaluation_environment_mode: reuse
     execution: {max_retries: 2, run_timeout_seconds: 30}

@@ -208,6 +208,12 @@ impl ModelGateway {
         agentcompass_redact::register_secret(&self.api_key);
     }
 
+    /// Whether an endpoint was configured: a base URL, or a key (which selects the protocol's
+    /// public default URL, as the official SDKs do). With neither, no call is sent anywhere.
+    pub fn is_configured(&self) -> bool {
+        !self.base_url.trim().is_empty() || !self.api_key.trim().is_empty()
+    }
+
     /// The protocol in use.
     pub fn protocol(&self) -> Protocol {
         self.protocol
@@ -256,6 +262,16 @@ impl ModelGateway {
     }
 
     async fn generate_here(&self, request: ModelRequest) -> Result<ModelResponse, GatewayError> {
+        if !self.is_configured() {
+            return Err(GatewayError::Config {
+                message: format!(
+                    "no endpoint is configured for model `{}` (--model-base-url and \
+                     --model-api-key, model.base_url, or OPENAI_BASE_URL/OPENAI_API_KEY): \
+                     the public default is used only with a key",
+                    self.model
+                ),
+            });
+        }
         let started = Instant::now();
         let mut params = self.settings.generation_params.clone();
         for (key, value) in &request.params {

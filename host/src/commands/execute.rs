@@ -24,11 +24,43 @@ pub(super) fn async_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
-pub(super) fn execute(
-    orchestration: Orchestration,
+/// Every request preflighted and its tasks opened, on the runtime that will run them.
+pub(super) struct Ready {
+    prepared: Vec<agentcompass_host::runtime::PreparedRequest>,
+    executor: tokio::runtime::Runtime,
+}
+
+impl Ready {
+    /// Each request's name and how many tasks its benchmark selected.
+    pub(super) fn task_counts(&self) -> Vec<(String, usize)> {
+        self.prepared
+            .iter()
+            .map(|request| {
+                (
+                    request.name().to_string(),
+                    request.task_count().unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// Stops the runtime without waiting for plugin threads.
+    pub(super) fn discard(self) {
+        self.executor
+            .shutdown_timeout(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Everything a run checks before its first task, in order, with nothing written: the gates'
+/// files, each request's preflight, the gates' metrics against each benchmark's declared
+/// ones, then (with `install`, the harnesses' dependencies and) every request's tasks — a
+/// dataset or task directory the benchmark rejects is bad input (exit 2).
+pub(super) fn prepare(
+    orchestration: &Orchestration,
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
-) -> anyhow::Result<i32> {
+    install: bool,
+) -> anyhow::Result<Ready> {
     gates.validate()?;
     let datasets = std::sync::Arc::new(agentcompass_host::datasets::DatasetService::new(
         std::path::Path::new(&orchestration.runtime.data_dir),
@@ -38,14 +70,15 @@ pub(super) fn execute(
         },
     ));
     let mut prepared =
-        agentcompass_host::runtime::preflight_all(&setup.registry, &orchestration, &datasets)
+        agentcompass_host::runtime::preflight_all(&setup.registry, orchestration, &datasets)
             .map_err(|e| anyhow::anyhow!(e))?;
-    let executor = async_runtime()?;
-    if orchestration.runtime.auto_install_dependencies {
-        super::dependencies::install_all(&orchestration, setup, &executor)?;
+    for request in &prepared {
+        gates.check_declared(request.benchmark_id(), &request.declared_metrics())?;
     }
-    // Every request's tasks load before any results directory is created: a dataset or task
-    // directory the benchmark rejects is bad input (exit 2, nothing written).
+    let executor = async_runtime()?;
+    if install && orchestration.runtime.auto_install_dependencies {
+        super::dependencies::install_all(orchestration, setup, &executor)?;
+    }
     let loaded = executor.block_on(async {
         for request in &mut prepared {
             request.load_tasks().await?;
@@ -56,6 +89,15 @@ pub(super) fn execute(
         executor.shutdown_timeout(std::time::Duration::from_millis(100));
         return Err(anyhow::anyhow!(e));
     }
+    Ok(Ready { prepared, executor })
+}
+
+pub(super) fn execute(
+    orchestration: Orchestration,
+    setup: &Setup,
+    gates: &agentcompass_host::gates::Gates,
+) -> anyhow::Result<i32> {
+    let Ready { prepared, executor } = prepare(&orchestration, setup, gates, true)?;
     let outcome = executor.block_on(agentcompass_host::runtime::execute(
         &orchestration,
         prepared,
@@ -69,6 +111,19 @@ pub(super) fn execute(
         return Ok(code);
     }
     check_gates(gates, &finished, code)
+}
+
+/// `--dry-run`'s check of what a run would check before its first task (preflight, gates,
+/// opening every request's tasks); returns each request's name and its task count.
+pub(super) fn dry_run_tasks(
+    orchestration: &Orchestration,
+    setup: &Setup,
+    gates: &agentcompass_host::gates::Gates,
+) -> anyhow::Result<Vec<(String, usize)>> {
+    let ready = prepare(orchestration, setup, gates, false)?;
+    let counts = ready.task_counts();
+    ready.discard();
+    Ok(counts)
 }
 
 /// Prints each request's outcome (status, headline, error, stop and skip lines, issue tally,

@@ -117,14 +117,18 @@ pub fn request_payload(request: &RunRequest) -> Value {
 
 /// Warns (one line each) about `${VAR}` references whose variable is not set or whose value
 /// does not convert to its field's type; they must be right by the time the request executes.
-pub(super) fn warn_unresolved(registry: &Registry, requests: &[&RunRequest]) {
+/// `true` when every reference resolved.
+pub(super) fn warn_unresolved(registry: &Registry, requests: &[&RunRequest]) -> bool {
+    let mut resolved_all = true;
     for request in requests {
         let resolved =
             resolve_request_references(registry, request, &agentcompass_host::config::process_env);
         if let Err(e) = resolved {
             eprintln!("warning: {e}");
+            resolved_all = false;
         }
     }
+    resolved_all
 }
 
 /// Warns (one line each) about provider limits and open rates set for environment providers

@@ -54,7 +54,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         // The resolution checks a real launch applies before it writes anything.
         agentcompass_host::runtime::check_outputs(&orchestration)
             .map_err(|e| anyhow::anyhow!("{source}: {e}"))?;
-        warn_unresolved(
+        let resolved = warn_unresolved(
             &setup.registry,
             &orchestration
                 .requests
@@ -62,7 +62,23 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
                 .map(|r| &r.request)
                 .collect::<Vec<_>>(),
         );
-        print_json(&orchestration_payload(&orchestration))?;
+        // What a real launch checks before its first task, every request's tasks opened and
+        // counted (`selected_tasks` by request name; null with unresolved references).
+        let selected = if resolved {
+            let counts = super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates())
+                .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))?;
+            serde_json::Value::Object(
+                counts
+                    .into_iter()
+                    .map(|(name, count)| (name, serde_json::json!(count)))
+                    .collect(),
+            )
+        } else {
+            serde_json::Value::Null
+        };
+        let mut payload = orchestration_payload(&orchestration);
+        payload["selected_tasks"] = selected;
+        print_json(&payload)?;
         return Ok(0);
     }
     // Preflight and task-loading errors name the request; name the file too.

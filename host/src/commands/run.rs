@@ -69,17 +69,29 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     super::print_problems(&setup.problems, global.verbose);
     warn_unknown_providers(&runtime, &setup.registry);
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
-    if cmd.dry_run {
-        warn_unresolved(&setup.registry, &[&request]);
-        print_json(&json!({"request": request_payload(&request), "runtime": runtime}))?;
-        return Ok(0);
-    }
+    let payload = cmd
+        .dry_run
+        .then(|| json!({"request": request_payload(&request), "runtime": runtime}));
+    let resolved = !cmd.dry_run || warn_unresolved(&setup.registry, &[&request]);
     let orchestration = Orchestration::from_requests(
         String::new(),
         request.execution.task_concurrency,
         runtime,
         vec![(String::new(), request)],
     );
+    if let Some(mut payload) = payload {
+        // What a real run checks before its first task, its tasks opened and counted
+        // (`selected_tasks`); not with unresolved references (warned about above: null).
+        let selected = if resolved {
+            let counts = super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates())?;
+            json!(counts.first().map(|(_, count)| *count))
+        } else {
+            Value::Null
+        };
+        payload["selected_tasks"] = selected;
+        print_json(&payload)?;
+        return Ok(0);
+    }
     // Preflight names the key; when a flag set it, name the flag too.
     let mut flags: Vec<(String, &str)> = Vec::new();
     if cmd.retry_pattern_list.is_some() {

@@ -47,6 +47,20 @@ pub enum GateError {
     /// A run has no readable `metrics.json`.
     #[error("{}: no readable metrics", .0.display())]
     NoMetrics(PathBuf),
+    /// A `--fail-under` names a metric the benchmark does not declare (found before the run).
+    #[error("--fail-under {metric}={value}: benchmark `{benchmark}` declares no metric `{metric}`{hint} (it declares: {})", declared.join(", "))]
+    Undeclared {
+        /// The metric or series id given.
+        metric: String,
+        /// The threshold given, as written.
+        value: String,
+        /// The benchmark.
+        benchmark: String,
+        /// Its declared metric ids.
+        declared: Vec<String>,
+        /// ` (did you mean `x`?)` or empty.
+        hint: String,
+    },
     /// The gate names a metric the run does not have.
     #[error("the run has no metric `{metric}` (its series: {})", series.join(", "))]
     UnknownMetric {
@@ -140,6 +154,36 @@ impl Gates {
         Ok(())
     }
 
+    /// Refuses, before any task runs, a `--fail-under` whose metric `benchmark` does not
+    /// declare: `METRIC` must be a declared metric id, or a series of one (`correct.avg@2`).
+    pub fn check_declared(&self, benchmark: &str, declared: &[String]) -> Result<(), GateError> {
+        for threshold in &self.fail_under {
+            let metric = threshold.metric.as_str();
+            let known = declared.iter().any(|id| {
+                metric == id
+                    || metric
+                        .strip_prefix(id.as_str())
+                        .is_some_and(|rest| rest.starts_with('.'))
+            });
+            if known {
+                continue;
+            }
+            let ids: Vec<&str> = declared.iter().map(String::as_str).collect();
+            let base = metric.split('.').next().unwrap_or(metric);
+            let hint = crate::config::nearest_key(base, &ids)
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default();
+            return Err(GateError::Undeclared {
+                metric: metric.to_string(),
+                value: threshold.value.to_string(),
+                benchmark: benchmark.to_string(),
+                declared: declared.to_vec(),
+                hint,
+            });
+        }
+        Ok(())
+    }
+
     /// Checks the thresholds and the baseline against each finished run (name, run dir).
     pub fn check(&self, runs: &[(String, PathBuf)]) -> Verdict {
         let mut verdict = Verdict::default();
@@ -225,5 +269,39 @@ mod tests {
             "expected a number after `=`, found `high`"
         );
         assert_eq!(refused("=1"), "expected a metric id before `=`, found `=1`");
+    }
+
+    #[test]
+    fn thresholds_must_name_a_declared_metric_or_one_of_its_series() {
+        let gates = |metric: &str| Gates {
+            fail_under: vec![Threshold {
+                metric: metric.into(),
+                value: 0.8,
+            }],
+            ..Gates::default()
+        };
+        let declared = ["correct".to_string(), "reward".to_string()];
+        for ok in ["correct", "reward", "correct.avg@2", "reward.native@1"] {
+            assert_eq!(gates(ok).check_declared("qa", &declared), Ok(()), "{ok}");
+        }
+        assert_eq!(
+            gates("corect")
+                .check_declared("qa", &declared)
+                .unwrap_err()
+                .to_string(),
+            "--fail-under corect=0.8: benchmark `qa` declares no metric `corect` (did you mean \
+             `correct`?) (it declares: correct, reward)"
+        );
+        assert_eq!(
+            gates("accuracy.avg@1")
+                .check_declared("qa", &declared)
+                .unwrap_err()
+                .to_string(),
+            "--fail-under accuracy.avg@1=0.8: benchmark `qa` declares no metric \
+             `accuracy.avg@1` (it declares: correct, reward)"
+        );
+        assert!(gates("correctness")
+            .check_declared("qa", &declared)
+            .is_err());
     }
 }

@@ -266,6 +266,32 @@ pub struct ComponentInfo {
     /// Analyzer only: its category, family, priority and defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analyzer: Option<super::AnalyzerInfo>,
+    /// Harness only: whether it calls the run's model. A run of a harness that requires one
+    /// with no model endpoint configured is refused before the first task, and its endpoint
+    /// is checked then; a model-free harness is never asked for one.
+    #[serde(default, skip_serializing_if = "ModelUse::is_undeclared")]
+    pub model_use: ModelUse,
+}
+
+/// Whether a harness calls the run's model ([`ComponentInfo::model_use`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelUse {
+    /// Not said (plugins built before the field existed): the host checks nothing up front
+    /// and the model gateway still refuses to guess a public endpoint.
+    #[default]
+    Undeclared,
+    /// The harness never calls the model (a reference solution, a scripted agent).
+    None,
+    /// The harness calls the model for every task (directly or from inside the environment).
+    Required,
+}
+
+impl ModelUse {
+    /// `true` for [`ModelUse::Undeclared`].
+    pub fn is_undeclared(&self) -> bool {
+        *self == ModelUse::Undeclared
+    }
 }
 
 fn default_true() -> bool {
@@ -285,7 +311,14 @@ impl ComponentInfo {
             parallel_attempts_safe: false,
             extra: serde_json::Value::Null,
             analyzer: None,
+            model_use: ModelUse::Undeclared,
         }
+    }
+
+    /// Declares whether the harness calls the run's model (builder style).
+    pub fn with_model_use(mut self, model_use: ModelUse) -> Self {
+        self.model_use = model_use;
+        self
     }
 
     /// Declares the component an analyzer with these traits (builder style).

@@ -55,6 +55,7 @@ pub fn info() -> ComponentInfo {
          (no environment interaction)",
         schema(),
     )
+    .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
 }
 
 /// Validated params (the harness session).

@@ -48,6 +48,7 @@ pub fn info() -> ComponentInfo {
         "Runs a Harbor task's reference solution (solution/solve.sh uploaded to /solution)",
         schema(),
     )
+    .with_model_use(agentcompass_plugin_api::contracts::ModelUse::None)
 }
 
 /// The harness.

@@ -91,6 +91,7 @@ fn harness_info() -> ComponentInfo {
         harness::ID,
         "Solves example_exact_match questions itself (no model)",
     )
+    .with_model_use(agentcompass_plugin_api::contracts::ModelUse::None)
     .with_schema(
         ConfigSchema::empty()
             .field(ConfigField::new(

@@ -7,7 +7,7 @@ mod model;
 
 pub use environment::environment_spec;
 pub use execution::{check_budget, execution_spec, run_runtime_spec, BUDGET_KEYS, LIMIT_KEYS};
-pub use model::model_spec;
+pub use model::{check_base_url, check_resolved_base_url, model_spec};
 
 use agentcompass_plugin_api::contracts::{
     BenchmarkSpec, ComponentKind, ConfigType, HarnessSpec, OutputSpec, HARNESS_NONE,

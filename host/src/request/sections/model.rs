@@ -64,11 +64,52 @@ pub fn model_spec(layers: &[Layer]) -> Result<ModelSpec, ConfigError> {
             ));
         }
     }
+    if !model.base_url.contains("${") {
+        check_base_url(&model.base_url)
+            .map_err(|problem| attribute(layers, "base_url", problem))?;
+    }
     let mut model = model;
     sdk_env_defaults(&mut model, &|name| {
         std::env::var(name).ok().filter(|v| !v.trim().is_empty())
     });
     Ok(model)
+}
+
+/// A model endpoint's base URL is empty (the protocol's default) or an absolute `http://` or
+/// `https://` URL with a host; otherwise the reason, with the value (never a secret: a
+/// `${VAR}` value is checked by [`check_resolved_base_url`]).
+pub fn check_base_url(value: &str) -> Result<(), String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(());
+    }
+    let expected =
+        "expected an absolute http:// or https:// URL (for example http://127.0.0.1:8000/v1)";
+    match url::Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
+        Ok(url) if url.cannot_be_a_base() || !matches!(url.scheme(), "http" | "https") => Err(
+            format!("{expected}, found `{value}` (the scheme is missing or not http/https)"),
+        ),
+        Ok(_) => Err(format!("{expected}, found `{value}` (no host)")),
+        Err(url::ParseError::RelativeUrlWithoutBase) => Err(format!(
+            "{expected}, found `{value}` (the scheme is missing: http://{value}?)"
+        )),
+        Err(e) => Err(format!("{expected}, found `{value}` ({e})")),
+    }
+}
+
+/// [`check_base_url`] for the value a `${VAR}` base URL resolved to: the message names the
+/// reference as written, never the value (resolved values are secrets).
+pub fn check_resolved_base_url(written: &str, resolved: &str) -> Result<(), String> {
+    if !written.contains("${") {
+        return Ok(());
+    }
+    check_base_url(resolved).map_err(|_| {
+        format!(
+            "model.base_url: `{written}` is not an absolute http:// or https:// URL \
+             (for example http://127.0.0.1:8000/v1)"
+        )
+    })
 }
 
 /// The official SDKs' environment defaults, used when neither a flag nor a configuration sets
@@ -103,5 +144,39 @@ fn sdk_env_defaults(model: &mut ModelSpec, env: &dyn Fn(&str) -> Option<String>)
     let key = format!("{family}_API_KEY");
     if model.api_key.trim().is_empty() && env(&key).is_some() {
         model.api_key = format!("${{{key}}}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_need_a_scheme_and_a_host() {
+        for ok in [
+            "",
+            "http://127.0.0.1:18081",
+            "https://api.example.com/v1",
+            " http://h/ ",
+        ] {
+            assert_eq!(check_base_url(ok), Ok(()), "{ok}");
+        }
+        let refused = |value: &str| check_base_url(value).unwrap_err();
+        assert_eq!(
+            refused("127.0.0.1:18081"),
+            "expected an absolute http:// or https:// URL (for example \
+             http://127.0.0.1:8000/v1), found `127.0.0.1:18081` (the scheme is missing: \
+             http://127.0.0.1:18081?)"
+        );
+        assert!(refused("localhost/v1").contains("(the scheme is missing: http://localhost/v1?)"));
+        assert!(refused("ftp://h/v1").contains("not http/https"));
+        assert!(refused("localhost:8000").contains("not http/https"));
+        assert!(refused("http://").contains("found `http://`"));
+        assert_eq!(check_resolved_base_url("http://h", "x"), Ok(()));
+        let hidden = check_resolved_base_url("${MODEL_URL}", "secret-host:1").unwrap_err();
+        assert!(
+            hidden.contains("`${MODEL_URL}`") && !hidden.contains("secret"),
+            "{hidden}"
+        );
     }
 }

@@ -51,6 +51,42 @@ impl PreparedRequest {
         Ok(())
     }
 
+    /// The request's name in its orchestration (empty for a single `run`).
+    pub fn name(&self) -> &str {
+        &self.run.name
+    }
+
+    /// The benchmark's id.
+    pub fn benchmark_id(&self) -> &str {
+        &self.resolved.benchmark.id
+    }
+
+    /// How many tasks the benchmark selected, once [`PreparedRequest::load_tasks`] opened them.
+    pub fn task_count(&self) -> Option<usize> {
+        self.tasks.as_ref().map(TaskSource::total)
+    }
+
+    /// The ids of the metrics the benchmark declares (its metric contract), primary first.
+    pub fn declared_metrics(&self) -> Vec<String> {
+        let contract = self
+            .planner
+            .benchmark()
+            .benchmark
+            .metric_contract()
+            .unwrap_or_else(|_| agentcompass_plugin_api::contracts::MetricContract::correct());
+        let mut ids: Vec<String> = contract
+            .primary()
+            .map(|m| m.id.clone())
+            .into_iter()
+            .collect();
+        for metric in &contract.metrics {
+            if !ids.contains(&metric.id) {
+                ids.push(metric.id.clone());
+            }
+        }
+        ids
+    }
+
     /// The host services of the benchmark's task loading: its name, `cancel`, and the
     /// datasets it may ask for.
     pub(in crate::runtime) fn benchmark_services(&self, cancel: CancelToken) -> HostServices {
@@ -184,6 +220,12 @@ fn check(
 ) -> Result<(RunRequest, Planner, Vec<regex::Regex>), RunError> {
     check_output(results_dir, run)?;
     let resolved = resolve_request(registry, &run.request)?;
+    crate::request::sections::check_resolved_base_url(
+        &run.request.model.base_url,
+        &resolved.model.base_url,
+    )
+    .map_err(RunError::Refused)?;
+    check_model_configured(registry, &resolved)?;
     let planner = Planner::new(registry, &resolved)?;
     check_harness(&planner, &resolved)?;
     let refused = |e: &dyn std::fmt::Display| RunError::Refused(e.to_string());
@@ -265,6 +307,32 @@ fn resolve_request(registry: &Registry, request: &RunRequest) -> Result<RunReque
     }
     agentcompass_redact::register_secret(&request.model.api_key);
     Ok(resolved.request)
+}
+
+/// A harness that declares it calls the model ([`ModelUse::Required`]) needs an endpoint: with
+/// neither a base URL nor a key from a flag, a configuration, an orchestration file or the
+/// SDKs' `OPENAI_*`/`ANTHROPIC_*` variables, the run is refused before the first task instead
+/// of every task failing on a public endpoint it never meant to use.
+fn check_model_configured(registry: &Registry, resolved: &RunRequest) -> Result<(), RunError> {
+    use agentcompass_plugin_api::contracts::{ComponentKind, ModelUse};
+    // A harness-free benchmark (`none`) has no harness entry.
+    let Ok(entry) = registry.get(ComponentKind::Harness, &resolved.harness.id) else {
+        return Ok(());
+    };
+    let model = &resolved.model;
+    if entry.info.model_use != ModelUse::Required
+        || !model.base_url.trim().is_empty()
+        || !model.api_key.trim().is_empty()
+    {
+        return Ok(());
+    }
+    Err(RunError::Refused(format!(
+        "harness `{}` calls model `{}`, but no model endpoint is configured: pass \
+         --model-base-url URL (and --model-api-key '${{VAR}}'), set model.base_url in the \
+         orchestration file, or export OPENAI_BASE_URL and OPENAI_API_KEY (ANTHROPIC_* for \
+         the anthropic protocol)",
+        resolved.harness.id, model.id
+    )))
 }
 
 /// The harness supports the request's environment and model protocol.

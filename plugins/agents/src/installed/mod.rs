@@ -37,6 +37,7 @@ const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
 /// The registry entry of `agent`'s harness.
 pub(crate) fn info(agent: AgentCli) -> ComponentInfo {
     crate::harness_info(agent.id(), agent.description(), schema(agent))
+        .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
 }
 
 /// One installed agent's harness.

@@ -39,6 +39,7 @@ pub fn info() -> ComponentInfo {
          (Terminus-2 / mini-swe-agent style), through the host's model gateway",
         schema(),
     )
+    .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
 }
 
 /// The harness.

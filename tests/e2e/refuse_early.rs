@@ -1,0 +1,112 @@
+//! Mistakes found before the first task (issue 36 §1): each is one `error:` line, exit 2, no
+//! results directory — in a real run and in `--dry-run`, which checks what a run checks and
+//! counts the selected tasks.
+
+use agentcompass_e2e::{Packs, Workspace};
+
+/// A workspace with the `qa` and agent packs and a two-question dataset.
+struct Qa {
+    ws: Workspace,
+    packs: Packs,
+}
+
+impl Qa {
+    fn new() -> Self {
+        let ws = Workspace::new();
+        ws.write(
+            "project/work/qa.jsonl",
+            "{\"id\":\"q1\",\"question\":\"1+1?\",\"answer\":\"2\"}\n\
+             {\"id\":\"q2\",\"question\":\"2+2?\",\"answer\":\"4\"}\n",
+        );
+        Qa {
+            ws,
+            packs: Packs::qa(),
+        }
+    }
+
+    /// `run qa openai_chat m --benchmark-params '{"path": DATASET}' EXTRA...`, expecting exit
+    /// 2, one line and nothing written; returns the line.
+    fn refused(&self, dataset: &str, extra: &[&str], env: &[(&str, &str)]) -> String {
+        let params = format!("{{\"path\": \"{dataset}\"}}");
+        let mut args = vec![
+            "--plugin-dir",
+            self.packs.to_str().expect("utf-8"),
+            "run",
+            "qa",
+            "openai_chat",
+            "m",
+            "--benchmark-params",
+            &params,
+        ];
+        args.extend_from_slice(extra);
+        let out = self.ws.run_expect(2, &args, env);
+        assert_eq!(out.stdout, "");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(
+            !self.ws.cwd.join("results").exists(),
+            "a refused run wrote results"
+        );
+        self.ws.redact(&out.stderr)
+    }
+}
+
+#[test]
+fn a_harness_that_calls_a_model_without_one_configured_is_refused() {
+    let qa = Qa::new();
+    // The workspace's host runs with no OPENAI_* or ANTHROPIC_* variables.
+    let line = qa.refused("qa.jsonl", &[], &[]);
+    insta::assert_snapshot!("no_model_endpoint", line);
+    assert_eq!(qa.refused("qa.jsonl", &["--dry-run"], &[]), line);
+    // A model-free harness is never asked for one.
+    qa.ws.run_ok(
+        &["run", "example_exact_match", "example_calculator", "m1"],
+        &[],
+    );
+}
+
+#[test]
+fn a_base_url_without_a_scheme_is_refused_at_resolution() {
+    let qa = Qa::new();
+    let flag = ["--model-base-url", "127.0.0.1:18081"];
+    let line = qa.refused("qa.jsonl", &flag, &[]);
+    insta::assert_snapshot!("base_url_without_scheme", line);
+    let dry: Vec<&str> = flag.iter().copied().chain(["--dry-run"]).collect();
+    assert_eq!(qa.refused("qa.jsonl", &dry, &[]), line);
+    // Through a variable, the line names the reference, never the value.
+    let line = qa.refused(
+        "qa.jsonl",
+        &["--model-base-url", "${MODEL_URL}"],
+        &[("MODEL_URL", "secret-host:18081")],
+    );
+    assert_eq!(
+        line,
+        "error: model.base_url: `${MODEL_URL}` is not an absolute http:// or https:// URL (for \
+         example http://127.0.0.1:8000/v1)\n"
+    );
+    // The SDK's variable, the same way.
+    let line = qa.refused("qa.jsonl", &[], &[("OPENAI_BASE_URL", "localhost:18081")]);
+    assert!(line.contains("`${OPENAI_BASE_URL}`"), "{line}");
+}
+
+#[test]
+fn dry_run_opens_the_tasks_and_counts_them() {
+    let qa = Qa::new();
+    let url = ["--model-base-url", "http://127.0.0.1:9/v1", "--dry-run"];
+    let line = qa.refused("missing.jsonl", &url, &[]);
+    assert!(line.contains("missing.jsonl"), "{line}");
+    let params = "{\"path\": \"qa.jsonl\"}";
+    let mut args = vec![
+        "--plugin-dir",
+        qa.packs.to_str().expect("utf-8"),
+        "run",
+        "qa",
+        "openai_chat",
+        "m",
+        "--benchmark-params",
+        params,
+    ];
+    args.extend_from_slice(&url);
+    let v = qa.ws.run_json(&args, &[]);
+    assert_eq!(v["selected_tasks"], 2, "{v}");
+    assert!(!qa.ws.cwd.join("results").exists());
+}
