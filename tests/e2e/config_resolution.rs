@@ -663,7 +663,7 @@ fn environment_layers_merge_setup_keywise_and_null_clears() {
 [environments.host_process]
 workdir = "/e1"
 env_variables = { A = "${A1}" }
-setup = { os = "linux", build_timeout_seconds = 10.0 }
+setup = { os = "windows", build_timeout_seconds = 10.0 }
 "#,
     );
     let e2 = ws.write(
@@ -684,14 +684,14 @@ environments:
     let mut args = configs(&[&e1, &e2]);
     args.extend([
         "--env-params".to_string(),
-        r#"{"setup": {"os": "windows"}, "env_variables": {"D": "${D1}"}}"#.to_string(),
+        r#"{"setup": {"os": "linux"}, "env_variables": {"D": "${D1}"}}"#.to_string(),
     ]);
     let v = dry_run(&ws, &strs(&args), &[]);
     let env = &v["request"]["environment"];
     assert_eq!(env["params"], json!({"workdir": "/e1"}));
     assert_eq!(
         env["setup"],
-        json!({"os": "windows", "build_timeout_seconds": 10.0, "workdir": "/w", "image": null})
+        json!({"os": "linux", "build_timeout_seconds": 10.0, "workdir": "/w", "image": null})
     );
     assert_eq!(
         env["env_variables"],

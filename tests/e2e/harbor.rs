@@ -164,11 +164,11 @@ fn huge_timeouts_mean_no_practical_limit() {
     assert_eq!(result["issues"], json!([]), "{result}");
 }
 
-/// Tasks whose own policy the provider cannot enforce fail closed one by one (a task's hint,
-/// unlike a request-level policy, does not refuse the request), and the terminal says why: a
-/// count per issue code with one example message.
+/// Tasks whose own policy the provider cannot enforce: when none of them can run, the run is
+/// refused before its first task (one line, exit 2, the sandbox suggested, nothing written)
+/// instead of failing every task (issue 36).
 #[test]
-fn per_task_refusals_are_summed_up_on_the_terminal() {
+fn tasks_that_cannot_run_on_the_environment_are_refused_before_the_first() {
     let h = harbor();
     let params = json!({"path": examples()}).to_string();
     let plugins = h.plugins.to_str().unwrap();
@@ -186,17 +186,10 @@ fn per_task_refusals_are_summed_up_on_the_terminal() {
         "--progress",
         "none",
     ];
-    let out = h.ws.run_expect(1, &args, &[]);
-    // The example is the first task to fail, whichever that is.
-    let summary = out
-        .stderr
-        .lines()
-        .find(|l| l.starts_with("  3 × unsupported: task "))
-        .unwrap_or_else(|| panic!("no issue summary: {}", out.stderr));
-    assert!(
-        summary.contains(": environment `host_process` cannot enforce"),
-        "{summary}"
-    );
+    let out = h.ws.run_expect(2, &args, &[]);
+    assert_eq!(out.stdout, "");
+    insta::assert_snapshot!("tasks_that_cannot_run_on_host_process", out.stderr);
+    assert!(!h.ws.cwd.join("results").exists());
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

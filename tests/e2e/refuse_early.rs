@@ -91,7 +91,12 @@ fn a_base_url_without_a_scheme_is_refused_at_resolution() {
 #[test]
 fn dry_run_opens_the_tasks_and_counts_them() {
     let qa = Qa::new();
-    let url = ["--model-base-url", "http://127.0.0.1:9/v1", "--dry-run"];
+    let url = [
+        "--model-base-url",
+        "http://127.0.0.1:9/v1",
+        "--no-endpoint-check",
+        "--dry-run",
+    ];
     let line = qa.refused("missing.jsonl", &url, &[]);
     assert!(line.contains("missing.jsonl"), "{line}");
     let params = "{\"path\": \"qa.jsonl\"}";
@@ -109,4 +114,61 @@ fn dry_run_opens_the_tasks_and_counts_them() {
     let v = qa.ws.run_json(&args, &[]);
     assert_eq!(v["selected_tasks"], 2, "{v}");
     assert!(!qa.ws.cwd.join("results").exists());
+}
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+#[test]
+fn the_model_endpoint_is_checked_once_before_the_first_task() {
+    use agentcompass_e2e::scripted::ScriptedServer;
+    use agentcompass_e2e::{QaSetup, THREE_QUESTIONS};
+    use serde_json::json;
+
+    let setup = QaSetup::new(THREE_QUESTIONS);
+    let results = setup.ws.cwd.join("results");
+    // Nothing listening: one line naming the endpoint as written, and how to skip the check.
+    let url = format!("http://127.0.0.1:{}/v1", closed_port());
+    for extra in [&[][..], &["--dry-run"]] {
+        let out = setup.run(&url, "k", extra).expect_code(2);
+        assert_eq!(out.stdout, "");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        let line = out.stderr.replace(&url, "http://127.0.0.1:PORT/v1");
+        insta::assert_snapshot!("endpoint_not_listening", line);
+        assert!(!results.exists());
+    }
+    // A key the endpoint refuses: the same, and the run's model was never called.
+    let server = ScriptedServer::start(
+        &json!({"require_key": "the-right-key", "rules": [
+            {"match": {}, "responses": [{"text": "4"}]}
+        ]}),
+        None,
+    )
+    .expect("server");
+    let out = setup
+        .run(&server.base_url(), "a-wrong-key", &[])
+        .expect_code(2);
+    let line = out
+        .stderr
+        .replace(&server.base_url(), "http://127.0.0.1:PORT/v1");
+    insta::assert_snapshot!("endpoint_refuses_the_key", line);
+    assert!(!line.contains("a-wrong-key"));
+    assert_eq!(server.endpoint_checks(), 1);
+    assert!(server.requests().is_empty(), "{:?}", server.requests());
+    assert!(!results.exists());
+    // --no-endpoint-check: the run goes on and its tasks meet the refusal themselves.
+    let out = setup.run(&server.base_url(), "a-wrong-key", &["--no-endpoint-check"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(server.endpoint_checks(), 1);
+    assert_eq!(server.requests().len(), 3);
+    // The right key: checked once, then every task's call.
+    let out = setup
+        .run(&server.base_url(), "the-right-key", &[])
+        .expect_code(0);
+    assert!(out.stderr.contains("(3/3 evaluated)"), "{}", out.stderr);
+    assert_eq!(server.endpoint_checks(), 2);
+    assert_eq!(server.requests().len(), 6);
 }

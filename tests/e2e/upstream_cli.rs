@@ -288,6 +288,7 @@ fn openai_chat_accepts_upstreams_max_retries() {
                 r#"{"max_retries": 99}"#,
                 "--model-base-url",
                 "http://127.0.0.1:9",
+                "--no-endpoint-check",
             ],
         ),
         &[],
@@ -448,7 +449,12 @@ fn the_sdks_environment_variables_are_the_model_defaults_when_no_flag_sets_them(
     let out = ws.run_ok(
         &[
             &args[..],
-            &["--model-base-url", "http://127.0.0.1:9/v1", "--dry-run"],
+            &[
+                "--model-base-url",
+                "http://127.0.0.1:9/v1",
+                "--no-endpoint-check",
+                "--dry-run",
+            ],
         ]
         .concat(),
         &[("OPENAI_BASE_URL", &base_url)],

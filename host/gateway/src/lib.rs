@@ -5,6 +5,7 @@
 //! only in the request's auth header and never appears in an error, log line or result.
 
 mod meter;
+mod probe;
 mod relay;
 mod settings;
 mod wire;
@@ -18,6 +19,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
+pub use probe::{EndpointCheckError, ENDPOINT_CHECK_USER_AGENT};
 pub use relay::{ModelRelay, RelayError, MODEL_ENDPOINT_NAME};
 pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 
@@ -70,7 +72,8 @@ impl Protocol {
         }
     }
 
-    fn default_base_url(self) -> &'static str {
+    /// The endpoint the official SDKs use when only a key is given.
+    pub fn default_base_url(self) -> &'static str {
         match self {
             Protocol::OpenAiChat | Protocol::OpenAiResponses => "https://api.openai.com/v1",
             Protocol::Anthropic => "https://api.anthropic.com",

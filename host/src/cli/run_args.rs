@@ -161,7 +161,12 @@ pub struct RunCmd {
     /// CI gates
     #[command(flatten)]
     pub gates: GateFlags,
-    /// Print the resolved request as JSON (secrets redacted) and stop
+    /// Do not check the model endpoint before the first task (for gateways that cannot be
+    /// probed with a `GET .../models`)
+    #[arg(long)]
+    pub no_endpoint_check: bool,
+    /// Print the resolved request as JSON (secrets redacted) and stop, after the checks a run
+    /// makes before its first task (tasks opened and counted: `selected_tasks`)
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -230,7 +235,12 @@ pub struct LaunchCmd {
     /// CI gates
     #[command(flatten)]
     pub gates: GateFlags,
-    /// Print the resolved orchestration as JSON (secrets redacted) and stop
+    /// Do not check the requests' model endpoints before the first task (for gateways that
+    /// cannot be probed with a `GET .../models`)
+    #[arg(long)]
+    pub no_endpoint_check: bool,
+    /// Print the resolved orchestration as JSON (secrets redacted) and stop, after the checks
+    /// a launch makes before its first task (tasks opened and counted: `selected_tasks`)
     #[arg(long)]
     pub dry_run: bool,
 }

@@ -51,14 +51,23 @@ impl Ready {
     }
 }
 
+/// What a run checks before its first task besides what it always checks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Checks {
+    /// Check each model endpoint a harness will call (`--no-endpoint-check` turns it off).
+    pub endpoint: bool,
+}
+
 /// Everything a run checks before its first task, in order, with nothing written: the gates'
 /// files, each request's preflight, the gates' metrics against each benchmark's declared
-/// ones, then (with `install`, the harnesses' dependencies and) every request's tasks — a
-/// dataset or task directory the benchmark rejects is bad input (exit 2).
+/// ones, each model endpoint a harness will call (once per endpoint), then (with `install`,
+/// the harnesses' dependencies and) every request's tasks — a dataset or task directory the
+/// benchmark rejects is bad input (exit 2).
 pub(super) fn prepare(
     orchestration: &Orchestration,
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
+    checks: Checks,
     install: bool,
 ) -> anyhow::Result<Ready> {
     gates.validate()?;
@@ -76,6 +85,12 @@ pub(super) fn prepare(
         gates.check_declared(request.benchmark_id(), &request.declared_metrics())?;
     }
     let executor = async_runtime()?;
+    if checks.endpoint {
+        if let Err(e) = check_endpoints(&prepared, &executor) {
+            executor.shutdown_timeout(std::time::Duration::from_millis(100));
+            return Err(e);
+        }
+    }
     if install && orchestration.runtime.auto_install_dependencies {
         super::dependencies::install_all(orchestration, setup, &executor)?;
     }
@@ -92,12 +107,53 @@ pub(super) fn prepare(
     Ok(Ready { prepared, executor })
 }
 
+/// Checks each distinct model endpoint the requests' harnesses will call (base URL, key and
+/// protocol), one request each: nothing listening, a name that does not resolve or a refused
+/// key is one line naming the endpoint as written and `--no-endpoint-check`.
+fn check_endpoints(
+    prepared: &[agentcompass_host::runtime::PreparedRequest],
+    executor: &tokio::runtime::Runtime,
+) -> anyhow::Result<()> {
+    let mut checked: Vec<(String, String, String)> = Vec::new();
+    for request in prepared {
+        let Some(endpoint) = request.endpoint_to_check() else {
+            continue;
+        };
+        let model = endpoint.model;
+        let protocols = model.api_protocol.protocols().join(",");
+        let key = (model.base_url.clone(), model.api_key.clone(), protocols);
+        if checked.contains(&key) {
+            continue;
+        }
+        checked.push(key);
+        let outcome = executor.block_on(async {
+            let gateway = agentcompass_gateway::ModelGateway::new(model)?;
+            gateway
+                .check_endpoint(&endpoint.label, !model.wrap_api_key)
+                .await
+                .map_err(anyhow::Error::from)
+        });
+        if let Err(e) = outcome {
+            let label = match request.name() {
+                "" => String::new(),
+                name => format!("request {name}: "),
+            };
+            anyhow::bail!(
+                "{label}{e:#} (checked before the first task; --no-endpoint-check skips the \
+                 check for gateways that cannot be probed)"
+            );
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn execute(
     orchestration: Orchestration,
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
+    checks: Checks,
 ) -> anyhow::Result<i32> {
-    let Ready { prepared, executor } = prepare(&orchestration, setup, gates, true)?;
+    let Ready { prepared, executor } = prepare(&orchestration, setup, gates, checks, true)?;
     let outcome = executor.block_on(agentcompass_host::runtime::execute(
         &orchestration,
         prepared,
@@ -119,8 +175,9 @@ pub(super) fn dry_run_tasks(
     orchestration: &Orchestration,
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
+    checks: Checks,
 ) -> anyhow::Result<Vec<(String, usize)>> {
-    let ready = prepare(orchestration, setup, gates, false)?;
+    let ready = prepare(orchestration, setup, gates, checks, false)?;
     let counts = ready.task_counts();
     ready.discard();
     Ok(counts)

@@ -50,6 +50,9 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     super::print_problems(&setup.problems, global.verbose);
     warn_unknown_providers(&runtime, &setup.registry);
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
+    let checks = super::execute::Checks {
+        endpoint: !cmd.no_endpoint_check,
+    };
     if cmd.dry_run {
         // The resolution checks a real launch applies before it writes anything.
         agentcompass_host::runtime::check_outputs(&orchestration)
@@ -65,8 +68,9 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         // What a real launch checks before its first task, every request's tasks opened and
         // counted (`selected_tasks` by request name; null with unresolved references).
         let selected = if resolved {
-            let counts = super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates())
-                .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))?;
+            let counts =
+                super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)
+                    .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))?;
             serde_json::Value::Object(
                 counts
                     .into_iter()
@@ -82,6 +86,6 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         return Ok(0);
     }
     // Preflight and task-loading errors name the request; name the file too.
-    execute(orchestration, &setup, &cmd.gates.gates())
+    execute(orchestration, &setup, &cmd.gates.gates(), checks)
         .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
 }

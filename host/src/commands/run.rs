@@ -69,6 +69,9 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     super::print_problems(&setup.problems, global.verbose);
     warn_unknown_providers(&runtime, &setup.registry);
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
+    let checks = super::execute::Checks {
+        endpoint: !cmd.no_endpoint_check,
+    };
     let payload = cmd
         .dry_run
         .then(|| json!({"request": request_payload(&request), "runtime": runtime}));
@@ -83,7 +86,8 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
         // What a real run checks before its first task, its tasks opened and counted
         // (`selected_tasks`); not with unresolved references (warned about above: null).
         let selected = if resolved {
-            let counts = super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates())?;
+            let counts =
+                super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)?;
             json!(counts.first().map(|(_, count)| *count))
         } else {
             Value::Null
@@ -106,7 +110,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
             "--model-params",
         ));
     }
-    execute(orchestration, &setup, &cmd.gates.gates()).map_err(|e| {
+    execute(orchestration, &setup, &cmd.gates.gates(), checks).map_err(|e| {
         let message = format!("{e:#}");
         match flags
             .iter()

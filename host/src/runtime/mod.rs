@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 pub use error::RunError;
 pub use reuse::reuse_key;
-pub use run::{preflight, PreparedRequest, RequestOutcome};
+pub use run::{preflight, EndpointToCheck, PreparedRequest, RequestOutcome};
 
 use agentcompass_results::status::RunStatus;
 

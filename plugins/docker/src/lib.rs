@@ -227,8 +227,14 @@ impl EnvironmentProvider for DockerProvider {
         let environments =
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
-            if let Some(context) = Config::parse(&environment.params)?.build_context {
-                check_build_context(&context)?;
+            let config = Config::parse(&environment.params)?;
+            if let Some(context) = &config.build_context {
+                check_build_context(context)?;
+            }
+            // Refused with the plan, before any task runs, rather than at each open.
+            let image = environment.setup.image.as_deref().map(str::trim);
+            if image.is_none_or(str::is_empty) && config.build_context.is_none() {
+                return Err(Error::invalid_input(IMAGE_REQUIRED));
             }
             workdir_of(&environment.setup)?;
         }

@@ -234,6 +234,12 @@ fn plans_are_validated() {
         environment: EnvironmentSpec::new(ID),
         ..ExecutionPlan::default()
     };
+    // Without an image or a build context, the plan is refused (before any task runs).
+    assert_eq!(
+        provider.validate_plan(&plan).unwrap_err().message,
+        IMAGE_REQUIRED
+    );
+    plan.environment.setup.image = Some(IMAGE.into());
     provider.validate_plan(&plan).unwrap();
     plan.baseline_network_policy = Some(NetworkPolicy::no_network());
     plan.environment.resources = Some(ResourceRequirements {

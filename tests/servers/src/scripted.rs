@@ -676,7 +676,14 @@ struct State {
     call_counter: AtomicU64,
     log: Option<Mutex<File>>,
     record: Option<Arc<Mutex<Vec<Value>>>>,
+    /// The host's endpoint checks served (answered, not logged).
+    endpoint_checks: Arc<AtomicU64>,
 }
+
+/// The `User-Agent` prefix of agentcompass-host's endpoint check before a run's first task
+/// (`GET .../models`): it is answered as any listing is, but counted apart from the request
+/// log, so that a test reads only the run's own model calls there.
+pub const ENDPOINT_CHECK_USER_AGENT_PREFIX: &str = "agentcompass-host-endpoint-check/";
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -699,6 +706,7 @@ impl State {
             call_counter: AtomicU64::new(0),
             log,
             record,
+            endpoint_checks: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -904,6 +912,10 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         None => Value::String(String::from_utf8_lossy(&req.body).into_owned()),
     };
     let is_authorized = authorized(state, endpoint, req);
+    let endpoint_check = endpoint == Some(Endpoint::Models)
+        && req
+            .header("user-agent")
+            .is_some_and(|agent| agent.starts_with(ENDPOINT_CHECK_USER_AGENT_PREFIX));
     let mut entry = json!({
         "method": req.method,
         "path": req.path,
@@ -916,7 +928,11 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
     let finish = |entry: &mut Value, status: u16, resp: HttpResponse| {
         entry["status"] = json!(status);
         entry["stream"] = json!(resp.is_stream());
-        state.record(entry.take());
+        if endpoint_check {
+            state.endpoint_checks.fetch_add(1, Ordering::Relaxed);
+        } else {
+            state.record(entry.take());
+        }
         resp
     };
 
@@ -1406,6 +1422,7 @@ pub struct ScriptedServer {
     /// The bound port on 127.0.0.1.
     pub port: u16,
     requests: Arc<Mutex<Vec<Value>>>,
+    endpoint_checks: Arc<AtomicU64>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -1417,6 +1434,7 @@ impl ScriptedServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let state = State::new(script, log.as_deref(), Some(Arc::clone(&requests)))
             .map_err(|e| format!("request log: {e}"))?;
+        let endpoint_checks = Arc::clone(&state.endpoint_checks);
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
             .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
         let port = listener
@@ -1450,6 +1468,7 @@ impl ScriptedServer {
         Ok(ScriptedServer {
             port,
             requests,
+            endpoint_checks,
             shutdown: Some(tx),
             thread: Some(thread),
         })
@@ -1470,6 +1489,12 @@ impl ScriptedServer {
     /// indexes when a rule answered).
     pub fn requests(&self) -> Vec<Value> {
         lock(&self.requests).clone()
+    }
+
+    /// How many endpoint checks of agentcompass-host were answered (they are not in
+    /// [`ScriptedServer::requests`]).
+    pub fn endpoint_checks(&self) -> u64 {
+        self.endpoint_checks.load(Ordering::Relaxed)
     }
 }
 

@@ -19,6 +19,8 @@
 
 mod serve;
 mod upstream;
+
+pub(crate) use upstream::api_root;
 mod usage_tap;
 
 use std::path::{Path, PathBuf};

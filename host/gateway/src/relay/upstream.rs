@@ -65,7 +65,7 @@ impl Route {
 /// The API root of the gateway's endpoint, to which a route's `rest` is appended: the base
 /// URL an OpenAI client is given (it ends in `/v1` for OpenAI itself), and for an Anthropic
 /// base URL the `/v1` below it (as `Protocol::url` builds `/v1/messages`).
-fn api_root(gateway: &ModelGateway) -> String {
+pub(crate) fn api_root(gateway: &ModelGateway) -> String {
     let base = if gateway.base_url.trim().is_empty() {
         gateway.protocol.default_base_url()
     } else {

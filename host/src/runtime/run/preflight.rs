@@ -34,6 +34,19 @@ pub struct PreparedRequest {
     pub(in crate::runtime) datasets: Option<Arc<DatasetService>>,
     /// The declared metrics of the registry datasets the tasks came from.
     pub(super) dataset_metrics: Vec<DeclaredMetrics>,
+    /// The harness declares that it calls the model ([`ModelUse::Required`]).
+    ///
+    /// [`ModelUse::Required`]: agentcompass_plugin_api::contracts::ModelUse::Required
+    pub(super) calls_model: bool,
+}
+
+/// The model endpoint a request will call, for the check before its first task.
+pub struct EndpointToCheck<'a> {
+    /// The resolved model spec (a `${VAR}` resolved: never print it).
+    pub model: &'a agentcompass_plugin_api::contracts::ModelSpec,
+    /// How errors name the endpoint: the base URL as written (a `${VAR}` reference stays a
+    /// reference), or the protocol's public default when only a key is set.
+    pub label: String,
 }
 
 impl PreparedRequest {
@@ -45,7 +58,7 @@ impl PreparedRequest {
         let tasks = TaskSource::open(&self.planner, &ctx, &self.resolved).await;
         let tasks = tasks.map_err(|e| e.in_request(&self.run.name))?;
         self.note_dataset_sources();
-        self.check_enforceable(tasks.buffered())
+        self.check_enforceable(tasks.buffered(), tasks.total())
             .map_err(|e| e.in_request(&self.run.name))?;
         self.tasks = Some(tasks);
         Ok(())
@@ -87,6 +100,25 @@ impl PreparedRequest {
         ids
     }
 
+    /// The endpoint the request's harness will call, when it declares that it calls one.
+    pub fn endpoint_to_check(&self) -> Option<EndpointToCheck<'_>> {
+        if !self.calls_model {
+            return None;
+        }
+        let written = self.run.request.model.base_url.trim();
+        let label = if written.is_empty() {
+            agentcompass_gateway::Protocol::choose(&self.resolved.model)
+                .map(|p| p.default_base_url().to_string())
+                .unwrap_or_default()
+        } else {
+            agentcompass_redact::scrub_text(written)
+        };
+        Some(EndpointToCheck {
+            model: &self.resolved.model,
+            label,
+        })
+    }
+
     /// The host services of the benchmark's task loading: its name, `cancel`, and the
     /// datasets it may ask for.
     pub(in crate::runtime) fn benchmark_services(&self, cancel: CancelToken) -> HostServices {
@@ -124,11 +156,13 @@ impl PreparedRequest {
         }
     }
 
-    /// A network policy the request itself sets wins over every task's hint: when the
-    /// provider cannot enforce the plan of any task of the first page, the request is refused
-    /// before a results directory exists (one line naming the policy and the provider)
-    /// instead of publishing a FATAL `unsupported` task for each. Planning does no I/O.
-    fn check_enforceable(&self, first_page: &[TaskSpec]) -> Result<(), RunError> {
+    /// When the environment cannot do what any task of the first page needs (a network
+    /// policy the request or the tasks set, a harness's host endpoint or mounts, a provider's
+    /// own requirement such as docker's `setup.image`), the request is refused before a
+    /// results directory exists — one line naming what and where, with what to try instead —
+    /// instead of publishing a FATAL `unsupported` task for each. A page where some task can
+    /// run goes on: the others are their tasks' `unsupported` issues. Planning does no I/O.
+    fn check_enforceable(&self, first_page: &[TaskSpec], total: usize) -> Result<(), RunError> {
         let Some(first) = first_page.first() else {
             return Ok(());
         };
@@ -148,9 +182,6 @@ impl PreparedRequest {
         let requested = env.baseline_network_policy.is_some()
             || env.run_network_policy.is_some()
             || env.evaluation_network_policy.is_some();
-        if !requested {
-            return Ok(());
-        }
         let mut refusal = None;
         for task in first_page {
             let Ok(plan) = self.planner.plan(task, &self.resolved, 1) else {
@@ -163,13 +194,32 @@ impl PreparedRequest {
                 _ => return Ok(()),
             }
         }
-        match refusal {
-            Some(message) => Err(RunError::Refused(format!(
-                "{message}; the request's network policy applies to every task, so \
-                 none can run"
-            ))),
-            None => Ok(()),
-        }
+        let Some(message) = refusal else {
+            return Ok(());
+        };
+        // Every task of the first page needs what the environment cannot do: the run could
+        // only publish an `unsupported` task for each, so it is refused now.
+        let why = if requested {
+            "the request's network policy applies to every task, so none can run".to_string()
+        } else {
+            match first_page.len() {
+                n if n == total => format!("none of the request's {n} tasks can run there"),
+                n => format!("none of the first {n} of its {total} tasks can run there"),
+            }
+        };
+        Err(RunError::Refused(format!(
+            "{message}; {why}{}",
+            environment_hint(&env.id, &message)
+        )))
+    }
+}
+
+/// What to try instead when no task can run on environment `id` for `reason`.
+fn environment_hint(id: &str, reason: &str) -> &'static str {
+    if id == "host_process" && reason.contains("network_policy") {
+        " (--env sandbox isolates each task and enforces network policies)"
+    } else {
+        " (`agentcompass-host config docs env ID` lists what each environment provides)"
     }
 }
 
@@ -198,6 +248,14 @@ pub fn preflight(
         })
         .transpose()?;
     let provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
+    let calls_model = registry
+        .get(
+            agentcompass_plugin_api::contracts::ComponentKind::Harness,
+            &resolved.harness.id,
+        )
+        .is_ok_and(|entry| {
+            entry.info.model_use == agentcompass_plugin_api::contracts::ModelUse::Required
+        });
     Ok(PreparedRequest {
         run,
         resolved,
@@ -208,6 +266,7 @@ pub fn preflight(
         analysis,
         datasets,
         dataset_metrics: Vec::new(),
+        calls_model,
     })
 }
 

@@ -155,6 +155,7 @@ pub(in crate::runtime) fn request_context(
         analysis,
         datasets,
         dataset_metrics,
+        calls_model: _,
     } = prepared;
     let contract = planner
         .benchmark()
