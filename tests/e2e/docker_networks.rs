@@ -137,25 +137,21 @@ fn each_phase_runs_under_its_own_network_policy_in_one_container() {
 #[test]
 fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     // The sandbox fixture: a public baseline with an allowlisted agent; docker cannot switch a
-    // container between its own network and `none`, so the task fails closed, one line.
+    // container between its own network and `none`, so no task of the run can run: refused
+    // before the first task, one line, nothing written (issue 36).
     let ws = Workspace::new();
     let env =
         json!({"docker_host": docker_host(), "setup": {"image": "agentcompass-test/busybox:1"}})
             .to_string();
-    let out = oracle_in_docker(&ws, "phase-network", &env, &[], "1").expect_code(1);
-    let (_, result) = &results(&run_dir(&out))["phase-network"];
+    let out = oracle_in_docker(&ws, "phase-network", &env, &[], "1").expect_code(2);
     let expected = "environment `docker` cannot switch from its baseline network policy \
                     (`public`) to the run_network_policy (`allowlist`): a container runs on \
                     its own network from its start, so its phases must be all public or all \
-                    non-public";
-    let issues = result["issues"].to_string();
-    assert!(issues.contains(expected), "{issues}");
-    assert!(issues.contains("unsupported"), "{issues}");
-    // Refused at planning: no agent ran.
-    assert!(
-        result["trajectory"].as_array().is_none_or(|t| t.is_empty()),
-        "{result}"
-    );
+                    non-public; none of the request's 1 tasks can run there";
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains(expected), "{}", out.stderr);
+    assert!(!ws.cwd.join("results").exists());
 }
 
 #[test]
