@@ -3,6 +3,7 @@
 pub mod analysis;
 pub mod compare;
 pub mod config;
+pub mod console;
 pub mod datasets;
 pub mod exit_code;
 pub mod gates;

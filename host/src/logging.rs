@@ -112,29 +112,145 @@ impl<S: Subscriber> Layer<S> for RunLogLayer {
 }
 
 /// Stderr with registered secrets scrubbed from every write.
-struct ScrubbedStderr;
+/// The console's log lines, in the CLI's one format (`warning: ...`, `error: ...`), scrubbed,
+/// written above the progress bar. Unless `every` (`--verbose`), a warning or error from the
+/// same place with the same text but for its numbers (the same retry, 401 or connection
+/// error of every task) is printed once and counted; [`repeated_warnings`] reports the counts.
+struct ConsoleLayer {
+    every: bool,
+}
 
-impl Write for ScrubbedStderr {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = String::from_utf8_lossy(buf);
-        std::io::stderr().write_all(scrub_text(&text).as_bytes())?;
-        Ok(buf.len())
+/// A console line that was not printed again, and how often.
+struct Repeat {
+    first: String,
+    more: u64,
+}
+
+/// The warnings and errors printed, by where and what (numbers left out), in first-seen order.
+static REPEATS: Mutex<Vec<(String, Repeat)>> = Mutex::new(Vec::new());
+
+/// `text` with every run of digits as `#`: the lines of one warning about different tasks,
+/// attempts or counts read the same.
+fn shape_of(text: &str) -> String {
+    let mut shape = String::with_capacity(text.len());
+    let mut in_digits = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                shape.push('#');
+            }
+            in_digits = true;
+        } else {
+            shape.push(c);
+            in_digits = false;
+        }
     }
+    shape
+}
 
-    fn flush(&mut self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+/// Whether a line of `key` is printed (the first) or only counted (a repeat).
+fn first_of(key: String, line: &str) -> bool {
+    let mut repeats = REPEATS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match repeats.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, repeat)) => {
+            repeat.more += 1;
+            false
+        }
+        None => {
+            repeats.push((
+                key,
+                Repeat {
+                    first: line.to_string(),
+                    more: 0,
+                },
+            ));
+            true
+        }
     }
 }
 
-/// Colour only on a terminal, and not when `NO_COLOR` is set (<https://no-color.org>).
-fn console_colours() -> bool {
-    use std::io::IsTerminal;
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+/// One line per console warning or error that repeated since the last call (`warning: 199
+/// more like the one above: ...`), and the counts start again.
+pub fn repeated_warnings() -> Vec<String> {
+    let mut repeats = REPEATS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lines = repeats
+        .iter()
+        .filter(|(_, repeat)| repeat.more > 0)
+        .map(|(_, repeat)| {
+            let (level, text) = repeat
+                .first
+                .split_once(": ")
+                .unwrap_or(("warning", repeat.first.as_str()));
+            let text: String = text.chars().take(160).collect();
+            format!(
+                "{level}: {} more like this one, not printed: {text}",
+                repeat.more
+            )
+        })
+        .collect();
+    repeats.clear();
+    lines
 }
 
-/// Replaces the default panic hook, which prints the message unscrubbed: a host panic prints
-/// one scrubbed line (`panic at FILE:LINE: MESSAGE`) and, with `RUST_BACKTRACE` set, the
-/// backtrace. The runtime turns a panic in a task's lifecycle into a `host_panic` issue.
+impl<S: Subscriber> Layer<S> for ConsoleLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let metadata = event.metadata();
+        let level = *metadata.level();
+        let word = match level {
+            Level::ERROR => "error",
+            Level::WARN => "warning",
+            Level::INFO => "info",
+            Level::DEBUG => "debug",
+            Level::TRACE => "trace",
+        };
+        let mut message = Message::default();
+        event.record(&mut message);
+        let text = scrub_text(&message.text);
+        let line = format!("{word}: {text}{}\n", scrub_text(&message.fields));
+        if !self.every && level <= Level::WARN {
+            let key = format!(
+                "{}:{} {}",
+                metadata.file().unwrap_or(""),
+                metadata.line().unwrap_or(0),
+                shape_of(&text)
+            );
+            if !first_of(key, line.trim_end()) {
+                return;
+            }
+        }
+        crate::console::write_lines(&line);
+    }
+}
+
+/// An event's message and, apart, its other fields (` key=value`).
+#[derive(Default)]
+struct Message {
+    text: String,
+    fields: String,
+}
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.text, "{value:?}");
+        } else {
+            let _ = write!(self.fields, " {}={value:?}", field.name());
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.text.push_str(value);
+        } else {
+            let _ = write!(self.fields, " {}={value}", field.name());
+        }
+    }
+}
+
 fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
         let message = info
@@ -168,17 +284,14 @@ fn run_log_filter() -> tracing_subscriber::filter::Targets {
 }
 
 /// Installs the console logger (`AGENTCOMPASS_LOG` filter, else `debug` with `--verbose`,
-/// else `warn`), the run-log layer and the scrubbing panic hook.
+/// else `warn`; repeats counted rather than printed unless `--verbose`), the run-log layer
+/// and the scrubbing panic hook.
 pub fn init(verbose: bool) {
     install_panic_hook();
     let default = if verbose { "debug" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTCOMPASS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let console = tracing_subscriber::fmt::layer()
-        .with_writer(|| ScrubbedStderr)
-        .with_ansi(console_colours())
-        .with_target(false)
-        .with_filter(filter);
+    let console = ConsoleLayer { every: verbose }.with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(console)
         .with(RunLogLayer.with_filter(run_log_filter()))
@@ -189,7 +302,32 @@ pub fn init(verbose: bool) {
 mod tests {
     use tracing::Level;
 
-    use super::run_log_filter;
+    use super::{first_of, repeated_warnings, run_log_filter, shape_of};
+
+    #[test]
+    fn a_repeated_warning_is_printed_once_and_counted() {
+        let retry = |task: u32, n: u32| {
+            format!("warning: model endpoint http://h:80/v1: 429; retry {n} of 3 (task q-{task})")
+        };
+        let key = |line: &str| format!("gateway.rs:1 {}", shape_of(line));
+        assert!(first_of(key(&retry(1, 1)), &retry(1, 1)));
+        for task in 2..=200 {
+            assert!(!first_of(key(&retry(task, 2)), &retry(task, 2)));
+        }
+        let other = "warning: dataset metric x is not computed";
+        assert!(first_of(key(other), other));
+        assert_eq!(
+            repeated_warnings(),
+            [
+                "warning: 199 more like this one, not printed: model endpoint http://h:80/v1: \
+              429; retry 1 of 3 (task q-1)"
+            ]
+        );
+        // The counts start again.
+        assert!(repeated_warnings().is_empty());
+        assert!(first_of(key(other), other));
+        assert_eq!(shape_of("retry 12 of 3 in 0.5 s"), "retry # of # in #.# s");
+    }
 
     #[test]
     fn run_log_keeps_the_hosts_debug_and_its_dependencies_from_info() {

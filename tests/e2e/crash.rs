@@ -215,5 +215,38 @@ fn sigint_cancels_cleanly_with_exit_130() {
         0,
         "no environment left open"
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Cancellation requested"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Cancellation requested"));
+    // The exact command that resumes it, and it does: the published tasks are reused.
+    let run_id = run.file_name().unwrap().to_str().unwrap();
+    let resume = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("to resume: "))
+        .unwrap_or_else(|| panic!("no resume line: {stderr}"));
+    assert!(
+        resume.ends_with(&format!(
+            "run example_exact_match example_calculator calc --benchmark-params '{{\"size\": \
+             60}}' --harness-params '{{\"delay_ms\": 300}}' --task-concurrency 4 --progress \
+             none --reuse {run_id}"
+        )),
+        "{resume}"
+    );
+    // Run as a shell reads it (its quoting included), in the same place.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(resume)
+        .current_dir(&ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &ws.home)
+        .output()
+        .unwrap();
+    let out = agentcompass_e2e::Outcome::of(out);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains(&format!("(60 tasks, {published} reused)")),
+        "{}",
+        out.stderr
+    );
 }

@@ -107,7 +107,7 @@ pub enum GatewayError {
         message: String,
     },
     /// The endpoint kept failing with retryable errors.
-    #[error("model endpoint {url}: {last} (gave up after {attempts} attempts)")]
+    #[error("model endpoint {url}: {last} (gave up after {})", attempts_text(*.attempts))]
     Exhausted {
         /// The endpoint URL.
         url: String,
@@ -444,6 +444,15 @@ fn is_retryable(status: StatusCode) -> bool {
 }
 
 /// A connection error without the request's URL query or headers.
+/// "1 attempt", "4 attempts".
+pub(crate) fn attempts_text(attempts: u32) -> String {
+    if attempts == 1 {
+        "1 attempt".to_string()
+    } else {
+        format!("{attempts} attempts")
+    }
+}
+
 fn connection_error(error: &reqwest::Error) -> String {
     let kind = if error.is_connect() {
         "cannot connect"

@@ -26,9 +26,12 @@ pub struct RuntimeFlags {
     /// Save an evaluation checkpoint once an evaluation has run this long (0: always)
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub checkpoint_after_seconds: Option<f64>,
-    /// Terminal progress
+    /// Terminal progress [default: auto]
     #[arg(long, value_enum)]
     pub progress: Option<ProgressArg>,
+    /// Seconds between two `--progress plain` lines [default: 10]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    pub progress_interval_seconds: Option<f64>,
     /// Console log level (DEBUG, INFO, WARNING, ERROR, CRITICAL)
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,

@@ -51,11 +51,14 @@ impl Ready {
     }
 }
 
-/// What a run checks before its first task besides what it always checks.
+/// What a run checks before its first task besides what it always checks, and how it was
+/// invoked.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Checks {
     /// Check each model endpoint a harness will call (`--no-endpoint-check` turns it off).
     pub endpoint: bool,
+    /// `launch` (its requests each reuse their latest run) rather than `run`.
+    pub launch: bool,
 }
 
 /// Everything a run checks before its first task, in order, with nothing written: the gates'
@@ -160,6 +163,7 @@ pub(super) fn execute(
         print_notice,
     ));
     let finished = report(&outcome);
+    print_next_steps(&outcome, checks.launch);
     // Plugins keep threads of their own; do not wait for them at exit.
     executor.shutdown_timeout(std::time::Duration::from_millis(100));
     let code = outcome.exit_code();
@@ -189,6 +193,10 @@ pub(super) fn dry_run_tasks(
 fn report(
     outcome: &agentcompass_host::runtime::OrchestrationOutcome,
 ) -> Vec<(String, std::path::PathBuf)> {
+    // Warnings the run repeated (the same retry of every task) were printed once: their counts.
+    for line in agentcompass_host::logging::repeated_warnings() {
+        eprintln!("{line}");
+    }
     let mut finished = Vec::new();
     for request in &outcome.requests {
         let label = if request.name.is_empty() {
@@ -224,9 +232,12 @@ fn report(
         }
         if let Some(dir) = &request.run_dir {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
-            // The metric table of summary.md, then the results path.
+            // The metric table of summary.md and its model usage, then the results path.
             if let Ok(summary) = std::fs::read_to_string(dir.join("summary.md")) {
                 for line in summary.lines().filter(|l| l.starts_with('|')).take(12) {
+                    eprintln!("{label}{line}");
+                }
+                for line in summary.lines().filter(|l| l.starts_with("Model usage: ")) {
                     eprintln!("{label}{line}");
                 }
             }
@@ -243,6 +254,43 @@ fn report(
         }
     }
     finished
+}
+
+/// After a run stopped early (Ctrl-C, the deadline) or left tasks unscored, the command that
+/// resumes it or runs those tasks again (this invocation with `--reuse`, `--rerun CLASS`).
+fn print_next_steps(outcome: &agentcompass_host::runtime::OrchestrationOutcome, launch: bool) {
+    use agentcompass_results::status::RunStatus;
+    let args: Vec<String> = std::env::args().collect();
+    let mut classes: Vec<String> = Vec::new();
+    let mut stopped = false;
+    let mut run_id = None;
+    for request in &outcome.requests {
+        let Some(dir) = &request.run_dir else {
+            continue;
+        };
+        stopped |= matches!(request.status, RunStatus::Cancelled | RunStatus::TimedOut);
+        run_id = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        for class in &request.not_scored_classes {
+            if !classes.contains(class) && class != "budget" {
+                classes.push(class.clone());
+            }
+        }
+    }
+    let Some(run_id) = run_id else {
+        return;
+    };
+    let reuse = (!launch).then_some(run_id.as_str());
+    if stopped {
+        eprintln!(
+            "to resume: {}",
+            super::next_steps::reuse_command(&args, reuse, &[])
+        );
+    } else if !classes.is_empty() {
+        eprintln!(
+            "to run the tasks not scored again: {}",
+            super::next_steps::reuse_command(&args, reuse, &classes)
+        );
+    }
 }
 
 /// Writes `--junit` and checks `--fail-under` / `--baseline` over the finished runs: a failed
@@ -274,15 +322,15 @@ fn check_gates(
 /// Prints the runtime's notices; a second interrupt exits at once.
 fn print_notice(notice: Notice) {
     match notice {
-        Notice::CancelRequested => {
-            eprintln!("\nCancellation requested; cleaning up (press Ctrl-C again to exit now).")
-        }
+        Notice::CancelRequested => agentcompass_host::console::write_lines(
+            "Cancellation requested; cleaning up (press Ctrl-C again to exit now).",
+        ),
         Notice::SecondInterrupt => {
-            eprintln!("\nSecond interrupt: exiting now.");
+            agentcompass_host::console::write_lines("Second interrupt: exiting now.");
             std::process::exit(agentcompass_host::exit_code::CANCELLED);
         }
-        Notice::DeadlinePassed(seconds) => {
-            eprintln!("\nThe orchestration deadline ({seconds:.0} s) passed; stopping.")
-        }
+        Notice::DeadlinePassed(seconds) => agentcompass_host::console::write_lines(&format!(
+            "The orchestration deadline ({seconds:.0} s) passed; stopping."
+        )),
     }
 }

@@ -70,6 +70,7 @@ pub fn runtime_overlay(
             ProgressArg::Plain => ProgressMode::Plain,
             ProgressArg::None => ProgressMode::None,
         });
+        overlay.progress_interval_seconds = flags.progress_interval_seconds;
         overlay.log_level = flags.log_level.clone();
         overlay.file_log_level = flags.file_log_level.clone();
         overlay.data_dir = flags.data_dir.clone();

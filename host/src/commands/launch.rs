@@ -52,6 +52,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     let checks = super::execute::Checks {
         endpoint: !cmd.no_endpoint_check,
+        launch: true,
     };
     if cmd.dry_run {
         // The resolution checks a real launch applies before it writes anything.

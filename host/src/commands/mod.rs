@@ -32,6 +32,7 @@ mod execute;
 pub mod invocation;
 pub mod launch;
 pub mod list;
+mod next_steps;
 pub mod plan;
 pub mod plugin;
 pub mod plugin_new;

@@ -71,6 +71,7 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
     let checks = super::execute::Checks {
         endpoint: !cmd.no_endpoint_check,
+        launch: false,
     };
     let payload = cmd
         .dry_run

@@ -17,6 +17,7 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "cleanup_grace_seconds",
     "checkpoint_after_seconds",
     "progress",
+    "progress_interval_seconds",
     "log_level",
     "file_log_level",
     "log_file",

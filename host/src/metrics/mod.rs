@@ -345,6 +345,21 @@ impl MetricAggregator {
         }
     }
 
+    /// The headline so far, for the terminal: `correct 84.20%` (the first series' mean over
+    /// the tasks evaluated yet), `None` before the first.
+    pub fn headline_so_far(&self) -> Option<String> {
+        let series = self.series.first()?;
+        let evaluated = series.counts.evaluated;
+        (evaluated > 0).then(|| {
+            let mean = series.sum / evaluated as f64;
+            format!(
+                "{} {}",
+                series.metric_id,
+                render::format_value(series.kind, Some(mean))
+            )
+        })
+    }
+
     /// Counts a task that never ran (`reason`: `budget_exhausted`, ...); it is not scored and
     /// is in no series' counts.
     pub fn add_skipped(&mut self, reason: &str) {

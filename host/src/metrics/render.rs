@@ -20,7 +20,7 @@ pub struct SummaryTitle {
 
 /// A value as shown to people: a percentage with 2 decimals for binary metrics, 4 decimals for
 /// scalars, `n/a` when absent.
-fn format_value(kind: MetricKind, value: Option<f64>) -> String {
+pub(crate) fn format_value(kind: MetricKind, value: Option<f64>) -> String {
     match (kind, value) {
         (_, None) => "n/a".to_string(),
         (MetricKind::BinarySuccess, Some(v)) => format!("{:.2}%", v * 100.0),
@@ -227,25 +227,46 @@ fn write_usage(out: &mut String, report: &MetricReport) {
 }
 
 /// The one-line overview of the headline series, e.g.
-/// `correct (native@1): 80.00% (4/5 evaluated)`; `None` without a headline series.
+/// `correct (native@1): 80.00% (4/5 evaluated)`; with invalidated tasks (a fatal attempt,
+/// upstream's `evaluation_failed`), why they count for nothing and the value over the others:
+/// `correct (native@1): n/a — 3 of 200 tasks invalidated (3 model); 84.21% over the 197
+/// evaluated`. `None` without a headline series.
 pub fn headline_line(report: &MetricReport) -> Option<String> {
     let series = report.headline()?;
     let name = format!("{} ({}@{})", series.metric_id, series.reducer, report.k);
     let counts = series.counts;
-    Some(if report.evaluation_failed {
-        format!(
-            "{name}: n/a — evaluation failed, {} invalidated (reference {}, {}/{} evaluated)",
-            counts.invalidated,
-            format_value(series.kind, series.reference_value),
-            counts.evaluated,
-            counts.total
-        )
-    } else {
-        format!(
+    if !report.evaluation_failed {
+        return Some(format!(
             "{name}: {} ({}/{} evaluated)",
             format_value(series.kind, series.value),
             counts.evaluated,
             counts.total
-        )
-    })
+        ));
+    }
+    let classes = HostExtras::of(report)
+        .not_scored
+        .map(|not_scored| {
+            not_scored
+                .classes
+                .iter()
+                .map(|(class, reasons)| format!("{} {class}", reasons.tasks))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|classes| !classes.is_empty())
+        .map(|classes| format!(" ({classes})"))
+        .unwrap_or_default();
+    let rest = match (counts.evaluated, series.reference_value) {
+        (0, _) | (_, None) => "no task was scored".to_string(),
+        (evaluated, reference) => format!(
+            "{} over the {evaluated} evaluated",
+            format_value(series.kind, reference)
+        ),
+    };
+    Some(format!(
+        "{name}: n/a — {} of {} {} invalidated{classes}; {rest}",
+        counts.invalidated,
+        counts.total,
+        if counts.total == 1 { "task" } else { "tasks" },
+    ))
 }

@@ -290,7 +290,7 @@ impl Shared {
     fn forward_view(&self, state: &mut State, now: Instant) -> ProgressSnapshotView {
         state.last_forward = Some(now);
         state.forwarded_seq = state.snap.seq;
-        state.snap.view(&self.label)
+        state.snap.view(&self.label, self.elapsed(now))
     }
 
     /// Outside the state lock: stores a taken snapshot (`force`: waiting for a write in
@@ -329,7 +329,10 @@ impl Shared {
             let changed = state.snap.seq > self.written_seq.load(Ordering::Acquire);
             let due = changed && elapsed_since(state.last_snapshot, now, SNAPSHOT_INTERVAL);
             let snapshot = self.take_snapshot(&mut state, now, due);
-            let view = (self.terminal.is_some() && state.snap.seq > state.forwarded_seq)
+            // Every period, changed or not: the terminal's elapsed time, rate and ETA move on.
+            let view = self
+                .terminal
+                .is_some()
                 .then(|| self.forward_view(&mut state, now));
             (snapshot, view)
         };
@@ -523,9 +526,17 @@ impl ProgressRecorder {
         serde_json::to_value(&document).unwrap_or(Value::Null)
     }
 
+    /// Sets the headline so far (`correct 84.20%`) the terminal shows.
+    pub fn set_score(&self, score: Option<String>) {
+        lock(&self.shared.state).snap.score = score;
+    }
+
     /// The current terminal view of this request.
     pub fn view(&self) -> ProgressSnapshotView {
-        lock(&self.shared.state).snap.view(&self.shared.label)
+        let elapsed = self.shared.elapsed(Instant::now());
+        lock(&self.shared.state)
+            .snap
+            .view(&self.shared.label, elapsed)
     }
 
     /// Stops the background writer, flushes `progress.jsonl`, writes the final snapshot and
@@ -549,7 +560,10 @@ impl ProgressRecorder {
         let (snapshot, view) = {
             let mut state = lock(&shared.state);
             let snapshot = shared.take_snapshot(&mut state, now, true);
-            (snapshot, state.snap.view(&shared.label))
+            (
+                snapshot,
+                state.snap.view(&shared.label, shared.elapsed(now)),
+            )
         };
         if let Some((seq, bytes)) = snapshot {
             shared.store_logged(seq, &bytes, true);

@@ -58,6 +58,8 @@ pub(super) struct SnapshotState {
     finished_elapsed: Option<f64>,
     /// Number of applied events (used to detect changes).
     pub(super) seq: u64,
+    /// The headline so far (`correct 84.20%`), for the terminal.
+    pub(super) score: Option<String>,
 }
 
 fn payload_u64(payload: &Value, key: &str) -> Option<u64> {
@@ -96,6 +98,7 @@ impl SnapshotState {
             updated_at: now,
             finished_elapsed: None,
             seq: 0,
+            score: None,
         }
     }
 
@@ -246,9 +249,16 @@ impl SnapshotState {
     }
 
     /// The terminal view of this request.
-    pub(super) fn view(&self, label: &str) -> ProgressSnapshotView {
+    pub(super) fn view(&self, label: &str, elapsed_seconds: f64) -> ProgressSnapshotView {
         ProgressSnapshotView {
             label: label.to_string(),
+            elapsed_seconds: self.finished_elapsed.unwrap_or(elapsed_seconds),
+            retrying: self
+                .phase_counts
+                .get(&TaskPhase::RetryWait)
+                .copied()
+                .unwrap_or(0),
+            score: self.score.clone(),
             total: self.total,
             finished: self.finished + self.reuse.tasks,
             completed: self.completed + self.reuse.completed,

@@ -1,5 +1,8 @@
-//! Terminal progress sinks: a plain line every 10 s ([`PlainSink`]) or a redrawn bar on a TTY
-//! ([`BarSink`]). Both aggregate the requests of an orchestration.
+//! Terminal progress sinks: a plain line every 10 s or as set ([`PlainSink`]) or a redrawn bar
+//! on a TTY ([`BarSink`]), fitted to the terminal's width as it is at each frame. Both
+//! aggregate the requests of an orchestration and show the same figures: done and total,
+//! elapsed time, rate and ETA, the headline so far, and the running, retrying, failed, error
+//! and reused counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -25,10 +28,16 @@ pub enum ProgressMode {
 }
 
 /// The counts a terminal sink shows for one request (or, summed, for several).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProgressSnapshotView {
     /// Request label (request name, or `benchmark/model`).
     pub label: String,
+    /// Seconds since the request started (when it ended, for a finished one).
+    pub elapsed_seconds: f64,
+    /// Tasks waiting to retry an attempt.
+    pub retrying: u64,
+    /// The headline so far (`correct 84.20%`), once a task was evaluated.
+    pub score: Option<String>,
     /// Tasks in the run.
     pub total: u64,
     /// Finished tasks (including reused ones).
@@ -57,52 +66,160 @@ pub trait TerminalSink: Send + Sync {
 }
 
 /// The terminal sink for a progress mode: `Auto` → [`BarSink`] when stderr is a terminal,
-/// else none; `Plain` → [`PlainSink`]; `None` → none.
-pub fn terminal_for(mode: ProgressMode) -> Option<Arc<dyn TerminalSink>> {
+/// else none; `Plain` → [`PlainSink`] printing every `plain_interval`; `None` → none.
+pub fn terminal_for(mode: ProgressMode, plain_interval: Duration) -> Option<Arc<dyn TerminalSink>> {
     match mode {
         ProgressMode::Auto if std::io::stderr().is_terminal() => Some(Arc::new(BarSink::new())),
         ProgressMode::Auto | ProgressMode::None => None,
-        ProgressMode::Plain => Some(Arc::new(PlainSink::new())),
+        ProgressMode::Plain => Some(Arc::new(PlainSink::with_output(
+            Box::new(std::io::stderr()),
+            plain_interval,
+        ))),
     }
 }
 
-/// Width of the `[####----]` bar.
+/// Width of the `[####----]` bar, and the narrower one of a narrow terminal.
 const BAR_WIDTH: u64 = 20;
+const NARROW_BAR_WIDTH: u64 = 10;
 
-/// `<label> [####----] d/t pct% | running=.. failed=.. error=.. reused=.. | status=..`.
-fn progress_text(view: &ProgressSnapshotView) -> String {
-    let total = view.total;
-    let (filled, pct) = if total == 0 {
-        (0, 0)
+/// `M:SS`, or `H:MM:SS` from an hour.
+fn clock(seconds: f64) -> String {
+    let total = seconds.max(0.0).round() as u64;
+    let (h, m, s) = (total / 3600, total / 60 % 60, total % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
     } else {
-        let done = view.finished.min(total);
-        (done * BAR_WIDTH / total, done * 100 / total)
-    };
-    let mut line = String::with_capacity(120);
-    let _ = write!(line, "{} [", view.label);
-    for i in 0..BAR_WIDTH {
-        line.push(if i < filled { '#' } else { '-' });
+        format!("{m}:{s:02}")
     }
-    let _ = write!(
-        line,
-        "] {}/{} {}% | running={} failed={} error={} reused={} | status={}",
-        view.finished,
-        view.total,
-        pct,
-        view.running,
-        view.failed,
-        view.error,
-        view.reused,
-        view.status
-    );
-    line
 }
 
-/// The line [`PlainSink`] prints:
-/// `Progress | <label> [#####---------------] 12/40 30% | running=.. failed=.. error=..
-/// reused=.. | status=..`.
+/// The parts of a progress line, from the most to the least needed.
+struct Parts {
+    label: String,
+    done: u64,
+    total: u64,
+    time: String,
+    rate: Option<String>,
+    score: Option<String>,
+    counts: String,
+    status: Option<String>,
+}
+
+impl Parts {
+    fn of(view: &ProgressSnapshotView) -> Self {
+        let ran = view.finished.saturating_sub(view.reused);
+        let remaining = view.total.saturating_sub(view.finished);
+        let rate = (ran > 0 && view.elapsed_seconds > 0.0 && remaining > 0).then(|| {
+            let per_second = ran as f64 / view.elapsed_seconds;
+            let shown = if per_second >= 10.0 {
+                format!("{per_second:.0}")
+            } else if per_second >= 0.1 {
+                format!("{per_second:.1}")
+            } else {
+                format!("{per_second:.2}")
+            };
+            format!("{shown}/s · ETA {}", clock(remaining as f64 / per_second))
+        });
+        let mut counts = format!("running {}", view.running);
+        for (name, n) in [
+            ("retrying", view.retrying),
+            ("failed", view.failed),
+            ("error", view.error),
+            ("reused", view.reused),
+        ] {
+            if n > 0 {
+                let _ = write!(counts, " · {name} {n}");
+            }
+        }
+        Parts {
+            label: view.label.clone(),
+            done: view.finished,
+            total: view.total,
+            time: clock(view.elapsed_seconds),
+            rate,
+            score: view.score.clone(),
+            counts,
+            status: (view.status != RunStatus::Running).then(|| view.status.to_string()),
+        }
+    }
+
+    /// The line with a bar of `bar` cells (none: no bar) and the optional parts kept.
+    fn render(&self, bar: Option<u64>, label: bool, rate: bool, counts: bool) -> String {
+        let total = self.total;
+        let done = self.done.min(total);
+        let pct = (done * 100).checked_div(total).unwrap_or(0);
+        let mut line = String::with_capacity(160);
+        if label {
+            line.push_str(&self.label);
+            line.push(' ');
+        }
+        if let Some(width) = bar {
+            let filled = (done * width).checked_div(total).unwrap_or(0);
+            line.push('[');
+            for i in 0..width {
+                line.push(if i < filled { '#' } else { '-' });
+            }
+            line.push_str("] ");
+        }
+        let _ = write!(line, "{}/{} {pct}% | {}", self.done, self.total, self.time);
+        if let (true, Some(rate)) = (rate, &self.rate) {
+            let _ = write!(line, " · {rate}");
+        }
+        if let Some(score) = &self.score {
+            let _ = write!(line, " | {score}");
+        }
+        if counts {
+            let _ = write!(line, " | {}", self.counts);
+        }
+        if let Some(status) = &self.status {
+            let _ = write!(line, " | {status}");
+        }
+        line
+    }
+
+    /// The richest rendering that fits `width` columns (cut to it when none does).
+    fn fitted(&self, width: Option<usize>) -> String {
+        let full = self.render(Some(BAR_WIDTH), true, true, true);
+        let Some(width) = width else {
+            return full;
+        };
+        let fits = |line: &String| line.chars().count() <= width;
+        if fits(&full) {
+            return full;
+        }
+        // A narrower bar first, then the label (one request's is in the results path), then
+        // the counts, the bar, and the rate.
+        let variants = [
+            (Some(NARROW_BAR_WIDTH), true, true, true),
+            (Some(NARROW_BAR_WIDTH), false, true, true),
+            (Some(NARROW_BAR_WIDTH), false, true, false),
+            (None, false, true, false),
+            (None, false, false, false),
+        ];
+        for (bar, label, rate, counts) in variants {
+            let line = self.render(bar, label, rate, counts);
+            if fits(&line) {
+                return line;
+            }
+        }
+        self.render(None, false, false, false)
+            .chars()
+            .take(width)
+            .collect()
+    }
+}
+
+/// The text of a progress line fitted to `width` columns when given, e.g. `qa/m
+/// [######--------------] 12/40 30% | 0:12 · 4.1/s · ETA 0:07 | correct 84.20% | running 3
+/// · failed 1` (the rate in tasks a second); a request that is not running says its status
+/// last.
+pub fn progress_text(view: &ProgressSnapshotView, width: Option<usize>) -> String {
+    Parts::of(view).fitted(width)
+}
+
+/// The line [`PlainSink`] prints: `Progress | ` and [`progress_text`].
 pub fn plain_line(view: &ProgressSnapshotView) -> String {
-    format!("Progress | {}", progress_text(view))
+    format!("Progress | {}", progress_text(view, None))
 }
 
 /// The overall status of several requests: the most active one (`running` before
@@ -164,6 +281,8 @@ impl Aggregate {
             ..ProgressSnapshotView::default()
         };
         for v in views {
+            sum.elapsed_seconds = sum.elapsed_seconds.max(v.elapsed_seconds);
+            sum.retrying += v.retrying;
             sum.total += v.total;
             sum.finished += v.finished;
             sum.completed += v.completed;
@@ -239,7 +358,8 @@ impl TerminalSink for PlainSink {
         let mut state = lock(&self.state);
         state.aggregate.record(snapshot);
         let now = Instant::now();
-        if due(state.last_draw, now, self.interval) {
+        // No `0/0` line before the tasks are known.
+        if state.aggregate.combined().total > 0 && due(state.last_draw, now, self.interval) {
             Self::draw(&mut state, now);
         }
     }
@@ -259,33 +379,56 @@ struct BarState {
     last_draw: Option<Instant>,
     /// A bar line is on screen without its final newline.
     line_open: bool,
-    out: Output,
+}
+
+/// Where a [`BarSink`] draws.
+enum BarOutput {
+    /// Standard error through [`crate::console`], which keeps log lines above the bar; the
+    /// width is the terminal's at each frame (it follows resizes), else `$COLUMNS`.
+    Console,
+    /// A writer of a fixed width (tests).
+    Fixed {
+        out: Mutex<Output>,
+        columns: Option<usize>,
+    },
 }
 
 /// Redraws a single progress line on stderr (`\r` + clear to end of line) at most 10 times a
-/// second; ends it with a newline when every request has finished.
+/// second, one column short of the terminal's width; ends it with a newline when every
+/// request has finished. No frame is drawn before the tasks are known (no `0/0`).
 pub struct BarSink {
     interval: Duration,
-    /// Maximum line length (from `$COLUMNS`), if known.
-    columns: Option<usize>,
+    output: BarOutput,
     state: Mutex<BarState>,
+}
+
+/// Standard error's terminal width now, else `$COLUMNS`.
+fn stderr_columns() -> Option<usize> {
+    terminal_size::terminal_size_of(std::io::stderr())
+        .map(|(width, _)| usize::from(width.0))
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse::<usize>().ok())
+        })
+        .filter(|c| *c > 1)
 }
 
 impl BarSink {
     /// A sink drawing on stderr, 10 times a second at most.
     pub fn new() -> Self {
-        let columns = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.trim().parse::<usize>().ok())
-            .filter(|c| *c > 1);
-        Self::with_output(
-            Box::new(std::io::stderr()),
-            Duration::from_millis(100),
-            columns,
-        )
+        BarSink {
+            interval: Duration::from_millis(100),
+            output: BarOutput::Console,
+            state: Mutex::new(BarState {
+                aggregate: Aggregate::default(),
+                last_draw: None,
+                line_open: false,
+            }),
+        }
     }
 
-    /// A sink drawing on `out` at most every `interval`, truncating lines to `columns - 1`
+    /// A sink drawing on `out` at most every `interval`, fitting lines to `columns - 1`
     /// characters when given.
     pub fn with_output(
         out: Box<dyn Write + Send>,
@@ -294,30 +437,44 @@ impl BarSink {
     ) -> Self {
         BarSink {
             interval,
-            columns,
+            output: BarOutput::Fixed {
+                out: Mutex::new(out),
+                columns,
+            },
             state: Mutex::new(BarState {
                 aggregate: Aggregate::default(),
                 last_draw: None,
                 line_open: false,
-                out,
             }),
         }
     }
 
     fn draw(&self, state: &mut BarState, now: Instant, end_line: bool) {
-        let text = progress_text(&state.aggregate.combined());
-        let mut line = String::with_capacity(text.len() + 8);
-        line.push('\r');
-        match self.columns {
-            Some(columns) => line.extend(text.chars().take(columns - 1)),
-            None => line.push_str(&text),
+        let view = state.aggregate.combined();
+        if view.total == 0 && !end_line {
+            return;
         }
-        line.push_str("\x1b[K");
-        if end_line {
-            line.push('\n');
+        let columns = match &self.output {
+            BarOutput::Console => stderr_columns(),
+            BarOutput::Fixed { columns, .. } => *columns,
+        };
+        // One column short: a line that fills the last column wraps on some terminals.
+        let text = progress_text(&view, columns.map(|c| c - 1));
+        match &self.output {
+            BarOutput::Console => crate::console::draw_bar(&text, end_line),
+            BarOutput::Fixed { out, .. } => {
+                let mut line = String::with_capacity(text.len() + 8);
+                line.push('\r');
+                line.push_str(&text);
+                line.push_str("\x1b[K");
+                if end_line {
+                    line.push('\n');
+                }
+                let mut out = lock(out);
+                let _ = out.write_all(line.as_bytes());
+                let _ = out.flush();
+            }
         }
-        let _ = state.out.write_all(line.as_bytes());
-        let _ = state.out.flush();
         state.last_draw = Some(now);
         state.line_open = !end_line;
     }
@@ -377,6 +534,9 @@ mod tests {
     fn view(label: &str, total: u64, finished: u64, status: &str) -> ProgressSnapshotView {
         ProgressSnapshotView {
             label: label.into(),
+            elapsed_seconds: 12.0,
+            retrying: 0,
+            score: Some("correct 84.20%".into()),
             total,
             finished,
             completed: finished,
@@ -392,19 +552,41 @@ mod tests {
     fn plain_line_format() {
         assert_eq!(
             plain_line(&view("bench/model", 40, 12, "running")),
-            "Progress | bench/model [######--------------] 12/40 30% | running=3 failed=1 \
-             error=2 reused=4 | status=running"
+            "Progress | bench/model [######--------------] 12/40 30% | 0:12 · 0.7/s · ETA \
+             0:42 | correct 84.20% | running 3 · failed 1 · error 2 · reused 4"
         );
+        let mut fresh = view("x", 0, 0, "created");
+        fresh.score = None;
+        fresh.reused = 0;
         assert_eq!(
-            plain_line(&view("x", 0, 0, "created")),
-            "Progress | x [--------------------] 0/0 0% | running=3 failed=1 error=2 \
-             reused=4 | status=created"
+            plain_line(&fresh),
+            "Progress | x [--------------------] 0/0 0% | 0:12 | running 3 · failed 1 · error 2 \
+             | created"
         );
         assert!(
             plain_line(&view("x", 5, 5, "completed")).contains("[####################] 5/5 100%")
         );
         // More finished than total (inconsistent input) never overflows the bar.
         assert!(plain_line(&view("x", 5, 7, "running")).contains("] 7/5 100%"));
+        assert_eq!(clock(3725.4), "1:02:05");
+    }
+
+    #[test]
+    fn a_line_keeps_what_matters_most_as_the_terminal_narrows() {
+        let v = view("qa/scripted-model", 40, 12, "running");
+        let mut previous = usize::MAX;
+        for width in [200, 100, 80, 60, 40, 20] {
+            let line = progress_text(&v, Some(width));
+            let len = line.chars().count();
+            assert!(len <= width, "{width}: {line}");
+            assert!(len <= previous, "{width}: {line}");
+            assert!(line.contains("12/40 30%"), "{width}: {line}");
+            previous = len;
+        }
+        assert_eq!(
+            progress_text(&v, Some(80)),
+            "[###-------] 12/40 30% | 0:12 · 0.7/s · ETA 0:42 | correct 84.20%"
+        );
     }
 
     #[test]
@@ -448,7 +630,7 @@ mod tests {
             lines[1].starts_with("Progress | 2 requests [####################] 20/20 100%"),
             "{text}"
         );
-        assert!(lines[1].ends_with("status=completed"), "{text}");
+        assert!(lines[1].ends_with("| completed"), "{text}");
     }
 
     #[test]
@@ -471,11 +653,12 @@ mod tests {
 
     #[test]
     fn terminal_for_modes() {
-        assert!(terminal_for(ProgressMode::None).is_none());
-        assert!(terminal_for(ProgressMode::Plain).is_some());
+        let every = Duration::from_secs(10);
+        assert!(terminal_for(ProgressMode::None, every).is_none());
+        assert!(terminal_for(ProgressMode::Plain, every).is_some());
         // Under the test harness stderr is normally not a terminal.
         if !std::io::stderr().is_terminal() {
-            assert!(terminal_for(ProgressMode::Auto).is_none());
+            assert!(terminal_for(ProgressMode::Auto, every).is_none());
         }
     }
 }

@@ -560,10 +560,13 @@ fn terminal_sink_gets_throttled_updates_and_one_finish() {
     );
     let finishes = sink.finishes.lock().unwrap();
     assert_eq!(finishes.len(), 1);
+    // The elapsed time is the run's own (checked by the terminal tests).
+    assert!(finishes[0].elapsed_seconds >= 0.0);
     assert_eq!(
         finishes[0],
         ProgressSnapshotView {
             label: "req-a".into(),
+            elapsed_seconds: finishes[0].elapsed_seconds,
             total: 100,
             finished: 100,
             completed: 100,

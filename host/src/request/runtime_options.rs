@@ -50,6 +50,8 @@ pub struct RuntimeOptions {
     pub checkpoint_after_seconds: Option<f64>,
     /// Terminal progress mode.
     pub progress: Option<ProgressMode>,
+    /// Seconds between two `--progress plain` lines.
+    pub progress_interval_seconds: Option<f64>,
     /// Console log level.
     pub log_level: Option<String>,
     /// `run.log` level.
@@ -102,6 +104,8 @@ pub struct ResolvedRuntimeOptions {
     pub checkpoint_after_seconds: f64,
     /// Terminal progress mode.
     pub progress: ProgressMode,
+    /// Seconds between two `--progress plain` lines (default 10).
+    pub progress_interval_seconds: f64,
     /// Console log level.
     pub log_level: String,
     /// `run.log` level.
@@ -175,6 +179,7 @@ impl Default for ResolvedRuntimeOptions {
             cleanup_grace_seconds: 30.0,
             checkpoint_after_seconds: 1.0,
             progress: ProgressMode::Auto,
+            progress_interval_seconds: 10.0,
             log_level: "INFO".into(),
             file_log_level: "DEBUG".into(),
             log_file: None,
@@ -353,6 +358,18 @@ impl ResolvedRuntimeOptions {
         }
         if let Some(v) = over.progress {
             self.progress = v;
+        }
+        if let Some(v) = over.progress_interval_seconds {
+            let key = "progress_interval_seconds";
+            let v = check_seconds(&flag(key), &path(key), v)?;
+            if v == 0.0 {
+                return Err(ConfigError::invalid(
+                    flag(key),
+                    path(key),
+                    "expected seconds > 0, found 0",
+                ));
+            }
+            self.progress_interval_seconds = v;
         }
         if let Some(v) = &over.log_level {
             self.log_level = check_level(&flag("log_level"), &path("log_level"), v)?;

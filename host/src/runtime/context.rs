@@ -310,6 +310,9 @@ impl RequestContext {
             Err(poisoned) => poisoned.into_inner(),
         };
         metrics.add_task(category, outcomes);
+        let score = metrics.headline_so_far();
+        drop(metrics);
+        self.progress.set_score(score);
     }
 }
 

@@ -202,7 +202,10 @@ pub async fn execute(
         runtime: runtime.clone(),
         limits: Arc::new(Limits::new(orchestration.task_concurrency, runtime)),
         cancel,
-        terminal: terminal_for(runtime.progress),
+        terminal: terminal_for(
+            runtime.progress,
+            agentcompass_plugin_api::wait::duration_from_seconds(runtime.progress_interval_seconds),
+        ),
         orchestration: (orchestration.id.clone(), orchestration.name.clone()),
         stop_reason: stop_reason.clone(),
         budget: runtime.budget.clone().map(|budget| {

@@ -1430,13 +1430,27 @@ pub struct ScriptedServer {
 impl ScriptedServer {
     /// Starts a server for `script_json` on an ephemeral port; `log` as for [`serve`].
     pub fn start(script_json: &Value, log: Option<PathBuf>) -> Result<ScriptedServer, String> {
+        Self::start_at(script_json, log, 0)
+    }
+
+    /// Starts a server for `script_json` on `port` of 127.0.0.1 (an endpoint that comes up
+    /// where a run expected it).
+    pub fn start_on(port: u16, script_json: &Value) -> Result<ScriptedServer, String> {
+        Self::start_at(script_json, None, port)
+    }
+
+    fn start_at(
+        script_json: &Value,
+        log: Option<PathBuf>,
+        port: u16,
+    ) -> Result<ScriptedServer, String> {
         let script = Script::from_json(script_json).map_err(|e| format!("script: {e}"))?;
         let requests = Arc::new(Mutex::new(Vec::new()));
         let state = State::new(script, log.as_deref(), Some(Arc::clone(&requests)))
             .map_err(|e| format!("request log: {e}"))?;
         let endpoint_checks = Arc::clone(&state.endpoint_checks);
-        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .map_err(|e| format!("bind 127.0.0.1:0: {e}"))?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+            .map_err(|e| format!("bind 127.0.0.1:{port}: {e}"))?;
         let port = listener
             .local_addr()
             .map_err(|e| format!("local address: {e}"))?

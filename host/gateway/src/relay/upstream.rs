@@ -163,7 +163,8 @@ pub(super) async fn send(
         };
         if attempt > gateway.settings.max_retries {
             return Err(format!(
-                "{url}: {reason} (gave up after {attempt} attempts)"
+                "{url}: {reason} (gave up after {})",
+                crate::attempts_text(attempt)
             ));
         }
         let delay = retry_after

@@ -77,6 +77,10 @@ pub(super) async fn finish(
     outcome.error = info.error.clone();
     outcome.headline = headline_line(&report);
     outcome.not_scored = not_scored_line(&report);
+    outcome.not_scored_classes = agentcompass_schema::metrics::HostExtras::of(&report)
+        .not_scored
+        .map(|not_scored| not_scored.classes.into_keys().collect())
+        .unwrap_or_default();
     outcome.skipped = skipped_line(&report);
     outcome.issues = rc.issues.summary();
     outcome

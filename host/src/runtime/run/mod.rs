@@ -55,6 +55,9 @@ pub struct RequestOutcome {
     pub skipped: Option<String>,
     /// How the run was stopped early and what it spent (a budget, the error rate).
     pub stopped: Option<String>,
+    /// The failure classes of the tasks not scored (`model`, `environment`, ...), which
+    /// `--reuse RUN_ID --rerun CLASS` runs again.
+    pub not_scored_classes: Vec<String>,
 }
 
 impl RequestOutcome {
@@ -73,6 +76,7 @@ impl RequestOutcome {
             not_scored: None,
             skipped: None,
             stopped: None,
+            not_scored_classes: Vec::new(),
         }
     }
 }

@@ -1,0 +1,105 @@
+//! The terminal summary of a run whose model failed (issue 36 §2): worded as what happened
+//! (no "evaluation failed", no "1 attempts"), each repeated warning printed once and counted,
+//! the tokens and cost of a run that made calls, and the exact command that runs the tasks
+//! not scored again — which, run as the shell reads it, does.
+
+use std::process::Command;
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{QaSetup, THREE_QUESTIONS};
+use serde_json::json;
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("address").port()
+}
+
+#[test]
+fn a_failed_model_is_said_plainly_and_the_rerun_command_runs_the_tasks_again() {
+    let setup = QaSetup::new(THREE_QUESTIONS);
+    // A port that is closed now and serves the model later.
+    let port = closed_port();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let out = setup.run(
+        &url,
+        "k",
+        &[
+            "--no-endpoint-check",
+            "--run-id",
+            "first",
+            "--model-params",
+            r#"{"max_retries": 0, "pricing": {"input": 3.0, "output": 15.0}}"#,
+        ],
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let stderr = out.stderr.replace(&port.to_string(), "PORT");
+    let headline = stderr
+        .lines()
+        .find(|l| l.starts_with("failed — "))
+        .unwrap_or("");
+    assert_eq!(
+        headline,
+        "failed — correct (native@1): n/a — 3 of 3 tasks invalidated (3 model); no task was \
+         scored (3 tasks, 0 reused)"
+    );
+    assert!(!stderr.contains("evaluation failed"), "{stderr}");
+    assert!(stderr.contains("(gave up after 1 attempt)"), "{stderr}");
+    assert!(!stderr.contains("1 attempts"), "{stderr}");
+    // The harness's warning is printed for one task and counted for the others.
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: openai_chat: model call failed"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        stderr
+            .contains("warning: 2 more like this one, not printed: openai_chat: model call failed"),
+        "{stderr}"
+    );
+    let rerun = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("to run the tasks not scored again: "))
+        .unwrap_or_else(|| panic!("no rerun line: {stderr}"));
+    assert!(rerun.ends_with(" --reuse first --rerun model"), "{rerun}");
+    assert!(!rerun.contains("--run-id"), "{rerun}");
+
+    // The endpoint comes up on that port; the suggested command, as a shell reads it.
+    let server = ScriptedServer::start_on(
+        port,
+        &json!({"rules": [
+            {"match": {"last_user_contains": "2+2"}, "responses": [{"text": "4", "usage": {"prompt_tokens": 1000, "completion_tokens": 10}}]},
+            {"match": {"last_user_contains": "6*7"}, "responses": [{"text": "42"}]},
+            {"match": {}, "responses": [{"text": "Paris"}]}
+        ]}),
+    )
+    .expect("server");
+    let rerun = rerun.replace("PORT", &port.to_string());
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(&rerun)
+        .current_dir(&setup.ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &setup.ws.home)
+        .env("E2E_MODEL_KEY", "k")
+        .output()
+        .expect("sh");
+    let out = agentcompass_e2e::Outcome::of(out);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stderr
+            .contains("correct (native@1): 100.00% (3/3 evaluated)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(server.requests().len(), 3);
+    // The run's usage and cost on the terminal, as summary.md has them.
+    assert!(
+        out.stderr.contains(
+            "Model usage: 3 calls · 1000 prompt tokens (0 cached) · 10 completion tokens · $0.0032"
+        ),
+        "{}",
+        out.stderr
+    );
+}
