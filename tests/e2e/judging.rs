@@ -281,10 +281,25 @@ fn junit_has_one_case_per_task_and_validates_against_the_schema() {
     );
     assert!(
         xml.contains(
-            "<testcase name=\"q-03\" classname=\"calc_qa_example_calculator.mul\" time=\"0.000\">"
+            "<testcase name=\"q-03\" classname=\"calc_qa_example_calculator.mul\" time=\""
         ),
         "{xml}"
     );
+    // Each case carries its task's time (the attempts' recorded durations).
+    let times: Vec<f64> = xml
+        .split("<testcase ")
+        .skip(1)
+        .filter_map(|case| {
+            case.split("time=\"")
+                .nth(1)?
+                .split('"')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(times.len(), 40, "{xml}");
+    assert!(times.iter().any(|t| *t > 0.0), "{times:?}");
     let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/junit/junit.xsd");
     let check = Command::new("xmllint")
         .args(["--noout", "--schema"])

@@ -172,3 +172,41 @@ fn the_model_endpoint_is_checked_once_before_the_first_task() {
     assert_eq!(server.endpoint_checks(), 2);
     assert_eq!(server.requests().len(), 6);
 }
+
+#[test]
+fn a_results_directory_that_cannot_be_created_is_refused_before_anything_runs() {
+    let ws = Workspace::new();
+    let out = ws.run_expect(
+        2,
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m1",
+            "--results-dir",
+            "/proc/agentcompass-nope/results",
+        ],
+        &[],
+    );
+    assert_eq!(out.stdout, "");
+    insta::assert_snapshot!("results_dir_cannot_be_created", out.stderr);
+    // The check leaves nothing behind where it could write.
+    let out = ws.run_ok(
+        &[
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "m1",
+            "--results-dir",
+            "r",
+        ],
+        &[],
+    );
+    assert!(out.stderr.contains("(5/5 evaluated)"), "{}", out.stderr);
+    let leftovers: Vec<_> = std::fs::read_dir(&ws.cwd)
+        .expect("cwd")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains("write-check"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}

@@ -35,7 +35,7 @@ fn problem(kind: NonSuccessKind, message: String, ty: &str) -> TestCaseStatus {
 fn suite(label: &str, run: &Path) -> TestSuite {
     let (metric, kind) = headline(run);
     let mut suite = TestSuite::new(label);
-    suite.set_time(Duration::ZERO);
+    let mut suite_time = Duration::ZERO;
     for task in published_tasks(run) {
         let records = attempt_records(&task.dir, &task.record);
         let outcomes: Vec<_> = records.iter().map(|r| r.outcome()).collect();
@@ -68,12 +68,33 @@ fn suite(label: &str, run: &Path) -> TestSuite {
             }
         };
         let category = task.record.category_or_default();
+        let took = task_duration(&task.dir, &task.record);
+        suite_time += took;
         let mut case = TestCase::new(task.task_id.as_str(), status);
         case.set_classname(format!("{label}.{category}"))
-            .set_time(Duration::ZERO);
+            .set_time(took);
         suite.add_test_case(case);
     }
+    suite.set_time(suite_time);
     suite
+}
+
+/// A task's time: its attempts' `meta.harness.telemetry.duration_seconds`, summed (zero when
+/// none is recorded, as in runs written before the host recorded it).
+fn task_duration(dir: &Path, record: &agentcompass_schema::task::TaskRecord) -> Duration {
+    let seconds: f64 = record
+        .valid_attempts()
+        .into_iter()
+        .filter_map(|(_, attempt)| {
+            let path = dir
+                .join(attempt)
+                .join(agentcompass_schema::attempt::RESULT_FILE);
+            let result: serde_json::Value = read_json(&path, "result.json").ok()?;
+            result["meta"]["harness"]["telemetry"]["duration_seconds"].as_f64()
+        })
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 /// Writes the JUnit XML of `runs` (`label`, run dir) to `path`.

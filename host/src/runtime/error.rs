@@ -29,8 +29,9 @@ pub enum RunError {
         /// What failed.
         error: Box<RunError>,
     },
-    /// The benchmark could not open or read its tasks.
-    #[error("benchmark {benchmark}: {error}")]
+    /// The benchmark could not open or read its tasks (named once: a plugin's error already
+    /// names its plugin and benchmark).
+    #[error("{}", tasks_message(benchmark, error))]
     Tasks {
         /// Benchmark id.
         benchmark: String,
@@ -98,5 +99,16 @@ mod tests {
             RunError::Refused("--run-id: taken".into()).exit_code(),
             USAGE
         );
+    }
+}
+
+/// `benchmark ID: ERROR`, or the error alone when it already names the benchmark (a plugin's
+/// errors start `plugin NAME@VERSION benchmark ID: ...`).
+fn tasks_message(benchmark: &str, error: &Error) -> String {
+    let text = error.to_string();
+    if text.starts_with("plugin ") && text.contains(&format!(" benchmark {benchmark}: ")) {
+        text
+    } else {
+        format!("benchmark {benchmark}: {text}")
     }
 }

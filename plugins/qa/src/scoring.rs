@@ -5,8 +5,6 @@ use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::shared::ID;
-
 /// The default `match` mode.
 pub const DEFAULT_MATCH: &str = "normalized";
 
@@ -33,7 +31,7 @@ impl MatchMode {
             "exact" => Ok(MatchMode::Exact),
             "normalized" => Ok(MatchMode::Normalized),
             other => Err(Error::invalid_input(format!(
-                "{ID}: unknown match \"{other}\" (allowed: exact, normalized)"
+                "unknown match \"{other}\" (allowed: exact, normalized)"
             ))),
         }
     }
@@ -45,7 +43,7 @@ pub(crate) fn match_mode(req: &RunRequest) -> Result<MatchMode> {
         None | Some(Value::Null) => MatchMode::parse(DEFAULT_MATCH),
         Some(Value::String(name)) => MatchMode::parse(name),
         Some(other) => Err(Error::invalid_input(format!(
-            "{ID}: param \"match\" must be a string, found {} (allowed: exact, normalized)",
+            "param \"match\" must be a string, found {} (allowed: exact, normalized)",
             json_type_name(other)
         ))),
     }
@@ -88,7 +86,7 @@ pub(crate) fn matches(answer: &str, expected: &str, mode: MatchMode) -> bool {
 pub(crate) fn expected_answers(task: &TaskSpec) -> Result<Vec<String>> {
     let invalid = || {
         Error::invalid_input(format!(
-            "{ID}: task {}: ground truth must be a string or a list of strings",
+            "task {}: ground truth must be a string or a list of strings",
             task.task_id
         ))
     };

@@ -13,7 +13,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::{Map, Value};
 
 use crate::dataset::open_dataset;
-use crate::shared::{fail, ID};
+use crate::shared::fail;
 
 /// The shape of the `dataset` param, as messages show it.
 const DATASET_SHAPE: &str = r#"{"url", "sha256", "archive"?, "member"?}"#;
@@ -45,11 +45,11 @@ fn given<'a>(params: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 pub(crate) fn dataset_source(params: &Map<String, Value>) -> Result<DatasetSource> {
     match (given(params, "path"), given(params, "dataset")) {
         (Some(_), Some(_)) => Err(Error::invalid_input(format!(
-            "{ID}: give one of params \"path\" (a local .jsonl or .json file) and \"dataset\" \
+            "give one of params \"path\" (a local .jsonl or .json file) and \"dataset\" \
              ({DATASET_SHAPE} of a file to download), found both"
         ))),
         (None, None) => Err(Error::invalid_input(format!(
-            "{ID}: missing required param \"path\" (a local .jsonl or .json file) or \
+            "missing required param \"path\" (a local .jsonl or .json file) or \
              \"dataset\" ({DATASET_SHAPE} of a file to download)"
         ))),
         (Some(path), None) => path_param(path).map(DatasetSource::Path),
@@ -62,10 +62,10 @@ fn path_param(value: &Value) -> Result<String> {
     match value {
         Value::String(path) if !path.trim().is_empty() => Ok(path.clone()),
         Value::String(_) => Err(Error::invalid_input(format!(
-            "{ID}: param \"path\" must not be empty"
+            "param \"path\" must not be empty"
         ))),
         other => Err(Error::invalid_input(format!(
-            "{ID}: param \"path\" must be a string (a .jsonl or .json file), found {}",
+            "param \"path\" must be a string (a .jsonl or .json file), found {}",
             json_type_name(other)
         ))),
     }
@@ -74,7 +74,7 @@ fn path_param(value: &Value) -> Result<String> {
 /// The `dataset` param: `{"url", "sha256", "archive"?, "member"?}`, a member (a `.jsonl` or
 /// `.json` file) given exactly when an archive is.
 fn url_request(value: &Value) -> Result<UrlDatasetRequest> {
-    let bad = |message: String| Error::invalid_input(format!("{ID}: param \"dataset\" {message}"));
+    let bad = |message: String| Error::invalid_input(format!("param \"dataset\" {message}"));
     let Value::Object(object) = value else {
         return Err(bad(format!(
             "must be an object {DATASET_SHAPE}, found {}",

@@ -71,13 +71,32 @@ pub async fn physical_attempt(
         }
     };
     let step = Step::new(&scope, task, plan, attempt);
+    let started = std::time::Instant::now();
     let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
     let mut state = AttemptState::Start;
     loop {
         state = match state {
-            AttemptState::Done(outcome) => return outcome,
+            AttemptState::Done(mut outcome) => {
+                stamp_duration(&mut outcome.result, started.elapsed());
+                return outcome;
+            }
             running => running.next(&step, writer).await,
         };
+    }
+}
+
+/// The attempt's wall time, from the environment's open to its close, as
+/// `telemetry.duration_seconds` (what the viewer, the report and JUnit show) unless the
+/// harness recorded its own.
+fn stamp_duration(
+    result: &mut agentcompass_plugin_api::contracts::RunResult,
+    took: std::time::Duration,
+) {
+    if !result.telemetry.contains_key("duration_seconds") {
+        let seconds = (took.as_secs_f64() * 1000.0).round() / 1000.0;
+        result
+            .telemetry
+            .insert("duration_seconds".into(), serde_json::json!(seconds));
     }
 }
 

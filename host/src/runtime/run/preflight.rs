@@ -327,11 +327,41 @@ pub(in crate::runtime) fn check_prices(
     )))
 }
 
-/// An explicit run id must be new; a reuse source must exist.
+/// The results directory can be created: a directory made and removed at once in the
+/// nearest existing ancestor of `dir` (nothing is left behind) — a read-only file system, a
+/// directory the user cannot write or a pseudo file system such as `/proc` is refused now.
+fn check_creatable(dir: &Path) -> Result<(), RunError> {
+    let Some(existing) = dir
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.exists())
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+    else {
+        return Ok(());
+    };
+    tempfile::Builder::new()
+        .prefix(".agentcompass-write-check-")
+        .tempdir_in(&existing)
+        .map(drop)
+        .map_err(|e| {
+            // The OS's reason, without the probe's own name (`... at path "..."`).
+            let text = e.to_string();
+            let reason = text.split(" at path ").next().unwrap_or(&text).to_string();
+            RunError::Refused(format!(
+                "results directory {}: cannot create it in {}: {reason}",
+                dir.display(),
+                existing.display(),
+            ))
+        })
+}
+
+/// The results directory can be created, an explicit run id must be new, a reuse source must
+/// exist.
 pub(crate) fn check_output(results_dir: &Path, run: &OrchestratedRun) -> Result<(), RunError> {
     let namespace_dir: PathBuf = output_namespace(&run.request)
         .iter()
         .fold(results_dir.to_path_buf(), |dir, part| dir.join(part));
+    check_creatable(&namespace_dir)?;
     let run_id = &run.request.output.run_id;
     if !run_id.is_empty() {
         let dir = namespace_dir.join(sanitize_component(run_id));

@@ -269,7 +269,7 @@ fn open_tasks_finds_errors_anywhere_in_the_file_before_the_first_task() {
     let err = stream(json!({"path": path}), 10).unwrap_err().message;
     assert_eq!(
         err,
-        format!("qa: {path}:601: duplicate id \"17\" (first at line 18)")
+        format!("{path}:601: duplicate id \"17\" (first at line 18)")
     );
     let not_utf8 = std::path::Path::new(&dataset_file("x.jsonl", "")).with_file_name("utf8.jsonl");
     std::fs::write(
@@ -279,13 +279,13 @@ fn open_tasks_finds_errors_anywhere_in_the_file_before_the_first_task() {
     .unwrap();
     let err = stream(json!({"path": not_utf8}), 10).unwrap_err().message;
     assert!(
-        err.starts_with(&format!("qa: {}:2: not UTF-8: ", not_utf8.display())),
+        err.starts_with(&format!("{}:2: not UTF-8: ", not_utf8.display())),
         "{err}"
     );
     let empty = dataset_file("empty.jsonl", "\n\n");
     assert_eq!(
         stream(json!({"path": empty}), 10).unwrap_err().message,
-        format!("qa: {empty}: the dataset holds no records")
+        format!("{empty}: the dataset holds no records")
     );
 }
 
@@ -330,7 +330,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     let missing = missing.to_str().unwrap();
     let message = load_err(json!({"path": missing}));
     assert!(
-        message.starts_with(&format!("{ID}: {missing}: cannot read: ")),
+        message.starts_with(&format!("{missing}: cannot read: ")),
         "{message}"
     );
     assert!(!message.contains('\n'));
@@ -341,7 +341,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     let message = load_err(json!({"path": path}));
     assert!(
-        message.starts_with(&format!("qa: {path}:2: invalid JSON: ")),
+        message.starts_with(&format!("{path}:2: invalid JSON: ")),
         "{message}"
     );
     assert!(!message.contains('\n'));
@@ -356,13 +356,13 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}:3: missing field \"question\"")
+        format!("{path}:3: missing field \"question\"")
     );
 
     let path = dataset_file("q.json", r#"[{"id": 1, "question": "a?"}]"#);
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}[0]: missing field \"answer\"")
+        format!("{path}[0]: missing field \"answer\"")
     );
 
     let path = dataset_file(
@@ -371,7 +371,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}[1]: field \"id\" must be a string or integer, found number")
+        format!("{path}[1]: field \"id\" must be a string or integer, found number")
     );
 
     let path = dataset_file(
@@ -384,7 +384,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}:3: duplicate id \"7\" (first at line 1)")
+        format!("{path}:3: duplicate id \"7\" (first at line 1)")
     );
 
     let path = dataset_file(
@@ -393,23 +393,23 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}[1]: duplicate id \"a\" (first at index 0)")
+        format!("{path}[1]: duplicate id \"a\" (first at index 0)")
     );
 
     let path = dataset_file("q.jsonl", JSONL);
     assert_eq!(
         load_err(json!({"path": path, "match": "fuzzy"})),
-        "qa: unknown match \"fuzzy\" (allowed: exact, normalized)"
+        "unknown match \"fuzzy\" (allowed: exact, normalized)"
     );
     assert_eq!(
         load_err(json!({})),
-        "qa: missing required param \"path\" (a local .jsonl or .json file) or \"dataset\" \
+        "missing required param \"path\" (a local .jsonl or .json file) or \"dataset\" \
          ({\"url\", \"sha256\", \"archive\"?, \"member\"?} of a file to download)"
     );
     let path = dataset_file("q.csv", "id,question,answer\n");
     assert_eq!(
         load_err(json!({"path": path})),
-        format!("qa: {path}: unsupported dataset file (expected a .jsonl or .json file)")
+        format!("{path}: unsupported dataset file (expected a .jsonl or .json file)")
     );
 }
 

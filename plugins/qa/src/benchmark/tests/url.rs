@@ -169,7 +169,7 @@ fn a_download_named_without_a_format_is_refused_in_one_line() {
     assert_eq!(err.kind, ErrorKind::InvalidInput);
     assert_eq!(
         err.message,
-        "qa: dataset http://127.0.0.1:9/get?id=3: the download is stored as \"download\" (the \
+        "dataset http://127.0.0.1:9/get?id=3: the download is stored as \"download\" (the \
          URL's last path segment), which does not end in .jsonl or .json; use a URL whose last \
          segment does, or an \"archive\" with a \"member\" that does"
     );
@@ -209,70 +209,68 @@ fn bad_shapes_are_refused_in_one_line_naming_the_param_before_any_download() {
     let cases: Vec<(Value, String)> = vec![
         (
             json!({"path": path, "dataset": {"url": url, "sha256": SHA}}),
-            "qa: give one of params \"path\" (a local .jsonl or .json file) and \"dataset\" \
+            "give one of params \"path\" (a local .jsonl or .json file) and \"dataset\" \
              ({\"url\", \"sha256\", \"archive\"?, \"member\"?} of a file to download), found both"
                 .into(),
         ),
         (
             json!({"dataset": url}),
-            "qa: param \"dataset\" must be an object {\"url\", \"sha256\", \"archive\"?, \
+            "param \"dataset\" must be an object {\"url\", \"sha256\", \"archive\"?, \
              \"member\"?}, found string"
                 .into(),
         ),
         (
             json!({"dataset": {"url": url}}),
-            "qa: param \"dataset\" is missing key \"sha256\" (the SHA-256 of the file at the URL)"
+            "param \"dataset\" is missing key \"sha256\" (the SHA-256 of the file at the URL)"
                 .into(),
         ),
         (
             json!({"dataset": {"sha256": SHA}}),
-            "qa: param \"dataset\" is missing key \"url\" (an http://, https:// or file:// URL)"
-                .into(),
+            "param \"dataset\" is missing key \"url\" (an http://, https:// or file:// URL)".into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": SHA, "digest": "x"}}),
-            "qa: param \"dataset\" has no key \"digest\" (expected {\"url\", \"sha256\", \
+            "param \"dataset\" has no key \"digest\" (expected {\"url\", \"sha256\", \
              \"archive\"?, \"member\"?})"
                 .into(),
         ),
         (
             json!({"dataset": {"url": 7, "sha256": SHA}}),
-            "qa: param \"dataset\" key \"url\" must be a string, found integer".into(),
+            "param \"dataset\" key \"url\" must be a string, found integer".into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": " "}}),
-            "qa: param \"dataset\" key \"sha256\" must not be empty".into(),
+            "param \"dataset\" key \"sha256\" must not be empty".into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": SHA, "archive": "rar", "member": "a.jsonl"}}),
-            "qa: param \"dataset\" key \"archive\" must be \"zip\" or \"tar.gz\", found \"rar\""
-                .into(),
+            "param \"dataset\" key \"archive\" must be \"zip\" or \"tar.gz\", found \"rar\"".into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": SHA, "archive": "zip"}}),
-            "qa: param \"dataset\" gives an \"archive\" without a \"member\" (the .jsonl or \
+            "param \"dataset\" gives an \"archive\" without a \"member\" (the .jsonl or \
              .json file inside it)"
                 .into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": SHA, "member": "a.jsonl"}}),
-            "qa: param \"dataset\" gives a \"member\" without an \"archive\" (\"zip\" or \
+            "param \"dataset\" gives a \"member\" without an \"archive\" (\"zip\" or \
              \"tar.gz\")"
                 .into(),
         ),
         (
             json!({"dataset": {"url": url, "sha256": SHA, "archive": "zip", "member": "a.csv"}}),
-            "qa: param \"dataset\" key \"member\" must name a .jsonl or .json file, found \
+            "param \"dataset\" key \"member\" must name a .jsonl or .json file, found \
              \"a.csv\""
                 .into(),
         ),
         (
             json!({"path": 3}),
-            "qa: param \"path\" must be a string (a .jsonl or .json file), found integer".into(),
+            "param \"path\" must be a string (a .jsonl or .json file), found integer".into(),
         ),
         (
             json!({"path": ""}),
-            "qa: param \"path\" must not be empty".into(),
+            "param \"path\" must not be empty".into(),
         ),
     ];
     for (params, expected) in cases {
