@@ -78,6 +78,17 @@ impl RunError {
     }
 }
 
+/// `benchmark ID: ERROR`, or the error alone when it already names the benchmark (a plugin's
+/// errors start `plugin NAME@VERSION benchmark ID: ...`).
+fn tasks_message(benchmark: &str, error: &Error) -> String {
+    let text = error.to_string();
+    if text.starts_with("plugin ") && text.contains(&format!(" benchmark {benchmark}: ")) {
+        text
+    } else {
+        format!("benchmark {benchmark}: {text}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,16 +110,5 @@ mod tests {
             RunError::Refused("--run-id: taken".into()).exit_code(),
             USAGE
         );
-    }
-}
-
-/// `benchmark ID: ERROR`, or the error alone when it already names the benchmark (a plugin's
-/// errors start `plugin NAME@VERSION benchmark ID: ...`).
-fn tasks_message(benchmark: &str, error: &Error) -> String {
-    let text = error.to_string();
-    if text.starts_with("plugin ") && text.contains(&format!(" benchmark {benchmark}: ")) {
-        text
-    } else {
-        format!("benchmark {benchmark}: {text}")
     }
 }
