@@ -61,9 +61,7 @@ pub(crate) fn dataset_source(params: &Map<String, Value>) -> Result<DatasetSourc
 fn path_param(value: &Value) -> Result<String> {
     match value {
         Value::String(path) if !path.trim().is_empty() => Ok(path.clone()),
-        Value::String(_) => Err(Error::invalid_input(format!(
-            "param \"path\" must not be empty"
-        ))),
+        Value::String(_) => Err(Error::invalid_input("param \"path\" must not be empty")),
         other => Err(Error::invalid_input(format!(
             "param \"path\" must be a string (a .jsonl or .json file), found {}",
             json_type_name(other)
