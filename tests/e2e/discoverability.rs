@@ -168,3 +168,27 @@ fn an_unknown_configuration_section_names_the_nearest_valid_one() {
     let out = ws.run_expect(2, &["config", "show"], &[]);
     insta::assert_snapshot!("unknown_runtime_key", ws.redact(&out.stderr));
 }
+
+#[test]
+fn the_readmes_orchestration_example_runs_as_written() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .expect("README.md");
+    let after = readme
+        .split("An orchestration file (`launch plan.toml`)")
+        .nth(1)
+        .expect("the orchestration section");
+    let block = after
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("its TOML block");
+    let ws = Workspace::new();
+    ws.write("project/work/plan.toml", block);
+    // No OPENAI_* or ANTHROPIC_* variables: its harness needs no model.
+    let out = ws.run_ok(&["launch", "plan.toml", "--progress", "none"], &[]);
+    assert!(out.stderr.contains("small: completed"), "{}", out.stderr);
+    assert!(out.stderr.contains("large: completed"), "{}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+}
