@@ -649,3 +649,43 @@ fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() 
     let (_, result) = &results(&run_dir(&out))["fresh-network"];
     assert_eq!(reward(result), 1.0, "{result}");
 }
+
+/// A multi-step task with a separate verifier — what Harbor 0.25's `harbor init NAME --task
+/// --steps 2` writes — is a well-formed task this host cannot run yet: it is that task's
+/// `unsupported` issue while the others run (issue 36), and a run of nothing else is refused
+/// before its first task.
+#[test]
+fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run() {
+    let h = harbor();
+    let tasks = h.ws.root().join("mixed");
+    agentcompass_e2e::copy_tree(&examples().join("hello-file"), &tasks.join("hello-file"));
+    let separate = tasks.join("separate-steps");
+    agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &separate);
+    let toml = fs::read_to_string(separate.join("task.toml"))
+        .unwrap()
+        .replace(
+            "[verifier]\n",
+            "[verifier]\nenvironment_mode = \"separate\"\n",
+        );
+    fs::write(separate.join("task.toml"), toml).unwrap();
+    let out = h.run(&tasks, "oracle", &[], &[]).expect_code(1);
+    let results = results(&run_dir(&out));
+    assert_eq!(reward(&results["hello-file"].1), 1.0, "{out:?}");
+    let refused = &results["separate-steps"].1;
+    let issues = refused["issues"].to_string();
+    assert!(issues.contains("\"code\":\"unsupported\""), "{issues}");
+    assert!(
+        issues.contains("field `verifier.environment_mode`: a multi-step task is verified"),
+        "{issues}"
+    );
+    // Alone, it is refused before anything runs.
+    let out = h.run(&separate, "oracle", &[], &[]).expect_code(2);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("a separate verifier environment is not supported"),
+        "{}",
+        out.stderr
+    );
+}

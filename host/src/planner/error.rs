@@ -53,6 +53,18 @@ impl From<RegistryError> for PlanError {
 }
 
 impl PlanError {
+    /// The plan is refused because something cannot do what the task asks (a provider's
+    /// refusal, or a component's error of kind `Unsupported`), not because planning broke.
+    pub fn is_unsupported(&self) -> bool {
+        match self {
+            PlanError::Unsupported { .. } => true,
+            PlanError::Component { error, .. } => {
+                error.kind == agentcompass_plugin_api::ErrorKind::Unsupported
+            }
+            _ => false,
+        }
+    }
+
     /// A mapper of a component's error during `stage`.
     pub(super) fn component(stage: &str) -> impl Fn(Error) -> PlanError + '_ {
         move |error| PlanError::Component {

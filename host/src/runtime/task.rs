@@ -88,7 +88,14 @@ async fn plan_and_run(
     let plan = match rc.planner.plan(task, &rc.resolved, attempt) {
         Ok(plan) => plan,
         Err(e) => {
-            let issue = codes::SETUP_FAILED.fatal(IssuePhase::Setup, e.to_string());
+            // A component that cannot do what this task asks says so: `unsupported`, like a
+            // provider's refusal; any other planning failure is the host's `setup_failed`.
+            let code = if e.is_unsupported() {
+                codes::UNSUPPORTED
+            } else {
+                codes::SETUP_FAILED
+            };
+            let issue = code.fatal(IssuePhase::Setup, e.to_string());
             return LogicalAttempt::not_run(failed(task, issue), Value::Null);
         }
     };

@@ -212,7 +212,8 @@ fn without_overlaps(
 }
 
 /// `[[verifier.collect]]`: `command`, `timeout_sec` (default 60 s), `service` (main only);
-/// `user` and unknown fields are errors.
+/// `user` and unknown fields are errors. An empty command is what Harbor makes of it — `bash
+/// -c ""`, which does nothing and succeeds — so it is left out.
 pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollectCommand>> {
     let items = match verifier.get("collect") {
         None => return Ok(Vec::new()),
@@ -247,6 +248,9 @@ pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollect
                 unknown,
                 "expected one of command, timeout_sec, service; found an unknown field",
             ));
+        }
+        if command.trim().is_empty() {
+            continue;
         }
         commands.push(ArtifactCollectCommand {
             command,

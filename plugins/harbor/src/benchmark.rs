@@ -414,6 +414,18 @@ impl Benchmark for Harbor {
         _req: &RunRequest,
         environment: &EnvironmentSpec,
     ) -> Result<BenchmarkPlan> {
+        // A well-formed task this host cannot run is this task's `unsupported` issue.
+        if let Some(reason) = task
+            .metadata
+            .get("harbor")
+            .and_then(|h| h.get("unsupported"))
+            .and_then(Value::as_str)
+        {
+            return Err(Error::unsupported(format!(
+                "task {}: {reason}",
+                task.task_id
+            )));
+        }
         let plan = Plan {
             task_dir: task_dir(task)?,
             workdir: environment.setup.workdir.clone(),

@@ -63,9 +63,12 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         list: Vec::new(),
     };
     let decl = TaskDecl::read(&root, &mut warnings)?;
-    let steps = match decl.steps.as_deref() {
-        Some(steps) if !steps.is_empty() => task_steps(dir, &root, &decl, steps)?,
-        _ => Vec::new(),
+    let (steps, unsupported) = match decl.steps.as_deref() {
+        Some(steps) if !steps.is_empty() => (
+            task_steps(dir, &root, &decl, steps)?,
+            unsupported_steps(&decl, steps),
+        ),
+        _ => (Vec::new(), None),
     };
     if steps.is_empty() && dir.join(STEPS_DIR).is_dir() {
         warnings.note(
@@ -91,6 +94,9 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         task.category = category.clone();
     }
     task.metadata = metadata(dir, &decl, &table);
+    if let (Some(reason), Some(harbor)) = (unsupported, task.metadata.get_mut("harbor")) {
+        harbor["unsupported"] = format!("{file}: {reason}").into();
+    }
     task.load_warnings = warnings.list;
     Ok(task)
 }
@@ -132,33 +138,36 @@ fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
     Ok(strip_canary(&instruction))
 }
 
+/// What a well-formed multi-step task asks that this host cannot do: a separate verifier
+/// environment (the task's or a step's), as `field `...`: reason`. Such a task loads and is
+/// its own `unsupported` issue when planned; the run's other tasks run.
+fn unsupported_steps(decl: &TaskDecl, steps: &[StepDecl]) -> Option<String> {
+    let separate = match (decl.verifier.mode, &decl.verifier.environment) {
+        (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
+        (None, Some(_)) => Some("verifier.environment"),
+        _ => None,
+    };
+    let field = separate.map(str::to_string).or_else(|| {
+        steps.iter().enumerate().find_map(|(i, s)| {
+            s.separate_verifier
+                .map(|field| format!("steps[{i}].{field}"))
+        })
+    })?;
+    Some(format!(
+        "field `{field}`: a multi-step task is verified in the task environment here, after \
+         each step; a separate verifier environment is not supported"
+    ))
+}
+
 /// The steps of a multi-step task, as Harbor checks them: each step's directory with its
 /// `instruction.md`, and a test script of its own (`steps/<name>/tests/test.sh`) or the
-/// task's (`tests/test.sh`). Every step is verified in the task environment: a separate
-/// verifier environment is refused.
+/// task's (`tests/test.sh`).
 fn task_steps(
     dir: &Path,
     root: &Section,
     decl: &TaskDecl,
     steps: &[StepDecl],
 ) -> Result<Vec<TaskStep>> {
-    let separate = match (decl.verifier.mode, &decl.verifier.environment) {
-        (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
-        (None, Some(_)) => Some("verifier.environment"),
-        _ => None,
-    };
-    let separate = separate.map(str::to_string).or_else(|| {
-        steps.iter().enumerate().find_map(|(i, s)| {
-            s.separate_verifier
-                .map(|field| format!("steps[{i}].{field}"))
-        })
-    });
-    if let Some(field) = separate {
-        return Err(root.file_error(format!(
-            "field `{field}`: a multi-step task is verified in the task environment here, after \
-             each step; a separate verifier environment is not supported"
-        )));
-    }
     if let Some((os @ "windows", field)) = verifier_os(dir, decl) {
         return Err(root.file_error(format!(
             "field `{field}`: expected \"linux\" for the verifier (each step's test.sh runs with \

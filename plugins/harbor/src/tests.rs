@@ -573,6 +573,17 @@ fn verifier_collect_mapping_and_rejections() {
             ..ArtifactCollectCommand::new("git diff > /logs/artifacts/patch")
         }]
     );
+    // An empty command is Harbor's `bash -c ""`: nothing runs, nothing fails (not a planning
+    // error naming an internal field).
+    let dir = write_task(
+        tmp.path(),
+        "empty-collect",
+        "[[verifier.collect]]\ncommand = \"\"\n[[verifier.collect]]\ncommand = \"  \"\n[[verifier.collect]]\ncommand = \"true\"\n",
+    );
+    assert_eq!(
+        load(&dir).unwrap().artifact_collect,
+        vec![ArtifactCollectCommand::new("true")]
+    );
     let cases: &[(&str, &str)] = &[
         (
             "[[verifier.collect]]\ncommand = \"x\"\nservice = \"db\"\n",
@@ -682,34 +693,57 @@ fn multi_step_tasks_load_their_steps() {
     write_step(&dir, "one", &[]);
     std::fs::remove_file(dir.join("tests/test.sh")).unwrap();
     assert!(load_err(&dir).contains("expected the verifier script of step `one`"));
-    // Steps are verified in the task environment.
-    for (name, toml) in [
+    // Steps are verified in the task environment: a separate verifier (the task's or a
+    // step's) loads as a well-formed task this host cannot run, named by its field, and is
+    // refused when planned (its own `unsupported` issue; the run's other tasks run).
+    for (name, toml, field) in [
         (
             "separate",
             "[verifier.environment]\n[[steps]]\nname = \"one\"\n",
+            "verifier.environment",
+        ),
+        (
+            "separate-mode",
+            "[verifier]\nenvironment_mode = \"separate\"\n[[steps]]\nname = \"one\"\n",
+            "verifier.environment_mode",
         ),
         (
             "separate-step",
             "[[steps]]\nname = \"one\"\nverifier = { environment_mode = \"separate\" }\n",
+            "steps[0].verifier.environment_mode",
+        ),
+        (
+            "separate-step-named",
+            "[[steps]]\nname = \"one\"\nverifier = { environment = {} }\n",
+            "steps[0].verifier.environment",
         ),
     ] {
         let dir = write_task(tmp.path(), name, toml);
         write_step(&dir, "one", &[]);
-        let err = load_err(&dir);
+        let task = load(&dir).unwrap();
+        let reason = task.metadata["harbor"]["unsupported"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert!(
-            err.contains("a separate verifier environment is not supported"),
+            reason.contains(&format!("field `{field}`: a multi-step task is verified"))
+                && reason.contains("a separate verifier environment is not supported"),
+            "{name}: {reason}"
+        );
+        let err = Harbor
+            .build_plan(
+                &task,
+                &RunRequest::default(),
+                &EnvironmentSpec::new("sandbox"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.kind,
+            agentcompass_plugin_api::ErrorKind::Unsupported,
             "{err}"
         );
+        assert!(err.message.contains(&reason), "{err}");
     }
-    let err = load_err(&write_task(
-        tmp.path(),
-        "separate-step-named",
-        "[[steps]]\nname = \"one\"\nverifier = { environment = {} }\n",
-    ));
-    assert!(
-        err.contains("field `steps[0].verifier.environment`"),
-        "{err}"
-    );
 
     // Invalid steps are reported as such (Harbor's StepConfig rules).
     let dir = write_task(tmp.path(), "bad-step", "[[steps]]\nname = \"a/b\"\n");

@@ -184,8 +184,13 @@ impl PreparedRequest {
             || env.evaluation_network_policy.is_some();
         let mut refusal = None;
         for task in first_page {
-            let Ok(plan) = self.planner.plan(task, &self.resolved, 1) else {
-                return Ok(());
+            let plan = match self.planner.plan(task, &self.resolved, 1) {
+                Ok(plan) => plan,
+                Err(e) if e.is_unsupported() => {
+                    refusal.get_or_insert(e.to_string());
+                    continue;
+                }
+                Err(_) => return Ok(()),
             };
             match self.planner.check(&plan, &|_| Some(String::new())) {
                 Err(crate::planner::PlanError::Unsupported { message, .. }) => {
