@@ -123,7 +123,7 @@ impl RunAnalysis {
 
     /// Writes `analysis_summary.json` and `.md` of `run_dir` from its published tasks'
     /// `analysis_result`s (one task in memory at a time); returns how many tasks it read.
-    pub fn write_summary(&self, run_dir: &Path, model: &str) -> std::io::Result<u64> {
+    pub fn write_summary(&self, run_dir: &Path, model: &str) -> std::io::Result<WrittenSummary> {
         write_summary(run_dir, &self.benchmark, model, &self.infos)
     }
 }
@@ -150,13 +150,23 @@ fn attempt_results(dir: &Path, task: &TaskRecord) -> Vec<JsonMap> {
         .collect()
 }
 
-/// Writes the analysis summary of `run_dir` (both files atomically); returns the task count.
+/// What a written analysis summary holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrittenSummary {
+    /// The tasks counted.
+    pub tasks: u64,
+    /// The analyzers its tables list (statistics-only ones, and those that found a bad case
+    /// or an error).
+    pub analyzers_listed: usize,
+}
+
+/// Writes the analysis summary of `run_dir` (both files atomically).
 pub fn write_summary(
     run_dir: &Path,
     benchmark: &str,
     model: &str,
     infos: &[ComponentInfo],
-) -> std::io::Result<u64> {
+) -> std::io::Result<WrittenSummary> {
     let mut builder = SummaryBuilder::new(benchmark, model, infos.iter());
     let mut tasks = 0;
     for task in published_tasks(run_dir) {
@@ -178,5 +188,8 @@ pub fn write_summary(
         summary.to_markdown().as_bytes(),
         0o644,
     )?;
-    Ok(tasks)
+    Ok(WrittenSummary {
+        tasks,
+        analyzers_listed: summary.analyzers().len(),
+    })
 }

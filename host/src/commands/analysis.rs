@@ -103,16 +103,20 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
             attempts += 1;
         }
     }
-    analysis
+    let written = analysis
         .write_summary(&target, model)
         .with_context(|| format!("cannot write the analysis summary of {}", target.display()))?;
     // One filesystem sync for everything rewritten, as a run ends.
     agentcompass_results::fsutil::sync_filesystem(&target)
         .with_context(|| format!("cannot sync {}", target.display()))?;
+    let ran = analysis.analyzers().len();
     eprintln!(
-        "analyzed {tasks} tasks ({attempts} attempts) with {} analyzers in {:.1} s",
-        analysis.analyzers().len(),
-        started.elapsed().as_secs_f64()
+        "analyzed {tasks} tasks ({attempts} attempts) with {ran} analyzers in {:.1} s; the \
+         summary lists {} of them (statistics, or a bad case or error found; the other {} \
+         found nothing)",
+        started.elapsed().as_secs_f64(),
+        written.analyzers_listed,
+        ran.saturating_sub(written.analyzers_listed)
     );
     crate::outln!("{}", target.display());
     Ok(0)

@@ -74,8 +74,11 @@ fn metric_table(
         } else {
             "0.0000".to_string()
         };
+        // The overall row's score (upstream's: the highest analyzer score of each task) mixes
+        // a ratio with a latency or a token count; the JSON keeps it, the table does not.
         let score = stat
             .avg_score()
+            .filter(|_| *analyzer != OVERALL)
             .map_or_else(|| "-".to_string(), |s| format!("{s:.4}"));
         let bold = |text: String| {
             if *analyzer == OVERALL {
