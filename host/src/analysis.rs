@@ -9,7 +9,7 @@ use std::sync::Arc;
 use agentcompass_analysis::{parse_params, Analysis, SummaryBuilder};
 use agentcompass_plugin_api::contracts::{AnalysisInput, ComponentInfo, ComponentKind, JsonMap};
 use agentcompass_plugin_api::sdk::Analyzer;
-use agentcompass_results::store::published_tasks;
+use agentcompass_results::store::{published_tasks, PublishedTask};
 use agentcompass_schema::attempt::RESULT_FILE;
 use agentcompass_schema::task::TaskRecord;
 use serde_json::Value;
@@ -126,6 +126,29 @@ impl RunAnalysis {
     pub fn write_summary(&self, run_dir: &Path, model: &str) -> std::io::Result<WrittenSummary> {
         write_summary(run_dir, &self.benchmark, model, &self.infos)
     }
+
+    /// Writes the summary of `run_dir`'s tasks into `out_dir`, reading each attempt's
+    /// analysis from the tree of [`ANALYSIS_RESULT_FILE`]s written there (the run's task
+    /// directories mirrored).
+    pub fn write_summary_beside(
+        &self,
+        run_dir: &Path,
+        out_dir: &Path,
+        model: &str,
+    ) -> std::io::Result<WrittenSummary> {
+        let read = |task: &PublishedTask| {
+            let mirror = out_dir.join(task.dir.strip_prefix(run_dir).unwrap_or(&task.dir));
+            task.record
+                .valid_attempts()
+                .into_iter()
+                .filter_map(|(_, d)| {
+                    let bytes = std::fs::read(mirror.join(d).join(ANALYSIS_RESULT_FILE)).ok()?;
+                    serde_json::from_slice::<JsonMap>(&bytes).ok()
+                })
+                .collect()
+        };
+        summarize(run_dir, out_dir, &self.benchmark, model, &self.infos, &read)
+    }
 }
 
 /// The one field of an attempt's `result.json` the summary reads; the rest of the record is
@@ -160,6 +183,10 @@ pub struct WrittenSummary {
     pub analyzers_listed: usize,
 }
 
+/// Where `analysis` without `--output` or `--override` keeps one attempt's analysis: the
+/// run's `details/<state>/<task>/attempt-N/` mirrored beside the run.
+pub const ANALYSIS_RESULT_FILE: &str = "analysis_result.json";
+
 /// Writes the analysis summary of `run_dir` (both files atomically).
 pub fn write_summary(
     run_dir: &Path,
@@ -167,10 +194,24 @@ pub fn write_summary(
     model: &str,
     infos: &[ComponentInfo],
 ) -> std::io::Result<WrittenSummary> {
+    let read = |task: &PublishedTask| attempt_results(&task.dir, &task.record);
+    summarize(run_dir, run_dir, benchmark, model, infos, &read)
+}
+
+/// The summary of `run_dir`'s published tasks, their attempts' analyses read by `read`,
+/// written into `out_dir`.
+fn summarize(
+    run_dir: &Path,
+    out_dir: &Path,
+    benchmark: &str,
+    model: &str,
+    infos: &[ComponentInfo],
+    read: &dyn Fn(&PublishedTask) -> Vec<JsonMap>,
+) -> std::io::Result<WrittenSummary> {
     let mut builder = SummaryBuilder::new(benchmark, model, infos.iter());
     let mut tasks = 0;
     for task in published_tasks(run_dir) {
-        let results = attempt_results(&task.dir, &task.record);
+        let results = read(&task);
         let refs: Vec<&JsonMap> = results.iter().collect();
         let file: PathBuf = task
             .dir
@@ -182,9 +223,9 @@ pub fn write_summary(
     }
     let summary = builder.finish();
     let json = serde_json::to_vec_pretty(&summary.to_json()).map_err(std::io::Error::other)?;
-    agentcompass_results::fsutil::write_atomic(&run_dir.join(SUMMARY_JSON), &json, 0o644)?;
+    agentcompass_results::fsutil::write_atomic(&out_dir.join(SUMMARY_JSON), &json, 0o644)?;
     agentcompass_results::fsutil::write_atomic(
-        &run_dir.join(SUMMARY_MD),
+        &out_dir.join(SUMMARY_MD),
         summary.to_markdown().as_bytes(),
         0o644,
     )?;

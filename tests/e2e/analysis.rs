@@ -315,3 +315,57 @@ fn a_plugin_analyzer_runs_after_the_built_ins_and_its_panic_never_fails_a_task()
         (json!(2), json!(0))
     );
 }
+
+/// Without `--output` or `--override`, the analysis goes next to the run — its summary and
+/// each attempt's `analysis_result.json` under the run's own layout — and not into a copy
+/// that would be one more run of the namespace; the terminal line counts the analyzers the
+/// summary lists.
+#[test]
+fn analysis_without_an_output_writes_next_to_the_run_not_a_new_run() {
+    let ws = Workspace::new();
+    let out = ws.run_ok(
+        &["run", "example_exact_match", "example_calculator", "m1"],
+        &[],
+    );
+    let run = run_dir(&out);
+    let before = agentcompass_e2e::files_under(&run);
+    let out = ws.run_ok(&["analysis", "--input", run.to_str().unwrap()], &[]);
+    let beside = PathBuf::from(out.stdout.trim());
+    let name = beside.file_name().unwrap().to_string_lossy().into_owned();
+    let run_name = run.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(&format!("{run_name}.analysis-")), "{name}");
+    assert_eq!(beside.parent(), run.parent());
+    assert!(!beside.join("run_info.json").exists(), "not a run");
+    let summary = std::fs::read_to_string(beside.join("analysis_summary.md")).unwrap();
+    assert!(summary.contains("| **__overall__** | **5** |"), "{summary}");
+    let overall_row = summary
+        .lines()
+        .find(|l| l.starts_with("| **__overall__**"))
+        .unwrap();
+    assert!(overall_row.ends_with("| - |"), "{overall_row}");
+    let results = agentcompass_e2e::files_under(&beside)
+        .into_iter()
+        .filter(|f| f.ends_with("analysis_result.json"))
+        .count();
+    assert_eq!(results, 5);
+    // The run itself is untouched, and the namespace still holds one run.
+    assert_eq!(agentcompass_e2e::files_under(&run), before);
+    let runs = std::fs::read_dir(run.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("run_info.json").is_file())
+        .count();
+    assert_eq!(runs, 1);
+    let listed = summary
+        .lines()
+        .skip_while(|l| !l.starts_with("## Overall"))
+        .skip(4)
+        .take_while(|l| l.starts_with("| ") && !l.starts_with("| **"))
+        .count();
+    assert!(
+        out.stderr
+            .contains(&format!("the summary lists {listed} of them")),
+        "{listed}: {}",
+        out.stderr
+    );
+}

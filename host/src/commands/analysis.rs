@@ -1,8 +1,11 @@
 //! `agentcompass-host analysis --input RUN_DIR [--analysis-params JSON] [--override | --output
 //! DIR]`: the analyzers over a persisted run, one task at a time (memory flat in the task
-//! count): each attempt's `result.json` gets its `analysis_result` (rewritten atomically),
-//! then `analysis_summary.json` / `.md` are written. By default into a copy of the run (a new
-//! sibling run directory named by the time, as upstream), with `--override` in place.
+//! count), then `analysis_summary.json` / `.md`. By default next to the run, in
+//! `RUN_DIR.analysis-<time>/` (each attempt's `analysis_result.json` under the run's own
+//! `details/` layout, and the summary): not a copy of the run, so the namespace does not gain
+//! a run (upstream copies the run into a new sibling run). With `--output DIR`, a copy of the
+//! run whose `result.json` files carry their `analysis_result`; with `--override`, the run
+//! itself, rewritten atomically.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -24,37 +27,50 @@ fn read_json(path: &Path) -> anyhow::Result<Value> {
     serde_json::from_str(&text).map_err(|e| anyhow!("{}: invalid JSON: {e}", path.display()))
 }
 
-/// Where the analyzed run goes.
-fn target(cmd: &AnalysisCmd) -> anyhow::Result<PathBuf> {
+/// Where the analysis goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Into the run's own `result.json` files (`--override`), or a copy of the run
+    /// (`--output`).
+    Run(PathBuf),
+    /// Beside the run: analyses and summary only.
+    Beside(PathBuf),
+}
+
+/// Where the analysis of `cmd` goes.
+fn target(cmd: &AnalysisCmd) -> anyhow::Result<Target> {
     if cmd.in_place {
-        return Ok(cmd.input.clone());
+        return Ok(Target::Run(cmd.input.clone()));
     }
-    let dir = match &cmd.output {
-        Some(dir) => dir.clone(),
-        None => {
-            let parent = cmd.input.parent().unwrap_or(Path::new("."));
-            let stamp = agentcompass_results::time::new_run_id(std::time::SystemTime::now());
-            (0..100)
-                .map(|i| {
-                    if i == 0 {
-                        parent.join(&stamp)
-                    } else {
-                        parent.join(format!("{stamp}_{i}"))
-                    }
-                })
-                .find(|p| !p.exists())
-                .ok_or_else(|| {
-                    anyhow!("analysis: no free run id next to {}", cmd.input.display())
-                })?
+    if let Some(dir) = &cmd.output {
+        if dir.exists() {
+            bail!(
+                "--output {}: expected a new directory, found an existing one",
+                dir.display()
+            );
         }
-    };
-    if dir.exists() {
-        bail!(
-            "--output {}: expected a new directory, found an existing one",
-            dir.display()
-        );
+        return Ok(Target::Run(dir.clone()));
     }
-    Ok(dir)
+    let name = cmd
+        .input
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_string());
+    let parent = cmd.input.parent().unwrap_or(Path::new("."));
+    let stamp = agentcompass_results::time::new_run_id(std::time::SystemTime::now());
+    (0..100)
+        .map(|i| match i {
+            0 => parent.join(format!("{name}.analysis-{stamp}")),
+            i => parent.join(format!("{name}.analysis-{stamp}_{i}")),
+        })
+        .find(|p| !p.exists())
+        .map(Target::Beside)
+        .ok_or_else(|| {
+            anyhow!(
+                "analysis: no free directory name next to {}",
+                cmd.input.display()
+            )
+        })
 }
 
 /// Runs the analyzers over the run; prints the analyzed run directory.
@@ -82,12 +98,21 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
     let analysis = RunAnalysis::new(registry, &params, field, benchmark)?;
     let target = target(cmd)?;
     let started = Instant::now();
-    if target != cmd.input {
-        copy_tree(&cmd.input, &target, &mut |_| Ok(()))
-            .map_err(|e| anyhow!("analysis: cannot copy the run: {e}"))?;
+    let out = match &target {
+        Target::Run(dir) | Target::Beside(dir) => dir.clone(),
+    };
+    if let Target::Run(dir) = &target {
+        if *dir != cmd.input {
+            copy_tree(&cmd.input, dir, &mut |_| Ok(()))
+                .map_err(|e| anyhow!("analysis: cannot copy the run: {e}"))?;
+        }
     }
+    let source = match &target {
+        Target::Run(dir) => dir.clone(),
+        Target::Beside(_) => cmd.input.clone(),
+    };
     let (mut tasks, mut attempts) = (0u64, 0u64);
-    for task in published_tasks(&target) {
+    for task in published_tasks(&source) {
         tasks += 1;
         let category = Some(task.record.category.as_str());
         let ground_truth = &task.record.ground_truth;
@@ -97,15 +122,34 @@ pub fn analysis(registry: &Registry, cmd: &AnalysisCmd) -> anyhow::Result<i32> {
                 continue;
             };
             analysis.annotate(&task.task_id, category, ground_truth, n, &mut payload);
-            let bytes = serde_json::to_vec(&payload)?;
+            let (path, bytes) = match &target {
+                Target::Run(_) => (path, serde_json::to_vec(&payload)?),
+                Target::Beside(out) => {
+                    let relative = task.dir.strip_prefix(&source).unwrap_or(&task.dir);
+                    let attempt_dir = out.join(relative).join(dir);
+                    std::fs::create_dir_all(&attempt_dir)
+                        .with_context(|| format!("cannot create {}", attempt_dir.display()))?;
+                    (
+                        attempt_dir.join(agentcompass_host::analysis::ANALYSIS_RESULT_FILE),
+                        serde_json::to_vec(&payload["analysis_result"])?,
+                    )
+                }
+            };
             agentcompass_results::fsutil::write_atomic(&path, &bytes, 0o644)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             attempts += 1;
         }
     }
-    let written = analysis
-        .write_summary(&target, model)
-        .with_context(|| format!("cannot write the analysis summary of {}", target.display()))?;
+    let written = match &target {
+        Target::Run(dir) => analysis.write_summary(dir, model),
+        Target::Beside(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            analysis.write_summary_beside(&cmd.input, dir, model)
+        }
+    }
+    .with_context(|| format!("cannot write the analysis summary in {}", out.display()))?;
+    let target = out;
     // One filesystem sync for everything rewritten, as a run ends.
     agentcompass_results::fsutil::sync_filesystem(&target)
         .with_context(|| format!("cannot sync {}", target.display()))?;
