@@ -126,8 +126,19 @@ struct Repeat {
     more: u64,
 }
 
-/// The warnings and errors printed, by where and what (numbers left out), in first-seen order.
-static REPEATS: Mutex<Vec<(String, Repeat)>> = Mutex::new(Vec::new());
+/// The warnings and errors printed, by where and what (numbers left out): their place in
+/// first-seen order, and the repeats.
+#[derive(Default)]
+struct Repeats {
+    index: std::collections::HashMap<String, usize>,
+    seen: Vec<Repeat>,
+}
+
+/// How many distinct warnings are remembered; past that, new ones are printed and not
+/// counted, so memory stays flat whatever a run logs.
+const MAX_DISTINCT: usize = 1024;
+
+static REPEATS: Mutex<Option<Repeats>> = Mutex::new(None);
 
 /// `text` with every run of digits as `#`: the lines of one warning about different tasks,
 /// attempts or counts read the same.
@@ -150,50 +161,48 @@ fn shape_of(text: &str) -> String {
 
 /// Whether a line of `key` is printed (the first) or only counted (a repeat).
 fn first_of(key: String, line: &str) -> bool {
-    let mut repeats = REPEATS
+    let mut guard = REPEATS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    match repeats.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, repeat)) => {
-            repeat.more += 1;
-            false
-        }
-        None => {
-            repeats.push((
-                key,
-                Repeat {
-                    first: line.to_string(),
-                    more: 0,
-                },
-            ));
-            true
-        }
+    let repeats = guard.get_or_insert_with(Repeats::default);
+    if let Some(&at) = repeats.index.get(&key) {
+        repeats.seen[at].more += 1;
+        return false;
     }
+    if repeats.seen.len() < MAX_DISTINCT {
+        repeats.index.insert(key, repeats.seen.len());
+        repeats.seen.push(Repeat {
+            first: line.to_string(),
+            more: 0,
+        });
+    }
+    true
 }
 
 /// One line per console warning or error that repeated since the last call (`warning: 199
-/// more like the one above: ...`), and the counts start again.
+/// more like this one, not printed: ...`), and the counts start again.
 pub fn repeated_warnings() -> Vec<String> {
-    let mut repeats = REPEATS
+    let mut guard = REPEATS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let lines = repeats
+    let Some(repeats) = guard.take() else {
+        return Vec::new();
+    };
+    repeats
+        .seen
         .iter()
-        .filter(|(_, repeat)| repeat.more > 0)
-        .map(|(_, repeat)| {
+        .filter(|repeat| repeat.more > 0)
+        .map(|repeat| {
             let (level, text) = repeat
                 .first
                 .split_once(": ")
                 .unwrap_or(("warning", repeat.first.as_str()));
-            let text: String = text.chars().take(160).collect();
             format!(
                 "{level}: {} more like this one, not printed: {text}",
                 repeat.more
             )
         })
-        .collect();
-    repeats.clear();
-    lines
+        .collect()
 }
 
 impl<S: Subscriber> Layer<S> for ConsoleLayer {
