@@ -689,3 +689,22 @@ fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run
         out.stderr
     );
 }
+
+/// An empty `[[verifier.collect]].command` runs as Harbor runs it (`bash -c ""`, a no-op):
+/// the task is scored as usual, with a load warning naming the field (issue 36).
+#[test]
+fn an_empty_collect_command_is_a_no_op_as_in_harbor() {
+    let h = harbor();
+    let tasks = h.ws.root().join("empty-collect");
+    let task = tasks.join("hello-file");
+    agentcompass_e2e::copy_tree(&examples().join("hello-file"), &task);
+    let mut toml = fs::read_to_string(task.join("task.toml")).unwrap();
+    toml.push_str("\n[[verifier.collect]]\ncommand = \"\"\n");
+    fs::write(task.join("task.toml"), toml).unwrap();
+    let out = h.run(&tasks, "oracle", &[], &[]).expect_code(0);
+    assert_eq!(
+        reward(&results(&run_dir(&out))["hello-file"].1),
+        1.0,
+        "{out:?}"
+    );
+}

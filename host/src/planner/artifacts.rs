@@ -156,15 +156,8 @@ fn validate_paths(paths: &[ArtifactSpec]) -> Result<(), PlanDefect> {
 }
 
 fn validate_commands(commands: &[ArtifactCollectCommand]) -> Result<(), PlanDefect> {
+    // An empty command is allowed: it runs as `bash -c ""`, a no-op, as Harbor runs it.
     for (i, command) in commands.iter().enumerate() {
-        if command.command.trim().is_empty() {
-            return Err(entry(
-                "artifact_collect",
-                i,
-                "command",
-                "is empty".to_string(),
-            ));
-        }
         if !(command.timeout_seconds.is_finite() && command.timeout_seconds > 0.0) {
             return Err(entry(
                 "artifact_collect",

@@ -212,8 +212,8 @@ fn without_overlaps(
 }
 
 /// `[[verifier.collect]]`: `command`, `timeout_sec` (default 60 s), `service` (main only);
-/// `user` and unknown fields are errors. An empty command is what Harbor makes of it — `bash
-/// -c ""`, which does nothing and succeeds — so it is left out.
+/// `user` and unknown fields are errors. An empty command is kept, as Harbor keeps it: it runs
+/// as `bash -c ""`, which does nothing and succeeds.
 pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollectCommand>> {
     let items = match verifier.get("collect") {
         None => return Ok(Vec::new()),
@@ -248,9 +248,6 @@ pub(crate) fn collect_commands(verifier: &Section) -> Result<Vec<ArtifactCollect
                 unknown,
                 "expected one of command, timeout_sec, service; found an unknown field",
             ));
-        }
-        if command.trim().is_empty() {
-            continue;
         }
         commands.push(ArtifactCollectCommand {
             command,

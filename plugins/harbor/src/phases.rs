@@ -75,6 +75,13 @@ pub(crate) fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Resu
         ));
     }
     let collect = collect_commands(verifier)?;
+    for (i, command) in collect.iter().enumerate() {
+        if command.command.trim().is_empty() {
+            warnings.note(format!(
+                "field `verifier.collect[{i}].command` is empty: it runs as a no-op, as in Harbor"
+            ));
+        }
+    }
     unmapped::user(
         verifier,
         warnings,

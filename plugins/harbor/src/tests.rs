@@ -573,16 +573,27 @@ fn verifier_collect_mapping_and_rejections() {
             ..ArtifactCollectCommand::new("git diff > /logs/artifacts/patch")
         }]
     );
-    // An empty command is Harbor's `bash -c ""`: nothing runs, nothing fails (not a planning
-    // error naming an internal field).
+    // An empty command is kept, as Harbor keeps it (`bash -c ""`: nothing runs, nothing
+    // fails), with a warning naming its field.
     let dir = write_task(
         tmp.path(),
         "empty-collect",
-        "[[verifier.collect]]\ncommand = \"\"\n[[verifier.collect]]\ncommand = \"  \"\n[[verifier.collect]]\ncommand = \"true\"\n",
+        "[[verifier.collect]]\ncommand = \"true\"\n[[verifier.collect]]\ncommand = \"\"\n",
     );
+    let task = load(&dir).unwrap();
     assert_eq!(
-        load(&dir).unwrap().artifact_collect,
-        vec![ArtifactCollectCommand::new("true")]
+        task.artifact_collect,
+        vec![
+            ArtifactCollectCommand::new("true"),
+            ArtifactCollectCommand::new("")
+        ]
+    );
+    assert!(
+        task.load_warnings.iter().any(|w| w.ends_with(
+            "field `verifier.collect[1].command` is empty: it runs as a no-op, as in Harbor"
+        )),
+        "{:?}",
+        task.load_warnings
     );
     let cases: &[(&str, &str)] = &[
         (
