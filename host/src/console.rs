@@ -49,6 +49,19 @@ pub fn draw_bar(text: &str, end: bool) {
     let _ = err.flush();
 }
 
+/// The width of the terminal `stream` is (now: a resize is seen at the next call), else
+/// `$COLUMNS`; `None` for neither (a pipe or a file without `$COLUMNS`).
+pub fn columns_of(stream: impl std::os::fd::AsFd) -> Option<usize> {
+    terminal_size::terminal_size_of(stream)
+        .map(|(width, _)| usize::from(width.0))
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse::<usize>().ok())
+        })
+        .filter(|c| *c > 1)
+}
+
 /// `eprintln!` that keeps the bar below the line.
 #[macro_export]
 macro_rules! console_line {

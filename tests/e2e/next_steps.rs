@@ -9,17 +9,11 @@ use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{QaSetup, THREE_QUESTIONS};
 use serde_json::json;
 
-/// A loopback port nothing listens on.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
-}
-
 #[test]
 fn a_failed_model_is_said_plainly_and_the_rerun_command_runs_the_tasks_again() {
     let setup = QaSetup::new(THREE_QUESTIONS);
     // A port that is closed now and serves the model later.
-    let port = closed_port();
+    let port = agentcompass_e2e::closed_loopback_port();
     let url = format!("http://127.0.0.1:{port}/v1");
     let out = setup.run(
         &url,

@@ -121,23 +121,37 @@ fn run_on_a_terminal(
     )
 }
 
+/// `run qa openai_chat` over the setup's questions against `base_url`, two tasks at a time,
+/// no backoff, with `--progress MODE` and `extra`.
+fn qa_args<'a>(
+    setup: &'a QaSetup,
+    params: &'a str,
+    base_url: &'a str,
+    mode: &'a str,
+    extra: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = setup.args(params);
+    args.extend([
+        "--model-base-url",
+        base_url,
+        "--model-params",
+        r#"{"retry_backoff_seconds": 0}"#,
+        "--task-concurrency",
+        "2",
+        "--progress",
+        mode,
+    ]);
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn the_bar_fits_the_terminal_follows_a_resize_and_keeps_log_lines_above_it() {
     let setup = QaSetup::new(&twelve_questions());
     let server = slow_server();
     let params = setup.params();
     let base_url = server.base_url();
-    let mut args = setup.args(&params);
-    args.extend([
-        "--model-base-url",
-        base_url.as_str(),
-        "--model-params",
-        r#"{"retry_backoff_seconds": 0}"#,
-        "--task-concurrency",
-        "2",
-        "--progress",
-        "auto",
-    ]);
+    let args = qa_args(&setup, &params, &base_url, "auto", &[]);
     let (code, stdout, transcript) = run_on_a_terminal(&setup, &args, 80, 60);
     assert_eq!(code, 0, "{transcript}");
     assert!(
@@ -210,20 +224,10 @@ fn plain_lines_carry_the_same_figures_at_the_interval_asked_for() {
     let params = setup.params();
     let base_url = server.base_url();
     let plain = |interval: &str| {
-        let mut args = setup.args(&params);
-        args.extend([
-            "--model-base-url",
-            base_url.as_str(),
-            "--model-params",
-            r#"{"retry_backoff_seconds": 0}"#,
-            "--task-concurrency",
-            "2",
-            "--progress",
-            "plain",
-            "--progress-interval-seconds",
-            interval,
-        ]);
-        setup.ws.run(&args, &[])
+        let extra = ["--progress-interval-seconds", interval];
+        setup
+            .ws
+            .run(&qa_args(&setup, &params, &base_url, "plain", &extra), &[])
     };
     let out = plain("0.3");
     assert_eq!(out.code, 0, "{out:?}");

@@ -116,12 +116,6 @@ fn dry_run_opens_the_tasks_and_counts_them() {
     assert!(!qa.ws.cwd.join("results").exists());
 }
 
-/// A loopback port nothing listens on.
-fn closed_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    listener.local_addr().expect("address").port()
-}
-
 #[test]
 fn the_model_endpoint_is_checked_once_before_the_first_task() {
     use agentcompass_e2e::scripted::ScriptedServer;
@@ -131,7 +125,10 @@ fn the_model_endpoint_is_checked_once_before_the_first_task() {
     let setup = QaSetup::new(THREE_QUESTIONS);
     let results = setup.ws.cwd.join("results");
     // Nothing listening: one line naming the endpoint as written, and how to skip the check.
-    let url = format!("http://127.0.0.1:{}/v1", closed_port());
+    let url = format!(
+        "http://127.0.0.1:{}/v1",
+        agentcompass_e2e::closed_loopback_port()
+    );
     for extra in [&[][..], &["--dry-run"]] {
         let out = setup.run(&url, "k", extra).expect_code(2);
         assert_eq!(out.stdout, "");

@@ -549,3 +549,9 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A loopback port nothing listens on (bound, then released).
+pub fn closed_loopback_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}

@@ -3,13 +3,7 @@
 /// The width tables are fitted to: standard output's terminal width, else `$COLUMNS`, else 80
 /// (a pipe or file gets lines that fit an 80-column terminal).
 pub fn output_width() -> usize {
-    terminal_size::terminal_size_of(std::io::stdout())
-        .map(|(width, _)| usize::from(width.0))
-        .or_else(|| {
-            std::env::var("COLUMNS")
-                .ok()
-                .and_then(|c| c.trim().parse::<usize>().ok())
-        })
+    agentcompass_host::console::columns_of(std::io::stdout())
         .filter(|width| *width >= 20)
         .unwrap_or(80)
 }

@@ -402,18 +402,6 @@ pub struct BarSink {
     state: Mutex<BarState>,
 }
 
-/// Standard error's terminal width now, else `$COLUMNS`.
-fn stderr_columns() -> Option<usize> {
-    terminal_size::terminal_size_of(std::io::stderr())
-        .map(|(width, _)| usize::from(width.0))
-        .or_else(|| {
-            std::env::var("COLUMNS")
-                .ok()
-                .and_then(|c| c.trim().parse::<usize>().ok())
-        })
-        .filter(|c| *c > 1)
-}
-
 impl BarSink {
     /// A sink drawing on stderr, 10 times a second at most.
     pub fn new() -> Self {
@@ -455,7 +443,7 @@ impl BarSink {
             return;
         }
         let columns = match &self.output {
-            BarOutput::Console => stderr_columns(),
+            BarOutput::Console => crate::console::columns_of(std::io::stderr()),
             BarOutput::Fixed { columns, .. } => *columns,
         };
         // One column short: a line that fills the last column wraps on some terminals.
