@@ -102,13 +102,14 @@ fn crate_arrows_follow_the_layers() {
     // The analyzers are components like any plugin's: plugin-api only.
     expect("host/analysis/Cargo.toml", &["agentcompass-plugin-api"]);
     // The viewer reads results through the results crate's readers and the schema's records
-    // (and may mask text).
+    // (and may mask text); its compare page computes the CLI's paired statistics (a leaf).
     expect(
         "host/viewer/Cargo.toml",
         &[
             "agentcompass-results",
             "agentcompass-schema",
             "agentcompass-redact",
+            "agentcompass-stats",
         ],
     );
     // The cluster tools (Slurm CLIs) know nothing of the host: a leaf.

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::assets::asset;
+use crate::charts;
 use crate::compare;
 use crate::error::ViewerError;
 use crate::index::IndexCache;
+use crate::paired::paired;
 use crate::paths::Root;
 use crate::query::{self, Filter, Listing, TaskQuery};
 use crate::runs;
@@ -201,13 +203,7 @@ pub async fn handle(app: Arc<App>, method: &str, path: &str, query: &str) -> Rep
 
 async fn route(app: Arc<App>, path: &str, params: Params) -> Result<Reply, ViewerError> {
     match path {
-        "/api/runs" => {
-            let root = app.root.clone();
-            let runs = blocking(move || Ok(runs::list(&root))).await?;
-            Ok(Reply::json(
-                &json!({"root": app.root.given(), "runs": runs}),
-            ))
-        }
+        "/api/runs" => run_list(app).await,
         "/api/run" => run(app, &params).await,
         "/api/tasks" => task_rows(app, &params).await,
         "/api/task" => {
@@ -224,6 +220,30 @@ async fn route(app: Arc<App>, path: &str, params: Params) -> Result<Reply, Viewe
         "/api/compare" => compare_runs(app, &params).await,
         _ => Err(ViewerError::NotFound(format!("no endpoint {path}"))),
     }
+}
+
+/// `/api/runs`: every run's summary; a run still running has its score so far (`so_far`,
+/// from its index).
+async fn run_list(app: Arc<App>) -> Result<Reply, ViewerError> {
+    let root = app.root.clone();
+    let listed = blocking(move || {
+        Ok(runs::list_dirs(&root)
+            .into_iter()
+            .map(|(dir, summary)| (runs::is_terminal(&dir), dir, summary))
+            .collect::<Vec<_>>())
+    })
+    .await?;
+    let mut summaries = Vec::with_capacity(listed.len());
+    for (terminal, dir, mut summary) in listed {
+        if !terminal {
+            let index = app.cache.get(&dir, false).await;
+            summary["so_far"] = charts::so_far(&index);
+        }
+        summaries.push(summary);
+    }
+    Ok(Reply::json(
+        &json!({"root": app.root.given(), "runs": summaries}),
+    ))
 }
 
 /// The canonical run directory of `rel` (it must hold `run_info.json`).
@@ -248,6 +268,10 @@ async fn run(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError> {
     .await?;
     let index = app.cache.get(&dir, terminal).await;
     body["issues"] = runs::issue_counts_json(&index);
+    body["charts"] = charts::run_charts(&index);
+    if !terminal {
+        body["run"]["so_far"] = charts::so_far(&index);
+    }
     Ok(Reply::json(&body))
 }
 
@@ -378,9 +402,12 @@ async fn compare_runs(app: Arc<App>, params: &Params) -> Result<Reply, ViewerErr
                 })
             })
             .collect();
+        // The bootstrap is O(resamples × tasks): only the first page carries it.
+        let stats = (page == 0).then(|| paired(&ia, &ib));
         Ok(json!({
             "a": sa,
             "b": sb,
+            "paired": stats,
             "counts": compare::counts(&tasks),
             "categories": categories,
             "total": tasks.len(),

@@ -1,8 +1,10 @@
-//! The compact per-run index behind filters, issue counts and comparisons: a few bytes per
-//! task (state, correct bit, category id, issue-code ids) plus the task's directory name and
-//! id in one string arena, built once from every task's `task.json` and final `result.json`
-//! and cached per run directory. A run that is not terminal is re-read when its index is older
-//! than [`RUNNING_INDEX_TTL`]. Memory is O(tasks × (names + ~24 bytes)), never O(task JSON).
+//! The compact per-run index behind filters, issue counts, comparisons and charts: a few bytes
+//! per task (state, correct bit, category id, issue-code ids, the primary metric's value,
+//! duration and tokens) plus the task's directory name and id in one string arena, built once
+//! from every task's `task.json` and final `result.json` (and the run's finished-task events,
+//! [`crate::timeline::Timeline`]) and cached per run directory. A run that is not terminal is
+//! re-read when its index is older than [`RUNNING_INDEX_TTL`]. Memory is O(tasks × (names +
+//! ~48 bytes)), never O(task JSON).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -11,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::OnceCell;
 
+use crate::metrics::PrimaryMetric;
 use crate::tasks::{list_task_dirs, read_facts, State, TaskFacts};
+use crate::timeline::Timeline;
 
 /// How long the index of a run that is still running is reused before it is rebuilt.
 pub const RUNNING_INDEX_TTL: Duration = Duration::from_secs(2);
@@ -33,6 +37,24 @@ pub struct Entry {
     pub category: u16,
     codes_at: u32,
     codes_len: u16,
+    /// The primary metric's value (NaN: the task has none).
+    pub value: f64,
+    /// The final attempt's duration in seconds (NaN: not recorded).
+    pub duration: f32,
+    /// The final attempt's model tokens (NaN: not recorded).
+    pub tokens: f32,
+}
+
+impl Entry {
+    /// The primary metric's value, when the task has one.
+    pub fn value(&self) -> Option<f64> {
+        (!self.value.is_nan()).then_some(self.value)
+    }
+
+    /// Whether the task is published (not in `details/running/`).
+    pub fn published(&self) -> bool {
+        self.state != State::Running as u8
+    }
 }
 
 /// The index of one run, in listing order (running first, then published by name).
@@ -45,6 +67,8 @@ pub struct RunIndex {
     categories: Vec<String>,
     code_names: Vec<String>,
     issue_counts: Vec<(String, String, u64)>,
+    metric: PrimaryMetric,
+    timeline: Option<Timeline>,
 }
 
 fn intern(names: &mut Vec<String>, lookup: &mut HashMap<String, u16>, name: &str) -> u16 {
@@ -64,11 +88,41 @@ pub struct IndexBuilder {
     categories: HashMap<String, u16>,
     codes: HashMap<String, u16>,
     counts: BTreeMap<(String, String), u64>,
+    run_dir: Option<PathBuf>,
 }
 
 impl IndexBuilder {
+    /// A builder for the run at `run_dir`: its primary metric from its `metrics.json`, and its
+    /// finished-task events read when the index is finished.
+    pub fn for_run(run_dir: &Path) -> IndexBuilder {
+        let mut builder = IndexBuilder {
+            run_dir: Some(run_dir.to_path_buf()),
+            ..IndexBuilder::default()
+        };
+        if let Some(metric) = PrimaryMetric::declared(run_dir) {
+            builder.index.metric = metric;
+        }
+        builder
+    }
+
+    /// The primary metric's observation of `facts`; the first one found names an undeclared
+    /// primary metric.
+    fn primary_value(&mut self, facts: &TaskFacts) -> f64 {
+        let metric = &mut self.index.metric;
+        let asked = (!metric.id.is_empty()).then_some(metric.id.as_str());
+        let Some((id, observed)) = facts.primary(asked) else {
+            return f64::NAN;
+        };
+        if metric.id.is_empty() {
+            metric.id = id.to_string();
+            metric.binary = observed.binary;
+        }
+        observed.value
+    }
+
     /// Adds the task directory `name` in `state` with its `facts` (running ones come first).
     pub fn add(&mut self, state: State, name: &str, facts: &TaskFacts) {
+        let value = self.primary_value(facts);
         let index = &mut self.index;
         let name_at = u32::try_from(index.arena.len()).unwrap_or(u32::MAX);
         index.arena.push_str(name);
@@ -97,13 +151,16 @@ impl IndexBuilder {
             category: intern(&mut index.categories, &mut self.categories, &facts.category),
             codes_at,
             codes_len: u16::try_from(seen.len()).unwrap_or(u16::MAX),
+            value,
+            duration: facts.duration_seconds.map_or(f32::NAN, |d| d as f32),
+            tokens: facts.tokens.map_or(f32::NAN, |t| t as f32),
         });
         if state == State::Running {
             index.running += 1;
         }
     }
 
-    /// The finished index.
+    /// The finished index (with the run's timeline when the builder is [`Self::for_run`]).
     pub fn finish(self) -> RunIndex {
         let mut index = self.index;
         index.issue_counts = self
@@ -111,6 +168,14 @@ impl IndexBuilder {
             .into_iter()
             .map(|((code, severity), n)| (code, severity, n))
             .collect();
+        if let Some(dir) = &self.run_dir {
+            let values: HashMap<&str, Option<f64>> = index
+                .entries
+                .iter()
+                .map(|e| (index.task_id(e), e.value()))
+                .collect();
+            index.timeline = Timeline::read(dir, &values);
+        }
         index
     }
 }
@@ -118,7 +183,7 @@ impl IndexBuilder {
 impl RunIndex {
     /// Reads every task of the run at `run_dir`.
     pub fn build(run_dir: &Path) -> RunIndex {
-        let mut builder = IndexBuilder::default();
+        let mut builder = IndexBuilder::for_run(run_dir);
         for (state, name) in list_task_dirs(run_dir) {
             let dir = run_dir.join("details").join(state.as_str()).join(&name);
             builder.add(state, &name, &read_facts(&dir, state, &name));
@@ -208,6 +273,16 @@ impl RunIndex {
     /// Final attempts' issues counted as (code, severity, count), sorted by code.
     pub fn issue_counts(&self) -> &[(String, String, u64)] {
         &self.issue_counts
+    }
+
+    /// The run's primary metric (its id is empty when no task has one).
+    pub fn metric(&self) -> &PrimaryMetric {
+        &self.metric
+    }
+
+    /// Tasks finished and the score over time (`None`: no `progress.jsonl`, or too large).
+    pub fn timeline(&self) -> Option<&Timeline> {
+        self.timeline.as_ref()
     }
 }
 

@@ -5,9 +5,12 @@
 
 pub mod api;
 pub mod assets;
+pub mod charts;
 pub mod compare;
 pub mod error;
 pub mod index;
+pub mod metrics;
+pub mod paired;
 pub mod paths;
 pub mod query;
 pub mod report;
@@ -15,6 +18,7 @@ pub mod runs;
 pub mod server;
 pub mod task;
 pub mod tasks;
+pub mod timeline;
 
 pub use error::ViewerError;
 pub use server::{serve, ViewerHandle};

@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use crate::assets::{APP_CSS, APP_JS};
+use crate::charts::run_charts;
 use crate::error::ViewerError;
 use crate::index::IndexBuilder;
 use crate::paths::Root;
@@ -194,14 +195,14 @@ impl Report<'_> {
     }
 }
 
-/// Every task's row, in the viewer's listing order, then the run's issue counts, categories
-/// and issue codes. Returns, per row, whether the task needs attention (not correct).
+/// Every task's row, in the viewer's listing order, then the run's issue counts, categories,
+/// issue codes and chart data. Returns, per row, whether the task needs attention (not correct).
 fn write_rows(
     dir: &Path,
     listing: &[(State, String)],
     out: &mut impl Write,
 ) -> io::Result<Vec<bool>> {
-    let mut index = IndexBuilder::default();
+    let mut index = IndexBuilder::for_run(dir);
     let mut attention = Vec::with_capacity(listing.len());
     out.write_all(b",\"rows\":[")?;
     for (at, (state, name)) in listing.iter().enumerate() {
@@ -233,10 +234,11 @@ fn write_rows(
     let index = index.finish();
     write!(
         out,
-        ",\"issues\":{},\"categories\":{},\"issue_codes\":{}",
+        ",\"issues\":{},\"categories\":{},\"issue_codes\":{},\"charts\":{}",
         runs::issue_counts_json(&index),
         json!(index.categories()),
         json!(index.code_names()),
+        run_charts(&index),
     )?;
     Ok(attention)
 }

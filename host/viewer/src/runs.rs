@@ -14,10 +14,10 @@ use agentcompass_results::time::parse_timestamp;
 use agentcompass_schema::metrics::METRICS_FILE;
 use agentcompass_schema::progress::{SnapshotHead, PROGRESS_FILE};
 use agentcompass_schema::run_info::ComponentHead;
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::index::RunIndex;
+use crate::metrics::headline;
 use crate::paths::Root;
 
 /// How many lines of `run.log` a run's body holds.
@@ -193,46 +193,22 @@ pub fn summary(root: &Root, run_dir: &Path) -> (Value, (i64, String)) {
     (value, (started.unwrap_or(i64::MIN), run_id))
 }
 
-/// A series of a `metrics.json` as the run list shows it: read leniently (a report of another
-/// tool may name its ids `id` and `metric`, or lack a kind), so it is not the full
-/// [`agentcompass_schema::metrics::MetricSeries`].
-#[derive(Debug, Default, serde::Deserialize, serde::Serialize)]
-#[serde(default)]
-struct ShownSeries {
-    #[serde(alias = "id")]
-    series_id: Value,
-    #[serde(alias = "metric")]
-    metric_id: Value,
-    #[serde(skip_serializing)]
-    role: Value,
-    value: Value,
-}
-
-/// The series of a report whose role is `headline`.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct ShownReport {
-    series: Vec<ShownSeries>,
-}
-
-/// The series of a `metrics.json` whose role is `headline`, as `{series_id, metric_id, value}`.
-pub fn headline(metrics: &Value) -> Option<Value> {
-    let report = ShownReport::deserialize(metrics).ok()?;
-    let found = report
-        .series
-        .into_iter()
-        .find(|s| s.role.as_str() == Some("headline"))?;
-    serde_json::to_value(found).ok()
-}
-
 /// Every run's summary, newest first (by started_at, else run_id).
 pub fn list(root: &Root) -> Vec<Value> {
-    let mut runs: Vec<(Value, (i64, String))> = discover(root)
-        .iter()
-        .map(|dir| summary(root, dir))
+    list_dirs(root).into_iter().map(|(_, v)| v).collect()
+}
+
+/// Every run's directory (canonical) and summary, newest first (by started_at, else run_id).
+pub fn list_dirs(root: &Root) -> Vec<(PathBuf, Value)> {
+    let mut runs: Vec<(PathBuf, Value, (i64, String))> = discover(root)
+        .into_iter()
+        .map(|dir| {
+            let (value, key) = summary(root, &dir);
+            (dir, value, key)
+        })
         .collect();
-    runs.sort_by(|a, b| b.1.cmp(&a.1));
-    runs.into_iter().map(|(v, _)| v).collect()
+    runs.sort_by(|a, b| b.2.cmp(&a.2));
+    runs.into_iter().map(|(dir, v, _)| (dir, v)).collect()
 }
 
 /// The last `lines` lines of the file at `path` (read from its end, at most 1 MiB).
@@ -307,12 +283,5 @@ mod tests {
         assert_eq!(runs[0]["namespace"], "a/b/c");
         assert_eq!(runs[0]["benchmark"], "b");
         assert_eq!(runs[0]["status"], "completed");
-    }
-
-    #[test]
-    fn headline_series() {
-        let m = json!({"series": [{"series_id": "s", "metric_id": "acc", "role": "headline", "value": 0.5}]});
-        assert_eq!(headline(&m).unwrap()["value"], 0.5);
-        assert!(headline(&json!({})).is_none());
     }
 }

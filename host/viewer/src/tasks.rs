@@ -146,9 +146,61 @@ pub struct TaskFacts {
     pub issues: Vec<(String, String)>,
     /// The final attempt's duration, when its telemetry records one.
     pub duration_seconds: Option<f64>,
+    /// The final attempt's numeric and boolean metrics, by id (a boolean is 0 or 1).
+    pub metrics: Vec<(String, Observed)>,
+    /// The final attempt's model tokens (prompt + completion), when its telemetry records them.
+    pub tokens: Option<u64>,
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+/// A metric observation as a number: a boolean is 0 or 1 and marks the metric binary.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Observed {
+    /// The value.
+    pub value: f64,
+    /// Whether it was a boolean (a binary metric).
+    pub binary: bool,
+}
+
+impl Observed {
+    /// The observation of a metric's JSON value (`None`: not a boolean or a finite number).
+    pub fn of(value: &Value) -> Option<Observed> {
+        match value {
+            Value::Bool(b) => Some(Observed {
+                value: f64::from(u8::from(*b)),
+                binary: true,
+            }),
+            Value::Number(n) => n.as_f64().filter(|v| v.is_finite()).map(|value| Observed {
+                value,
+                binary: false,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// The metrics tried, in order, as a run's primary metric when its `metrics.json` (written when
+/// the run ends) does not name the headline one.
+pub const PRIMARY_FALLBACK: [&str; 3] = ["score", "reward", "correct"];
+
+impl TaskFacts {
+    /// The observation of the run's primary metric: `metric` when the run names it, else the
+    /// first of [`PRIMARY_FALLBACK`] the task has.
+    pub fn primary(&self, metric: Option<&str>) -> Option<(&str, Observed)> {
+        let find = |id: &str| {
+            self.metrics
+                .iter()
+                .find(|(m, _)| m == id)
+                .map(|(m, o)| (m.as_str(), *o))
+        };
+        match metric {
+            Some(id) => find(id),
+            None => PRIMARY_FALLBACK.into_iter().find_map(find),
+        }
+    }
+}
+
+/// Reads a JSON file as `T` (`None` if missing or unparsable).
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
     let file = File::open(path).ok()?;
     serde_json::from_reader(BufReader::new(file)).ok()
 }
@@ -231,13 +283,30 @@ pub fn read_facts(dir: &Path, state: State, name: &str) -> TaskFacts {
                 .into_iter()
                 .map(|i| (i.code, i.severity))
                 .collect();
-            facts.duration_seconds = result
-                .meta
-                .and_then(|m| m.harness)
-                .and_then(|h| h.telemetry.get("duration_seconds").and_then(Value::as_f64));
+            facts.metrics = result
+                .metrics
+                .iter()
+                .filter_map(|(id, v)| Observed::of(v).map(|o| (id.clone(), o)))
+                .collect();
+            let telemetry = result.meta.and_then(|m| m.harness).map(|h| h.telemetry);
+            if let Some(telemetry) = telemetry {
+                facts.duration_seconds = telemetry.get("duration_seconds").and_then(Value::as_f64);
+                facts.tokens = tokens(&telemetry);
+            }
         }
     }
     facts
+}
+
+/// Prompt plus completion tokens of a harness's `telemetry.model_usage` (`None` when it records
+/// neither).
+fn tokens(telemetry: &Map<String, Value>) -> Option<u64> {
+    let usage = telemetry.get("model_usage")?;
+    let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+    match (count("prompt_tokens"), count("completion_tokens")) {
+        (None, None) => None,
+        (p, c) => Some(p.unwrap_or(0).saturating_add(c.unwrap_or(0))),
+    }
 }
 
 /// One task row of `/api/tasks`.
@@ -273,6 +342,33 @@ mod tests {
         assert_eq!(correctness(&m(json!({"reward": 1.0}))), Some(true));
         assert_eq!(correctness(&m(json!({"reward": 0.5}))), Some(false));
         assert_eq!(correctness(&m(json!({}))), None);
+    }
+
+    #[test]
+    fn facts_hold_metrics_duration_and_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("t--1");
+        fs::create_dir_all(task.join("attempt-1")).unwrap();
+        fs::write(
+            task.join("attempt-1/result.json"),
+            r#"{"status":"completed","metrics":{"correct":true,"reward":0.25,"note":"x"},
+               "meta":{"harness":{"telemetry":{"duration_seconds":1.5,
+               "model_usage":{"prompt_tokens":100,"completion_tokens":20}}}}}"#,
+        )
+        .unwrap();
+        let facts = read_facts(&task, State::Normal, "t--1");
+        assert_eq!(facts.duration_seconds, Some(1.5));
+        assert_eq!(facts.tokens, Some(120));
+        assert_eq!(facts.metrics.len(), 2);
+        let (id, reward) = facts.primary(None).unwrap();
+        assert_eq!((id, reward.value, reward.binary), ("reward", 0.25, false));
+        let (_, correct) = facts.primary(Some("correct")).unwrap();
+        assert_eq!((correct.value, correct.binary), (1.0, true));
+        assert!(facts.primary(Some("missing")).is_none());
+        assert_eq!(
+            tokens(json!({"model_usage": {}}).as_object().unwrap()),
+            None
+        );
     }
 
     #[test]
