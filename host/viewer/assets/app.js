@@ -65,27 +65,98 @@ function fmtValue(v) {
   return String(v);
 }
 
-function fmtPercent(v) { return isNum(v) ? (v * 100).toFixed(1) + '%' : '—'; }
-
-function fmtDuration(s) {
-  if (!isNum(s)) return '—';
-  if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + 's';
-  const m = Math.floor(s / 60), sec = Math.round(s % 60);
-  if (m < 60) return m + 'm ' + String(sec).padStart(2, '0') + 's';
-  return Math.floor(m / 60) + 'h ' + String(m % 60).padStart(2, '0') + 'm';
+/** `v` with `digits` decimals as Rust's `format!("{:.N}")` writes it (the CLI's numbers): like
+ *  toFixed, except that an exact tie rounds half to even (0.125 → "0.12") and a negative zero
+ *  keeps its sign. */
+function rustFixed(v, digits) {
+  const abs = Math.abs(v);
+  let out = abs.toFixed(digits);
+  if (abs < 1e21) {
+    // A tie has a short exact expansion: digit `digits + 1` is 5 and nothing follows.
+    const long = abs.toFixed(Math.min(100, digits + 30));
+    const cut = long.indexOf('.') + 1 + digits;
+    if (long[cut] === '5' && /^0*$/.test(long.slice(cut + 1))) {
+      const kept = long.slice(0, digits ? cut : cut - 1);
+      if (Number(kept.slice(-1)) % 2 === 0) out = kept;
+    }
+  }
+  return (v < 0 || Object.is(v, -0) ? '-' : '') + out;
 }
 
-function fmtMs(ms) { return isNum(ms) ? (ms >= 1000 ? (ms / 1000).toFixed(2) + 's' : Math.round(ms) + 'ms') : '—'; }
+/** A metric value as the CLI shows it (`summary.md`, `compare`): a binary metric as a
+ *  percentage with two decimals, a scalar with four, `n/a` when absent; a metric of unknown
+ *  kind (another tool's report) as a plain number. */
+function fmtMetric(v, kind) {
+  if (!isNum(v)) return 'n/a';
+  if (kind === 'binary_success') return rustFixed(v * 100, 2) + '%';
+  if (kind === 'scalar') return rustFixed(v, 4);
+  return fmtValue(v);
+}
 
+/** A difference B − A as the CLI's `compare` shows it: `+3.33 pp` (binary), `+0.0123`. */
+function fmtDelta(v, kind) {
+  if (!isNum(v)) return 'n/a';
+  const sign = v < 0 || Object.is(v, -0) ? '' : '+';
+  return kind === 'binary_success' ? sign + rustFixed(v * 100, 2) + ' pp' : sign + rustFixed(v, 4);
+}
+
+/** The value a series shows: its value, else its reference value (evaluation failed). */
+function seriesValue(s) {
+  return s && isNum(s.value) ? s.value : (s && isNum(s.reference_value) ? s.reference_value : null);
+}
+
+/** A duration for people: `850 ms`, `1.2 s`, `3 min 04 s`, `2 h 05 min`, `3 d 04 h`. */
+function fmtDuration(s) {
+  if (!isNum(s)) return '—';
+  if (s < 0) return '−' + fmtDuration(-s);
+  if (s < 1) return Math.round(s * 1000) + ' ms';
+  if (s < 59.95) return s.toFixed(1) + ' s';
+  const total = Math.round(s);
+  const pad = (n) => String(n).padStart(2, '0');
+  const m = Math.floor(total / 60), sec = total % 60;
+  if (m < 60) return m + ' min ' + pad(sec) + ' s';
+  const hours = Math.floor(m / 60);
+  if (hours < 24) return hours + ' h ' + pad(m % 60) + ' min';
+  return Math.floor(hours / 24) + ' d ' + pad(hours % 24) + ' h';
+}
+
+function fmtMs(ms) { return isNum(ms) ? fmtDuration(ms / 1000) : '—'; }
+
+/** A time: an RFC 3339 string, or Unix seconds (progress records). */
 function parseTime(t) {
   if (isNum(t)) return new Date(t * 1000);
   if (typeof t === 'string' && t) { const d = new Date(t); return isNaN(d) ? null : d; }
   return null;
 }
 
+/** A time for people, in UTC: `2026-03-04 12:34:56 UTC` (never an epoch number). */
 function fmtTime(t) {
   const d = parseTime(t);
-  return d ? d.toISOString().replace('T', ' ').slice(0, 19) + 'Z' : '—';
+  return d ? d.toISOString().replace('T', ' ').slice(0, 19) + ' UTC' : '—';
+}
+
+/** How long ago `t` was: `12 s ago`, `3 min 04 s ago`. */
+function fmtAgo(t) {
+  const d = parseTime(t);
+  return d ? fmtDuration(Math.max(0, (Date.now() - d.getTime()) / 1000)) + ' ago' : '—';
+}
+
+/** A token count: `1,234` or `12.3k`, `4.5M`. */
+function fmtCount(n) {
+  if (!isNum(n)) return '—';
+  if (Math.abs(n) >= 1e6) return (n / 1e6).toFixed(1) + 'M';
+  if (Math.abs(n) >= 1e4) return (n / 1e3).toFixed(1) + 'k';
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** A value whose name says what it is: `*_at` and `timestamp` are times, `*_ms`
+ *  milliseconds, `*_seconds` and `duration` seconds; anything else as is. */
+function fmtNamed(key, v) {
+  if (!isNum(v)) return typeof v === 'object' && v !== null ? JSON.stringify(v) : fmtValue(v);
+  if (/(_at|timestamp)$/.test(key)) return fmtTime(v);
+  if (/_ms$/.test(key)) return fmtMs(v);
+  if (/(_seconds|duration)$/.test(key)) return fmtDuration(v);
+  return fmtValue(v);
 }
 
 function fmtBytes(n) {
@@ -167,7 +238,7 @@ function reportApi(path, p) {
   const sameRun = (run) => { if (run !== REPORT.run_path) throw new Error('run ' + run + ' is not in this report'); };
   switch (path) {
     case 'runs': return { root: '', runs: [REPORT.run.run] };
-    case 'run': sameRun(p.run); return Object.assign({}, REPORT.run, { issues: REPORT.issues || [] });
+    case 'run': sameRun(p.run); return Object.assign({}, REPORT.run, { issues: REPORT.issues || [], charts: REPORT.charts || null });
     case 'tasks': sameRun(p.run); return reportTasks(p);
     case 'task': {
       sameRun(p.run);
@@ -299,6 +370,145 @@ function pager(page, size, total, onPage) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Charts: inline SVG drawn here (no library, no request). Like h(), svg() makes strings text
+// nodes; every chart carries data-chart, every bar data-bar and every histogram bin data-bin.
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** Creates the SVG element `tag` with `attrs` (set with setAttribute) and `children`. */
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value !== null && value !== undefined && value !== false) el.setAttribute(key, String(value));
+  }
+  appendChildren(el, children);
+  return el;
+}
+
+/** A number rounded for an SVG attribute. */
+function px(v) { return String(Math.round(v * 10) / 10); }
+
+/** A label at most `max` characters long (the full text is the element's tooltip). */
+function shortLabel(text, max) { text = String(text); return text.length > max ? text.slice(0, max - 1) + '…' : text; }
+
+/** The frame of a chart: a titled card holding the SVG (or a note when there is nothing). */
+function chartCard(name, title, body, note) {
+  return h('div', { class: 'chart-card', 'data-chart-card': name }, h('h3', {}, title), body || h('p', { class: 'muted' }, note || 'No data.'));
+}
+
+/** Horizontal bars, one per item ({label, value, text, cls}), from 0 to `max` (or, with
+ *  `diverging`, from 0 left or right to ±max). */
+function barChart(name, items, opts) {
+  opts = opts || {};
+  const row = 22, labelW = 150, valueW = 96, width = 560, top = 4;
+  const plotW = width - labelW - valueW;
+  const max = Math.max(opts.max || 0, ...items.map((it) => Math.abs(it.value) || 0)) || 1;
+  const zero = opts.diverging ? labelW + plotW / 2 : labelW;
+  const scale = opts.diverging ? plotW / 2 / max : plotW / max;
+  const height = top * 2 + items.length * row;
+  return svg('svg', { class: 'chart bars', 'data-chart': name, viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img', 'aria-label': opts.label || name },
+    opts.diverging ? svg('line', { class: 'axis', x1: px(zero), x2: px(zero), y1: 0, y2: height }) : null,
+    items.map((it, i) => {
+      const y = top + i * row, w = Math.abs(it.value || 0) * scale;
+      const x = it.value < 0 ? zero - w : zero;
+      return svg('g', { class: 'bar-row' },
+        svg('text', { class: 'label', x: labelW - 6, y: y + row / 2 + 4, 'text-anchor': 'end' }, shortLabel(it.label, 22)),
+        svg('rect', { class: 'bar ' + (it.cls || ''), 'data-bar': it.label, x: px(x), y: y + 3, width: px(Math.max(w, 1)), height: row - 6 },
+          svg('title', {}, it.label + ': ' + it.text)),
+        svg('text', { class: 'value', x: width - valueW + 6, y: y + row / 2 + 4 }, it.text));
+    }));
+}
+
+/** A histogram ({count, bins: [{lo, hi, n}]}) as vertical bars; `fmt` labels the bounds. */
+function histogramChart(name, hist, fmt, opts) {
+  opts = opts || {};
+  const bins = (hist && hist.bins) || [];
+  if (!bins.length) return null;
+  const width = 560, height = 170, left = 40, bottom = 34, top = 10, right = 8;
+  const plotW = width - left - right, plotH = height - top - bottom;
+  const most = Math.max(1, ...bins.map((b) => b.n));
+  const barW = plotW / bins.length;
+  const binLabel = (b) => (opts.binary ? (b.lo >= 0.5 ? opts.binary[1] : opts.binary[0]) : (b.lo === b.hi ? fmt(b.lo) : fmt(b.lo) + ' – ' + fmt(b.hi)));
+  return svg('svg', { class: 'chart histogram', 'data-chart': name, viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img', 'aria-label': opts.label || name },
+    svg('line', { class: 'axis', x1: left, x2: width - right, y1: top + plotH, y2: top + plotH }),
+    svg('text', { class: 'label', x: left - 6, y: top + 8, 'text-anchor': 'end' }, String(most)),
+    svg('text', { class: 'label', x: left - 6, y: top + plotH, 'text-anchor': 'end' }, '0'),
+    bins.map((b, i) => {
+      const hgt = b.n / most * plotH;
+      return svg('rect', { class: 'bin', 'data-bin': String(i), 'data-n': String(b.n), x: px(left + i * barW + 1), y: px(top + plotH - hgt), width: px(Math.max(barW - 2, 1)), height: px(Math.max(hgt, b.n ? 1 : 0)) },
+        svg('title', {}, binLabel(b) + ': ' + b.n + (b.n === 1 ? ' task' : ' tasks')));
+    }),
+    opts.binary
+      ? bins.map((b, i) => svg('text', { class: 'label', x: px(left + (i + 0.5) * barW), y: height - bottom + 16, 'text-anchor': 'middle' }, binLabel(b)))
+      : [svg('text', { class: 'label', x: left, y: height - bottom + 16 }, fmt(bins[0].lo)),
+        svg('text', { class: 'label', x: width - right, y: height - bottom + 16, 'text-anchor': 'end' }, fmt(bins[bins.length - 1].hi))],
+    svg('text', { class: 'label', x: px(left + plotW / 2), y: height - 4, 'text-anchor': 'middle' }, (hist.count || 0) + ' tasks'));
+}
+
+/** Tasks finished (left axis) and the score so far (right axis) over time, from the run's
+ *  timeline ({start, points: [[seconds, done, score]]}). */
+function timelineChart(timeline, total, kind) {
+  const points = (timeline && timeline.points) || [];
+  if (!points.length) return null;
+  const width = 560, height = 190, left = 44, right = 64, top = 10, bottom = 30;
+  const plotW = width - left - right, plotH = height - top - bottom;
+  const end = Math.max(points[points.length - 1][0], 1e-9);
+  const most = Math.max(total || 0, points[points.length - 1][1], 1);
+  const scores = points.filter((p) => isNum(p[2])).map((p) => p[2]);
+  const hi = kind === 'binary_success' ? 1 : Math.max(1e-9, ...scores);
+  const lo = kind === 'binary_success' ? 0 : Math.min(0, ...scores);
+  const x = (t) => px(left + t / end * plotW);
+  const yDone = (n) => px(top + plotH - n / most * plotH);
+  const yScore = (v) => px(top + plotH - (v - lo) / ((hi - lo) || 1) * plotH);
+  const done = [[0, 0]].concat(points.map((p) => [p[0], p[1]])).map((p) => x(p[0]) + ',' + yDone(p[1])).join(' ');
+  const scored = points.filter((p) => isNum(p[2])).map((p) => x(p[0]) + ',' + yScore(p[2])).join(' ');
+  return svg('svg', { class: 'chart timeline', 'data-chart': 'timeline', 'data-points': String(points.length), viewBox: '0 0 ' + width + ' ' + height, width, height, role: 'img', 'aria-label': 'tasks finished and score over time' },
+    svg('line', { class: 'axis', x1: left, x2: left + plotW, y1: top + plotH, y2: top + plotH }),
+    svg('polyline', { class: 'line-done', 'data-series': 'done', points: done }),
+    scored ? svg('polyline', { class: 'line-score', 'data-series': 'score', points: scored }) : null,
+    svg('text', { class: 'label done', x: left - 6, y: top + 8, 'text-anchor': 'end' }, String(most)),
+    svg('text', { class: 'label', x: left - 6, y: top + plotH, 'text-anchor': 'end' }, '0'),
+    svg('text', { class: 'label score', x: left + plotW + 6, y: top + 8 }, fmtMetric(hi, kind)),
+    svg('text', { class: 'label score', x: left + plotW + 6, y: top + plotH }, fmtMetric(lo, kind)),
+    svg('text', { class: 'label', x: left, y: height - 8 }, fmtTime(timeline.start)),
+    svg('text', { class: 'label', x: left + plotW, y: height - 8, 'text-anchor': 'end' }, '+' + fmtDuration(end)));
+}
+
+/** The headline metric per category: from metrics.json, else (a live run) the score so far. */
+function categoryItems(data) {
+  const m = data.metrics, charts = data.charts || {};
+  const hl = m && Array.isArray(m.series) ? (m.series.find((s) => s.role === 'headline') || m.series[0]) : null;
+  if (hl && hl.categories && Object.keys(hl.categories).length) {
+    return { kind: hl.kind, title: 'Headline per category — ' + hl.metric_id, items: Object.keys(hl.categories).sort().map((c) => {
+      const v = categoryValue(hl.categories[c]);
+      return { label: c, value: isNum(v) ? v : 0, text: fmtMetric(v, hl.kind) };
+    }) };
+  }
+  const cats = charts.categories || [];
+  return { kind: charts.kind, title: 'Score so far per category' + (charts.metric_id ? ' — ' + charts.metric_id : ''), items: cats.filter((c) => isNum(c.value)).map((c) => (
+    { label: c.category || '(none)', value: c.value, text: fmtMetric(c.value, charts.kind) })) };
+}
+
+/** The run page's charts: the headline per category, the distribution of the primary metric,
+ *  durations and tokens per task, and tasks finished and the score over time. */
+function renderRunCharts(box, data) {
+  const charts = data.charts;
+  if (!charts) { clear(box); return; }
+  const cats = categoryItems(data);
+  const binary = charts.kind === 'binary_success';
+  const r = data.run || {};
+  replace(box, h('section', { class: 'card', id: 'charts' }, h('h2', {}, 'Charts'),
+    h('div', { class: 'chart-grid' },
+      chartCard('categories', cats.title, cats.items.length ? barChart('categories', cats.items, { max: cats.kind === 'binary_success' ? 1 : 0, label: cats.title }) : null, 'No categories.'),
+      chartCard('rewards', 'Distribution of ' + (charts.metric_id || 'the primary metric') + ' per task',
+        histogramChart('rewards', charts.rewards, (v) => fmtMetric(v, 'scalar'), binary ? { binary: ['wrong (0)', 'correct (1)'] } : {}), 'No task has a value yet.'),
+      chartCard('durations', 'Task durations', histogramChart('durations', charts.durations, fmtDuration), 'No durations recorded.'),
+      chartCard('tokens', 'Tokens per task', histogramChart('tokens', charts.tokens, fmtCount), 'No token counts recorded.'),
+      chartCard('timeline', 'Tasks finished and ' + (charts.metric_id || 'score') + ' over time',
+        timelineChart(charts.timeline, r.total_tasks, charts.kind), 'No task_finished events in progress.jsonl (or it is larger than 64 MiB).'))));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Runs page (#/)
 
 // The runs picked on the runs page: one for side A, one for side B (kept across re-renders).
@@ -383,9 +593,9 @@ function runRow(r) {
     h('td', { class: 'mono' }, h('a', { href: route.run(r.path) }, r.run_id || r.path)),
     h('td', {}, statusBadge(r.status)),
     h('td', {}, r.model || ''), h('td', {}, r.harness || ''), h('td', {}, r.benchmark || ''),
-    h('td', { class: 'num', title: hl ? hl.series_id : '' }, hl ? [h('b', {}, fmtValue(hl.value)), ' ', h('span', { class: 'muted' }, hl.metric_id)] : '—'),
+    h('td', { class: 'num', title: hl ? hl.series_id : '' }, headlineCell(hl, r.so_far)),
     h('td', {}, taskCounts(r)),
-    h('td', { class: 'mono' }, fmtTime(r.started_at)),
+    h('td', { class: 'mono', title: fmtAgo(r.started_at) }, fmtTime(r.started_at)),
     h('td', { class: 'num' }, r.status === 'running' && !isNum(r.duration_seconds) ? elapsedSince(r.started_at) : fmtDuration(r.duration_seconds)));
 }
 
@@ -394,13 +604,24 @@ function elapsedSince(t) {
   return d ? fmtDuration((Date.now() - d.getTime()) / 1000) + '…' : '…';
 }
 
+/** The headline of a run list row: the run's headline metric, else (a live run) its score so
+ *  far over the published tasks, marked "so far". */
+function headlineCell(hl, soFar) {
+  if (hl) return [h('b', {}, fmtMetric(seriesValue(hl), hl.kind)), ' ', h('span', { class: 'muted' }, hl.metric_id)];
+  if (soFar && isNum(soFar.value)) {
+    return h('span', { class: 'so-far', 'data-so-far': String(soFar.value), title: soFar.scored + ' of ' + soFar.published + ' published tasks scored' },
+      h('b', {}, fmtMetric(soFar.value, soFar.kind)), ' ', h('span', { class: 'muted' }, (soFar.metric_id || '') + ' so far'));
+  }
+  return '—';
+}
+
+/** A run's task counts in words (✓ and ✗ mean correct and wrong, nowhere anything else). */
 function taskCounts(r) {
+  const part = (n, word, cls) => (n ? h('span', { class: cls, 'data-count': word }, ' · ' + n + ' ' + word) : null);
   return h('span', { class: 'counts' },
     h('span', { title: 'finished / total' }, fmtValue(r.finished_tasks) + '/' + fmtValue(r.total_tasks)),
-    r.completed_tasks ? h('span', { class: 'ok', title: 'completed' }, ' ✓' + r.completed_tasks) : null,
-    r.failed_tasks ? h('span', { class: 'warn', title: 'failed' }, ' ✗' + r.failed_tasks) : null,
-    r.error_tasks ? h('span', { class: 'bad', title: 'error' }, ' !' + r.error_tasks) : null,
-    r.running_tasks ? h('span', { class: 'run', title: 'running' }, ' ▶' + r.running_tasks) : null);
+    part(r.completed_tasks, 'completed', 'ok'), part(r.failed_tasks, 'failed', 'warn'),
+    part(r.error_tasks, 'error', 'bad'), part(r.running_tasks, 'running', 'run'));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,10 +635,12 @@ async function pageRun(gen, root, runPath, query) {
   if (!alive(gen)) return;
   const head = h('div', { id: 'run-head' });
   const live = h('div', { id: 'run-live' });
+  const charts = h('div', { id: 'run-charts' });
   const tasksBox = h('section', { class: 'card', id: 'tasks' });
-  replace(root, head, live, h('div', { id: 'run-body' }, runBody(data)), tasksBox);
+  replace(root, head, live, charts, h('div', { id: 'run-body' }, runBody(data)), tasksBox);
   renderRunHead(head, data);
   renderProgress(live, data);
+  renderRunCharts(charts, data);
   const tl = taskListState(runPath, query);
   renderTaskListShell(gen, tasksBox, tl);
   await loadTasks(gen, tl);
@@ -428,22 +651,34 @@ async function pageRun(gen, root, runPath, query) {
       if (!alive(gen)) return;
       renderRunHead(head, fresh);
       renderProgress(live, fresh);
+      renderRunCharts(charts, fresh);
       await loadTasks(gen, tl);
       if (fresh.run && fresh.run.status !== 'running') { setLive(false); view.gen === gen && rerender(); }
     });
   }
 }
 
+/** Whether a run is still going (its score is "so far"). */
+function isLive(r) { return Boolean(r) && ['created', 'running', 'summarizing'].includes(r.status); }
+
 function renderRunHead(box, data) {
   const r = data.run || {};
   const hl = r.headline;
+  const soFar = !hl && isLive(r) ? (r.so_far || (data.charts && data.charts.so_far)) : null;
+  let label = 'headline', value = '—', title = 'no headline metric';
+  if (hl) { label = hl.metric_id; value = fmtMetric(seriesValue(hl), hl.kind); title = hl.series_id; }
+  else if (soFar && isNum(soFar.value)) {
+    label = (soFar.metric_id || 'score') + ' so far';
+    value = fmtMetric(soFar.value, soFar.kind);
+    title = soFar.scored + ' of ' + soFar.published + ' published tasks scored';
+  }
   replace(box, h('div', { class: 'toolbar' },
     h('h1', { class: 'mono' }, r.run_id || r.path), statusBadge(r.status),
     h('span', { class: 'muted mono' }, r.namespace || ''),
     h('span', { class: 'spacer' }),
-    h('div', { class: 'headline-box', title: hl ? hl.series_id : 'no headline metric' },
-      h('span', { class: 'muted' }, hl ? hl.metric_id : 'headline'),
-      h('span', { id: 'headline' }, hl ? fmtValue(hl.value) : '—'))));
+    h('div', { class: 'headline-box' + (soFar ? ' so-far' : ''), title },
+      h('span', { class: 'muted', id: 'headline-label' }, label),
+      h('span', { id: 'headline' }, value))));
 }
 
 function renderProgress(box, data) {
@@ -455,7 +690,8 @@ function renderProgress(box, data) {
     h('div', { class: 'progress-line' },
       h('progress', { id: 'progress', max: String(total || 1), value: String(done) }),
       h('span', {}, done + ' / ' + total + ' finished'),
-      h('span', { class: 'muted' }, 'elapsed ' + fmtDuration(p.elapsed_seconds) + ' · updated ' + fmtTime(p.updated_at))),
+      h('span', { class: 'muted', id: 'progress-times' }, 'started ' + fmtTime(p.started_at) + ' · elapsed ' + fmtDuration(p.elapsed_seconds) +
+        ' · updated ' + fmtTime(p.updated_at) + ' (' + fmtAgo(p.updated_at) + ')')),
     kvList([['running', p.running_tasks], ['pending', p.pending_tasks], ['completed', p.completed_tasks], ['failed', p.failed_tasks], ['error', p.error_tasks],
       ['attempts', fmtValue(p.attempts_finished) + ' / ' + fmtValue(p.attempts_started)]]),
     objectTable('Phases', p.current_phase_counts),
@@ -468,13 +704,19 @@ function objectTable(title, obj) {
     h('tr', {}, h('td', { class: 'mono' }, k), h('td', { class: 'mono' }, typeof v === 'object' ? JSON.stringify(v) : fmtValue(v))))));
 }
 
+/** `progress.json`'s active tasks: category, phase, attempt and when each last changed. */
 function activeTasks(active) {
   if (!active || typeof active !== 'object') return null;
   const entries = Array.isArray(active) ? active.map((v, i) => [String(i), v]) : Object.entries(active);
   if (!entries.length) return null;
+  const known = ['category', 'phase', 'attempt', 'updated_at'];
   return h('div', {}, h('h3', {}, 'Active tasks (' + entries.length + ')'),
-    table(['task', 'state'], entries.map(([k, v]) => h('tr', {}, h('td', { class: 'mono' }, k),
-      h('td', { class: 'mono' }, v && typeof v === 'object' ? Object.entries(v).map(([a, b]) => a + '=' + (typeof b === 'object' ? JSON.stringify(b) : b)).join(' ') : fmtValue(v))))));
+    table(['task', 'category', 'phase', 'attempt', 'updated', 'more'], entries.map(([k, v]) => {
+      const o = v && typeof v === 'object' ? v : {};
+      const rest = Object.keys(o).filter((key) => !known.includes(key)).map((key) => key + ' ' + fmtNamed(key, o[key]));
+      return h('tr', { 'data-active-task': k }, h('td', { class: 'mono' }, k), h('td', {}, o.category || ''), h('td', { class: 'mono' }, o.phase || ''),
+        h('td', { class: 'num' }, fmtValue(o.attempt)), h('td', { title: fmtTime(o.updated_at) }, fmtAgo(o.updated_at)), h('td', { class: 'mono' }, rest.join(' · ')));
+    })));
 }
 
 function runBody(data) {
@@ -500,13 +742,13 @@ function metricsSection(m) {
     table(['series', 'role', 'kind', ['value', 'num'], ['eval./total', 'num'], ['error', 'num'], ['unav.', 'num']], series.map((s) =>
       h('tr', { 'data-series': s.series_id, class: s.role === 'headline' ? 'headline-row' : '' },
         h('td', { class: 'mono' }, s.series_id), h('td', {}, s.role || ''), h('td', {}, s.kind || ''),
-        h('td', { class: 'num' }, h('b', {}, fmtValue(s.value))),
+        h('td', { class: 'num metric-value' }, h('b', {}, fmtMetric(seriesValue(s), s.kind))),
         h('td', { class: 'num' }, fmtValue(counts(s).evaluated) + ' / ' + fmtValue(counts(s).total)),
         h('td', { class: 'num' }, fmtValue(counts(s).error)), h('td', { class: 'num' }, fmtValue(counts(s).unavailable))))),
     cats.length ? [h('h3', {}, 'Categories'),
       table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
-        h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtValue(categoryValue((s.categories || {})[c])))))))] : null,
-    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, v])) : null,
+        h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtMetric(categoryValue((s.categories || {})[c]), s.kind))))))] : null,
+    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, k === 'cost_usd' && isNum(v) ? '$' + rustFixed(v, 4) : v])) : null,
     m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null);
 }
 
@@ -654,7 +896,7 @@ function taskRow(runPath, t) {
     h('td', {}, statusBadge(t.status)),
     h('td', {}, t.category || ''),
     h('td', { class: 'num' }, correctMark(t.correct)),
-    h('td', { class: 'num' }, fmtValue(t.reward)),
+    h('td', { class: 'num' }, isNum(t.reward) ? fmtMetric(t.reward, 'scalar') : '—'),
     h('td', {}, (t.issues || []).map((c) => badge(c, 'issue'))),
     h('td', { class: 'num' }, fmtValue(t.attempts)),
     h('td', { class: 'num' }, fmtDuration(t.duration_seconds)));
@@ -718,7 +960,7 @@ function renderOmittedTask(root, ref, task, row) {
   replace(root,
     h('div', { class: 'toolbar' }, h('h1', { class: 'mono', id: 'task-title' }, task.task_id || ref), task.category ? badge(task.category, 'cat') : null),
     section('Task', kvList([['task id', row.task_id], ['ref', ref], ['status', statusBadge(row.status)], ['correct', correctMark(row.correct)],
-      ['reward', row.reward], ['issues', (row.issues || []).join(', ') || '—'], ['attempts', row.attempts], ['duration', fmtDuration(row.duration_seconds)]])),
+      ['reward', isNum(row.reward) ? fmtMetric(row.reward, 'scalar') : '—'], ['issues', (row.issues || []).join(', ') || '—'], ['attempts', row.attempts], ['duration', fmtDuration(row.duration_seconds)]])),
     h('section', { class: 'card', id: 'omitted' }, h('h2', {}, 'Not in this report'),
       h('p', { class: 'muted' }, 'This report holds the attempts and trajectories of ' + Object.keys(REPORT.details || {}).length + ' of ' + (REPORT.rows || []).length +
         ' tasks (tasks that were not correct first). Open the run with agentcompass-host view to see this one.')));
@@ -745,6 +987,7 @@ function attemptPanel(runPath, ref, a, task) {
           ['ground truth', groundTruth(r, task)], ['retry count', r.retry_count]])),
         metricsKv(r.metrics), issuesList(r.issues)),
       h('div', {}, timingsSection(r), retriesSection(a.retries), metaSection(r))),
+    verifierSection(r),
     artifactsSection(runPath, ref, a),
     trajectorySection(r.trajectory));
 }
@@ -781,10 +1024,43 @@ function timingsSection(r) {
     sum('env_action_ms') ? ['env time (steps)', fmtMs(sum('env_action_ms'))] : null,
   ];
   for (const [k, v] of Object.entries(tel)) {
-    if (/(_ms|_seconds|duration)$/.test(k) && isNum(v)) pairs.push([k, /_ms$/.test(k) ? fmtMs(v) : fmtDuration(v)]);
+    if (/(_ms|_seconds|duration|_at)$/.test(k) && isNum(v)) pairs.push([k, fmtNamed(k, v)]);
   }
-  if (r.timings && typeof r.timings === 'object') for (const [k, v] of Object.entries(r.timings)) pairs.push([k, isNum(v) ? fmtValue(v) : JSON.stringify(v)]);
+  if (r.timings && typeof r.timings === 'object') for (const [k, v] of Object.entries(r.timings)) pairs.push([k, fmtNamed(k, v)]);
   return section('Timings', kvList(pairs));
+}
+
+/** The verifier's record of each benchmark that keeps one in `meta.benchmark.<name>` (Harbor:
+ *  `test_exit_code`, `test_timed_out`, `test_stdout_tail`, `test_stderr_tail`, `rewards`). */
+function verifierRecords(r) {
+  const bench = r.meta && r.meta.benchmark;
+  if (!bench || typeof bench !== 'object') return [];
+  const isVerifier = (o) => o && typeof o === 'object' && ['test_stdout_tail', 'test_stderr_tail', 'test_exit_code', 'stdout', 'verifier'].some((k) => k in o);
+  return Object.entries(bench).filter(([, v]) => isVerifier(v)).map(([name, v]) => [name, v.verifier && typeof v.verifier === 'object' ? v.verifier : v]);
+}
+
+/** A stream of text, "(no output)" when it is empty. */
+function outputBlock(text, cls) {
+  if (text === null || text === undefined || text === '') return h('pre', { class: 'out empty ' + (cls || '') }, '(no output)');
+  return pre(typeof text === 'string' ? text : prettyJson(text), 'out ' + (cls || ''));
+}
+
+function verifierSection(r) {
+  const records = verifierRecords(r);
+  if (!records.length) return null;
+  return h('section', { class: 'card', id: 'verifier' }, h('h2', {}, 'Verifier'), records.map(([name, v]) => {
+    const exit = isNum(v.test_exit_code) ? v.test_exit_code : v.exit_code;
+    const stdout = v.test_stdout_tail !== undefined ? v.test_stdout_tail : v.stdout;
+    const stderr = v.test_stderr_tail !== undefined ? v.test_stderr_tail : v.stderr;
+    return h('div', { class: 'verifier', 'data-benchmark': name },
+      kvList([['benchmark', name],
+        isNum(exit) ? ['exit code', h('span', { class: 'exit ' + (exit === 0 ? 'ok' : 'bad'), 'data-exit-code': String(exit) }, String(exit))] : null,
+        v.test_timed_out !== undefined ? ['timed out', v.test_timed_out ? 'yes' : 'no'] : null,
+        v.rewards && typeof v.rewards === 'object' ? ['rewards', Object.entries(v.rewards).map(([k, x]) => k + ' ' + (isNum(x) ? rustFixed(x, 4) : fmtValue(x))).join(', ')] : null,
+        v.reward_file ? ['reward file', v.reward_file] : null]),
+      h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stdout'), outputBlock(stdout, 'verifier-stdout')),
+      stderr ? h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stderr'), outputBlock(stderr, 'err')) : null);
+  }));
 }
 
 function metaSection(r) {
@@ -848,19 +1124,30 @@ function trajectorySection(t) {
     h('div', { id: 'trajectory' }, t.steps.map(stepView)));
 }
 
+/** One trajectory step, numbered from 1 by its place (a harness may record ids from 0; the
+ *  recorded id is the number's tooltip). */
 function stepView(s, i) {
   const ac = s.assistant_content || {};
   const calls = Array.isArray(ac.tool_calls) ? ac.tool_calls : (ac.tool_calls ? [ac.tool_calls] : []);
   const obs = Array.isArray(s.observation) ? s.observation : [];
-  return h('div', { class: 'step', 'data-step': String(s.step_id !== undefined ? s.step_id : i + 1) },
-    h('div', { class: 'step-head' }, h('b', {}, 'Step ' + fmtValue(s.step_id !== undefined ? s.step_id : i + 1)), stepMetrics(s.metric, s)),
+  const recorded = s.step_id !== undefined && s.step_id !== null ? 'recorded step_id ' + s.step_id : null;
+  return h('div', { class: 'step', 'data-step': String(i + 1) },
+    h('div', { class: 'step-head' }, h('b', { title: recorded }, 'Step ' + (i + 1)), stepMetrics(s.metric, s)),
     s.system_prompt ? h('details', { class: 'system' }, h('summary', {}, 'system prompt'), pre(s.system_prompt)) : null,
     hasValue(s.tools) ? h('details', { class: 'tools' }, h('summary', {}, 'tools' + (Array.isArray(s.tools) ? ' (' + s.tools.length + ')' : '')), jsonBlock(s.tools)) : null,
-    hasValue(s.user_content) ? h('div', { class: 'msg user' }, h('div', { class: 'role' }, 'user'), contentView(s.user_content)) : null,
+    hasValue(s.user_content) ? inputView(s.user_content) : null,
     ac.reasoning_content ? h('details', { class: 'msg reasoning', open: true }, h('summary', {}, 'reasoning'), pre(ac.reasoning_content)) : null,
     hasValue(ac.content) ? h('div', { class: 'msg assistant' }, h('div', { class: 'role' }, 'assistant'), contentView(ac.content)) : null,
     calls.map((c) => toolCallView(c, obs)),
     obs.filter((o) => !calls.some((c) => c && o && c.id && c.id === o.tool_call_id)).map(observationView));
+}
+
+/** A step's user content: chat messages (each with its role) when it is a list of them, else
+ *  one user message. */
+function inputView(c) {
+  const messages = chatMessages(c);
+  if (messages) return h('div', { class: 'msg input' }, h('div', { class: 'role' }, 'input · ' + messages.length + (messages.length === 1 ? ' message' : ' messages')), chatView(messages));
+  return h('div', { class: 'msg user' }, h('div', { class: 'role' }, 'user'), contentView(c));
 }
 
 function hasValue(v) {
@@ -881,13 +1168,32 @@ function stepMetrics(m, s) {
     s.started_at ? chip('at', fmtTime(s.started_at)) : null);
 }
 
-/** user/assistant content: a string, or a list of parts ({type:"text",text}), or any JSON. */
+/** A list of chat messages ({role, content}), possibly sent as JSON text (`openai_chat`
+ *  records the messages it sent that way); `null` when `c` is not one. */
+function chatMessages(c) {
+  if (typeof c === 'string') {
+    const t = c.trim();
+    if (!t.startsWith('[')) return null;
+    try { c = JSON.parse(t); } catch (_) { return null; }
+  }
+  const ok = Array.isArray(c) && c.length > 0 && c.every((m) => m && typeof m === 'object' && typeof m.role === 'string' && 'content' in m);
+  return ok ? c : null;
+}
+
+/** Chat messages, each with its role. */
+function chatView(messages) {
+  return h('div', { class: 'chat' }, messages.map((m) => h('div', { class: 'chat-msg role-' + m.role.replace(/[^a-z_]/gi, ''), 'data-role': m.role },
+    h('div', { class: 'role' }, m.role), m.content === null || m.content === '' ? h('p', { class: 'muted' }, '(empty)') : contentView(m.content),
+    Array.isArray(m.tool_calls) && m.tool_calls.length ? folded('tool calls', false, jsonBlock(m.tool_calls)) : null)));
+}
+
+/** user/assistant content: a string, chat messages, a list of parts ({type:"text",text}), or
+ *  any JSON. */
 function contentView(c) {
+  const messages = chatMessages(c);
+  if (messages) return chatView(messages);
   if (typeof c === 'string') return pre(c, 'text');
   if (Array.isArray(c) && c.every((p) => p && typeof p === 'object' && typeof p.text === 'string')) return c.map((p) => pre(p.text, 'text'));
-  if (Array.isArray(c) && c.every((m) => m && typeof m === 'object' && typeof m.role === 'string' && 'content' in m)) {
-    return c.map((m) => h('div', { class: 'sub-msg' }, h('span', { class: 'role' }, m.role), contentView(m.content)));
-  }
   return jsonBlock(c);
 }
 
@@ -918,13 +1224,15 @@ function toolCallView(c, obs) {
 }
 
 function observationView(o) {
-  if (!o || typeof o !== 'object') return h('div', { class: 'observation' }, pre(typeof o === 'string' ? o : prettyJson(o)));
+  if (!o || typeof o !== 'object') return h('div', { class: 'observation' }, outputBlock(o === null || o === undefined ? '' : o));
   const err = o.is_error === true || (isNum(o.exit_code) && o.exit_code !== 0);
   const streams = [];
-  if (o.stdout !== undefined && o.stdout !== null) streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stdout'), pre(o.stdout, 'out')));
-  if (o.stderr !== undefined && o.stderr !== null && o.stderr !== '') streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stderr'), pre(o.stderr, 'out err')));
-  if (!streams.length && o.output !== undefined) streams.push(pre(typeof o.output === 'string' ? o.output : prettyJson(o.output), 'out'));
-  if (!streams.length && o.content !== undefined) streams.push(contentView(o.content));
+  const hasErr = o.stderr !== undefined && o.stderr !== null && o.stderr !== '';
+  if (o.stdout !== undefined && o.stdout !== null && (o.stdout !== '' || !hasErr)) streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stdout'), outputBlock(o.stdout)));
+  if (hasErr) streams.push(h('div', { class: 'stream' }, h('span', { class: 'label' }, 'stderr'), outputBlock(o.stderr, 'err')));
+  if (!streams.length && o.output !== undefined) streams.push(outputBlock(o.output));
+  if (!streams.length && o.content !== undefined) streams.push(hasValue(o.content) ? contentView(o.content) : outputBlock(''));
+  if (!streams.length) streams.push(outputBlock(''));
   const known = ['tool_call_id', 'output', 'stdout', 'stderr', 'exit_code', 'is_error', 'content'];
   const rest = Object.keys(o).filter((k) => !known.includes(k));
   return h('div', { class: 'observation' + (err ? ' is-error' : '') },
@@ -971,8 +1279,10 @@ async function pageCompare(gen, root, a, b, query) {
   replace(root,
     h('div', { class: 'toolbar' }, h('h1', {}, 'Compare')),
     h('div', { class: 'cols' }, runCard('A', data.a), runCard('B', data.b)),
+    pairedSection(data.paired),
     section('Changes (A → B)', counts),
-    categoriesDelta(data.categories),
+    compareCharts(data.paired, data.counts || {}),
+    categoriesDelta(data.paired, data.categories),
     section('Tasks', list));
   rerenderList();
 }
@@ -983,7 +1293,7 @@ function runCard(label, r) {
   return section(label + ': ' + (r.run_id || r.path || '?'), kvList([
     ['path', h('a', { href: route.run(r.path || ''), class: 'mono' }, r.path || '')],
     ['model', r.model], ['harness', r.harness], ['benchmark', r.benchmark], ['status', statusBadge(r.status)],
-    ['headline', hl ? fmtValue(hl.value) + ' ' + hl.metric_id : '—'], ['started', fmtTime(r.started_at)]]));
+    ['headline', hl ? fmtMetric(seriesValue(hl), hl.kind) + ' ' + hl.metric_id : '—'], ['started', fmtTime(r.started_at)]]));
 }
 
 function renderCompareCounts(box, counts, st, rerender) {
@@ -992,11 +1302,58 @@ function renderCompareCounts(box, counts, st, rerender) {
   h('span', { class: 'n' }, fmtValue(counts[c] || 0)), h('span', { class: 'l' }, CHANGE_LABEL[c]))));
 }
 
-function categoriesDelta(cats) {
+/** The paired statistics as `agentcompass-host compare A B` prints them. */
+function pairedLines(p) {
+  const k = p.kind;
+  const lines = [['metric', 'metric ' + (p.metric || '—') + ' (' + k + ')'],
+    ['shared', 'shared tasks scored in both: ' + p.shared + ' (only in A: ' + p.only_a + ', only in B: ' + p.only_b + ', not scored in one: ' + p.unscored + ')']];
+  if (isNum(p.mean_a) && isNum(p.mean_b) && isNum(p.difference)) {
+    let text = 'A ' + fmtMetric(p.mean_a, k) + '  B ' + fmtMetric(p.mean_b, k) + '  B−A ' + fmtDelta(p.difference, k);
+    const i = p.interval;
+    if (i) text += '  ' + rustFixed(i.confidence * 100, 0) + '% CI [' + fmtDelta(i.low, k) + ', ' + fmtDelta(i.high, k) + '] (paired bootstrap, ' + i.resamples + ' resamples, seed ' + i.seed + ')';
+    lines.push(['difference', text]);
+  } else {
+    lines.push(['difference', 'no shared task is scored in both runs']);
+  }
+  if (p.mcnemar) lines.push(['mcnemar', 'McNemar exact: fixed ' + p.mcnemar.fixed + ', broken ' + p.mcnemar.broken + ', p = ' + rustFixed(p.mcnemar.p_value, 4)]);
+  return lines;
+}
+
+function pairedSection(p) {
+  if (!p) return null;
+  return h('section', { class: 'card', id: 'paired' }, h('h2', {}, 'Paired statistics (B against A)'),
+    pairedLines(p).map(([name, text]) => h('div', { class: 'mono stat', 'data-stat': name }, text)),
+    h('p', { class: 'muted' }, 'As agentcompass-host compare A B prints them, over the tasks both runs published and scored (each task\'s final attempt).'));
+}
+
+/** The compare page's charts: B − A per category, and the tasks fixed and broken. */
+function compareCharts(p, counts) {
+  const cats = (p && p.categories) || [];
+  const kind = p ? p.kind : 'binary_success';
+  const fixed = p && p.mcnemar ? p.mcnemar.fixed : (counts.fixed || 0);
+  const broken = p && p.mcnemar ? p.mcnemar.broken : (counts.broken || 0);
+  return h('section', { class: 'card', id: 'compare-charts' }, h('h2', {}, 'Charts'), h('div', { class: 'chart-grid' },
+    chartCard('category-deltas', 'B − A per category',
+      cats.length ? barChart('category-deltas', cats.map((c) => ({ label: c.category, value: c.difference, text: fmtDelta(c.difference, kind), cls: c.difference > 0 ? 'up' : c.difference < 0 ? 'down' : '' })), { diverging: true, label: 'B − A per category' }) : null,
+      'No category scored in both runs.'),
+    chartCard('fixed-broken', 'Tasks fixed and broken',
+      barChart('fixed-broken', [{ label: 'fixed', value: fixed, text: String(fixed), cls: 'up' }, { label: 'broken', value: broken, text: String(broken), cls: 'down' }], { label: 'tasks fixed and broken' }))));
+}
+
+/** Per-category paired means as the CLI's table (category, tasks, A, B, B−A); without paired
+ *  statistics, each run's accuracy per category. */
+function categoriesDelta(p, cats) {
+  if (p && p.categories && p.categories.length) {
+    const k = p.kind;
+    return section('Categories', table(['category', ['tasks', 'num'], ['A', 'num'], ['B', 'num'], ['B−A', 'num']], p.categories.map((c) => h('tr', { 'data-category': c.category },
+      h('td', {}, c.category), h('td', { class: 'num' }, String(c.tasks)), h('td', { class: 'num' }, fmtMetric(c.mean_a, k)), h('td', { class: 'num' }, fmtMetric(c.mean_b, k)),
+      h('td', { class: 'num ' + (c.difference > 0 ? 'ok' : c.difference < 0 ? 'bad' : '') }, fmtDelta(c.difference, k))))));
+  }
   if (!cats || !cats.length) return null;
-  return section('Categories', table(['category', ['A', 'num'], ['B', 'num'], ['Δ', 'num']], cats.map((c) => h('tr', { 'data-category': c.category },
-    h('td', {}, c.category), h('td', { class: 'num' }, fmtValue(c.a)), h('td', { class: 'num' }, fmtValue(c.b)),
-    h('td', { class: 'num ' + (isNum(c.delta) ? (c.delta > 0 ? 'ok' : c.delta < 0 ? 'bad' : '') : '') }, isNum(c.delta) ? (c.delta > 0 ? '+' : '') + fmtValue(c.delta) : '—')))));
+  const k = 'binary_success';
+  return section('Categories', table(['category', ['A', 'num'], ['B', 'num'], ['B−A', 'num']], cats.map((c) => h('tr', { 'data-category': c.category },
+    h('td', {}, c.category), h('td', { class: 'num' }, fmtMetric(c.a, k)), h('td', { class: 'num' }, fmtMetric(c.b, k)),
+    h('td', { class: 'num ' + (isNum(c.delta) ? (c.delta > 0 ? 'ok' : c.delta < 0 ? 'bad' : '') : '') }, fmtDelta(c.delta, k))))));
 }
 
 function renderCompareTasks(box, a, b, tasks, st, rerender) {
