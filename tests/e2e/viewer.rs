@@ -252,6 +252,27 @@ fn view_serves_real_runs_read_only() {
     assert!(run["progress"].is_object(), "{run}");
     assert_eq!(run["issues"], json!([]));
     assert!(run["log_tail"].is_string() || run["log_tail"].is_null());
+    // A finished run has its headline: no score "so far".
+    assert!(run["run"]["so_far"].is_null(), "{run}");
+    assert_eq!(run["run"]["headline"]["kind"], "binary_success");
+
+    // The charts' data, from the run's index: the primary metric's histogram (binary: the bins
+    // 0 and 1), durations of the six published tasks, and six finished tasks over time.
+    let charts = &run["charts"];
+    assert_eq!(charts["metric_id"], "correct", "{charts}");
+    assert_eq!(charts["kind"], "binary_success");
+    assert_eq!(bin_counts(&charts["rewards"]), [1, 5], "{charts}");
+    assert_eq!(charts["durations"]["count"], 6, "{charts}");
+    assert_eq!(
+        bin_counts(&charts["durations"]).iter().sum::<u64>(),
+        6,
+        "{charts}"
+    );
+    assert_eq!(charts["tokens"]["count"], 0, "{charts}");
+    assert_eq!(charts["so_far"]["value"], json!(5.0 / 6.0), "{charts}");
+    let points = charts["timeline"]["points"].as_array().expect("a timeline");
+    assert_eq!(points.len(), 6, "{charts}");
+    assert_eq!(points[5][1], 6);
 
     // Task rows: the running one first, paging, filters, search.
     let tasks = |query: &str| viewer.json(&format!("/api/tasks?run={}&{query}", enc(&ra)), 200);
@@ -264,6 +285,11 @@ fn view_serves_real_runs_read_only() {
     assert_eq!(all["tasks"][1]["correct"], true);
     assert_eq!(all["tasks"][1]["status"], "completed");
     assert_eq!(all["tasks"][1]["attempts"], 1);
+    // Every attempt of a real run records its wall time.
+    for row in all["tasks"].as_array().unwrap().iter().skip(1) {
+        let seconds = row["duration_seconds"].as_f64();
+        assert!(seconds.is_some_and(|s| s >= 0.0), "{row}");
+    }
     let page = tasks("page=3&size=2");
     assert_eq!(
         (
@@ -408,9 +434,119 @@ fn view_serves_real_runs_read_only() {
     }
     viewer.json("/api/compare?a=..&b=..", 404);
     viewer.json(&format!("/api/task?run={}", enc(&ra)), 400);
+    // Only the first page carries the paired statistics (their bootstrap is not free).
+    let second = viewer.json(
+        &format!("/api/compare?a={}&b={}&page=1&size=2", enc(&ra), enc(&rb)),
+        200,
+    );
+    assert!(second["paired"].is_null(), "{second}");
 
     drop(viewer);
     assert_eq!(tree(&results), before, "the viewer wrote under RESULTS_DIR");
+
+    // The compare page's paired statistics are those `compare A B --json` prints.
+    let cli = ws.run_json(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    let paired = &cmp["paired"];
+    for key in [
+        "metric",
+        "kind",
+        "shared",
+        "mean_a",
+        "mean_b",
+        "difference",
+        "interval",
+        "mcnemar",
+        "categories",
+    ] {
+        assert_eq!(paired[key], cli[key], "{key}: {paired} vs {cli}");
+    }
+    for key in ["only_a", "only_b", "unscored"] {
+        assert_eq!(
+            paired[key].as_u64(),
+            cli[key].as_array().map(|ids| ids.len() as u64),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        paired["mcnemar"],
+        json!({"fixed": 1, "broken": 1, "p_value": 1.0})
+    );
+}
+
+/// The task counts of a histogram's bins.
+fn bin_counts(histogram: &Value) -> Vec<u64> {
+    histogram["bins"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no bins: {histogram}"))
+        .iter()
+        .map(|b| b["n"].as_u64().unwrap())
+        .collect()
+}
+
+/// Turns the finished `run` into one still going: status `running` (run_info.json and
+/// progress.json), no metrics.json or summary.md yet, and task `back` in `details/running/`.
+fn make_live(run: &Path, back: &str) {
+    let info_path = run.join("run_info.json");
+    let mut info = read_json(&info_path);
+    info["status"] = json!("running");
+    info.as_object_mut().unwrap().remove("finished_at");
+    fs::write(&info_path, info.to_string()).expect("write");
+    let progress_path = run.join("progress.json");
+    let mut progress = read_json(&progress_path);
+    progress["status"] = json!("running");
+    fs::write(&progress_path, progress.to_string()).expect("write");
+    fs::remove_file(run.join("metrics.json")).expect("metrics.json");
+    let _ = fs::remove_file(run.join("summary.md"));
+    let dir = task_dir(run, back);
+    fs::create_dir_all(run.join("details/running")).expect("mkdir");
+    fs::rename(
+        &dir,
+        run.join("details/running").join(dir.file_name().unwrap()),
+    )
+    .expect("move back to running");
+}
+
+#[test]
+fn view_shows_the_score_so_far_of_a_live_run() {
+    let ws = Workspace::new();
+    let run = self_check(&ws, 4, "m");
+    make_wrong(&run, "self-0001");
+    make_live(&run, "self-0003");
+    let results = ws.cwd.join("results");
+    let rel = run.strip_prefix(&results).unwrap().display().to_string();
+    let viewer = Viewer::start(&ws, &results);
+
+    // Three published tasks, one of them wrong: 2/3 so far, on the primary metric the tasks
+    // carry (no metrics.json yet).
+    let so_far = json!({"metric_id": "correct", "kind": "binary_success", "value": 2.0 / 3.0,
+                        "scored": 3, "published": 3});
+    let runs = viewer.json("/api/runs", 200);
+    let summary = &runs["runs"][0];
+    assert_eq!(summary["status"], "running", "{summary}");
+    assert!(summary["headline"].is_null(), "{summary}");
+    assert_eq!(summary["so_far"], so_far, "{summary}");
+    let body = viewer.json(&format!("/api/run?run={}", enc(&rel)), 200);
+    assert_eq!(body["run"]["so_far"], so_far, "{body}");
+    assert_eq!(body["charts"]["so_far"], so_far);
+    assert_eq!(bin_counts(&body["charts"]["rewards"]), [1, 2]);
+    // progress.jsonl still has the four task_finished events.
+    assert_eq!(
+        body["charts"]["timeline"]["points"]
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+    let tasks = viewer.json(&format!("/api/tasks?run={}", enc(&rel)), 200);
+    assert_eq!(tasks["tasks"][0]["state"], "running");
+    assert_eq!(tasks["total"], 4);
 }
 
 #[test]

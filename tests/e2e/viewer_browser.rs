@@ -201,9 +201,41 @@ fn route(root: &Path, run: &Path) -> String {
     relative.replace('/', "%2F")
 }
 
-/// The demo's two runs (oracle, then terminus against the demo's scripted model) and a run with
-/// XSS payloads, all under `root`; returns (terminus run, qa run, oracle run).
-fn make_runs(ws: &Workspace, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
+/// The runs the test renders, all under one results root.
+struct Runs {
+    /// `harbor` / `terminus` against the demo's scripted model (with an XSS observation).
+    terminus: PathBuf,
+    /// `qa` / `example_calculator` on questions with XSS payloads.
+    qa: PathBuf,
+    /// `harbor` / `oracle`.
+    oracle: PathBuf,
+    /// `qa` / `openai_chat` on the same questions (its input: chat messages as JSON text;
+    /// one task fixed and one broken against `qa`).
+    chat: PathBuf,
+    /// A copy of `qa` turned into a run that is still going.
+    live: PathBuf,
+}
+
+/// What the scripted model answers the QA questions through `openai_chat`: q-add wrong
+/// (broken against the calculator), q-mul as recorded (fixed), the others as the calculator.
+fn chat_rules() -> Vec<serde_json::Value> {
+    [
+        ("1 + 1", "2"),
+        ("2 + 2", "5"),
+        ("6 * 7", "41"),
+        ("9 - 1", "8"),
+    ]
+    .map(|(asked, answer)| {
+        json!({"match": {"any_message_contains": format!("What is {asked}?")}, "responses": [
+                {"text": answer, "usage": {"prompt_tokens": 12, "completion_tokens": 1}}]})
+    })
+    .to_vec()
+}
+
+/// The demo's two runs (oracle, then terminus against the demo's scripted model), a QA run with
+/// XSS payloads, the same questions through `openai_chat`, and a live copy of the QA run, all
+/// under `root`.
+fn make_runs(ws: &Workspace, root: &Path) -> Runs {
     let dirs = PluginDirs::new();
     let packs = dirs.package("packs", "harbor-pack");
     dirs.package("packs", "agents-pack");
@@ -285,6 +317,9 @@ fn make_runs(ws: &Workspace, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
             {"text": "done", "tool_calls": [{"name": "done", "arguments": {"summary": SCRIPT_PAYLOAD}}],
              "usage": {"prompt_tokens": 10, "completion_tokens": 5}}]}),
     );
+    for (at, rule) in chat_rules().into_iter().enumerate() {
+        script["rules"].as_array_mut().unwrap().insert(at, rule);
+    }
     let server = ScriptedServer::start(&script, None).unwrap();
     let base = server.base_url();
     let terminus = run(
@@ -323,6 +358,26 @@ fn make_runs(ws: &Workspace, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
         .collect::<String>(),
     );
     let qa_params = json!({"path": dataset}).to_string();
+    let chat = run(
+        common(&[])
+            .into_iter()
+            .chain(
+                [
+                    "qa",
+                    "openai_chat",
+                    "scripted-model",
+                    "--benchmark-params",
+                    &qa_params,
+                    "--model-base-url",
+                    &base,
+                    "--model-api-key",
+                    "${DEMO_MODEL_KEY}",
+                ]
+                .map(str::to_string),
+            )
+            .collect(),
+        &[("DEMO_MODEL_KEY", "demo-key-not-a-secret")],
+    );
     let example = dirs.package("example", "example-pack");
     let qa = run(
         [
@@ -345,26 +400,82 @@ fn make_runs(ws: &Workspace, root: &Path) -> (PathBuf, PathBuf, PathBuf) {
         .to_vec(),
         &[],
     );
-    (terminus, qa, oracle)
+    let live = make_live_copy(&qa, &root.join("live/live-copy"));
+    Runs {
+        terminus,
+        qa,
+        oracle,
+        chat,
+        live,
+    }
+}
+
+/// A copy of the finished run `run` at `to`, turned into a run still going: status `running`
+/// (run_info.json, progress.json, with one active task updated just now), no metrics.json yet,
+/// and its task `q-sub` back in `details/running/`.
+fn make_live_copy(run: &Path, to: &Path) -> PathBuf {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(run)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let edit = |name: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let path = to.join(name);
+        let mut value: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        change(&mut value);
+        std::fs::write(&path, value.to_string()).unwrap();
+    };
+    edit("run_info.json", &|info| {
+        info["status"] = json!("running");
+        info["run_id"] = json!("live-copy");
+        info.as_object_mut().unwrap().remove("finished_at");
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    edit("progress.json", &|progress| {
+        progress["status"] = json!("running");
+        progress["running_tasks"] = json!(1);
+        progress["updated_at"] = json!(now);
+        progress["active_tasks"] = json!({"q-sub": {"category": "sub", "phase": "run_harness",
+            "attempt": 1, "updated_at": now}});
+    });
+    std::fs::remove_file(to.join("metrics.json")).unwrap();
+    let moved = task_ref(to, "q-sub");
+    let name = moved.split_once('/').unwrap().1;
+    std::fs::create_dir_all(to.join("details/running")).unwrap();
+    std::fs::rename(
+        to.join("details").join(&moved),
+        to.join("details/running").join(name),
+    )
+    .unwrap();
+    to.to_path_buf()
 }
 
 #[test]
 fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chromium() {
     let ws = Workspace::new();
     let root = ws.root().join("results");
-    let (terminus, qa, oracle) = make_runs(&ws, &root);
+    let runs = make_runs(&ws, &root);
+    let (terminus, qa) = (&runs.terminus, &runs.qa);
     let viewer = Viewer::start(&root);
 
-    // The runs page lists all three runs.
-    let runs = dump_dom(&format!("{}/#/", viewer.url));
-    for run in [&terminus, &qa, &oracle] {
+    // The runs page lists every run.
+    let page = dump_dom(&format!("{}/#/", viewer.url));
+    for run in [terminus, qa, &runs.oracle, &runs.chat] {
         let id = run.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(runs.contains(&id), "{id} missing from the runs page");
+        assert!(page.contains(&id), "{id} missing from the runs page");
     }
+    runs_page_words_times_and_so_far(&page, &root, &runs.live);
     screenshot(&format!("{}/#/", viewer.url), "runs");
 
     // The terminus run page: its headline metric and its task list.
-    let run_url = format!("{}/#/run/{}", viewer.url, route(&root, &terminus));
+    let run_url = format!("{}/#/run/{}", viewer.url, route(&root, terminus));
     let page = dump_dom(&run_url);
     assert!(page.contains("id=\"headline\""), "{page}");
     assert_eq!(count(&page, "data-task-id="), 4, "{page}");
@@ -377,31 +488,74 @@ fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chro
     ] {
         assert!(page.contains(shown), "{shown}: {page}");
     }
+    // Harbor's headline is a scalar (reward, 3 of 4 tasks solved): four decimals, as the CLI.
+    assert!(page.contains("id=\"headline\">0.7500<"), "{page}");
+    assert_marks_mean_correct(&page);
+    assert_durations_readable(&page, 4);
+    run_page_charts(&page, terminus, 4);
     screenshot(&run_url, "run-terminus");
 
-    // A filter narrows the list: two of the four recorded answers are wrong.
-    let qa_url = format!("{}/#/run/{}", viewer.url, route(&root, &qa));
-    let all = count(&dump_dom(&qa_url), "data-task-id=");
+    // A filter narrows the list: two of the four recorded answers are wrong; a binary
+    // headline is a percentage with two decimals.
+    let qa_url = format!("{}/#/run/{}", viewer.url, route(&root, qa));
+    let page = dump_dom(&qa_url);
+    assert_eq!(count(&page, "data-task-id="), 4);
+    assert!(page.contains("id=\"headline\">50.00%<"), "{page}");
+    let rewards = chart(&page, "rewards");
+    assert_eq!(bin_counts(rewards), [2, 2], "{rewards}");
     let correct = count(
         &dump_dom(&format!("{qa_url}?filter=correct")),
         "data-task-id=",
     );
-    assert_eq!(all, 4);
-    assert!(correct < all && correct > 0, "{correct} of {all}");
+    assert!(correct < 4 && correct > 0, "{correct} of 4");
 
-    // The terminus trajectory of hello-file shows its commands.
-    let task_url = viewer.task_url(&root, &terminus, "hello-file");
+    live_run_page(&viewer, &root, &runs.live);
+
+    // The terminus trajectory of hello-file shows its commands, steps numbered from 1, an
+    // empty output as "(no output)" and the verifier's output; times are readable.
+    let task_url = viewer.task_url(&root, terminus, "hello-file");
     let task = dump_dom(&task_url);
     assert!(task.contains("class=\"step"), "{task}");
     assert!(task.contains("cat /app/hello.txt"), "{task}");
+    assert!(task.contains("data-step=\"1\""), "{task}");
+    assert!(task.contains("(no output)"), "{task}");
+    let verifier = between(&task, "id=\"verifier\"", "</section>");
+    assert!(verifier.contains("hello.txt is correct"), "{verifier}");
+    assert!(verifier.contains("data-exit-code=\"0\""), "{verifier}");
+    let timings = between(&task, "<h2>Timings</h2>", "</section>");
+    assert!(timings.contains(" UTC"), "{timings}");
+    assert_no_epoch(timings);
     screenshot(&task_url, "task-terminus-hello-file");
 
-    // The payloads show as characters and never run: in the question and in an observation.
-    let xss_url = viewer.task_url(&root, &qa, "xss-question");
-    let observation_url = viewer.task_url(&root, &terminus, "xss-observation");
+    // openai_chat records the messages it sent as JSON text in a step numbered 0: shown as
+    // chat messages with their roles, the step numbered 1.
+    let chat_url = viewer.task_url(&root, &runs.chat, "q-add");
+    let chat = dump_dom(&chat_url);
+    assert!(chat.contains("data-role=\"user\""), "{chat}");
+    assert!(
+        chat.contains("What is 2 + 2? Answer with only the number."),
+        "{chat}"
+    );
+    assert!(!chat.contains("[{\"role\""), "raw JSON messages: {chat}");
+    assert!(chat.contains("data-step=\"1\""), "{chat}");
+    assert!(
+        !chat.contains("data-step=\"0\"") && !chat.contains(">Step 0<"),
+        "{chat}"
+    );
+    screenshot(&chat_url, "task-chat-q-add");
+
+    // The payloads show as characters and never run: in the question (as a string and inside
+    // chat messages) and in an observation.
+    let xss_url = viewer.task_url(&root, qa, "xss-question");
+    let chat_xss_url = viewer.task_url(&root, &runs.chat, "xss-question");
+    let observation_url = viewer.task_url(&root, terminus, "xss-observation");
     for (url, shown) in [
         (
             &xss_url,
+            "&lt;script&gt;document.title='pwned'&lt;/script&gt;",
+        ),
+        (
+            &chat_xss_url,
             "&lt;script&gt;document.title='pwned'&lt;/script&gt;",
         ),
         (
@@ -420,7 +574,198 @@ fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chro
     screenshot(&xss_url, "task-xss-question");
     screenshot(&observation_url, "task-xss-observation");
 
-    report_opens_offline(&ws, &terminus);
+    compare_page(&ws, &viewer, &root, qa, &runs.chat);
+
+    report_opens_offline(&ws, terminus);
+}
+
+/// The markup from `start` up to the next `end` (panics when `start` is missing).
+fn between<'a>(dom: &'a str, start: &str, end: &str) -> &'a str {
+    let at = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start}: {dom}"));
+    let rest = &dom[at..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+/// The markup of the chart `name`: its `<svg data-chart="name">` element.
+fn chart<'a>(dom: &'a str, name: &str) -> &'a str {
+    let marker = format!("data-chart=\"{name}\"");
+    let at = dom
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no chart {name}: {dom}"));
+    let start = dom[..at].rfind("<svg").unwrap();
+    let end = at + dom[at..].find("</svg>").unwrap();
+    &dom[start..end]
+}
+
+/// The task counts (`data-n`) of a histogram chart's bins (`data-bin`).
+fn bin_counts(chart: &str) -> Vec<u64> {
+    assert_eq!(
+        count(chart, "data-bin="),
+        count(chart, "data-n="),
+        "{chart}"
+    );
+    chart
+        .split("data-n=\"")
+        .skip(1)
+        .map(|rest| rest[..rest.find('"').unwrap()].parse().unwrap())
+        .collect()
+}
+
+/// The headline series of a run's `metrics.json`.
+fn headline_series(run: &Path) -> serde_json::Value {
+    let metrics: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
+    metrics["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["role"] == "headline")
+        .cloned()
+        .unwrap()
+}
+
+/// The run page's charts of `run` (`tasks` published tasks): one bar per category of its
+/// headline series, histograms of the primary metric (ten bins: Harbor's reward is a scalar
+/// from 0 to 1), durations and tokens holding every task, and one timeline point per task.
+fn run_page_charts(page: &str, run: &Path, tasks: u64) {
+    let categories = headline_series(run)["categories"]
+        .as_object()
+        .unwrap()
+        .len();
+    let bars = chart(page, "categories");
+    assert_eq!(count(bars, "data-bar="), categories, "{bars}");
+    let rewards = bin_counts(chart(page, "rewards"));
+    assert_eq!(rewards.len(), 10, "{rewards:?}");
+    for name in ["rewards", "durations", "tokens"] {
+        let counts = bin_counts(chart(page, name));
+        assert_eq!(counts.iter().sum::<u64>(), tasks, "{name}: {counts:?}");
+    }
+    let timeline = chart(page, "timeline");
+    assert!(
+        timeline.contains(&format!("data-points=\"{tasks}\"")),
+        "{timeline}"
+    );
+    assert_eq!(count(timeline, "<polyline"), 2, "{timeline}");
+}
+
+/// ✓ and ✗ mean correct and wrong and nothing else: every ✓ is a correctness mark.
+fn assert_marks_mean_correct(page: &str) {
+    assert!(count(page, "✓") > 0, "{page}");
+    assert_eq!(
+        count(page, "✓"),
+        count(page, "title=\"correct\">✓"),
+        "{page}"
+    );
+    assert_eq!(count(page, "✗"), count(page, "title=\"wrong\">✗"), "{page}");
+}
+
+/// Every task row's duration reads like `850 ms`, `1.2 s` or `3 min 04 s`.
+fn assert_durations_readable(page: &str, rows: usize) {
+    let cells: Vec<&str> = page
+        .split("class=\"num duration\"")
+        .skip(1)
+        .map(|rest| {
+            let text = &rest[rest.find('>').unwrap() + 1..];
+            &text[..text.find("</td>").unwrap()]
+        })
+        .collect();
+    assert_eq!(cells.len(), rows, "{page}");
+    for cell in cells {
+        let (number, unit) = cell.rsplit_once(' ').unwrap_or((cell, ""));
+        assert!(
+            matches!(unit, "ms" | "s") && number.split(' ').next().unwrap().parse::<f64>().is_ok(),
+            "duration {cell:?}"
+        );
+    }
+}
+
+/// No Unix time (ten digits or more in a row) in the text of the markup `html` (its tags and
+/// their attributes left out).
+fn assert_no_epoch(html: &str) {
+    let (mut digits, mut in_tag) = (0, false);
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            _ if in_tag => {}
+            _ => {
+                digits = if c.is_ascii_digit() { digits + 1 } else { 0 };
+                assert!(digits < 10, "a raw epoch number in {html}");
+            }
+        }
+    }
+}
+
+/// The runs page: task counts in words (no ✓ or ✗: they mean correct and wrong), start times
+/// in UTC and no epoch numbers, and the live run's score so far.
+fn runs_page_words_times_and_so_far(page: &str, root: &Path, live: &Path) {
+    assert_eq!(count(page, "✓") + count(page, "✗"), 0, "{page}");
+    assert!(page.contains("data-count=\"completed\""), "{page}");
+    assert!(count(page, " UTC") >= 5, "{page}");
+    assert_no_epoch(between(page, "id=\"runs-table\"", "</table>"));
+    let rel = live
+        .strip_prefix(root)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let row = between(page, &format!("data-run=\"{rel}\""), "</tr>");
+    assert!(row.contains("data-so-far="), "{row}");
+    assert!(row.contains("66.67%") && row.contains("so far"), "{row}");
+}
+
+/// The live run's page: its score so far as the headline, its progress and active tasks with
+/// readable times.
+fn live_run_page(viewer: &Viewer, root: &Path, live: &Path) {
+    let url = format!("{}/#/run/{}", viewer.url, route(root, live));
+    let page = dump_dom(&url);
+    assert!(page.contains("id=\"headline\">66.67%<"), "{page}");
+    let label = between(&page, "id=\"headline-label\"", "</span>");
+    assert!(label.contains("so far"), "{label}");
+    let progress = between(&page, "id=\"run-live\"", "id=\"run-charts\"");
+    assert!(
+        progress.contains(" UTC") && progress.contains(" ago"),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("data-active-task=\"q-sub\""),
+        "{progress}"
+    );
+    assert_no_epoch(progress);
+    screenshot(&url, "run-live");
+}
+
+/// The compare page of `a` against `b`: the lines `agentcompass-host compare A B` prints (the
+/// difference with its interval, McNemar's test), B − A per category as bars and the tasks
+/// fixed and broken.
+fn compare_page(ws: &Workspace, viewer: &Viewer, root: &Path, a: &Path, b: &Path) {
+    let cli = ws.run_ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()], &[]);
+    let url = format!(
+        "{}/#/compare/{}/{}",
+        viewer.url,
+        route(root, a),
+        route(root, b)
+    );
+    let page = dump_dom(&url);
+    let paired = between(&page, "id=\"paired\"", "</section>");
+    let printed: Vec<&str> = cli
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("A ") || l.starts_with("McNemar") || l.starts_with("shared"))
+        .filter(|l| !l.starts_with("A: "))
+        .collect();
+    assert_eq!(printed.len(), 3, "{}", cli.stdout);
+    for line in printed {
+        assert!(paired.contains(line), "{line:?} not in {paired}");
+    }
+    assert!(paired.contains("fixed 1, broken 1"), "{paired}");
+    let deltas = chart(&page, "category-deltas");
+    assert_eq!(count(deltas, "data-bar="), 4, "{deltas}");
+    let fixed_broken = chart(&page, "fixed-broken");
+    assert_eq!(count(fixed_broken, "data-bar="), 2, "{fixed_broken}");
+    assert_marks_mean_correct(&page);
+    screenshot(&url, "compare");
 }
 
 /// `dom` without the report's JSON data block (which holds every text of the run as JSON).
@@ -466,6 +811,8 @@ fn report_opens_offline(ws: &Workspace, terminus: &Path) {
     assert!(page.contains("id=\"headline\""), "{page}");
     assert!(page.contains("Report of"), "{page}");
     assert_eq!(count(&page, "data-task-id="), 4, "{page}");
+    // The charts are drawn from the embedded data too.
+    run_page_charts(&page, terminus, 4);
 
     let task_url = |id: &str| {
         format!(

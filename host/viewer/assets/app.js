@@ -899,7 +899,7 @@ function taskRow(runPath, t) {
     h('td', { class: 'num' }, isNum(t.reward) ? fmtMetric(t.reward, 'scalar') : '—'),
     h('td', {}, (t.issues || []).map((c) => badge(c, 'issue'))),
     h('td', { class: 'num' }, fmtValue(t.attempts)),
-    h('td', { class: 'num' }, fmtDuration(t.duration_seconds)));
+    h('td', { class: 'num duration', title: isNum(t.duration_seconds) ? t.duration_seconds + ' s' : 'not recorded' }, fmtDuration(t.duration_seconds)));
 }
 
 // ---------------------------------------------------------------------------------------------
