@@ -863,3 +863,86 @@ fn task_ref(run: &Path, task_id: &str) -> String {
     }
     panic!("{task_id} not published in {}", run.display());
 }
+
+/// The front end's number formats, run by Chromium on app.js itself, are the CLI's: a binary
+/// metric `{:.2}%` of the value × 100, a scalar `{:.4}`, a difference `{:+.2} pp` (Rust's
+/// formatter: ties round half to even, a negative zero keeps its sign); durations read like
+/// `1.2 s` and `3 min 04 s`, times like `2026-03-04 12:34:56 UTC`.
+#[test]
+fn the_front_ends_number_formats_are_the_clis() {
+    let ws = Workspace::new();
+    let values = [
+        // Exact ties at four decimals, and (× 100) at two.
+        0.03125,
+        0.09375,
+        0.15625,
+        -0.03125,
+        0.0003125,
+        0.0009375,
+        0.0,
+        -0.0,
+        1.0,
+        0.5,
+        0.125,
+        0.375,
+        0.0625,
+        0.00125,
+        0.00625,
+        1.0 / 3.0,
+        2.0 / 3.0,
+        0.83335,
+        1.00005,
+        12.345,
+        -0.25,
+        -0.125,
+        2.5e-5,
+        0.999999,
+        0.7549999,
+        123456.78125,
+    ];
+    let app = repo().join("host/viewer/assets/app.js");
+    let page = ws.write(
+        "formats.html",
+        &format!(
+            "<!doctype html><html><head><script src=\"file://{}\"></script></head><body>\
+             <pre id=\"out\"></pre><script>\
+             const values = {};\
+             const out = values.map((v) => [fmtMetric(v, 'binary_success'), fmtMetric(v, 'scalar'),\
+               fmtDelta(v, 'binary_success'), fmtDelta(v, 'scalar')]);\
+             out.push([fmtDuration(0.0432), fmtDuration(1.234), fmtDuration(59.96), fmtDuration(184),\
+               fmtDuration(7500), fmtTime(1772627696), fmtTime('2026-03-04T12:34:56Z'), fmtMetric(null, 'scalar')]);\
+             document.getElementById('out').textContent = JSON.stringify(out);\
+             </script></body></html>",
+            app.display(),
+            serde_json::to_string(&values.to_vec()).unwrap()
+        ),
+    );
+    let dom = dump_dom(&format!("file://{}", page.display()));
+    let text = between(&dom, "<pre id=\"out\">", "</pre>")
+        .trim_start_matches("<pre id=\"out\">")
+        .replace("&amp;", "&");
+    let got: Vec<Vec<String>> =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {dom}"));
+    for (v, row) in values.iter().zip(&got) {
+        let expected = [
+            format!("{:.2}%", v * 100.0),
+            format!("{v:.4}"),
+            format!("{:+.2} pp", v * 100.0),
+            format!("{v:+.4}"),
+        ];
+        assert_eq!(row, &expected, "{v}");
+    }
+    assert_eq!(
+        got[values.len()],
+        [
+            "43 ms",
+            "1.2 s",
+            "1 min 00 s",
+            "3 min 04 s",
+            "2 h 05 min",
+            "2026-03-04 12:34:56 UTC",
+            "2026-03-04 12:34:56 UTC",
+            "n/a"
+        ]
+    );
+}
