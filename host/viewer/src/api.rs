@@ -223,7 +223,7 @@ async fn route(app: Arc<App>, path: &str, params: Params) -> Result<Reply, Viewe
 }
 
 /// `/api/runs`: every run's summary; a run still running has its score so far (`so_far`,
-/// from its index).
+/// from its latest index).
 async fn run_list(app: Arc<App>) -> Result<Reply, ViewerError> {
     let root = app.root.clone();
     let listed = blocking(move || {
@@ -236,7 +236,12 @@ async fn run_list(app: Arc<App>) -> Result<Reply, ViewerError> {
     let mut summaries = Vec::with_capacity(listed.len());
     for (terminal, dir, mut summary) in listed {
         if !terminal {
-            let index = app.cache.get(&dir, false).await;
+            // The latest index: a poll shows the one before while a fresh one is built; only
+            // a run's first index is waited for.
+            let index = match app.cache.latest_or_start(&dir, false) {
+                Some(index) => index,
+                None => app.cache.get(&dir, false).await,
+            };
             summary["so_far"] = charts::so_far(&index);
         }
         summaries.push(summary);

@@ -290,6 +290,8 @@ struct Slot {
     cell: Arc<OnceCell<Arc<RunIndex>>>,
     created: Instant,
     terminal: bool,
+    /// The index this slot's replaces (a live run's previous one), until this one is built.
+    previous: Option<Arc<RunIndex>>,
 }
 
 /// The cached indexes, per canonical run directory.
@@ -299,16 +301,27 @@ pub struct IndexCache {
 }
 
 impl IndexCache {
-    fn cell(&self, run_dir: &Path, terminal: bool) -> Arc<OnceCell<Arc<RunIndex>>> {
+    /// The run's cell, and the last index built before it (while the cell is empty).
+    fn cell(
+        &self,
+        run_dir: &Path,
+        terminal: bool,
+    ) -> (Arc<OnceCell<Arc<RunIndex>>>, Option<Arc<RunIndex>>) {
         let mut slots = match self.slots.lock() {
             Ok(slots) => slots,
             Err(poisoned) => poisoned.into_inner(),
         };
-        if let Some(slot) = slots.get(run_dir) {
+        let mut previous = None;
+        if let Some(slot) = slots.get_mut(run_dir) {
             let fresh = slot.terminal || slot.created.elapsed() < RUNNING_INDEX_TTL;
             if fresh && (slot.terminal == terminal || !slot.cell.initialized()) {
-                return slot.cell.clone();
+                if slot.cell.initialized() {
+                    // Built: the index it replaced is no longer needed.
+                    slot.previous = None;
+                }
+                return (slot.cell.clone(), slot.previous.clone());
             }
+            previous = slot.cell.get().cloned().or_else(|| slot.previous.clone());
         }
         if slots.len() >= MAX_CACHED && !slots.contains_key(run_dir) {
             if let Some(oldest) = slots
@@ -326,15 +339,16 @@ impl IndexCache {
                 cell: cell.clone(),
                 created: Instant::now(),
                 terminal,
+                previous: previous.clone(),
             },
         );
-        cell
+        (cell, previous)
     }
 
     /// The run's index, built (on a blocking thread) if it is not cached or stale.
     /// `terminal`: the run has ended, so its index never goes stale.
     pub async fn get(&self, run_dir: &Path, terminal: bool) -> Arc<RunIndex> {
-        let cell = self.cell(run_dir, terminal);
+        let (cell, _) = self.cell(run_dir, terminal);
         let dir = run_dir.to_path_buf();
         cell.get_or_init(|| async move {
             let built = tokio::task::spawn_blocking(move || RunIndex::build(&dir)).await;
@@ -351,16 +365,37 @@ impl IndexCache {
         run_dir: &Path,
         terminal: bool,
     ) -> Option<Arc<RunIndex>> {
-        let cell = self.cell(run_dir, terminal);
+        let (cell, _) = self.cell(run_dir, terminal);
         if let Some(index) = cell.get() {
             return Some(index.clone());
         }
+        self.start(run_dir, terminal);
+        None
+    }
+
+    /// The run's index if it is built and fresh; otherwise the one built before it (`None`:
+    /// none yet) while a fresh one is built in the background. A summary polled every few
+    /// seconds (the run list's score so far) never waits for a large run's index.
+    pub fn latest_or_start(
+        self: &Arc<Self>,
+        run_dir: &Path,
+        terminal: bool,
+    ) -> Option<Arc<RunIndex>> {
+        let (cell, previous) = self.cell(run_dir, terminal);
+        if let Some(index) = cell.get() {
+            return Some(index.clone());
+        }
+        self.start(run_dir, terminal);
+        previous
+    }
+
+    /// Builds the run's index in the background.
+    fn start(self: &Arc<Self>, run_dir: &Path, terminal: bool) {
         let cache = self.clone();
         let dir = run_dir.to_path_buf();
         tokio::spawn(async move {
             cache.get(&dir, terminal).await;
         });
-        None
     }
 }
 
@@ -423,6 +458,37 @@ mod tests {
             index.issue_counts(),
             [("run_timeout".to_string(), "FATAL".to_string(), 1)]
         );
+    }
+
+    #[tokio::test]
+    async fn a_stale_live_index_is_served_while_the_next_is_built() {
+        let run = tempfile::tempdir().unwrap();
+        write_task(
+            run.path(),
+            "normal",
+            "a",
+            "x",
+            r#"{"metrics":{"correct":true}}"#,
+        );
+        let cache = Arc::new(IndexCache::default());
+        assert!(cache.latest_or_start(run.path(), false).is_none());
+        let first = cache.get(run.path(), false).await;
+        assert_eq!(first.entries().len(), 1);
+        write_task(
+            run.path(),
+            "normal",
+            "b",
+            "x",
+            r#"{"metrics":{"correct":true}}"#,
+        );
+        std::thread::sleep(RUNNING_INDEX_TTL);
+        // Stale: the previous index answers at once while the next one is built.
+        let served = cache.latest_or_start(run.path(), false).unwrap();
+        assert!(Arc::ptr_eq(&served, &first) || served.entries().len() == 2);
+        let next = cache.get(run.path(), false).await;
+        assert_eq!(next.entries().len(), 2);
+        let served = cache.latest_or_start(run.path(), false).unwrap();
+        assert!(Arc::ptr_eq(&served, &next));
     }
 
     #[test]
