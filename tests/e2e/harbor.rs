@@ -650,41 +650,107 @@ fn a_fresh_verifier_runs_under_the_evaluation_policy_even_when_it_is_the_runs() 
     assert_eq!(reward(result), 1.0, "{result}");
 }
 
+/// Writes `<dir>/steps/<name>/` with an instruction, a `solve.sh` and a `tests/test.sh`.
+fn write_step(dir: &Path, name: &str, solve: &str, test: &str) {
+    let step = dir.join("steps").join(name);
+    fs::create_dir_all(step.join("solution")).unwrap();
+    fs::create_dir_all(step.join("tests")).unwrap();
+    fs::write(step.join("instruction.md"), format!("Step {name}.\n")).unwrap();
+    fs::write(
+        step.join("solution/solve.sh"),
+        format!("#!/bin/bash\n{solve}\n"),
+    )
+    .unwrap();
+    fs::write(step.join("tests/test.sh"), format!("#!/bin/bash\n{test}\n")).unwrap();
+}
+
+/// A reward of 1 when `condition` (a shell test) holds in the verifier, else 0.
+fn reward_if(condition: &str) -> String {
+    format!(
+        "if {condition}; then echo 1 > /logs/verifier/reward.txt; else ls -laR /app; \
+         echo 0 > /logs/verifier/reward.txt; fi"
+    )
+}
+
 /// A multi-step task with a separate verifier — what Harbor 0.25's `harbor init NAME --task
-/// --steps 2` writes — is a well-formed task this host cannot run yet: it is that task's
-/// `unsupported` issue while the others run (issue 36), and a run of nothing else is refused
-/// before its first task.
+/// --steps 2` writes (`[verifier] environment_mode = "separate"`) — runs as Harbor runs it
+/// (`harbor/trial/multi_step.py`): each step's verifier in a fresh environment holding the
+/// artifacts collected after that step, the agent's environment going on to the next step.
+#[test]
+fn a_multi_step_task_with_a_separate_verifier_runs_as_in_harbor() {
+    let h = harbor();
+    let task = h.ws.root().join("separate/two-steps");
+    fs::create_dir_all(&task).unwrap();
+    fs::write(
+        task.join("task.toml"),
+        "schema_version = \"1.4\"\nartifacts = [\"/app/out.txt\"]\n\n[verifier]\n\
+         environment_mode = \"separate\"\ntimeout_sec = 60.0\n\n[environment]\n\
+         workdir = \"/app\"\n\n[[steps]]\nname = \"one\"\n\n[[steps]]\nname = \"two\"\n",
+    )
+    .unwrap();
+    // The agent leaves a file that is not an artifact: no verifier may see it.
+    write_step(
+        &task,
+        "one",
+        "echo one > /app/out.txt && echo agent-only > /app/scratch.txt",
+        &reward_if("[ \"$(cat /app/out.txt)\" = one ] && [ ! -e /app/scratch.txt ]"),
+    );
+    // Step two builds on the agent environment step one left (its scratch file is there).
+    write_step(
+        &task,
+        "two",
+        "[ -e /app/scratch.txt ] && echo two >> /app/out.txt",
+        &reward_if(
+            "[ \"$(cat /app/out.txt)\" = \"$(printf 'one\\ntwo')\" ] && [ ! -e /app/scratch.txt ]",
+        ),
+    );
+    let out = h
+        .run(task.parent().unwrap(), "oracle", &[], &[])
+        .expect_code(0);
+    let (_, result) = &results(&run_dir(&out))["two-steps"];
+    let steps = steps_of(result);
+    assert_eq!(step_names(&steps), ["one", "two"], "{result}");
+    for step in &steps {
+        assert_eq!(step["metrics"]["reward"], 1.0, "{step}");
+        assert_eq!(step["evaluated"], true, "{step}");
+    }
+    assert_eq!(reward(result), 1.0, "{result}");
+}
+
+/// A well-formed task this host cannot run — steps whose verifiers run in different places
+/// (Harbor lets each step choose) — is that task's `unsupported` issue while the others run
+/// (issue 36), and a run of nothing else is refused before its first task.
 #[test]
 fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run() {
     let h = harbor();
     let tasks = h.ws.root().join("mixed");
     agentcompass_e2e::copy_tree(&examples().join("hello-file"), &tasks.join("hello-file"));
-    let separate = tasks.join("separate-steps");
-    agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &separate);
-    let toml = fs::read_to_string(separate.join("task.toml"))
+    let mixed = tasks.join("mixed-steps");
+    agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &mixed);
+    let toml = fs::read_to_string(mixed.join("task.toml"))
         .unwrap()
         .replace(
-            "[verifier]\n",
-            "[verifier]\nenvironment_mode = \"separate\"\n",
+            "[[steps]]\nname = \"two\"\n",
+            "[[steps]]\nname = \"two\"\nverifier = { environment_mode = \"separate\" }\n",
         );
-    fs::write(separate.join("task.toml"), toml).unwrap();
+    assert!(toml.contains("environment_mode"), "{toml}");
+    fs::write(mixed.join("task.toml"), toml).unwrap();
     let out = h.run(&tasks, "oracle", &[], &[]).expect_code(1);
     let results = results(&run_dir(&out));
     assert_eq!(reward(&results["hello-file"].1), 1.0, "{out:?}");
-    let refused = &results["separate-steps"].1;
+    let refused = &results["mixed-steps"].1;
     let issues = refused["issues"].to_string();
     assert!(issues.contains("\"code\":\"unsupported\""), "{issues}");
     assert!(
-        issues.contains("field `verifier.environment_mode`: a multi-step task is verified"),
+        issues.contains("field `steps[1].verifier.environment_mode`: every step's verifier runs"),
         "{issues}"
     );
     // Alone, it is refused before anything runs.
-    let out = h.run(&separate, "oracle", &[], &[]).expect_code(2);
+    let out = h.run(&mixed, "oracle", &[], &[]).expect_code(2);
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("a separate verifier environment is not supported"),
+        out.stderr.contains("a step cannot choose otherwise"),
         "{}",
         out.stderr
     );

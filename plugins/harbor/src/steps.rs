@@ -1,9 +1,11 @@
 //! `[[steps]]` (multi-step tasks), validated exactly as Harbor validates `StepConfig`:
 //! a portable, unique `name`, `agent` / `verifier` tables of the task-level schema,
 //! `min_reward` (a number, or a table of numbers), a `healthcheck` and `artifacts`.
-//! The host runs the steps in order in the task environment; what a step declares beyond its
-//! name, `min_reward` and `verifier.env` is not applied per step (a warning says so), and a
-//! step with a separate verifier environment is refused.
+//! The host runs the steps in order in the task environment, each step's verifier where the
+//! task's runs (the task environment, or a fresh one holding that step's artifacts); what a
+//! step declares beyond its name, `min_reward` and `verifier.env` is not applied per step (a
+//! warning says so), and a step whose verifier would run elsewhere than the task's is the
+//! task's `unsupported` issue.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,9 +31,10 @@ pub(crate) struct StepDecl {
     pub(crate) agent_timeout_seconds: Option<f64>,
     /// `verifier.timeout_sec` (the task's `[verifier]` value when absent).
     pub(crate) verifier_timeout_seconds: Option<f64>,
-    /// The step's verifier runs in a separate environment (`verifier.environment_mode =
-    /// "separate"` or a `[steps.verifier.environment]` table), with the field saying so.
-    pub(crate) separate_verifier: Option<&'static str>,
+    /// The step's own `verifier.environment_mode`, when it sets one.
+    pub(crate) verifier_mode: Option<EvaluationEnvironmentMode>,
+    /// The step declares a verifier environment of its own (`[steps.verifier.environment]`).
+    pub(crate) own_verifier_environment: bool,
 }
 
 /// The steps of `[[steps]]` (`None` when absent; an empty list is a single-step task, as in
@@ -62,7 +65,8 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             verifier_env: BTreeMap::new(),
             agent_timeout_seconds: None,
             verifier_timeout_seconds: None,
-            separate_verifier: None,
+            verifier_mode: None,
+            own_verifier_environment: false,
         };
         if let Some(agent) = step.table("agent")? {
             decl.agent_timeout_seconds = agent_decl(&agent, &mut found)?.timeout_seconds;
@@ -75,11 +79,8 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             let verifier_decl = verifier_decl(&verifier, &mut found)?;
             decl.verifier_env = verifier_decl.env_variables;
             decl.verifier_timeout_seconds = verifier_decl.timeout_seconds;
-            decl.separate_verifier = match (verifier_decl.mode, &verifier_decl.environment) {
-                (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
-                (None, Some(_)) => Some("verifier.environment"),
-                _ => None,
-            };
+            decl.verifier_mode = verifier_decl.mode;
+            decl.own_verifier_environment = verifier_decl.environment.is_some();
             let not_applied = "the task-level [verifier] applies to every step";
             for field in ["network_mode", "allowed_hosts", "collect"] {
                 found.unsupported(&verifier, field, not_applied);

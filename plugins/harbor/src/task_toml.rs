@@ -138,25 +138,37 @@ fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
     Ok(strip_canary(&instruction))
 }
 
-/// What a well-formed multi-step task asks that this host cannot do: a separate verifier
-/// environment (the task's or a step's), as `field `...`: reason`. Such a task loads and is
-/// its own `unsupported` issue when planned; the run's other tasks run.
+/// What a well-formed multi-step task asks that this host cannot do, as `field `...`:
+/// reason`: steps whose verifiers do not all run the same way (Harbor lets each step choose
+/// between the task environment and a separate one; here the task's choice applies to every
+/// step), or a step's own verifier environment. Such a task loads and is its own
+/// `unsupported` issue when planned; the run's other tasks run. A task-level separate
+/// verifier (what `harbor init --steps` writes) runs each step's verifier in a fresh
+/// evaluation environment holding the artifacts collected after that step.
 fn unsupported_steps(decl: &TaskDecl, steps: &[StepDecl]) -> Option<String> {
-    let separate = match (decl.verifier.mode, &decl.verifier.environment) {
-        (Some(EvaluationEnvironmentMode::Fresh), _) => Some("verifier.environment_mode"),
-        (None, Some(_)) => Some("verifier.environment"),
-        _ => None,
+    let task_separate = match (decl.verifier.mode, &decl.verifier.environment) {
+        (Some(mode), _) => mode == EvaluationEnvironmentMode::Fresh,
+        (None, environment) => environment.is_some(),
     };
-    let field = separate.map(str::to_string).or_else(|| {
-        steps.iter().enumerate().find_map(|(i, s)| {
-            s.separate_verifier
-                .map(|field| format!("steps[{i}].{field}"))
+    steps.iter().enumerate().find_map(|(i, s)| {
+        if s.own_verifier_environment {
+            return Some(format!(
+                "field `steps[{i}].verifier.environment`: a step's own verifier environment is \
+                 not supported (the task's [verifier.environment] serves every step)"
+            ));
+        }
+        let separate = match s.verifier_mode {
+            Some(mode) => mode == EvaluationEnvironmentMode::Fresh,
+            None => task_separate,
+        };
+        (separate != task_separate).then(|| {
+            format!(
+                "field `steps[{i}].verifier.environment_mode`: every step's verifier runs where \
+                 the task's does here (the task environment, or a separate one for all), so a \
+                 step cannot choose otherwise"
+            )
         })
-    })?;
-    Some(format!(
-        "field `{field}`: a multi-step task is verified in the task environment here, after \
-         each step; a separate verifier environment is not supported"
-    ))
+    })
 }
 
 /// The steps of a multi-step task, as Harbor checks them: each step's directory with its

@@ -704,23 +704,43 @@ fn multi_step_tasks_load_their_steps() {
     write_step(&dir, "one", &[]);
     std::fs::remove_file(dir.join("tests/test.sh")).unwrap();
     assert!(load_err(&dir).contains("expected the verifier script of step `one`"));
-    // Steps are verified in the task environment: a separate verifier (the task's or a
-    // step's) loads as a well-formed task this host cannot run, named by its field, and is
-    // refused when planned (its own `unsupported` issue; the run's other tasks run).
-    for (name, toml, field) in [
+    // A task-level separate verifier serves every step (a fresh evaluation environment per
+    // step); steps that choose otherwise, or a step's own verifier environment, load as a
+    // well-formed task this host cannot run, named by its field, refused when planned (its
+    // own `unsupported` issue; the run's other tasks run).
+    for (name, toml) in [
         (
             "separate",
             "[verifier.environment]\n[[steps]]\nname = \"one\"\n",
-            "verifier.environment",
         ),
         (
             "separate-mode",
             "[verifier]\nenvironment_mode = \"separate\"\n[[steps]]\nname = \"one\"\n",
-            "verifier.environment_mode",
         ),
+    ] {
+        let dir = write_task(tmp.path(), name, toml);
+        write_step(&dir, "one", &[]);
+        let task = load(&dir).unwrap();
+        assert!(
+            task.metadata["harbor"].get("unsupported").is_none(),
+            "{name}"
+        );
+        assert_eq!(
+            task.evaluation_environment_mode,
+            Some(EvaluationEnvironmentMode::Fresh),
+            "{name}"
+        );
+    }
+    for (name, toml, field) in [
         (
             "separate-step",
             "[[steps]]\nname = \"one\"\nverifier = { environment_mode = \"separate\" }\n",
+            "steps[0].verifier.environment_mode",
+        ),
+        (
+            "shared-step",
+            "[verifier]\nenvironment_mode = \"separate\"\n[[steps]]\nname = \"one\"\n\
+             verifier = { environment_mode = \"shared\" }\n",
             "steps[0].verifier.environment_mode",
         ),
         (
@@ -737,8 +757,7 @@ fn multi_step_tasks_load_their_steps() {
             .unwrap_or_default()
             .to_string();
         assert!(
-            reason.contains(&format!("field `{field}`: a multi-step task is verified"))
-                && reason.contains("a separate verifier environment is not supported"),
+            reason.contains(&format!("field `{field}`: ")),
             "{name}: {reason}"
         );
         let err = Harbor

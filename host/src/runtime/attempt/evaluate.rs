@@ -96,6 +96,17 @@ pub(super) struct Evaluated {
     pub(super) returned: bool,
 }
 
+impl Evaluated {
+    /// An evaluation that did not run (its environment did not open, or was cancelled).
+    fn not_run(result: RunResult, cancelled: bool) -> Self {
+        Evaluated {
+            result,
+            cancelled,
+            returned: false,
+        }
+    }
+}
+
 /// The benchmark's `evaluate_attempt`, or its `evaluate_step` for `task_step`, under the
 /// evaluation watchdog.
 pub(super) async fn evaluate_in(
@@ -190,6 +201,36 @@ pub(super) async fn evaluate_fresh(
     };
     close_environment(step.rc, env, &mut evaluated).await;
     (evaluated, cancelled)
+}
+
+/// A step's fresh evaluation: a new environment from the plan's evaluation environment, the
+/// artifacts collected after the step restored to their sources, `evaluate_step`, close.
+pub(super) async fn evaluate_step_fresh(
+    step: &Step<'_>,
+    task_step: &TaskStep,
+    prepared: &PreparedTask,
+    result: RunResult,
+    writer: &TaskWriter,
+) -> Evaluated {
+    let mut result = result;
+    let env = match open_environment(step, EnvironmentRole::Evaluation).await {
+        Ok(env) => env,
+        Err(Halt::Cancelled(_)) => return Evaluated::not_run(result, true),
+        Err(Halt::Issue(issue)) => {
+            result.push_issue(issue);
+            return Evaluated::not_run(result, false);
+        }
+    };
+    let mut evaluated = match restore(step, &env.session, writer).await {
+        Err(None) => Evaluated::not_run(result, true),
+        Err(Some((code, message))) => {
+            result.push_issue(code.fatal(IssuePhase::Evaluate, message));
+            Evaluated::not_run(result, false)
+        }
+        Ok(()) => evaluate_in(step, Some(task_step), prepared, result, Some(&env.session)).await,
+    };
+    close_environment(step.rc, env, &mut evaluated.result).await;
+    evaluated
 }
 
 /// Restores the collected artifacts into the fresh environment (`Err(None)`: cancelled).

@@ -1,8 +1,10 @@
 //! A multi-step attempt: the task's steps one after another in the same task environment (the
 //! agent's state carries over). Each step is prepared (`prepare_step`), run by the harness,
-//! evaluated in the task environment (`evaluate_step`, reuse mode; none mode evaluates without
-//! it) and judged (`score_steps`: go on or stop, and the attempt's metrics so far). Artifacts
-//! are collected once, after the last step run.
+//! evaluated (`evaluate_step`: in the task environment in reuse mode, without one in none
+//! mode, and in fresh mode — Harbor's separate verifier — in a new evaluation environment
+//! holding the artifacts collected from the task environment after that step) and judged
+//! (`score_steps`: go on or stop, and the attempt's metrics so far). Artifacts are collected
+//! after the last step run (and, in fresh mode, after every step).
 //!
 //! Every finished step is persisted as it finishes: `attempt-N/steps/<name>/result.json` (the
 //! step's full result and its record), and, when another step follows, a snapshot of the
@@ -28,8 +30,8 @@ use agentcompass_schema::checkpoint::{StepsCheckpoint, STEPS_CHECKPOINT_SCHEMA};
 use serde_json::{json, Value};
 
 use super::env::{close_environment, open_environment, OpenEnv};
-use super::evaluate::evaluate_in;
-use super::outcome::{failed, has_fatal};
+use super::evaluate::{evaluate_in, evaluate_step_fresh};
+use super::outcome::has_fatal;
 use super::resume::ResumeError;
 use super::stage::{run_stage, StageOutcome, Step};
 use super::{collect, PhysicalOutcome};
@@ -64,22 +66,7 @@ pub(super) async fn run_steps(
     writer: &TaskWriter,
     done: Done,
 ) -> PhysicalOutcome {
-    let (task, plan) = (step.task, step.plan);
-    if plan.evaluation_environment_mode == EvaluationEnvironmentMode::Fresh {
-        let mut result = failed(
-            task,
-            codes::UNSUPPORTED.fatal(
-                IssuePhase::Setup,
-                "the steps of a multi-step task are evaluated in the task environment (reuse) \
-                 or without one (none); a fresh evaluation environment per step is not supported",
-            ),
-        );
-        close_environment(step.rc, env, &mut result).await;
-        return PhysicalOutcome {
-            result,
-            cancelled: false,
-        };
-    }
+    let task = step.task;
     if done.records.is_empty() {
         if let Err(e) = writer.clear_steps(step.attempt) {
             tracing::warn!("cannot clear the steps of an earlier run: {e}");
@@ -126,9 +113,9 @@ async fn run_remaining(
         let ran = match &own_plan {
             Some(plan) => {
                 let own = Step { plan, ..*step };
-                run_one(&own, env, task_step).await
+                run_one(&own, env, writer, task_step).await
             }
-            None => run_one(step, env, task_step).await,
+            None => run_one(step, env, writer, task_step).await,
         };
         if ran.cancelled {
             return None;
@@ -202,9 +189,9 @@ struct Ran {
 }
 
 /// One step: prepare and run it, then evaluate it unless its run failed fatally.
-async fn run_one(step: &Step<'_>, env: &OpenEnv, task_step: &TaskStep) -> Ran {
+async fn run_one(step: &Step<'_>, env: &OpenEnv, writer: &TaskWriter, task_step: &TaskStep) -> Ran {
     let StageOutcome {
-        result,
+        mut result,
         prepared,
         cancelled,
     } = run_stage(step, &env.session, Some(task_step)).await;
@@ -216,9 +203,28 @@ async fn run_one(step: &Step<'_>, env: &OpenEnv, task_step: &TaskStep) -> Ran {
             cancelled,
         };
     };
-    let session = (step.plan.evaluation_environment_mode == EvaluationEnvironmentMode::Reuse)
-        .then_some(&env.session);
-    let evaluated = evaluate_in(step, Some(task_step), &prepared, result, session).await;
+    let evaluated = match step.plan.evaluation_environment_mode {
+        EvaluationEnvironmentMode::Reuse => {
+            evaluate_in(step, Some(task_step), &prepared, result, Some(&env.session)).await
+        }
+        EvaluationEnvironmentMode::NoEnvironment => {
+            evaluate_in(step, Some(task_step), &prepared, result, None).await
+        }
+        // As Harbor's separate verifier of a step: the step's artifacts, collected from the
+        // task environment (which stays open for the next step), are what a fresh
+        // evaluation environment sees.
+        EvaluationEnvironmentMode::Fresh => {
+            collect::collect_artifacts(step, &env.session, writer, &mut result).await;
+            if has_fatal(&result) {
+                return Ran {
+                    result,
+                    evaluated: false,
+                    cancelled: false,
+                };
+            }
+            evaluate_step_fresh(step, task_step, &prepared, result, writer).await
+        }
+    };
     Ran {
         evaluated: evaluated.returned,
         cancelled: evaluated.cancelled,
