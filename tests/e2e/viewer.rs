@@ -759,3 +759,58 @@ fn report_of_something_else_is_one_line_and_writes_nothing() {
     insta::assert_snapshot!("report_out_dir_missing", ws.redact(out.stderr.trim_end()));
     assert!(!run.join("report.html").exists());
 }
+
+/// With k = 2 the CLI scores a task by the mean of its first two attempts: the compare page's
+/// paired statistics are the CLI's (`view` hands the viewer the host's own comparison), not a
+/// reading of each task's final attempt.
+#[test]
+fn the_compare_pages_statistics_are_the_clis_with_k_2() {
+    use agentcompass_e2e::scripted::ScriptedServer;
+    use agentcompass_e2e::{QaSetup, THREE_QUESTIONS};
+    let setup = QaSetup::new(THREE_QUESTIONS);
+    // Attempts run one at a time: the first attempt of `add` is right, its second wrong.
+    let run = |model: &str, responses: serde_json::Value| {
+        let server = ScriptedServer::start(
+            &json!({"rules": [{"match": {}, "cycle": true, "responses": responses}]}),
+            None,
+        )
+        .unwrap();
+        let extra = ["--k", "2", "--task-concurrency", "1", "--run-name", model];
+        run_dir(&setup.run(&server.base_url(), "k", &extra).expect_code(0))
+    };
+    let a = run("a", json!([{"text": "4"}, {"text": "x"}]));
+    let b = run("b", json!([{"text": "x"}]));
+    let results = setup.ws.cwd.join("results");
+    let rel = |run: &Path| enc(&run.strip_prefix(&results).unwrap().display().to_string());
+    let viewer = Viewer::start(&setup.ws, &results);
+    let cmp = viewer.json(&format!("/api/compare?a={}&b={}", rel(&a), rel(&b)), 200);
+    drop(viewer);
+    let cli = setup.ws.run_json(
+        &[
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--json",
+        ],
+        &[],
+    );
+    let paired = &cmp["paired"];
+    for key in [
+        "metric",
+        "kind",
+        "shared",
+        "mean_a",
+        "mean_b",
+        "difference",
+        "interval",
+        "mcnemar",
+        "categories",
+    ] {
+        assert_eq!(paired[key], cli[key], "{key}: {paired} vs {cli}");
+    }
+    // `add` is right in one attempt of two: A's mean is 1/6, where the final attempts
+    // (all wrong) would give 0.
+    assert_eq!(cli["pass_k_a"]["flaky"], json!(["add"]), "{cli}");
+    let mean_a = paired["mean_a"].as_f64().unwrap();
+    assert!((mean_a - 1.0 / 6.0).abs() < 1e-9, "{paired}");
+}

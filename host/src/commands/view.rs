@@ -7,6 +7,21 @@ use anyhow::{bail, Context};
 
 use crate::cli::ViewCmd;
 
+/// The compare page's paired statistics as `compare A B --json` computes them (the host's
+/// scoring rules, the first k attempts of each task), with the task lists the page shows as
+/// counts (`only_a`, `only_b`, `unscored`).
+fn cli_paired() -> agentcompass_viewer::paired::PairedStats {
+    std::sync::Arc::new(|a: &Path, b: &Path| {
+        let comparison = agentcompass_host::compare::compare(a, b, None).ok()?;
+        let mut value = serde_json::to_value(comparison).ok()?;
+        for key in ["only_a", "only_b", "unscored"] {
+            let count = value[key].as_array().map_or(0, Vec::len);
+            value[key] = serde_json::json!(count);
+        }
+        Some(value)
+    })
+}
+
 /// How many ports from `--port` on are tried.
 const PORT_ATTEMPTS: u16 = 100;
 
@@ -27,8 +42,8 @@ pub fn view(results_dir: &Path, cmd: &ViewCmd) -> anyhow::Result<i32> {
         .context("cannot start the viewer's runtime")?;
     runtime.block_on(async {
         let listener = bind(&cmd.host, cmd.port).await?;
-        let handle =
-            agentcompass_viewer::serve(root, listener).context("cannot start the viewer")?;
+        let handle = agentcompass_viewer::serve_with_paired(root, listener, cli_paired())
+            .context("cannot start the viewer")?;
         let addr = handle.addr();
         let host = if addr.is_ipv6() {
             format!("[{}]", addr.ip())

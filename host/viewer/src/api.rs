@@ -78,6 +78,7 @@ impl Reply {
 pub struct App {
     root: Root,
     cache: Arc<IndexCache>,
+    paired: Option<crate::paired::PairedStats>,
 }
 
 impl App {
@@ -86,7 +87,14 @@ impl App {
         App {
             root,
             cache: Arc::new(IndexCache::default()),
+            paired: None,
         }
+    }
+
+    /// The compare page's paired statistics from `paired` (the CLI's), not the viewer's own.
+    pub fn with_paired(mut self, paired: crate::paired::PairedStats) -> App {
+        self.paired = Some(paired);
+        self
     }
 }
 
@@ -391,6 +399,7 @@ async fn compare_runs(app: Arc<App>, params: &Params) -> Result<Reply, ViewerErr
     .await?;
     let ia = app.cache.get(&a, ta).await;
     let ib = app.cache.get(&b, tb).await;
+    let given = app.paired.clone();
     let body = blocking(move || {
         let (tasks, categories) = compare::compare(&ia, &ib);
         let correct = |c: Option<Option<bool>>| c.flatten();
@@ -408,7 +417,12 @@ async fn compare_runs(app: Arc<App>, params: &Params) -> Result<Reply, ViewerErr
             })
             .collect();
         // The bootstrap is O(resamples × tasks): only the first page carries it.
-        let stats = (page == 0).then(|| paired(&ia, &ib));
+        let stats = (page == 0).then(|| {
+            given
+                .as_ref()
+                .and_then(|compare| compare(&a, &b))
+                .unwrap_or_else(|| paired(&ia, &ib))
+        });
         Ok(json!({
             "a": sa,
             "b": sb,

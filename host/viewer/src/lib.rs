@@ -21,4 +21,4 @@ pub mod tasks;
 pub mod timeline;
 
 pub use error::ViewerError;
-pub use server::{serve, ViewerHandle};
+pub use server::{serve, serve_with_paired, ViewerHandle};

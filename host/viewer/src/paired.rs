@@ -5,9 +5,11 @@
 //! with the CLI's defaults (resamples, confidence, seed) over the tasks in task-id order, so
 //! the numbers are the CLI's.
 //!
-//! The per-task value is the final attempt's (the CLI averages the first k attempts: the same
-//! for k = 1), and a task whose final attempt has no value for the metric is not scored (the
-//! CLI scores an agent's failure without a value as 0).
+//! This is the viewer's own reading, used when no [`PairedStats`] is given: the per-task value
+//! is the final attempt's (the CLI averages the first k attempts: the same for k = 1), and a
+//! task whose final attempt has no value for the metric is not scored (the CLI scores an
+//! agent's failure without a value as 0). `agentcompass-host view` gives the CLI's own
+//! comparison as the [`PairedStats`], so the page's numbers are the CLI's for every run.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +20,12 @@ use agentcompass_stats::{
 use serde_json::{json, Value};
 
 use crate::index::RunIndex;
+
+/// The paired statistics of run B against run A (their directories), computed elsewhere — by
+/// the host, with its scoring rules — in the shape [`paired`] returns; `None` falls back to
+/// [`paired`].
+pub type PairedStats =
+    std::sync::Arc<dyn Fn(&std::path::Path, &std::path::Path) -> Option<Value> + Send + Sync>;
 
 /// A run's published tasks by task id: (primary metric value, category).
 fn published(index: &RunIndex) -> BTreeMap<&str, (Option<f64>, &str)> {

@@ -84,8 +84,22 @@ fn response(reply: Reply, head: bool) -> Response<ReplyBody> {
 /// Serves the viewer over `root` on `listener` until the handle is shut down or dropped.
 /// Must be called inside a tokio runtime.
 pub fn serve(root: Root, listener: TcpListener) -> std::io::Result<ViewerHandle> {
+    serve_app(App::new(root), listener)
+}
+
+/// [`serve`], the compare page's paired statistics computed by `paired` (the host's own
+/// comparison, so that the page shows what `compare` prints).
+pub fn serve_with_paired(
+    root: Root,
+    listener: TcpListener,
+    paired: crate::paired::PairedStats,
+) -> std::io::Result<ViewerHandle> {
+    serve_app(App::new(root).with_paired(paired), listener)
+}
+
+fn serve_app(app: App, listener: TcpListener) -> std::io::Result<ViewerHandle> {
     let addr = listener.local_addr()?;
-    let app = Arc::new(App::new(root));
+    let app = Arc::new(app);
     let (stop, mut stopped) = watch::channel(false);
     let task = tokio::spawn(async move {
         loop {
