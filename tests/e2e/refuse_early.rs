@@ -207,3 +207,45 @@ fn a_results_directory_that_cannot_be_created_is_refused_before_anything_runs() 
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// A name that does not resolve is refused like nothing listening: the host runs in a network
+/// namespace of its own (`unshare --net`, no route out), so its name lookup fails at once and
+/// no query leaves the machine.
+#[test]
+fn an_endpoint_whose_name_does_not_resolve_is_refused_before_the_first_task() {
+    let qa = Qa::new();
+    let params = "{\"path\": \"qa.jsonl\"}";
+    let out = std::process::Command::new("unshare")
+        .arg("--net")
+        .arg(agentcompass_e2e::host_bin())
+        .args(["--no-bundled-plugins", "--plugin-dir"])
+        .arg(qa.packs.to_str().expect("utf-8"))
+        .args([
+            "run",
+            "qa",
+            "openai_chat",
+            "m",
+            "--benchmark-params",
+            params,
+        ])
+        .args(["--model-base-url", "http://models.example.test/v1"])
+        .current_dir(&qa.ws.cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &qa.ws.home)
+        .output()
+        .expect("unshare (util-linux)");
+    let out = agentcompass_e2e::Outcome::of(out);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(
+            "error: model endpoint http://models.example.test/v1: cannot connect (failed to \
+             lookup address information: "
+        ) && out.stderr.contains("--no-endpoint-check"),
+        "{}",
+        out.stderr
+    );
+    assert!(!qa.ws.cwd.join("results").exists());
+}
