@@ -24,11 +24,10 @@ impl Qa {
         }
     }
 
-    /// `run qa openai_chat m --benchmark-params '{"path": DATASET}' EXTRA...`, expecting exit
-    /// 2, one line and nothing written; returns the line.
-    fn refused(&self, dataset: &str, extra: &[&str], env: &[(&str, &str)]) -> String {
-        let params = format!("{{\"path\": \"{dataset}\"}}");
-        let mut args = vec![
+    /// `--plugin-dir PACKS run qa openai_chat m --benchmark-params PARAMS` (`params` names
+    /// the dataset).
+    fn args<'a>(&'a self, params: &'a str) -> Vec<&'a str> {
+        vec![
             "--plugin-dir",
             self.packs.to_str().expect("utf-8"),
             "run",
@@ -36,8 +35,15 @@ impl Qa {
             "openai_chat",
             "m",
             "--benchmark-params",
-            &params,
-        ];
+            params,
+        ]
+    }
+
+    /// `run qa openai_chat m --benchmark-params '{"path": DATASET}' EXTRA...`, expecting exit
+    /// 2, one line and nothing written; returns the line.
+    fn refused(&self, dataset: &str, extra: &[&str], env: &[(&str, &str)]) -> String {
+        let params = format!("{{\"path\": \"{dataset}\"}}");
+        let mut args = self.args(&params);
         args.extend_from_slice(extra);
         let out = self.ws.run_expect(2, &args, env);
         assert_eq!(out.stdout, "");
@@ -99,17 +105,7 @@ fn dry_run_opens_the_tasks_and_counts_them() {
     ];
     let line = qa.refused("missing.jsonl", &url, &[]);
     assert!(line.contains("missing.jsonl"), "{line}");
-    let params = "{\"path\": \"qa.jsonl\"}";
-    let mut args = vec![
-        "--plugin-dir",
-        qa.packs.to_str().expect("utf-8"),
-        "run",
-        "qa",
-        "openai_chat",
-        "m",
-        "--benchmark-params",
-        params,
-    ];
+    let mut args = qa.args("{\"path\": \"qa.jsonl\"}");
     args.extend_from_slice(&url);
     let v = qa.ws.run_json(&args, &[]);
     assert_eq!(v["selected_tasks"], 2, "{v}");

@@ -455,6 +455,22 @@ fn view_serves_real_runs_read_only() {
         &[],
     );
     let paired = &cmp["paired"];
+    assert_paired_is_clis(paired, &cli);
+    for key in ["only_a", "only_b", "unscored"] {
+        assert_eq!(
+            paired[key].as_u64(),
+            cli[key].as_array().map(|ids| ids.len() as u64),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        paired["mcnemar"],
+        json!({"fixed": 1, "broken": 1, "p_value": 1.0})
+    );
+}
+
+/// The compare page's paired statistics are `compare A B --json`'s, field by field.
+fn assert_paired_is_clis(paired: &Value, cli: &Value) {
     for key in [
         "metric",
         "kind",
@@ -468,17 +484,6 @@ fn view_serves_real_runs_read_only() {
     ] {
         assert_eq!(paired[key], cli[key], "{key}: {paired} vs {cli}");
     }
-    for key in ["only_a", "only_b", "unscored"] {
-        assert_eq!(
-            paired[key].as_u64(),
-            cli[key].as_array().map(|ids| ids.len() as u64),
-            "{key}"
-        );
-    }
-    assert_eq!(
-        paired["mcnemar"],
-        json!({"fixed": 1, "broken": 1, "p_value": 1.0})
-    );
 }
 
 /// The task counts of a histogram's bins.
@@ -795,19 +800,7 @@ fn the_compare_pages_statistics_are_the_clis_with_k_2() {
         &[],
     );
     let paired = &cmp["paired"];
-    for key in [
-        "metric",
-        "kind",
-        "shared",
-        "mean_a",
-        "mean_b",
-        "difference",
-        "interval",
-        "mcnemar",
-        "categories",
-    ] {
-        assert_eq!(paired[key], cli[key], "{key}: {paired} vs {cli}");
-    }
+    assert_paired_is_clis(paired, &cli);
     // `add` is right in one attempt of two: A's mean is 1/6, where the final attempts
     // (all wrong) would give 0.
     assert_eq!(cli["pass_k_a"]["flaky"], json!(["add"]), "{cli}");

@@ -143,14 +143,9 @@ pub fn counts(tasks: &[Compared]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::write_task;
     use crate::index::RunIndex;
-    use std::path::Path;
 
-    fn task(run: &Path, id: &str, category: &str, correct: bool) {
-        let result = format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#);
-        write_task(run, "normal", id, category, &result);
-    }
+    use crate::index::write_correct_task as task;
 
     #[test]
     fn changes_and_categories() {

@@ -401,6 +401,13 @@ impl IndexCache {
 
 /// Writes task `id` of `category` in `state` with `result` as its one attempt's
 /// `result.json` (for the tests of the modules that read runs).
+/// Publishes task `id` of `category` with a binary `correct` result (tests).
+#[cfg(test)]
+pub(crate) fn write_correct_task(run: &Path, id: &str, category: &str, correct: bool) {
+    let result = format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#);
+    write_task(run, "normal", id, category, &result);
+}
+
 #[cfg(test)]
 pub(crate) fn write_task(run: &Path, state: &str, id: &str, category: &str, result: &str) {
     let dir = run.join("details").join(state).join(format!("{id}--00"));

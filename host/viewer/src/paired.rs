@@ -131,12 +131,8 @@ pub fn paired(a: &RunIndex, b: &RunIndex) -> Value {
 mod tests {
     use super::*;
     use crate::index::write_task;
-    use std::path::Path;
 
-    fn task(run: &Path, id: &str, category: &str, correct: bool) {
-        let result = format!(r#"{{"status":"completed","metrics":{{"correct":{correct}}}}}"#);
-        write_task(run, "normal", id, category, &result);
-    }
+    use crate::index::write_correct_task as task;
 
     #[test]
     fn paired_statistics_of_two_runs() {
