@@ -33,6 +33,8 @@ pub struct Planner {
     benchmark: BenchmarkHandle,
     benchmark_info: ComponentInfo,
     harness: Option<Arc<dyn Harness>>,
+    /// Whether the harness is a reference harness (handed reference solutions).
+    harness_reads_reference: bool,
     recipes: RecipeSet,
     provider: Arc<dyn EnvironmentProvider>,
 }
@@ -46,10 +48,12 @@ impl Planner {
             .get(ComponentKind::Benchmark, &req.benchmark.id)?
             .info
             .clone();
-        let harness = if req.is_harness_free() {
-            None
+        let (harness, harness_reads_reference) = if req.is_harness_free() {
+            (None, false)
         } else {
-            Some(registry.harness(&req.harness.id)?)
+            let info = &registry.get(ComponentKind::Harness, &req.harness.id)?.info;
+            let reads = info.reads_reference_solution;
+            (Some(registry.harness(&req.harness.id)?), reads)
         };
         let recipes = RecipeSet::for_request(registry, &req.execution.enabled_recipes)?;
         let provider = registry.environment(&req.environment.id)?;
@@ -57,6 +61,7 @@ impl Planner {
             benchmark,
             benchmark_info,
             harness,
+            harness_reads_reference,
             recipes,
             provider,
         })
@@ -74,6 +79,7 @@ impl Planner {
             benchmark,
             benchmark_info,
             harness,
+            harness_reads_reference: false,
             recipes: RecipeSet::new(recipes),
             provider,
         }
@@ -87,6 +93,12 @@ impl Planner {
     /// The harness (`None` for a harness-free benchmark).
     pub fn harness(&self) -> Option<&Arc<dyn Harness>> {
         self.harness.as_ref()
+    }
+
+    /// Whether the harness is handed the benchmark's reference solutions
+    /// ([`agentcompass_plugin_api::contracts::ComponentInfo::reads_reference_solution`]).
+    pub fn harness_reads_reference(&self) -> bool {
+        self.harness_reads_reference
     }
 
     /// The environment provider.

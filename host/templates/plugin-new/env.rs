@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ExecCommand, ExecRequest, ExecResult, OpenEnvironmentRequest,
-    ProviderCapabilities, SessionInfo,
+    ProviderCapabilities, SessionDirs, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
     blocking, copy_file, copy_tree, exit_code, random_suffix, sanitise, spawn_error,
@@ -258,6 +258,9 @@ impl EnvironmentSession for Session {
             provider: ID.to_string(),
             default_workdir: Some(workdir.clone()),
             close_params: json!({ "workdir": workdir }),
+            // The session's own directories: `tests`, `solution`, `logs` and `tmp` inside the
+            // private directory (a real backend keeps them out of the agent's workspace).
+            dirs: SessionDirs::under(&workdir, "app").with_workspace(workdir.clone()),
         }
     }
 

@@ -43,6 +43,7 @@ impl EnvironmentSession for BrokenSession {
             provider: "broken".into(),
             default_workdir: Some("relative".into()),
             close_params: serde_json::Value::Null,
+            ..SessionInfo::default()
         }
     }
 

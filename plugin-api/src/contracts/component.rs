@@ -271,6 +271,11 @@ pub struct ComponentInfo {
     /// is checked then; a model-free harness is never asked for one.
     #[serde(default, skip_serializing_if = "ModelUse::is_undeclared")]
     pub model_use: ModelUse,
+    /// Harness only: whether it is a reference harness (`oracle`), handed the task's
+    /// [`super::ReferenceSolution`] when the benchmark offers one. Every other harness gets
+    /// the prepared task without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reads_reference_solution: bool,
 }
 
 /// Whether a harness calls the run's model ([`ComponentInfo::model_use`]).
@@ -312,7 +317,15 @@ impl ComponentInfo {
             extra: serde_json::Value::Null,
             analyzer: None,
             model_use: ModelUse::Undeclared,
+            reads_reference_solution: false,
         }
+    }
+
+    /// Declares the harness a reference harness: it is handed the task's reference solution
+    /// ([`super::PreparedTask::reference_solution`]) (builder style).
+    pub fn reading_reference_solution(mut self) -> Self {
+        self.reads_reference_solution = true;
+        self
     }
 
     /// Declares whether the harness calls the run's model (builder style).

@@ -214,6 +214,84 @@ pub struct SessionInfo {
     /// JSON-serialisable parameters sufficient to close the environment later.
     #[serde(default)]
     pub close_params: serde_json::Value,
+    /// The session's own directories (environment paths). A provider that does not report
+    /// them (one built against plugin API 0.1.1 or earlier) gets the container conventions.
+    #[serde(default)]
+    pub dirs: SessionDirs,
+}
+
+/// The directories an environment gives one session to itself, as paths inside the
+/// environment. No other session sees them and the provider removes them when the session
+/// closes, so plugins put files there instead of at fixed paths (no plugin branches on a
+/// provider's name):
+///
+/// | field | `sandbox`, `docker` | `host_process` |
+/// |---|---|---|
+/// | `workspace` | `/app` (`setup.workdir`) | `ROOT/app` (or its `workdir` param) |
+/// | `tests` | `/tests` | `ROOT/tests` |
+/// | `solution` | `/solution` | `ROOT/solution` |
+/// | `logs` | `/logs` | `ROOT/logs` |
+/// | `tmp` | `/tmp` | `ROOT/tmp` |
+///
+/// where `ROOT` is the session's private directory under the host's temporary directory.
+/// Only `workspace` is meant for the agent; `tests` and `solution` are for the benchmark and
+/// reference harnesses (hidden files are uploaded there at evaluation time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionDirs {
+    /// The task's working directory (the agent's).
+    pub workspace: String,
+    /// Hidden tests, uploaded at evaluation time.
+    pub tests: String,
+    /// A reference solution (reference harnesses only).
+    pub solution: String,
+    /// Logs (`logs/agent`, `logs/verifier`: Harbor's reward files live in the latter).
+    pub logs: String,
+    /// Scratch files of harnesses and benchmarks (instructions, small scripts).
+    pub tmp: String,
+}
+
+impl Default for SessionDirs {
+    /// The container conventions (`/app`, `/tests`, `/solution`, `/logs`, `/tmp`).
+    fn default() -> Self {
+        SessionDirs::under("/", "app")
+    }
+}
+
+impl SessionDirs {
+    /// The directories `root/workspace`, `root/tests`, `root/solution`, `root/logs` and
+    /// `root/tmp` (`root` an environment path).
+    pub fn under(root: &str, workspace: &str) -> Self {
+        let root = root.trim_end_matches('/');
+        let join = |name: &str| format!("{root}/{name}");
+        SessionDirs {
+            workspace: join(workspace),
+            tests: join("tests"),
+            solution: join("solution"),
+            logs: join("logs"),
+            tmp: join("tmp"),
+        }
+    }
+
+    /// The same directories with `workspace` as the working directory.
+    pub fn with_workspace(mut self, workspace: impl Into<String>) -> Self {
+        self.workspace = workspace.into();
+        self
+    }
+
+    /// `name` under the logs directory (`logs/verifier/reward.txt`).
+    pub fn log_path(&self, name: &str) -> String {
+        format!("{}/{}", self.logs.trim_end_matches('/'), name)
+    }
+}
+
+impl SessionInfo {
+    /// The working directory of commands: `default_workdir`, else the session's workspace.
+    pub fn workdir(&self) -> &str {
+        self.default_workdir
+            .as_deref()
+            .unwrap_or(&self.dirs.workspace)
+    }
 }
 
 #[cfg(test)]
@@ -276,9 +354,22 @@ mod tests {
             provider: "docker".into(),
             default_workdir: Some("/app".into()),
             close_params: json!({"container": "abc"}),
+            dirs: SessionDirs::default().with_workspace("/work"),
         };
         let back: SessionInfo =
             serde_json::from_value(serde_json::to_value(&info).unwrap()).unwrap();
         assert_eq!(back, info);
+        // A provider of plugin API 0.1.1 reports no dirs: the container conventions.
+        let old: SessionInfo = serde_json::from_value(json!({"id": "s", "provider": "p"})).unwrap();
+        assert_eq!(old.dirs.workspace, "/app");
+        assert_eq!(old.dirs.tests, "/tests");
+        assert_eq!(
+            old.dirs.log_path("verifier/reward.txt"),
+            "/logs/verifier/reward.txt"
+        );
+        assert_eq!(old.workdir(), "/app");
+        let private = SessionDirs::under("/tmp/agentcompass-t-1-x/", "app");
+        assert_eq!(private.solution, "/tmp/agentcompass-t-1-x/solution");
+        assert_eq!(private.tmp, "/tmp/agentcompass-t-1-x/tmp");
     }
 }

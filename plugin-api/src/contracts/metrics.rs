@@ -84,6 +84,37 @@ impl MetricContract {
         }
     }
 
+    /// Adds a scalar metric described by `description` (builder style); the first metric
+    /// added to an empty contract is its primary.
+    ///
+    /// ```
+    /// use agentcompass_plugin_api::contracts::MetricContract;
+    /// let contract = MetricContract::correct()
+    ///     .with_scalar("reward", "Fraction of hidden tests passed")
+    ///     .with_primary("reward");
+    /// assert_eq!(contract.primary().map(|m| m.id.as_str()), Some("reward"));
+    /// assert_eq!(contract.metrics.len(), 2);
+    /// ```
+    pub fn with_scalar(mut self, id: impl Into<String>, description: impl Into<String>) -> Self {
+        let primary = self.metrics.is_empty();
+        self.metrics.push(MetricSpec {
+            primary,
+            description: description.into(),
+            ..MetricSpec::new(id, MetricKind::Scalar)
+        });
+        self
+    }
+
+    /// Makes metric `id` the only primary one (builder style; an unknown id changes nothing).
+    pub fn with_primary(mut self, id: &str) -> Self {
+        if self.get(id).is_some() {
+            for metric in &mut self.metrics {
+                metric.primary = metric.id == id;
+            }
+        }
+        self
+    }
+
     /// The primary metric.
     pub fn primary(&self) -> Option<&MetricSpec> {
         self.metrics.iter().find(|m| m.primary)

@@ -266,6 +266,54 @@ pub struct PreparedTask {
     /// Filtered metadata.
     #[serde(default)]
     pub metadata: JsonMap,
+    /// The task's reference solution, offered by the benchmark
+    /// ([`PreparedTask::with_reference_solution`]). The host hands it only to reference
+    /// harnesses ([`super::ComponentInfo::reads_reference_solution`]); every other harness
+    /// sees `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_solution: Option<ReferenceSolution>,
+}
+
+/// A task's reference solution: a directory on the host that a reference harness uploads
+/// into the session's `solution` directory ([`super::SessionDirs::solution`]) before it
+/// runs `script` there with `bash` and `env`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReferenceSolution {
+    /// The directory on the host (absolute), uploaded whole.
+    pub dir: String,
+    /// The script to run, relative to the directory (`solve.sh`).
+    #[serde(default = "default_solution_script")]
+    pub script: String,
+    /// Extra variables for the script.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+fn default_solution_script() -> String {
+    "solve.sh".to_string()
+}
+
+impl ReferenceSolution {
+    /// The solution in host directory `dir`, run as `bash solve.sh`.
+    pub fn new(dir: impl Into<String>) -> Self {
+        ReferenceSolution {
+            dir: dir.into(),
+            script: default_solution_script(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// Runs `script` (relative to the directory) instead of `solve.sh`.
+    pub fn script(mut self, script: impl Into<String>) -> Self {
+        self.script = script.into();
+        self
+    }
+
+    /// Sets a variable for the script.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
 }
 
 impl PreparedTask {
@@ -286,6 +334,13 @@ impl PreparedTask {
             PreparedTask::new(task.task_id.clone(), TaskInput::new(task.question.clone()));
         prepared.category = task.category.clone();
         prepared
+    }
+
+    /// Offers the task's reference solution to reference harnesses (builder style); the host
+    /// removes it before any other harness sees the prepared task.
+    pub fn with_reference_solution(mut self, solution: ReferenceSolution) -> Self {
+        self.reference_solution = Some(solution);
+        self
     }
 }
 

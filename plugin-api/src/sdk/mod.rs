@@ -40,6 +40,7 @@ pub mod select;
 pub mod testing;
 mod traits;
 pub mod validate;
+pub mod verifier;
 
 pub use async_trait::async_trait;
 pub use builder::{BenchmarkHandle, PluginBuilder};

@@ -1,21 +1,20 @@
 //! `oracle`: runs a Harbor task's reference solution (`solution/solve.sh`) in the task
 //! environment, so a benchmark's verifier can be checked against a known-good agent.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ConfigSchema, EnvironmentSpec, ExecRequest, ExecResult, ExecutionIssue,
-    HarnessPlan, IssuePhase, ModelSpec, PreparedTask, RunRequest, RunResult, Trajectory,
-    TrajectoryMetric, TrajectoryStep,
+    HarnessPlan, IssuePhase, ModelSpec, PreparedTask, ReferenceSolution, RunRequest, RunResult,
+    Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
     async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
 };
 use agentcompass_plugin_api::{Error, Result};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::params::Params;
 use crate::text::{one_line_tail, scrubbed_outcome, tail};
@@ -23,12 +22,6 @@ use crate::trajectory::iso_now;
 
 /// Registry id.
 pub const ID: &str = "oracle";
-
-/// Where the solution directory is uploaded.
-pub const SOLUTION_DIR: &str = "/solution";
-
-/// The solution script inside the environment.
-const SOLVE_SCRIPT: &str = "/solution/solve.sh";
 
 /// Characters of stdout/stderr kept in the trajectory.
 const OUTPUT_TAIL_CHARS: usize = 10_000;
@@ -45,10 +38,12 @@ pub fn schema() -> ConfigSchema {
 pub fn info() -> ComponentInfo {
     crate::harness_info(
         ID,
-        "Runs a Harbor task's reference solution (solution/solve.sh uploaded to /solution)",
+        "Runs the task's reference solution (Harbor's solution/solve.sh) in the session's \
+         solution directory",
         schema(),
     )
     .with_model_use(agentcompass_plugin_api::contracts::ModelUse::None)
+    .reading_reference_solution()
 }
 
 /// The harness.
@@ -68,40 +63,18 @@ pub(crate) fn runs_bash(environment: &EnvironmentSpec) -> bool {
         .is_none_or(|os| !os.eq_ignore_ascii_case("windows"))
 }
 
-/// The host path of the task's `solution/` dir from `metadata.harbor.solution_dir`.
-pub(crate) fn solution_dir(prepared: &PreparedTask, benchmark: &str) -> Result<String> {
-    prepared
-        .metadata
-        .get("harbor")
-        .and_then(|harbor| harbor.get("solution_dir"))
-        .and_then(Value::as_str)
-        .filter(|dir| !dir.trim().is_empty())
-        .map(str::to_string)
-        .ok_or_else(|| {
-            Error::invalid_input(format!(
-                "oracle needs a Harbor task with solution/ (benchmark `{benchmark}` did not \
-                 provide metadata.harbor.solution_dir for task `{}`)",
-                prepared.task_id
-            ))
-        })
-}
-
-/// Extra variables for `solve.sh` from `metadata.harbor.solution_env` (Harbor's `[solution] env`).
-fn solution_env(prepared: &PreparedTask) -> BTreeMap<String, String> {
-    let Some(Value::Object(vars)) = prepared
-        .metadata
-        .get("harbor")
-        .and_then(|harbor| harbor.get("solution_env"))
-    else {
-        return BTreeMap::new();
-    };
-    vars.iter()
-        .filter_map(|(key, value)| match value {
-            Value::String(s) => Some((key.clone(), s.clone())),
-            Value::Number(_) | Value::Bool(_) => Some((key.clone(), value.to_string())),
-            _ => None,
-        })
-        .collect()
+/// The task's reference solution, as the benchmark offered it.
+pub(crate) fn reference_solution<'a>(
+    prepared: &'a PreparedTask,
+    benchmark: &str,
+) -> Result<&'a ReferenceSolution> {
+    prepared.reference_solution.as_ref().ok_or_else(|| {
+        Error::invalid_input(format!(
+            "{ID} needs a reference solution (benchmark `{benchmark}` offered none for task \
+             `{}`)",
+            prepared.task_id
+        ))
+    })
 }
 
 #[async_trait]
@@ -145,13 +118,13 @@ impl Harness for Oracle {
 }
 
 /// The issue for a `solve.sh` that timed out or failed (`None` when it succeeded).
-fn solve_issue(outcome: &ExecResult, plan: &HarnessPlan) -> Option<ExecutionIssue> {
+fn solve_issue(outcome: &ExecResult, plan: &HarnessPlan, script: &str) -> Option<ExecutionIssue> {
     if outcome.timed_out {
         Some(ExecutionIssue::error(
             IssuePhase::Run,
             "oracle_timeout",
             format!(
-                "{ID}: {SOLVE_SCRIPT} hit the run timeout ({}s)",
+                "{ID}: {script} hit the run timeout ({}s)",
                 plan.run_timeout_seconds.unwrap_or_default()
             ),
         ))
@@ -160,7 +133,7 @@ fn solve_issue(outcome: &ExecResult, plan: &HarnessPlan) -> Option<ExecutionIssu
             IssuePhase::Run,
             "oracle_failed",
             format!(
-                "{ID}: {SOLVE_SCRIPT} exited with {}: {}",
+                "{ID}: {script} exited with {}: {}",
                 outcome.returncode,
                 one_line_tail(&outcome.stderr, 300)
             ),
@@ -171,12 +144,17 @@ fn solve_issue(outcome: &ExecResult, plan: &HarnessPlan) -> Option<ExecutionIssu
 }
 
 /// The one trajectory step: the `solve.sh` command and its output tails.
-fn solve_step(outcome: &ExecResult, duration_ms: u128, started_at: String) -> TrajectoryStep {
+fn solve_step(
+    outcome: &ExecResult,
+    duration_ms: u128,
+    started_at: String,
+    script: &str,
+) -> TrajectoryStep {
     TrajectoryStep {
         step_id: 1,
-        user_content: json!(format!("bash {SOLVE_SCRIPT}")),
+        user_content: json!(format!("bash {script}")),
         observation: vec![json!({
-            "command": format!("bash {SOLVE_SCRIPT}"),
+            "command": format!("bash {script}"),
             "exit_code": outcome.returncode,
             "timed_out": outcome.timed_out,
             "stdout": tail(&outcome.stdout, OUTPUT_TAIL_CHARS),
@@ -201,30 +179,35 @@ async fn run(
     benchmark: &str,
     plan: &HarnessPlan,
 ) -> Result<RunResult> {
-    let dir = solution_dir(prepared, benchmark)?;
-    let host_dir = Path::new(&dir);
+    let solution = reference_solution(prepared, benchmark)?;
+    let host_dir = Path::new(&solution.dir);
     if !host_dir.is_absolute() || !host_dir.is_dir() {
         return Err(Error::invalid_input(format!(
-            "{ID}: metadata.harbor.solution_dir `{dir}` is not an existing absolute directory"
+            "{ID}: the reference solution `{}` is not an existing absolute directory",
+            solution.dir
         )));
     }
+    let target = env.info().dirs.solution;
+    let script = format!("{}/{}", target.trim_end_matches('/'), solution.script);
     let started_at = iso_now();
     ctx.progress(json!({"step": "uploading solution", "task_id": prepared.task_id}));
-    env.upload_dir(host_dir, SOLUTION_DIR)
-        .await
-        .map_err(|e| e.context(format!("{ID}: uploading solution/ to {SOLUTION_DIR}")))?;
+    env.upload_dir(host_dir, &target).await.map_err(|e| {
+        e.context(format!(
+            "{ID}: uploading the reference solution to {target}"
+        ))
+    })?;
     if ctx.is_cancelled() {
         return Err(Error::cancelled());
     }
-    let mut request = ExecRequest::argv(["bash", SOLVE_SCRIPT]);
-    request.env = solution_env(prepared);
+    let mut request = ExecRequest::argv(["bash", script.as_str()]);
+    request.env = solution.env.clone();
     request.timeout_seconds = plan.run_timeout_seconds;
-    ctx.progress(json!({"step": "running solve.sh", "task_id": prepared.task_id}));
+    ctx.progress(json!({"step": "running the reference solution", "task_id": prepared.task_id}));
     let clock = Instant::now();
     let outcome = env
         .exec(request)
         .await
-        .map_err(|e| e.context(format!("{ID}: running {SOLVE_SCRIPT}")))?;
+        .map_err(|e| e.context(format!("{ID}: running {script}")))?;
     let duration_ms = clock.elapsed().as_millis();
     let outcome = scrubbed_outcome(ctx, outcome, "").await;
 
@@ -236,10 +219,10 @@ async fn run(
     result
         .telemetry
         .insert("duration_ms".into(), json!(duration_ms));
-    if let Some(issue) = solve_issue(&outcome, plan) {
+    if let Some(issue) = solve_issue(&outcome, plan, &script) {
         result.push_issue(issue);
     }
-    let step = solve_step(&outcome, duration_ms, started_at.clone());
+    let step = solve_step(&outcome, duration_ms, started_at.clone(), &script);
     result.trajectory = Some(Trajectory {
         started_at: Some(started_at),
         finished_at: step.finished_at.clone(),
@@ -264,12 +247,11 @@ mod tests {
     }
 
     fn harbor_task(dir: &Path) -> PreparedTask {
-        let mut task = PreparedTask::new("hello", TaskInput::new("Create /app/hello.txt"));
-        task.metadata.insert(
-            "harbor".into(),
-            json!({"solution_dir": dir.display().to_string(), "solution_env": {"MODE": "x", "N": 2}}),
-        );
-        task
+        let solution = ReferenceSolution::new(dir.display().to_string())
+            .env("MODE", "x")
+            .env("N", "2");
+        PreparedTask::new("hello", TaskInput::new("Create /app/hello.txt"))
+            .with_reference_solution(solution)
     }
 
     fn plan(timeout: Option<f64>) -> HarnessPlan {
@@ -293,8 +275,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.message,
-            "oracle needs a Harbor task with solution/ (benchmark `qa` did not provide \
-             metadata.harbor.solution_dir for task `t`)"
+            "oracle needs a reference solution (benchmark `qa` offered none for task `t`)"
         );
         assert!(fake.calls().is_empty());
         let mut bad = harbor_task(Path::new("/definitely/not/here"));

@@ -205,6 +205,7 @@ impl EnvironmentSession for FakeSession {
             provider: "fake".into(),
             default_workdir: Some("/app".into()),
             close_params: Value::Null,
+            ..SessionInfo::default()
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentcompass_plugin_api::contracts::{
-    ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionInfo,
+    ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionDirs, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
     blocking, random_suffix, timeout_duration, transfer_error,
@@ -99,6 +99,7 @@ impl EnvironmentSession for DockerSession {
             id: self.container.clone(),
             provider: ID.to_string(),
             default_workdir: Some(self.workdir.clone()),
+            dirs: SessionDirs::default().with_workspace(self.workdir.clone()),
             close_params: match &self.network {
                 SessionNetwork::Isolated { dir, .. } => json!({
                     "container": self.container,

@@ -10,7 +10,8 @@ use std::time::Instant;
 use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
     ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
-    PreparedTask, RunRequest, RunResult, StepResult, StepScore, TaskInput, TaskSpec, TaskStep,
+    PreparedTask, ReferenceSolution, RunRequest, RunResult, StepResult, StepScore, TaskInput,
+    TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
@@ -143,8 +144,9 @@ fn step_dir(task_dir: &str, step: &TaskStep) -> PathBuf {
 pub struct Harbor;
 
 impl Harbor {
-    /// The harness-facing input: the instruction `question`, the workspace and, for the oracle
-    /// harness, the reference solution's directory (`solution`, required then).
+    /// The harness-facing input: the instruction `question`, the workspace and the reference
+    /// solution's directory (`solution`, offered to reference harnesses; required for the
+    /// oracle).
     fn prepared(
         task: &TaskSpec,
         question: String,
@@ -163,15 +165,21 @@ impl Harbor {
         if let Some(workdir) = &plan.workdir {
             harbor.insert("workdir".into(), workdir.clone().into());
         }
-        if is_oracle(req) {
-            let Some(solution) = solution else {
+        match solution {
+            // Offered to reference harnesses only: the host removes it for any other.
+            Some(solution) => {
+                prepared = prepared.with_reference_solution(ReferenceSolution::new(
+                    solution.display().to_string(),
+                ));
+            }
+            None if is_oracle(req) => {
                 return Err(Error::invalid_input(format!(
                     "{ID}: task {}: the {ORACLE_HARNESS} harness needs {} (missing)",
                     task.task_id,
                     Path::new(&plan.task_dir).join(SOLUTION_DIR).display()
                 )));
-            };
-            harbor.insert("solution_dir".into(), solution.display().to_string().into());
+            }
+            None => {}
         }
         if !harbor.is_empty() {
             prepared

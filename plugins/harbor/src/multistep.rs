@@ -115,7 +115,7 @@ pub(crate) fn score(task: &TaskSpec, steps: &[StepResult]) -> StepScore {
         .map(|values| {
             reward::metrics(&Rewards {
                 values: values.clone(),
-                source: "",
+                source: String::new(),
             })
         })
         .unwrap_or_default();

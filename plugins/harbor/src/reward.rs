@@ -1,162 +1,33 @@
-//! Reading the verifier's reward files (Harbor `verifier/verifier.py` semantics).
-//!
-//! `reward.json` (a flat map of name → finite number) wins when both files exist; otherwise
-//! `reward.txt` holds a single number, exposed as key `reward`. A missing or empty file and a
-//! value that is not a finite number are errors. The exit code of `test.sh` is not the reward.
+//! Reading the verifier's reward files at Harbor's fixed paths (the SDK's
+//! [`agentcompass_plugin_api::sdk::verifier::reward`] does the parsing, Harbor's
+//! `verifier/verifier.py` semantics).
 
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::MetricValue;
+use agentcompass_plugin_api::sdk::verifier::reward as sdk;
+pub use agentcompass_plugin_api::sdk::verifier::reward::{RewardError, Rewards, REWARD_KEY};
 
 /// The multi-metric reward file.
 pub const REWARD_JSON: &str = "/logs/verifier/reward.json";
 /// The single-number reward file.
 pub const REWARD_TXT: &str = "/logs/verifier/reward.txt";
-/// The key of the primary reward.
-pub const REWARD_KEY: &str = "reward";
-
-/// Why no reward could be read: a machine-readable code and a one-line message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RewardError {
-    /// `reward_file_missing`, `reward_file_empty` or `reward_parse_error`.
-    pub code: &'static str,
-    /// What went wrong, naming the file.
-    pub message: String,
-}
-
-impl RewardError {
-    fn parse(path: &str, message: impl std::fmt::Display) -> Self {
-        RewardError {
-            code: "reward_parse_error",
-            message: format!("{path}: {message}"),
-        }
-    }
-
-    fn empty(path: &str) -> Self {
-        RewardError {
-            code: "reward_file_empty",
-            message: format!("{path} is empty"),
-        }
-    }
-}
-
-/// The rewards of one evaluation and the file they came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Rewards {
-    /// Reward values by name.
-    pub values: BTreeMap<String, f64>,
-    /// The file read ([`REWARD_JSON`] or [`REWARD_TXT`]).
-    pub source: &'static str,
-}
-
-impl Rewards {
-    /// The primary reward: key `reward`, else the only key, else the mean of all values.
-    pub fn primary(&self) -> f64 {
-        if let Some(value) = self.values.get(REWARD_KEY) {
-            return *value;
-        }
-        let count = self.values.len().max(1) as f64;
-        self.values.values().sum::<f64>() / count
-    }
-}
 
 /// The metrics of `rewards`: the declared ones only, `reward` (the primary reward) and
 /// `correct` (`reward >= 1`). Every named reward of `reward.json` stays in
 /// `meta.benchmark.harbor.rewards`: upstream's readers refuse an attempt metric the contract
 /// does not declare.
 pub fn metrics(rewards: &Rewards) -> BTreeMap<String, MetricValue> {
-    let primary = rewards.primary();
-    let mut metrics = BTreeMap::new();
-    metrics.insert(REWARD_KEY.into(), MetricValue::from(primary));
-    metrics.insert("correct".into(), MetricValue::from(primary >= 1.0));
-    metrics
-}
-
-/// Shortens a file's content for an error message.
-fn excerpt(text: &str) -> String {
-    const MAX: usize = 80;
-    let trimmed = text.trim();
-    let shown: String = trimmed.chars().take(MAX).collect();
-    if trimmed.chars().count() > MAX {
-        format!("{shown:?}...")
-    } else {
-        format!("{shown:?}")
-    }
-}
-
-/// Parses `reward.json`: a non-empty flat object of finite numbers.
-pub fn parse_json(text: &str) -> Result<BTreeMap<String, f64>, RewardError> {
-    let path = REWARD_JSON;
-    if text.trim().is_empty() {
-        return Err(RewardError::empty(path));
-    }
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-        RewardError::parse(
-            path,
-            format!("expected a JSON object, found invalid JSON ({e})"),
-        )
-    })?;
-    let serde_json::Value::Object(map) = value else {
-        return Err(RewardError::parse(
-            path,
-            format!(
-                "expected a JSON object of name → number, found {}",
-                excerpt(text)
-            ),
-        ));
-    };
-    if map.is_empty() {
-        return Err(RewardError::parse(
-            path,
-            "expected at least one reward, found an empty object",
-        ));
-    }
-    map.iter()
-        .map(|(name, value)| match value.as_f64() {
-            Some(number) if value.is_number() && number.is_finite() => Ok((name.clone(), number)),
-            _ => Err(RewardError::parse(
-                path,
-                format!("reward \"{name}\": expected a finite number, found {value}"),
-            )),
-        })
-        .collect()
+    rewards.metrics()
 }
 
 /// Parses `reward.txt`: one finite number (surrounding whitespace allowed).
+#[cfg(test)]
 pub fn parse_txt(text: &str) -> Result<f64, RewardError> {
-    let path = REWARD_TXT;
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err(RewardError::empty(path));
-    }
-    match trimmed.parse::<f64>() {
-        Ok(value) if value.is_finite() => Ok(value),
-        _ => Err(RewardError::parse(
-            path,
-            format!(
-                "expected a single finite number, found {}",
-                excerpt(trimmed)
-            ),
-        )),
-    }
+    sdk::parse_txt(text, REWARD_TXT)
 }
 
 /// The rewards from the files' contents (`None`: the file does not exist).
 pub fn from_files(json: Option<&str>, txt: Option<&str>) -> Result<Rewards, RewardError> {
-    match (json, txt) {
-        (Some(json), _) => Ok(Rewards {
-            values: parse_json(json)?,
-            source: REWARD_JSON,
-        }),
-        (None, Some(txt)) => Ok(Rewards {
-            values: BTreeMap::from([(REWARD_KEY.to_string(), parse_txt(txt)?)]),
-            source: REWARD_TXT,
-        }),
-        (None, None) => Err(RewardError {
-            code: "reward_file_missing",
-            message: format!(
-                "the verifier wrote no reward file (expected {REWARD_JSON} or {REWARD_TXT})"
-            ),
-        }),
-    }
+    sdk::from_files(json, txt, REWARD_JSON, REWARD_TXT)
 }

@@ -1364,10 +1364,18 @@ fn evaluate(name: &str, session: &Arc<ScriptedSession>, stale: Option<&str>) -> 
 }
 
 #[test]
-fn prepare_exposes_the_solution_only_to_the_oracle() {
+fn prepare_offers_the_solution_only_as_the_reference_solution() {
     let session = ScriptedSession::new(Verifier::Nothing);
     let (task, req) = example_task("hello-file", "agent");
-    let prepared = prepare(&task, &req, &session);
+    let mut prepared = prepare(&task, &req, &session);
+    // Offered through the typed contract (the host removes it for a non-reference harness),
+    // and nowhere else.
+    let offered = prepared.reference_solution.take().unwrap();
+    assert!(
+        offered.dir.ends_with("hello-file/solution"),
+        "{}",
+        offered.dir
+    );
     assert_eq!(prepared.input.prompt, task.question);
     assert_eq!(prepared.input.workspace.as_deref(), Some("/app"));
     assert_eq!(prepared.ground_truth, None);
@@ -1384,9 +1392,11 @@ fn prepare_exposes_the_solution_only_to_the_oracle() {
 
     let (task, req) = example_task("hello-file", "oracle");
     let prepared = prepare(&task, &req, &session);
-    let solution = prepared.metadata["harbor"]["solution_dir"]
-        .as_str()
-        .unwrap();
+    let solution = &prepared.reference_solution.as_ref().unwrap().dir;
+    assert_eq!(
+        prepared.reference_solution.as_ref().unwrap().script,
+        "solve.sh"
+    );
     assert!(Path::new(solution).join("solve.sh").is_file(), "{solution}");
     assert!(Path::new(solution).is_absolute());
     assert_eq!(prepared.metadata["harbor"]["workdir"], json!("/app"));
@@ -1673,7 +1683,7 @@ fn steps_are_prepared_and_verified_with_their_own_files() {
 
     let one = prepare(&task.steps[0]);
     assert_eq!(one.input.prompt, "Step one.\n");
-    let solution = one.metadata["harbor"]["solution_dir"].as_str().unwrap();
+    let solution = &one.reference_solution.as_ref().unwrap().dir;
     assert!(
         solution.ends_with("two-steps/steps/one/solution"),
         "{solution}"
@@ -1705,7 +1715,7 @@ fn steps_are_prepared_and_verified_with_their_own_files() {
         "exec mkdir -p /logs/verifier /logs/agent /logs/artifacts /tests && find /logs/verifier \
          /logs/agent /tests -mindepth 1 -delete cwd=None timeout=Some(120.0)"
     );
-    let solution = two.metadata["harbor"]["solution_dir"].as_str().unwrap();
+    let solution = &two.reference_solution.as_ref().unwrap().dir;
     assert!(solution.ends_with("two-steps/solution"), "{solution}");
     let before = session.log().len();
     evaluate(&task.steps[1], &two);

@@ -1,19 +1,24 @@
 //! The `host_process` environment: commands run directly on this machine, in a per-task working
 //! directory, with the public network (no isolation at all: it is not a sandbox).
 //!
-//! - Working directory: the `workdir` parameter when given (created if missing, never removed),
-//!   else a fresh private directory (mode 0700) under the system temporary directory, named
-//!   `agentcompass-<task>-<attempt>-<random>` and removed when the session closes (or, after a
-//!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`).
-//! - The private directory is created lazily: `open` only reserves its path (reported as
-//!   [`SessionInfo::default_workdir`]) and creates nothing on disk; the first operation that
-//!   needs it (an `exec` with the default or a relative `cwd`, a transfer, text or probe call
-//!   on a relative path) creates it, exactly once. Operations on absolute paths never create
-//!   it. Most tasks never touch their environment, and creating and deleting a directory per
-//!   task attempt dominated the cost of large runs. Should the reserved name be taken by then,
-//!   another random suffix is chosen and `default_workdir` reports the directory actually
-//!   created. A session whose directory was never created has nothing to release, so its
-//!   `close_params` are `null` until then.
+//! - Session directories ([`SessionDirs`]): every session has a private root (mode 0700)
+//!   under the system temporary directory, named `agentcompass-<task>-<attempt>-<random>`,
+//!   holding `app` (the workspace), `tests`, `solution`, `logs` and `tmp`; it is removed when
+//!   the session closes (or, after a crash, by [`EnvironmentProvider::close`] from the
+//!   persisted `close_params`). Nothing a session writes through its directories lands at a
+//!   host-wide path, so concurrent tasks never see each other's files. Commands get `TMPDIR`
+//!   set to `ROOT/tmp` unless the call sets it.
+//! - Working directory: the `workdir` parameter when given (created at open if missing, never
+//!   removed; the private root still holds the other directories), else `ROOT/app`.
+//! - The root is created lazily: `open` only reserves its path and creates nothing on disk;
+//!   the first operation that needs it (an `exec`, a transfer, text or probe call on a
+//!   relative path or a path under the root) creates it with its subdirectories, exactly
+//!   once. Operations on other absolute paths never create it. Most tasks never touch their
+//!   environment, and creating and deleting directories per task attempt dominated the cost
+//!   of large runs. Should the reserved name be taken by then, another random suffix is
+//!   chosen, paths under the reserved name are rebased onto it, and the session's info
+//!   reports the directories actually created. A session whose root was never created has
+//!   nothing to release, so its `close_params` are `null` until then.
 //! - Known trade-off: the runtime persists an environment record only when `close_params` are
 //!   non-null at open time, so a lazily created directory is not in that record, and a crash
 //!   of the host may leave it behind. Such leftovers are the `agentcompass-*` directories
@@ -102,32 +107,27 @@ impl EnvironmentProvider for HostProcessProvider {
     }
 
     async fn open(&self, _ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
-        let fixed = fixed_workdir_param(&request.environment.params)?;
+        let fixed = match fixed_workdir_param(&request.environment.params)? {
+            Some(dir) => Some(create_fixed_workdir(dir).await?),
+            None => None,
+        };
         let task = sanitise(&request.task_id);
         let attempt = request.attempt;
         let prefix = format!("{OWNED_PREFIX}{task}-{attempt}-");
-        let (workdir, owned, id) = match fixed {
-            Some(dir) => {
-                let id = format!("{ID}-{task}-{attempt}-{}", random_suffix());
-                (create_fixed_workdir(dir).await?, false, id)
-            }
-            None => {
-                // Only reserved here: created by the first operation that needs it.
-                let name = format!("{prefix}{}", random_suffix());
-                let base = std::env::temp_dir();
-                let base = std::path::absolute(&base).unwrap_or(base);
-                (base.join(&name), true, name)
-            }
-        };
+        // Only reserved here: created by the first operation that needs it.
+        let name = format!("{prefix}{}", random_suffix());
+        let base = std::env::temp_dir();
+        let base = std::path::absolute(&base).unwrap_or(base);
+        let root = base.join(&name);
         tracing::debug!(
             provider = ID,
-            workdir = %workdir.display(),
-            owned,
+            root = %root.display(),
+            fixed_workdir = fixed.is_some(),
             "opened environment"
         );
         Ok(Arc::new(HostProcessSession::new(
-            id,
-            Workdir::new(workdir, owned, prefix),
+            name,
+            Workdir::new(root, fixed, prefix),
             request.resolved_env.clone(),
         )))
     }
@@ -137,6 +137,7 @@ impl EnvironmentProvider for HostProcessProvider {
             .get("owned")
             .and_then(Value::as_bool)
             .unwrap_or(false);
+        // `workdir`: the session's private root (the name predates the session directories).
         let Some(workdir) = close_params.get("workdir").and_then(Value::as_str) else {
             return Ok(());
         };

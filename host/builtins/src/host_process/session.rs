@@ -37,15 +37,15 @@ impl HostProcessSession {
         }
     }
 
-    /// A session path as a host path: absolute paths as they are (the working directory is
-    /// not needed, nor created), others under the working directory (created if needed).
+    /// A session path as a host path: absolute paths as they are (the root is created first
+    /// when they lie under it), others under the workspace (created if needed).
     async fn resolve(&self, path: &str) -> Result<PathBuf> {
         if Path::new(path).is_absolute() {
-            Ok(PathBuf::from(path))
+            self.workdir.claim(Path::new(path)).await
         } else if path.is_empty() {
-            self.workdir.ensure().await
+            self.workdir.workspace().await
         } else {
-            Ok(self.workdir.ensure().await?.join(path))
+            Ok(self.workdir.workspace().await?.join(path))
         }
     }
 
@@ -59,28 +59,31 @@ impl HostProcessSession {
 #[async_trait]
 impl EnvironmentSession for HostProcessSession {
     fn info(&self) -> SessionInfo {
-        let workdir = self.workdir.path().to_string_lossy().into_owned();
-        // An owned directory not created yet has nothing to release.
-        let close_params = if self.workdir.owned && self.workdir.created().is_none() {
-            Value::Null
-        } else {
-            json!({"workdir": workdir, "owned": self.workdir.owned})
+        let dirs = self.workdir.dirs();
+        // A root not created yet has nothing to release.
+        let close_params = match self.workdir.created() {
+            None => Value::Null,
+            Some(root) => json!({"workdir": root.to_string_lossy(), "owned": true}),
         };
         SessionInfo {
             id: self.id.clone(),
             provider: ID.to_string(),
-            default_workdir: Some(workdir),
+            default_workdir: Some(dirs.workspace.clone()),
             close_params,
+            dirs,
         }
     }
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = request.effective_env(&self.env)?;
+        let mut env = request.effective_env(&self.env)?;
+        let tmp = self.workdir.ensure().await?.join("tmp");
+        env.entry("TMPDIR".to_string())
+            .or_insert_with(|| tmp.to_string_lossy().into_owned());
         let cwd = match &request.cwd {
             Some(cwd) => self.resolve(cwd).await?,
-            None => self.workdir.ensure().await?,
+            None => self.workdir.workspace().await?,
         };
         if !tokio::fs::metadata(&cwd).await.is_ok_and(|m| m.is_dir()) {
             return Err(Error::environment(format!(

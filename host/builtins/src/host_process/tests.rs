@@ -6,7 +6,9 @@ use super::*;
 use crate::process::PIPE_GRACE;
 use crate::BuiltinFactory;
 use agentcompass_plugin_api::contract_kit::{run_session_contract, ContractOptions, ProcessProbe};
-use agentcompass_plugin_api::contracts::{ComponentKind, EnvironmentSpec, ExecRequest, JsonMap};
+use agentcompass_plugin_api::contracts::{
+    ComponentKind, EnvironmentSpec, ExecRequest, JsonMap, SessionInfo,
+};
 use agentcompass_plugin_api::ErrorKind;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
@@ -27,8 +29,16 @@ async fn open_with(params: JsonMap, resolved: &[(&str, &str)]) -> (SessionRef, P
         .open(&Ctx::detached(), &req)
         .await
         .unwrap();
-    let dir = PathBuf::from(session.info().default_workdir.unwrap());
+    let dir = session_root(&session.info());
     (session, dir)
+}
+
+/// The session's private root: the parent of its (default) workspace `ROOT/app`.
+fn session_root(info: &SessionInfo) -> PathBuf {
+    let workspace = PathBuf::from(&info.dirs.workspace);
+    assert_eq!(info.default_workdir.as_deref(), workspace.to_str());
+    assert_eq!(workspace.file_name().unwrap(), "app");
+    workspace.parent().unwrap().to_path_buf()
 }
 
 async fn open() -> (SessionRef, PathBuf) {
@@ -107,7 +117,13 @@ async fn first_use_creates_private_owned_dir_and_open_rejects_bad_params() {
     assert!(fs::symlink_metadata(&dir).is_err(), "created at open");
     assert!(session.is_dir("").await.unwrap());
     let info = session.info();
-    assert_eq!(info.default_workdir.as_deref(), dir.to_str());
+    assert_eq!(session_root(&info), dir);
+    for sub in ["app", "tests", "solution", "logs", "tmp"] {
+        let mode = fs::metadata(dir.join(sub)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{sub}");
+    }
+    assert_eq!(info.dirs.tests, dir.join("tests").to_str().unwrap());
+    assert_eq!(info.dirs.tmp, dir.join("tmp").to_str().unwrap());
     assert_eq!(info.close_params["owned"], true);
     assert_eq!(info.close_params["workdir"], dir.to_string_lossy().as_ref());
     let mode = fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
@@ -152,7 +168,7 @@ async fn transfers_onto_themselves_or_into_their_source_are_handled() {
     fs::write(&src, "#!/bin/sh\necho hi\n").unwrap();
     fs::set_permissions(&src, fs::Permissions::from_mode(0o750)).unwrap();
     session.upload(&src, "bin/tool.sh").await.unwrap();
-    let inside = dir.join("bin/tool.sh");
+    let inside = dir.join("app/bin/tool.sh");
     assert_eq!(
         fs::metadata(&inside).unwrap().permissions().mode() & 0o7777,
         0o750
@@ -177,7 +193,7 @@ async fn transfers_onto_themselves_or_into_their_source_are_handled() {
 async fn close_removes_only_owned_dirs() {
     let (session, dir) = open().await;
     session.write_text("a/b.txt", "x").await.unwrap();
-    fs::set_permissions(dir.join("a"), fs::Permissions::from_mode(0o500)).unwrap();
+    fs::set_permissions(dir.join("app/a"), fs::Permissions::from_mode(0o500)).unwrap();
     session.close().await.unwrap();
     assert!(!dir.exists());
 
@@ -207,18 +223,32 @@ async fn close_removes_only_owned_dirs() {
     let fixed = host.path().join("work");
     let mut params = JsonMap::new();
     params.insert("workdir".into(), json!(fixed.to_str().unwrap()));
-    let (session, dir) = open_with(params, &[]).await;
-    assert_eq!(dir, fixed);
+    let mut req = request(params);
+    req.task_id = format!("fixed-{}", random_suffix());
+    let session = provider.open(&Ctx::detached(), &req).await.unwrap();
     let info = session.info();
-    assert_eq!(info.close_params["owned"], false);
-    assert!(info.id.starts_with("host_process-"));
+    assert_eq!(info.default_workdir.as_deref(), fixed.to_str());
+    assert_eq!(info.dirs.workspace, fixed.to_str().unwrap());
+    assert_eq!(info.close_params, Value::Null);
+    // The other session directories are in a private root all the same.
+    let root = PathBuf::from(&info.dirs.tests)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(root.starts_with(std::env::temp_dir()), "{}", root.display());
     session.write_text("kept.txt", "k").await.unwrap();
+    let solution = format!("{}/solve.sh", info.dirs.solution);
+    session.write_text(&solution, "echo").await.unwrap();
+    assert!(root.join("solution/solve.sh").is_file() && !root.join("app").exists());
+    let info = session.info();
+    assert_eq!(info.close_params["owned"], true);
     session.close().await.unwrap();
     provider
         .close(&Ctx::detached(), &info.close_params)
         .await
         .unwrap();
     assert!(fixed.join("kept.txt").is_file());
+    assert!(!root.exists());
 }
 
 /// Opens an owned session for a task id no other test (or test process) uses, so the
@@ -231,7 +261,7 @@ async fn open_unique() -> (SessionRef, PathBuf, String) {
         .open(&Ctx::detached(), &req)
         .await
         .unwrap();
-    let dir = PathBuf::from(session.info().default_workdir.unwrap());
+    let dir = session_root(&session.info());
     (session, dir, format!("{OWNED_PREFIX}{task}-"))
 }
 
@@ -254,9 +284,9 @@ async fn unused_session_creates_nothing_on_disk() {
     assert!(fs::symlink_metadata(&dir).is_err());
     let info = session.info();
     assert_eq!(info.close_params, Value::Null);
-    assert_eq!(info.default_workdir.as_deref(), dir.to_str());
+    assert_eq!(session_root(&info), dir);
 
-    // Absolute paths do not need the working directory.
+    // Absolute paths outside the session's directories do not need them.
     let host = tempfile::tempdir().unwrap();
     let file = host.path().join("f.txt");
     let file = file.to_str().unwrap();
@@ -264,11 +294,6 @@ async fn unused_session_creates_nothing_on_disk() {
     assert_eq!(session.read_text(file).await.unwrap(), "abs");
     assert!(session.is_file(file).await.unwrap());
     assert!(session.is_dir(host.path().to_str().unwrap()).await.unwrap());
-    let r = session
-        .exec(ExecRequest::shell("pwd -P").cwd("/"))
-        .await
-        .unwrap();
-    assert_eq!(r.stdout.trim(), "/");
     session
         .download(file, &host.path().join("g.txt"))
         .await
@@ -293,10 +318,18 @@ async fn unused_session_creates_nothing_on_disk() {
 async fn first_exec_creates_the_dir_private_and_sets_close_params() {
     let (session, dir, prefix) = open_unique().await;
     assert_eq!(session.info().close_params, Value::Null);
-    let r = session.exec(ExecRequest::shell("pwd -P")).await.unwrap();
+    let r = session
+        .exec(ExecRequest::shell("pwd -P; echo $TMPDIR"))
+        .await
+        .unwrap();
     assert_eq!(r.returncode, 0);
     let real = fs::canonicalize(&dir).unwrap();
-    assert_eq!(r.stdout.trim(), real.to_string_lossy());
+    let expected = format!(
+        "{}\n{}",
+        real.join("app").display(),
+        dir.join("tmp").display()
+    );
+    assert_eq!(r.stdout.trim(), expected);
     let meta = fs::symlink_metadata(&dir).unwrap();
     assert!(meta.is_dir());
     assert_eq!(meta.permissions().mode() & 0o7777, 0o700);
@@ -305,10 +338,13 @@ async fn first_exec_creates_the_dir_private_and_sets_close_params() {
         info.close_params,
         json!({"workdir": dir.to_str().unwrap(), "owned": true})
     );
-    assert_eq!(info.default_workdir.as_deref(), dir.to_str());
-    // Later uses reuse it.
+    assert_eq!(session_root(&info), dir);
+    // Later uses reuse it; an absolute cwd under it is fine too.
     session.exec(ExecRequest::shell("touch a")).await.unwrap();
-    assert!(dir.join("a").is_file());
+    assert!(dir.join("app/a").is_file());
+    let logs = ExecRequest::shell("touch b").cwd(info.dirs.logs.clone());
+    session.exec(logs).await.unwrap();
+    assert!(dir.join("logs/b").is_file());
     assert_eq!(temp_entries(&prefix), vec![dir.clone()]);
     session.close().await.unwrap();
     assert!(!dir.exists());
@@ -341,7 +377,7 @@ async fn concurrent_first_uses_create_the_dir_once() {
     }
     assert_eq!(temp_entries(&prefix), vec![dir.clone()]);
     for i in (0..16).step_by(4) {
-        assert!(dir.join(format!("f{i}.txt")).is_file());
+        assert!(dir.join(format!("app/f{i}.txt")).is_file());
     }
     assert_eq!(
         session.info().close_params["workdir"],
@@ -356,17 +392,23 @@ async fn a_taken_reserved_name_gets_another_and_is_left_alone() {
     let (session, reserved, prefix) = open_unique().await;
     fs::create_dir(&reserved).unwrap();
     fs::write(reserved.join("theirs.txt"), "t").unwrap();
+    // A path under the reserved name (read from the info before the first use) is rebased.
+    let solution = format!("{}/solve.sh", session.info().dirs.solution);
+    assert!(solution.starts_with(reserved.to_str().unwrap()));
     session.write_text("ours.txt", "o").await.unwrap();
+    session.write_text(&solution, "s").await.unwrap();
     let info = session.info();
-    let dir = PathBuf::from(info.default_workdir.unwrap());
+    let dir = session_root(&info);
     assert_ne!(dir, reserved);
+    assert!(dir.join("solution/solve.sh").is_file());
+    assert!(!reserved.join("solution").exists());
     assert!(dir
         .file_name()
         .unwrap()
         .to_string_lossy()
         .starts_with(&prefix));
     assert_eq!(info.close_params["workdir"], dir.to_str().unwrap());
-    assert!(dir.join("ours.txt").is_file() && !dir.join("theirs.txt").exists());
+    assert!(dir.join("app/ours.txt").is_file() && !dir.join("theirs.txt").exists());
     assert_eq!(
         fs::metadata(&dir).unwrap().permissions().mode() & 0o7777,
         0o700
@@ -375,4 +417,27 @@ async fn a_taken_reserved_name_gets_another_and_is_left_alone() {
     assert!(!dir.exists());
     assert!(reserved.join("theirs.txt").is_file());
     fs::remove_dir_all(&reserved).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reported_workspace_works_as_an_absolute_cwd_before_first_use() {
+    // A benchmark that sets `TaskInput.workspace` to the reported workspace: the harness's
+    // first command runs there, before anything created the root.
+    let (session, dir, _) = open_unique().await;
+    let workspace = session.info().dirs.workspace;
+    assert!(fs::symlink_metadata(&dir).is_err());
+    let r = session
+        .exec(ExecRequest::shell("pwd -P").cwd(workspace.clone()))
+        .await
+        .unwrap();
+    assert_eq!((r.returncode, r.stdout.trim()), (0, workspace.as_str()));
+    // Hidden files go to the session's own tests directory, never the host's `/tests`.
+    let tests = session.info().dirs.tests;
+    session
+        .write_text(&format!("{tests}/test.sh"), "exit 0")
+        .await
+        .unwrap();
+    assert!(dir.join("tests/test.sh").is_file());
+    session.close().await.unwrap();
+    assert!(!dir.exists());
 }

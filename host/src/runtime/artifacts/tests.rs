@@ -471,6 +471,7 @@ impl agentcompass_plugin_api::sdk::EnvironmentSession for DirSession {
             provider: "dir".into(),
             default_workdir: None,
             close_params: serde_json::Value::Null,
+            ..Default::default()
         }
     }
     async fn exec(

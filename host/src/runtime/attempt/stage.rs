@@ -94,7 +94,10 @@ pub(super) async fn run_stage(
     let (mut result, cancelled) = match (rc.planner.harness(), &rc.planner.benchmark().harness_free)
     {
         (None, Some(free)) => run_harness_free(step, free, &prepared, &run_session).await,
-        (Some(harness), _) => run_harness(step, harness, &prepared, &run_session).await,
+        (Some(harness), _) => {
+            let shown = harness_view(&prepared, rc.planner.harness_reads_reference());
+            run_harness(step, harness, &shown, &run_session).await
+        }
         (None, None) => (
             failed(
                 step.task,
@@ -120,6 +123,20 @@ pub(super) async fn run_stage(
         prepared: Some(prepared),
         cancelled,
     }
+}
+
+/// The prepared task as `harness` sees it: without the reference solution unless it is a
+/// reference harness (the benchmark and the checkpoint keep it).
+fn harness_view(
+    prepared: &PreparedTask,
+    reads_reference: bool,
+) -> std::borrow::Cow<'_, PreparedTask> {
+    if reads_reference || prepared.reference_solution.is_none() {
+        return std::borrow::Cow::Borrowed(prepared);
+    }
+    let mut shown = prepared.clone();
+    shown.reference_solution = None;
+    std::borrow::Cow::Owned(shown)
 }
 
 /// The benchmark's `prepare_task` (or `prepare_step`) in the task environment.

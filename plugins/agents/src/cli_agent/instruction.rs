@@ -9,8 +9,16 @@ use serde_json::Value;
 
 use super::settings::ID;
 
-/// Where the instruction is written in the environment.
-pub const INSTRUCTION_FILE: &str = "/tmp/agentcompass-instruction.md";
+/// The instruction's file name, in the session's own `tmp` directory
+/// ([`agentcompass_plugin_api::contracts::SessionDirs::tmp`]: `/tmp` in a container, a
+/// private directory on `host_process`), so concurrent tasks never share it.
+pub const INSTRUCTION_FILE_NAME: &str = "agentcompass-instruction.md";
+
+/// Where the instruction is written in the environment of `env`.
+pub(crate) fn instruction_file(env: &SessionRef) -> String {
+    let tmp = env.info().dirs.tmp;
+    format!("{}/{INSTRUCTION_FILE_NAME}", tmp.trim_end_matches('/'))
+}
 
 /// Instructions longer than this (bytes) are passed by file only (`AGENTCOMPASS_INSTRUCTION`
 /// is then unset): one environment string is limited to 128 KiB on Linux.
@@ -45,8 +53,14 @@ pub(crate) fn instruction_text(prepared: &PreparedTask) -> String {
     }
 }
 
-/// The variables that point the CLI at the model endpoint and the instruction.
-pub(crate) fn agent_env(endpoint: &ModelEndpoint, instruction: &str) -> BTreeMap<String, String> {
+/// The variables that point the CLI at the model endpoint, the instruction (its text and
+/// `file`) and the task.
+pub(crate) fn agent_env(
+    endpoint: &ModelEndpoint,
+    instruction: &str,
+    file: &str,
+    task_id: &str,
+) -> BTreeMap<String, String> {
     let anthropic_base = endpoint.base_url.trim_end_matches('/');
     let anthropic_base = anthropic_base.strip_suffix("/v1").unwrap_or(anthropic_base);
     let mut env = BTreeMap::new();
@@ -61,27 +75,29 @@ pub(crate) fn agent_env(endpoint: &ModelEndpoint, instruction: &str) -> BTreeMap
     set("ANTHROPIC_MODEL", &endpoint.model);
     set("AGENTCOMPASS_MODEL", &endpoint.model);
     set("AGENTCOMPASS_MODEL_PROTOCOL", &endpoint.protocol);
-    set("AGENTCOMPASS_INSTRUCTION_FILE", INSTRUCTION_FILE);
+    set("AGENTCOMPASS_INSTRUCTION_FILE", file);
+    set("AGENTCOMPASS_TASK_ID", task_id);
     if instruction.len() <= MAX_INSTRUCTION_ENV_BYTES {
         set("AGENTCOMPASS_INSTRUCTION", instruction);
     }
     env
 }
 
-/// Writes the instruction to [`INSTRUCTION_FILE`] (with a warning when it is too long to be
-/// passed in `AGENTCOMPASS_INSTRUCTION` as well).
+/// Writes the instruction to `file` (with a warning when it is too long to be passed in
+/// `AGENTCOMPASS_INSTRUCTION` as well).
 pub(super) async fn write_instruction(
     ctx: &Ctx,
     env: &SessionRef,
+    file: &str,
     instruction: &str,
 ) -> Result<()> {
     if instruction.len() > MAX_INSTRUCTION_ENV_BYTES {
         ctx.warn(&format!(
-            "{ID}: the instruction ({} bytes) is passed by {INSTRUCTION_FILE} only",
+            "{ID}: the instruction ({} bytes) is passed by {file} only",
             instruction.len()
         ));
     }
-    env.write_text(INSTRUCTION_FILE, instruction)
+    env.write_text(file, instruction)
         .await
-        .map_err(|e| e.context(format!("{ID}: writing {INSTRUCTION_FILE}")))
+        .map_err(|e| e.context(format!("{ID}: writing {file}")))
 }

@@ -12,7 +12,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 
 use super::collect::Collector;
-use super::instruction::{agent_env, instruction_text, write_instruction};
+use super::instruction::{agent_env, instruction_file, instruction_text, write_instruction};
 use super::settings::{Settings, ID};
 use crate::text::{one_line_tail, scrub, scrubbed_outcome, tail, truncate_middle};
 use crate::trajectory::iso_now;
@@ -206,7 +206,8 @@ pub(super) async fn run(
         max_chars: settings.max_output_chars,
     };
     let instruction = instruction_text(prepared);
-    write_instruction(ctx, env, &instruction).await?;
+    let instruction_path = instruction_file(env);
+    write_instruction(ctx, env, &instruction_path, &instruction).await?;
 
     let mut result = RunResult::for_task(prepared);
     result.telemetry.insert("agent".into(), json!(ID));
@@ -236,7 +237,12 @@ pub(super) async fn run(
         .run_timeout_seconds
         .map(|run| (run - started.elapsed().as_secs_f64()).max(1.0));
     let mut request = shell.request(&settings.command, timeout);
-    request.env = agent_env(&endpoint, &instruction);
+    request.env = agent_env(
+        &endpoint,
+        &instruction,
+        &instruction_path,
+        &prepared.task_id,
+    );
     let step_id = steps.len() as u64 + 1;
     let mut recorded = shell
         .step(request, step_id, "command", &settings.command)

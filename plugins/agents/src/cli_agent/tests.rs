@@ -5,9 +5,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::Value;
 
-use super::instruction::{
-    agent_env, instruction_text, INSTRUCTION_FILE, MAX_INSTRUCTION_ENV_BYTES,
-};
+use super::instruction::{agent_env, instruction_text, MAX_INSTRUCTION_ENV_BYTES};
 use super::*;
 use crate::testkit::{block_on, script_of, Call, FakeHost, FakeSession};
 
@@ -68,7 +66,7 @@ fn leaky_session() -> Arc<FakeSession> {
 
 #[test]
 fn env_carries_the_endpoint_and_instruction() {
-    let env = agent_env(&endpoint(), "do it");
+    let env = agent_env(&endpoint(), "do it", "/private/tmp/i.md", "task-7");
     let expected = [
         ("OPENAI_BASE_URL", "http://gateway:4000/v1"),
         ("OPENAI_API_KEY", KEY),
@@ -79,14 +77,15 @@ fn env_carries_the_endpoint_and_instruction() {
         ("AGENTCOMPASS_MODEL", "gpt-test"),
         ("AGENTCOMPASS_MODEL_PROTOCOL", "openai-chat"),
         ("AGENTCOMPASS_INSTRUCTION", "do it"),
-        ("AGENTCOMPASS_INSTRUCTION_FILE", INSTRUCTION_FILE),
+        ("AGENTCOMPASS_INSTRUCTION_FILE", "/private/tmp/i.md"),
+        ("AGENTCOMPASS_TASK_ID", "task-7"),
     ];
     assert_eq!(env.len(), expected.len());
     for (key, value) in expected {
         assert_eq!(env.get(key).map(String::as_str), Some(value), "{key}");
     }
     let huge = "x".repeat(MAX_INSTRUCTION_ENV_BYTES + 1);
-    assert!(!agent_env(&endpoint(), &huge).contains_key("AGENTCOMPASS_INSTRUCTION"));
+    assert!(!agent_env(&endpoint(), &huge, "/f", "t").contains_key("AGENTCOMPASS_INSTRUCTION"));
 }
 
 #[test]
@@ -115,7 +114,11 @@ fn runs_install_then_command_and_never_records_the_key() {
     let calls = fake.calls();
     assert_eq!(
         calls[0],
-        Call::Write(INSTRUCTION_FILE.into(), "Fix the bug in /app".into())
+        // The session's own tmp directory (the fake reports the container conventions).
+        Call::Write(
+            "/tmp/agentcompass-instruction.md".into(),
+            "Fix the bug in /app".into()
+        )
     );
     let (Call::Exec(install), Call::Exec(main)) = (&calls[1], &calls[2]) else {
         panic!("expected two execs: {calls:?}");

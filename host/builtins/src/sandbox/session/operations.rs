@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
 use agentcompass_plugin_api::contracts::{
-    ExecRequest, ExecResult, NetworkMode, NetworkPolicy, SessionInfo,
+    ExecRequest, ExecResult, NetworkMode, NetworkPolicy, SessionDirs, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
     copy_file, copy_tree, timeout_duration, transfer_error,
@@ -30,6 +30,7 @@ impl EnvironmentSession for SandboxSession {
             provider: ID.to_string(),
             default_workdir: Some(self.layout.workdir.to_string_lossy().into_owned()),
             close_params: json!({"dir": self.dir.to_string_lossy()}),
+            dirs: SessionDirs::default().with_workspace(self.layout.workdir.to_string_lossy()),
         }
     }
 
