@@ -5,9 +5,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use abi_stable::std_types::RStr;
-use agentcompass_plugin_api::abi::{PluginRoot_Ref, ANALYZER_FACTORY_PREFIX};
+use agentcompass_plugin_api::abi::{PluginRoot_Ref, ANALYZER_FACTORY_PREFIX, PARAMS_FACTORY_PREFIX};
 use agentcompass_plugin_api::bridge::import::{
-    ImportedAnalyzer, ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedRecipe,
+    ImportedAnalyzer, ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedParams,
+    ImportedRecipe,
 };
 use agentcompass_plugin_api::bridge::Label;
 use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, HARNESS_NONE};
@@ -304,6 +305,34 @@ impl Registry {
             }
             Maker::BuiltIn(_) => Err(kind_mismatch(&label)),
         }
+    }
+}
+
+impl Registry {
+    /// `params` of component `id` of `kind` as its typed-parameter validator returns them
+    /// (every default filled in), or its refusal; the params as they are for a component
+    /// without one (`validates_params` unset: built-ins and plugins of API 0.1.1 or older).
+    pub fn validate_params(
+        &self,
+        kind: ComponentKind,
+        id: &str,
+        params: &agentcompass_plugin_api::contracts::JsonMap,
+    ) -> Result<agentcompass_plugin_api::contracts::JsonMap, Error> {
+        let Ok(entry) = self.get(kind, id) else {
+            return Ok(params.clone());
+        };
+        let Maker::Plugin(root) = &entry.maker else {
+            return Ok(params.clone());
+        };
+        if !entry.info.validates_params {
+            return Ok(params.clone());
+        }
+        let label = entry.label();
+        let carrier = format!("{PARAMS_FACTORY_PREFIX}{kind}:{id}");
+        let object = (root.new_recipe())(RStr::from(carrier.as_str()))
+            .into_result()
+            .map_err(|e| Error::from(e).context(label.as_str()))?;
+        ImportedParams::new(object, label).validate(params)
     }
 }
 

@@ -304,6 +304,13 @@ pub struct PluginRoot {
 /// only `sdk::Analyzer`.
 pub const ANALYZER_FACTORY_PREFIX: &str = "analyzer:";
 
+/// Typed-parameter validators (plugin API 0.1.2) travel like analyzers:
+/// `new_recipe("params:" + kind + ":" + id)` constructs the validator of component `id` of
+/// `kind`, and the object's `apply(params, "", "")` takes the component's params JSON and
+/// returns them with every default filled in, or the error that refuses them. The host asks
+/// only for components whose info says `validates_params`.
+pub const PARAMS_FACTORY_PREFIX: &str = "params:";
+
 /// The first plugin-API version whose plugins can provide analyzers.
 pub const ANALYZER_API_VERSION: &str = "0.1.1";
 

@@ -446,3 +446,30 @@ impl RecipeAbi for AnalyzerExport {
         })
     }
 }
+
+/// A component's typed-parameter validator exported over the ABI, as a recipe object (see
+/// [`crate::abi::PARAMS_FACTORY_PREFIX`]): `apply(params, "", "")` returns the params with
+/// their defaults filled in.
+pub struct ParamsExport {
+    check: crate::sdk::builder::ParamsCheck,
+}
+
+impl ParamsExport {
+    /// Wraps a validator into the ABI object that carries it.
+    pub(crate) fn boxed(check: crate::sdk::builder::ParamsCheck) -> RecipeBox {
+        RecipeAbi_TO::from_value(ParamsExport { check }, TD_Opaque)
+    }
+}
+
+impl RecipeAbi for ParamsExport {
+    fn matches(&self, _: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> RResult<bool, PluginError> {
+        RResult::ROk(true)
+    }
+
+    fn apply(&self, params: RStr<'_>, _: RStr<'_>, _: RStr<'_>) -> JsonResult {
+        sync_call(|| {
+            let params = from_json(params.as_str(), "params")?;
+            to_json(&(self.check)(&params)?)
+        })
+    }
+}

@@ -528,6 +528,29 @@ impl Analyzer for ImportedAnalyzer {
     }
 }
 
+/// A component's typed-parameter validator loaded from a plugin: the recipe object
+/// `new_recipe("params:KIND:ID")` returned (see [`crate::abi::PARAMS_FACTORY_PREFIX`]).
+pub struct ImportedParams {
+    object: RecipeBox,
+    label: Label,
+}
+
+impl ImportedParams {
+    /// Wraps the object carrying a plugin component's params validator.
+    pub fn new(object: RecipeBox, label: Label) -> Self {
+        ImportedParams { object, label }
+    }
+
+    /// `params` with every default filled in, or the plugin's refusal.
+    pub fn validate(&self, params: &crate::contracts::JsonMap) -> Result<crate::contracts::JsonMap> {
+        let params = to_json(params)?;
+        let none = RStr::from("");
+        let json = sync_result(self.object.apply(params.as_rstr(), none, none))
+            .map_err(self.label.err("validate params"))?;
+        self.label.decode("validate params", &json)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

@@ -8,13 +8,14 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RStr, RString};
 
 use super::export::{
-    AnalyzerExport, BenchmarkExport, EnvironmentExport, HarnessExport, RecipeExport,
+    AnalyzerExport, BenchmarkExport, EnvironmentExport, HarnessExport, ParamsExport,
+    RecipeExport,
 };
 use crate::abi::guard::sync_call;
 use crate::abi::json::to_json;
 use crate::abi::{
     BenchmarkBox, EnvironmentBox, HarnessBox, HostBox, PluginError, PluginRoot, PluginRoot_Ref,
-    RecipeBox, ANALYZER_FACTORY_PREFIX,
+    RecipeBox, ANALYZER_FACTORY_PREFIX, PARAMS_FACTORY_PREFIX,
 };
 use crate::contracts::ComponentKind;
 use crate::sdk::builder::Constructor;
@@ -101,8 +102,19 @@ extern "C" fn new_environment(id: RStr<'_>) -> RResult<EnvironmentBox, PluginErr
     })
 }
 
-/// Constructs a recipe, or (id `analyzer:ID`) the object carrying analyzer `ID`.
+/// Constructs a recipe, or (id `analyzer:ID`) the object carrying analyzer `ID`, or (id
+/// `params:KIND:ID`) the object carrying the params validator of component `ID` of `KIND`.
 extern "C" fn new_recipe(id: RStr<'_>) -> RResult<RecipeBox, PluginError> {
+    if let Some(target) = id.as_str().strip_prefix(PARAMS_FACTORY_PREFIX) {
+        return sync_call(|| {
+            let (kind, id) = target
+                .split_once(':')
+                .ok_or_else(|| Error::invalid_input(format!("bad params carrier `{target}`")))?;
+            let kind: ComponentKind = serde_json::from_value(serde_json::Value::from(kind))
+                .map_err(|e| Error::invalid_input(format!("bad component kind `{kind}`: {e}")))?;
+            Ok(ParamsExport::boxed(plugin()?.params_check(kind, id)?))
+        });
+    }
     if let Some(analyzer) = id.as_str().strip_prefix(ANALYZER_FACTORY_PREFIX) {
         return construct(ComponentKind::Analyzer, RStr::from(analyzer), |c| match c {
             Constructor::Analyzer(make) => Some(make().map(AnalyzerExport::boxed)),

@@ -276,6 +276,10 @@ pub struct ComponentInfo {
     /// the prepared task without it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reads_reference_solution: bool,
+    /// Whether the component's parameters are a typed struct whose validator the host runs
+    /// at resolution (`sdk::PluginBuilder::with_params`; plugin API 0.1.2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub validates_params: bool,
 }
 
 /// Whether a harness calls the run's model ([`ComponentInfo::model_use`]).
@@ -318,6 +322,7 @@ impl ComponentInfo {
             analyzer: None,
             model_use: ModelUse::Undeclared,
             reads_reference_solution: false,
+            validates_params: false,
         }
     }
 

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::{Analyzer, Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
 use crate::abi::{PluginDescription, API_VERSION};
-use crate::contracts::{ComponentInfo, ComponentKind};
+use super::params::Params;
+use crate::contracts::{ComponentInfo, ComponentKind, JsonMap};
 use crate::{Error, Result};
 
 /// A benchmark together with its harness-free side, when it has one.
@@ -43,7 +44,12 @@ impl Constructor {
 struct Registered {
     info: ComponentInfo,
     constructor: Constructor,
+    /// The typed parameters' validator ([`PluginBuilder::with_params`]).
+    params: Option<ParamsCheck>,
 }
+
+/// Reads a component's params as its typed struct and returns them with defaults filled in.
+pub(crate) type ParamsCheck = Arc<dyn Fn(&JsonMap) -> Result<JsonMap> + Send + Sync>;
 
 /// Collects a plugin's components (see [`crate::export_plugin!`]).
 pub struct PluginBuilder {
@@ -64,7 +70,51 @@ impl PluginBuilder {
     /// Registers `constructor` under `info`, whose kind becomes the constructor's.
     fn push(&mut self, mut info: ComponentInfo, constructor: Constructor) -> &mut Self {
         info.kind = constructor.kind();
-        self.components.push(Registered { info, constructor });
+        self.components.push(Registered {
+            info,
+            constructor,
+            params: None,
+        });
+        self
+    }
+
+    /// Declares the parameters of the component registered last as the typed struct `P`
+    /// (builder style): its schema becomes the component's `config_schema`, and the host runs
+    /// [`Params::validate`] when it resolves a request, so `run --dry-run` and `plan` refuse
+    /// bad parameter content as a run does. The component reads them with
+    /// [`super::params::read`].
+    ///
+    /// ```
+    /// use agentcompass_plugin_api::contracts::{ComponentInfo, ComponentKind, ExecutionPlan, RunRequest, TaskSpec};
+    /// use agentcompass_plugin_api::sdk::{params::Params, PluginBuilder, Recipe};
+    ///
+    /// #[derive(Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+    /// struct PinParams {
+    ///     /// The image to pin.
+    ///     image: String,
+    /// }
+    /// impl Params for PinParams {}
+    ///
+    /// struct Pin;
+    /// impl Recipe for Pin {
+    ///     fn matches(&self, _: &RunRequest, _: &TaskSpec, _: &ExecutionPlan) -> agentcompass_plugin_api::Result<bool> { Ok(true) }
+    ///     fn apply(&self, plan: ExecutionPlan, _: &RunRequest, _: &TaskSpec) -> agentcompass_plugin_api::Result<ExecutionPlan> { Ok(plan) }
+    /// }
+    ///
+    /// fn register(plugin: &mut PluginBuilder) {
+    ///     let info = ComponentInfo::new(ComponentKind::Recipe, "pin", "Pins an image");
+    ///     plugin.recipe(info, || Ok(Pin)).with_params::<PinParams>();
+    /// }
+    /// ```
+    pub fn with_params<P: Params>(&mut self) -> &mut Self {
+        if let Some(last) = self.components.last_mut() {
+            let label = format!("{} `{}`", last.info.kind, last.info.id);
+            last.info.config_schema = super::params::schema_of::<P>();
+            last.info.validates_params = true;
+            last.params = Some(Arc::new(move |params: &JsonMap| {
+                super::params::filled::<P>(&label, params)
+            }));
+        }
         self
     }
 
@@ -172,10 +222,20 @@ impl PluginBuilder {
     }
 
     pub(crate) fn find(&self, kind: ComponentKind, id: &str) -> Result<&Constructor> {
+        self.registered(kind, id).map(|c| &c.constructor)
+    }
+
+    /// The params validator of a component declared with [`PluginBuilder::with_params`].
+    pub(crate) fn params_check(&self, kind: ComponentKind, id: &str) -> Result<ParamsCheck> {
+        self.registered(kind, id)?.params.clone().ok_or_else(|| {
+            Error::invalid_input(format!("{kind} `{id}` declares no typed parameters"))
+        })
+    }
+
+    fn registered(&self, kind: ComponentKind, id: &str) -> Result<&Registered> {
         self.components
             .iter()
             .find(|c| c.info.kind == kind && c.info.id == id)
-            .map(|c| &c.constructor)
             .ok_or_else(|| {
                 Error::invalid_input(format!("plugin {} has no {kind} `{id}`", self.name))
             })

@@ -34,6 +34,7 @@ pub(crate) mod builder;
 mod ctx;
 pub(crate) mod logging;
 pub mod metrics;
+pub mod params;
 pub mod provider;
 pub mod runtime;
 pub mod select;

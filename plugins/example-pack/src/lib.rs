@@ -1,5 +1,6 @@
 //! The example pack: a benchmark of generated arithmetic questions, a harness that solves
-//! them without a model and an analyzer measuring how far off a wrong answer is. Written exactly as a third party would: it depends only on
+//! them without a model, an analyzer measuring how far off a wrong answer is, and Python
+//! exercises scored in the environment by hidden tests (`example_pyexec`). Written exactly as a third party would: it depends only on
 //! `agentcompass-plugin-api`. It is the project's test vehicle and the model for plugin
 //! authors.
 
@@ -7,6 +8,7 @@ mod analyzer;
 mod benchmark;
 mod harness;
 mod harness_free;
+mod pyexec;
 
 use agentcompass_plugin_api::contracts::{
     AnalyzerInfo, ComponentInfo, ComponentKind, ConfigField, ConfigSchema, ConfigType, JsonMap,
@@ -20,6 +22,19 @@ fn register(plugin: &mut PluginBuilder) {
     plugin.harness_free_benchmark(harness_free_info(), || Ok(harness_free::ExampleSelfCheck));
     plugin.harness(harness_info(), || Ok(harness::ExampleCalculator));
     plugin.analyzer(analyzer_info(), || Ok(analyzer::AnswerDistance));
+    plugin
+        .benchmark(pyexec_info(), || Ok(pyexec::Pyexec))
+        .with_params::<pyexec::PyexecParams>();
+}
+
+/// The registry entry of the Python-exercises benchmark (its schema comes from its typed
+/// parameters).
+fn pyexec_info() -> ComponentInfo {
+    ComponentInfo::new(
+        ComponentKind::Benchmark,
+        pyexec::ID,
+        "Python exercises scored in the environment by hidden tests (reward: fraction passed)",
+    )
 }
 
 /// The `size` param both benchmarks take.

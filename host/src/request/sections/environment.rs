@@ -78,6 +78,7 @@ pub fn environment_spec(
         param_layers.push(Layer::new(layer.source.clone(), layer.path.clone(), params));
     }
     let params = component_params(&format!("environment {id}"), &schema, &param_layers)?;
+    super::validated(registry, ComponentKind::Environment, id, at, &params)?;
     check_policy_keys(&shared, &shared_layers)?;
     shared.insert("id".into(), Value::String(id.to_string()));
     shared.insert("params".into(), Value::Object(params));

@@ -50,6 +50,23 @@ fn with_typed_fields(
         .collect()
 }
 
+/// Runs the typed-parameter validator of component `id` (plugins declared with
+/// `PluginBuilder::with_params`) on its params, so a request whose parameter *content* the
+/// plugin refuses is refused at resolution (`--dry-run` and `plan` included), naming where
+/// the component was chosen.
+pub(super) fn validated(
+    registry: &Registry,
+    kind: ComponentKind,
+    id: &str,
+    at: &IdSource<'_>,
+    params: &Map<String, Value>,
+) -> Result<(), ConfigError> {
+    registry
+        .validate_params(kind, id, params)
+        .map(|_| ())
+        .map_err(|e| ConfigError::invalid(at.source, at.path, e.message))
+}
+
 /// `BenchmarkSpec`: the id must be registered; params are checked against its schema.
 pub fn benchmark_spec(
     registry: &Registry,
@@ -63,9 +80,11 @@ pub fn benchmark_spec(
         .map_err(|e| ConfigError::invalid(at.source, at.path, e.to_string()))?
         .info
         .config_schema;
+    let params = component_params(&format!("benchmark {id}"), schema, layers)?;
+    validated(registry, ComponentKind::Benchmark, id, at, &params)?;
     Ok(BenchmarkSpec {
         id: id.to_string(),
-        params: component_params(&format!("benchmark {id}"), schema, layers)?,
+        params,
     })
 }
 
@@ -111,9 +130,11 @@ pub fn harness_spec(
         .map_err(|e| ConfigError::invalid(at.source, at.path, e.to_string()))?
         .info
         .config_schema;
+    let params = component_params(&format!("harness {id}"), schema, layers)?;
+    validated(registry, ComponentKind::Harness, id, at, &params)?;
     Ok(HarnessSpec {
         id: id.to_string(),
-        params: component_params(&format!("harness {id}"), schema, layers)?,
+        params,
     })
 }
 

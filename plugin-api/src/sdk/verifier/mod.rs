@@ -117,9 +117,9 @@ impl Verifier {
             ("AGENTCOMPASS_WORKSPACE".to_string(), dirs.workspace.clone()),
         ]);
         let clear = ExecRequest::shell(
-            "rm -rf -- \"$AGENTCOMPASS_TESTS_DIR\" && mkdir -p -- \"$AGENTCOMPASS_TESTS_DIR\" \
-             \"$AGENTCOMPASS_VERIFIER_DIR\" && rm -f -- \"$AGENTCOMPASS_VERIFIER_DIR/reward.txt\" \
-             \"$AGENTCOMPASS_VERIFIER_DIR/reward.json\"",
+            "mkdir -p -- \"$AGENTCOMPASS_TESTS_DIR\" \"$AGENTCOMPASS_VERIFIER_DIR\" && \
+             find \"$AGENTCOMPASS_TESTS_DIR\" -mindepth 1 -delete && rm -f -- \
+             \"$AGENTCOMPASS_VERIFIER_DIR/reward.txt\" \"$AGENTCOMPASS_VERIFIER_DIR/reward.json\"",
         )
         .cwd("/");
         let clear = with_env(clear, &vars);
