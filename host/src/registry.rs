@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use abi_stable::std_types::RStr;
-use agentcompass_plugin_api::abi::{PluginRoot_Ref, ANALYZER_FACTORY_PREFIX, PARAMS_FACTORY_PREFIX};
+use agentcompass_plugin_api::abi::{
+    PluginRoot_Ref, ANALYZER_FACTORY_PREFIX, PARAMS_FACTORY_PREFIX,
+};
 use agentcompass_plugin_api::bridge::import::{
     ImportedAnalyzer, ImportedBenchmark, ImportedEnvironment, ImportedHarness, ImportedParams,
     ImportedRecipe,

@@ -37,6 +37,7 @@ mod secrets;
 mod secrets_under_failure;
 mod session_contract;
 mod slurm;
+mod third_party;
 mod trust;
 mod upstream_cli;
 mod upstream_parity;

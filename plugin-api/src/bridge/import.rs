@@ -542,7 +542,10 @@ impl ImportedParams {
     }
 
     /// `params` with every default filled in, or the plugin's refusal.
-    pub fn validate(&self, params: &crate::contracts::JsonMap) -> Result<crate::contracts::JsonMap> {
+    pub fn validate(
+        &self,
+        params: &crate::contracts::JsonMap,
+    ) -> Result<crate::contracts::JsonMap> {
         let params = to_json(params)?;
         let none = RStr::from("");
         let json = sync_result(self.object.apply(params.as_rstr(), none, none))

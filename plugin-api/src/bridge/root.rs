@@ -8,8 +8,7 @@ use abi_stable::prefix_type::PrefixTypeTrait;
 use abi_stable::std_types::{RResult, RStr, RString};
 
 use super::export::{
-    AnalyzerExport, BenchmarkExport, EnvironmentExport, HarnessExport, ParamsExport,
-    RecipeExport,
+    AnalyzerExport, BenchmarkExport, EnvironmentExport, HarnessExport, ParamsExport, RecipeExport,
 };
 use crate::abi::guard::sync_call;
 use crate::abi::json::to_json;

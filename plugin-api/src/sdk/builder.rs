@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::params::Params;
 use super::{Analyzer, Benchmark, EnvironmentProvider, Harness, HarnessFreeBenchmark, Recipe};
 use crate::abi::{PluginDescription, API_VERSION};
-use super::params::Params;
 use crate::contracts::{ComponentInfo, ComponentKind, JsonMap};
 use crate::{Error, Result};
 

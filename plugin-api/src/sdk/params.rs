@@ -167,12 +167,22 @@ mod tests {
         assert_eq!((path.kind, path.required), (ConfigType::String, true));
         assert_eq!(path.description, "The dataset.");
         let retries = schema.get("retries").unwrap();
-        assert_eq!((retries.kind, retries.required), (ConfigType::Integer, false));
+        assert_eq!(
+            (retries.kind, retries.required),
+            (ConfigType::Integer, false)
+        );
         assert_eq!(schema.get("flags").unwrap().kind, ConfigType::Object);
-        let given: JsonMap = serde_json::from_value(json!({"path": "/d", "retries": null})).unwrap();
+        let given: JsonMap =
+            serde_json::from_value(json!({"path": "/d", "retries": null})).unwrap();
         let map = filled::<Needed>("benchmark `b`", &given).unwrap();
-        assert_eq!(Value::Object(map), json!({"path": "/d", "retries": null, "flags": {}}));
+        assert_eq!(
+            Value::Object(map),
+            json!({"path": "/d", "retries": null, "flags": {}})
+        );
         let err = read::<Needed>("benchmark `b`", &JsonMap::new()).unwrap_err();
-        assert_eq!(err.message, "benchmark `b`: parameters: missing field `path`");
+        assert_eq!(
+            err.message,
+            "benchmark `b`: parameters: missing field `path`"
+        );
     }
 }

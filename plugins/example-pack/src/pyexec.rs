@@ -137,7 +137,10 @@ impl Benchmark for Pyexec {
         req: &RunRequest,
     ) -> Result<Vec<TaskSpec>> {
         let only = Self::params(req)?.only;
-        if let Some(unknown) = only.iter().find(|id| !tasks.iter().any(|t| &t.task_id == *id)) {
+        if let Some(unknown) = only
+            .iter()
+            .find(|id| !tasks.iter().any(|t| &t.task_id == *id))
+        {
             return Err(Error::invalid_input(format!(
                 "{ID}: `only` names task `{unknown}`, which the dataset does not have"
             )));
@@ -160,9 +163,8 @@ impl Benchmark for Pyexec {
         let solution = Self::task_dir(task)?.join("solution");
         let prepared = PreparedTask::from_task(task);
         Ok(match solution.is_dir() {
-            true => prepared.with_reference_solution(ReferenceSolution::new(
-                solution.display().to_string(),
-            )),
+            true => prepared
+                .with_reference_solution(ReferenceSolution::new(solution.display().to_string())),
             false => prepared,
         })
     }
