@@ -298,13 +298,26 @@ fn plugin(global: &GlobalArgs, command: PluginCommand) -> anyhow::Result<i32> {
         PluginCommand::New {
             name,
             kind: k,
+            id,
+            template,
             path,
             api_path,
-        } => Ok(commands::plugin_new::run(
-            &name,
-            kind(k),
-            path.as_deref(),
-            api_path.as_deref(),
-        )?),
+        } => {
+            let template = match template {
+                cli::TemplateArg::Qa => commands::plugin_new::Template::Qa,
+                cli::TemplateArg::Verifier => commands::plugin_new::Template::Verifier,
+            };
+            let new = commands::plugin_new::NewPlugin {
+                name: &name,
+                id: id.as_deref().unwrap_or(&name),
+                kind: kind(k),
+                template,
+            };
+            Ok(commands::plugin_new::run(
+                &new,
+                path.as_deref(),
+                api_path.as_deref(),
+            )?)
+        }
     }
 }

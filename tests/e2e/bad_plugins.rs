@@ -135,7 +135,7 @@ fn host_api_range_excluding_this_host() {
     let (good, bad) = good_and_bad(&dirs, "bad-pack");
     edit(
         &bad.join("bad-pack.plugin.toml"),
-        "host_api = \"^0.1.1\"",
+        "host_api = \"^0.1.2\"",
         "host_api = \"^9\"",
     );
     insta::assert_snapshot!(one_refusal(&dirs, &[&good, &bad], &[]));

@@ -132,7 +132,7 @@ fn plugin_package_writes_a_manifest_that_verifies() {
         manifest.contains(&format!("sha256 = \"{sha}\"")),
         "{manifest}"
     );
-    assert!(manifest.contains("host_api = \"^0.1.1\""), "{manifest}");
+    assert!(manifest.contains("host_api = \"^0.1.2\""), "{manifest}");
     assert!(
         manifest.contains("id = \"example_calculator\""),
         "{manifest}"

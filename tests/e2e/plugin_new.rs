@@ -1,6 +1,9 @@
-//! `plugin new`: each generated kind builds on its own (a standalone crate, the workspace's
-//! lock file copied in, `--offline`), passes its own unit tests, packages with `plugin
-//! package`, loads with `--plugin-dir`, is listed, and runs.
+//! `plugin new`: each generated kind builds on its own (a standalone crate with the plugin
+//! API the host was built with vendored in and the host's lock file, `--offline`; no path
+//! leads back to this checkout), passes its own unit tests, packages with `plugin package`,
+//! loads with `--plugin-dir`, is listed, and runs. The `verifier` benchmark template scores
+//! its sample tasks in `sandbox`, `host_process` and `docker`: the reference solutions 1, a
+//! wrong agent 0.5.
 //!
 //! The generated crates share one target directory (`<target>/plugin-new`), so the plugin
 //! API and its dependencies are compiled once and reused by later runs.
@@ -13,14 +16,6 @@ use agentcompass_e2e::{
     entries_starting_with, example_plan, find_element, published_results, read_json, run_dir,
     run_host, target_dir, Workspace,
 };
-
-/// The workspace root (`tests/..`).
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ lives in the workspace")
-        .to_path_buf()
-}
 
 fn cargo(crate_dir: &Path, args: &[&str]) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -46,33 +41,28 @@ fn cargo(crate_dir: &Path, args: &[&str]) {
 /// Generates plugin `name` of `kind` under the workspace's temp root, builds it, runs its unit
 /// tests, packages it into the workspace's plugin dir and checks `list` shows it.
 fn generate(ws: &Workspace, name: &str, kind: &str) {
+    generate_with(ws, name, kind, name, &[]);
+}
+
+/// [`generate`] with `plugin new`'s `extra` arguments, registering component `id`.
+fn generate_with(ws: &Workspace, name: &str, kind: &str, id: &str, extra: &[&str]) {
     let parent = ws.root().join("src");
-    let out = run_host([
-        "plugin".as_ref(),
-        "new".as_ref(),
-        name.as_ref(),
-        "--kind".as_ref(),
-        kind.as_ref(),
-        "--path".as_ref(),
-        parent.as_os_str(),
-    ])
-    .expect_code(0);
-    // Built from this source tree: the API is a path dependency on it.
-    let api = fs::canonicalize(workspace_root().join("plugin-api")).unwrap();
+    let words = ["plugin", "new", name, "--kind", kind];
+    let mut args: Vec<&std::ffi::OsStr> = words.iter().map(|a| a.as_ref()).collect();
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.extend(["--path".as_ref(), parent.as_os_str()]);
+    let out = run_host(args).expect_code(0);
+    // The plugin API source the host was built with, vendored into the crate.
     assert!(
         out.stdout
-            .contains(&format!("agentcompass-plugin-api: path {}", api.display())),
+            .contains("vendored in vendor/agentcompass-plugin-api (sha256 "),
         "{out:?}"
     );
     let crate_dir = parent.join(name);
-    for file in ["Cargo.toml", "README.md", "src/lib.rs"] {
+    for file in ["Cargo.toml", "Cargo.lock", "README.md", "src/lib.rs"] {
         assert!(crate_dir.join(file).is_file(), "{file} missing");
     }
-    fs::copy(
-        workspace_root().join("Cargo.lock"),
-        crate_dir.join("Cargo.lock"),
-    )
-    .expect("copy Cargo.lock");
+    assert_no_path_outside(&crate_dir);
     cargo(&crate_dir, &["build"]);
     cargo(&crate_dir, &["test"]);
 
@@ -90,15 +80,55 @@ fn generate(ws: &Workspace, name: &str, kind: &str) {
     ])
     .expect_code(0);
     run_host(["plugin".as_ref(), "verify".as_ref(), ws.plugins.as_os_str()]).expect_code(0);
+    let manifest = fs::read_to_string(ws.plugins.join(format!("{name}.plugin.toml"))).unwrap();
+    assert!(
+        manifest.contains(&format!(
+            "description = \"An agentcompass-host plugin ({kind})\""
+        )),
+        "the crate's description: {manifest}"
+    );
 
     let listed = ws.run_json(&["list", kind, "--json"], &[]);
-    let entry = find_element(&listed, "id", name);
+    let entry = find_element(&listed, "id", id);
     assert!(
         entry["source"]
             .as_str()
             .is_some_and(|s| s.starts_with(&format!("{name}@0.1.0 ("))),
         "{entry}"
     );
+}
+
+/// Every package of the crate's build that is not from the registry lies inside the crate:
+/// it builds without this checkout.
+fn assert_no_path_outside(crate_dir: &Path) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .current_dir(crate_dir)
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let local: Vec<&str> = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["source"].is_null())
+        .map(|p| p["manifest_path"].as_str().unwrap())
+        .collect();
+    assert_eq!(local.len(), 2, "the plugin and its vendored API: {local:?}");
+    let root = fs::canonicalize(crate_dir).unwrap();
+    for manifest in local {
+        assert!(
+            Path::new(manifest).starts_with(&root),
+            "{manifest} outside {}",
+            root.display()
+        );
+    }
 }
 
 fn run_ok(ws: &Workspace, args: &[&str]) -> PathBuf {
@@ -327,4 +357,65 @@ fn bad_names_and_existing_directories_are_one_line_errors() {
             parent.join("ok-pack").display()
         )
     );
+}
+
+/// The `verifier` template's reference solutions (`oracle`) score 1 and a wrong agent 0.5 on
+/// its two sample tasks, in `env_args`.
+fn verifier_scores(ws: &Workspace, packs: &Path, env_args: &[&str]) {
+    let wrong = r#"{"command": "echo Hello > hello.txt; printf '3\n2\n1\n' > count.txt"}"#;
+    for (harness, extra, reward) in [
+        ("oracle", &[][..], 1.0),
+        ("cli_agent", &["--harness-params", wrong][..], 0.5),
+    ] {
+        let mut args = vec![
+            "--plugin-dir",
+            packs.to_str().unwrap(),
+            "run",
+            "checks",
+            harness,
+        ];
+        args.extend(["m", "--progress", "none"]);
+        args.extend_from_slice(env_args);
+        args.extend_from_slice(extra);
+        let run = run_dir(&ws.run_ok(&args, &[]));
+        let results = published_results(&run);
+        let mut ids: Vec<&String> = results.keys().collect();
+        ids.sort();
+        assert_eq!(ids, ["count", "greeting"], "{env_args:?}");
+        for (id, (_, result)) in &results {
+            assert_eq!(
+                result["metrics"]["reward"], reward,
+                "{harness} {id} {env_args:?}: {result}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_generated_verifier_builds_alone_and_scores_in_sandbox_host_process_and_docker() {
+    let ws = Workspace::new();
+    generate_with(
+        &ws,
+        "pn-verifier",
+        "benchmark",
+        "checks",
+        &["--template", "verifier", "--id", "checks"],
+    );
+    let packs = agentcompass_e2e::Packs::new(&["agents-pack", "docker-provider"]);
+    verifier_scores(&ws, &packs, &["--env", "sandbox"]);
+    verifier_scores(&ws, &packs, &["--env", "host_process"]);
+    let required = |var: &str| {
+        std::env::var(var).unwrap_or_else(|_| panic!("{var} is not set: run ./dev.sh test"))
+    };
+    let params = serde_json::json!({
+        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
+        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
+    })
+    .to_string();
+    verifier_scores(&ws, &packs, &["--env", "docker", "--env-params", &params]);
+    // The metric contract and evaluation mode are documented with the parameters.
+    let out = ws.run_ok(&["config", "docs", "benchmark", "checks"], &[]);
+    for needle in ["tasks_dir", "test_timeout_seconds", "reward", "reuse"] {
+        assert!(out.stdout.contains(needle), "{needle}: {}", out.stdout);
+    }
 }

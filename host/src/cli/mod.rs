@@ -240,6 +240,15 @@ pub enum KindArg {
     Analyzer,
 }
 
+/// A benchmark template of `plugin new --template`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TemplateArg {
+    /// Questions scored by exact match on the host
+    Qa,
+    /// Task directories scored in the environment by hidden tests
+    Verifier,
+}
+
 /// `config` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
@@ -283,8 +292,16 @@ pub enum PluginCommand {
         /// Parent directory of the new crate (default: the current directory)
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
-        /// Depend on agentcompass-plugin-api at this path (default: the host's source tree
-        /// when it exists, else version 0.1)
+        /// The component's registry id (default: the name)
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// Benchmarks: `qa` (questions scored by exact match on the host) or `verifier` (task
+        /// directories scored in the environment by hidden tests, with reference solutions).
+        /// A pack of Harbor tasks needs no code: run the bundled `harbor` benchmark on it.
+        #[arg(long, value_enum, default_value_t = TemplateArg::Qa)]
+        template: TemplateArg,
+        /// Depend on agentcompass-plugin-api at this path (default: the source this host was
+        /// built with, vendored into the crate)
         #[arg(long, value_name = "PATH")]
         api_path: Option<PathBuf>,
     },

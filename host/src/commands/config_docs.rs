@@ -1,8 +1,12 @@
-//! `agentcompass-host config docs KIND ID`: a component's declared parameters, and for an
-//! environment provider what it enforces (network modes, entry types, per-phase policies,
+//! `agentcompass-host config docs KIND ID`: a component's declared parameters; for a benchmark
+//! its evaluation environment mode and metric contract; for an environment provider what it
+//! enforces (network modes, entry types, per-phase policies,
 //! host endpoints).
 
-use agentcompass_plugin_api::contracts::{ComponentKind, NetworkMode, ProviderCapabilities};
+use agentcompass_plugin_api::contracts::{
+    ComponentKind, EvaluationEnvironmentMode, MetricKind, NetworkMode, ProviderCapabilities,
+    RunRequest,
+};
 
 use super::table;
 use agentcompass_host::registry::{Registry, RegistryError};
@@ -45,12 +49,64 @@ pub fn render(registry: &Registry, kind: ComponentKind, id: &str) -> Result<Stri
     if let Some(analyzer) = entry.info.analyzer.as_ref() {
         out.push_str(&analyzer_text(analyzer));
     }
+    if kind == ComponentKind::Benchmark {
+        out.push_str(&benchmark_text(registry, id)?);
+    }
     if kind == ComponentKind::Environment {
         let capabilities = registry.environment(id)?.capabilities();
         out.push('\n');
         out.push_str(&capabilities_text(capabilities));
         out.push('\n');
         out.push_str(&shared_fields_text());
+    }
+    Ok(out)
+}
+
+/// A benchmark's evaluation environment mode (for a request with default params) and its
+/// metric contract.
+fn benchmark_text(registry: &Registry, id: &str) -> Result<String, RegistryError> {
+    let handle = registry.benchmark(id)?;
+    let benchmark = &handle.benchmark;
+    let mode = match benchmark.evaluation_environment_mode(&RunRequest::default()) {
+        Ok(EvaluationEnvironmentMode::NoEnvironment) => {
+            "none (scored on the host from the run result)".to_string()
+        }
+        Ok(EvaluationEnvironmentMode::Reuse) => {
+            "reuse (scored in the task's own environment, after the agent)".to_string()
+        }
+        Ok(EvaluationEnvironmentMode::Fresh) => {
+            "fresh (scored in a new environment holding the collected artifacts)".to_string()
+        }
+        Err(e) => format!("unavailable ({})", e.message),
+    };
+    let mut out = format!("\nevaluation environment: {mode}\n");
+    match benchmark.metric_contract() {
+        Ok(contract) => {
+            let rows: Vec<Vec<String>> = contract
+                .metrics
+                .iter()
+                .map(|m| {
+                    let kind = match m.kind {
+                        MetricKind::BinarySuccess => "binary",
+                        MetricKind::Scalar => "scalar",
+                    };
+                    let primary = if m.primary { "yes" } else { "" };
+                    vec![
+                        m.id.clone(),
+                        kind.into(),
+                        primary.into(),
+                        m.description.clone(),
+                    ]
+                })
+                .collect();
+            out.push_str("metrics:\n");
+            out.push_str(&table::render_fitted(
+                &["METRIC", "KIND", "PRIMARY", "DESCRIPTION"],
+                &rows,
+                table::output_width(),
+            ));
+        }
+        Err(e) => out.push_str(&format!("metrics: unavailable ({})\n", e.message)),
     }
     Ok(out)
 }

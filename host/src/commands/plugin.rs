@@ -121,7 +121,7 @@ pub fn package(libraries: &[PathBuf], out: &Path, host_api: Option<&str>) -> any
             host_api: semver::VersionReq::parse(&host_api)
                 .with_context(|| format!("--host-api `{host_api}` is not a semver requirement"))?,
             sha256: sha256.clone(),
-            description: String::new(),
+            description: description.description.clone(),
             components: description
                 .components
                 .iter()

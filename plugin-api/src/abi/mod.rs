@@ -330,6 +330,9 @@ pub struct PluginDescription {
     pub version: String,
     /// The plugin-API version the plugin was built against.
     pub api_version: String,
+    /// The plugin crate's description (`package.description`; plugin API 0.1.2).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
     /// Every component the plugin provides.
     #[serde(default)]
     pub components: Vec<crate::contracts::ComponentInfo>,

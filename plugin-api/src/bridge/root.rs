@@ -34,9 +34,21 @@ fn plugin() -> Result<&'static PluginBuilder> {
 /// Builds the root module (called by [`crate::export_plugin!`]). A panic in `register` is
 /// contained here and reported by every later call (first of all `describe`).
 pub fn root_module(name: &str, version: &str, register: fn(&mut PluginBuilder)) -> PluginRoot_Ref {
+    root_module_described(name, version, "", register)
+}
+
+/// [`root_module`] with the plugin crate's description (what [`crate::export_plugin!`] calls
+/// since plugin API 0.1.2; `plugin package` writes it into the manifest).
+pub fn root_module_described(
+    name: &str,
+    version: &str,
+    description: &str,
+    register: fn(&mut PluginBuilder),
+) -> PluginRoot_Ref {
     PLUGIN.get_or_init(|| {
         crate::sdk::logging::install_panic_hook();
         let mut builder = PluginBuilder::new(name, version);
+        builder.set_description(description);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| register(&mut builder)))
             .map(|()| builder)
             .map_err(|payload| {

@@ -55,6 +55,7 @@ pub(crate) type ParamsCheck = Arc<dyn Fn(&JsonMap) -> Result<JsonMap> + Send + S
 pub struct PluginBuilder {
     name: String,
     version: String,
+    description: String,
     components: Vec<Registered>,
 }
 
@@ -63,8 +64,13 @@ impl PluginBuilder {
         PluginBuilder {
             name: name.to_string(),
             version: version.to_string(),
+            description: String::new(),
             components: Vec::new(),
         }
+    }
+
+    pub(crate) fn set_description(&mut self, description: &str) {
+        self.description = description.to_string();
     }
 
     /// Registers `constructor` under `info`, whose kind becomes the constructor's.
@@ -217,6 +223,7 @@ impl PluginBuilder {
             name: self.name.clone(),
             version: self.version.clone(),
             api_version: API_VERSION.to_string(),
+            description: self.description.clone(),
             components: self.components.iter().map(|c| c.info.clone()).collect(),
         }
     }

@@ -61,9 +61,10 @@ macro_rules! export_plugin {
                 $crate::abi::__private::__call_root_module_loader(__agentcompass_root_module)
             }
             fn __agentcompass_root_module() -> $crate::abi::PluginRoot_Ref {
-                $crate::bridge::root::root_module(
+                $crate::bridge::root::root_module_described(
                     env!("CARGO_PKG_NAME"),
                     env!("CARGO_PKG_VERSION"),
+                    env!("CARGO_PKG_DESCRIPTION"),
                     $register,
                 )
             }

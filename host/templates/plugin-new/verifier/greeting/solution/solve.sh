@@ -1,0 +1,3 @@
+#!/bin/sh
+# The reference solution, run in the workspace.
+echo 'Hello, world!' > hello.txt
