@@ -10,8 +10,8 @@ use std::time::Instant;
 use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
     ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
-    PreparedTask, ReferenceSolution, RunRequest, RunResult, StepResult, StepScore, TaskInput,
-    TaskSpec, TaskStep,
+    PreparedTask, ReferenceSolution, RunRequest, RunResult, SessionDirs, StepResult, StepScore,
+    TaskInput, TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
@@ -138,6 +138,31 @@ struct Verifier {
 /// The host directory of `step` (`steps/<name>/`).
 fn step_dir(task_dir: &str, step: &TaskStep) -> PathBuf {
     Path::new(task_dir).join(STEPS_DIR).join(&step.name)
+}
+
+/// Refuses an environment whose session directories are not the container layout Harbor's
+/// scripts are written for (`/tests`, `/logs`, `/solution`): on `host_process` they are
+/// private directories, and a `test.sh` writing `/logs/verifier` would write the host's root.
+fn container_layout(env: &SessionRef) -> Result<()> {
+    let info = env.info();
+    let dirs = &info.dirs;
+    let container = SessionDirs::default();
+    if (
+        dirs.tests.as_str(),
+        dirs.logs.as_str(),
+        dirs.solution.as_str(),
+    ) == (
+        container.tests.as_str(),
+        container.logs.as_str(),
+        container.solution.as_str(),
+    ) {
+        return Ok(());
+    }
+    Err(Error::unsupported(format!(
+        "{ID}: Harbor tasks write /tests, /logs and /solution, but environment `{}` keeps \
+         those per session elsewhere ({}); run them in `sandbox` or `docker`",
+        info.provider, dirs.tests
+    )))
 }
 
 /// The benchmark.
@@ -450,6 +475,7 @@ impl Benchmark for Harbor {
         plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
         let plan: Plan = plan.payload()?;
+        container_layout(env)?;
         Harbor::run_checked(
             ctx,
             env,
@@ -482,6 +508,7 @@ impl Benchmark for Harbor {
         plan: &BenchmarkPlan,
     ) -> Result<PreparedTask> {
         let plan: Plan = plan.payload()?;
+        container_layout(env)?;
         let first = task.steps.first().is_none_or(|s| s.name == step.name);
         // What the previous step's verifier left (its tests and outputs) and the agent logs
         // go before this step's setup or agent can see them.

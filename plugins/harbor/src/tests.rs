@@ -9,7 +9,7 @@ use agentcompass_plugin_api::contracts::{
     ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EnvironmentSpec,
     EvaluationEnvironmentMode, ExecCommand, ExecRequest, ExecResult, ExecutionPlan, IssuePhase,
     MetricKind, MetricValue, NetworkMode, NetworkPolicy, PreparedTask, ResourceRequirements,
-    RunRequest, RunResult, SessionInfo, TaskSpec, TaskStatus, TaskStep,
+    RunRequest, RunResult, SessionDirs, SessionInfo, TaskSpec, TaskStatus, TaskStep,
 };
 use agentcompass_plugin_api::sdk::testing::block_on;
 use agentcompass_plugin_api::sdk::{
@@ -1202,6 +1202,7 @@ struct ScriptedSession {
     files: Mutex<BTreeMap<String, String>>,
     log: Mutex<Vec<String>>,
     verifier: Verifier,
+    dirs: SessionDirs,
 }
 
 impl ScriptedSession {
@@ -1210,6 +1211,7 @@ impl ScriptedSession {
             files: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
             verifier,
+            dirs: SessionDirs::default(),
         })
     }
 
@@ -1224,6 +1226,7 @@ impl EnvironmentSession for ScriptedSession {
         SessionInfo {
             id: "scripted-1".into(),
             provider: "scripted".into(),
+            dirs: self.dirs.clone(),
             ..SessionInfo::default()
         }
     }
@@ -1335,6 +1338,26 @@ fn prepare(task: &TaskSpec, req: &RunRequest, session: &Arc<ScriptedSession>) ->
     let env: SessionRef = session.clone();
     let plan = execution_plan(task, req);
     block_on(Harbor.prepare_task(&Ctx::detached(), task, &env, req, &plan.benchmark_plan)).unwrap()
+}
+
+#[test]
+fn an_environment_without_the_container_layout_is_refused_before_any_command() {
+    let session = Arc::new(ScriptedSession {
+        dirs: SessionDirs::under("/tmp/agentcompass-t-1-x", "app"),
+        ..Arc::into_inner(ScriptedSession::new(Verifier::Nothing)).unwrap()
+    });
+    let (task, req) = example_task("hello-file", "oracle");
+    let env: SessionRef = session.clone();
+    let plan = execution_plan(&task, &req);
+    let err =
+        block_on(Harbor.prepare_task(&Ctx::detached(), &task, &env, &req, &plan.benchmark_plan))
+            .unwrap_err();
+    assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::Unsupported);
+    assert!(
+        err.message.contains("run them in `sandbox` or `docker`"),
+        "{err}"
+    );
+    assert!(session.log().is_empty(), "nothing ran: {:?}", session.log());
 }
 
 fn evaluate(name: &str, session: &Arc<ScriptedSession>, stale: Option<&str>) -> RunResult {
