@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, ComponentInfo, ComponentKind, EvaluationEnvironmentMode, MetricContract,
+    BenchmarkPlan, ComponentInfo, EvaluationEnvironmentMode, MetricContract,
     PreparedTask, ReferenceSolution, RunRequest, RunResult, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::params::{self, Params};
@@ -131,7 +131,7 @@ impl Benchmark for Bench {
     /// Uploads the hidden tests, runs them and records the reward.
     async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
         let timeout = read_params(input.req)?.test_timeout_seconds;
-        let env = input.env.ok_or_else(|| Error::msg("no evaluation environment"))?;
+        let env = input.environment()?;
         let verifier = Verifier::new(task_dir(input.task)?.join("tests")).timeout_seconds(timeout);
         let mut result = input.result;
         verifier.run(ctx, env).await?.record(&mut result);
@@ -143,7 +143,7 @@ impl Benchmark for Bench {
 fn register(plugin: &mut PluginBuilder) {
     let about = "Tasks scored in the environment by hidden tests (reward 0 to 1)";
     plugin
-        .benchmark(ComponentInfo::new(ComponentKind::Benchmark, ID, about), || Ok(Bench))
+        .benchmark(ComponentInfo::named(ID, about), || Ok(Bench))
         .with_params::<VerifierParams>();
 }
 

@@ -13,7 +13,7 @@ use crate::abi::request_json::decode_request;
 use crate::abi::*;
 use crate::sdk::{
     Analyzer, Benchmark, EnvironmentProvider, EvaluationInput, Harness, HarnessFreeBenchmark,
-    HarnessSession, Recipe, TaskStream,
+    HarnessSession, PrepareInput, Recipe, TaskStream,
 };
 use crate::Error;
 
@@ -130,13 +130,14 @@ impl BenchmarkAbi for BenchmarkExport {
             let plan = from_json(&plan, "benchmark plan")?;
             let env = import_session(env);
             let ctx = import_ctx(ctx);
-            let prepared = match step {
-                Some(step) => {
-                    b.prepare_step(&ctx, &task, &step, &env, &req, &plan)
-                        .await?
-                }
-                None => b.prepare_task(&ctx, &task, &env, &req, &plan).await?,
+            let input = PrepareInput {
+                task: &task,
+                step: step.as_ref(),
+                env: &env,
+                req: &req,
+                plan: &plan,
             };
+            let prepared = b.prepare(&ctx, input).await?;
             to_json(&prepared)
         })
     }

@@ -308,6 +308,13 @@ fn default_true() -> bool {
 }
 
 impl ComponentInfo {
+    /// A component's id and description, for a plugin's registration: `PluginBuilder`'s
+    /// `benchmark`, `harness`, ... set the kind, so it is not repeated here.
+    pub fn named(id: impl Into<String>, description: impl Into<String>) -> Self {
+        // Placeholder kind: every `PluginBuilder` registration overwrites it.
+        ComponentInfo::new(ComponentKind::Benchmark, id, description)
+    }
+
     /// A new description with an empty schema.
     pub fn new(kind: ComponentKind, id: impl Into<String>, description: impl Into<String>) -> Self {
         ComponentInfo {

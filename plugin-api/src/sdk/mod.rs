@@ -38,6 +38,7 @@ pub mod params;
 pub mod provider;
 pub mod runtime;
 pub mod select;
+mod session_harness;
 pub mod testing;
 mod traits;
 pub mod validate;
@@ -46,6 +47,7 @@ pub mod verifier;
 pub use async_trait::async_trait;
 pub use builder::{BenchmarkHandle, PluginBuilder};
 pub use ctx::{BoxFuture, Ctx, HostApi};
+pub use session_harness::{SessionHarness, StartInput, TaskCall};
 pub use traits::*;
 
 /// Exports a plugin's root module. `$register` is a `fn(&mut PluginBuilder)` that registers

@@ -62,6 +62,35 @@ pub struct EvaluationInput<'a> {
     pub env: Option<&'a SessionRef>,
 }
 
+impl<'a> EvaluationInput<'a> {
+    /// The evaluation environment: the task's own in `reuse` mode, a fresh one in `fresh`
+    /// mode; an error in `none` mode (declare `reuse` or `fresh` in
+    /// [`Benchmark::evaluation_environment_mode`] to evaluate in an environment).
+    pub fn environment(&self) -> Result<&'a SessionRef> {
+        self.env.ok_or_else(|| {
+            Error::msg(
+                "this attempt has no evaluation environment (evaluation mode `none`): declare \
+                 `reuse` or `fresh` in evaluation_environment_mode",
+            )
+        })
+    }
+}
+
+/// What [`Benchmark::prepare`] gets: one task, or one step of a multi-step task, in the
+/// task environment.
+pub struct PrepareInput<'a> {
+    /// The task.
+    pub task: &'a TaskSpec,
+    /// The step being prepared (multi-step tasks only).
+    pub step: Option<&'a TaskStep>,
+    /// The task environment.
+    pub env: &'a SessionRef,
+    /// The resolved run request.
+    pub req: &'a RunRequest,
+    /// The benchmark's plan for this attempt.
+    pub plan: &'a BenchmarkPlan,
+}
+
 /// Loads tasks, prepares them for the harness and scores the results.
 #[async_trait]
 pub trait Benchmark: Send + Sync + 'static {
@@ -122,6 +151,24 @@ pub trait Benchmark: Send + Sync + 'static {
         _plan: &ExecutionPlan,
     ) -> Result<Option<Vec<ArtifactSpec>>> {
         Ok(None)
+    }
+
+    /// Prepares the harness-facing input of a task or (with `input.step`) one step of it; may
+    /// create files in the environment. Must be safe to repeat (retries call it again) and
+    /// must not expose hidden answers. The host calls only this one; its default calls
+    /// [`Benchmark::prepare_step`] or [`Benchmark::prepare_task`], so implement either this
+    /// or those.
+    async fn prepare(&self, ctx: &Ctx, input: PrepareInput<'_>) -> Result<PreparedTask> {
+        match input.step {
+            Some(step) => {
+                self.prepare_step(ctx, input.task, step, input.env, input.req, input.plan)
+                    .await
+            }
+            None => {
+                self.prepare_task(ctx, input.task, input.env, input.req, input.plan)
+                    .await
+            }
+        }
     }
 
     /// Prepares the harness-facing input; may create files in the environment. Must be safe

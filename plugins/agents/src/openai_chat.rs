@@ -1,15 +1,11 @@
 //! `openai_chat`: one model call with the prepared task; no environment interaction.
 
-use std::sync::Arc;
-
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ConfigField, ConfigSchema, ConfigType, EnvironmentSpec, ExecutionIssue,
     HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse, PreparedTask,
     RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
-};
+use agentcompass_plugin_api::sdk::{async_trait, Ctx, SessionHarness, StartInput, TaskCall};
 use agentcompass_plugin_api::{Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
@@ -60,7 +56,7 @@ pub fn info() -> ComponentInfo {
 
 /// Validated params (the harness session).
 #[derive(Debug, Clone, PartialEq)]
-struct Settings {
+pub struct Settings {
     request_timeout_seconds: Option<f64>,
     max_retries: Option<u32>,
     task_kwargs: bool,
@@ -183,7 +179,10 @@ fn text_of(message: &Message) -> Option<String> {
 }
 
 #[async_trait]
-impl Harness for OpenAiChat {
+impl SessionHarness for OpenAiChat {
+    /// The settings (the harness never touches the environment).
+    type Session = Settings;
+
     fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
         Settings::read(req)?;
         // The environment's network policy does not reach the model call, and a notice
@@ -194,26 +193,21 @@ impl Harness for OpenAiChat {
         })
     }
 
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        _env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Ok(Arc::new(Settings::read(req)?))
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<Settings> {
+        Settings::read(input.req)
     }
 
-    async fn execute_task(
+    async fn execute(
         &self,
         ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        _plan: &HarnessPlan,
+        settings: &Settings,
+        call: TaskCall<'_>,
     ) -> Result<RunResult> {
-        let settings = downcast_session::<Settings>(session, ID)?;
-        run(ctx, settings, prepared).await
+        run(ctx, settings, call.prepared).await
+    }
+
+    fn label(&self) -> &str {
+        ID
     }
 }
 
@@ -326,6 +320,7 @@ mod tests {
     use super::*;
     use crate::testkit::{block_on, text_answer, tool_answer, FakeHost};
     use agentcompass_plugin_api::contracts::{IssueSeverity, TaskStatus};
+    use std::sync::Arc;
 
     fn prepared(input: TaskInput) -> PreparedTask {
         PreparedTask::new("t1", input)

@@ -2,7 +2,6 @@
 //! environment, so a benchmark's verifier can be checked against a known-good agent.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
@@ -11,7 +10,7 @@ use agentcompass_plugin_api::contracts::{
     Trajectory, TrajectoryMetric, TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, Ctx, SessionHarness, SessionRef, StartInput, TaskCall,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
@@ -49,11 +48,6 @@ pub fn info() -> ComponentInfo {
 /// The harness.
 pub struct Oracle;
 
-/// The harness session: the task environment.
-struct OracleSession {
-    env: SessionRef,
-}
-
 /// Whether `environment` can run bash (anything but a Windows environment).
 pub(crate) fn runs_bash(environment: &EnvironmentSpec) -> bool {
     environment
@@ -78,7 +72,10 @@ pub(crate) fn reference_solution<'a>(
 }
 
 #[async_trait]
-impl Harness for Oracle {
+impl SessionHarness for Oracle {
+    /// The task environment.
+    type Session = SessionRef;
+
     fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
         Ok(runs_bash(environment))
     }
@@ -93,27 +90,17 @@ impl Harness for Oracle {
         })
     }
 
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Params::read(ID, &schema(), req)?;
-        Ok(Arc::new(OracleSession { env: env.clone() }))
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<SessionRef> {
+        Params::read(ID, &schema(), input.req)?;
+        Ok(input.env.clone())
     }
 
-    async fn execute_task(
-        &self,
-        ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        req: &RunRequest,
-        plan: &HarnessPlan,
-    ) -> Result<RunResult> {
-        let session = downcast_session::<OracleSession>(session, ID)?;
-        run(ctx, &session.env, prepared, &req.benchmark.id, plan).await
+    async fn execute(&self, ctx: &Ctx, env: &SessionRef, call: TaskCall<'_>) -> Result<RunResult> {
+        run(ctx, env, call.prepared, &call.req.benchmark.id, call.plan).await
+    }
+
+    fn label(&self) -> &str {
+        ID
     }
 }
 

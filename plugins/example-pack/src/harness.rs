@@ -1,13 +1,10 @@
 //! `example_calculator`: parses the question and computes the answer (no model).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentcompass_plugin_api::contracts::{
-    HarnessPlan, PreparedTask, RunRequest, RunResult, Trajectory, TrajectoryStep,
-};
+use agentcompass_plugin_api::contracts::{RunRequest, RunResult, Trajectory, TrajectoryStep};
 use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, runtime, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, runtime, Ctx, SessionHarness, StartInput, TaskCall,
 };
 use agentcompass_plugin_api::{tracing, Error, Result};
 use serde::Deserialize;
@@ -17,9 +14,10 @@ use crate::benchmark::parse_question;
 /// Registry id.
 pub const ID: &str = "example_calculator";
 
+/// The harness's params: its session.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-struct Params {
+pub struct Params {
     delay_ms: u64,
     wrong_every: u64,
     panic_on_task: Option<String>,
@@ -49,26 +47,15 @@ fn task_index(task_id: &str) -> Option<u64> {
 }
 
 #[async_trait]
-impl Harness for ExampleCalculator {
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        _env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Ok(Arc::new(params(req)?))
+impl SessionHarness for ExampleCalculator {
+    type Session = Params;
+
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<Params> {
+        params(input.req)
     }
 
-    async fn execute_task(
-        &self,
-        ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<RunResult> {
-        let params = downcast_session::<Params>(session, ID)?;
+    async fn execute(&self, ctx: &Ctx, params: &Params, call: TaskCall<'_>) -> Result<RunResult> {
+        let prepared = call.prepared;
         if params.panic_on_task.as_deref() == Some(prepared.task_id.as_str()) {
             panic!(
                 "example_calculator was asked to panic on {}",
@@ -98,6 +85,10 @@ impl Harness for ExampleCalculator {
         );
         result.trajectory = Some(Trajectory::new(vec![step]));
         Ok(result)
+    }
+
+    fn label(&self) -> &str {
+        ID
     }
 }
 

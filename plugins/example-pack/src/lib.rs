@@ -30,8 +30,7 @@ fn register(plugin: &mut PluginBuilder) {
 /// The registry entry of the Python-exercises benchmark (its schema comes from its typed
 /// parameters).
 fn pyexec_info() -> ComponentInfo {
-    ComponentInfo::new(
-        ComponentKind::Benchmark,
+    ComponentInfo::named(
         pyexec::ID,
         "Python exercises scored in the environment by hidden tests (reward: fraction passed)",
     )

@@ -172,9 +172,7 @@ impl Benchmark for Pyexec {
     /// Uploads the hidden tests, runs them and reads the reward.
     async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
         let params = Self::params(input.req)?;
-        let env = input
-            .env
-            .ok_or_else(|| Error::msg(format!("{ID}: evaluation needs the task environment")))?;
+        let env = input.environment()?;
         let tests = Self::task_dir(input.task)?.join("tests");
         let verifier = Verifier::new(tests).timeout_seconds(params.test_timeout_seconds);
         let mut result = input.result;

@@ -9,7 +9,9 @@ use agentcompass_plugin_api::contracts::{
     ExecutionIssue, ExecutionPlan, IssuePhase, IssueSeverity, PreparedTask, RunResult, TaskSpec,
     TaskStep,
 };
-use agentcompass_plugin_api::sdk::{Harness, HarnessFreeBenchmark, HarnessSession, SessionRef};
+use agentcompass_plugin_api::sdk::{
+    Harness, HarnessFreeBenchmark, HarnessSession, PrepareInput, SessionRef,
+};
 use agentcompass_plugin_api::ErrorKind;
 use serde_json::Value;
 
@@ -156,20 +158,14 @@ async fn prepare(
     let rc = step.rc;
     let benchmark = &rc.planner.benchmark().benchmark;
     let plan = &step.plan.benchmark_plan;
-    let call = async {
-        match task_step {
-            Some(task_step) => {
-                benchmark
-                    .prepare_step(&rc.ctx, step.task, task_step, session, &rc.resolved, plan)
-                    .await
-            }
-            None => {
-                benchmark
-                    .prepare_task(&rc.ctx, step.task, session, &rc.resolved, plan)
-                    .await
-            }
-        }
+    let input = PrepareInput {
+        task: step.task,
+        step: task_step,
+        env: session,
+        req: &rc.resolved,
+        plan,
     };
+    let call = benchmark.prepare(&rc.ctx, input);
     run_phase(&rc.cancel, None, call).await.or_halt(&RULE)
 }
 

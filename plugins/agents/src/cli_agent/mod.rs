@@ -12,14 +12,12 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest, RunResult,
-    Trajectory, TrajectoryStep,
+    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, RunRequest, RunResult, Trajectory,
+    TrajectoryStep,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, Ctx, SessionHarness, SessionRef, StartInput, TaskCall,
 };
 use agentcompass_plugin_api::Result;
 use serde_json::json;
@@ -48,13 +46,16 @@ pub fn info() -> ComponentInfo {
 /// The harness.
 pub struct CliAgent;
 
-struct CliSession {
+/// The harness session: its settings and the task environment.
+pub struct CliSession {
     settings: Settings,
     env: SessionRef,
 }
 
 #[async_trait]
-impl Harness for CliAgent {
+impl SessionHarness for CliAgent {
+    type Session = CliSession;
+
     fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
         Ok(runs_bash(environment))
     }
@@ -70,45 +71,40 @@ impl Harness for CliAgent {
         })
     }
 
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Ok(Arc::new(CliSession {
-            settings: Settings::read(req)?,
-            env: env.clone(),
-        }))
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<CliSession> {
+        Ok(CliSession {
+            settings: Settings::read(input.req)?,
+            env: input.env.clone(),
+        })
     }
 
-    async fn execute_task(
+    async fn execute(
         &self,
         ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        plan: &HarnessPlan,
+        session: &CliSession,
+        call: TaskCall<'_>,
     ) -> Result<RunResult> {
-        let session = downcast_session::<CliSession>(session, ID)?;
-        run(ctx, &session.env, &session.settings, prepared, plan).await
+        run(
+            ctx,
+            &session.env,
+            &session.settings,
+            call.prepared,
+            call.plan,
+        )
+        .await
     }
 
     /// After a run the host cut short (no trajectory), salvages the output and answer files.
-    async fn collect_result(
+    async fn collect(
         &self,
         _ctx: &Ctx,
-        session: &HarnessSession,
-        _prepared: &PreparedTask,
-        _req: &RunRequest,
-        _plan: &HarnessPlan,
+        session: &CliSession,
+        _call: TaskCall<'_>,
         mut result: RunResult,
     ) -> Result<RunResult> {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = downcast_session::<CliSession>(session, ID)?;
         let mut step = TrajectoryStep {
             step_id: 1,
             user_content: json!("collect output files after an interrupted run"),
@@ -127,5 +123,9 @@ impl Harness for CliAgent {
             result.trajectory = Some(Trajectory::new(vec![step]));
         }
         Ok(result)
+    }
+
+    fn label(&self) -> &str {
+        ID
     }
 }

@@ -5,6 +5,11 @@ use agentcompass_plugin_api::contracts::{
 };
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use agentcompass_plugin_api::contracts::PreparedTask;
+use agentcompass_plugin_api::sdk::{Harness, HarnessSession};
+
 use super::instruction::{agent_env, instruction_text, MAX_INSTRUCTION_ENV_BYTES};
 use super::*;
 use crate::testkit::{block_on, script_of, Call, FakeHost, FakeSession};

@@ -16,14 +16,12 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
-use std::sync::Arc;
-
 use agentcompass_plugin_api::contracts::{
-    ArtifactSpec, ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest,
-    RunResult, ToolInstall,
+    ArtifactSpec, ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, RunRequest, RunResult,
+    ToolInstall,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, Ctx, SessionHarness, SessionRef, StartInput, TaskCall,
 };
 use agentcompass_plugin_api::Result;
 
@@ -47,13 +45,15 @@ pub(crate) struct InstalledAgent {
 }
 
 /// A started session: the validated params and the environment.
-struct AgentSession {
+pub(crate) struct AgentSession {
     settings: Settings,
     env: SessionRef,
 }
 
 #[async_trait]
-impl Harness for InstalledAgent {
+impl SessionHarness for InstalledAgent {
+    type Session = AgentSession;
+
     fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
         Ok(runs_bash(environment))
     }
@@ -77,53 +77,38 @@ impl Harness for InstalledAgent {
         })
     }
 
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Ok(Arc::new(AgentSession {
-            settings: Settings::read(self.agent, req)?,
-            env: env.clone(),
-        }))
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<AgentSession> {
+        Ok(AgentSession {
+            settings: Settings::read(self.agent, input.req)?,
+            env: input.env.clone(),
+        })
     }
 
-    async fn execute_task(
+    async fn execute(
         &self,
         ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        plan: &HarnessPlan,
+        session: &AgentSession,
+        call: TaskCall<'_>,
     ) -> Result<RunResult> {
-        let session = downcast_session::<AgentSession>(session, self.agent.id())?;
-        run::run(
-            self.agent,
-            ctx,
-            &session.env,
-            &session.settings,
-            prepared,
-            plan,
-        )
-        .await
+        let (env, settings) = (&session.env, &session.settings);
+        run::run(self.agent, ctx, env, settings, call.prepared, call.plan).await
     }
 
     /// After a run the host cut short (no trajectory), reads what the agent recorded so far.
-    async fn collect_result(
+    async fn collect(
         &self,
         ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        _plan: &HarnessPlan,
+        session: &AgentSession,
+        call: TaskCall<'_>,
         result: RunResult,
     ) -> Result<RunResult> {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = downcast_session::<AgentSession>(session, self.agent.id())?;
-        Ok(run::salvage(self.agent, ctx, &session.env, prepared, result).await)
+        Ok(run::salvage(self.agent, ctx, &session.env, call.prepared, result).await)
+    }
+
+    fn label(&self) -> &str {
+        self.agent.id()
     }
 }

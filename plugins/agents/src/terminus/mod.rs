@@ -9,14 +9,11 @@ mod settings;
 mod tests;
 mod tools;
 
-use std::sync::Arc;
-
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, PreparedTask, RunRequest, RunResult,
-    Trajectory,
+    ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, RunRequest, RunResult, Trajectory,
 };
 use agentcompass_plugin_api::sdk::{
-    async_trait, downcast_session, Ctx, Harness, HarnessSession, SessionRef,
+    async_trait, Ctx, SessionHarness, SessionRef, StartInput, TaskCall,
 };
 use agentcompass_plugin_api::Result;
 use serde_json::json;
@@ -45,7 +42,7 @@ pub fn info() -> ComponentInfo {
 /// The harness.
 pub struct Terminus;
 
-struct TerminusSession {
+pub struct TerminusSession {
     settings: Settings,
     env: SessionRef,
     /// Copies of the finished steps, so `collect_result` can keep them when the host's
@@ -54,7 +51,9 @@ struct TerminusSession {
 }
 
 #[async_trait]
-impl Harness for Terminus {
+impl SessionHarness for Terminus {
+    type Session = TerminusSession;
+
     fn supports(&self, environment: &EnvironmentSpec, _model: &ModelSpec) -> Result<bool> {
         Ok(runs_bash(environment))
     }
@@ -67,49 +66,43 @@ impl Harness for Terminus {
         })
     }
 
-    async fn start_session(
-        &self,
-        _ctx: &Ctx,
-        env: &SessionRef,
-        req: &RunRequest,
-        _plan: &HarnessPlan,
-    ) -> Result<HarnessSession> {
-        Ok(Arc::new(TerminusSession {
-            settings: Settings::read(req)?,
-            env: env.clone(),
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<TerminusSession> {
+        Ok(TerminusSession {
+            settings: Settings::read(input.req)?,
+            env: input.env.clone(),
             journal: Journal::default(),
-        }))
+        })
     }
 
-    async fn execute_task(
+    async fn execute(
         &self,
         ctx: &Ctx,
-        session: &HarnessSession,
-        prepared: &PreparedTask,
-        _req: &RunRequest,
-        plan: &HarnessPlan,
+        session: &TerminusSession,
+        call: TaskCall<'_>,
     ) -> Result<RunResult> {
-        let session = downcast_session::<TerminusSession>(session, ID)?;
-        Agent::new(ctx, &session.env, &session.settings, prepared, plan)
-            .with_journal(session.journal.clone())
-            .run()
-            .await
+        Agent::new(
+            ctx,
+            &session.env,
+            &session.settings,
+            call.prepared,
+            call.plan,
+        )
+        .with_journal(session.journal.clone())
+        .run()
+        .await
     }
 
     /// After a run the host cut short (no trajectory), keeps the steps finished so far.
-    async fn collect_result(
+    async fn collect(
         &self,
         _ctx: &Ctx,
-        session: &HarnessSession,
-        _prepared: &PreparedTask,
-        _req: &RunRequest,
-        _plan: &HarnessPlan,
+        session: &TerminusSession,
+        _call: TaskCall<'_>,
         mut result: RunResult,
     ) -> Result<RunResult> {
         if result.trajectory.is_some() {
             return Ok(result);
         }
-        let session = downcast_session::<TerminusSession>(session, ID)?;
         let steps = session
             .journal
             .lock()
@@ -120,5 +113,9 @@ impl Harness for Terminus {
             result.trajectory = Some(Trajectory::new(steps));
         }
         Ok(result)
+    }
+
+    fn label(&self) -> &str {
+        ID
     }
 }

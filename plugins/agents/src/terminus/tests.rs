@@ -6,6 +6,10 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::{Error, ErrorKind};
 use serde_json::Value;
 
+use agentcompass_plugin_api::contracts::PreparedTask;
+use agentcompass_plugin_api::sdk::Harness;
+use std::sync::Arc;
+
 use super::prompt::NUDGE;
 use super::*;
 use crate::testkit::{
