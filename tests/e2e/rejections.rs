@@ -131,7 +131,7 @@ const CASES: &[Case] = &[
                 .to_vec()
         },
         starts_with: "command line: BENCHMARK: ",
-        contains: "unknown benchmark `nope` (known: example_exact_match, example_self_check)",
+        contains: "unknown benchmark `nope` (known: example_exact_match, example_self_check, example_pyexec)",
     },
     Case {
         name: "unknown_harness_id",
@@ -340,7 +340,7 @@ const CASES: &[Case] = &[
             )
         },
         starts_with: "[TMP]/orch/bench.toml: requests[0].benchmark.id: ",
-        contains: "unknown benchmark `nope` (known: example_exact_match, example_self_check)",
+        contains: "unknown benchmark `nope` (known: example_exact_match, example_self_check, example_pyexec)",
     },
     Case {
         name: "orchestration_params_layer",
