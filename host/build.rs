@@ -10,6 +10,9 @@ use std::process::Command;
 
 use toml::{Table, Value};
 
+/// A build-script failure (cargo prints it and stops the build).
+type BuildResult<T> = Result<T, Box<dyn std::error::Error>>;
+
 fn git(args: &[&str]) -> Option<String> {
     let output = Command::new("git").args(args).output().ok()?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
@@ -17,14 +20,11 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// The plugin API's manifest with everything it inherits from the workspace written out.
-fn standalone_manifest(api: &Path, workspace: &Path) -> String {
-    let read = |path: &Path| -> Table {
-        let text = std::fs::read_to_string(path).expect("read manifest");
-        text.parse().expect("parse manifest")
-    };
-    let root = read(&workspace.join("Cargo.toml"));
+fn standalone_manifest(api: &Path, workspace: &Path) -> BuildResult<String> {
+    let read = |path: &Path| -> BuildResult<Table> { Ok(std::fs::read_to_string(path)?.parse()?) };
+    let root = read(&workspace.join("Cargo.toml"))?;
     let inherited = &root["workspace"];
-    let mut manifest = read(&api.join("Cargo.toml"));
+    let mut manifest = read(&api.join("Cargo.toml"))?;
     manifest.remove("dev-dependencies");
     manifest.remove("lints");
     if let Some(Value::Table(package)) = manifest.get_mut("package") {
@@ -59,7 +59,7 @@ fn standalone_manifest(api: &Path, workspace: &Path) -> String {
                     Table::from_iter([("version".to_string(), Value::from(version.clone()))])
                 }
                 Value::Table(table) => table.clone(),
-                other => panic!("workspace dependency {name}: unexpected {other}"),
+                other => return Err(format!("workspace dependency {name}: {other}").into()),
             };
             for (key, value) in local {
                 match (key.as_str(), resolved.get_mut("features")) {
@@ -75,43 +75,43 @@ fn standalone_manifest(api: &Path, workspace: &Path) -> String {
             *spec = Value::Table(resolved);
         }
     }
-    format!(
+    Ok(format!(
         "# agentcompass-plugin-api, vendored by `agentcompass-host plugin new` (the exact source\n\
          # the host was built with). Do not edit: `plugin new` records its checksum.\n{}",
-        toml::to_string(&manifest).expect("serialise manifest")
-    )
+        toml::to_string(&manifest)?
+    ))
 }
 
 /// The `.rs` files under `dir`, sorted.
-fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("read plugin-api/src")
+fn sources(dir: &Path, found: &mut Vec<PathBuf>) -> BuildResult<()> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
         .flatten()
         .map(|e| e.path())
         .collect();
     entries.sort();
     for path in entries {
         if path.is_dir() {
-            sources(&path, found);
+            sources(&path, found)?;
         } else if path.extension().is_some_and(|e| e == "rs") {
             found.push(path);
         }
     }
+    Ok(())
 }
 
 /// Writes `OUT_DIR/plugin_api_source.rs`: `PLUGIN_API_SOURCE`, every (relative path, text).
-fn embed_plugin_api() {
-    let host = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let workspace = host.parent().expect("host/ lives in the workspace");
+fn embed_plugin_api() -> BuildResult<()> {
+    let host = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
+    let workspace = host.parent().ok_or("host/ has no parent directory")?;
     let api = workspace.join("plugin-api");
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
     let manifest = out.join("plugin-api-Cargo.toml");
-    std::fs::write(&manifest, standalone_manifest(&api, workspace)).expect("write manifest");
+    std::fs::write(&manifest, standalone_manifest(&api, workspace)?)?;
     let mut files = vec![("Cargo.toml".to_string(), manifest)];
     let mut found = Vec::new();
-    sources(&api.join("src"), &mut found);
+    sources(&api.join("src"), &mut found)?;
     for path in found {
-        let relative = path.strip_prefix(&api).expect("under plugin-api");
+        let relative = path.strip_prefix(&api)?;
         files.push((relative.display().to_string(), path));
     }
     let mut code = String::from(
@@ -125,17 +125,18 @@ fn embed_plugin_api() {
         ));
     }
     code.push_str("];\n");
-    std::fs::write(out.join("plugin_api_source.rs"), code).expect("write plugin_api_source.rs");
+    std::fs::write(out.join("plugin_api_source.rs"), code)?;
     println!("cargo:rerun-if-changed={}", api.display());
     println!("cargo:rerun-if-changed={}", api.join("src").display());
     println!(
         "cargo:rerun-if-changed={}",
         workspace.join("Cargo.toml").display()
     );
+    Ok(())
 }
 
-fn main() {
-    embed_plugin_api();
+fn main() -> BuildResult<()> {
+    embed_plugin_api()?;
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {
         println!("cargo:rustc-env=AGENTCOMPASS_BUILD_COMMIT={commit}");
     }
@@ -162,4 +163,5 @@ fn main() {
         println!("cargo:rerun-if-changed={path}");
     }
     println!("cargo:rerun-if-changed=build.rs");
+    Ok(())
 }
