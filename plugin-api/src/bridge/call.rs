@@ -13,6 +13,33 @@ use crate::{Error, Result};
 
 use crate::abi::json::from_json;
 
+/// One call of an imported object's ABI method, the glue every adapter method repeats:
+/// `abi_call!(self.method(args))` calls `self.object.method(args)`, turns its `RResult` into a
+/// `Result` whose error is prefixed with the object's label and the method's name (written
+/// once, by `stringify!`), and decodes the JSON answer; `abi_call!(await self.method(args))`
+/// does the same for an async method (a foreign future, polled through `CatchUnwind`);
+/// `raw` in front of either skips the decoding (answers that are not JSON: `bool`, `()`, an
+/// ABI object).
+macro_rules! abi_call {
+    (raw await $self:ident . $method:ident ( $($arg:expr),* $(,)? )) => {
+        $crate::bridge::call::await_foreign($self.object.$method($($arg),*))
+            .await
+            .map_err($self.label.err(stringify!($method)))
+    };
+    (raw $self:ident . $method:ident ( $($arg:expr),* $(,)? )) => {
+        $crate::bridge::call::sync_result($self.object.$method($($arg),*))
+            .map_err($self.label.err(stringify!($method)))
+    };
+    (await $self:ident . $method:ident ( $($arg:expr),* $(,)? )) => {{
+        let json = abi_call!(raw await $self.$method($($arg),*))?;
+        $self.label.decode(stringify!($method), &json)
+    }};
+    ($self:ident . $method:ident ( $($arg:expr),* $(,)? )) => {{
+        let json = abi_call!(raw $self.$method($($arg),*))?;
+        $self.label.decode(stringify!($method), &json)
+    }};
+}
+
 /// Awaits a foreign future, containing a panic re-raised by async-ffi.
 pub(super) async fn await_foreign<T>(future: FfiFuture<RResult<T, PluginError>>) -> Result<T> {
     match CatchUnwind::new(future).await {

@@ -44,8 +44,7 @@ impl TaskStream for ImportedTaskStream {
 
     fn next_page(&mut self, max: usize) -> Result<Vec<TaskSpec>> {
         let max = u32::try_from(max).unwrap_or(u32::MAX).max(1);
-        let json = sync_result(self.object.next_page(max)).map_err(self.label.err("next_page"))?;
-        self.label.decode("next_page", &json)
+        abi_call!(self.next_page(max))
     }
 }
 
@@ -108,24 +107,16 @@ impl ImportedBenchmark {
 #[async_trait]
 impl Benchmark for ImportedBenchmark {
     fn evaluation_environment_mode(&self, req: &RunRequest) -> Result<EvaluationEnvironmentMode> {
-        let m = "evaluation_environment_mode";
         let req = request_json(req)?;
-        let json = sync_result(self.object.evaluation_environment_mode(req.as_rstr()))
-            .map_err(self.label.err(m))?;
-        self.label.decode(m, &json)
+        abi_call!(self.evaluation_environment_mode(req.as_rstr()))
     }
 
     fn metric_contract(&self) -> Result<MetricContract> {
-        let json = sync_result(self.object.metric_contract())
-            .map_err(self.label.err("metric_contract"))?;
-        self.label.decode("metric_contract", &json)
+        abi_call!(self.metric_contract())
     }
 
     async fn load_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
-        let json = await_foreign(self.object.load_tasks(export_ctx(ctx), request_json(req)?))
-            .await
-            .map_err(self.label.err("load_tasks"))?;
-        self.label.decode("load_tasks", &json)
+        abi_call!(await self.load_tasks(export_ctx(ctx), request_json(req)?))
     }
 
     async fn load_selected_tasks(&self, ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
@@ -165,13 +156,8 @@ impl Benchmark for ImportedBenchmark {
         tasks: Vec<TaskSpec>,
         req: &RunRequest,
     ) -> Result<Vec<TaskSpec>> {
-        let call = self
-            .object
-            .select_tasks(export_ctx(ctx), to_json(&tasks)?, request_json(req)?);
-        let json = await_foreign(call)
-            .await
-            .map_err(self.label.err("select_tasks"))?;
-        self.label.decode("select_tasks", &json)
+        let (tasks, req) = (to_json(&tasks)?, request_json(req)?);
+        abi_call!(await self.select_tasks(export_ctx(ctx), tasks, req))
     }
 
     fn build_plan(
@@ -181,13 +167,7 @@ impl Benchmark for ImportedBenchmark {
         environment: &EnvironmentSpec,
     ) -> Result<BenchmarkPlan> {
         let (task, req, env) = (to_json(task)?, request_json(req)?, to_json(environment)?);
-        let json = sync_result(self.object.build_plan(
-            task.as_rstr(),
-            req.as_rstr(),
-            env.as_rstr(),
-        ))
-        .map_err(self.label.err("build_plan"))?;
-        self.label.decode("build_plan", &json)
+        abi_call!(self.build_plan(task.as_rstr(), req.as_rstr(), env.as_rstr()))
     }
 
     fn resolve_artifacts(
@@ -197,13 +177,7 @@ impl Benchmark for ImportedBenchmark {
         plan: &ExecutionPlan,
     ) -> Result<Option<Vec<ArtifactSpec>>> {
         let (task, req, plan) = (to_json(task)?, request_json(req)?, to_json(plan)?);
-        let json = sync_result(self.object.resolve_artifacts(
-            task.as_rstr(),
-            req.as_rstr(),
-            plan.as_rstr(),
-        ))
-        .map_err(self.label.err("resolve_artifacts"))?;
-        self.label.decode("resolve_artifacts", &json)
+        abi_call!(self.resolve_artifacts(task.as_rstr(), req.as_rstr(), plan.as_rstr()))
     }
 
     async fn prepare_task(
@@ -278,13 +252,8 @@ impl Benchmark for ImportedBenchmark {
         results: &[TaskAttempts],
         req: &RunRequest,
     ) -> Result<MetricReport> {
-        let call =
-            self.object
-                .aggregate_metrics(export_ctx(ctx), to_json(&results)?, request_json(req)?);
-        let json = await_foreign(call)
-            .await
-            .map_err(self.label.err("aggregate_metrics"))?;
-        self.label.decode("aggregate_metrics", &json)
+        let (results, req) = (to_json(&results)?, request_json(req)?);
+        abi_call!(await self.aggregate_metrics(export_ctx(ctx), results, req))
     }
 }
 
@@ -299,18 +268,9 @@ impl HarnessFreeBenchmark for ImportedBenchmark {
         plan: &ExecutionPlan,
         env: Option<&SessionRef>,
     ) -> Result<RunResult> {
-        let call = self.object.run_task(
-            export_ctx(ctx),
-            to_json(task)?,
-            to_json(prepared)?,
-            request_json(req)?,
-            to_json(plan)?,
-            optional_env(env),
-        );
-        let json = await_foreign(call)
-            .await
-            .map_err(self.label.err("run_task"))?;
-        self.label.decode("run_task", &json)
+        let (task, prepared) = (to_json(task)?, to_json(prepared)?);
+        let (req, plan) = (request_json(req)?, to_json(plan)?);
+        abi_call!(await self.run_task(export_ctx(ctx), task, prepared, req, plan, optional_env(env)))
     }
 }
 
@@ -344,15 +304,12 @@ impl ImportedHarness {
 impl Harness for ImportedHarness {
     fn supports(&self, environment: &EnvironmentSpec, model: &ModelSpec) -> Result<bool> {
         let (env, model) = (to_json(environment)?, to_json(model)?);
-        sync_result(self.object.supports(env.as_rstr(), model.as_rstr()))
-            .map_err(self.label.err("supports"))
+        abi_call!(raw self.supports(env.as_rstr(), model.as_rstr()))
     }
 
     fn build_plan(&self, req: &RunRequest, environment: &EnvironmentSpec) -> Result<HarnessPlan> {
         let (req, env) = (request_json(req)?, to_json(environment)?);
-        let json = sync_result(self.object.build_plan(req.as_rstr(), env.as_rstr()))
-            .map_err(self.label.err("build_plan"))?;
-        self.label.decode("build_plan", &json)
+        abi_call!(self.build_plan(req.as_rstr(), env.as_rstr()))
     }
 
     async fn start_session(
@@ -362,15 +319,8 @@ impl Harness for ImportedHarness {
         req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<HarnessSession> {
-        let call = self.object.start_session(
-            export_ctx(ctx),
-            export_session(env),
-            request_json(req)?,
-            to_json(plan)?,
-        );
-        let session = await_foreign(call)
-            .await
-            .map_err(self.label.err("start_session"))?;
+        let (req, plan) = (request_json(req)?, to_json(plan)?);
+        let session = abi_call!(raw await self.start_session(export_ctx(ctx), export_session(env), req, plan))?;
         Ok(Arc::new(session))
     }
 
@@ -442,26 +392,21 @@ impl ImportedEnvironment {
 #[async_trait]
 impl EnvironmentProvider for ImportedEnvironment {
     fn capabilities(&self) -> Result<ProviderCapabilities> {
-        let json =
-            sync_result(self.object.capabilities()).map_err(self.label.err("capabilities"))?;
-        self.label.decode("capabilities", &json)
+        abi_call!(self.capabilities())
     }
 
     fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
         let plan = to_json(plan)?;
-        sync_result(self.object.validate_plan(plan.as_rstr()))
-            .map_err(self.label.err("validate_plan"))
+        abi_call!(raw self.validate_plan(plan.as_rstr()))
     }
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
-        let call = self.object.open(export_ctx(ctx), to_json(request)?);
-        let session = await_foreign(call).await.map_err(self.label.err("open"))?;
+        let session = abi_call!(raw await self.open(export_ctx(ctx), to_json(request)?))?;
         Ok(import_session(session))
     }
 
     async fn close(&self, ctx: &Ctx, close_params: &serde_json::Value) -> Result<()> {
-        let call = self.object.close(export_ctx(ctx), to_json(close_params)?);
-        await_foreign(call).await.map_err(self.label.err("close"))
+        abi_call!(raw await self.close(export_ctx(ctx), to_json(close_params)?))
     }
 }
 
@@ -481,11 +426,7 @@ impl ImportedRecipe {
 impl Recipe for ImportedRecipe {
     fn matches(&self, req: &RunRequest, task: &TaskSpec, plan: &ExecutionPlan) -> Result<bool> {
         let (req, task, plan) = (request_json(req)?, to_json(task)?, to_json(plan)?);
-        sync_result(
-            self.object
-                .matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()),
-        )
-        .map_err(self.label.err("matches"))
+        abi_call!(raw self.matches(req.as_rstr(), task.as_rstr(), plan.as_rstr()))
     }
 
     fn apply(
@@ -495,12 +436,7 @@ impl Recipe for ImportedRecipe {
         task: &TaskSpec,
     ) -> Result<ExecutionPlan> {
         let (plan, req, task) = (to_json(&plan)?, request_json(req)?, to_json(task)?);
-        let json = sync_result(
-            self.object
-                .apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()),
-        )
-        .map_err(self.label.err("apply"))?;
-        self.label.decode("apply", &json)
+        abi_call!(self.apply(plan.as_rstr(), req.as_rstr(), task.as_rstr()))
     }
 }
 

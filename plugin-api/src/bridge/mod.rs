@@ -5,6 +5,7 @@
 //! module from its [`PluginBuilder`](crate::sdk::PluginBuilder) (what `export_plugin!`
 //! expands to). Plugin authors never use this module directly.
 
+#[macro_use]
 mod call;
 pub mod export;
 pub mod host;

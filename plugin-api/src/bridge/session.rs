@@ -14,7 +14,7 @@ use crate::contracts::{ExecRequest, ExecResult, NetworkPolicy, SessionInfo};
 use crate::sdk::{EnvironmentSession, SessionRef};
 use crate::Result;
 
-use super::call::{await_foreign, Label};
+use super::call::Label;
 use super::host::host_handle;
 use crate::abi::json::{from_json, to_json};
 
@@ -141,78 +141,51 @@ impl EnvironmentSession for ImportedSession {
     }
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
-        let json = await_foreign(self.object.exec(to_json(&request)?))
-            .await
-            .map_err(self.label.err("exec"))?;
-        self.label.decode("exec", &json)
+        abi_call!(await self.exec(to_json(&request)?))
     }
 
     async fn upload(&self, src: &Path, dst: &str) -> Result<()> {
-        await_foreign(self.object.upload(path_string(src), dst.into()))
-            .await
-            .map_err(self.label.err("upload"))
+        abi_call!(raw await self.upload(path_string(src), dst.into()))
     }
 
     async fn download(&self, src: &str, dst: &Path) -> Result<()> {
-        await_foreign(self.object.download(src.into(), path_string(dst)))
-            .await
-            .map_err(self.label.err("download"))
+        abi_call!(raw await self.download(src.into(), path_string(dst)))
     }
 
     async fn upload_dir(&self, src: &Path, dst: &str) -> Result<()> {
-        await_foreign(self.object.upload_dir(path_string(src), dst.into()))
-            .await
-            .map_err(self.label.err("upload_dir"))
+        abi_call!(raw await self.upload_dir(path_string(src), dst.into()))
     }
 
     async fn download_dir(&self, src: &str, dst: &Path) -> Result<()> {
-        await_foreign(self.object.download_dir(src.into(), path_string(dst)))
-            .await
-            .map_err(self.label.err("download_dir"))
+        abi_call!(raw await self.download_dir(src.into(), path_string(dst)))
     }
 
     async fn read_text(&self, path: &str) -> Result<String> {
-        await_foreign(self.object.read_text(path.into()))
-            .await
-            .map(RString::into_string)
-            .map_err(self.label.err("read_text"))
+        abi_call!(raw await self.read_text(path.into())).map(RString::into_string)
     }
 
     async fn write_text(&self, path: &str, content: &str) -> Result<()> {
-        await_foreign(self.object.write_text(path.into(), content.into()))
-            .await
-            .map_err(self.label.err("write_text"))
+        abi_call!(raw await self.write_text(path.into(), content.into()))
     }
 
     async fn is_file(&self, path: &str) -> Result<bool> {
-        await_foreign(self.object.is_file(path.into()))
-            .await
-            .map_err(self.label.err("is_file"))
+        abi_call!(raw await self.is_file(path.into()))
     }
 
     async fn is_dir(&self, path: &str) -> Result<bool> {
-        await_foreign(self.object.is_dir(path.into()))
-            .await
-            .map_err(self.label.err("is_dir"))
+        abi_call!(raw await self.is_dir(path.into()))
     }
 
     async fn endpoint(&self) -> Result<Option<String>> {
-        let json = await_foreign(self.object.endpoint())
-            .await
-            .map_err(self.label.err("endpoint"))?;
-        self.label.decode("endpoint", &json)
+        abi_call!(await self.endpoint())
     }
 
     async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
-        await_foreign(self.object.set_network_policy(to_json(policy)?))
-            .await
-            .map_err(self.label.err("set_network_policy"))
+        abi_call!(raw await self.set_network_policy(to_json(policy)?))
     }
 
     async fn close(&self) -> Result<()> {
-        await_foreign(self.object.close())
-            .await
-            .map_err(self.label.err("close"))
+        abi_call!(raw await self.close())
     }
 
     fn abi_object(&self) -> Option<SessionBox> {
