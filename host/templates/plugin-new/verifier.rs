@@ -9,18 +9,18 @@
 //! same code runs in `sandbox`, `docker` and `host_process`: every path comes from the
 //! session (`$AGENTCOMPASS_WORKSPACE`, `$AGENTCOMPASS_TESTS_DIR`, `$AGENTCOMPASS_VERIFIER_DIR`).
 
-use std::path::{Path, PathBuf};
-
 use agentcompass_plugin_api::contracts::{
-    BenchmarkPlan, ComponentInfo, EvaluationEnvironmentMode, MetricContract,
-    PreparedTask, ReferenceSolution, RunRequest, RunResult, TaskSpec,
+    ComponentInfo, EvaluationEnvironmentMode, MetricContract, PreparedTask, RunRequest, RunResult,
+    TaskSpec,
 };
 use agentcompass_plugin_api::sdk::params::{self, Params};
-use agentcompass_plugin_api::sdk::verifier::Verifier;
-use agentcompass_plugin_api::sdk::{
-    async_trait, Benchmark, Ctx, EvaluationInput, PluginBuilder, SessionRef,
+use agentcompass_plugin_api::sdk::verifier::{
+    load_task_dirs, reference_solution, task_dir, Verifier,
 };
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Benchmark, Ctx, EvaluationInput, PluginBuilder, PrepareInput,
+};
+use agentcompass_plugin_api::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -67,28 +67,6 @@ fn read_params(req: &RunRequest) -> Result<VerifierParams> {
     params::read(&format!("benchmark `{ID}`"), &req.benchmark.params)
 }
 
-/// The task directory `load_tasks` kept in the task's metadata.
-fn task_dir(task: &TaskSpec) -> Result<PathBuf> {
-    match task.metadata.get("dir").and_then(|dir| dir.as_str()) {
-        Some(dir) => Ok(PathBuf::from(dir)),
-        None => Err(Error::msg(format!("task `{}` has no directory", task.task_id))),
-    }
-}
-
-/// One task: its directory name is the id, `instruction.md` the question.
-fn load_task(dir: &Path) -> Result<TaskSpec> {
-    let id = dir.file_name().unwrap_or_default().to_string_lossy();
-    let instruction = std::fs::read_to_string(dir.join("instruction.md"))
-        .map_err(|e| Error::invalid_input(format!("{}/instruction.md: {e}", dir.display())))?;
-    if !dir.join("tests/test.sh").is_file() {
-        let missing = format!("{}/tests/test.sh is missing", dir.display());
-        return Err(Error::invalid_input(missing));
-    }
-    let mut task = TaskSpec::new(id.as_ref(), instruction.trim());
-    task.metadata.insert("dir".into(), dir.display().to_string().into());
-    Ok(task)
-}
-
 #[async_trait]
 impl Benchmark for Bench {
     /// The tests run in the agent's own environment, after the agent.
@@ -103,29 +81,18 @@ impl Benchmark for Bench {
             .with_primary("reward"))
     }
 
+    /// One task per directory of `tasks_dir` (`ID/instruction.md`, `ID/tests/test.sh`).
     async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
-        let root = std::path::absolute(read_params(req)?.tasks_dir)
-            .map_err(|e| Error::invalid_input(format!("tasks_dir: {e}")))?;
-        let entries = std::fs::read_dir(&root)
-            .map_err(|e| Error::invalid_input(format!("tasks_dir `{}`: {e}", root.display())))?;
-        let mut dirs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        dirs.retain(|dir| dir.is_dir());
-        dirs.sort();
-        dirs.iter().map(|dir| load_task(dir)).collect()
+        load_task_dirs(read_params(req)?.tasks_dir)
     }
 
     /// The instruction, and the reference solution (the host hands it to `oracle` only).
-    async fn prepare_task(
-        &self,
-        _ctx: &Ctx,
-        task: &TaskSpec,
-        _env: &SessionRef,
-        _req: &RunRequest,
-        _plan: &BenchmarkPlan,
-    ) -> Result<PreparedTask> {
-        let solution = task_dir(task)?.join("solution");
-        let solution = ReferenceSolution::new(solution.display().to_string());
-        Ok(PreparedTask::from_task(task).with_reference_solution(solution))
+    async fn prepare(&self, _ctx: &Ctx, input: PrepareInput<'_>) -> Result<PreparedTask> {
+        let prepared = PreparedTask::from_task(input.task);
+        Ok(match reference_solution(input.task)? {
+            Some(solution) => prepared.with_reference_solution(solution),
+            None => prepared,
+        })
     }
 
     /// Uploads the hidden tests, runs them and records the reward.
@@ -162,7 +129,10 @@ mod tests {
         for task in &tasks {
             let solution = task_dir(task).unwrap().join("solution/solve.sh");
             assert!(solution.is_file(), "{}", solution.display());
-            assert!(!task.question.contains("reward"), "the question shows no test");
+            assert!(
+                !task.question.contains("reward"),
+                "the question shows no test"
+            );
         }
     }
 

@@ -7,15 +7,14 @@
 //! (`solve.sh`, the reference solution, offered to reference harnesses only). The same code
 //! runs in `sandbox`, `docker` and `host_process`: every path comes from the session.
 
-use std::path::{Path, PathBuf};
-
 use agentcompass_plugin_api::contracts::{
-    EvaluationEnvironmentMode, MetricContract, PreparedTask, ReferenceSolution, RunRequest,
-    RunResult, TaskSpec,
+    EvaluationEnvironmentMode, MetricContract, PreparedTask, RunRequest, RunResult, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::params::{self, Params};
-use agentcompass_plugin_api::sdk::verifier::Verifier;
-use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
+use agentcompass_plugin_api::sdk::verifier::{
+    load_task_dirs, reference_solution, task_dir, Verifier,
+};
+use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, PrepareInput};
 use agentcompass_plugin_api::{Error, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -70,33 +69,6 @@ impl Pyexec {
     fn params(req: &RunRequest) -> Result<PyexecParams> {
         params::read(&format!("benchmark `{ID}`"), &req.benchmark.params)
     }
-
-    /// The host directory of `task` (kept in its metadata by `load_tasks`).
-    fn task_dir(task: &TaskSpec) -> Result<PathBuf> {
-        task.metadata
-            .get("dir")
-            .and_then(|dir| dir.as_str())
-            .map(PathBuf::from)
-            .ok_or_else(|| Error::msg(format!("{ID}: task `{}` has no directory", task.task_id)))
-    }
-}
-
-/// One task from its directory: the instruction is the question.
-fn load_task(dir: &Path) -> Result<TaskSpec> {
-    let id = dir.file_name().unwrap_or_default().to_string_lossy();
-    let instruction = std::fs::read_to_string(dir.join("instruction.md")).map_err(|e| {
-        Error::invalid_input(format!("{ID}: {}/instruction.md: {e}", dir.display()))
-    })?;
-    if !dir.join("tests/test.sh").is_file() {
-        return Err(Error::invalid_input(format!(
-            "{ID}: {}/tests/test.sh is missing",
-            dir.display()
-        )));
-    }
-    let mut task = TaskSpec::new(id.as_ref(), instruction.trim());
-    task.metadata
-        .insert("dir".into(), dir.display().to_string().into());
-    Ok(task)
 }
 
 #[async_trait]
@@ -114,19 +86,7 @@ impl Benchmark for Pyexec {
     }
 
     async fn load_tasks(&self, _ctx: &Ctx, req: &RunRequest) -> Result<Vec<TaskSpec>> {
-        let params = Self::params(req)?;
-        let root = std::path::absolute(&params.tasks_dir)
-            .map_err(|e| Error::invalid_input(format!("{ID}: tasks_dir: {e}")))?;
-        let entries = std::fs::read_dir(&root).map_err(|e| {
-            Error::invalid_input(format!("{ID}: tasks_dir `{}`: {e}", root.display()))
-        })?;
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| path.is_dir())
-            .collect();
-        dirs.sort();
-        dirs.iter().map(|dir| load_task(dir)).collect()
+        load_task_dirs(Self::params(req)?.tasks_dir)
     }
 
     /// The `only` tasks, in dataset order; an id the dataset does not have is refused.
@@ -152,20 +112,11 @@ impl Benchmark for Pyexec {
     }
 
     /// The instruction, and the reference solution for reference harnesses.
-    async fn prepare_task(
-        &self,
-        _ctx: &Ctx,
-        task: &TaskSpec,
-        _env: &SessionRef,
-        _req: &RunRequest,
-        _plan: &agentcompass_plugin_api::contracts::BenchmarkPlan,
-    ) -> Result<PreparedTask> {
-        let solution = Self::task_dir(task)?.join("solution");
-        let prepared = PreparedTask::from_task(task);
-        Ok(match solution.is_dir() {
-            true => prepared
-                .with_reference_solution(ReferenceSolution::new(solution.display().to_string())),
-            false => prepared,
+    async fn prepare(&self, _ctx: &Ctx, input: PrepareInput<'_>) -> Result<PreparedTask> {
+        let prepared = PreparedTask::from_task(input.task);
+        Ok(match reference_solution(input.task)? {
+            Some(solution) => prepared.with_reference_solution(solution),
+            None => prepared,
         })
     }
 
@@ -173,7 +124,7 @@ impl Benchmark for Pyexec {
     async fn evaluate_attempt(&self, ctx: &Ctx, input: EvaluationInput<'_>) -> Result<RunResult> {
         let params = Self::params(input.req)?;
         let env = input.environment()?;
-        let tests = Self::task_dir(input.task)?.join("tests");
+        let tests = task_dir(input.task)?.join("tests");
         let verifier = Verifier::new(tests).timeout_seconds(params.test_timeout_seconds);
         let mut result = input.result;
         verifier.run(ctx, env).await?.record(&mut result);

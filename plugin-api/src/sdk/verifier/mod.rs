@@ -29,6 +29,7 @@
 //! `reward_file_missing`, `reward_file_empty`, `reward_parse_error`.
 
 pub mod reward;
+mod task_dirs;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ use super::{Ctx, SessionRef};
 use crate::contracts::{ExecRequest, ExecutionIssue, IssuePhase, RunResult};
 use crate::{Error, Result};
 use reward::{RewardError, Rewards, REWARD_JSON_NAME, REWARD_TXT_NAME};
+pub use task_dirs::{load_task_dirs, reference_solution, task_dir};
 
 /// Characters of the test command's stdout and stderr kept in the outcome.
 const OUTPUT_TAIL_CHARS: usize = 4_000;
