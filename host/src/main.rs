@@ -31,7 +31,9 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         Err(err) => {
-            let message = format!("{err:#}");
+            // Scrubbed of every registered secret (resolved `${VAR}` values, keys): a
+            // plugin's error may quote a parameter's value.
+            let message = agentcompass_redact::scrub_text(&format!("{err:#}"));
             eprintln!("error: {}", agentcompass_plugin_api::one_line(&message));
             let code = exit_code_of(&err);
             ExitCode::from(u8::try_from(code).unwrap_or(1))

@@ -133,6 +133,21 @@ fn bad_parameter_content_is_refused_at_resolution_by_dry_run_and_plan() {
         "{}",
         out.stderr
     );
+    // A plugin's error quoting a resolved `${VAR}` value is scrubbed on the way out.
+    let secret = "sk-e2e-tasks-dir-5150";
+    let params = json!({"tasks_dir": "${E2E_TASKS_DIR}"}).to_string();
+    let args = [
+        "run",
+        "--dry-run",
+        "example_pyexec",
+        "example_calculator",
+        "m",
+    ];
+    let mut args = args.to_vec();
+    args.extend(["--benchmark-params", &params]);
+    let out = ws.run(&args, &[("E2E_TASKS_DIR", secret)]).expect_code(2);
+    assert!(out.stderr.contains("tasks directory"), "{}", out.stderr);
+    assert!(!out.stderr.contains(secret), "{}", out.stderr);
 }
 
 /// Writes `count` tasks `echo_K` under `dir`: the instruction's last line is `K`, the hidden
