@@ -26,6 +26,36 @@ pub(super) fn info<'a>(kit: &'a Kit<'a>, s: &'a SessionRef) -> CheckFuture<'a> {
     })
 }
 
+/// The session's own directories: the workspace is the default working directory, the
+/// others are absolute and take files that commands see.
+pub(super) fn session_dirs<'a>(_kit: &'a Kit<'a>, s: &'a SessionRef) -> CheckFuture<'a> {
+    Box::pin(async move {
+        sh(s, "true").await?;
+        let info = s.info();
+        let dirs = &info.dirs;
+        same(
+            "info().dirs.workspace",
+            Some(dirs.workspace.as_str()),
+            info.default_workdir.as_deref(),
+        )?;
+        for (name, dir) in [
+            ("tests", &dirs.tests),
+            ("solution", &dirs.solution),
+            ("logs", &dirs.logs),
+            ("tmp", &dirs.tmp),
+        ] {
+            ensure!(
+                dir.starts_with('/'),
+                "info().dirs.{name} {dir:?} is not absolute"
+            );
+            let path = format!("{}/contract-kit/{name}.txt", dir.trim_end_matches('/'));
+            ok(&format!("write_text {path}"), s.write_text(&path, name).await)?;
+            same(&format!("cat {path}"), sh(s, &format!("cat '{path}'")).await?, name.into())?;
+        }
+        Ok(())
+    })
+}
+
 /// No endpoint.
 pub(super) fn endpoint<'a>(_kit: &'a Kit<'a>, s: &'a SessionRef) -> CheckFuture<'a> {
     Box::pin(async move { same("endpoint()", ok("endpoint", s.endpoint().await)?, None) })

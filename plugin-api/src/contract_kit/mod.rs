@@ -6,7 +6,8 @@
 //! check of [`CHECKS`]: the command contract (argv without a shell, a string through
 //! `/bin/sh`; return code, stdout, stderr and `timed_out`), working directories, the layering
 //! of environment bindings, timeouts, cancellation and detached commands, file and directory
-//! transfers (bytes, modes, symlinks, merging), text I/O, probes, and closing (idempotent,
+//! transfers (bytes, modes, symlinks, merging), text I/O, probes, the session's own
+//! directories, and closing (idempotent,
 //! and from persisted `close_params` after a crash). It returns a [`ContractReport`] when
 //! every check passed, else a [`ContractFailure`] listing each failed check with what it
 //! observed. Provider-specific behaviour (names, isolation, networks, images) stays in the
@@ -126,6 +127,11 @@ pub const CHECKS: &[Check] = &[
         "write_text/read_text on relative, absolute and unnormalised paths; is_file/is_dir; \
          invalid UTF-8 and missing files are errors",
     ),
+    check(
+        "session_dirs",
+        "info().dirs: the workspace is the default working directory; tests, solution, logs \
+         and tmp are absolute and take files commands see",
+    ),
     check("endpoint", "endpoint() is None"),
     check(
         "network_policy",
@@ -147,7 +153,7 @@ pub const CHECKS: &[Check] = &[
 ];
 
 /// The implementation of each check of [`CHECKS`], in the same order.
-const RUNS: [CheckFn; 17] = [
+const RUNS: [CheckFn; 18] = [
     lifecycle::info,
     exec::argv_and_shell,
     exec::errors,
@@ -160,6 +166,7 @@ const RUNS: [CheckFn; 17] = [
     files::file_transfer,
     files::tree_transfer,
     files::text_and_probes,
+    lifecycle::session_dirs,
     lifecycle::endpoint,
     lifecycle::network_policy,
     lifecycle::concurrent_operations,

@@ -111,7 +111,7 @@ async fn every_check_of_a_broken_provider_fails_with_what_it_saw() {
     assert_eq!(failed.len(), CHECKS.len() - 2, "{failure}");
     let text = failure.to_string();
     assert!(
-        text.starts_with("environment `broken`: 15 of 17 contract checks failed:"),
+        text.starts_with("environment `broken`: 16 of 18 contract checks failed:"),
         "{text}"
     );
     assert!(text.contains("FAIL  info: info().id is empty"), "{text}");
