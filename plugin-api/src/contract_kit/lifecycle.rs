@@ -49,8 +49,15 @@ pub(super) fn session_dirs<'a>(_kit: &'a Kit<'a>, s: &'a SessionRef) -> CheckFut
                 "info().dirs.{name} {dir:?} is not absolute"
             );
             let path = format!("{}/contract-kit/{name}.txt", dir.trim_end_matches('/'));
-            ok(&format!("write_text {path}"), s.write_text(&path, name).await)?;
-            same(&format!("cat {path}"), sh(s, &format!("cat '{path}'")).await?, name.into())?;
+            ok(
+                &format!("write_text {path}"),
+                s.write_text(&path, name).await,
+            )?;
+            same(
+                &format!("cat {path}"),
+                sh(s, &format!("cat '{path}'")).await?,
+                name.into(),
+            )?;
         }
         Ok(())
     })
