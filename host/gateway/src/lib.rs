@@ -4,6 +4,7 @@
 //! 429/5xx/connection errors, token usage and cost accounting, and the API key, which travels
 //! only in the request's auth header and never appears in an error, log line or result.
 
+pub mod limit;
 mod meter;
 mod probe;
 mod relay;
@@ -116,6 +117,18 @@ pub enum GatewayError {
         /// Attempts made.
         attempts: u32,
     },
+    /// The endpoint kept rate-limiting the call for longer than `max_rate_limit_wait_seconds`.
+    #[error(
+        "model endpoint {url}: rate-limited for {waited_seconds:.0} s ({answers} rate-limit answers; model.params.max_rate_limit_wait_seconds caps the wait)"
+    )]
+    RateLimited {
+        /// The endpoint URL.
+        url: String,
+        /// How long the call waited.
+        waited_seconds: f64,
+        /// Rate-limit answers the call got.
+        answers: u32,
+    },
     /// The endpoint answered with a non-retryable error status.
     #[error("model endpoint {url} answered {status}: {body}")]
     Status {
@@ -141,7 +154,10 @@ pub enum GatewayError {
 impl GatewayError {
     /// Whether the failure is the endpoint's (429, 5xx, unreachable) rather than the request's.
     pub fn is_transient(&self) -> bool {
-        matches!(self, GatewayError::Exhausted { .. })
+        matches!(
+            self,
+            GatewayError::Exhausted { .. } | GatewayError::RateLimited { .. }
+        )
     }
 }
 
@@ -154,8 +170,13 @@ pub struct ModelGateway {
     url: String,
     base_url: String,
     settings: GatewaySettings,
+    /// How many requests go to the endpoint at once (shared by every gateway of the endpoint).
+    limit: Arc<limit::EndpointLimit>,
     runtime: Option<tokio::runtime::Handle>,
 }
+
+/// The endpoint limit when neither the run nor `max_connections` sets one.
+const DEFAULT_MAX_CONNECTIONS: u32 = 32;
 
 impl std::fmt::Debug for ModelGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -180,16 +201,40 @@ impl ModelGateway {
             .map_err(|e| GatewayError::Config {
                 message: format!("cannot build the HTTP client: {e}"),
             })?;
+        let url = protocol.url(&model.base_url);
+        let max = settings.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        let limit =
+            limit::EndpointLimit::shared(&url, &model.api_key, max, settings.adaptive_concurrency);
         Ok(ModelGateway {
             client,
             model: model.id.clone(),
             api_key: model.api_key.clone(),
             protocol,
-            url: protocol.url(&model.base_url),
+            url,
             base_url: model.base_url.clone(),
             settings,
+            limit,
             runtime: tokio::runtime::Handle::try_current().ok(),
         })
+    }
+
+    /// Sizes the endpoint's limit for a run of `task_concurrency` attempts at once, unless
+    /// `max_connections` set it.
+    pub fn with_task_concurrency(mut self, task_concurrency: u32) -> Self {
+        if self.settings.max_connections.is_none() {
+            self.limit = limit::EndpointLimit::shared(
+                &self.url,
+                &self.api_key,
+                task_concurrency,
+                self.settings.adaptive_concurrency,
+            );
+        }
+        self
+    }
+
+    /// The endpoint's adaptive limit now.
+    pub fn limit(&self) -> limit::LimitSnapshot {
+        self.limit.snapshot()
     }
 
     /// Upstream's key wrapping (`model.wrap_api_key`): the key sent becomes base64 of
@@ -288,23 +333,53 @@ impl ModelGateway {
             .unwrap_or(self.settings.timeout);
         let max_retries = request.max_retries.unwrap_or(self.settings.max_retries);
         let mut attempt = 0u32;
+        let (mut rate_limited, mut waited) = (0u32, Duration::ZERO);
         loop {
+            let waiting = Instant::now();
+            let permit = self.limit.acquire().await;
+            waited += waiting.elapsed();
+            if rate_limited > 0 && waited > self.settings.max_rate_limit_wait {
+                return Err(GatewayError::RateLimited {
+                    url: self.url.clone(),
+                    waited_seconds: waited.as_secs_f64(),
+                    answers: rate_limited,
+                });
+            }
             attempt += 1;
             let failure = match self.send_once(&body, timeout).await {
                 Ok(mut response) => {
+                    permit.succeeded();
                     response.latency_ms = started.elapsed().as_millis() as u64;
-                    response.retries = attempt - 1;
+                    // Every re-send counts, rate-limited ones included.
+                    response.retries = attempt - 1 + rate_limited;
                     if let Some(pricing) = &self.settings.pricing {
                         response.usage.cost_usd = Some(pricing.cost(&response.usage));
                     }
                     return Ok(response);
                 }
                 Err(Attempt::Fatal(error)) => return Err(error),
+                Err(Attempt::RateLimited {
+                    reason,
+                    retry_after,
+                }) => {
+                    // Not a retry: the limit holds every request until the endpoint is ready.
+                    permit.rate_limited(retry_after, self.settings.backoff(1));
+                    rate_limited += 1;
+                    attempt -= 1;
+                    tracing::debug!(
+                        target: "agentcompass::model",
+                        "model endpoint {}: {reason}; waiting (limit now {})",
+                        self.url,
+                        self.limit.snapshot().limit
+                    );
+                    continue;
+                }
                 Err(Attempt::Retryable {
                     reason,
                     retry_after,
                 }) => (reason, retry_after),
             };
+            drop(permit);
             if attempt > max_retries {
                 return Err(GatewayError::Exhausted {
                     url: self.url.clone(),
@@ -383,6 +458,12 @@ impl ModelGateway {
         };
         if !status.is_success() {
             let snippet = body_snippet(&bytes);
+            if is_rate_limit(status, &bytes) {
+                return Err(Attempt::RateLimited {
+                    reason: format!("answered {} {}", status.as_u16(), snippet),
+                    retry_after,
+                });
+            }
             if is_retryable(status) {
                 return Err(Attempt::Retryable {
                     reason: format!("answered {} {}", status.as_u16(), snippet),
@@ -410,6 +491,11 @@ impl ModelGateway {
 
 /// One try's failure.
 enum Attempt {
+    /// The endpoint said "too many requests" (429, 529, a rate-limit error body).
+    RateLimited {
+        reason: String,
+        retry_after: Option<Duration>,
+    },
     Retryable {
         reason: String,
         retry_after: Option<Duration>,
@@ -426,14 +512,34 @@ impl Attempt {
     }
 }
 
-/// A `Retry-After` given in seconds.
+/// A `Retry-After` given in seconds or as an HTTP date (RFC 9110; a date in the past is 0).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| *s >= 0.0)
-        .map(agentcompass_plugin_api::wait::duration_from_seconds)
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds >= 0.0)
+            .then(|| agentcompass_plugin_api::wait::duration_from_seconds(seconds));
+    }
+    let date = jiff::fmt::rfc2822::parse(value).ok()?;
+    let left = date.timestamp().as_second() - jiff::Timestamp::now().as_second();
+    Some(Duration::from_secs(left.max(0) as u64))
+}
+
+/// Whether an error answer is the endpoint's rate limit: 429, Anthropic's 529 (overloaded),
+/// or a body whose error type says so (`rate_limit_error`, `rate_limit_exceeded`).
+fn is_rate_limit(status: StatusCode, body: &[u8]) -> bool {
+    if status == StatusCode::TOO_MANY_REQUESTS || status.as_u16() == 529 {
+        return true;
+    }
+    let Ok(json) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let error = json.get("error").unwrap_or(&json);
+    ["type", "code"].iter().any(|field| {
+        error
+            .get(field)
+            .and_then(Value::as_str)
+            .is_some_and(|kind| kind.starts_with("rate_limit") || kind == "overloaded_error")
+    })
 }
 
 fn is_retryable(status: StatusCode) -> bool {

@@ -1,8 +1,12 @@
 //! The gateway's own settings, taken out of `model.params` (everything else there is a
 //! generation parameter sent to the endpoint): `max_retries` (default 3), `timeout` (seconds
 //! per request, default 600), `retry_backoff_seconds` (first backoff, doubled each retry,
-//! default 1) and `pricing` (US dollars per million tokens: `input`, `output`,
-//! `cached_input`).
+//! default 1), `pricing` (US dollars per million tokens: `input`, `output`,
+//! `cached_input`), `max_connections` (the most requests to the endpoint at once; default: the
+//! run's task concurrency), `adaptive_concurrency` (default `true`: the limit halves when the
+//! endpoint rate-limits and grows back while it answers) and `max_rate_limit_wait_seconds`
+//! (how long one call may wait out rate limits, which do not count against `max_retries`;
+//! default 1800).
 
 use std::time::Duration;
 
@@ -17,14 +21,18 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const DEFAULT_MAX_RETRIES: u32 = 3;
 const DEFAULT_TIMEOUT_SECONDS: f64 = 600.0;
 const DEFAULT_BACKOFF_SECONDS: f64 = 1.0;
+const DEFAULT_MAX_RATE_LIMIT_WAIT_SECONDS: f64 = 1800.0;
 
 /// The type of the gateway setting at `keys` inside `model.params` (a whole-field `${VAR}`
 /// there converts to it); `None` for a generation parameter, which goes to the endpoint with
 /// the variable's text: its type is the endpoint's.
 pub fn gateway_param_type(keys: &[&str]) -> Option<ConfigType> {
     match keys {
-        ["max_retries"] => Some(ConfigType::Integer),
-        ["timeout" | "retry_backoff_seconds"] => Some(ConfigType::Number),
+        ["max_retries" | "max_connections"] => Some(ConfigType::Integer),
+        ["timeout" | "retry_backoff_seconds" | "max_rate_limit_wait_seconds"] => {
+            Some(ConfigType::Number)
+        }
+        ["adaptive_concurrency"] => Some(ConfigType::Boolean),
         ["pricing"] => Some(ConfigType::Object),
         ["pricing", "input" | "output" | "cached_input"] => Some(ConfigType::Number),
         _ => None,
@@ -65,6 +73,12 @@ pub struct GatewaySettings {
     pub backoff: Duration,
     /// Price table, when set.
     pub pricing: Option<Pricing>,
+    /// The most requests to the endpoint at once (`None`: the run's task concurrency).
+    pub max_connections: Option<u32>,
+    /// Whether the limit adapts to the endpoint's rate limits.
+    pub adaptive_concurrency: bool,
+    /// How long one call may wait out rate limits before it fails.
+    pub max_rate_limit_wait: Duration,
     /// What is sent to the endpoint.
     pub generation_params: JsonMap,
 }
@@ -121,6 +135,27 @@ impl GatewaySettings {
                 }
             }
         };
+        let max_connections = match generation_params.remove("max_connections") {
+            None | Some(Value::Null) => None,
+            Some(value) => Some(
+                value
+                    .as_u64()
+                    .filter(|n| (1..=100_000).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| bad("max_connections", "an integer from 1 to 100000", &value))?,
+            ),
+        };
+        let adaptive_concurrency = match generation_params.remove("adaptive_concurrency") {
+            None | Some(Value::Null) => true,
+            Some(Value::Bool(adaptive)) => adaptive,
+            Some(value) => return Err(bad("adaptive_concurrency", "true or false", &value)),
+        };
+        let max_rate_limit_wait = match generation_params.remove("max_rate_limit_wait_seconds") {
+            None | Some(Value::Null) => {
+                Duration::from_secs_f64(DEFAULT_MAX_RATE_LIMIT_WAIT_SECONDS)
+            }
+            Some(value) => seconds("max_rate_limit_wait_seconds", &value)?,
+        };
         let pricing = match generation_params.remove("pricing") {
             None | Some(Value::Null) => None,
             Some(Value::Object(table)) => {
@@ -153,6 +188,9 @@ impl GatewaySettings {
             timeout,
             backoff,
             pricing,
+            max_connections,
+            adaptive_concurrency,
+            max_rate_limit_wait,
             generation_params,
         })
     }

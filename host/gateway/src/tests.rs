@@ -71,6 +71,121 @@ fn ask() -> ModelRequest {
     ModelRequest::new(vec![Message::new("user", "2+2?")])
 }
 
+/// Serves every connection at once, but answers 429 (`Retry-After: 0`) to a request that
+/// finds `max` others in flight; successful answers take `hold_ms`. Returns the base URL,
+/// the number of 429s sent and the most requests it saw in flight at once.
+async fn limited_server(max: usize, hold_ms: u64) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (refused, peak, in_flight) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let (refused2, peak2) = (refused.clone(), peak.clone());
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (refused, peak, in_flight) = (refused2.clone(), peak2.clone(), in_flight.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let head = String::from_utf8_lossy(&head).to_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                let _ = stream.read_exact(&mut body).await;
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                let (status, body) = if now > max {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    (
+                        429,
+                        json!({"error": {"type": "rate_limit_exceeded"}}).to_string(),
+                    )
+                } else {
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(hold_ms)).await;
+                    (200, ok_body())
+                };
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                let reply = format!(
+                    "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\nretry-after: 0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            });
+        }
+    });
+    (format!("http://127.0.0.1:{port}/v1"), refused, peak)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_shrink_the_endpoint_limit_and_lose_no_call() {
+    // 64 calls at once against an endpoint that takes 4: the limit starts at 32, halves on
+    // the 429s (once per burst) and the calls wait their turn instead of failing, whatever
+    // `max_retries` says.
+    let (base, refused, peak) = limited_server(4, 20).await;
+    let gateway = Arc::new(
+        ModelGateway::new(&spec(&base, json!({"max_retries": 0})))
+            .unwrap()
+            .with_task_concurrency(32),
+    );
+    let calls: Vec<_> = (0..64)
+        .map(|_| {
+            let gateway = gateway.clone();
+            tokio::spawn(async move { gateway.generate(ask()).await })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap().unwrap().content, "4");
+    }
+    let refused = refused.load(Ordering::SeqCst);
+    let snapshot = gateway.limit();
+    eprintln!(
+        "64 calls: {refused} answers 429, limit {} of {}, peak {} in flight at the server",
+        snapshot.limit,
+        snapshot.max,
+        peak.load(Ordering::SeqCst)
+    );
+    assert_eq!(snapshot.rate_limited, refused as u64);
+    assert!(snapshot.limit < 32, "{snapshot:?}");
+    assert!(refused < 64, "fewer 429s than calls: {refused}");
+    assert_eq!((snapshot.in_flight, snapshot.waiting), (0, 0));
+}
+
+#[test]
+fn rate_limits_are_told_apart_and_retry_after_is_read_in_both_forms() {
+    assert!(is_rate_limit(StatusCode::TOO_MANY_REQUESTS, b""));
+    assert!(is_rate_limit(StatusCode::from_u16(529).unwrap(), b""));
+    let anthropic = br#"{"type": "error", "error": {"type": "rate_limit_error"}}"#;
+    assert!(is_rate_limit(StatusCode::BAD_REQUEST, anthropic));
+    assert!(!is_rate_limit(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        b"{\"error\": {}}"
+    ));
+    let mut headers = HeaderMap::new();
+    headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+    assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+    headers.insert(
+        RETRY_AFTER,
+        HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+    );
+    assert_eq!(retry_after(&headers), Some(Duration::ZERO));
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(120);
+    let text = jiff::fmt::rfc2822::to_string(&later.to_zoned(jiff::tz::TimeZone::UTC)).unwrap();
+    headers.insert(RETRY_AFTER, HeaderValue::from_str(&text).unwrap());
+    let left = retry_after(&headers).unwrap().as_secs();
+    assert!((100..=120).contains(&left), "{left} from {text}");
+}
+
 #[tokio::test]
 async fn a_429_is_retried_then_succeeds_with_priced_usage() {
     let (base, seen) = responder(vec![(429, "{}".into()), (200, ok_body())], "sk-test-key").await;

@@ -164,8 +164,11 @@ pub(in crate::runtime) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
+    // The endpoint's adaptive limit starts at the run's task concurrency (unless
+    // `model.params.max_connections` sets it): every attempt may call the model at once.
     let mut model = agentcompass_gateway::ModelGateway::new(&resolved.model)
-        .map_err(|e| RunError::Refused(e.to_string()))?;
+        .map_err(|e| RunError::Refused(e.to_string()))?
+        .with_task_concurrency(shared.limits.task_concurrency());
     if resolved.model.wrap_api_key {
         model.wrap_key(store.run_dir());
     }
