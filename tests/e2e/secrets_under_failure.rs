@@ -92,7 +92,7 @@ fn failing_runs_leak_neither_the_api_key_nor_a_binding() {
         "--model-base-url",
         &base_url,
         "--model-params",
-        r#"{"max_retries": 2, "retry_backoff_seconds": 0}"#,
+        r#"{"max_retries": 2, "retry_backoff_seconds": 0, "max_rate_limit_wait_seconds": 0.3}"#,
         "--max-retries",
         "1",
     ]);

@@ -18,8 +18,7 @@ use serde_json::{json, Value};
 const KEY: &str = "sk-e2e-trust-SECRET-7781";
 
 /// $10 per million input tokens: a call of 1,000 prompt tokens costs $0.01.
-const PRICING: &str =
-    r#"{"pricing": {"input": 10.0, "output": 10.0}, "retry_backoff_seconds": 0, "max_retries": 1}"#;
+const PRICING: &str = r#"{"pricing": {"input": 10.0, "output": 10.0}, "retry_backoff_seconds": 0, "max_retries": 1, "max_rate_limit_wait_seconds": 0.3}"#;
 
 /// `n` questions `q-0` … whose answer is their number.
 fn setup(n: usize) -> QaSetup {
@@ -687,7 +686,7 @@ fn run_terminus(
     let mut args = terminus_args(plugins, &params, &base_url, "${E2E_MODEL_KEY}");
     args.extend([
         "--model-params",
-        r#"{"retry_backoff_seconds": 0, "max_retries": 1}"#,
+        r#"{"retry_backoff_seconds": 0, "max_retries": 1, "max_rate_limit_wait_seconds": 0.3}"#,
         "--progress",
         "none",
     ]);

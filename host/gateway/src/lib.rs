@@ -119,11 +119,13 @@ pub enum GatewayError {
     },
     /// The endpoint kept rate-limiting the call for longer than `max_rate_limit_wait_seconds`.
     #[error(
-        "model endpoint {url}: rate-limited for {waited_seconds:.0} s ({answers} rate-limit answers; model.params.max_rate_limit_wait_seconds caps the wait)"
+        "model endpoint {url}: {last}; still rate-limited after {waited_seconds:.1} s and {answers} rate-limit answers (model.params.max_rate_limit_wait_seconds caps the wait)"
     )]
     RateLimited {
         /// The endpoint URL.
         url: String,
+        /// The last rate-limit answer.
+        last: String,
         /// How long the call waited.
         waited_seconds: f64,
         /// Rate-limit answers the call got.
@@ -177,6 +179,9 @@ pub struct ModelGateway {
 
 /// The endpoint limit when neither the run nor `max_connections` sets one.
 const DEFAULT_MAX_CONNECTIONS: u32 = 32;
+
+/// The shortest hold after a rate-limit answer without `Retry-After`.
+const MIN_RATE_LIMIT_HOLD: Duration = Duration::from_millis(50);
 
 impl std::fmt::Debug for ModelGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -333,17 +338,21 @@ impl ModelGateway {
             .unwrap_or(self.settings.timeout);
         let max_retries = request.max_retries.unwrap_or(self.settings.max_retries);
         let mut attempt = 0u32;
-        let (mut rate_limited, mut waited) = (0u32, Duration::ZERO);
+        // Rate-limit answers so far, when the first came and the last one's reason.
+        let mut rate_limited = 0u32;
+        let mut limited_since: Option<Instant> = None;
+        let mut last_limit = String::new();
         loop {
-            let waiting = Instant::now();
             let permit = self.limit.acquire().await;
-            waited += waiting.elapsed();
-            if rate_limited > 0 && waited > self.settings.max_rate_limit_wait {
-                return Err(GatewayError::RateLimited {
-                    url: self.url.clone(),
-                    waited_seconds: waited.as_secs_f64(),
-                    answers: rate_limited,
-                });
+            if let Some(since) = limited_since {
+                if since.elapsed() > self.settings.max_rate_limit_wait {
+                    return Err(GatewayError::RateLimited {
+                        url: self.url.clone(),
+                        last: last_limit,
+                        waited_seconds: since.elapsed().as_secs_f64(),
+                        answers: rate_limited,
+                    });
+                }
             }
             attempt += 1;
             let failure = match self.send_once(&body, timeout).await {
@@ -362,9 +371,17 @@ impl ModelGateway {
                     reason,
                     retry_after,
                 }) => {
-                    // Not a retry: the limit holds every request until the endpoint is ready.
-                    permit.rate_limited(retry_after, self.settings.backoff(1));
+                    // Not a retry: the limit holds every request until the endpoint is ready
+                    // (without `Retry-After`, for the backoff of this many rate limits, at
+                    // least `MIN_RATE_LIMIT_HOLD`: never a tight loop).
                     rate_limited += 1;
+                    let hold = self
+                        .settings
+                        .backoff(rate_limited)
+                        .clamp(MIN_RATE_LIMIT_HOLD, settings::MAX_BACKOFF);
+                    permit.rate_limited(retry_after, hold);
+                    limited_since.get_or_insert_with(Instant::now);
+                    last_limit = reason.clone();
                     attempt -= 1;
                     tracing::debug!(
                         target: "agentcompass::model",
