@@ -14,7 +14,7 @@ use std::process::Command;
 use agentcompass_e2e::{
     copy_tree, host_bin, pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -116,38 +116,28 @@ fn bad_parameter_content_is_refused_at_resolution_by_dry_run_and_plan() {
         }
     }
     assert!(!ws.cwd.join("results").exists(), "nothing written");
+    // `run --dry-run example_pyexec` with `params`, which must be refused (exit 2).
+    let dry_run = |params: Value, env: &[(&str, &str)]| {
+        let params = params.to_string();
+        let mut args = vec![
+            "run",
+            "--dry-run",
+            "example_pyexec",
+            "example_calculator",
+            "m",
+        ];
+        args.extend(["--benchmark-params", &params]);
+        ws.run(&args, env).expect_code(2).stderr
+    };
     // An id the dataset does not have: found when the tasks are selected, before any runs.
-    let params = json!({"tasks_dir": exercises(), "only": ["nope"]}).to_string();
-    let args = [
-        "run",
-        "--dry-run",
-        "example_pyexec",
-        "example_calculator",
-        "m",
-    ];
-    let mut args = args.to_vec();
-    args.extend(["--benchmark-params", &params]);
-    let out = ws.run(&args, &[]).expect_code(2);
-    assert!(
-        out.stderr.contains("`only` names task `nope`"),
-        "{}",
-        out.stderr
-    );
+    let stderr = dry_run(json!({"tasks_dir": exercises(), "only": ["nope"]}), &[]);
+    assert!(stderr.contains("`only` names task `nope`"), "{stderr}");
     // A plugin's error quoting a resolved `${VAR}` value is scrubbed on the way out.
     let secret = "sk-e2e-tasks-dir-5150";
-    let params = json!({"tasks_dir": "${E2E_TASKS_DIR}"}).to_string();
-    let args = [
-        "run",
-        "--dry-run",
-        "example_pyexec",
-        "example_calculator",
-        "m",
-    ];
-    let mut args = args.to_vec();
-    args.extend(["--benchmark-params", &params]);
-    let out = ws.run(&args, &[("E2E_TASKS_DIR", secret)]).expect_code(2);
-    assert!(out.stderr.contains("tasks directory"), "{}", out.stderr);
-    assert!(!out.stderr.contains(secret), "{}", out.stderr);
+    let env = [("E2E_TASKS_DIR", secret)];
+    let stderr = dry_run(json!({"tasks_dir": "${E2E_TASKS_DIR}"}), &env);
+    assert!(stderr.contains("tasks directory"), "{stderr}");
+    assert!(!stderr.contains(secret), "{stderr}");
 }
 
 /// Writes `count` tasks `echo_K` under `dir`: the instruction's last line is `K`, the hidden

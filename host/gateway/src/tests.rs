@@ -9,6 +9,27 @@ use tokio::net::TcpListener;
 
 use super::*;
 
+/// Reads one request from `stream` (its body too) and returns its head, lowercased.
+async fn read_request(stream: &mut tokio::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).await.unwrap_or(0) == 0 {
+            break;
+        }
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    let _ = stream.read_exact(&mut body).await;
+    head
+}
+
 /// Serves `replies` (status, body) in order, one per connection, repeating the last; returns
 /// the base URL and a counter of requests seen. Each request's head is checked for the key.
 async fn responder(replies: Vec<(u16, String)>, key: &'static str) -> (String, Arc<AtomicUsize>) {
@@ -23,23 +44,8 @@ async fn responder(replies: Vec<(u16, String)>, key: &'static str) -> (String, A
             };
             let n = counter.fetch_add(1, Ordering::SeqCst);
             let (status, body) = replies[n.min(replies.len() - 1)].clone();
-            let mut head = Vec::new();
-            let mut byte = [0u8; 1];
-            while !head.ends_with(b"\r\n\r\n") {
-                if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                    break;
-                }
-                head.push(byte[0]);
-            }
-            let head = String::from_utf8_lossy(&head).to_lowercase();
+            let head = read_request(&mut stream).await;
             assert!(head.contains(&format!("bearer {key}")), "{head}");
-            let length: usize = head
-                .lines()
-                .find_map(|l| l.strip_prefix("content-length:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            let mut request_body = vec![0u8; length];
-            let _ = stream.read_exact(&mut request_body).await;
             let reply = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\nretry-after: 0\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                 body.len()
@@ -87,22 +93,7 @@ async fn limited_server(max: usize, hold_ms: u64) -> (String, Arc<AtomicUsize>, 
         while let Ok((mut stream, _)) = listener.accept().await {
             let (refused, peak, in_flight) = (refused2.clone(), peak2.clone(), in_flight.clone());
             tokio::spawn(async move {
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") {
-                    if stream.read(&mut byte).await.unwrap_or(0) == 0 {
-                        return;
-                    }
-                    head.push(byte[0]);
-                }
-                let head = String::from_utf8_lossy(&head).to_lowercase();
-                let length: usize = head
-                    .lines()
-                    .find_map(|l| l.strip_prefix("content-length:"))
-                    .and_then(|v| v.trim().parse().ok())
-                    .unwrap_or(0);
-                let mut body = vec![0u8; length];
-                let _ = stream.read_exact(&mut body).await;
+                read_request(&mut stream).await;
                 let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                 let (status, body) = if now > max {
                     refused.fetch_add(1, Ordering::SeqCst);
