@@ -197,11 +197,11 @@ async fn close_removes_only_owned_dirs() {
     session.close().await.unwrap();
     assert!(!dir.exists());
 
-    // Crash cleanup from persisted close_params.
+    // Crash cleanup from persisted close_params (a crash runs no destructor: forget).
     let (session, dir) = open().await;
     session.write_text("c.txt", "x").await.unwrap();
     let params = session.info().close_params;
-    drop(session);
+    std::mem::forget(session);
     assert!(dir.exists());
     let provider = HostProcessProvider;
     provider.close(&Ctx::detached(), &params).await.unwrap();
@@ -440,4 +440,30 @@ async fn the_reported_workspace_works_as_an_absolute_cwd_before_first_use() {
     assert!(dir.join("tests/test.sh").is_file());
     session.close().await.unwrap();
     assert!(!dir.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_dropped_without_close_removes_its_root() {
+    // A host panic unwinding through an attempt drops its session unclosed.
+    let host = tempfile::tempdir().unwrap();
+    let mut params = JsonMap::new();
+    params.insert(
+        "workdir".into(),
+        json!(host.path().join("w").to_str().unwrap()),
+    );
+    let mut req = request(params);
+    req.task_id = format!("dropped-{}", random_suffix());
+    let session = HostProcessProvider
+        .open(&Ctx::detached(), &req)
+        .await
+        .unwrap();
+    session.exec(ExecRequest::shell("true")).await.unwrap();
+    let root = PathBuf::from(&session.info().dirs.tmp)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(root.is_dir());
+    drop(session);
+    assert!(!root.exists(), "{}", root.display());
+    assert!(host.path().join("w").is_dir(), "the fixed workdir stays");
 }

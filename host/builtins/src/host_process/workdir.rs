@@ -130,7 +130,7 @@ impl Workdir {
     }
 
     /// Marks the root closed (no creation after this) and returns it to remove, if it was
-    /// created.
+    /// created (the caller removes it; [`Drop`] then has nothing left to do).
     pub(super) async fn close(&self) -> Result<Option<PathBuf>> {
         let state = self.state.clone();
         blocking(ID, move || {
@@ -138,5 +138,24 @@ impl Workdir {
             Ok(state.created.get().cloned())
         })
         .await?
+    }
+}
+
+impl Drop for Workdir {
+    /// A session dropped without `close` (a host panic unwinding through its attempt) still
+    /// removes the root it created: nothing it made outlives it. A closed session's root is
+    /// gone already, and removing a missing directory is a no-op.
+    fn drop(&mut self) {
+        if let Some(root) = self.state.created.get() {
+            if let Err(e) = fs::remove_dir_all(root) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!(
+                        provider = ID,
+                        root = %root.display(),
+                        "cannot remove an unclosed session's directory: {e}"
+                    );
+                }
+            }
+        }
     }
 }
