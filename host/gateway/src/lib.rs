@@ -172,8 +172,13 @@ pub struct ModelGateway {
     url: String,
     base_url: String,
     settings: GatewaySettings,
-    /// How many requests go to the endpoint at once (shared by every gateway of the endpoint).
-    limit: Arc<limit::EndpointLimit>,
+    /// The endpoint's identity for its shared limit (URL and the key as configured).
+    endpoint: limit::EndpointId,
+    /// The limit's largest value: `max_connections`, else the run's task concurrency.
+    max_connections: u32,
+    /// How many requests go to the endpoint at once (shared by every gateway of the endpoint),
+    /// taken on the first call, once the run sized it.
+    limit: std::sync::OnceLock<Arc<limit::EndpointLimit>>,
     runtime: Option<tokio::runtime::Handle>,
 }
 
@@ -207,9 +212,7 @@ impl ModelGateway {
                 message: format!("cannot build the HTTP client: {e}"),
             })?;
         let url = protocol.url(&model.base_url);
-        let max = settings.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
-        let limit =
-            limit::EndpointLimit::shared(&url, &model.api_key, max, settings.adaptive_concurrency);
+        let endpoint = limit::EndpointId::of(&url, &model.api_key);
         Ok(ModelGateway {
             client,
             model: model.id.clone(),
@@ -217,8 +220,10 @@ impl ModelGateway {
             protocol,
             url,
             base_url: model.base_url.clone(),
+            endpoint,
+            max_connections: settings.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             settings,
-            limit,
+            limit: std::sync::OnceLock::new(),
             runtime: tokio::runtime::Handle::try_current().ok(),
         })
     }
@@ -227,19 +232,22 @@ impl ModelGateway {
     /// `max_connections` set it.
     pub fn with_task_concurrency(mut self, task_concurrency: u32) -> Self {
         if self.settings.max_connections.is_none() {
-            self.limit = limit::EndpointLimit::shared(
-                &self.url,
-                &self.api_key,
-                task_concurrency,
-                self.settings.adaptive_concurrency,
-            );
+            self.max_connections = task_concurrency;
         }
         self
     }
 
+    /// The endpoint's shared limit (joined on first use).
+    fn endpoint_limit(&self) -> &Arc<limit::EndpointLimit> {
+        self.limit.get_or_init(|| {
+            let adaptive = self.settings.adaptive_concurrency;
+            limit::EndpointLimit::shared(self.endpoint, self.max_connections, adaptive)
+        })
+    }
+
     /// The endpoint's adaptive limit now.
     pub fn limit(&self) -> limit::LimitSnapshot {
-        self.limit.snapshot()
+        self.endpoint_limit().snapshot()
     }
 
     /// Upstream's key wrapping (`model.wrap_api_key`): the key sent becomes base64 of
@@ -343,7 +351,7 @@ impl ModelGateway {
         let mut limited_since: Option<Instant> = None;
         let mut last_limit = String::new();
         loop {
-            let permit = self.limit.acquire().await;
+            let permit = self.endpoint_limit().acquire().await;
             if let Some(since) = limited_since {
                 if since.elapsed() > self.settings.max_rate_limit_wait {
                     return Err(GatewayError::RateLimited {
@@ -387,7 +395,7 @@ impl ModelGateway {
                         target: "agentcompass::model",
                         "model endpoint {}: {reason}; waiting (limit now {})",
                         self.url,
-                        self.limit.snapshot().limit
+                        self.endpoint_limit().snapshot().limit
                     );
                     continue;
                 }

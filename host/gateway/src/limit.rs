@@ -17,6 +17,21 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// An endpoint's identity: sha256 of its URL and key (the key itself is not kept here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EndpointId([u8; 32]);
+
+impl EndpointId {
+    /// The endpoint `url` called with `key`.
+    pub fn of(url: &str, key: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(url.as_bytes());
+        hasher.update([0]);
+        hasher.update(key.as_bytes());
+        EndpointId(hasher.finalize().into())
+    }
+}
+
 /// One endpoint's adaptive limit.
 #[derive(Debug)]
 pub struct EndpointLimit {
@@ -91,15 +106,10 @@ impl EndpointLimit {
         })
     }
 
-    /// The process-wide limit of the endpoint `url` called with `key` (created with `max` on
-    /// first use; a later gateway asking for a larger `max` raises it).
-    pub fn shared(url: &str, key: &str, max: u32, adaptive: bool) -> Arc<Self> {
-        static LIMITS: OnceLock<Mutex<HashMap<[u8; 32], Weak<EndpointLimit>>>> = OnceLock::new();
-        let mut hasher = Sha256::new();
-        hasher.update(url.as_bytes());
-        hasher.update([0]);
-        hasher.update(key.as_bytes());
-        let id: [u8; 32] = hasher.finalize().into();
+    /// The process-wide limit of the endpoint `id` (created with `max` on first use; a later
+    /// gateway asking for a larger `max` raises it).
+    pub fn shared(id: EndpointId, max: u32, adaptive: bool) -> Arc<Self> {
+        static LIMITS: OnceLock<Mutex<HashMap<EndpointId, Weak<EndpointLimit>>>> = OnceLock::new();
         let mut limits = LIMITS
             .get_or_init(Mutex::default)
             .lock()
@@ -288,9 +298,10 @@ mod tests {
 
     #[test]
     fn one_endpoint_one_limit_per_process() {
-        let a = EndpointLimit::shared("http://127.0.0.1:1/v1", "k", 4, true);
-        let b = EndpointLimit::shared("http://127.0.0.1:1/v1", "k", 6, true);
-        let other = EndpointLimit::shared("http://127.0.0.1:1/v1", "other-key", 4, true);
+        let id = |key: &str| EndpointId::of("http://127.0.0.1:1/v1", key);
+        let a = EndpointLimit::shared(id("k"), 4, true);
+        let b = EndpointLimit::shared(id("k"), 6, true);
+        let other = EndpointLimit::shared(id("other-key"), 4, true);
         assert!(Arc::ptr_eq(&a, &b) && !Arc::ptr_eq(&a, &other));
         assert_eq!((a.snapshot().max, a.snapshot().limit), (6, 6));
     }

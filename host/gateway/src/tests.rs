@@ -153,6 +153,19 @@ async fn rate_limits_shrink_the_endpoint_limit_and_lose_no_call() {
 }
 
 #[test]
+fn the_run_sizes_the_limit_unless_max_connections_does() {
+    let spec = |params| spec("http://127.0.0.1:9/v1", params);
+    let sized = ModelGateway::new(&spec(json!({})))
+        .unwrap()
+        .with_task_concurrency(3);
+    assert_eq!(sized.limit().max, 3);
+    let fixed = ModelGateway::new(&spec(json!({"max_connections": 7})))
+        .unwrap()
+        .with_task_concurrency(3);
+    assert_eq!(fixed.limit().max, 7);
+}
+
+#[test]
 fn rate_limits_are_told_apart_and_retry_after_is_read_in_both_forms() {
     assert!(is_rate_limit(StatusCode::TOO_MANY_REQUESTS, b""));
     assert!(is_rate_limit(StatusCode::from_u16(529).unwrap(), b""));
