@@ -108,6 +108,18 @@ pub trait SessionHarness: Send + Sync + 'static {
     }
 }
 
+/// The typed session `harness` started (behind the host's opaque handle), with `call`.
+fn typed<'a, 'c, H: SessionHarness>(
+    harness: &H,
+    session: &'a HarnessSession,
+    call: TaskCall<'c>,
+) -> Result<(&'a H::Session, TaskCall<'c>)> {
+    Ok((
+        downcast_session::<H::Session>(session, harness.label())?,
+        call,
+    ))
+}
+
 #[async_trait]
 impl<H: SessionHarness> Harness for H {
     fn supports(&self, environment: &EnvironmentSpec, model: &ModelSpec) -> Result<bool> {
@@ -137,12 +149,15 @@ impl<H: SessionHarness> Harness for H {
         req: &RunRequest,
         plan: &HarnessPlan,
     ) -> Result<RunResult> {
-        let session = downcast_session::<H::Session>(session, self.label())?;
-        let call = TaskCall {
-            prepared,
-            req,
-            plan,
-        };
+        let (session, call) = typed(
+            self,
+            session,
+            TaskCall {
+                prepared,
+                req,
+                plan,
+            },
+        )?;
         self.execute(ctx, session, call).await
     }
 
@@ -155,12 +170,15 @@ impl<H: SessionHarness> Harness for H {
         plan: &HarnessPlan,
         result: RunResult,
     ) -> Result<RunResult> {
-        let session = downcast_session::<H::Session>(session, self.label())?;
-        let call = TaskCall {
-            prepared,
-            req,
-            plan,
-        };
+        let (session, call) = typed(
+            self,
+            session,
+            TaskCall {
+                prepared,
+                req,
+                plan,
+            },
+        )?;
         self.collect(ctx, session, call, result).await
     }
 
