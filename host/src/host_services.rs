@@ -179,7 +179,13 @@ impl HostServices {
             // at once: the call is aborted and its answer never counted.
             let answer = tokio::select! {
                 answer = gateway.generate(request) => answer.map_err(|e| {
-                    Error::msg(agentcompass_redact::scrub_text(&e.to_string()))
+                    let message = agentcompass_redact::scrub_text(&e.to_string());
+                    match e {
+                        agentcompass_gateway::GatewayError::RateLimited { .. } => {
+                            Error::rate_limited(message)
+                        }
+                        _ => Error::msg(message),
+                    }
                 })?,
                 () = cancel.cancelled() => return Err(Error::cancelled()),
             };

@@ -142,6 +142,9 @@ MODEL_ENDPOINT_FAILED = "model_endpoint_failed", Environment, "the model endpoin
     /// The agent's last model call through the in-environment endpoint failed after the
     /// gateway's retries (the agent most likely stopped on it).
 MODEL_FAILED = "model_failed", Model, "the agent's last call to the model endpoint inside the environment failed after the gateway's retries";
+    /// A model call (through `model.generate` or the endpoint inside the environment) was
+    /// rate-limited by the endpoint for longer than `max_rate_limit_wait_seconds`.
+MODEL_RATE_LIMITED = "model_rate_limited", Model, "the model endpoint kept rate-limiting a call (429, 529, a rate-limit error) for longer than `model.params.max_rate_limit_wait_seconds`; the endpoint's limit was already adapted (`--rerun model` runs the task again)";
     /// A tool the harness needs could not be installed into the install cache.
 AGENT_INSTALL_FAILED = "agent_install_failed", Environment, "a package the harness runs in the environment could not be installed (the message names it and the installer's last error line)";
     /// Installing a tool the harness needs exceeded its timeout.

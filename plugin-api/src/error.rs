@@ -20,6 +20,10 @@ pub enum ErrorKind {
     Timeout,
     /// The component's environment failed (sandbox, transport, provider).
     Environment,
+    /// The model endpoint kept rate-limiting the call longer than the host waits
+    /// (`model.params.max_rate_limit_wait_seconds`). Read back as [`ErrorKind::Failed`] by
+    /// components built before it existed.
+    RateLimited,
 }
 
 impl ErrorKind {
@@ -33,6 +37,7 @@ impl ErrorKind {
             ErrorKind::Cancelled => 4,
             ErrorKind::Timeout => 5,
             ErrorKind::Environment => 6,
+            ErrorKind::RateLimited => 7,
         }
     }
 
@@ -45,6 +50,7 @@ impl ErrorKind {
             4 => ErrorKind::Cancelled,
             5 => ErrorKind::Timeout,
             6 => ErrorKind::Environment,
+            7 => ErrorKind::RateLimited,
             _ => ErrorKind::Failed,
         }
     }
@@ -90,6 +96,11 @@ impl Error {
     /// An environment (sandbox) failure.
     pub fn environment(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Environment, message)
+    }
+
+    /// The model endpoint kept rate-limiting the call.
+    pub fn rate_limited(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::RateLimited, message)
     }
 
     /// The operation was cancelled.
@@ -179,6 +190,7 @@ mod tests {
             ErrorKind::Cancelled,
             ErrorKind::Timeout,
             ErrorKind::Environment,
+            ErrorKind::RateLimited,
         ] {
             assert_eq!(ErrorKind::from_code(kind.code()), kind);
         }

@@ -7,6 +7,7 @@
 pub mod limit;
 mod meter;
 mod probe;
+mod rate_wait;
 mod relay;
 mod settings;
 mod wire;
@@ -21,7 +22,7 @@ use serde_json::Value;
 
 pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
 pub use probe::{EndpointCheckError, ENDPOINT_CHECK_USER_AGENT};
-pub use relay::{ModelRelay, RelayError, MODEL_ENDPOINT_NAME};
+pub use relay::{ModelRelay, RelayError, RelayFailure, MODEL_ENDPOINT_NAME};
 pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 
 /// A wire protocol the gateway speaks.
@@ -185,9 +186,6 @@ pub struct ModelGateway {
 /// The endpoint limit when neither the run nor `max_connections` sets one.
 const DEFAULT_MAX_CONNECTIONS: u32 = 32;
 
-/// The shortest hold after a rate-limit answer without `Retry-After`.
-const MIN_RATE_LIMIT_HOLD: Duration = Duration::from_millis(50);
-
 impl std::fmt::Debug for ModelGateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ModelGateway")
@@ -238,7 +236,7 @@ impl ModelGateway {
     }
 
     /// The endpoint's shared limit (joined on first use).
-    fn endpoint_limit(&self) -> &Arc<limit::EndpointLimit> {
+    pub(crate) fn endpoint_limit(&self) -> &Arc<limit::EndpointLimit> {
         self.limit.get_or_init(|| {
             let adaptive = self.settings.adaptive_concurrency;
             limit::EndpointLimit::shared(self.endpoint, self.max_connections, adaptive)
@@ -346,29 +344,16 @@ impl ModelGateway {
             .unwrap_or(self.settings.timeout);
         let max_retries = request.max_retries.unwrap_or(self.settings.max_retries);
         let mut attempt = 0u32;
-        // Rate-limit answers so far, when the first came and the last one's reason.
-        let mut rate_limited = 0u32;
-        let mut limited_since: Option<Instant> = None;
-        let mut last_limit = String::new();
+        let mut limited = rate_wait::RateLimitWait::default();
         loop {
             let permit = self.endpoint_limit().acquire().await;
-            if let Some(since) = limited_since {
-                if since.elapsed() > self.settings.max_rate_limit_wait {
-                    return Err(GatewayError::RateLimited {
-                        url: self.url.clone(),
-                        last: last_limit,
-                        waited_seconds: since.elapsed().as_secs_f64(),
-                        answers: rate_limited,
-                    });
-                }
-            }
             attempt += 1;
             let failure = match self.send_once(&body, timeout).await {
                 Ok(mut response) => {
                     permit.succeeded();
                     response.latency_ms = started.elapsed().as_millis() as u64;
                     // Every re-send counts, rate-limited ones included.
-                    response.retries = attempt - 1 + rate_limited;
+                    response.retries = attempt - 1 + limited.answers();
                     if let Some(pricing) = &self.settings.pricing {
                         response.usage.cost_usd = Some(pricing.cost(&response.usage));
                     }
@@ -379,17 +364,7 @@ impl ModelGateway {
                     reason,
                     retry_after,
                 }) => {
-                    // Not a retry: the limit holds every request until the endpoint is ready
-                    // (without `Retry-After`, for the backoff of this many rate limits, at
-                    // least `MIN_RATE_LIMIT_HOLD`: never a tight loop).
-                    rate_limited += 1;
-                    let hold = self
-                        .settings
-                        .backoff(rate_limited)
-                        .clamp(MIN_RATE_LIMIT_HOLD, settings::MAX_BACKOFF);
-                    permit.rate_limited(retry_after, hold);
-                    limited_since.get_or_insert_with(Instant::now);
-                    last_limit = reason.clone();
+                    // Not a retry: the limit holds every request until the endpoint is ready.
                     attempt -= 1;
                     tracing::debug!(
                         target: "agentcompass::model",
@@ -397,7 +372,10 @@ impl ModelGateway {
                         self.url,
                         self.endpoint_limit().snapshot().limit
                     );
-                    continue;
+                    match limited.answered(&permit, &self.settings, reason, retry_after) {
+                        rate_wait::Verdict::SendAgain => continue,
+                        rate_wait::Verdict::GiveUp => return Err(limited.give_up(&self.url)),
+                    }
                 }
                 Err(Attempt::Retryable {
                     reason,

@@ -191,7 +191,8 @@ impl EndpointLimit {
 
 impl Permit {
     /// The request was answered: the limit grows by `1/limit` (one per round of answers).
-    pub fn succeeded(self) {
+    /// The slot stays taken until the permit is dropped (a streamed answer holds it).
+    pub fn succeeded(&self) {
         let mut state = self.limit.lock();
         if state.adaptive {
             state.limit = (state.limit + 1.0 / state.limit).min(f64::from(state.max));
@@ -200,7 +201,7 @@ impl Permit {
 
     /// The endpoint rate-limited the request: the limit halves (once per burst) and every
     /// request waits `retry_after` (or `backoff`) before the next one starts.
-    pub fn rate_limited(self, retry_after: Option<Duration>, backoff: Duration) {
+    pub fn rate_limited(&self, retry_after: Option<Duration>, backoff: Duration) {
         let mut state = self.limit.lock();
         state.rate_limited += 1;
         if state.adaptive && self.generation == state.generation {
@@ -263,6 +264,7 @@ mod tests {
             limit.acquire().await.succeeded();
         }
         permit.succeeded();
+        drop(permit);
         assert_eq!(limit.snapshot().limit, 5);
         // A rate limit after the halving halves again, never below 1.
         for _ in 0..5 {
@@ -286,6 +288,7 @@ mod tests {
         tokio::task::yield_now().await;
         assert_eq!(limit.snapshot().waiting, 1);
         a.rate_limited(None, Duration::from_millis(5));
+        drop(a);
         assert_eq!(limit.snapshot().limit, 2, "not adaptive");
         let c = waiter.await.unwrap();
         assert_eq!(

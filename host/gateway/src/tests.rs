@@ -80,7 +80,10 @@ fn ask() -> ModelRequest {
 /// Serves every connection at once, but answers 429 (`Retry-After: 0`) to a request that
 /// finds `max` others in flight; successful answers take `hold_ms`. Returns the base URL,
 /// the number of 429s sent and the most requests it saw in flight at once.
-async fn limited_server(max: usize, hold_ms: u64) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+pub(crate) async fn limited_server(
+    max: usize,
+    hold_ms: u64,
+) -> (String, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let (refused, peak, in_flight) = (

@@ -106,6 +106,11 @@ pub struct RunCmd {
     /// environment only through the host's relay, wrapped in a per-run token)
     #[arg(long)]
     pub wrap_api_key: bool,
+    /// Keep the model endpoint's concurrency fixed at `model.params.max_connections` (or the
+    /// task concurrency) instead of halving it on rate limits and growing it back
+    /// (`model.params.adaptive_concurrency = false`)
+    #[arg(long)]
+    pub no_adaptive_concurrency: bool,
     /// Maximum attempts running at once [default: 32, or `execution.task_concurrency`]
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,

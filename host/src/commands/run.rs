@@ -36,6 +36,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         model_api_key: cmd.model_api_key.clone(),
         model_api_protocol: protocol,
         wrap_api_key: cmd.wrap_api_key,
+        no_adaptive_concurrency: cmd.no_adaptive_concurrency,
         task_concurrency: cmd.task_concurrency,
         k: cmd.k,
         attempt_strategy: cmd.attempt_strategy.map(|s| match s {

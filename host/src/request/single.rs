@@ -49,6 +49,8 @@ pub struct RunArgs {
     pub model_api_protocol: Option<Value>,
     /// `--wrap-api-key`.
     pub wrap_api_key: bool,
+    /// `--no-adaptive-concurrency`.
+    pub no_adaptive_concurrency: bool,
     /// `--task-concurrency`.
     pub task_concurrency: Option<u32>,
     /// `--k`.
@@ -212,6 +214,12 @@ fn model_layers(args: &RunArgs) -> Vec<Layer> {
             Map::from_iter([("params".to_string(), Value::Object(l.map))]),
         )
     }));
+    if args.no_adaptive_concurrency {
+        layers.push(flag(
+            "--no-adaptive-concurrency",
+            json!({"params": {"adaptive_concurrency": false}}),
+        ));
+    }
     layers
 }
 

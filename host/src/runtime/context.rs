@@ -111,12 +111,17 @@ impl AttemptScope<'_> {
     }
 
     /// How the agent's last call to the model endpoint inside the environment ended, when it
-    /// failed after the gateway's retries, as the attempt's `model_failed` issue.
+    /// failed after the gateway's retries, as the attempt's `model_failed` issue
+    /// (`model_rate_limited` when the endpoint kept rate-limiting it).
     pub fn model_failure(&self) -> Option<agentcompass_plugin_api::contracts::ExecutionIssue> {
         let failure = self.relay.as_ref()?.last_failure()?;
-        Some(crate::issue_codes::MODEL_FAILED.error(
+        let code = match failure.rate_limited {
+            true => crate::issue_codes::MODEL_RATE_LIMITED,
+            false => crate::issue_codes::MODEL_FAILED,
+        };
+        Some(code.error(
             agentcompass_plugin_api::contracts::IssuePhase::Run,
-            format!("the model endpoint failed: {failure}"),
+            format!("the model endpoint failed: {}", failure.message),
         ))
     }
 

@@ -74,13 +74,17 @@ pub(crate) fn model_metric(response: &ModelResponse) -> TrajectoryMetric {
 
 /// The run issue for a failed `model.generate` call (the gateway already retried). A timeout
 /// is an `error` (`model_timeout`); a refused request (bad input) an `error` (`model_failed`);
-/// anything else (endpoint down, auth, rate limit after retries) is `fatal` (`model_failed`):
-/// the attempt says nothing about the model and is retried. The gateway's message never holds
-/// the key; `harness` prefixes it.
+/// a call the endpoint kept rate-limiting past the host's wait is `fatal`
+/// (`model_rate_limited`); anything else (endpoint down, auth, 5xx after retries) is `fatal`
+/// (`model_failed`): the attempt says nothing about the model and is retried. The gateway's
+/// message never holds the key; `harness` prefixes it.
 pub(crate) fn model_error_issue(harness: &str, err: &Error) -> ExecutionIssue {
     let message = format!("{harness}: model call failed: {}", err.message);
     match err.kind {
         ErrorKind::Timeout => ExecutionIssue::error(IssuePhase::Run, "model_timeout", message),
+        ErrorKind::RateLimited => {
+            ExecutionIssue::fatal(IssuePhase::Run, "model_rate_limited", message)
+        }
         ErrorKind::InvalidInput | ErrorKind::Unsupported => {
             ExecutionIssue::error(IssuePhase::Run, "model_failed", message)
         }
@@ -140,6 +144,11 @@ mod tests {
         assert_eq!(
             (down.code.as_str(), down.severity),
             ("model_failed", IssueSeverity::Fatal)
+        );
+        let limited = model_error_issue("h", &Error::rate_limited("429 for 1800 s"));
+        assert_eq!(
+            (limited.code.as_str(), limited.severity),
+            ("model_rate_limited", IssueSeverity::Fatal)
         );
         let bad = model_error_issue("h", &Error::invalid_input("context too long"));
         assert_eq!(bad.severity, IssueSeverity::Error);

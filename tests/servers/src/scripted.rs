@@ -34,6 +34,9 @@
 //! lowercase, sorted, without repeats; `auth` is `"expected"` (a key was presented in
 //! `x-api-key` or `Authorization: Bearer` and it is the script's `require_key`), `"other"` (some
 //! other key, or any key when the script requires none) or `"none"`. No key value is ever logged.
+//! A script's `"concurrency": {"limit", "status", "retry_after"}` makes the server a
+//! rate-limited API: a model call beyond `limit` in flight is refused (logged with
+//! `"limited": true`), an admitted one is logged with `"in_flight"` (see [`Concurrency`]).
 //!
 //! ```json
 //! {
@@ -83,6 +86,51 @@ pub struct Script {
     pub require_key: Option<String>,
     /// The rules; the first whose conditions hold answers.
     pub rules: Vec<Rule>,
+    /// A limit on model calls in flight at once (`"concurrency"`), as a rate-limited API
+    /// enforces one.
+    pub concurrency: Option<Concurrency>,
+}
+
+/// `"concurrency": {"limit": 4, "status": 429, "retry_after": 1}`: a model call that finds
+/// `limit` others in flight (from its arrival until its answer's head, delay included) is
+/// answered `status` (429 by default, or Anthropic's 529) with the protocol's rate-limit
+/// error body (`rate_limit_error`, `overloaded_error`) and `Retry-After` (seconds, or any
+/// text such as an HTTP date; none when absent), and is logged with `"limited": true`.
+/// Admitted calls are logged with `"in_flight"`, the calls in flight counting themselves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Concurrency {
+    /// Model calls answered at once.
+    pub limit: u64,
+    /// The status of a refused call.
+    pub status: u16,
+    /// The `Retry-After` header of a refused call.
+    pub retry_after: Option<String>,
+}
+
+fn parse_concurrency(value: &Value) -> Result<Concurrency, ScriptError> {
+    let field = "concurrency";
+    let map = as_object(value, field)?;
+    check_keys(map, &["limit", "status", "retry_after"], field)?;
+    let limit = match opt_u64(map, "limit", field)? {
+        Some(limit) if limit > 0 => limit,
+        _ => return err("concurrency.limit", "expected a positive integer"),
+    };
+    let status = match opt_u64(map, "status", field)? {
+        None => 429,
+        Some(status @ 400..=599) => status as u16,
+        Some(_) => return err("concurrency.status", "expected an error status (400-599)"),
+    };
+    let retry_after = match map.get("retry_after") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(_) => return err("concurrency.retry_after", "expected seconds or a string"),
+    };
+    Ok(Concurrency {
+        limit,
+        status,
+        retry_after,
+    })
 }
 
 /// One rule: conditions and the responses served in order.
@@ -272,13 +320,17 @@ impl Script {
     /// Builds a script from a JSON value: `{"require_key"?, "rules": [...]}` or a bare array of
     /// rules.
     pub fn from_json(value: &Value) -> Result<Script, ScriptError> {
+        let mut concurrency = None;
         let (require_key, rules_value) = match value {
             Value::Array(_) => (None, value),
             Value::Object(map) => {
-                check_keys(map, &["require_key", "rules"], "")?;
+                check_keys(map, &["require_key", "rules", "concurrency"], "")?;
                 let require_key = opt_string(map, "require_key", "")?;
                 if require_key.as_deref() == Some("") {
                     return err("require_key", "must not be empty");
+                }
+                if let Some(limit) = map.get("concurrency").filter(|v| !v.is_null()) {
+                    concurrency = Some(parse_concurrency(limit)?);
                 }
                 match map.get("rules") {
                     Some(rules) => (require_key, rules),
@@ -294,7 +346,11 @@ impl Script {
         for (i, item) in items.iter().enumerate() {
             rules.push(parse_rule(item, &format!("rules[{i}]"))?);
         }
-        Ok(Script { require_key, rules })
+        Ok(Script {
+            require_key,
+            rules,
+            concurrency,
+        })
     }
 }
 
@@ -678,6 +734,17 @@ struct State {
     record: Option<Arc<Mutex<Vec<Value>>>>,
     /// The host's endpoint checks served (answered, not logged).
     endpoint_checks: Arc<AtomicU64>,
+    /// Model calls in flight now (for the script's `concurrency`).
+    in_flight: Arc<AtomicU64>,
+}
+
+/// A model call's place among those in flight; given back when dropped.
+struct InFlight(Arc<AtomicU64>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// The `User-Agent` prefix of agentcompass-host's endpoint check before a run's first task
@@ -707,7 +774,19 @@ impl State {
             log,
             record,
             endpoint_checks: Arc::new(AtomicU64::new(0)),
+            in_flight: Arc::new(AtomicU64::new(0)),
         })
+    }
+
+    /// Takes a place among the model calls in flight: the place and how many are in flight
+    /// with it, or `None` when the script's concurrency limit is reached.
+    fn enter(&self) -> Option<(InFlight, u64)> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        let place = InFlight(Arc::clone(&self.in_flight));
+        match &self.script.concurrency {
+            Some(limit) if now > limit.limit => None,
+            _ => Some((place, now)),
+        }
     }
 
     fn next_id(&self) -> u64 {
@@ -986,6 +1065,22 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         let r = HttpResponse::json(200, &json!({"input_tokens": tokens}));
         return finish(&mut entry, 200, r);
     }
+    let Some((_place, in_flight)) = state.enter() else {
+        let limit = state.script.concurrency.as_ref();
+        let status = limit.map_or(429, |l| l.status);
+        let mut r = error_response(
+            Some(endpoint),
+            status,
+            "scripted-llm: too many requests at once",
+        );
+        r.headers.retain(|(name, _)| *name != "retry-after");
+        if let Some(after) = limit.and_then(|l| l.retry_after.clone()) {
+            r.headers.push(("retry-after", after));
+        }
+        entry["limited"] = json!(true);
+        return finish(&mut entry, status, r);
+    };
+    entry["in_flight"] = json!(in_flight);
     let Some((rule, index, response)) = state.take(&req.path, &body) else {
         let r = error_response(
             Some(endpoint),

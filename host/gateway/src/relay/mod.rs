@@ -7,7 +7,9 @@
 //! (`HostEndpoint`) — and on `127.0.0.1:PORT` of the host itself, for environments that share
 //! the host's network. Each request must carry the attempt's placeholder token
 //! (`Authorization: Bearer TOKEN`, `x-api-key: TOKEN` or `api-key: TOKEN`); anything else is
-//! `401` and is never forwarded. An accepted request is passed through unchanged — path under
+//! `401` and is never forwarded. A model call takes a slot of the endpoint's adaptive limit,
+//! which `model.generate` shares (rate-limit answers, 429 and 529, are waited out there as
+//! they are for `model.generate`). An accepted request is passed through unchanged — path under
 //! the API root, query, body and headers, minus hop-by-hop and credential headers — to the
 //! gateway's endpoint with the real key added in the style of the API called (`x-api-key`
 //! for Anthropic's `/messages`, `Authorization: Bearer` otherwise). Connection failures and
@@ -48,6 +50,15 @@ pub struct RelayError {
 
 fn failed(what: &'static str) -> impl FnOnce(std::io::Error) -> RelayError {
     move |source| RelayError { what, source }
+}
+
+/// How the last model call through a relay failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelayFailure {
+    /// One line: the method, path and why (never the key).
+    pub message: String,
+    /// Whether the endpoint kept rate-limiting the call past the host's wait.
+    pub rate_limited: bool,
 }
 
 /// One attempt's model endpoint; serving until dropped.
@@ -119,7 +130,7 @@ impl ModelRelay {
     /// How the last model call through the relay ended when it failed after the gateway's
     /// retries (`None` when it succeeded, or no call was made): an agent that stopped on a
     /// failing model stopped on this.
-    pub fn last_failure(&self) -> Option<String> {
+    pub fn last_failure(&self) -> Option<RelayFailure> {
         self.state.last_failure()
     }
 

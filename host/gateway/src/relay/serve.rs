@@ -35,7 +35,7 @@ pub(super) struct RelayState {
     label: String,
     /// How the last model call ended when it failed after the gateway's retries (`None`
     /// after a success): what an agent that stopped on it stopped on.
-    last_failure: std::sync::Mutex<Option<String>>,
+    last_failure: std::sync::Mutex<Option<super::RelayFailure>>,
 }
 
 impl RelayState {
@@ -55,7 +55,7 @@ impl RelayState {
     }
 
     /// Remembers how the last model call ended (`None`: it succeeded).
-    fn set_last_failure(&self, failure: Option<String>) {
+    fn set_last_failure(&self, failure: Option<super::RelayFailure>) {
         *self
             .last_failure
             .lock()
@@ -63,7 +63,7 @@ impl RelayState {
     }
 
     /// How the last model call ended when it failed after the gateway's retries.
-    pub(super) fn last_failure(&self) -> Option<String> {
+    pub(super) fn last_failure(&self) -> Option<super::RelayFailure> {
         self.last_failure
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -133,12 +133,12 @@ async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<
     };
     let started = Instant::now();
     let forwarded = upstream::send(&state.gateway, &parts, &route, body).await;
-    let response = match forwarded {
-        Ok(response) => response,
+    let forwarded = match forwarded {
+        Ok(forwarded) => forwarded,
         Err(reason) => return upstream_failed(&state, &parts, &route, &reason),
     };
-    note_answer(&state, &parts, &route, response.status(), started);
-    relay_response(state, route.endpoint, response, wait)
+    note_answer(&state, &parts, &route, &forwarded, started);
+    relay_response(state, route.endpoint, forwarded, wait)
 }
 
 /// A request the relay forwards: its route, head and body, and (for a model call) the
@@ -227,7 +227,10 @@ fn upstream_failed(
         parts.method,
         route.rest
     );
-    state.set_last_failure(Some(format!("{} {}: {reason}", parts.method, route.rest)));
+    state.set_last_failure(Some(super::RelayFailure {
+        message: format!("{} {}: {reason}", parts.method, route.rest),
+        rate_limited: false,
+    }));
     error(route.endpoint, StatusCode::BAD_GATEWAY, reason)
 }
 
@@ -237,19 +240,28 @@ fn note_answer(
     state: &RelayState,
     parts: &Parts,
     route: &Route,
-    status: reqwest::StatusCode,
+    forwarded: &upstream::Forwarded,
     started: Instant,
 ) {
+    let status = forwarded.response.status();
     if route.endpoint != Endpoint::Other {
-        state.set_last_failure((!status.is_success()).then(|| {
-            format!(
-                "{} {}: answered {} (after the gateway's {} retries)",
-                parts.method,
-                route.rest,
-                status.as_u16(),
-                state.gateway.settings.max_retries
-            )
-        }));
+        let failure = match &forwarded.gave_up {
+            Some(reason) => Some(super::RelayFailure {
+                message: format!("{} {}: {reason}", parts.method, route.rest),
+                rate_limited: true,
+            }),
+            None => (!status.is_success()).then(|| super::RelayFailure {
+                message: format!(
+                    "{} {}: answered {} (after the gateway's {} retries)",
+                    parts.method,
+                    route.rest,
+                    status.as_u16(),
+                    state.gateway.settings.max_retries
+                ),
+                rate_limited: false,
+            }),
+        };
+        state.set_last_failure(failure);
     }
     tracing::debug!(
         target: "agentcompass::model",
@@ -263,13 +275,17 @@ fn note_answer(
 }
 
 /// The upstream's `response` streamed back (connection-level headers left out), its usage
-/// metered when it succeeded; `wait` runs until the body is done.
+/// metered when it succeeded; `wait` runs, and the limit's slot is held, until the body is
+/// done.
 fn relay_response(
     state: Arc<RelayState>,
     endpoint: Endpoint,
-    response: reqwest::Response,
+    forwarded: upstream::Forwarded,
     wait: Option<ModelWait>,
 ) -> Response<Body> {
+    let upstream::Forwarded {
+        response, permit, ..
+    } = forwarded;
     let status = response.status();
     let content_type = response
         .headers()
@@ -291,6 +307,7 @@ fn relay_response(
         tap,
         state,
         _wait: wait,
+        _permit: permit,
     };
     let body = StreamBody::new(stream).boxed_unsync();
     builder
@@ -367,6 +384,8 @@ struct Metered {
     state: Arc<RelayState>,
     /// The model-wait clock of this call runs until the body is done.
     _wait: Option<ModelWait>,
+    /// The call's slot of the endpoint's limit, freed when the body is done.
+    _permit: Option<crate::limit::Permit>,
 }
 
 impl Metered {

@@ -296,6 +296,79 @@ async fn retryable_answers_are_retried_before_the_client_sees_them() {
     assert_eq!(usage.total().requests, 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relayed_calls_share_the_endpoint_limit_and_wait_out_rate_limits() {
+    // 40 agents' calls at once through the relay to an endpoint that takes 4 (429 beyond):
+    // the limit (sized 16 by the run) shrinks, every call is answered 200, none is retried
+    // as an error (`max_retries` 0).
+    let (base, refused, peak) = crate::tests::limited_server(4, 20).await;
+    let spec: ModelSpec = serde_json::from_value(json!({
+        "id": "gpt-test", "base_url": base, "api_key": "sk-relay-limit-key",
+        "params": {"max_retries": 0},
+    }))
+    .unwrap();
+    let gateway = Arc::new(ModelGateway::new(&spec).unwrap().with_task_concurrency(16));
+    let (relay, usage) = relay(gateway.clone()).await;
+    let endpoint = relay.endpoint();
+    let client = reqwest::Client::new();
+    let calls: Vec<_> = (0..40)
+        .map(|_| {
+            let request = client
+                .post(format!("{}/chat/completions", endpoint.base_url))
+                .bearer_auth(&endpoint.api_key)
+                .body(r#"{"model":"gpt-test","messages":[]}"#);
+            tokio::spawn(async move { request.send().await.unwrap().status() })
+        })
+        .collect();
+    for call in calls {
+        assert_eq!(call.await.unwrap(), 200);
+    }
+    let snapshot = gateway.limit();
+    let refused = refused.load(std::sync::atomic::Ordering::SeqCst);
+    eprintln!(
+        "40 relayed calls: {refused} answers 429, limit {} of {}, peak {} at the server",
+        snapshot.limit,
+        snapshot.max,
+        peak.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert_eq!(snapshot.rate_limited, refused as u64);
+    assert!(snapshot.limit < 16, "{snapshot:?}");
+    assert_eq!((snapshot.in_flight, snapshot.waiting), (0, 0));
+    assert_eq!(usage.total().requests, 40);
+    assert_eq!(relay.last_failure(), None);
+}
+
+#[tokio::test]
+async fn a_call_rate_limited_past_the_wait_is_passed_on_and_named_rate_limited() {
+    let up = upstream(vec![(
+        429,
+        "application/json",
+        r#"{"error":{"type":"rate_limit_error"}}"#.into(),
+    )])
+    .await;
+    let params = json!({"max_rate_limit_wait_seconds": 0.2, "retry_backoff_seconds": 0.05});
+    let (relay, _usage) = relay(gateway(&format!("{}/v1", up.base), "anthropic", params)).await;
+    let answer = reqwest::Client::new()
+        .post(format!("{}/messages", relay.endpoint().base_url))
+        .bearer_auth(relay.endpoint().api_key)
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 429);
+    let sent = up.seen.lock().unwrap().len();
+    assert!(sent >= 2, "the call waited and was sent again: {sent}");
+    let failure = relay.last_failure().unwrap();
+    assert!(failure.rate_limited, "{failure:?}");
+    assert!(
+        failure
+            .message
+            .starts_with("POST /messages: model endpoint")
+            && failure.message.contains("still rate-limited"),
+        "{failure:?}"
+    );
+}
+
 #[tokio::test]
 async fn the_endpoint_ends_with_the_relay() {
     let up = upstream(vec![(200, "application/json", CHAT_JSON.into())]).await;

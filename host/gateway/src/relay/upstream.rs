@@ -9,6 +9,8 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use super::usage_tap::Endpoint;
 use agentcompass_egress::headers::is_hop_by_hop;
 
+use crate::limit::Permit;
+use crate::rate_wait::{RateLimitWait, Verdict};
 use crate::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
 
 /// Headers of a request that never travel on besides the hop-by-hop ones: the target's own
@@ -121,22 +123,41 @@ fn headers(gateway: &ModelGateway, incoming: &hyper::HeaderMap, route: &Route) -
     headers
 }
 
-/// Sends the request, retrying connection failures and retryable statuses as the gateway
-/// does (its `max_retries`, backoff and `Retry-After`), and returns the response whose body
-/// is still to be read; after the last retry a retryable status is returned as it is. The
-/// error is one line without the key.
+/// A forwarded request's answer, its body still to be read.
+pub(super) struct Forwarded {
+    /// The upstream's response.
+    pub(super) response: reqwest::Response,
+    /// The model call's slot of the endpoint's limit, held until the body is done.
+    pub(super) permit: Option<Permit>,
+    /// Set when the response is a rate-limit answer the call stopped waiting on.
+    pub(super) gave_up: Option<String>,
+}
+
+/// Sends the request and returns the response whose body is still to be read. A model call
+/// takes a slot of the endpoint's adaptive limit (`model.generate` shares it) and waits out
+/// rate-limit answers (429, 529) as `model.generate` does, without using up `max_retries`,
+/// until `max_rate_limit_wait_seconds`; then the last one is returned as it is. Connection
+/// failures and other retryable statuses are retried up to `max_retries` with the gateway's
+/// backoff and `Retry-After`; after the last retry a retryable status is returned as it is.
+/// The error is one line without the key.
 pub(super) async fn send(
     gateway: &ModelGateway,
     parts: &Parts,
     route: &Route,
     body: Bytes,
-) -> Result<reqwest::Response, String> {
+) -> Result<Forwarded, String> {
     let url = url(gateway, route);
     let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
         .map_err(|_| format!("unsupported method {}", parts.method))?;
     let headers = headers(gateway, &parts.headers, route);
+    let limited_call = route.endpoint != Endpoint::Other;
+    let mut limited = RateLimitWait::default();
     let mut attempt = 0u32;
     loop {
+        let permit = match limited_call {
+            true => Some(gateway.endpoint_limit().acquire().await),
+            false => None,
+        };
         attempt += 1;
         let sent = gateway
             .client
@@ -144,14 +165,45 @@ pub(super) async fn send(
             .headers(headers.clone())
             .body(body.clone())
             .send();
-        let (reason, retry_after) = match tokio::time::timeout(gateway.settings.timeout, sent).await
-        {
-            Ok(Ok(response)) if !is_retryable(response.status()) => return Ok(response),
-            Ok(Ok(response)) if attempt > gateway.settings.max_retries => return Ok(response),
-            Ok(Ok(response)) => (
-                format!("answered {}", response.status().as_u16()),
-                retry_after(response.headers()),
-            ),
+        let answer = tokio::time::timeout(gateway.settings.timeout, sent).await;
+        let (reason, retry_after) = match answer {
+            Ok(Ok(response)) => {
+                let status = response.status();
+                let rate_limit =
+                    status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.as_u16() == 529;
+                if let (Some(permit), true) = (&permit, rate_limit) {
+                    attempt -= 1;
+                    let reason = format!("answered {}", status.as_u16());
+                    let wait = retry_after(response.headers());
+                    match limited.answered(permit, &gateway.settings, reason, wait) {
+                        Verdict::SendAgain => continue,
+                        Verdict::GiveUp => {
+                            let gave_up = limited.give_up(&url).to_string();
+                            return Ok(Forwarded {
+                                response,
+                                permit: None,
+                                gave_up: Some(gave_up),
+                            });
+                        }
+                    }
+                }
+                if !is_retryable(status) || attempt > gateway.settings.max_retries {
+                    if let Some(permit) = &permit {
+                        if status.is_success() {
+                            permit.succeeded();
+                        }
+                    }
+                    return Ok(Forwarded {
+                        response,
+                        permit,
+                        gave_up: None,
+                    });
+                }
+                (
+                    format!("answered {}", status.as_u16()),
+                    retry_after(response.headers()),
+                )
+            }
             Ok(Err(e)) => (connection_error(&e), None),
             Err(_) => (
                 format!(
@@ -161,6 +213,7 @@ pub(super) async fn send(
                 None,
             ),
         };
+        drop(permit);
         if attempt > gateway.settings.max_retries {
             return Err(format!(
                 "{url}: {reason} (gave up after {})",
