@@ -269,7 +269,10 @@ pub fn unscored_issue(issues: &[ExecutionIssue]) -> Option<(&ExecutionIssue, Fai
 pub fn failure_detail(issue: &ExecutionIssue, class: FailureClass) -> String {
     let message = issue.message.as_str();
     if class == FailureClass::Model {
-        if message.contains(" 429") || message.contains("rate limit") {
+        if issue.code == MODEL_RATE_LIMITED.code
+            || message.contains(" 429")
+            || message.contains("rate limit")
+        {
             return "rate limited".into();
         }
         if message.contains("answered 5") {

@@ -29,6 +29,7 @@ mod planning;
 mod plugin_new;
 mod progress_tty;
 mod qa;
+mod rate_limits;
 mod refuse_early;
 mod rejections;
 mod runtime;

@@ -62,7 +62,7 @@ struct State {
 }
 
 /// What [`EndpointLimit::snapshot`] reports.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LimitSnapshot {
     /// The current limit (whole requests).
     pub limit: u32,

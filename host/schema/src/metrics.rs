@@ -37,6 +37,31 @@ pub struct HostExtras {
     /// `extra.skipped` (absent when every task ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<Skipped>,
+    /// `extra.rate_limits`: how the model endpoint rate-limited the run (absent when it
+    /// never did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limits: Option<RateLimits>,
+}
+
+/// `extra.rate_limits`: the model endpoint's rate limits over the run (shared with the other
+/// requests of a `launch` that call the same endpoint with the same key).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateLimits {
+    /// The endpoint's URL.
+    #[serde(default)]
+    pub endpoint: String,
+    /// Rate-limit answers (429, 529, rate-limit errors).
+    #[serde(default)]
+    pub answers: u64,
+    /// Total time calls waited for the endpoint's limit, in seconds.
+    #[serde(default)]
+    pub waited_seconds: f64,
+    /// The adaptive limit at the end.
+    #[serde(default)]
+    pub limit: u32,
+    /// Its maximum.
+    #[serde(default)]
+    pub max: u32,
 }
 
 /// `extra.not_scored`: `{"tasks": N, "classes": {CLASS: {"tasks": N, "reasons": {..}}}}`.
@@ -72,6 +97,7 @@ impl HostExtras {
             model_usage: serde_json::from_value(entry("model_usage")).unwrap_or_default(),
             not_scored: serde_json::from_value(entry("not_scored")).unwrap_or_default(),
             skipped: serde_json::from_value(entry("skipped")).unwrap_or_default(),
+            rate_limits: serde_json::from_value(entry("rate_limits")).unwrap_or_default(),
         }
     }
 
@@ -106,6 +132,13 @@ mod tests {
                 tasks: 1,
                 reasons: BTreeMap::from([("budget_exhausted".to_string(), 1)]),
             }),
+            rate_limits: Some(RateLimits {
+                endpoint: "http://127.0.0.1:9/v1/chat/completions".into(),
+                answers: 61,
+                waited_seconds: 12.5,
+                limit: 3,
+                max: 32,
+            }),
         };
         let mut report = MetricReport::default();
         report.extra.insert("benchmark_own".into(), json!(1));
@@ -116,6 +149,8 @@ mod tests {
                 "benchmark_own": 1,
                 "not_scored": {"tasks": 3, "classes": {"model": {"tasks": 3, "reasons": {"rate_limited": 3}}}},
                 "skipped": {"tasks": 1, "reasons": {"budget_exhausted": 1}},
+                "rate_limits": {"endpoint": "http://127.0.0.1:9/v1/chat/completions",
+                                "answers": 61, "waited_seconds": 12.5, "limit": 3, "max": 32},
             })
         );
         assert_eq!(HostExtras::of(&report), extras);

@@ -41,6 +41,10 @@ pub enum EventKind {
     SummaryStarted,
     /// The run ended.
     RunFinished,
+    /// The model endpoint's adaptive limit changed (a rate limit, growth, waiting calls).
+    ModelLimit,
+    /// The run was steered through its control socket (`ctl`: pause, concurrency, cancel).
+    Control,
     /// An event this host does not write (a newer host's, another tool's).
     #[serde(other)]
     Unknown,
@@ -64,6 +68,8 @@ impl EventKind {
             EventKind::TaskSkipped => "task_skipped",
             EventKind::SummaryStarted => "summary_started",
             EventKind::RunFinished => "run_finished",
+            EventKind::ModelLimit => "model_limit",
+            EventKind::Control => "control",
             EventKind::Unknown => "unknown",
         }
     }

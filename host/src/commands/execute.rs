@@ -237,7 +237,9 @@ fn report(
                 for line in summary.lines().filter(|l| l.starts_with('|')).take(12) {
                     eprintln!("{label}{line}");
                 }
-                for line in summary.lines().filter(|l| l.starts_with("Model usage: ")) {
+                let usage =
+                    |l: &&str| l.starts_with("Model usage: ") || l.starts_with("Rate limits: ");
+                for line in summary.lines().filter(usage) {
                     eprintln!("{label}{line}");
                 }
             }

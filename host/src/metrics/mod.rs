@@ -439,6 +439,8 @@ impl MetricAggregator {
                 tasks: self.skipped.values().sum(),
                 reasons: self.skipped.clone(),
             }),
+            // The run's, not the tasks': added when the run finishes.
+            rate_limits: None,
         }
         .write_into(&mut extra);
         MetricReport {

@@ -224,6 +224,13 @@ fn write_usage(out: &mut String, report: &MetricReport) {
         let _ = write!(out, " · ${cost:.4}");
     }
     out.push('\n');
+    if let Some(limits) = HostExtras::of(report).rate_limits {
+        let _ = writeln!(
+            out,
+            "Rate limits: {} answers · {:.1} s waited · limit {} of {} at the end ({})",
+            limits.answers, limits.waited_seconds, limits.limit, limits.max, limits.endpoint
+        );
+    }
 }
 
 /// The one-line overview of the headline series, e.g.

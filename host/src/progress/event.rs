@@ -106,6 +106,15 @@ pub enum ProgressEvent<'a> {
     },
     /// Every task ended; the report is being computed.
     SummaryStarted,
+    /// The model endpoint's adaptive limit changed.
+    ModelLimit {
+        /// The endpoint's URL.
+        endpoint: &'a str,
+        /// The limit now.
+        limit: agentcompass_gateway::limit::LimitSnapshot,
+    },
+    /// The run was steered through its control socket (`{action, uid, ...}`).
+    Control(Value),
     /// The run ended.
     RunFinished {
         /// Its terminal status.
@@ -142,6 +151,8 @@ impl<'a> ProgressEvent<'a> {
             ProgressEvent::TaskSkipped { .. } => EventKind::TaskSkipped,
             ProgressEvent::SummaryStarted => EventKind::SummaryStarted,
             ProgressEvent::RunFinished { .. } => EventKind::RunFinished,
+            ProgressEvent::ModelLimit { .. } => EventKind::ModelLimit,
+            ProgressEvent::Control(_) => EventKind::Control,
         }
     }
 
@@ -240,6 +251,12 @@ impl<'a> ProgressEvent<'a> {
                     reason: Some(reason.to_string()),
                 }),
             ),
+            ProgressEvent::ModelLimit { endpoint, limit } => {
+                let mut payload = serde_json::to_value(limit).unwrap_or(Value::Null);
+                payload["endpoint"] = json!(endpoint);
+                (None, owned(payload))
+            }
+            ProgressEvent::Control(action) => (None, Cow::Borrowed(action)),
             ProgressEvent::RunFinished { status, error } => {
                 (Some(status.as_str()), owned(json!({ "error": error })))
             }

@@ -531,6 +531,21 @@ impl ProgressRecorder {
         lock(&self.shared.state).snap.score = score;
     }
 
+    /// Sets what `progress.json` says of the live run's control (`socket`, `paused`,
+    /// `task_concurrency`; `None` once it ended) and writes the snapshot at once: `ctl`
+    /// finds the socket there.
+    pub fn set_control(&self, control: Option<Value>) {
+        let shared = &*self.shared;
+        let now = Instant::now();
+        let snapshot = {
+            let mut state = lock(&shared.state);
+            state.snap.control = control;
+            state.snap.seq += 1;
+            shared.take_snapshot(&mut state, now, true)
+        };
+        shared.publish(snapshot, None, true);
+    }
+
     /// The current terminal view of this request.
     pub fn view(&self) -> ProgressSnapshotView {
         let elapsed = self.shared.elapsed(Instant::now());

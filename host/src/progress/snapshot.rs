@@ -1,6 +1,8 @@
 //! The in-memory progress snapshot: counters, phase counts and the active tasks.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+
+use agentcompass_gateway::limit::LimitSnapshot;
 
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -60,6 +62,10 @@ pub(super) struct SnapshotState {
     pub(super) seq: u64,
     /// The headline so far (`correct 84.20%`), for the terminal.
     pub(super) score: Option<String>,
+    /// The model endpoints' adaptive limits, by URL (from `model_limit` events).
+    model_endpoints: BTreeMap<String, LimitSnapshot>,
+    /// The live run's control: its socket, pause state and task concurrency.
+    pub(super) control: Option<Value>,
 }
 
 fn payload_u64(payload: &Value, key: &str) -> Option<u64> {
@@ -99,6 +105,8 @@ impl SnapshotState {
             finished_elapsed: None,
             seq: 0,
             score: None,
+            model_endpoints: BTreeMap::new(),
+            control: None,
         }
     }
 
@@ -142,6 +150,11 @@ impl SnapshotState {
             ProgressEvent::RunFinished { status, .. } => {
                 self.status = *status;
                 self.finished_elapsed = Some(elapsed);
+                // A finished run has no control socket any more.
+                self.control = None;
+            }
+            ProgressEvent::ModelLimit { endpoint, limit } => {
+                self.model_endpoints.insert((*endpoint).to_string(), *limit);
             }
             _ => {}
         }
@@ -267,6 +280,11 @@ impl SnapshotState {
             running: self.running(),
             reused: self.reuse.tasks,
             status: self.status,
+            model_limit: self
+                .model_endpoints
+                .values()
+                .find(|l| l.limit < l.max || l.waiting > 0)
+                .map(|l| (l.limit, l.max, l.waiting)),
         }
     }
 
@@ -304,6 +322,8 @@ impl SnapshotState {
             started_at,
             elapsed_seconds: self.finished_elapsed.unwrap_or(elapsed),
             updated_at: self.updated_at,
+            model_endpoints: &self.model_endpoints,
+            control: self.control.as_ref(),
         }
     }
 }
@@ -350,4 +370,12 @@ pub(super) struct SnapshotDocument<'a> {
     started_at: f64,
     elapsed_seconds: f64,
     updated_at: f64,
+    /// The model endpoints' adaptive limits, by URL: `limit`, `max`, `in_flight`, `waiting`
+    /// (calls held by the limit or a rate limit now), `rate_limited` (answers so far) and
+    /// `waited_seconds` (total).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    model_endpoints: &'a BTreeMap<String, LimitSnapshot>,
+    /// While the run runs: `socket` (the `ctl` socket), `paused`, `task_concurrency`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control: Option<&'a Value>,
 }

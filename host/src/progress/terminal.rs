@@ -54,6 +54,9 @@ pub struct ProgressSnapshotView {
     pub reused: u64,
     /// Run status.
     pub status: RunStatus,
+    /// A model endpoint whose limit is below its maximum or has calls waiting: `(limit,
+    /// max, waiting)`.
+    pub model_limit: Option<(u32, u32, u32)>,
 }
 
 /// Where a request's progress is shown on the terminal. Implementations must be cheap and
@@ -129,6 +132,12 @@ impl Parts {
         ] {
             if n > 0 {
                 let _ = write!(counts, " · {name} {n}");
+            }
+        }
+        if let Some((limit, max, waiting)) = view.model_limit {
+            let _ = write!(counts, " · model {limit}/{max}");
+            if waiting > 0 {
+                let _ = write!(counts, " ({waiting} waiting)");
             }
         }
         Parts {
@@ -290,6 +299,7 @@ impl Aggregate {
             sum.error += v.error;
             sum.running += v.running;
             sum.reused += v.reused;
+            sum.model_limit = sum.model_limit.or(v.model_limit);
         }
         sum
     }
@@ -533,7 +543,20 @@ mod tests {
             running: 3,
             reused: 4,
             status: serde_json::from_value(serde_json::json!(status)).unwrap(),
+            model_limit: None,
         }
+    }
+
+    #[test]
+    fn a_rate_limited_endpoint_shows_its_limit_and_waiting_calls() {
+        let mut limited = view("bench/model", 40, 12, "running");
+        limited.model_limit = Some((4, 32, 7));
+        assert!(
+            plain_line(&limited)
+                .ends_with("| running 3 · failed 1 · error 2 · reused 4 · model 4/32 (7 waiting)"),
+            "{}",
+            plain_line(&limited)
+        );
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub(super) async fn finish(
         metrics.report()
     };
     add_dataset_metrics(rc, &mut report).await;
+    add_rate_limits(rc, &mut report);
     let mut status = status;
     if status == RunStatus::Completed && report.evaluation_failed {
         status = RunStatus::Failed;
@@ -102,6 +103,28 @@ async fn add_dataset_metrics(rc: &RequestContext, report: &mut MetricReport) {
         }
         Err(e) => tracing::error!("cannot compute the dataset metrics: {e}"),
     }
+}
+
+/// How the model endpoint rate-limited the run (`extra.rate_limits`), when it did.
+fn add_rate_limits(rc: &RequestContext, report: &mut MetricReport) {
+    if !rc.model.is_configured() {
+        return;
+    }
+    let limit = rc.model.limit();
+    if limit.rate_limited == 0 && limit.waited_seconds == 0.0 {
+        return;
+    }
+    let extras = agentcompass_schema::metrics::HostExtras {
+        rate_limits: Some(agentcompass_schema::metrics::RateLimits {
+            endpoint: rc.model.url().to_string(),
+            answers: limit.rate_limited,
+            waited_seconds: limit.waited_seconds,
+            limit: limit.limit,
+            max: limit.max,
+        }),
+        ..Default::default()
+    };
+    extras.write_into(&mut report.extra);
 }
 
 /// `metrics.json` and `summary.md`.

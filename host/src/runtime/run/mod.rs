@@ -3,6 +3,7 @@
 //! schedule the rest under the shared limits, finish (metrics, summary, `run_info` status).
 
 mod finish;
+mod limit_watch;
 mod preflight;
 mod schedule;
 mod start;
@@ -141,12 +142,14 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
     outcome.reused = reused.len();
     outcome.changed = changed;
     let rc = Arc::new(rc);
+    let watch = tokio::spawn(limit_watch::watch(rc.clone()));
     let scheduled = match shared.runtime.executor {
         crate::request::Executor::Local => schedule::run_all(shared, &rc, tasks, &reused).await,
         crate::request::Executor::Slurm => {
             crate::runtime::cluster::run_all(shared, &rc, tasks, &reused).await
         }
     };
+    watch.abort();
     outcome.published = reused.len() + scheduled.published;
     let (status, error) = end_status(shared, &rc, &mut info, &mut outcome, scheduled);
     finish::finish(&rc, &mut info, outcome, status, error).await
