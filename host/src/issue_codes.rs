@@ -212,6 +212,8 @@ JOB_LOST = "job_lost", Environment, "every Slurm job that took the task ended wi
     LIMIT_EXCEEDED = "limit_exceeded", Limit, "a limit of `execution.limits` was reached (`max_tokens`, `max_cost_usd`, `max_model_calls`, `max_turns`, `working_seconds`; the message names it); the agent was stopped and the attempt is evaluated as it stands";
     /// The task never ran: the budget was used up (the reason of a `skipped` task).
     BUDGET_EXHAUSTED = "budget_exhausted", Budget, "the request's or orchestration's budget was used up before the task started (the task is `skipped`, not scored; `--reuse` with a larger budget runs it)";
+    /// `ctl cancel` named the task (the reason of a `skipped` task).
+    CANCELLED_BY_USER = "cancelled_by_user", Cancelled, "`ctl RUN_DIR cancel TASK` dropped the task: a pending one never started, a running one was stopped and its work discarded (`skipped`, not scored; `--reuse` runs it)";
     /// Non-agent failures exceeded `--fail-on-error` (the reason of a `skipped` task).
     ERROR_RATE_EXCEEDED = "error_rate_exceeded", Cancelled, "non-agent failures exceeded `--fail-on-error`, so the task was not started (`skipped`; `--reuse` runs it)";
     /// The host itself panicked during the attempt (a bug in the host; the task still publishes).

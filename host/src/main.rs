@@ -133,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Env { command } => env(global, command),
         Command::Datasets { command } => commands::datasets::datasets(global, command),
         Command::Cluster { command } => cluster(global, command),
+        Command::Ctl(cmd) => commands::ctl::ctl(&cmd),
         Command::Agents {
             command: AgentsCommand::Install(cmd),
         } => commands::agents::install(global, &cmd),

@@ -21,6 +21,7 @@ mod installed_agents;
 mod judging;
 mod layering;
 mod listing;
+mod live_control;
 mod model_endpoint;
 mod model_gateway;
 mod next_steps;

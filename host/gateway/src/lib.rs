@@ -6,6 +6,7 @@
 
 pub mod limit;
 mod meter;
+pub mod pause;
 mod probe;
 mod rate_wait;
 mod relay;
@@ -180,6 +181,8 @@ pub struct ModelGateway {
     /// How many requests go to the endpoint at once (shared by every gateway of the endpoint),
     /// taken on the first call, once the run sized it.
     limit: std::sync::OnceLock<Arc<limit::EndpointLimit>>,
+    /// The run's pause: no call starts while it is paused.
+    pause: Option<Arc<pause::PauseGate>>,
     runtime: Option<tokio::runtime::Handle>,
 }
 
@@ -222,6 +225,7 @@ impl ModelGateway {
             max_connections: settings.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             settings,
             limit: std::sync::OnceLock::new(),
+            pause: None,
             runtime: tokio::runtime::Handle::try_current().ok(),
         })
     }
@@ -233,6 +237,27 @@ impl ModelGateway {
             self.max_connections = task_concurrency;
         }
         self
+    }
+
+    /// Holds every call (and every re-send) while `gate` is paused (`ctl pause`).
+    pub fn with_pause_gate(mut self, gate: Arc<pause::PauseGate>) -> Self {
+        self.pause = Some(gate);
+        self
+    }
+
+    /// Waits while the run is paused, then for a slot of the endpoint's limit. The pause is
+    /// checked again once the slot is held: a call is either in flight before a pause began
+    /// or starts after it ended.
+    pub(crate) async fn admit(&self) -> limit::Permit {
+        loop {
+            if let Some(gate) = &self.pause {
+                gate.wait_open().await;
+            }
+            let permit = self.endpoint_limit().acquire().await;
+            if !self.pause.as_ref().is_some_and(|gate| gate.is_paused()) {
+                return permit;
+            }
+        }
     }
 
     /// The endpoint's shared limit (joined on first use).
@@ -346,7 +371,7 @@ impl ModelGateway {
         let mut attempt = 0u32;
         let mut limited = rate_wait::RateLimitWait::default();
         loop {
-            let permit = self.endpoint_limit().acquire().await;
+            let permit = self.admit().await;
             attempt += 1;
             let failure = match self.send_once(&body, timeout).await {
                 Ok(mut response) => {

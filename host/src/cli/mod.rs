@@ -86,6 +86,9 @@ pub enum Command {
         #[command(subcommand)]
         command: AgentsCommand,
     },
+    /// Steer a running run: its status, the task concurrency, pause and resume, cancel
+    /// tasks (through its control socket, which only its owner can use)
+    Ctl(CtlCmd),
     /// Serve a read-only web viewer over a results directory (loopback by default)
     View(ViewCmd),
     /// Write one self-contained HTML file of a run (opens from file://, no network)
@@ -406,6 +409,45 @@ pub enum ClusterCommand {
         run_dir: PathBuf,
         /// The unit file (`RUN_DIR/.cluster/units/<seq>.json`)
         unit: PathBuf,
+    },
+}
+
+/// `ctl RUN_DIR ACTION`.
+#[derive(Debug, Args, Clone)]
+pub struct CtlCmd {
+    /// The run directory of a running run (`<results>/<namespace>/<run_id>`)
+    pub run_dir: PathBuf,
+    /// What to do
+    #[command(subcommand)]
+    pub action: CtlAction,
+}
+
+/// What `ctl` does to a running run.
+#[derive(Debug, Subcommand, Clone)]
+pub enum CtlAction {
+    /// Print the running tasks with their phase and age, the counts and the current limits
+    Status {
+        /// Print the status as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Set the task concurrency from now on (running tasks are not stopped)
+    Concurrency {
+        /// Attempts at once (at least 1)
+        #[arg(value_parser = clap::value_parser!(u32).range(1..))]
+        n: u32,
+    },
+    /// Start no new task and no new model call (running commands finish, or wait at their
+    /// next model call; a paused task's timeouts stand still)
+    Pause,
+    /// Undo `pause`
+    Resume,
+    /// Cancel tasks: a pending one is skipped, a running one is stopped; neither is scored
+    /// (`cancelled_by_user`) and the run goes on
+    Cancel {
+        /// Task ids
+        #[arg(required = true)]
+        tasks: Vec<String>,
     },
 }
 

@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod compare;
 pub mod config_docs;
 pub mod config_show;
+pub mod ctl;
 pub mod datasets;
 mod dependencies;
 pub mod docs;

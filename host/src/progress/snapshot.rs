@@ -21,6 +21,8 @@ pub(super) struct ActiveTask {
     category: String,
     phase: Option<TaskPhase>,
     attempt: Option<u32>,
+    /// When the task started (epoch seconds).
+    started_at: f64,
     updated_at: f64,
 }
 
@@ -196,6 +198,7 @@ impl SnapshotState {
                 category: task.category.to_string(),
                 phase: None,
                 attempt: task.attempt,
+                started_at: timestamp,
                 updated_at: timestamp,
             },
         );

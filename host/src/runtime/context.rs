@@ -75,6 +75,10 @@ pub struct RequestContext {
     /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
     /// and record where they ran); `None` for a local run.
     pub copy: Option<super::cluster_copy::ClusterCopy>,
+    /// The running tasks and the ones `ctl cancel` dropped.
+    pub live: super::control::LiveTasks,
+    /// The process's live control (`ctl`), which records its actions.
+    pub control: Option<Arc<super::control::RunControl>>,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model
@@ -192,9 +196,12 @@ impl RequestContext {
         base: agentcompass_plugin_api::contracts::TokenUsage,
         relay: Option<agentcompass_gateway::ModelRelay>,
     ) -> AttemptScope<'_> {
+        // The attempt's calls end with the task (`ctl cancel`) as with the request.
+        let cancel = super::task_scope::TaskScope::current()
+            .map_or_else(|| self.cancel.clone(), |scope| scope.cancel);
         let mut services = crate::host_services::HostServices::for_component(
             &self.request.harness.id,
-            self.cancel.clone(),
+            cancel,
             None,
         )
         .with_model(self.model.clone(), usage.clone());

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod cluster_copy;
 pub mod cluster_error;
 mod context;
+pub mod control;
 mod error;
 #[cfg(test)]
 mod failpoint;
@@ -23,6 +24,7 @@ mod run;
 mod session;
 mod shared;
 mod task;
+mod task_scope;
 mod task_source;
 #[cfg(test)]
 mod tests;
@@ -198,9 +200,16 @@ pub async fn execute(
             notify,
         );
     }
+    let limits = Arc::new(Limits::new(orchestration.task_concurrency, runtime));
+    let control = control::RunControl::new(
+        limits.clone(),
+        runtime.executor == crate::request::Executor::Local,
+    );
+    control.listen();
     let shared = Shared {
         runtime: runtime.clone(),
-        limits: Arc::new(Limits::new(orchestration.task_concurrency, runtime)),
+        limits,
+        control,
         cancel,
         terminal: terminal_for(
             runtime.progress,

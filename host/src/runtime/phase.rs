@@ -6,6 +6,7 @@ use std::time::Duration;
 use agentcompass_plugin_api::Error;
 
 use crate::host_services::CancelToken;
+use crate::runtime::task_scope::TaskScope;
 
 /// How a phase ended.
 #[derive(Debug)]
@@ -28,7 +29,9 @@ pub fn watchdog(seconds: Option<f64>) -> Option<Duration> {
         .map(agentcompass_plugin_api::wait::duration_from_seconds)
 }
 
-/// Runs `future` until it finishes, its watchdog fires, or `cancel` is triggered.
+/// Runs `future` until it finishes, its watchdog fires, or `cancel` is triggered. Inside a
+/// task's scope (`TaskScope`), the task's own cancellation ends it too, and the watchdog
+/// does not run while the run is paused.
 pub async fn run_phase<T, F>(
     cancel: &CancelToken,
     timeout: Option<Duration>,
@@ -37,25 +40,40 @@ pub async fn run_phase<T, F>(
 where
     F: Future<Output = Result<T, Error>>,
 {
-    if cancel.is_cancelled() {
+    let scope = TaskScope::current();
+    let task_cancel = scope.as_ref().map(|s| s.cancel.clone());
+    let cancelled =
+        || cancel.is_cancelled() || task_cancel.as_ref().is_some_and(|c| c.is_cancelled());
+    if cancelled() {
         return PhaseOutcome::Cancelled;
     }
     let work = async {
-        match timeout {
-            Some(limit) => match tokio::time::timeout(limit, future).await {
-                Ok(Ok(value)) => PhaseOutcome::Done(value),
-                Ok(Err(err)) => PhaseOutcome::Failed(err),
+        let done = |output: Result<T, Error>| match output {
+            Ok(value) => PhaseOutcome::Done(value),
+            Err(err) => PhaseOutcome::Failed(err),
+        };
+        match (timeout, &scope) {
+            (Some(limit), Some(scope)) => match scope.pause.timeout(limit, future).await {
+                Some(output) => done(output),
+                None => PhaseOutcome::TimedOut(limit),
+            },
+            (Some(limit), None) => match tokio::time::timeout(limit, future).await {
+                Ok(output) => done(output),
                 Err(_) => PhaseOutcome::TimedOut(limit),
             },
-            None => match future.await {
-                Ok(value) => PhaseOutcome::Done(value),
-                Err(err) => PhaseOutcome::Failed(err),
-            },
+            (None, _) => done(future.await),
+        }
+    };
+    let task_cancelled = async {
+        match &task_cancel {
+            Some(token) => token.cancelled().await,
+            None => std::future::pending().await,
         }
     };
     tokio::select! {
         outcome = work => outcome,
         _ = cancel.cancelled() => PhaseOutcome::Cancelled,
+        _ = task_cancelled => PhaseOutcome::Cancelled,
     }
 }
 

@@ -28,6 +28,8 @@ pub struct Shared {
     pub stop_reason: Arc<Mutex<Option<RunStatus>>>,
     /// The orchestration's budget (`runtime.budget`), which every request spends from.
     pub budget: Option<Arc<agentcompass_gateway::BudgetTracker>>,
+    /// The live control of the process's requests (`ctl`).
+    pub control: Arc<super::control::RunControl>,
 }
 
 impl Shared {

@@ -60,9 +60,22 @@ async fn logical_attempt(
     attempt: u32,
     writer: &TaskWriter,
 ) -> LogicalAttempt {
+    let pause = super::task_scope::TaskScope::current().map(|scope| scope.pause);
+    let paused_before = pause.as_ref().map(|gate| gate.paused_total());
     let run = plan_and_run(rc, task, attempt, writer);
     match agentcompass_plugin_api::abi::guard::CatchUnwind::new(run).await {
-        Ok(done) => done,
+        Ok(mut done) => {
+            // The attempt records the time the run was paused while it ran (`ctl pause`).
+            if let (Some(gate), Some(before)) = (&pause, paused_before) {
+                let paused = gate.paused_total().saturating_sub(before);
+                if !paused.is_zero() {
+                    done.result
+                        .telemetry
+                        .insert("paused_seconds".into(), json!(paused.as_secs_f64()));
+                }
+            }
+            done
+        }
         Err(panic) => {
             let message = agentcompass_redact::scrub_text(&panic.message);
             tracing::error!("task {} attempt {attempt}: {message}", task.task_id);
@@ -155,9 +168,17 @@ async fn run_with_retries(
         let delay = record_retry(rc, task, attempt, writer, &outcome, retries, &reason);
         #[cfg(test)]
         super::failpoint::hit(TaskPhase::RetryWait, &task.task_id);
+        let task_cancel = super::task_scope::TaskScope::current().map(|s| s.cancel);
+        let task_cancelled = async {
+            match &task_cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::time::sleep(agentcompass_plugin_api::wait::duration_from_seconds(delay)) => {}
             _ = rc.cancel.cancelled() => return (outcome.result, retries, true),
+            _ = task_cancelled => return (outcome.result, retries, true),
         }
     }
 }
@@ -276,6 +297,10 @@ pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: 
             // the deadline: the task was not run, like those never started.
             if let Some(trip) = rc.breaker.trip() {
                 rc.record_skipped(&task, trip.reason(), index, total);
+            } else if rc.live.cancelled_by_user(&task.task_id) {
+                // `ctl cancel`: not scored, not published; the run goes on.
+                tracing::info!(task_id = %task.task_id, "cancelled by the user");
+                rc.record_skipped(&task, codes::CANCELLED_BY_USER.code, index, total);
             }
             return TaskEnd::Cancelled;
         }

@@ -102,8 +102,11 @@ pub async fn work(args: &WorkArgs) -> Result<WorkEnd, RunError> {
     let cancel = CancelToken::new();
     let stop_reason = Arc::new(Mutex::new(None));
     crate::runtime::watch_signals(cancel.clone(), stop_reason.clone(), second_interrupt);
+    let limits = Arc::new(Limits::new(handoff.job_concurrency.max(1), &runtime));
     let shared = Shared {
-        limits: Arc::new(Limits::new(handoff.job_concurrency.max(1), &runtime)),
+        // A job is steered through its coordinator's control, not a socket of its own.
+        control: super::control::RunControl::new(limits.clone(), false),
+        limits,
         runtime,
         cancel: cancel.clone(),
         terminal: None,

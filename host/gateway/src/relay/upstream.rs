@@ -155,7 +155,7 @@ pub(super) async fn send(
     let mut attempt = 0u32;
     loop {
         let permit = match limited_call {
-            true => Some(gateway.endpoint_limit().acquire().await),
+            true => Some(gateway.admit().await),
             false => None,
         };
         attempt += 1;

@@ -59,6 +59,10 @@ pub(super) async fn finish(
     info.status = status;
     if let Some(provenance) = info.provenance.as_mut() {
         provenance["datasets"] = rc.datasets.to_json();
+        let actions = rc.control.as_ref().map(|c| c.actions()).unwrap_or_default();
+        if !actions.is_empty() {
+            provenance["control"] = Value::Array(actions);
+        }
     }
     info.finished_at = Some(rfc3339(SystemTime::now()));
     info.error = error.or(outcome.error.clone());

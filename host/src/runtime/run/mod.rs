@@ -142,6 +142,7 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
     outcome.reused = reused.len();
     outcome.changed = changed;
     let rc = Arc::new(rc);
+    shared.control.register(&rc);
     let watch = tokio::spawn(limit_watch::watch(rc.clone()));
     let scheduled = match shared.runtime.executor {
         crate::request::Executor::Local => schedule::run_all(shared, &rc, tasks, &reused).await,

@@ -5,9 +5,11 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::issue_codes as codes;
 use crate::runtime::context::RequestContext;
 use crate::runtime::shared::{Scheduled, Shared};
 use crate::runtime::task::run_task;
+use crate::runtime::task_scope::{TaskCancel, TaskScope};
 use crate::runtime::task_source::TaskSource;
 
 /// Runs every task of `tasks` not in `reused`, until the stream ends or the run is cancelled.
@@ -44,6 +46,10 @@ pub(super) async fn run_all(
             rc.record_skipped(&task, trip.reason(), index, total);
             continue;
         }
+        if rc.live.take_skip(&task.task_id) {
+            rc.record_skipped(&task, codes::CANCELLED_BY_USER.code, index, total);
+            continue;
+        }
         for warning in &task.load_warnings {
             tracing::warn!("task {}: {warning}", task.task_id);
         }
@@ -57,12 +63,28 @@ pub(super) async fn run_all(
             rc.record_skipped(&task, trip.reason(), index, total);
             continue;
         }
+        // `ctl cancel` may have named it while it waited.
+        if rc.live.take_skip(&task.task_id) {
+            drop(slot);
+            rc.record_skipped(&task, codes::CANCELLED_BY_USER.code, index, total);
+            continue;
+        }
         while let Some(done) = running.try_join_next() {
             scheduled.tally(done);
         }
         let rc = rc.clone();
+        let pause = shared.limits.pause_gate().clone();
         running.spawn(async move {
-            let end = run_task(&rc, task, index, total).await;
+            // The task's own cancellation (`ctl cancel`), cancelled with the request's.
+            let cancel = TaskCancel::child_of(&rc.cancel);
+            let id = task.task_id.clone();
+            rc.live.started(&id, cancel.token().clone());
+            let scope = TaskScope {
+                cancel: cancel.token().clone(),
+                pause,
+            };
+            let end = scope.run(run_task(&rc, task, index, total)).await;
+            rc.live.ended(&id);
             drop(slot);
             end
         });

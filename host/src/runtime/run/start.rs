@@ -168,7 +168,8 @@ pub(in crate::runtime) fn request_context(
     // `model.params.max_connections` sets it): every attempt may call the model at once.
     let mut model = agentcompass_gateway::ModelGateway::new(&resolved.model)
         .map_err(|e| RunError::Refused(e.to_string()))?
-        .with_task_concurrency(shared.limits.task_concurrency());
+        .with_task_concurrency(shared.limits.task_concurrency())
+        .with_pause_gate(shared.limits.pause_gate().clone());
     if resolved.model.wrap_api_key {
         model.wrap_key(store.run_dir());
     }
@@ -217,6 +218,8 @@ pub(in crate::runtime) fn request_context(
         issues: Default::default(),
         egress_hosts: runtime.egress.hosts.clone(),
         copy: None,
+        live: Default::default(),
+        control: Some(shared.control.clone()),
         datasets: Default::default(),
         dataset_metrics,
         install_cache: crate::install::InstallCache::configured(

@@ -61,7 +61,7 @@ struct Job {
     tasks: Vec<Pending>,
     /// One events file per run of the job (restart 0, 1, ...).
     tails: Vec<Tail>,
-    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    _slot: Option<crate::runtime::limits::AttemptSlot>,
     /// The state `squeue` last showed.
     state: Option<JobState>,
     /// Its latest run reported the end of its work (`run_finished`): Slurm is asked about it

@@ -90,7 +90,7 @@ impl Coordinator<'_> {
     pub(super) fn submit(
         &mut self,
         tasks: Vec<Pending>,
-        slot: Option<tokio::sync::OwnedSemaphorePermit>,
+        slot: Option<crate::runtime::limits::AttemptSlot>,
     ) -> Result<(), ClusterRunError> {
         let seq = self.next_seq;
         self.next_seq += 1;

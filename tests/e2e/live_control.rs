@@ -1,0 +1,373 @@
+//! `ctl` against real runs: `qa` answered by `openai_chat` against a scripted endpoint on
+//! loopback whose request log says when each call arrived and how many were in flight. The
+//! assertions are about order only (what the server saw after an action returned), never
+//! about how long something took.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agentcompass_e2e::scripted::ScriptedServer;
+use agentcompass_e2e::{host_bin, published_results, QaSetup};
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-e2e-live-control-5150";
+
+/// `n` questions `q0`, `q1`, ... whose answer is `ok`.
+fn questions(n: usize) -> String {
+    (0..n)
+        .map(|i| json!({"id": format!("q{i}"), "question": format!("Question {i}?"), "answer": "ok"}))
+        .map(|q| q.to_string() + "\n")
+        .collect()
+}
+
+/// Starts `run qa openai_chat` over the setup's questions against `server` in the background.
+fn spawn_run(setup: &QaSetup, server: &ScriptedServer, concurrency: &str) -> Child {
+    let params = setup.params();
+    let mut command = setup.ws.command();
+    command
+        .args(setup.args(&params))
+        .args([
+            "--model-base-url",
+            &server.base_url(),
+            "--model-api-key",
+            "${E2E_MODEL_KEY}",
+            "--task-concurrency",
+            concurrency,
+            "--progress",
+            "none",
+        ])
+        .env("E2E_MODEL_KEY", KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command.spawn().expect("spawn agentcompass-host")
+}
+
+/// The run directory of the setup's one run, once its `progress.json` names a control
+/// socket.
+fn live_run_dir(setup: &QaSetup, run: &mut Child) -> PathBuf {
+    let results = setup.ws.cwd.join("results");
+    let start = Instant::now();
+    loop {
+        assert!(run.try_wait().unwrap().is_none(), "the run ended early");
+        let found = walk(&results).into_iter().find(|progress| {
+            fs::read_to_string(progress)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                .is_some_and(|p| p["control"]["socket"].is_string())
+        });
+        if let Some(progress) = found {
+            return progress.parent().unwrap().to_path_buf();
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no live run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every `progress.json` two levels under `results` (`<namespace>/<run_id>/`).
+fn walk(results: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for namespace in fs::read_dir(results).into_iter().flatten().flatten() {
+        for run in fs::read_dir(namespace.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let progress = run.path().join("progress.json");
+            if progress.is_file() {
+                found.push(progress);
+            }
+        }
+    }
+    found
+}
+
+/// `ctl RUN_DIR ARGS...` as this user.
+fn ctl(run_dir: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(host_bin())
+        .arg("ctl")
+        .arg(run_dir)
+        .args(args)
+        .output()
+        .expect("run ctl")
+}
+
+/// `ctl` that must succeed; its standard output.
+#[track_caller]
+fn ctl_ok(run_dir: &Path, args: &[&str]) -> String {
+    let out = ctl(run_dir, args);
+    assert!(
+        out.status.success(),
+        "ctl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Waits until `ready` holds for the run's status.
+fn wait_status(run_dir: &Path, ready: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        let status: Value = serde_json::from_str(&ctl_ok(run_dir, &["status", "--json"])).unwrap();
+        if ready(&status) {
+            return status;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "{status}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn asked(request: &Value, question: &str) -> bool {
+    request["body"].to_string().contains(question)
+}
+
+#[test]
+fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
+    let setup = QaSetup::new(&questions(200));
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 100}]}]}),
+        None,
+    )
+    .unwrap();
+    let mut run = spawn_run(&setup, &server, "8");
+    let run_dir = live_run_dir(&setup, &mut run);
+
+    // cancel q199 before the scheduler reaches it: never sent, not scored.
+    let cancelled = ctl_ok(&run_dir, &["cancel", "q199"]);
+    assert_eq!(
+        cancelled,
+        "q199: not running, skipped when reached (not scored)\n"
+    );
+
+    // status: counts, running tasks with their phase and age, the limits.
+    let status = wait_status(&run_dir, |s| !s["running"].as_array().unwrap().is_empty());
+    assert_eq!(status["counts"]["total"], 200, "{status}");
+    assert_eq!(status["task_concurrency"], 8);
+    assert_eq!(status["paused"], false);
+    let task = &status["running"][0];
+    assert!(
+        task["task_id"].as_str().unwrap().starts_with('q'),
+        "{status}"
+    );
+    assert!(task["age_seconds"].as_f64().unwrap() >= 0.0);
+    assert!(task["phase"].is_string(), "{status}");
+    assert_eq!(status["model_limit"]["max"], 8, "{status}");
+    let human = ctl_ok(&run_dir, &["status"]);
+    assert!(
+        human.contains("task concurrency 8") && human.contains("TASK"),
+        "{human}"
+    );
+
+    // pause: once the calls already sent are answered, nothing more reaches the server.
+    assert!(ctl_ok(&run_dir, &["pause"]).starts_with("paused: "));
+    assert_eq!(ctl_ok(&run_dir, &["pause"]), "already paused\n");
+    // Tasks that were running when paused stay running, waiting for their model call.
+    wait_status(&run_dir, |s| {
+        s["paused"] == true && s["model_limit"]["in_flight"] == 0
+    });
+    let paused_at = server.requests().len();
+    std::thread::sleep(Duration::from_millis(600));
+    assert_eq!(
+        server.requests().len(),
+        paused_at,
+        "a call started while paused"
+    );
+
+    // concurrency 2, then resume: the server never sees more than 2 calls at once again.
+    let limited = ctl_ok(&run_dir, &["concurrency", "2"]);
+    assert!(
+        limited.starts_with("task concurrency 2 (was 8)"),
+        "{limited}"
+    );
+    assert_eq!(ctl_ok(&run_dir, &["resume"]), "resumed\n");
+    wait_status(&run_dir, |s| {
+        s["counts"]["finished"].as_u64().unwrap() >= 40
+    });
+    let after = server.requests();
+    // The running attempts (at most 8) each finish their call; then only 2 run.
+    let peak = after[paused_at + 8..]
+        .iter()
+        .filter_map(|r| r["in_flight"].as_u64())
+        .max()
+        .unwrap();
+    assert!(peak <= 2, "{peak} calls at once after `concurrency 2`");
+    ctl_ok(&run_dir, &["concurrency", "16"]);
+
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // q199 never reached the server and is not published; the other 199 are, all scored.
+    let requests = server.requests();
+    assert!(!requests.iter().any(|r| asked(r, "Question 199?")));
+    let results = published_results(&run_dir);
+    assert_eq!(results.len(), 199);
+    assert!(!results.contains_key("q199"));
+    let metrics: Value =
+        serde_json::from_str(&fs::read_to_string(run_dir.join("metrics.json")).unwrap()).unwrap();
+    let counts = &metrics["series"][0]["counts"];
+    assert_eq!(
+        (counts["evaluated"].clone(), counts["total"].clone()),
+        (json!(199), json!(199)),
+        "{metrics}"
+    );
+    assert_eq!(
+        metrics["extra"]["skipped"]["reasons"]["cancelled_by_user"],
+        1
+    );
+
+    // Every action is recorded, with who and when: progress.jsonl and the provenance.
+    let events: Vec<Value> = fs::read_to_string(run_dir.join("progress.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["event"] == "control")
+        .map(|e| e["payload"].clone())
+        .collect();
+    let actions: Vec<&str> = events
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "cancel",
+            "pause",
+            "pause",
+            "concurrency",
+            "resume",
+            "concurrency"
+        ]
+    );
+    let uid = nix_uid();
+    assert!(
+        events
+            .iter()
+            .all(|e| e["uid"] == uid && e["at"].is_string()),
+        "{events:?}"
+    );
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(run_dir.join("run_info.json")).unwrap()).unwrap();
+    assert_eq!(info["provenance"]["control"].as_array().unwrap().len(), 6);
+    // The run's attempts that were running while it was paused say so.
+    let paused_attempts = results
+        .values()
+        .filter(|(_, r)| {
+            r["meta"]["harness"]["telemetry"]["paused_seconds"]
+                .as_f64()
+                .is_some_and(|s| s > 0.0)
+        })
+        .count();
+    assert!(paused_attempts > 0, "no attempt recorded the pause");
+
+    // A run that ended cannot be steered: one line, exit 2.
+    let late = ctl(&run_dir, &["pause"]);
+    assert_eq!(late.status.code(), Some(2));
+    let stderr = String::from_utf8(late.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("the run is not running"), "{stderr}");
+}
+
+#[test]
+fn ctl_cancels_a_running_task_without_scoring_it_and_the_run_goes_on() {
+    let setup = QaSetup::new(&questions(3));
+    // q1's answer would take two minutes.
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [
+            {"match": {"last_user_contains": "Question 1?"}, "responses": [{"text": "ok", "delay_ms": 120_000}]},
+            {"responses": [{"text": "ok"}]},
+        ]}),
+        None,
+    )
+    .unwrap();
+    let mut run = spawn_run(&setup, &server, "3");
+    let run_dir = live_run_dir(&setup, &mut run);
+    wait_status(&run_dir, |s| {
+        s["running"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["task_id"] == "q1" && t["phase"] == "run_harness")
+            && s["counts"]["finished"] == 2
+    });
+    assert_eq!(
+        ctl_ok(&run_dir, &["cancel", "q1"]),
+        "q1: running, stopped (not scored)\n"
+    );
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = published_results(&run_dir);
+    assert_eq!(results.len(), 2);
+    assert!(!results.contains_key("q1"));
+    let metrics: Value =
+        serde_json::from_str(&fs::read_to_string(run_dir.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(
+        metrics["extra"]["skipped"]["reasons"]["cancelled_by_user"], 1,
+        "{metrics}"
+    );
+}
+
+#[test]
+fn another_user_cannot_use_the_control_socket() {
+    assert_eq!(
+        nix_uid(),
+        0,
+        "this test switches to `nobody`: it runs as root"
+    );
+    let setup = QaSetup::new(&questions(2));
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 60_000}]}]}),
+        None,
+    )
+    .unwrap();
+    let mut run = spawn_run(&setup, &server, "2");
+    let run_dir = live_run_dir(&setup, &mut run);
+    // Let `nobody` read progress.json (and so find the socket) and run the binary.
+    let mut dir = run_dir.clone();
+    while dir.pop() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&dir).unwrap().permissions().mode();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(mode | 0o005)).unwrap();
+        if dir == Path::new("/") {
+            break;
+        }
+    }
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(host_bin())
+        .arg("ctl")
+        .arg(&run_dir)
+        .arg("pause")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("permission denied"), "{stderr}");
+    // Nothing was done: the run is not paused, no action recorded.
+    let status: Value = serde_json::from_str(&ctl_ok(&run_dir, &["status", "--json"])).unwrap();
+    assert_eq!(status["paused"], false);
+    ctl_ok(&run_dir, &["cancel", "q0", "q1"]);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// This process's user id.
+fn nix_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").unwrap().uid()
+}
