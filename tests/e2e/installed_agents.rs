@@ -376,6 +376,60 @@ fn qwen_code_solves_the_bundled_tasks_in_a_no_network_sandbox() {
     solves_the_bundled_tasks("qwen_code", &["--env", "sandbox"]);
 }
 
+#[test]
+fn an_agent_behind_a_rate_limited_endpoint_loses_no_task_in_a_no_network_sandbox() {
+    // Nine tasks (the three bundled ones, three copies of each) at once, through each task's
+    // relay, against an endpoint that answers 2 calls at once and 429 beyond: the relays
+    // share the endpoint's limit and wait the 429s out; no agent ever sees one.
+    let agent = "mini_swe_agent";
+    let mut script = script(agent);
+    script["concurrency"] = json!({"limit": 2, "retry_after": "0.2"});
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let ws = Workspace::new();
+    let dir = ws.root().join("tasks");
+    std::fs::create_dir_all(&dir).unwrap();
+    for copy in 0..3 {
+        for task in TASKS {
+            let staged = ws.root().join(format!("copies/{copy}"));
+            copy_task(&repo().join("examples/harbor").join(task), &staged);
+            std::fs::rename(staged.join(task), dir.join(format!("{task}-{copy}"))).unwrap();
+        }
+    }
+    let (out, seconds) = run_agent(
+        &ws,
+        agent,
+        &server,
+        &dir,
+        &["--env", "sandbox", "--task-concurrency", "9"],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let results = published_results(&run_dir(&out));
+    assert_eq!(results.len(), 9, "{:?}", results.keys());
+    for (task, (_, result)) in &results {
+        assert_eq!(
+            result["metrics"]["reward"],
+            json!(1.0),
+            "{task}: {result:#}"
+        );
+        assert_eq!(result["issues"], json!([]), "{task}: {result:#}");
+    }
+    let requests = server.requests();
+    let refused = requests.iter().filter(|r| r["limited"] == true).count();
+    let peak = requests
+        .iter()
+        .filter_map(|r| r["in_flight"].as_u64())
+        .max()
+        .unwrap();
+    let metrics = read_json(&run_dir(&out).join("metrics.json"));
+    eprintln!(
+        "{agent}: 9 tasks at 9 through the relay in {seconds:.1} s: {refused} answers 429, peak {peak}; {}",
+        metrics["extra"]["rate_limits"]
+    );
+    assert!(peak <= 2);
+    assert!(refused > 0, "the endpoint was over its limit");
+    assert_eq!(metrics["extra"]["rate_limits"]["answers"], json!(refused));
+}
+
 /// [`solves_the_bundled_tasks`] in `docker` on the agents' image, on the test daemon.
 fn solves_the_bundled_tasks_in_docker(agent: &str) {
     let params = json!({

@@ -165,3 +165,74 @@ fn a_call_rate_limited_past_the_wait_is_model_rate_limited_and_rerun_model_runs_
     assert_eq!(rerun["q1"].1["metrics"]["correct"], true);
     assert_eq!(healed.requests().len(), 1, "only q1 ran again");
 }
+
+#[test]
+fn two_requests_of_a_launch_on_one_endpoint_share_one_limit() {
+    let setup = QaSetup::new(&questions(60));
+    let server = ScriptedServer::start(
+        &json!({
+            "require_key": KEY,
+            "concurrency": {"limit": 3, "status": 529, "retry_after": "0.2"},
+            "rules": [{"responses": [{"text": "ok", "delay_ms": 20}]}],
+        }),
+        None,
+    )
+    .unwrap();
+    let plan = setup.ws.write(
+        "plan.toml",
+        &format!(
+            r#"
+name = "shared-endpoint"
+task_concurrency = 16
+[defaults]
+harness = {{ id = "openai_chat" }}
+benchmark = {{ id = "qa", path = "{dataset}" }}
+model = {{ id = "scripted-model", base_url = "{base}", api_key = "${{E2E_MODEL_KEY}}" }}
+[[requests]]
+name = "first"
+[[requests]]
+name = "second"
+model = {{ id = "scripted-model", params = {{ temperature = 0 }} }}
+"#,
+            dataset = setup.dataset.display(),
+            base = server.base_url(),
+        ),
+    );
+    let out = setup
+        .ws
+        .run(
+            &[
+                "--plugin-dir",
+                setup.plugins.to_str().unwrap(),
+                "launch",
+                plan.to_str().unwrap(),
+                "--progress",
+                "none",
+            ],
+            &[("E2E_MODEL_KEY", KEY)],
+        )
+        .expect_code(0);
+    let dirs: Vec<std::path::PathBuf> = out.stdout.lines().map(Into::into).collect();
+    assert_eq!(dirs.len(), 2, "{out:?}");
+    let requests = server.requests();
+    let refused = requests.iter().filter(|r| r["limited"] == true).count() as u64;
+    let peak = requests
+        .iter()
+        .filter_map(|r| r["in_flight"].as_u64())
+        .max()
+        .unwrap();
+    let mut answers = Vec::new();
+    for dir in &dirs {
+        assert_eq!(published_results(dir).len(), 60, "{}", dir.display());
+        let metrics: Value =
+            serde_json::from_str(&fs::read_to_string(dir.join("metrics.json")).unwrap()).unwrap();
+        answers.push(metrics["extra"]["rate_limits"]["answers"].as_u64().unwrap());
+    }
+    eprintln!(
+        "launch, 2 x 60 tasks at 16: {refused} answers 529, peak {peak}; rate_limits {answers:?}"
+    );
+    assert!(peak <= 3);
+    assert!(refused > 0, "the endpoint was over its limit");
+    // One limit: the request that finished last counted every 529 of both requests.
+    assert_eq!(answers.iter().max().copied(), Some(refused), "{answers:?}");
+}

@@ -75,10 +75,8 @@ pub struct RequestContext {
     /// When this process runs a copy of a cluster unit: its token (tasks publish fenced,
     /// and record where they ran); `None` for a local run.
     pub copy: Option<super::cluster_copy::ClusterCopy>,
-    /// The running tasks and the ones `ctl cancel` dropped.
-    pub live: super::control::LiveTasks,
-    /// The process's live control (`ctl`), which records its actions.
-    pub control: Option<Arc<super::control::RunControl>>,
+    /// The running tasks, the ones `ctl cancel` dropped, the control actions taken.
+    pub live: super::live::LiveTasks,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

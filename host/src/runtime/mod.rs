@@ -16,6 +16,7 @@ mod error;
 mod failpoint;
 pub mod issue_tally;
 pub mod limits;
+mod live;
 mod phase;
 mod provenance;
 pub mod retry;

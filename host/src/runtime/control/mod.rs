@@ -1,4 +1,5 @@
-//! Live control of a running process (`ctl`): the requests it runs register here, and a
+//! Live control of a running process (`ctl`): the requests it runs register here (each
+//! with its `LiveTasks`, `runtime/live`), and a
 //! control socket only the owner can use (`server`) lets `ctl` read their state, change the
 //! task concurrency, pause and resume, and cancel tasks. Every action is recorded: a
 //! `control` event in each request's `progress.jsonl` and `run_info.json`
@@ -7,7 +8,6 @@
 pub mod protocol;
 mod server;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::SystemTime;
@@ -16,56 +16,11 @@ use serde_json::{json, Value};
 
 use super::context::RequestContext;
 use super::limits::Limits;
-use crate::host_services::CancelToken;
 use crate::progress::ProgressEvent;
 use protocol::{ControlAction, ControlAnswer, ControlRequest};
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The running tasks of one request, and the tasks `ctl cancel` asked to drop.
-#[derive(Default)]
-pub struct LiveTasks {
-    /// Running tasks' own cancellation tokens.
-    running: Mutex<HashMap<String, CancelToken>>,
-    /// Tasks to skip when the scheduler reaches them.
-    to_skip: Mutex<HashSet<String>>,
-    /// Running tasks cancelled by the user.
-    cancelled: Mutex<HashSet<String>>,
-}
-
-impl LiveTasks {
-    /// `task` started, cancelled by `token`.
-    pub fn started(&self, task: &str, token: CancelToken) {
-        lock(&self.running).insert(task.to_string(), token);
-    }
-
-    /// `task` ended.
-    pub fn ended(&self, task: &str) {
-        lock(&self.running).remove(task);
-    }
-
-    /// Whether the scheduler must skip `task` (asked once).
-    pub fn take_skip(&self, task: &str) -> bool {
-        lock(&self.to_skip).remove(task)
-    }
-
-    /// Whether the user cancelled the running `task`.
-    pub fn cancelled_by_user(&self, task: &str) -> bool {
-        lock(&self.cancelled).contains(task)
-    }
-
-    /// Cancels `task`: `true` when it was running, else it is skipped when reached.
-    fn cancel(&self, task: &str) -> bool {
-        if let Some(token) = lock(&self.running).get(task) {
-            lock(&self.cancelled).insert(task.to_string());
-            token.cancel();
-            return true;
-        }
-        lock(&self.to_skip).insert(task.to_string());
-        false
-    }
 }
 
 /// The live control of this process's requests.
@@ -74,8 +29,6 @@ pub struct RunControl {
     /// Whether tasks are scheduled here (the local executor); `cancel` needs it.
     local: bool,
     requests: Mutex<Vec<Weak<RequestContext>>>,
-    /// Every action taken, in order (`provenance.control`).
-    actions: Mutex<Vec<Value>>,
     /// The socket, while it listens.
     socket: Mutex<Option<server::ControlSocket>>,
 }
@@ -87,7 +40,6 @@ impl RunControl {
             limits,
             local,
             requests: Mutex::new(Vec::new()),
-            actions: Mutex::new(Vec::new()),
             socket: Mutex::new(None),
         })
     }
@@ -111,11 +63,6 @@ impl RunControl {
     pub fn register(&self, rc: &Arc<RequestContext>) {
         lock(&self.requests).push(Arc::downgrade(rc));
         rc.progress.set_control(self.describe());
-    }
-
-    /// Every action taken so far (`provenance.control`).
-    pub fn actions(&self) -> Vec<Value> {
-        lock(&self.actions).clone()
     }
 
     /// What `progress.json` says of the control: `None` without a socket.
@@ -192,9 +139,9 @@ impl RunControl {
             entry["tasks"] = json!(tasks);
         }
         tracing::info!("control: {entry}");
-        lock(&self.actions).push(entry.clone());
         let described = self.describe();
         for rc in self.live_requests() {
+            rc.live.record(entry.clone());
             rc.emit(ProgressEvent::Control(entry.clone()));
             rc.progress.set_control(described.clone());
         }

@@ -59,7 +59,7 @@ pub(super) async fn finish(
     info.status = status;
     if let Some(provenance) = info.provenance.as_mut() {
         provenance["datasets"] = rc.datasets.to_json();
-        let actions = rc.control.as_ref().map(|c| c.actions()).unwrap_or_default();
+        let actions = rc.live.actions();
         if !actions.is_empty() {
             provenance["control"] = Value::Array(actions);
         }

@@ -219,7 +219,6 @@ pub(in crate::runtime) fn request_context(
         egress_hosts: runtime.egress.hosts.clone(),
         copy: None,
         live: Default::default(),
-        control: Some(shared.control.clone()),
         datasets: Default::default(),
         dataset_metrics,
         install_cache: crate::install::InstallCache::configured(
