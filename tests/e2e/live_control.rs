@@ -371,3 +371,166 @@ fn nix_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     fs::metadata("/proc/self").unwrap().uid()
 }
+
+/// `view RESULTS` (plus `extra`) on a free port: the child and the URL it printed.
+fn start_view(setup: &QaSetup, extra: &[&str]) -> (Child, String) {
+    use std::io::BufRead;
+    let mut child = setup
+        .ws
+        .command()
+        .arg("view")
+        .arg(setup.ws.cwd.join("results"))
+        .args(["--port", "0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start view");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("agentcompass viewer: ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// `METHOD target` to the viewer at `url` with the control header `token`: (status, body).
+fn request(url: &str, method: &str, target: &str, token: Option<&str>) -> (u16, Value) {
+    use std::io::{Read, Write};
+    let port: u16 = url
+        .strip_prefix("http://127.0.0.1:")
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let header = token.map_or(String::new(), |t| format!("x-agentcompass-token: {t}\r\n"));
+    write!(
+        stream,
+        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n{header}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).unwrap();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() {
+    let setup = QaSetup::new(&questions(40));
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 100}]}]}),
+        None,
+    )
+    .unwrap();
+    let mut run = spawn_run(&setup, &server, "4");
+    let run_dir = live_run_dir(&setup, &mut run);
+    let results = setup.ws.cwd.join("results");
+    let rel = run_dir.strip_prefix(&results).unwrap().to_str().unwrap();
+    let run_param = percent(rel);
+
+    let (mut viewer, url) = start_view(&setup, &[]);
+    let secret = url
+        .split("/?token=")
+        .nth(1)
+        .expect("the URL carries the secret")
+        .to_string();
+    assert_eq!(secret.len(), 64, "{url}");
+    // The run page says controls are offered and shows the live limits.
+    let (status, body) = request(&url, "GET", &format!("/api/run?run={run_param}"), None);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["controls"], true);
+    assert!(body["progress"]["control"]["socket"].is_string(), "{body}");
+    // Without the secret, or with another: refused, nothing done.
+    let target = format!("/api/control?run={run_param}&op=pause");
+    for token in [None, Some("0".repeat(64))] {
+        let (status, body) = request(&url, "POST", &target, token.as_deref());
+        assert_eq!(status, 403, "{body}");
+    }
+    let status: Value = serde_json::from_str(&ctl_ok(&run_dir, &["status", "--json"])).unwrap();
+    assert_eq!(status["paused"], false);
+    // With it: pause, status, concurrency, resume, as `ctl` does.
+    let (code, body) = request(&url, "POST", &target, Some(&secret));
+    assert_eq!(
+        (code, body["changed"].clone()),
+        (200, json!(true)),
+        "{body}"
+    );
+    let (_, status) = request(
+        &url,
+        "POST",
+        &format!("/api/control?run={run_param}&op=status"),
+        Some(&secret),
+    );
+    assert_eq!(status["paused"], true, "{status}");
+    let (code, body) = request(
+        &url,
+        "POST",
+        &format!("/api/control?run={run_param}&op=concurrency&n=8"),
+        Some(&secret),
+    );
+    assert_eq!(
+        (code, body["task_concurrency"].clone()),
+        (200, json!(8)),
+        "{body}"
+    );
+    let (code, _) = request(
+        &url,
+        "POST",
+        &format!("/api/control?run={run_param}&op=resume"),
+        Some(&secret),
+    );
+    assert_eq!(code, 200);
+    viewer.kill().unwrap();
+    viewer.wait().unwrap();
+
+    // A read-only viewer prints no secret, offers no controls and refuses every request.
+    let (mut read_only, url) = start_view(&setup, &["--read-only"]);
+    assert!(!url.contains("token"), "{url}");
+    let (_, body) = request(&url, "GET", &format!("/api/run?run={run_param}"), None);
+    assert_eq!(body["controls"], false);
+    let (status, body) = request(&url, "POST", &target, Some(&secret));
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("read-only"),
+        "{body}"
+    );
+    read_only.kill().unwrap();
+    read_only.wait().unwrap();
+
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The viewer's actions are recorded like `ctl`'s.
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(run_dir.join("run_info.json")).unwrap()).unwrap();
+    let actions: Vec<&str> = info["provenance"]["control"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["pause", "concurrency", "resume"]);
+}

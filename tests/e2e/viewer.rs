@@ -45,7 +45,9 @@ impl Viewer {
             .trim()
             .strip_prefix("agentcompass viewer: http://127.0.0.1:")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        let port = url.trim_end_matches('/').parse().expect("port");
+        // `PORT/?token=SECRET`: the controls' secret, which these read-only tests leave.
+        let port = url.split('/').next().unwrap().parse().expect("port");
+        assert!(url.contains("/?token="), "{line}");
         Viewer { child, port }
     }
 

@@ -15,6 +15,7 @@
 //! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
 //! | `progress.jsonl`, a cluster job's events | [`progress::EventLine`]                 |
 //! | a cluster job's unit file               | [`cluster::Unit`]                        |
+//! | a running run's control socket (`ctl`)   | [`control::ControlRequest`], [`control::ControlAnswer`] |
 //!
 //! *Invariant*: depends on the plugin API's contracts and serde only; it knows the shapes,
 //! never where files live or who writes them (that is `agentcompass-results`). Every field a
@@ -25,6 +26,7 @@ pub mod artifacts;
 pub mod attempt;
 pub mod checkpoint;
 pub mod cluster;
+pub mod control;
 pub mod env_record;
 pub mod metrics;
 pub mod progress;

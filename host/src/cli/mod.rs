@@ -89,7 +89,8 @@ pub enum Command {
     /// Steer a running run: its status, the task concurrency, pause and resume, cancel
     /// tasks (through its control socket, which only its owner can use)
     Ctl(CtlCmd),
-    /// Serve a read-only web viewer over a results directory (loopback by default)
+    /// Serve a web viewer over a results directory (loopback by default; it writes nothing,
+    /// and steers a live run only with the secret in the URL it prints)
     View(ViewCmd),
     /// Write one self-contained HTML file of a run (opens from file://, no network)
     Report(ReportCmd),
@@ -158,6 +159,10 @@ pub struct ViewCmd {
     /// Open the viewer in a browser (`xdg-open`)
     #[arg(long)]
     pub open: bool,
+    /// Offer no controls of live runs (pause, concurrency, cancel); without it, the printed
+    /// URL carries the secret control requests need
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// `analysis --input RUN_DIR [--analysis-params JSON] [--override | --output DIR]`.

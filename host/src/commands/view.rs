@@ -1,5 +1,8 @@
-//! `agentcompass-host view [RESULTS_DIR] [--host H] [--port P] [--open]`: the read-only web
-//! viewer (`agentcompass_viewer`) over a results directory, until Ctrl-C.
+//! `agentcompass-host view [RESULTS_DIR] [--host H] [--port P] [--open] [--read-only]`: the
+//! web viewer (`agentcompass_viewer`) over a results directory, until Ctrl-C. Unless
+//! `--read-only`, it offers the controls of live runs to requests carrying a secret made
+//! for this viewer, which the URL it prints carries (`?token=...`, as Jupyter does): loopback
+//! HTTP is reachable by every local user, the terminal only by its owner.
 
 use std::path::Path;
 
@@ -42,15 +45,26 @@ pub fn view(results_dir: &Path, cmd: &ViewCmd) -> anyhow::Result<i32> {
         .context("cannot start the viewer's runtime")?;
     runtime.block_on(async {
         let listener = bind(&cmd.host, cmd.port).await?;
-        let handle = agentcompass_viewer::serve_with_paired(root, listener, cli_paired())
-            .context("cannot start the viewer")?;
+        let mut app = agentcompass_viewer::App::new(root).with_paired(cli_paired());
+        let mut secret = None;
+        if !cmd.read_only {
+            let token = agentcompass_egress::EgressToken::random()
+                .context("cannot make the viewer's control secret")?;
+            secret = Some(token.expose().to_string());
+            app = app.with_control_token(token.expose().to_string());
+        }
+        let handle =
+            agentcompass_viewer::serve_app(app, listener).context("cannot start the viewer")?;
         let addr = handle.addr();
         let host = if addr.is_ipv6() {
             format!("[{}]", addr.ip())
         } else {
             addr.ip().to_string()
         };
-        let url = format!("http://{host}:{}/", addr.port());
+        let url = match &secret {
+            Some(secret) => format!("http://{host}:{}/?token={secret}", addr.port()),
+            None => format!("http://{host}:{}/", addr.port()),
+        };
         crate::outln!("agentcompass viewer: {url}");
         if cmd.open {
             // Best effort: no browser opener is not an error.

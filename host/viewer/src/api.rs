@@ -79,6 +79,8 @@ pub struct App {
     root: Root,
     cache: Arc<IndexCache>,
     paired: Option<crate::paired::PairedStats>,
+    /// The secret control requests carry (`None`: a read-only viewer, no controls).
+    control_token: Option<String>,
 }
 
 impl App {
@@ -88,7 +90,14 @@ impl App {
             root,
             cache: Arc::new(IndexCache::default()),
             paired: None,
+            control_token: None,
         }
+    }
+
+    /// Offers the controls of live runs to requests carrying `token`.
+    pub fn with_control_token(mut self, token: String) -> App {
+        self.control_token = Some(token);
+        self
     }
 
     /// The compare page's paired statistics from `paired` (the CLI's), not the viewer's own.
@@ -186,8 +195,22 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ViewerError::Internal(format!("request failed: {e}")))?
 }
 
-/// Answers one request (`method`, `path` and the raw query string).
-pub async fn handle(app: Arc<App>, method: &str, path: &str, query: &str) -> Reply {
+/// Answers one request (`method`, `path`, the raw query string and the control secret it
+/// presented, if any).
+pub async fn handle(
+    app: Arc<App>,
+    method: &str,
+    path: &str,
+    query: &str,
+    token: Option<&str>,
+) -> Reply {
+    if method == "POST" && path == "/api/control" {
+        let result = match parse_query(query) {
+            Ok(params) => control(app, Params(params), token).await,
+            Err(e) => Err(e),
+        };
+        return result.unwrap_or_else(|e| Reply::error(&e));
+    }
     if method != "GET" && method != "HEAD" {
         return Reply {
             status: 405,
@@ -285,7 +308,31 @@ async fn run(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError> {
     if !terminal {
         body["run"]["so_far"] = charts::so_far(&index);
     }
+    body["controls"] = json!(app.control_token.is_some());
     Ok(Reply::json(&body))
+}
+
+/// `POST /api/control?run=RUN&op=...`: a control action on a live run, with the secret.
+async fn control(app: Arc<App>, params: Params, token: Option<&str>) -> Result<Reply, ViewerError> {
+    let Some(secret) = &app.control_token else {
+        return Err(ViewerError::Forbidden(
+            "this viewer is read-only (--read-only): it has no controls".to_string(),
+        ));
+    };
+    if !crate::control::token_matches(secret, token) {
+        return Err(ViewerError::Forbidden(format!(
+            "a control request needs the viewer's secret in `{}` (the page opened from the URL `view` printed has it)",
+            crate::control::TOKEN_HEADER
+        )));
+    }
+    let dir = run_dir(&app, params.required("run")?)?;
+    let action = crate::control::action(
+        params.required("op")?,
+        params.0.get("n").map(String::as_str),
+        params.0.get("tasks").map(String::as_str),
+    )?;
+    let detail = blocking(move || crate::control::send(&dir, action)).await?;
+    Ok(Reply::json(&detail))
 }
 
 async fn task_rows(app: Arc<App>, params: &Params) -> Result<Reply, ViewerError> {
@@ -458,24 +505,67 @@ mod tests {
     async fn routes_answer_json_errors() {
         let dir = tempfile::tempdir().unwrap();
         let app = Arc::new(App::new(Root::new(dir.path()).unwrap()));
-        let reply = handle(app.clone(), "GET", "/api/nope", "").await;
+        let reply = handle(app.clone(), "GET", "/api/nope", "", None).await;
         assert_eq!(reply.status, 404);
         let body: Value = serde_json::from_slice(reply.body.bytes()).unwrap();
         assert!(body["error"].is_string());
-        assert_eq!(handle(app.clone(), "GET", "/api/run", "").await.status, 400);
         assert_eq!(
-            handle(app.clone(), "GET", "/api/run", "run=..%2f")
+            handle(app.clone(), "GET", "/api/run", "", None)
+                .await
+                .status,
+            400
+        );
+        assert_eq!(
+            handle(app.clone(), "GET", "/api/run", "run=..%2f", None)
                 .await
                 .status,
             404
         );
         assert_eq!(
-            handle(app.clone(), "POST", "/api/runs", "").await.status,
+            handle(app.clone(), "POST", "/api/runs", "", None)
+                .await
+                .status,
             405
         );
-        assert_eq!(handle(app.clone(), "GET", "/", "").await.status, 200);
-        let runs = handle(app, "GET", "/api/runs", "").await;
+        assert_eq!(handle(app.clone(), "GET", "/", "", None).await.status, 200);
+        let runs = handle(app, "GET", "/api/runs", "", None).await;
         let body: Value = serde_json::from_slice(runs.body.bytes()).unwrap();
         assert_eq!(body["runs"], json!([]));
+    }
+
+    #[tokio::test]
+    async fn control_requests_need_the_secret_and_a_viewer_with_controls() {
+        let dir = tempfile::tempdir().unwrap();
+        let read_only = Arc::new(App::new(Root::new(dir.path()).unwrap()));
+        let reply = handle(
+            read_only,
+            "POST",
+            "/api/control",
+            "run=x&op=pause",
+            Some("s"),
+        )
+        .await;
+        assert_eq!(reply.status, 403);
+        let body: Value = serde_json::from_slice(reply.body.bytes()).unwrap();
+        assert!(
+            body["error"].as_str().unwrap().contains("read-only"),
+            "{body}"
+        );
+        let app =
+            Arc::new(App::new(Root::new(dir.path()).unwrap()).with_control_token("secret".into()));
+        for token in [None, Some("wrong")] {
+            let reply = handle(app.clone(), "POST", "/api/control", "run=x&op=pause", token).await;
+            assert_eq!(reply.status, 403);
+        }
+        // With the secret: the run must exist (and be running).
+        let reply = handle(
+            app,
+            "POST",
+            "/api/control",
+            "run=x&op=pause",
+            Some("secret"),
+        )
+        .await;
+        assert_eq!(reply.status, 404);
     }
 }

@@ -9,6 +9,12 @@ pub enum ViewerError {
     /// A parameter is missing or malformed: 400.
     #[error("bad request: {0}")]
     BadRequest(String),
+    /// A control request without the viewer's secret, or to a read-only viewer: 403.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// A control request the run cannot take (it is not running, it refused): 409.
+    #[error("{0}")]
+    Conflict(String),
     /// Reading the results failed: 500.
     #[error("{0}")]
     Internal(String),
@@ -20,6 +26,8 @@ impl ViewerError {
         match self {
             ViewerError::NotFound(_) => 404,
             ViewerError::BadRequest(_) => 400,
+            ViewerError::Forbidden(_) => 403,
+            ViewerError::Conflict(_) => 409,
             ViewerError::Internal(_) => 500,
         }
     }

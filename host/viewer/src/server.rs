@@ -97,7 +97,9 @@ pub fn serve_with_paired(
     serve_app(App::new(root).with_paired(paired), listener)
 }
 
-fn serve_app(app: App, listener: TcpListener) -> std::io::Result<ViewerHandle> {
+/// Serves `app` on `listener` until the handle is shut down or dropped (inside a tokio
+/// runtime).
+pub fn serve_app(app: App, listener: TcpListener) -> std::io::Result<ViewerHandle> {
     let addr = listener.local_addr()?;
     let app = Arc::new(app);
     let (stop, mut stopped) = watch::channel(false);
@@ -119,7 +121,12 @@ fn serve_app(app: App, listener: TcpListener) -> std::io::Result<ViewerHandle> {
                         let method = req.method().as_str().to_string();
                         let path = req.uri().path().to_string();
                         let query = req.uri().query().unwrap_or_default().to_string();
-                        let reply = handle(app, &method, &path, &query).await;
+                        let token = req
+                            .headers()
+                            .get(crate::control::TOKEN_HEADER)
+                            .and_then(|v| v.to_str().ok())
+                            .map(str::to_string);
+                        let reply = handle(app, &method, &path, &query, token.as_deref()).await;
                         Ok::<_, Infallible>(response(reply, method == "HEAD"))
                     }
                 });

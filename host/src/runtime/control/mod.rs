@@ -5,8 +5,10 @@
 //! `control` event in each request's `progress.jsonl` and `run_info.json`
 //! `provenance.control`, so a result's history says it was paused or re-limited.
 
-pub mod protocol;
 mod server;
+
+/// The wire records (`agentcompass_schema::control`, shared with the viewer).
+pub use agentcompass_schema::control as protocol;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};

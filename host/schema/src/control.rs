@@ -1,5 +1,6 @@
-//! What `ctl` sends over a run's control socket and what it gets back: one JSON line each
-//! way per connection.
+//! The control socket's wire records (`ctl`, and the viewer's controls of a live run): what
+//! a client sends over a running run's control socket (`progress.json` `control.socket`) and
+//! what it gets back, one JSON line each way per connection.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
