@@ -28,7 +28,10 @@ fn repo() -> PathBuf {
 /// `agentcompass-host view ROOT` on a free port, killed on drop.
 struct Viewer {
     child: Child,
+    /// `http://127.0.0.1:PORT`.
     url: String,
+    /// The controls' secret the printed URL carried (`?token=`).
+    token: String,
 }
 
 impl Viewer {
@@ -50,15 +53,16 @@ impl Viewer {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let url = line
-            .trim()
-            .rsplit(' ')
-            .next()
-            .unwrap()
-            .trim_end_matches('/')
-            .to_string();
+        let printed = line.trim().rsplit(' ').next().unwrap();
+        let (url, token) = printed
+            .split_once("/?token=")
+            .unwrap_or_else(|| panic!("no control secret in {line:?}"));
         assert!(url.starts_with("http://127.0.0.1:"), "{line}");
-        Viewer { child, url }
+        Viewer {
+            child,
+            url: url.to_string(),
+            token: token.to_string(),
+        }
     }
 }
 
@@ -444,6 +448,12 @@ fn make_live_copy(run: &Path, to: &Path) -> PathBuf {
         progress["updated_at"] = json!(now);
         progress["active_tasks"] = json!({"q-sub": {"category": "sub", "phase": "run_harness",
             "attempt": 1, "updated_at": now}});
+        // Paused through its control socket, its endpoint rate-limited.
+        progress["control"] = json!({"socket": "/nonexistent/ctl.sock", "paused": true,
+            "task_concurrency": 4});
+        progress["model_endpoints"] = json!({"http://127.0.0.1:9/v1/chat/completions": {
+            "limit": 3, "max": 32, "in_flight": 2, "waiting": 5, "rate_limited": 61,
+            "waited_seconds": 12.5}});
     });
     std::fs::remove_file(to.join("metrics.json")).unwrap();
     let moved = task_ref(to, "q-sub");
@@ -733,7 +743,38 @@ fn live_run_page(viewer: &Viewer, root: &Path, live: &Path) {
         "{progress}"
     );
     assert_no_epoch(progress);
+    // The endpoint's limit and the pause are shown; the page opened without the secret offers
+    // no controls.
+    assert!(
+        progress.contains("data-endpoint=\"http://127.0.0.1:9/v1/chat/completions\"")
+            && progress.contains(">3 / 32<")
+            && progress.contains("id=\"paused\""),
+        "{progress}"
+    );
+    assert!(
+        !page.contains("id=\"control-pause\""),
+        "controls without the secret"
+    );
     screenshot(&url, "run-live");
+    // Opened from the URL `view` printed (with its secret): the controls, in the run's state.
+    let with_secret = format!(
+        "{}/?token={}#/run/{}",
+        viewer.url,
+        viewer.token,
+        route(root, live)
+    );
+    let page = dump_dom(&with_secret);
+    let controls = between(&page, "id=\"run-control\"", "id=\"run-live\"");
+    assert!(
+        controls.contains("id=\"control-pause\"") && controls.contains(">Resume<"),
+        "{controls}"
+    );
+    assert!(
+        controls.contains("id=\"control-concurrency\""),
+        "{controls}"
+    );
+    assert!(!page.contains(&viewer.token), "the secret left in the page");
+    screenshot(&with_secret, "run-live-controls");
 }
 
 /// The compare page of `a` against `b`: the lines `agentcompass-host compare A B` prints (the

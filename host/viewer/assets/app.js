@@ -264,6 +264,32 @@ function reportBanner() {
 /** The crumb of the runs page (a report has one run: none). */
 function homeCrumb() { return REPORT ? null : { text: 'runs', href: route.runs() }; }
 
+// The controls' secret (`view` prints it in its URL, `?token=`): kept for this tab only and
+// taken out of the address bar, so it is not bookmarked or shared with the page's URL.
+const CONTROL_TOKEN = (() => {
+  if (REPORT) return null;
+  const url = new URL(location.href);
+  const fromUrl = url.searchParams.get('token');
+  if (fromUrl) {
+    sessionStorage.setItem('agentcompass-control-token', fromUrl);
+    url.searchParams.delete('token');
+    history.replaceState(null, '', url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem('agentcompass-control-token');
+})();
+
+/** A control action on a live run (`POST /api/control`), with the secret. */
+async function control(runPath, params) {
+  const res = await fetch(apiUrl('control', Object.assign({ run: runPath }, params)), {
+    method: 'POST',
+    headers: { accept: 'application/json', 'x-agentcompass-token': CONTROL_TOKEN || '' },
+  });
+  let body = null;
+  try { body = await res.json(); } catch (_) { /* not JSON */ }
+  if (!res.ok) throw new Error((body && body.error) || ('HTTP ' + res.status));
+  return body;
+}
+
 async function api(path, params) {
   if (REPORT) return reportApi(path, params || {});
   const res = await fetch(apiUrl(path, params), { headers: { accept: 'application/json' } });
@@ -637,8 +663,10 @@ async function pageRun(gen, root, runPath, query) {
   const live = h('div', { id: 'run-live' });
   const charts = h('div', { id: 'run-charts' });
   const tasksBox = h('section', { class: 'card', id: 'tasks' });
-  replace(root, head, live, charts, h('div', { id: 'run-body' }, runBody(data)), tasksBox);
+  const controls = h('div', { id: 'run-control' });
+  replace(root, head, controls, live, charts, h('div', { id: 'run-body' }, runBody(data)), tasksBox);
   renderRunHead(head, data);
+  renderControls(controls, runPath, data);
   renderProgress(live, data);
   renderRunCharts(charts, data);
   const tl = taskListState(runPath, query);
@@ -650,12 +678,64 @@ async function pageRun(gen, root, runPath, query) {
       const fresh = await api('run', { run: runPath });
       if (!alive(gen)) return;
       renderRunHead(head, fresh);
+      updateControls(controls, fresh);
       renderProgress(live, fresh);
       renderRunCharts(charts, fresh);
       await loadTasks(gen, tl);
       if (fresh.run && fresh.run.status !== 'running') { setLive(false); view.gen === gen && rerender(); }
     });
   }
+}
+
+/** The controls of a live run (pause/resume, task concurrency, cancel), when this viewer
+ * offers them (not `--read-only`), the page has the secret and the run listens. */
+function renderControls(box, runPath, data) {
+  const live = data.progress && data.progress.control;
+  if (!data.controls || !CONTROL_TOKEN || !live || REPORT) { clear(box); return; }
+  const message = h('span', { class: 'muted', id: 'control-message' }, '');
+  const act = async (params, done) => {
+    try {
+      const answer = await control(runPath, params);
+      message.textContent = done(answer || {});
+    } catch (e) { message.textContent = 'Error: ' + e.message; }
+  };
+  const pause = h('button', { id: 'control-pause', type: 'button' }, live.paused ? 'Resume' : 'Pause');
+  pause.addEventListener('click', () => {
+    const resume = pause.textContent === 'Resume';
+    act({ op: resume ? 'resume' : 'pause' }, () => {
+      pause.textContent = resume ? 'Pause' : 'Resume';
+      return resume ? 'resumed' : 'paused: no new task or model call starts';
+    });
+  });
+  const concurrency = h('input', { id: 'control-concurrency', type: 'number', min: '1', value: String(live.task_concurrency || 1), 'aria-label': 'task concurrency' });
+  const setConcurrency = h('button', { type: 'button' }, 'Set concurrency');
+  setConcurrency.addEventListener('click', () => act({ op: 'concurrency', n: concurrency.value },
+    (a) => 'task concurrency ' + a.task_concurrency + ' (was ' + a.was + ')'));
+  const tasks = h('input', { id: 'control-cancel-tasks', type: 'text', placeholder: 'task ids, comma-separated', 'aria-label': 'tasks to cancel' });
+  const cancel = h('button', { type: 'button' }, 'Cancel tasks');
+  cancel.addEventListener('click', () => act({ op: 'cancel', tasks: tasks.value },
+    (a) => 'cancelled: ' + [].concat(a.cancelled || [], a.skipped_when_reached || []).join(', ')));
+  replace(box, section('Controls', h('div', { class: 'toolbar' }, pause, concurrency, setConcurrency, tasks, cancel, message)));
+}
+
+/** Keeps the controls in step with the run (paused elsewhere, by `ctl`), or removes them
+ * once it stopped listening. */
+function updateControls(box, data) {
+  const live = data.progress && data.progress.control;
+  const pause = $('#control-pause', box);
+  if (!live) { clear(box); return; }
+  if (pause) pause.textContent = live.paused ? 'Resume' : 'Pause';
+}
+
+/** `progress.json`'s model endpoints: the adaptive limit, calls in flight and waiting, the
+ * rate-limit answers and the time waited. */
+function modelLimits(endpoints) {
+  if (!endpoints || typeof endpoints !== 'object' || !Object.keys(endpoints).length) return null;
+  return h('div', {}, h('h3', {}, 'Model endpoint'),
+    table(['endpoint', 'limit', 'in flight', 'waiting', 'rate-limit answers', 'waited'], Object.entries(endpoints).map(([url, l]) =>
+      h('tr', { 'data-endpoint': url }, h('td', { class: 'mono' }, url), h('td', { class: 'num' }, fmtValue(l.limit) + ' / ' + fmtValue(l.max)),
+        h('td', { class: 'num' }, fmtValue(l.in_flight)), h('td', { class: 'num' }, fmtValue(l.waiting)),
+        h('td', { class: 'num' }, fmtValue(l.rate_limited)), h('td', { class: 'num' }, fmtDuration(l.waited_seconds))))));
 }
 
 /** Whether a run is still going (its score is "so far"). */
@@ -694,6 +774,8 @@ function renderProgress(box, data) {
         ' · updated ' + fmtTime(p.updated_at) + ' (' + fmtAgo(p.updated_at) + ')')),
     kvList([['running', p.running_tasks], ['pending', p.pending_tasks], ['completed', p.completed_tasks], ['failed', p.failed_tasks], ['error', p.error_tasks],
       ['attempts', fmtValue(p.attempts_finished) + ' / ' + fmtValue(p.attempts_started)]]),
+    p.control && p.control.paused ? h('p', { id: 'paused' }, badge('paused', 'st-paused'), ' no new task or model call starts until it is resumed') : null,
+    modelLimits(p.model_endpoints),
     objectTable('Phases', p.current_phase_counts),
     activeTasks(p.active_tasks)));
 }
@@ -709,7 +791,7 @@ function activeTasks(active) {
   if (!active || typeof active !== 'object') return null;
   const entries = Array.isArray(active) ? active.map((v, i) => [String(i), v]) : Object.entries(active);
   if (!entries.length) return null;
-  const known = ['category', 'phase', 'attempt', 'updated_at'];
+  const known = ['category', 'phase', 'attempt', 'updated_at', 'started_at'];
   return h('div', {}, h('h3', {}, 'Active tasks (' + entries.length + ')'),
     table(['task', 'category', 'phase', 'attempt', 'updated', 'more'], entries.map(([k, v]) => {
       const o = v && typeof v === 'object' ? v : {};
