@@ -361,9 +361,16 @@ else
     log "docker: skipped (dockerd or the docker CLI is not installed)"
 fi
 
+# --- 8. rate-limit back-off, adaptive vs fixed, ours only ---------------------------------------
+log "rate limits: 200 tasks at 32 against a 4-at-once endpoint, adaptive vs fixed"
+"$BENCH/rate_limits.sh" "$HOST" 200 >"$WORK/rate_limits.tsv" 2>"$WORK/rate_limits.err" ||
+    die "rate-limit workload failed: $(tail -5 "$WORK/rate_limits.err")"
+sed 's/^/    /' "$WORK/rate_limits.tsv" >&2
+
 # --- report -------------------------------------------------------------------------------------
 ELAPSED=$(($(date +%s) - SCRIPT_START))
 "$PY" "$BENCH/compare_lib.py" report "$TSV" "$WORK/meta.json" "$BENCH/RESULTS.md" \
-    --script-seconds "$ELAPSED" --docker "$WORK/docker.tsv" --live "$WORK/live.txt"
+    --script-seconds "$ELAPSED" --docker "$WORK/docker.tsv" --live "$WORK/live.txt" \
+    --rate-limits "$WORK/rate_limits.tsv"
 cat "$BENCH/RESULTS.md"
 log "done in ${ELAPSED}s; raw measurements: $TSV"

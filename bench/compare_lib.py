@@ -288,6 +288,10 @@ def cmd_report(args):
     else:
         row("`--reuse` of a finished 100,000-task run ≤ 15 s", "not measured (--quick)", False)
     live = parse_live(args.live)
+    rate_limits = None
+    if args.rate_limits and os.path.exists(args.rate_limits):
+        with open(args.rate_limits) as f:
+            rate_limits = [line.rstrip("\n").split("\t") for line in f if line.strip()]
     if live:
         row(f"{live['sessions']:,} `sandbox` sessions open at once, {live['seconds']} s each, a command every {live['period']} s: "
             "host RSS ≤ 60 MiB, < 10 fds a session, p99 ≤ 20 ms",
@@ -307,6 +311,18 @@ def cmd_report(args):
         w("| ---: | ---: | ---: | ---: | ---: |")
         for rep in docker["reps"]:
             w(f"| {rep[0]} | {rep[1]} | {rep[2]} | {rep[3]} | {rep[4]} |")
+        w("")
+    if rate_limits:
+        w("## Rate-limit back-off (`bench/rate_limits.sh`)")
+        w("")
+        w("200 QA tasks at `--task-concurrency 32` against a `scripted-llm` that serves 4 calls at once and "
+          "answers 429 (`Retry-After: 1`) beyond; `max_retries` 0, so only the rate-limit handling keeps "
+          "a task alive. `fixed` is `--no-adaptive-concurrency`.")
+        w("")
+        w("| " + " | ".join(rate_limits[0]) + " |")
+        w("|" + "---|" * len(rate_limits[0]))
+        for row in rate_limits[1:]:
+            w("| " + " | ".join(row) + " |")
         w("")
     if live:
         w("## Live sessions (`bench/live_sessions.rs`)")
@@ -386,6 +402,7 @@ def main():
     s.add_argument("--script-seconds", type=int, default=None)
     s.add_argument("--docker", default=None)
     s.add_argument("--live", default=None)
+    s.add_argument("--rate-limits", default=None)
     s.set_defaults(fn=cmd_report)
     args = p.parse_args()
     args.fn(args)

@@ -4,7 +4,11 @@
 //! error body; one halving per burst: answers to requests sent before the last halving do not
 //! halve it again), honours `Retry-After` by holding every request to the endpoint until then,
 //! and grows back by one per `limit` successful answers (additive increase), within
-//! `[1, max]`. Requests over the limit wait their turn; nothing is dropped.
+//! `[1, max]` — but only once the endpoint has been quiet for [`QUIET_BEFORE_GROWTH`] (or the
+//! last hold, if longer): growing straight back into the limit that was just hit would cost a
+//! `Retry-After` stall each time (measured in `bench/rate_limits.sh`: 20 stalls of 1 s in a
+//! 200-task run without the quiet period). Requests over the limit wait their turn; nothing is
+//! dropped.
 //!
 //! One endpoint (base URL and key) has one limit per process, shared by every gateway that
 //! calls it (the requests of one `launch`), through [`EndpointLimit::shared`].
@@ -16,6 +20,9 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+/// How long after a rate limit the limit stays where it was halved to before it grows again.
+pub const QUIET_BEFORE_GROWTH: Duration = Duration::from_secs(5);
 
 /// An endpoint's identity: sha256 of its URL and key (the key itself is not kept here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,6 +60,8 @@ struct State {
     held_until: Option<Instant>,
     /// Bumped by every halving: a permit taken before it does not halve again.
     generation: u64,
+    /// The limit does not grow before this (a quiet period after the last rate limit).
+    grows_after: Option<Instant>,
     /// Rate-limited answers so far.
     rate_limited: u64,
     /// Requests waiting for a slot or for `held_until` right now.
@@ -98,6 +107,7 @@ impl EndpointLimit {
                 in_flight: 0,
                 held_until: None,
                 generation: 0,
+                grows_after: None,
                 rate_limited: 0,
                 waiting: 0,
                 waited: Duration::ZERO,
@@ -194,7 +204,10 @@ impl Permit {
     /// The slot stays taken until the permit is dropped (a streamed answer holds it).
     pub fn succeeded(&self) {
         let mut state = self.limit.lock();
-        if state.adaptive {
+        let quiet = state
+            .grows_after
+            .is_none_or(|after| Instant::now() >= after);
+        if state.adaptive && quiet {
             state.limit = (state.limit + 1.0 / state.limit).min(f64::from(state.max));
         }
     }
@@ -208,8 +221,11 @@ impl Permit {
             state.limit = (state.limit / 2.0).floor().max(1.0);
             state.generation += 1;
         }
-        let until = Instant::now() + retry_after.unwrap_or(backoff);
+        let hold = retry_after.unwrap_or(backoff);
+        let now = Instant::now();
+        let until = now + hold;
         state.held_until = Some(state.held_until.map_or(until, |held| held.max(until)));
+        state.grows_after = Some(now + hold.max(QUIET_BEFORE_GROWTH));
     }
 }
 
@@ -259,6 +275,10 @@ mod tests {
         let permit = limit.acquire().await;
         assert!(before.elapsed() >= Duration::from_secs(2));
         assert!(limit.snapshot().waited_seconds >= 2.0);
+        // Not right after the rate limit: the endpoint must be quiet for a while first.
+        limit.acquire().await.succeeded();
+        assert_eq!(limit.snapshot().limit, 4);
+        tokio::time::sleep(QUIET_BEFORE_GROWTH).await;
         // Additive increase: one more slot per `limit` answers.
         for _ in 0..4 {
             limit.acquire().await.succeeded();
