@@ -384,6 +384,20 @@ fn an_agent_behind_a_rate_limited_endpoint_loses_no_task_in_a_no_network_sandbox
     let agent = "mini_swe_agent";
     let mut script = script(agent);
     script["concurrency"] = json!({"limit": 2, "retry_after": "0.2"});
+    // Each answer takes a second, so that the nine agents' calls overlap.
+    for rule in script["rules"].as_array_mut().unwrap() {
+        if let Some(answer) = rule.get_mut("response") {
+            answer["delay_ms"] = json!(1000);
+        }
+        for answer in rule
+            .get_mut("responses")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            answer["delay_ms"] = json!(1000);
+        }
+    }
     let server = ScriptedServer::start(&script, None).unwrap();
     let ws = Workspace::new();
     let dir = ws.root().join("tasks");
@@ -395,13 +409,25 @@ fn an_agent_behind_a_rate_limited_endpoint_loses_no_task_in_a_no_network_sandbox
             std::fs::rename(staged.join(task), dir.join(format!("{task}-{copy}"))).unwrap();
         }
     }
-    let (out, seconds) = run_agent(
+    let packs = Packs::new(&["harbor-pack", "agents-pack"]);
+    let started = Instant::now();
+    let out = run_harbor_agent(
         &ws,
+        &packs,
+        &install_cache(),
         agent,
         &server,
         &dir,
-        &["--env", "sandbox", "--task-concurrency", "9"],
+        &[
+            "--env",
+            "sandbox",
+            "--task-concurrency",
+            "9",
+            "--model-params",
+            r#"{"max_retries": 0}"#,
+        ],
     );
+    let seconds = started.elapsed().as_secs_f64();
     assert_eq!(out.code, 0, "{out:?}");
     let results = published_results(&run_dir(&out));
     assert_eq!(results.len(), 9, "{:?}", results.keys());
