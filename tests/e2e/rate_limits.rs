@@ -236,3 +236,25 @@ model = {{ id = "scripted-model", params = {{ temperature = 0 }} }}
     // One limit: the request that finished last counted every 529 of both requests.
     assert_eq!(answers.iter().max().copied(), Some(refused), "{answers:?}");
 }
+
+#[test]
+fn no_adaptive_concurrency_fixes_the_limit_over_the_configured_params() {
+    let setup = QaSetup::new(&questions(1));
+    let params = setup.params();
+    let mut args = setup.args(&params);
+    args.extend([
+        "--model-base-url",
+        "http://127.0.0.1:9/v1",
+        "--no-endpoint-check",
+        "--dry-run",
+        "--model-params",
+        r#"{"adaptive_concurrency": true, "max_connections": 8}"#,
+        "--no-adaptive-concurrency",
+    ]);
+    let plan = setup.ws.run_json(&args, &[]);
+    assert_eq!(
+        plan["request"]["model"]["params"],
+        json!({"adaptive_concurrency": false, "max_connections": 8}),
+        "{plan}"
+    );
+}
