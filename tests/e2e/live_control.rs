@@ -9,17 +9,39 @@ use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{host_bin, published_results, QaSetup};
+use agentcompass_e2e::{host_bin, ok_questions, published_results, QaSetup};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-live-control-5150";
 
-/// `n` questions `q0`, `q1`, ... whose answer is `ok`.
-fn questions(n: usize) -> String {
-    (0..n)
-        .map(|i| json!({"id": format!("q{i}"), "question": format!("Question {i}?"), "answer": "ok"}))
-        .map(|q| q.to_string() + "\n")
-        .collect()
+/// A live run: `n` questions answered `ok` by a scripted endpoint after `delay_ms`, `run`
+/// started in the background at `concurrency`, once its control socket listens.
+struct LiveRun {
+    setup: QaSetup,
+    server: ScriptedServer,
+    run: Child,
+    dir: PathBuf,
+}
+
+impl LiveRun {
+    fn start(n: usize, delay_ms: u64, concurrency: &str) -> LiveRun {
+        let rules = json!([{"responses": [{"text": "ok", "delay_ms": delay_ms}]}]);
+        LiveRun::with_rules(n, rules, concurrency)
+    }
+
+    fn with_rules(n: usize, rules: Value, concurrency: &str) -> LiveRun {
+        let setup = QaSetup::new(&ok_questions(n));
+        let server =
+            ScriptedServer::start(&json!({"require_key": KEY, "rules": rules}), None).unwrap();
+        let mut run = spawn_run(&setup, &server, concurrency);
+        let dir = live_run_dir(&setup, &mut run);
+        LiveRun {
+            setup,
+            server,
+            run,
+            dir,
+        }
+    }
 }
 
 /// Starts `run qa openai_chat` over the setup's questions against `server` in the background.
@@ -124,14 +146,8 @@ fn asked(request: &Value, question: &str) -> bool {
 
 #[test]
 fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
-    let setup = QaSetup::new(&questions(200));
-    let server = ScriptedServer::start(
-        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 100}]}]}),
-        None,
-    )
-    .unwrap();
-    let mut run = spawn_run(&setup, &server, "8");
-    let run_dir = live_run_dir(&setup, &mut run);
+    let live = LiveRun::start(200, 100, "8");
+    let run_dir = live.dir.clone();
 
     // cancel q199 before the scheduler reaches it: never sent, not scored.
     let cancelled = ctl_ok(&run_dir, &["cancel", "q199"]);
@@ -166,10 +182,10 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
     wait_status(&run_dir, |s| {
         s["paused"] == true && s["model_limit"]["in_flight"] == 0
     });
-    let paused_at = server.requests().len();
+    let paused_at = live.server.requests().len();
     std::thread::sleep(Duration::from_millis(600));
     assert_eq!(
-        server.requests().len(),
+        live.server.requests().len(),
         paused_at,
         "a call started while paused"
     );
@@ -184,7 +200,7 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
     wait_status(&run_dir, |s| {
         s["counts"]["finished"].as_u64().unwrap() >= 40
     });
-    let after = server.requests();
+    let after = live.server.requests();
     // The running attempts (at most 8) each finish their call; then only 2 run.
     let peak = after[paused_at + 8..]
         .iter()
@@ -194,7 +210,7 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
     assert!(peak <= 2, "{peak} calls at once after `concurrency 2`");
     ctl_ok(&run_dir, &["concurrency", "16"]);
 
-    let out = run.wait_with_output().unwrap();
+    let out = live.run.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -202,7 +218,7 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
         String::from_utf8_lossy(&out.stderr)
     );
     // q199 never reached the server and is not published; the other 199 are, all scored.
-    let requests = server.requests();
+    let requests = live.server.requests();
     assert!(!requests.iter().any(|r| asked(r, "Question 199?")));
     let results = published_results(&run_dir);
     assert_eq!(results.len(), 199);
@@ -274,18 +290,13 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
 
 #[test]
 fn ctl_cancels_a_running_task_without_scoring_it_and_the_run_goes_on() {
-    let setup = QaSetup::new(&questions(3));
     // q1's answer would take two minutes.
-    let server = ScriptedServer::start(
-        &json!({"require_key": KEY, "rules": [
-            {"match": {"last_user_contains": "Question 1?"}, "responses": [{"text": "ok", "delay_ms": 120_000}]},
-            {"responses": [{"text": "ok"}]},
-        ]}),
-        None,
-    )
-    .unwrap();
-    let mut run = spawn_run(&setup, &server, "3");
-    let run_dir = live_run_dir(&setup, &mut run);
+    let rules = json!([
+        {"match": {"last_user_contains": "Question 1?"}, "responses": [{"text": "ok", "delay_ms": 120_000}]},
+        {"responses": [{"text": "ok"}]},
+    ]);
+    let live = LiveRun::with_rules(3, rules, "3");
+    let run_dir = live.dir.clone();
     wait_status(&run_dir, |s| {
         s["running"]
             .as_array()
@@ -298,7 +309,7 @@ fn ctl_cancels_a_running_task_without_scoring_it_and_the_run_goes_on() {
         ctl_ok(&run_dir, &["cancel", "q1"]),
         "q1: running, stopped (not scored)\n"
     );
-    let out = run.wait_with_output().unwrap();
+    let out = live.run.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -323,14 +334,8 @@ fn another_user_cannot_use_the_control_socket() {
         0,
         "this test switches to `nobody`: it runs as root"
     );
-    let setup = QaSetup::new(&questions(2));
-    let server = ScriptedServer::start(
-        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 60_000}]}]}),
-        None,
-    )
-    .unwrap();
-    let mut run = spawn_run(&setup, &server, "2");
-    let run_dir = live_run_dir(&setup, &mut run);
+    let live = LiveRun::start(2, 60_000, "2");
+    let run_dir = live.dir.clone();
     // Let `nobody` read progress.json (and so find the socket) and run the binary.
     let mut dir = run_dir.clone();
     while dir.pop() {
@@ -357,7 +362,7 @@ fn another_user_cannot_use_the_control_socket() {
     let status: Value = serde_json::from_str(&ctl_ok(&run_dir, &["status", "--json"])).unwrap();
     assert_eq!(status["paused"], false);
     ctl_ok(&run_dir, &["cancel", "q0", "q1"]);
-    let out = run.wait_with_output().unwrap();
+    let out = live.run.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -435,19 +440,13 @@ fn percent(text: &str) -> String {
 
 #[test]
 fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() {
-    let setup = QaSetup::new(&questions(40));
-    let server = ScriptedServer::start(
-        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 100}]}]}),
-        None,
-    )
-    .unwrap();
-    let mut run = spawn_run(&setup, &server, "4");
-    let run_dir = live_run_dir(&setup, &mut run);
-    let results = setup.ws.cwd.join("results");
+    let live = LiveRun::start(40, 100, "4");
+    let run_dir = live.dir.clone();
+    let results = live.setup.ws.cwd.join("results");
     let rel = run_dir.strip_prefix(&results).unwrap().to_str().unwrap();
     let run_param = percent(rel);
 
-    let (mut viewer, url) = start_view(&setup, &[]);
+    let (mut viewer, url) = start_view(&live.setup, &[]);
     let secret = url
         .split("/?token=")
         .nth(1)
@@ -503,7 +502,7 @@ fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() 
     viewer.wait().unwrap();
 
     // A read-only viewer prints no secret, offers no controls and refuses every request.
-    let (mut read_only, url) = start_view(&setup, &["--read-only"]);
+    let (mut read_only, url) = start_view(&live.setup, &["--read-only"]);
     assert!(!url.contains("token"), "{url}");
     let (_, body) = request(&url, "GET", &format!("/api/run?run={run_param}"), None);
     assert_eq!(body["controls"], false);
@@ -516,7 +515,7 @@ fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() 
     read_only.kill().unwrap();
     read_only.wait().unwrap();
 
-    let out = run.wait_with_output().unwrap();
+    let out = live.run.wait_with_output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),

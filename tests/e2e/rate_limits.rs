@@ -8,18 +8,10 @@ use std::fs;
 use std::path::Path;
 
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{published_results, run_dir, QaSetup};
+use agentcompass_e2e::{ok_questions, published_results, run_dir, QaSetup};
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-e2e-rate-limits-7311";
-
-/// `n` questions `q0`, `q1`, ... whose answer is `ok`.
-fn questions(n: usize) -> String {
-    (0..n)
-        .map(|i| json!({"id": format!("q{i}"), "question": format!("Question {i}?"), "answer": "ok"}))
-        .map(|q| q.to_string() + "\n")
-        .collect()
-}
 
 /// The `model_limit` events of a run's `progress.jsonl`.
 fn limit_trace(run: &Path) -> Vec<Value> {
@@ -34,7 +26,7 @@ fn limit_trace(run: &Path) -> Vec<Value> {
 
 #[test]
 fn two_hundred_tasks_at_32_against_a_4_at_once_endpoint_lose_none() {
-    let setup = QaSetup::new(&questions(200));
+    let setup = QaSetup::new(&ok_questions(200));
     let server = ScriptedServer::start(
         &json!({
             "require_key": KEY,
@@ -111,7 +103,7 @@ fn two_hundred_tasks_at_32_against_a_4_at_once_endpoint_lose_none() {
 
 #[test]
 fn a_call_rate_limited_past_the_wait_is_model_rate_limited_and_rerun_model_runs_it_again() {
-    let setup = QaSetup::new(&questions(2));
+    let setup = QaSetup::new(&ok_questions(2));
     // Anthropic style: 529 `overloaded_error` for `q1` always.
     let server = ScriptedServer::start(
         &json!({"require_key": KEY, "rules": [
@@ -168,7 +160,7 @@ fn a_call_rate_limited_past_the_wait_is_model_rate_limited_and_rerun_model_runs_
 
 #[test]
 fn two_requests_of_a_launch_on_one_endpoint_share_one_limit() {
-    let setup = QaSetup::new(&questions(60));
+    let setup = QaSetup::new(&ok_questions(60));
     let server = ScriptedServer::start(
         &json!({
             "require_key": KEY,
@@ -239,7 +231,7 @@ model = {{ id = "scripted-model", params = {{ temperature = 0 }} }}
 
 #[test]
 fn no_adaptive_concurrency_fixes_the_limit_over_the_configured_params() {
-    let setup = QaSetup::new(&questions(1));
+    let setup = QaSetup::new(&ok_questions(1));
     let params = setup.params();
     let mut args = setup.args(&params);
     args.extend([

@@ -10,8 +10,8 @@ mod runs;
 
 pub use agentcompass_test_servers::{loopback, npm_mirror, scripted};
 pub use runs::{
-    assert_secret_nowhere, example_plan, example_run, pack_run, qa_calculator_args, self_check_run,
-    terminus_args, QaSetup, THREE_QUESTIONS,
+    assert_secret_nowhere, example_plan, example_run, ok_questions, pack_run, qa_calculator_args,
+    self_check_run, terminus_args, QaSetup, THREE_QUESTIONS,
 };
 
 use std::fs;

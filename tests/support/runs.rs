@@ -71,6 +71,18 @@ pub const THREE_QUESTIONS: &str = concat!(
     "\n",
 );
 
+/// `n` QA questions `q0`, `q1`, ... (`Question I?`) whose answer is `ok`: what a scripted
+/// endpoint answering `ok` to everything gets right.
+pub fn ok_questions(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            serde_json::json!({"id": format!("q{i}"), "question": format!("Question {i}?"), "answer": "ok"})
+                .to_string()
+                + "\n"
+        })
+        .collect()
+}
+
 /// The `qa` benchmark answered by the `openai_chat` harness (both real plugins) against a
 /// scripted model: a workspace, the qa packs beside it and a dataset in it.
 pub struct QaSetup {
