@@ -1,6 +1,8 @@
 //! The control socket: a Unix socket in a private directory (0700, the socket itself 0600),
 //! so only its owner can connect; each connection's peer is checked again (`SO_PEERCRED`:
-//! same uid) before its one request line is read. Removed with the process's control.
+//! same uid) before its one request line is read. Removed with the process's control; the
+//! directories of processes that were killed (SIGKILL leaves them) are swept by the next
+//! process that opens one: a socket nobody listens on any more is stale.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -15,6 +17,13 @@ use super::RunControl;
 /// The longest request line read.
 const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
+/// The prefix of a control socket's directory in the temp dir.
+const DIR_PREFIX: &str = "agentcompass-ctl-";
+
+/// How old a control directory without a socket must be before it counts as abandoned (a
+/// process creates the directory and binds its socket at once).
+const UNBOUND_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A listening control socket; dropping it stops the server and removes the socket.
 pub(super) struct ControlSocket {
     dir: tempfile::TempDir,
@@ -24,14 +33,13 @@ pub(super) struct ControlSocket {
 impl ControlSocket {
     /// Binds the socket and serves `control` on it.
     pub(super) fn bind(control: Weak<RunControl>) -> std::io::Result<ControlSocket> {
-        let dir = tempfile::Builder::new()
-            .prefix("agentcompass-ctl-")
-            .tempdir()?;
+        let owner = nix::unistd::geteuid().as_raw();
+        sweep_stale(&std::env::temp_dir(), owner);
+        let dir = tempfile::Builder::new().prefix(DIR_PREFIX).tempdir()?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
         let path = dir.path().join(SOCKET_NAME);
         let listener = UnixListener::bind(&path)?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-        let owner = nix::unistd::geteuid().as_raw();
         let server = tokio::spawn(serve(listener, control, owner));
         Ok(ControlSocket { dir, server })
     }
@@ -45,6 +53,44 @@ impl ControlSocket {
 impl Drop for ControlSocket {
     fn drop(&mut self) {
         self.server.abort();
+    }
+}
+
+/// Removes the control directories under `temp` that `owner` left behind: their socket
+/// refuses connections (its process is gone), or they never got one and are older than
+/// [`UNBOUND_GRACE`]. Best effort: anything unexpected is left alone.
+fn sweep_stale(temp: &std::path::Path, owner: u32) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let dir = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != owner {
+            continue;
+        }
+        let stale = match std::os::unix::net::UnixStream::connect(dir.join(SOCKET_NAME)) {
+            Ok(_) => false,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => true,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => meta
+                .modified()
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age > UNBOUND_GRACE),
+            Err(_) => false,
+        };
+        if stale {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => tracing::debug!("removed the stale control directory {}", dir.display()),
+                Err(e) => tracing::debug!("cannot remove {}: {e}", dir.display()),
+            }
+        }
     }
 }
 
@@ -97,4 +143,36 @@ async fn connection(
     bytes.push(b'\n');
     write.write_all(&bytes).await?;
     write.shutdown().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_control_sockets_are_swept_and_live_ones_kept() {
+        let temp = tempfile::tempdir().unwrap();
+        let owner = nix::unistd::geteuid().as_raw();
+        // A socket whose listener is gone (a killed run), one still listening, and a
+        // fresh directory that has no socket yet.
+        let dead = temp.path().join(format!("{DIR_PREFIX}dead"));
+        std::fs::create_dir(&dead).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(dead.join(SOCKET_NAME)).unwrap());
+        let live = temp.path().join(format!("{DIR_PREFIX}live"));
+        std::fs::create_dir(&live).unwrap();
+        let _listening = std::os::unix::net::UnixListener::bind(live.join(SOCKET_NAME)).unwrap();
+        let fresh = temp.path().join(format!("{DIR_PREFIX}fresh"));
+        std::fs::create_dir(&fresh).unwrap();
+        let other = temp.path().join("something-else");
+        std::fs::create_dir(&other).unwrap();
+        sweep_stale(temp.path(), owner);
+        assert!(!dead.exists());
+        assert!(live.exists() && fresh.exists() && other.exists());
+        // Another user's directories are never touched.
+        let dead_again = temp.path().join(format!("{DIR_PREFIX}dead-again"));
+        std::fs::create_dir(&dead_again).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(dead_again.join(SOCKET_NAME)).unwrap());
+        sweep_stale(temp.path(), owner + 1);
+        assert!(dead_again.exists());
+    }
 }

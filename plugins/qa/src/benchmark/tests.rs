@@ -1,7 +1,5 @@
 //! Tests of the `qa` benchmark over temporary dataset files.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use std::path::Path;
@@ -63,18 +61,17 @@ impl EnvironmentSession for NoSession {
     }
 }
 
-/// Writes `content` to a fresh file named `name` in a per-test temporary directory.
-fn dataset_file(name: &str, content: &str) -> String {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let dir: PathBuf = std::env::temp_dir().join(format!(
-        "qa-pack-test-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// Writes `content` to a fresh file named `name` in a temporary directory of its own, removed
+/// when the returned guard is dropped.
+fn dataset_file(name: &str, content: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::Builder::new()
+        .prefix("qa-pack-test-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(name);
     std::fs::write(&path, content).unwrap();
-    path.to_str().unwrap().to_string()
+    let path = path.to_str().unwrap().to_string();
+    (dir, path)
 }
 
 fn request(params: Value) -> RunRequest {
@@ -137,7 +134,7 @@ const JSONL: &str = concat!(
 
 #[test]
 fn loads_jsonl_with_ids_categories_and_sha256() {
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     let tasks = load(json!({"path": path})).unwrap();
     let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
     assert_eq!(ids, ["q1", "7", "q3"]);
@@ -171,7 +168,7 @@ fn loads_json_array_with_numeric_ids_and_answers() {
         {"id": "two", "question": "Pi to two places?", "answer": 3.14},
         {"id": 3, "question": "Name a prime below 4", "answer": ["2", 3]}
     ]"#;
-    let path = dataset_file("q.json", content);
+    let (_dir, path) = dataset_file("q.json", content);
     let tasks = load(json!({"path": path, "match": "exact"})).unwrap();
     let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
     assert_eq!(ids, ["1", "two", "3"]);
@@ -186,7 +183,7 @@ fn loads_json_array_with_numeric_ids_and_answers() {
 
 #[test]
 fn sample_ids_use_the_default_selection() {
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     let req = request(json!({"path": path, "sample_ids": ["q3", 7]}));
     let tasks = block_on(Qa.load_selected_tasks(&Ctx::detached(), &req)).unwrap();
     let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
@@ -212,7 +209,7 @@ fn open_tasks_streams_the_same_tasks_as_load_tasks_in_pages() {
     let lines: String = (0..1000)
         .map(|i| format!("{{\"id\": \"t{i}\", \"question\": \"q{i}?\", \"answer\": \"{i}\"}}\r\n"))
         .collect();
-    let path = dataset_file("big.jsonl", &format!("\u{feff}{lines}"));
+    let (_dir, path) = dataset_file("big.jsonl", &format!("\u{feff}{lines}"));
     let (total, sizes, streamed) = stream(json!({"path": path}), 300).unwrap();
     assert_eq!(total, 1000);
     assert_eq!(sizes, [300, 300, 300, 100]);
@@ -245,7 +242,7 @@ fn open_tasks_selects_sample_ids_in_dataset_order_and_refuses_unknown_ones() {
         } else {
             JSONL.to_string()
         };
-        let path = dataset_file(name, &content);
+        let (_dir, path) = dataset_file(name, &content);
         let (total, _, tasks) = stream(json!({"path": path, "sample_ids": ["q3", 7]}), 1).unwrap();
         let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
         assert_eq!((total, ids), (2, vec!["7", "q3"]), "{name}");
@@ -265,13 +262,14 @@ fn open_tasks_finds_errors_anywhere_in_the_file_before_the_first_task() {
         .map(|i| format!("{{\"id\": {i}, \"question\": \"q\", \"answer\": \"a\"}}\n"))
         .collect();
     lines.push_str("{\"id\": 17, \"question\": \"again\", \"answer\": \"b\"}\n");
-    let path = dataset_file("dup.jsonl", &lines);
+    let (_dir, path) = dataset_file("dup.jsonl", &lines);
     let err = stream(json!({"path": path}), 10).unwrap_err().message;
     assert_eq!(
         err,
         format!("{path}:601: duplicate id \"17\" (first at line 18)")
     );
-    let not_utf8 = std::path::Path::new(&dataset_file("x.jsonl", "")).with_file_name("utf8.jsonl");
+    let (_utf8_dir, x) = dataset_file("x.jsonl", "");
+    let not_utf8 = std::path::Path::new(&x).with_file_name("utf8.jsonl");
     std::fs::write(
         &not_utf8,
         b"{\"id\": 1, \"question\": \"q\", \"answer\": \"a\"}\n\xff\n",
@@ -282,7 +280,7 @@ fn open_tasks_finds_errors_anywhere_in_the_file_before_the_first_task() {
         err.starts_with(&format!("{}:2: not UTF-8: ", not_utf8.display())),
         "{err}"
     );
-    let empty = dataset_file("empty.jsonl", "\n\n");
+    let (_empty_dir, empty) = dataset_file("empty.jsonl", "\n\n");
     assert_eq!(
         stream(json!({"path": empty}), 10).unwrap_err().message,
         format!("{empty}: the dataset holds no records")
@@ -335,7 +333,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert!(!message.contains('\n'));
 
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.jsonl",
         "{\"id\": 1, \"question\": \"a?\", \"answer\": \"x\"}\n{not json}\n",
     );
@@ -346,7 +344,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
     );
     assert!(!message.contains('\n'));
 
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.jsonl",
         concat!(
             "{\"id\": 1, \"question\": \"a?\", \"answer\": \"x\"}\n",
@@ -359,13 +357,13 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         format!("{path}:3: missing field \"question\"")
     );
 
-    let path = dataset_file("q.json", r#"[{"id": 1, "question": "a?"}]"#);
+    let (_dir, path) = dataset_file("q.json", r#"[{"id": 1, "question": "a?"}]"#);
     assert_eq!(
         load_err(json!({"path": path})),
         format!("{path}[0]: missing field \"answer\"")
     );
 
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.json",
         r#"[{"id": "a", "question": "q", "answer": "x"}, {"id": 1.5, "question": "q", "answer": "x"}]"#,
     );
@@ -374,7 +372,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         format!("{path}[1]: field \"id\" must be a string or integer, found number")
     );
 
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.jsonl",
         concat!(
             "{\"id\": \"7\", \"question\": \"a?\", \"answer\": \"x\"}\n",
@@ -387,7 +385,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         format!("{path}:3: duplicate id \"7\" (first at line 1)")
     );
 
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.json",
         r#"[{"id": "a", "question": "q", "answer": "x"}, {"id": "a", "question": "r", "answer": "y"}]"#,
     );
@@ -396,7 +394,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         format!("{path}[1]: duplicate id \"a\" (first at index 0)")
     );
 
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     assert_eq!(
         load_err(json!({"path": path, "match": "fuzzy"})),
         "unknown match \"fuzzy\" (allowed: exact, normalized)"
@@ -406,7 +404,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
         "missing required param \"path\" (a local .jsonl or .json file) or \"dataset\" \
          ({\"url\", \"sha256\", \"archive\"?, \"member\"?} of a file to download)"
     );
-    let path = dataset_file("q.csv", "id,question,answer\n");
+    let (_dir, path) = dataset_file("q.csv", "id,question,answer\n");
     assert_eq!(
         load_err(json!({"path": path})),
         format!("{path}: unsupported dataset file (expected a .jsonl or .json file)")
@@ -415,7 +413,7 @@ fn errors_are_single_lines_naming_file_location_and_field() {
 
 #[test]
 fn prepared_task_never_exposes_the_answer() {
-    let path = dataset_file(
+    let (_dir, path) = dataset_file(
         "q.jsonl",
         r#"{"id": "secret", "question": "Capital of Australia?", "answer": ["Canberra", "CBR-ANSWER"], "category": "geo"}"#,
     );
@@ -442,7 +440,7 @@ fn prepared_task_never_exposes_the_answer() {
 
 #[test]
 fn build_plan_payload_is_typed() {
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     let req = request(json!({"path": path, "match": "exact"}));
     let tasks = block_on(Qa.load_tasks(&Ctx::detached(), &req)).unwrap();
     let plan = Qa
@@ -468,7 +466,7 @@ fn build_plan_payload_is_typed() {
 
 #[test]
 fn evaluate_scores_and_publishes_ground_truth() {
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     let normalized = request(json!({"path": path}));
     let exact = request(json!({"path": path, "match": "exact"}));
     let tasks = block_on(Qa.load_tasks(&Ctx::detached(), &normalized)).unwrap();

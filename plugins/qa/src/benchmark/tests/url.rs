@@ -91,7 +91,7 @@ fn stream_with(host: &Arc<UrlHost>, params: Value) -> Result<Vec<TaskSpec>> {
 
 #[test]
 fn a_dataset_by_url_is_fetched_by_the_host_and_read_from_its_answer() {
-    let cached = dataset_file("q.jsonl", JSONL);
+    let (_dir, cached) = dataset_file("q.jsonl", JSONL);
     let host = UrlHost::answering(&cached, "http://127.0.0.1:9/data/q.jsonl");
     let params = json!({"dataset": {"url": " http://127.0.0.1:9/data/q.jsonl ", "sha256": SHA}});
     let tasks = load_with(&host, params.clone()).unwrap();
@@ -132,7 +132,7 @@ fn a_dataset_by_url_is_fetched_by_the_host_and_read_from_its_answer() {
 fn an_archive_member_is_asked_for_and_recorded_and_sample_ids_apply() {
     let content = r#"[{"id": "a", "question": "q?", "answer": "x"},
                       {"id": "b", "question": "r?", "answer": "y"}]"#;
-    let cached = dataset_file("set.JSON", content);
+    let (_dir, cached) = dataset_file("set.JSON", content);
     let host = UrlHost::answering(&cached, "https://example.invalid/qa.tgz");
     let params = json!({"dataset": {"url": "https://example.invalid/qa.tgz", "sha256": SHA,
                                     "archive": "tgz", "member": "data/set.JSON"},
@@ -159,7 +159,7 @@ fn an_archive_member_is_asked_for_and_recorded_and_sample_ids_apply() {
 
 #[test]
 fn a_download_named_without_a_format_is_refused_in_one_line() {
-    let cached = dataset_file("download", JSONL);
+    let (_dir, cached) = dataset_file("download", JSONL);
     let host = UrlHost::answering(&cached, "http://127.0.0.1:9/get?id=3");
     let err = load_with(
         &host,
@@ -204,7 +204,7 @@ fn the_hosts_refusal_is_passed_on_as_it_is() {
 #[test]
 fn bad_shapes_are_refused_in_one_line_naming_the_param_before_any_download() {
     let host = UrlHost::failing(Error::msg("never called"));
-    let path = dataset_file("q.jsonl", JSONL);
+    let (_dir, path) = dataset_file("q.jsonl", JSONL);
     let url = "http://127.0.0.1:9/q.jsonl";
     let cases: Vec<(Value, String)> = vec![
         (
