@@ -44,8 +44,13 @@ impl LiveRun {
     }
 }
 
-/// Starts `run qa openai_chat` over the setup's questions against `server` in the background.
-fn spawn_run(setup: &QaSetup, server: &ScriptedServer, concurrency: &str) -> Child {
+/// [`spawn_run`] with `extra` arguments.
+fn spawn_run_with(
+    setup: &QaSetup,
+    server: &ScriptedServer,
+    concurrency: &str,
+    extra: &[&str],
+) -> Child {
     let params = setup.params();
     let mut command = setup.ws.command();
     command
@@ -60,10 +65,16 @@ fn spawn_run(setup: &QaSetup, server: &ScriptedServer, concurrency: &str) -> Chi
             "--progress",
             "none",
         ])
+        .args(extra)
         .env("E2E_MODEL_KEY", KEY)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command.spawn().expect("spawn agentcompass-host")
+}
+
+/// Starts `run qa openai_chat` over the setup's questions against `server` in the background.
+fn spawn_run(setup: &QaSetup, server: &ScriptedServer, concurrency: &str) -> Child {
+    spawn_run_with(setup, server, concurrency, &[])
 }
 
 /// The run directory of the setup's one run, once its `progress.json` names a control
@@ -532,4 +543,65 @@ fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() 
         .map(|a| a["action"].as_str().unwrap())
         .collect();
     assert_eq!(actions, ["pause", "concurrency", "resume"]);
+}
+
+#[test]
+fn a_paused_tasks_run_watchdog_stands_still() {
+    // One question whose answer takes 4.5 s, under a 3 s run watchdog (no compensation): it
+    // times out unless the
+    // run is paused while the call is out (the watchdog does not run while paused).
+    let setup = QaSetup::new(&ok_questions(1));
+    let server = ScriptedServer::start(
+        &json!({"require_key": KEY, "rules": [{"responses": [{"text": "ok", "delay_ms": 4500}]}]}),
+        None,
+    )
+    .unwrap();
+    let timeout = [
+        "--execution-params",
+        r#"{"run_timeout_seconds": 3, "run_timer_compensation_seconds": 0}"#,
+    ];
+    let outcome = |run: Child| {
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    // Unpaused: the run timeout fires.
+    let mut run = spawn_run_with(&setup, &server, "1", &timeout);
+    let first = live_run_dir(&setup, &mut run);
+    outcome(run);
+    let result = &published_results(&first)["q0"].1;
+    assert_eq!(result["issues"][0]["code"], "run_timeout", "{result}");
+    // Paused once the call is out: no timeout, scored.
+    let mut run = spawn_run_with(&setup, &server, "1", &timeout);
+    let results = setup.ws.cwd.join("results");
+    let run_dir = loop {
+        let dir = live_run_dir(&setup, &mut run);
+        if dir != first {
+            break dir;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(run_dir.starts_with(&results));
+    wait_status(&run_dir, |s| {
+        s["running"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["phase"] == "run_harness")
+    });
+    ctl_ok(&run_dir, &["pause"]);
+    // The call already sent is answered while paused; its task finishes (nothing new starts,
+    // and nothing else is left), past the 3 s it would have had unpaused.
+    outcome(run);
+    let result = &published_results(&run_dir)["q0"].1;
+    assert_eq!(result["issues"], json!([]), "{result}");
+    assert_eq!(result["metrics"]["correct"], true);
+    let paused = result["meta"]["harness"]["telemetry"]["paused_seconds"]
+        .as_f64()
+        .unwrap();
+    assert!(paused > 0.0, "{result}");
 }
