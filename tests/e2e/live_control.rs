@@ -116,6 +116,18 @@ fn walk(results: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Waits for a background run and asserts it exited 0 (its stderr in the message).
+#[track_caller]
+fn exits_ok(run: Child) {
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// `ctl RUN_DIR ARGS...` as this user.
 fn ctl(run_dir: &Path, args: &[&str]) -> Output {
     std::process::Command::new(host_bin())
@@ -221,13 +233,7 @@ fn ctl_reads_limits_pauses_resumes_and_skips_a_pending_task_of_a_live_run() {
     assert!(peak <= 2, "{peak} calls at once after `concurrency 2`");
     ctl_ok(&run_dir, &["concurrency", "16"]);
 
-    let out = live.run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits_ok(live.run);
     // q199 never reached the server and is not published; the other 199 are, all scored.
     let requests = live.server.requests();
     assert!(!requests.iter().any(|r| asked(r, "Question 199?")));
@@ -320,13 +326,7 @@ fn ctl_cancels_a_running_task_without_scoring_it_and_the_run_goes_on() {
         ctl_ok(&run_dir, &["cancel", "q1"]),
         "q1: running, stopped (not scored)\n"
     );
-    let out = live.run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits_ok(live.run);
     let results = published_results(&run_dir);
     assert_eq!(results.len(), 2);
     assert!(!results.contains_key("q1"));
@@ -373,13 +373,7 @@ fn another_user_cannot_use_the_control_socket() {
     let status: Value = serde_json::from_str(&ctl_ok(&run_dir, &["status", "--json"])).unwrap();
     assert_eq!(status["paused"], false);
     ctl_ok(&run_dir, &["cancel", "q0", "q1"]);
-    let out = live.run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits_ok(live.run);
 }
 
 /// This process's user id.
@@ -526,13 +520,7 @@ fn the_viewer_steers_a_live_run_only_with_its_secret_and_never_when_read_only() 
     read_only.kill().unwrap();
     read_only.wait().unwrap();
 
-    let out = live.run.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    exits_ok(live.run);
     // The viewer's actions are recorded like `ctl`'s.
     let info: Value =
         serde_json::from_str(&fs::read_to_string(run_dir.join("run_info.json")).unwrap()).unwrap();
@@ -560,19 +548,10 @@ fn a_paused_tasks_run_watchdog_stands_still() {
         "--execution-params",
         r#"{"run_timeout_seconds": 3, "run_timer_compensation_seconds": 0}"#,
     ];
-    let outcome = |run: Child| {
-        let out = run.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
     // Unpaused: the run timeout fires.
     let mut run = spawn_run_with(&setup, &server, "1", &timeout);
     let first = live_run_dir(&setup, &mut run);
-    outcome(run);
+    exits_ok(run);
     let result = &published_results(&first)["q0"].1;
     assert_eq!(result["issues"][0]["code"], "run_timeout", "{result}");
     // Paused once the call is out: no timeout, scored.
@@ -596,7 +575,7 @@ fn a_paused_tasks_run_watchdog_stands_still() {
     ctl_ok(&run_dir, &["pause"]);
     // The call already sent is answered while paused; its task finishes (nothing new starts,
     // and nothing else is left), past the 3 s it would have had unpaused.
-    outcome(run);
+    exits_ok(run);
     let result = &published_results(&run_dir)["q0"].1;
     assert_eq!(result["issues"], json!([]), "{result}");
     assert_eq!(result["metrics"]["correct"], true);

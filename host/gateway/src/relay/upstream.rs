@@ -11,7 +11,9 @@ use agentcompass_egress::headers::is_hop_by_hop;
 
 use crate::limit::Permit;
 use crate::rate_wait::{RateLimitWait, Verdict};
-use crate::{connection_error, is_retryable, retry_after, settings, ModelGateway, Protocol};
+use crate::{
+    connection_error, is_rate_limit, is_retryable, retry_after, settings, ModelGateway, Protocol,
+};
 
 /// Headers of a request that never travel on besides the hop-by-hop ones: the target's own
 /// host and framing, and credentials (the relay sets the real key itself).
@@ -169,9 +171,8 @@ pub(super) async fn send(
         let (reason, retry_after) = match answer {
             Ok(Ok(response)) => {
                 let status = response.status();
-                let rate_limit =
-                    status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.as_u16() == 529;
-                if let (Some(permit), true) = (&permit, rate_limit) {
+                // By status only: the body streams on to the client unread.
+                if let (Some(permit), true) = (&permit, is_rate_limit(status, b"")) {
                     attempt -= 1;
                     let reason = format!("answered {}", status.as_u16());
                     let wait = retry_after(response.headers());
