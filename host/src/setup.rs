@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::registry::Registry;
+use agentcompass_loader::digest_cache::DigestCache;
 use agentcompass_loader::lockfile::PluginLock;
 use agentcompass_loader::{load_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
 
@@ -91,6 +92,7 @@ pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
     let options = LoadOptions {
         lock,
         init_services: Some(crate::host_services::plugin_init_services),
+        digest_cache: DigestCache::default_path().map(DigestCache::open),
     };
     let report = load_dirs(&plugin_dirs(settings)?, &options);
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());

@@ -448,3 +448,60 @@ fn verify_refuses_a_fifo_named_like_a_plugin_without_blocking() {
         "{line}"
     );
 }
+
+/// A library's digest is taken from the user's digest cache only while the open file is the
+/// one hashed (same device, inode, size and times): a library changed in place, even keeping
+/// its size, is hashed again and refused; a library written less than two seconds ago is not
+/// recorded at all.
+#[test]
+fn the_digest_cache_never_hides_a_changed_library() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let lib = good.join("example-pack.so");
+    let real = agentcompass_e2e::sha256_hex(&lib);
+    let cache_home = dirs.root().join("cache-home");
+    let cache = cache_home.join("agentcompass-host/plugin-digests");
+    let env = [("XDG_CACHE_HOME", cache_home.to_str().unwrap())];
+    let mut args = plugin_dir_args(&[&good]);
+    args.extend(["list".into(), "benchmark".into()]);
+    let list = || run_host_env(&args, &env);
+
+    // Just packaged: too fresh to record.
+    let out = list().expect_code(0);
+    assert!(out.stdout.contains("example_exact_match"), "{out:?}");
+    assert!(!cache.exists(), "a racy library was recorded");
+
+    // Once it is older than the racy window, the load records it.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let out = list().expect_code(0);
+    assert!(out.stdout.contains("example_exact_match"), "{out:?}");
+    let text = fs::read_to_string(&cache).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.lines().nth(1).unwrap().ends_with(&real), "{text}");
+    let mode = fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    // ...and the next load takes that entry (unchanged file: loads, nothing rewritten).
+    let written = fs::metadata(&cache).unwrap().modified().unwrap();
+    list().expect_code(0);
+    assert_eq!(fs::metadata(&cache).unwrap().modified().unwrap(), written);
+
+    // One byte changed in place: same inode, same size, and still refused.
+    let mut file = fs::OpenOptions::new().write(true).open(&lib).unwrap();
+    let len = file.metadata().unwrap().len();
+    file.seek(SeekFrom::Start(len - 1)).unwrap();
+    let last = fs::read(&lib).unwrap()[len as usize - 1];
+    file.write_all(&[last ^ 0xff]).unwrap();
+    drop(file);
+    assert_eq!(fs::metadata(&lib).unwrap().len(), len);
+    let changed = agentcompass_e2e::sha256_hex(&lib);
+    let out = list().expect_code(0);
+    assert!(!out.stdout.contains("example_exact_match"), "{out:?}");
+    let refused = out.stderr_lines("warning: refused plugin");
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(
+        refused[0].contains(&format!("has sha256 {changed} but its manifest"))
+            && refused[0].contains(&real),
+        "{out:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! Plugin discovery, trust checks and loading. Every check runs before dlopen; `dlopen` is
 //! the only module with `unsafe`.
 
+pub mod digest_cache;
 mod dlopen;
 mod elf;
 mod load;

@@ -16,6 +16,7 @@ use agentcompass_plugin_api::contracts::ComponentKind;
 use agentcompass_plugin_api::sdk::Ctx;
 use agentcompass_plugin_api::{one_line, Error};
 
+use super::digest_cache::DigestCache;
 use super::dlopen::{open_root_module, OpenFailure};
 use super::lockfile::PluginLock;
 use super::manifest::PluginManifest;
@@ -124,6 +125,9 @@ pub struct LoadOptions {
     /// The host services a plugin's `init` receives, given the plugin's name (without it,
     /// detached services: no logging, no cancellation).
     pub init_services: Option<fn(&str) -> Ctx>,
+    /// Digests of libraries hashed by earlier loads (`crate::digest_cache`); not used when
+    /// `lock` is set. Written back at the end of [`load_dirs`] if the load added one.
+    pub digest_cache: Option<DigestCache>,
 }
 
 /// Everything a load produced.
@@ -156,6 +160,9 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
                 Err(problem) => report.problems.push(problem),
             }
         }
+    }
+    if let Some(cache) = &options.digest_cache {
+        cache.persist();
     }
     report
 }
@@ -199,7 +206,12 @@ pub fn load_candidate(
             )));
         }
     }
-    let verified = VerifiedLibrary::open(library).map_err(|e| refuse(&e))?;
+    // A pinned load hashes every byte; otherwise unchanged libraries take their recorded digest.
+    let cache = options
+        .digest_cache
+        .as_ref()
+        .filter(|_| options.lock.is_none());
+    let verified = VerifiedLibrary::open_cached(library, cache).map_err(|e| refuse(&e))?;
     verified
         .check_sha256(&manifest.sha256, &candidate.manifest)
         .map_err(|e| refuse(&e))?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::digest_cache::{DigestCache, FileStamp};
 use crate::manifest::collapse_whitespace;
 use crate::regular::{open_regular, OpenError};
 use crate::trust::{check_owner_and_mode, current_euid, TrustError};
@@ -148,11 +149,22 @@ impl VerifiedLibrary {
     /// group/world-writable, checks the ELF header (magic, length, shared-object type), and
     /// hashes the whole file with SHA-256.
     pub fn open(path: &Path) -> Result<Self, VerifyError> {
-        Self::open_for(path, None)
+        Self::open_for(path, None, None)
     }
 
-    /// [`VerifiedLibrary::open`] with the current uid passed in (testable).
-    fn open_for(path: &Path, current_uid: Option<u32>) -> Result<Self, VerifyError> {
+    /// [`VerifiedLibrary::open`], taking the digest from `cache` when the open descriptor's
+    /// stamp (device, inode, size, times) is recorded there, and recording it otherwise
+    /// (`crate::digest_cache`). Every other check runs as without a cache.
+    pub fn open_cached(path: &Path, cache: Option<&DigestCache>) -> Result<Self, VerifyError> {
+        Self::open_for(path, None, cache)
+    }
+
+    /// [`VerifiedLibrary::open_cached`] with the current uid passed in (testable).
+    fn open_for(
+        path: &Path,
+        current_uid: Option<u32>,
+        cache: Option<&DigestCache>,
+    ) -> Result<Self, VerifyError> {
         let (mut file, meta) = open_regular(path).map_err(|err| match err {
             OpenError::Io(err) => VerifyError::Open {
                 path: path.to_path_buf(),
@@ -183,8 +195,19 @@ impl VerifiedLibrary {
             path: path.to_path_buf(),
             reason,
         })?;
-        file.seek(SeekFrom::Start(0)).map_err(read_err)?;
-        let sha256 = hash_reader(&mut file).map_err(read_err)?;
+        let stamp = FileStamp::of(&meta);
+        let sha256 = match cache.and_then(|c| c.lookup(&stamp)) {
+            Some(sha256) => sha256,
+            None => {
+                file.seek(SeekFrom::Start(0)).map_err(read_err)?;
+                let sha256 = hash_reader(&mut file).map_err(read_err)?;
+                if let Some(cache) = cache {
+                    let after = file.metadata().map_err(read_err)?;
+                    cache.record(stamp, FileStamp::of(&after), &sha256);
+                }
+                sha256
+            }
+        };
         Ok(VerifiedLibrary {
             file,
             sha256,
@@ -357,6 +380,42 @@ mod tests {
     }
 
     #[test]
+    fn a_cached_digest_stands_for_the_hash_until_the_file_changes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = write(tmp.path(), "a.so", &elf(ET_DYN, 2 * CHUNK), 0o644);
+        let real = VerifiedLibrary::open(&path).unwrap().sha256().to_string();
+        // A cache naming another digest for exactly this file's stamp: a hit is not hashed.
+        let cache_path = tmp.path().join("digests");
+        let stamp = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        let line = stamp.to_line(&"e".repeat(64));
+        std::fs::write(
+            &cache_path,
+            format!("agentcompass plugin digests v1\n{line}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&cache_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let cache = DigestCache::open(cache_path.clone());
+        let lib = VerifiedLibrary::open_cached(&path, Some(&cache)).unwrap();
+        assert_eq!(lib.sha256(), "e".repeat(64));
+        drop(lib);
+        // Any write gives the file a new stamp (status-change time, size): hashed again.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[100] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let lib = VerifiedLibrary::open_cached(&path, Some(&cache)).unwrap();
+        assert_eq!(lib.sha256(), format!("{:x}", Sha256::digest(&bytes)));
+        assert_ne!(lib.sha256(), real);
+        // So is a chmod (the mode is not in the key, but the status-change time is).
+        let before = FileStamp::of(&std::fs::metadata(&path).unwrap());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_ne!(before, FileStamp::of(&std::fs::metadata(&path).unwrap()));
+        // The checks other than the hash still run on a hit.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let err = VerifiedLibrary::open_cached(&path, Some(&cache)).unwrap_err();
+        assert!(matches!(err, VerifyError::Untrusted(_)), "{err}");
+    }
+
+    #[test]
     fn known_hash_of_empty_input() {
         let tmp = tempfile::tempdir().unwrap();
         let path = write(tmp.path(), "empty", b"", 0o644);
@@ -432,12 +491,12 @@ mod tests {
             std::os::unix::fs::chown(&path, Some(1001), None).unwrap();
             owner = 1001;
         }
-        let err = VerifiedLibrary::open_for(&path, Some(owner + 1)).unwrap_err();
+        let err = VerifiedLibrary::open_for(&path, Some(owner + 1), None).unwrap_err();
         assert!(
             matches!(&err, VerifyError::Untrusted(TrustError::BadOwner { uid, .. }) if *uid == owner),
             "{err}"
         );
-        VerifiedLibrary::open_for(&path, Some(owner)).unwrap();
+        VerifiedLibrary::open_for(&path, Some(owner), None).unwrap();
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
     let options = LoadOptions {
         lock,
         init_services: Some(agentcompass_host::host_services::plugin_init_services),
+        // `plugin verify` hashes every byte.
+        digest_cache: None,
     };
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
     registry.add_builtin_analyzers(agentcompass_analysis::builtins());
