@@ -164,6 +164,14 @@ impl Drop for GroupGuard {
     }
 }
 
+/// The read buffer of a pipe at first; it doubles after each read that fills it, up to
+/// [`MAX_CHUNK`]. A quiet command (`sleep`, an agent writing its output to files) then holds a
+/// few hundred bytes a pipe while it runs, not a full chunk: a thousand agents at once hold
+/// 1 MB of read buffers, not 32 MB (`bench/PROFILE.md`).
+const FIRST_CHUNK: usize = 512;
+/// The largest read buffer of a pipe.
+const MAX_CHUNK: usize = 16 * 1024;
+
 /// One output pipe drained by a task into a shared buffer (so whatever arrived can be returned
 /// even if the pipe never closes). Dropping it aborts the task.
 struct Capture {
@@ -177,14 +185,22 @@ impl Capture {
         let task = pipe.map(|mut pipe| {
             let buffer = buffer.clone();
             tokio::spawn(async move {
-                let mut chunk = vec![0u8; 16 * 1024];
+                let mut chunk = Vec::new();
+                let mut size = FIRST_CHUNK;
                 loop {
-                    match pipe.read(&mut chunk).await {
+                    chunk.clear();
+                    chunk.reserve_exact(size);
+                    match pipe.read_buf(&mut chunk).await {
                         Ok(0) | Err(_) => break,
-                        Ok(n) => buffer
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .extend_from_slice(&chunk[..n]),
+                        Ok(n) => {
+                            if n >= size {
+                                size = (size * 2).min(MAX_CHUNK);
+                            }
+                            buffer
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .extend_from_slice(&chunk);
+                        }
                     }
                 }
             })

@@ -146,13 +146,17 @@ async fn run_with_retries(
     loop {
         let recovered = match resume.take() {
             Some((checkpoint, dir)) => {
-                recover_evaluation(rc, task, plan, attempt, writer, checkpoint, &dir).await
+                Box::pin(recover_evaluation(
+                    rc, task, plan, attempt, writer, checkpoint, &dir,
+                ))
+                .await
             }
             None => None,
         };
         let outcome = match recovered {
             Some(outcome) => outcome,
-            None => physical_attempt(rc, task, plan, attempt, writer).await,
+            // Boxed, so that a task waiting out a retry's backoff holds no attempt state.
+            None => Box::pin(physical_attempt(rc, task, plan, attempt, writer)).await,
         };
         if outcome.cancelled {
             return (outcome.result, retries, true);

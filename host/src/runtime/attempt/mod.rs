@@ -121,24 +121,31 @@ enum AttemptState {
 
 impl AttemptState {
     /// The state after this one.
+    ///
+    /// Each transition's future is boxed: inline, this future (and every task's) would be as
+    /// large as the largest transition — the evaluation and close, ~29 KB — for the whole
+    /// attempt, while a running agent holds only the run stage (~3 KB). A thousand agents
+    /// running at once then hold ~3 MB of attempt state, not ~35 MB (`bench/PROFILE.md`).
     async fn next(self, step: &Step<'_>, writer: &TaskWriter) -> AttemptState {
         let scope = step.rc;
         match self {
-            AttemptState::Start => match open_environment(step, EnvironmentRole::Task).await {
+            AttemptState::Start => match Box::pin(open_environment(step, EnvironmentRole::Task))
+                .await
+            {
                 Err(halt) => AttemptState::Done(PhysicalOutcome {
                     cancelled: halt.is_cancelled(),
                     result: failed(step.task, halt.issue()),
                 }),
                 Ok(env) if !step.task.steps.is_empty() => {
                     let mut outcome =
-                        steps::run_steps(step, env, writer, steps::Done::default()).await;
+                        Box::pin(steps::run_steps(step, env, writer, steps::Done::default())).await;
                     scope.record_usage(&mut outcome.result);
                     AttemptState::Done(outcome)
                 }
                 Ok(env) => AttemptState::Opened(env),
             },
             AttemptState::Opened(env) => {
-                let mut stage = run_stage(step, &env.session, None).await;
+                let mut stage = Box::pin(run_stage(step, &env.session, None)).await;
                 if let Some(issue) = scope.model_failure() {
                     stage.result.push_issue(issue);
                 }
@@ -146,13 +153,19 @@ impl AttemptState {
             }
             AttemptState::Ran(env, mut stage) => {
                 if !stage.cancelled && !has_fatal(&stage.result) {
-                    collect::collect_artifacts(step, &env.session, writer, &mut stage.result).await;
+                    Box::pin(collect::collect_artifacts(
+                        step,
+                        &env.session,
+                        writer,
+                        &mut stage.result,
+                    ))
+                    .await;
                 }
                 scope.record_usage(&mut stage.result);
                 AttemptState::Collected(env, stage)
             }
             AttemptState::Collected(env, stage) => {
-                let mut outcome = evaluate_and_close(step, env, stage, writer).await;
+                let mut outcome = Box::pin(evaluate_and_close(step, env, stage, writer)).await;
                 scope.record_usage(&mut outcome.result);
                 AttemptState::Done(outcome)
             }
