@@ -11,16 +11,18 @@
 #
 # Workloads (each measured with /usr/bin/time -v for peak RSS; ours and Inspect alternate):
 #   startup    1 trivial QA task
-#   qa         N = 1,000 and 10,000 trivial QA tasks ("What is 2+2? ..." -> "4"); ours through the
+#   qa         N = 1,000, 5,000 and 10,000 trivial QA tasks ("What is 2+2? ..." -> "4"); ours through the
 #              openai_chat harness against scripted-llm on 127.0.0.1, Inspect with mockllm/model
 #              (usage set on every output, so no tiktoken download), 100 at a time
 #   qa100k     100,000 QA tasks, ours only (memory growth 1k -> 100k)
-#   sandbox    1,000 tasks each running `sh -c 'echo $((a + b))'` in an isolating environment:
+#   sandbox    500 tasks each running `sh -c 'echo $((a + b))'` in an isolating environment:
 #              ours `example_self_check` in the `sandbox` environment (bubblewrap), Inspect's
 #              `local` sandbox via sandbox().exec(); plus, for reference, ours in the unisolated
 #              `host_process` environment (Inspect's `local` sandbox does not isolate either)
 #   reuse      `--reuse` over a finished 10,000-task run of ours (every task imported, none
 #              rerun), and over the 100,000-task run
+#   agents     1,000 `cli_agent` tasks alive at once, each agent `sleep 20` in its own `sandbox`
+#              (--task-concurrency and --provider-limit sandbox=1000; ours only): host RSS, wall
 #   live       1,000 `sandbox` sessions open at once, each alive 60 s with a command every 5 s
 #              (bench/live_sessions.rs; --quick: 200 sessions for 20 s): latency, RSS, fds
 #   docker     100 tasks of `example_self_check` in the `docker` environment (busybox image,
@@ -65,9 +67,9 @@ CONCURRENCY=100
 TIMEOUT_S=3600 # per measured command
 
 if [ "$QUICK" -eq 1 ]; then
-    REPS_STARTUP=3 REPS_1K=2 REPS_10K=1 REPS_SANDBOX=2 RUN_100K=0
+    REPS_STARTUP=3 REPS_1K=2 REPS_5K=1 REPS_10K=1 REPS_SANDBOX=2 REPS_AGENTS=1 RUN_100K=0
 else
-    REPS_STARTUP=5 REPS_1K=3 REPS_10K=2 REPS_SANDBOX=3 RUN_100K=1
+    REPS_STARTUP=5 REPS_1K=3 REPS_5K=2 REPS_10K=2 REPS_SANDBOX=3 REPS_AGENTS=2 RUN_100K=1
 fi
 
 STAMP="$(date -u +%Y%m%dT%H%M%SZ)"
@@ -170,7 +172,7 @@ PORT="$(cat "$WORK/port")"
 log "scripted-llm on 127.0.0.1:$PORT (pid $LLM_PID)"
 
 # --- datasets -----------------------------------------------------------------------------------
-SIZES=(1 1000 10000)
+SIZES=(1 1000 5000 10000)
 [ "$RUN_100K" -eq 1 ] && SIZES+=(100000)
 for n in "${SIZES[@]}"; do
     "$PY" "$BENCH/compare_lib.py" dataset "$n" "$WORK/qa-$n.jsonl"
@@ -317,13 +319,34 @@ for rep in $(seq "$REPS_1K"); do
     drop "$WORK/out/ours-qa-1000-$rep" "$WORK/out/inspect-qa-1000-$rep"
 done
 
-# --- 3. sandbox 1,000 ---------------------------------------------------------------------------
+# --- 3. sandbox 500 -----------------------------------------------------------------------------
 for rep in $(seq "$REPS_SANDBOX"); do
-    ours_sandbox 1000 "$rep"
-    inspect_run sandbox sandbox_exec 1000 "$rep"
-    ours_sandbox 1000 "$rep" host_process # reference: the same work without isolation
-    drop "$WORK/out/ours-sandbox-1000-$rep" "$WORK/out/inspect-sandbox-1000-$rep" \
-        "$WORK/out/ours-host_process-1000-$rep"
+    ours_sandbox 500 "$rep"
+    inspect_run sandbox sandbox_exec 500 "$rep"
+    ours_sandbox 500 "$rep" host_process # reference: the same work without isolation
+    drop "$WORK/out/ours-sandbox-500-$rep" "$WORK/out/inspect-sandbox-500-$rep" \
+        "$WORK/out/ours-host_process-500-$rep"
+done
+
+# --- 3b. QA 5,000 -------------------------------------------------------------------------------
+for rep in $(seq "$REPS_5K"); do
+    ours_qa qa 5000 "$rep"
+    inspect_run qa qa 5000 "$rep"
+    drop "$WORK/out/ours-qa-5000-$rep" "$WORK/out/inspect-qa-5000-$rep"
+done
+
+# --- 3c. 1,000 agent tasks alive at once, ours only ---------------------------------------------
+for rep in $(seq "$REPS_AGENTS"); do
+    res="$WORK/out/ours-agents-1000-$rep"
+    mkdir -p "$res"
+    measure agents ours 1000 "$rep" "$res" -- \
+        "$HOST" run qa cli_agent bench-model --benchmark-params "{\"path\": \"$WORK/qa-1000.jsonl\"}" \
+        --harness-params '{"command": "sleep 20"}' --env sandbox --task-concurrency 1000 \
+        --provider-limit sandbox=1000 --model-base-url "http://127.0.0.1:$PORT/v1" \
+        --model-api-key x --progress none --results-dir "$res"
+    "$PY" "$BENCH/compare_lib.py" check-ours "$(run_dir_of "$res")" 1000 --any-score ||
+        die "ours agents n=1000: unexpected results"
+    drop "$res"
 done
 
 # --- 4. QA 10,000 and --reuse over it -----------------------------------------------------------

@@ -49,6 +49,10 @@ def cmd_check_ours(args):
         metrics = json.load(f)
     series = [s for s in metrics["series"] if s.get("role") == "headline"] or metrics["series"]
     head = series[0]
+    if args.any_score:
+        if head["counts"]["evaluated"] != args.n:
+            fail(f"{run}: {head['counts']['evaluated']} of {args.n} evaluated")
+        return
     if head["counts"]["evaluated"] != args.n or head["value"] != 1.0:
         fail(f"{run}: headline {head['value']} over {head['counts']}")
 
@@ -194,10 +198,11 @@ def cmd_report(args):
     w("")
     w("| workload | N | tool | reps | wall s | tasks/s | peak RSS MiB | result bytes/task | CPU s (user+sys) | load1 per rep |")
     w("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    order = [("startup", 1), ("qa", 1000), ("qa", 10000), ("qa", 100000), ("sandbox", 1000), ("exec_host_process", 1000),
-             ("reuse", 10000), ("reuse", 100000)]
+    order = [("startup", 1), ("qa", 1000), ("qa", 5000), ("qa", 10000), ("qa", 100000), ("sandbox", 500),
+             ("exec_host_process", 500), ("agents", 1000), ("reuse", 10000), ("reuse", 100000)]
     names = {"startup": "startup (1 QA task)", "qa": "trivial QA", "sandbox": "sandbox exec",
              "exec_host_process": "same exec, `host_process` (no isolation)",
+             "agents": "agent tasks alive at once (`cli_agent` `sleep 20`, `sandbox`)",
              "reuse": "`--reuse` of finished run"}
     for scenario, n in order:
         for tool in ("ours", "inspect"):
@@ -241,12 +246,18 @@ def cmd_report(args):
     def row(name, measured, ok):
         w(f"| {name} | {measured} | {'met' if ok else '**not met**'} |")
 
-    o, i = get("qa", "ours", 10000), get("qa", "inspect", 10000)
+    o, i = get("startup", "ours", 1), get("startup", "inspect", 1)
+    if o and i:
+        r = i.wall / o.wall
+        row("startup: 1-task wall time ≥ 200× shorter than Inspect's",
+            f"{fmt_ratio(r)} ({fmt_s(o.wall)} s vs {fmt_s(i.wall)} s)", r >= 200)
+    o, i = get("qa", "ours", 5000), get("qa", "inspect", 5000)
     if o and i:
         r = o.tps / i.tps
-        row("≥ 50× Inspect's tasks/s on 10,000 tasks", f"{fmt_ratio(r)} ({fmt_n(o.tps)} vs {fmt_n(i.tps)} tasks/s)", r >= 50)
-        ms = 1000 * o.cpu / 10000
-        row("host CPU ≤ 0.5 ms a QA task (10,000 tasks, user+sys)", f"{ms:.2f} ms", ms <= 0.5)
+        row("trivial QA, 5,000 tasks: ≥ 50× Inspect's tasks/s",
+            f"{fmt_ratio(r)} ({fmt_n(o.tps)} vs {fmt_n(i.tps)} tasks/s)", r >= 50)
+        ms = 1000 * o.cpu / 5000
+        row("trivial QA, 5,000 tasks: host CPU ≤ 0.9 ms a task (user+sys)", f"{ms:.2f} ms", ms <= 0.9)
     parts, ok = [], True
     for n in (1000, 10000):
         o, i = get("qa", "ours", n), get("qa", "inspect", n)
@@ -258,23 +269,33 @@ def cmd_report(args):
     top = get("qa", "ours", 100000)
     if base and top:
         g = 100 * (top.rss_mib / base.rss_mib - 1)
-        row("RSS growth ≤ 20 % from 1k to 100k tasks", f"{g:+.1f} % ({base.rss_mib:.1f} → {top.rss_mib:.1f} MiB)", g <= 20)
+        row("RSS growth ≤ 10 % from 1k to 100k tasks", f"{g:+.1f} % ({base.rss_mib:.1f} → {top.rss_mib:.1f} MiB)", g <= 10)
     elif base and get("qa", "ours", 10000):
         t = get("qa", "ours", 10000)
         g = 100 * (t.rss_mib / base.rss_mib - 1)
-        row("RSS growth ≤ 20 % from 1k to 100k tasks", f"not measured (--quick); 1k → 10k: {g:+.1f} %", False)
-    o, i = get("startup", "ours", 1), get("startup", "inspect", 1)
-    if o and i:
-        row("1-task wall time ≤ 1/40 of Inspect's", f"{fmt_s(o.wall)} s vs {fmt_s(i.wall)} s = 1/{i.wall / o.wall:.0f}", o.wall * 40 <= i.wall)
-    o, i = get("sandbox", "ours", 1000), get("sandbox", "inspect", 1000)
+        row("RSS growth ≤ 10 % from 1k to 100k tasks", f"not measured (--quick); 1k → 10k: {g:+.1f} %", False)
+    o, i = get("sandbox", "ours", 500), get("sandbox", "inspect", 500)
     if o and i:
         r = o.tps / i.tps
-        row("sandbox throughput ≥ 10× Inspect's `local` sandbox (1,000 tasks)",
+        row("sandbox exec, 500 tasks: ≥ 10× Inspect's `local` sandbox",
             f"{fmt_ratio(r)} ({fmt_n(o.tps)} vs {fmt_n(i.tps)} tasks/s)", r >= 10)
-        h = get("exec_host_process", "ours", 1000)
+        h = get("exec_host_process", "ours", 500)
         if h:
             w(f"| (reference) the same exec in our unisolated `host_process` environment | "
               f"{fmt_ratio(h.tps / i.tps)} ({fmt_n(h.tps)} tasks/s) | — |")
+    c = get("agents", "ours", 1000)
+    if c:
+        row("1,000 agent tasks alive at once (`cli_agent` `sleep 20`, `sandbox`): host RSS ≤ 60 MiB, wall ≤ 30 s",
+            f"{c.rss_mib:.1f} MiB, {fmt_s(c.wall)} s", c.rss_mib <= 60 and c.wall <= 30)
+    c = get("reuse", "ours", 100000)
+    if c:
+        row("`--reuse` of a finished 100,000-task run ≤ 15 s", f"{fmt_s(c.wall)} s (peak RSS {c.rss_mib:.1f} MiB)", c.wall <= 15)
+    else:
+        row("`--reuse` of a finished 100,000-task run ≤ 15 s", "not measured (--quick)", False)
+    o, i = get("qa", "ours", 10000), get("qa", "inspect", 10000)
+    if o and i:
+        w(f"| (no target) trivial QA, 10,000 tasks | {fmt_ratio(o.tps / i.tps)} ({fmt_n(o.tps)} vs "
+          f"{fmt_n(i.tps)} tasks/s), {1000 * o.cpu / 10000:.2f} ms host CPU a task | — |")
     docker = parse_docker(args.docker)
     if docker:
         o_ms, r_ms, ratio = docker["median"]
@@ -282,11 +303,6 @@ def cmd_report(args):
             f"{ratio:.2f}× ({o_ms:.1f} vs {r_ms:.1f} ms a task)", ratio <= 1.2)
     else:
         row("`docker`: per-task time ÷ raw `docker run` + `docker exec` ≤ 1.2×", "not measured (no Docker daemon)", False)
-    c = get("reuse", "ours", 100000)
-    if c:
-        row("`--reuse` of a finished 100,000-task run ≤ 15 s", f"{fmt_s(c.wall)} s (peak RSS {c.rss_mib:.1f} MiB)", c.wall <= 15)
-    else:
-        row("`--reuse` of a finished 100,000-task run ≤ 15 s", "not measured (--quick)", False)
     live = parse_live(args.live)
     rate_limits = None
     if args.rate_limits and os.path.exists(args.rate_limits):
@@ -386,6 +402,7 @@ def main():
     s.add_argument("run_dir")
     s.add_argument("n", type=int)
     s.add_argument("--reused", action="store_true")
+    s.add_argument("--any-score", action="store_true", help="only check that every task was evaluated")
     s.set_defaults(fn=cmd_check_ours)
     s = sub.add_parser("check-inspect")
     s.add_argument("log_dir")
