@@ -285,7 +285,12 @@ ours_sandbox() { # N REP [ENV]  (ENV: sandbox, or host_process for the unisolate
         die "ours $scenario n=$n: unexpected results"
 }
 
-drop() { [ "$KEEP" -eq 1 ] || rm -rf "$@"; }
+# Results are kept until the script ends (the EXIT trap removes $WORK/out): on ext4 without a
+# journal, deleting a run's tens of thousands of files makes every inode created in the next
+# five minutes scan the recently deleted ones (`recently_deleted` in `find_inode_bit`: 25 % of a
+# 5,000-task run's CPU right after a deletion), which measures the benchmark's own cleanup, not
+# the host. Inspect's runs write one file each and are unaffected either way.
+drop() { :; }
 
 # --- machine ------------------------------------------------------------------------------------
 "$PY" "$BENCH/compare_lib.py" machine "$WORK/meta.json" \

@@ -41,6 +41,8 @@ pub(crate) async fn run_captured(
     // then the group is killed while the leader is still unreaped (its id cannot be reused),
     // then tokio kills and reaps the leader.
     let mut child = cmd.spawn().map_err(spawn_failed)?;
+    // The command's arguments and environment (a few KB) are not needed while it runs.
+    drop(cmd);
     let mut group = GroupGuard::new(child.id());
     let mut stdout = Capture::start(child.stdout.take());
     let mut stderr = Capture::start(child.stderr.take());

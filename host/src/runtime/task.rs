@@ -98,8 +98,9 @@ async fn plan_and_run(
 ) -> LogicalAttempt {
     rc.emit(ProgressEvent::AttemptStarted(task_ref(task, Some(attempt))));
     rc.phase(task, attempt, TaskPhase::Plan);
+    // Boxed: an `ExecutionPlan` is 2.6 KB inline, held by this future for the whole attempt.
     let plan = match rc.planner.plan(task, &rc.resolved, attempt) {
-        Ok(plan) => plan,
+        Ok(plan) => Box::new(plan),
         Err(e) => {
             // A component that cannot do what this task asks says so: `unsupported`, like a
             // provider's refusal; any other planning failure is the host's `setup_failed`.
@@ -281,7 +282,15 @@ struct Attempts {
 }
 
 /// Runs every semantic attempt of `task` and publishes it.
-pub async fn run_task(rc: &RequestContext, task: TaskSpec, index: usize, total: usize) -> TaskEnd {
+///
+/// The task comes boxed: a `TaskSpec` is 1 KB inline, and the spawned future of each running
+/// task would otherwise hold it (once as the argument, once as this future's own).
+pub async fn run_task(
+    rc: &RequestContext,
+    task: Box<TaskSpec>,
+    index: usize,
+    total: usize,
+) -> TaskEnd {
     rc.emit(ProgressEvent::TaskStarted {
         task: task_ref(&task, None),
         index,

@@ -219,7 +219,7 @@ async fn run_unit(rc: &Arc<RequestContext>, shared: &Shared, tasks: Vec<UnitTask
         };
         let rc = rc.clone();
         running.spawn(async move {
-            let done = run_task(&rc, entry.task, entry.index, entry.total).await;
+            let done = run_task(&rc, Box::new(entry.task), entry.index, entry.total).await;
             drop(slot);
             done
         });

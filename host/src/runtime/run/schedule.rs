@@ -74,6 +74,7 @@ pub(super) async fn run_all(
         }
         let rc = rc.clone();
         let pause = shared.limits.pause_gate().clone();
+        let task = Box::new(task);
         running.spawn(async move {
             // The task's own cancellation (`ctl cancel`), cancelled with the request's.
             let cancel = TaskCancel::child_of(&rc.cancel);
