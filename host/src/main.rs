@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod malloc_arenas;
 
 use std::process::ExitCode;
 
@@ -19,6 +20,7 @@ use anyhow::Context;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    malloc_arenas::limit();
     if let Some(code) = agentcompass_builtins::sandbox::run_egress_forwarder() {
         return code;
     }
