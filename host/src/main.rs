@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod fd_limit;
 mod malloc_arenas;
 
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     malloc_arenas::limit();
+    fd_limit::raise();
     if let Some(code) = agentcompass_builtins::sandbox::run_egress_forwarder() {
         return code;
     }
