@@ -7,7 +7,8 @@
 #   --rebuild  run `cargo build --release --workspace` and re-bundle the plugins even when the
 #              release binaries exist (default: build only when missing)
 #   --keep     keep the results/log directories of every run under bench/.work/ (default: each
-#              run's output is measured with `du -sb`, then deleted)
+#              run's output is measured with `du -sb` and all are deleted when the script ends;
+#              the 100,000-task runs need ~4 GB meanwhile)
 #
 # Workloads (each measured with /usr/bin/time -v for peak RSS; ours and Inspect alternate):
 #   startup    1 trivial QA task
@@ -290,7 +291,15 @@ ours_sandbox() { # N REP [ENV]  (ENV: sandbox, or host_process for the unisolate
 # five minutes scan the recently deleted ones (`recently_deleted` in `find_inode_bit`: 25 % of a
 # 5,000-task run's CPU right after a deletion), which measures the benchmark's own cleanup, not
 # the host. Inspect's runs write one file each and are unaffected either way.
-drop() { :; }
+
+# qa_side_by_side SCENARIO N REPS: ours and Inspect on N QA tasks, alternating, REPS times.
+qa_side_by_side() {
+    local rep
+    for rep in $(seq "$3"); do
+        ours_qa "$1" "$2" "$rep"
+        inspect_run "$1" qa "$2" "$rep"
+    done
+}
 
 # --- machine ------------------------------------------------------------------------------------
 "$PY" "$BENCH/compare_lib.py" machine "$WORK/meta.json" \
@@ -307,38 +316,23 @@ log "warm-up"
     TSV=/dev/null
     ours_qa warmup 1 0
     inspect_run warmup qa 1 0
-    drop "$WORK/out/ours-qa-1-0" "$WORK/out/inspect-warmup-1-0"
 ) >/dev/null 2>&1 || die "warm-up failed (rerun to see why: bench/compare.sh --quick)"
 
 # --- 1. startup: one task -----------------------------------------------------------------------
-for rep in $(seq "$REPS_STARTUP"); do
-    ours_qa startup 1 "$rep"
-    inspect_run startup qa 1 "$rep"
-    drop "$WORK/out/ours-qa-1-$rep" "$WORK/out/inspect-startup-1-$rep"
-done
+qa_side_by_side startup 1 "$REPS_STARTUP"
 
 # --- 2. QA 1,000 --------------------------------------------------------------------------------
-for rep in $(seq "$REPS_1K"); do
-    ours_qa qa 1000 "$rep"
-    inspect_run qa qa 1000 "$rep"
-    drop "$WORK/out/ours-qa-1000-$rep" "$WORK/out/inspect-qa-1000-$rep"
-done
+qa_side_by_side qa 1000 "$REPS_1K"
 
 # --- 3. sandbox 500 -----------------------------------------------------------------------------
 for rep in $(seq "$REPS_SANDBOX"); do
     ours_sandbox 500 "$rep"
     inspect_run sandbox sandbox_exec 500 "$rep"
     ours_sandbox 500 "$rep" host_process # reference: the same work without isolation
-    drop "$WORK/out/ours-sandbox-500-$rep" "$WORK/out/inspect-sandbox-500-$rep" \
-        "$WORK/out/ours-host_process-500-$rep"
 done
 
 # --- 3b. QA 5,000 -------------------------------------------------------------------------------
-for rep in $(seq "$REPS_5K"); do
-    ours_qa qa 5000 "$rep"
-    inspect_run qa qa 5000 "$rep"
-    drop "$WORK/out/ours-qa-5000-$rep" "$WORK/out/inspect-qa-5000-$rep"
-done
+qa_side_by_side qa 5000 "$REPS_5K"
 
 # --- 3c. 1,000 agent tasks alive at once, ours only ---------------------------------------------
 for rep in $(seq "$REPS_AGENTS"); do
@@ -351,23 +345,19 @@ for rep in $(seq "$REPS_AGENTS"); do
         --model-api-key x --progress none --results-dir "$res"
     "$PY" "$BENCH/compare_lib.py" check-ours "$(run_dir_of "$res")" 1000 --any-score ||
         die "ours agents n=1000: unexpected results"
-    drop "$res"
 done
 
 # --- 4. QA 10,000 and --reuse over it -----------------------------------------------------------
 for rep in $(seq "$REPS_10K"); do
     ours_qa qa 10000 "$rep"
     ours_reuse 10000 "$rep"
-    drop "$WORK/out/ours-qa-10000-$rep"
     inspect_run qa qa 10000 "$rep"
-    drop "$WORK/out/inspect-qa-10000-$rep"
 done
 
 # --- 5. QA 100,000, ours only, and --reuse over it -----------------------------------------------
 if [ "$RUN_100K" -eq 1 ]; then
     ours_qa qa 100000 1
     ours_reuse 100000 1
-    drop "$WORK/out/ours-qa-100000-1"
 fi
 
 # --- 6. live sandbox sessions, ours only --------------------------------------------------------
