@@ -452,10 +452,12 @@ fn verify_refuses_a_fifo_named_like_a_plugin_without_blocking() {
 /// A library's digest is taken from the user's digest cache only while the open file is the
 /// one hashed (same device, inode, size and times): a library changed in place, even keeping
 /// its size, is hashed again and refused; a library written less than two seconds ago is not
-/// recorded at all.
+/// recorded at all. abi_stable's layout verdict is recorded for the digest and the host
+/// binary, and only that pair skips the layout walk: another host binary walks it again.
 #[test]
 fn the_digest_cache_never_hides_a_changed_library() {
     use std::io::{Seek, SeekFrom, Write};
+    use std::process::Command;
     let dirs = PluginDirs::new();
     let good = dirs.package("good", "example-pack");
     let lib = good.join("example-pack.so");
@@ -463,28 +465,66 @@ fn the_digest_cache_never_hides_a_changed_library() {
     let cache_home = dirs.root().join("cache-home");
     let cache = cache_home.join("agentcompass-host/plugin-digests");
     let env = [("XDG_CACHE_HOME", cache_home.to_str().unwrap())];
+    let debug_env = [
+        ("XDG_CACHE_HOME", cache_home.to_str().unwrap()),
+        ("AGENTCOMPASS_LOG", "agentcompass_loader=debug"),
+    ];
     let mut args = plugin_dir_args(&[&good]);
     args.extend(["list".into(), "benchmark".into()]);
     let list = || run_host_env(&args, &env);
+    let entries = || -> Vec<String> {
+        let text = fs::read_to_string(&cache).unwrap();
+        assert_eq!(text.lines().next(), Some("agentcompass plugin digests v2"));
+        text.lines().skip(1).map(str::to_string).collect()
+    };
 
-    // Just packaged: too fresh to record.
+    // Just packaged: too fresh to record its digest. The layout verdict names the digest
+    // itself (and the host binary, built long before), so it is recorded at once.
     let out = list().expect_code(0);
     assert!(out.stdout.contains("example_exact_match"), "{out:?}");
-    assert!(!cache.exists(), "a racy library was recorded");
+    let recorded = entries();
+    assert_eq!(
+        recorded.len(),
+        1,
+        "a racy library was recorded: {recorded:?}"
+    );
+    assert!(
+        recorded[0].starts_with("layout ") && recorded[0].ends_with(&real),
+        "{recorded:?}"
+    );
 
-    // Once it is older than the racy window, the load records it.
+    // Once it is older than the racy window, the load records its digest too.
     std::thread::sleep(std::time::Duration::from_millis(2_100));
     let out = list().expect_code(0);
     assert!(out.stdout.contains("example_exact_match"), "{out:?}");
-    let text = fs::read_to_string(&cache).unwrap();
-    assert_eq!(text.lines().count(), 2, "{text}");
-    assert!(text.lines().nth(1).unwrap().ends_with(&real), "{text}");
+    let recorded = entries();
+    assert_eq!(recorded.len(), 2, "{recorded:?}");
+    assert!(
+        !recorded[0].starts_with("layout ") && recorded[0].ends_with(&real),
+        "{recorded:?}"
+    );
     let mode = fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    // ...and the next load takes that entry (unchanged file: loads, nothing rewritten).
+    // ...and the next load takes both entries (unchanged file: loads, nothing rewritten).
     let written = fs::metadata(&cache).unwrap().modified().unwrap();
-    list().expect_code(0);
+    let out = run_host_env(&args, &debug_env).expect_code(0);
+    assert!(out.stderr.contains("layout=AcceptedBefore"), "{out:?}");
     assert_eq!(fs::metadata(&cache).unwrap().modified().unwrap(), written);
+
+    // Another host binary (a copy: another inode) walks the layout in full.
+    let other_host = dirs.root().join("other-host");
+    fs::copy(agentcompass_e2e::host_bin(), &other_host).unwrap();
+    let out = Command::new(&other_host)
+        .args(&args)
+        .envs(debug_env)
+        .output()
+        .unwrap();
+    let out = agentcompass_e2e::Outcome::of(out).expect_code(0);
+    assert!(out.stdout.contains("example_exact_match"), "{out:?}");
+    assert!(
+        out.stderr.contains("layout=Full") && !out.stderr.contains("layout=AcceptedBefore"),
+        "{out:?}"
+    );
 
     // One byte changed in place: same inode, same size, and still refused.
     let mut file = fs::OpenOptions::new().write(true).open(&lib).unwrap();

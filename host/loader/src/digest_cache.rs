@@ -1,5 +1,7 @@
-//! A per-user cache of plugin libraries' SHA-256 digests, so that a run does not hash the same
-//! unchanged libraries again (hashing the bundled plugins was over a third of a one-task run).
+//! A per-user cache of what loading an unchanged plugin library already established, so that a
+//! run does not establish it again: the library's SHA-256 digest (hashing the bundled plugins
+//! was over a third of a one-task run) and abi_stable's verdict on its layout (walking the
+//! layout of everything reachable from each root module was ~40 % of `list benchmark`).
 //!
 //! An entry is keyed by what the kernel reports for the *open descriptor* that is then
 //! `dlopen`ed: device, inode, size, modification time and status-change time, in nanoseconds
@@ -10,6 +12,12 @@
 //! timestamp tick, so it is hashed on every load until it has been quiet that long. The stamp
 //! is read again after hashing and the entry dropped if it moved.
 //!
+//! A layout verdict is the pair (stamp of the running host binary, digest of the library):
+//! abi_stable accepted the layout of the library with those bytes against the layout this
+//! exact host binary expects (both are static data of the two files, so the pair decides the
+//! outcome). Only acceptances are recorded, never while the host binary is racy, and a library
+//! is checked in full again as soon as either file changes.
+//!
 //! The cache file (`plugin-digests`, one entry a line) lives in the user's cache directory and
 //! is trusted like a plugin: its path must pass [`check_path_trusted`] and the file must be
 //! owned by root or the current user and writable by nobody else; otherwise, or if a line does
@@ -17,7 +25,7 @@
 //! atomically (a new file renamed over the old one) only when a load added an entry. A load
 //! with a lock file (`--plugin-lock`) never uses it: a pinned load hashes every byte.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -31,10 +39,15 @@ use crate::trust::{check_owner_and_mode, check_path_trusted, current_euid};
 /// A file whose modification or status-change time is less than this many seconds old when it
 /// is hashed is not recorded.
 pub const RACY_SECONDS: i64 = 2;
-/// At most this many entries are kept; the ones used or added by the latest load come first.
+/// At most this many digests (and as many layout verdicts) are kept; the ones used or added by
+/// the latest load come first.
 const MAX_ENTRIES: usize = 256;
-/// The first line of the file; a file with another first line is ignored.
-const HEADER: &str = "agentcompass plugin digests v1";
+/// The first line of the file; a file with another first line (or [`HEADER_V1`]) is ignored.
+const HEADER: &str = "agentcompass plugin digests v2";
+/// The first line written before layout verdicts existed (digest lines only); still read.
+const HEADER_V1: &str = "agentcompass plugin digests v1";
+/// The first word of a layout-verdict line (the rest is a stamp line).
+const LAYOUT_PREFIX: &str = "layout ";
 /// The cache file's name in its directory.
 pub const FILE_NAME: &str = "plugin-digests";
 
@@ -99,6 +112,10 @@ struct Entries {
     digests: HashMap<FileStamp, String>,
     /// The stamps in the order to write them: used or added by this load first.
     order: Vec<FileStamp>,
+    /// Layout verdicts: (host binary stamp, library digest) pairs abi_stable accepted.
+    layouts: HashSet<(FileStamp, String)>,
+    /// The verdicts in the order to write them: used or added by this load first.
+    layout_order: Vec<(FileStamp, String)>,
     /// Whether this load added an entry (the file is rewritten only then).
     added: bool,
     /// How many lookups hit, for the debug log.
@@ -159,10 +176,7 @@ impl DigestCache {
     /// when hashing started and `after` when it ended; nothing is recorded if the file moved
     /// meanwhile or changed too recently to be sure (see [`RACY_SECONDS`]).
     pub fn record(&self, before: FileStamp, after: FileStamp, sha256: &str) {
-        let now_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as i128);
-        if before != after || before.is_racy(now_ns) {
+        if before != after || before.is_racy(now_ns()) {
             return;
         }
         let Ok(mut entries) = self.entries.lock() else {
@@ -171,6 +185,38 @@ impl DigestCache {
         entries.digests.insert(before, sha256.to_string());
         entries.order.retain(|s| *s != before);
         entries.order.insert(0, before);
+        entries.added = true;
+    }
+
+    /// Whether abi_stable accepted the layout of the library whose digest is `sha256` against
+    /// the host binary whose stamp is `host` in an earlier load.
+    pub fn layout_accepted(&self, host: &FileStamp, sha256: &str) -> bool {
+        let Ok(mut entries) = self.entries.lock() else {
+            return false;
+        };
+        let key = (*host, sha256.to_string());
+        if !entries.layouts.contains(&key) {
+            return false;
+        }
+        entries.hits += 1;
+        entries.layout_order.retain(|k| *k != key);
+        entries.layout_order.insert(0, key);
+        true
+    }
+
+    /// Records that abi_stable accepted the layout of the library whose digest is `sha256`
+    /// against the host binary whose stamp is `host` (not recorded while that binary is racy).
+    pub fn record_layout(&self, host: FileStamp, sha256: &str) {
+        if host.is_racy(now_ns()) {
+            return;
+        }
+        let Ok(mut entries) = self.entries.lock() else {
+            return;
+        };
+        let key = (host, sha256.to_string());
+        entries.layout_order.retain(|k| *k != key);
+        entries.layout_order.insert(0, key.clone());
+        entries.layouts.insert(key);
         entries.added = true;
     }
 
@@ -191,6 +237,19 @@ impl DigestCache {
     }
 }
 
+fn now_ns() -> i128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// The stamp of the running host binary (`/proc/self/exe`), the key of layout verdicts.
+pub fn host_binary_stamp() -> Option<FileStamp> {
+    std::fs::metadata("/proc/self/exe")
+        .ok()
+        .map(|meta| FileStamp::of(&meta))
+}
+
 /// Reads and checks the cache file; an error says why it is not used.
 fn read_entries(path: &Path) -> Result<Entries, String> {
     let uid = current_euid().map_err(|e| e.to_string())?;
@@ -200,13 +259,20 @@ fn read_entries(path: &Path) -> Result<Entries, String> {
     let mut text = String::new();
     std::io::Read::read_to_string(&mut file, &mut text).map_err(|e| e.to_string())?;
     let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
+    if !matches!(lines.next(), Some(HEADER | HEADER_V1)) {
         return Err("unknown format".into());
     }
     let mut entries = Entries::default();
     for line in lines {
-        let (stamp, digest) =
-            FileStamp::parse_line(line).ok_or_else(|| format!("bad line {line:?}"))?;
+        let bad = || format!("bad line {line:?}");
+        if let Some(verdict) = line.strip_prefix(LAYOUT_PREFIX) {
+            let key = FileStamp::parse_line(verdict).ok_or_else(bad)?;
+            if entries.layouts.insert(key.clone()) {
+                entries.layout_order.push(key);
+            }
+            continue;
+        }
+        let (stamp, digest) = FileStamp::parse_line(line).ok_or_else(bad)?;
         if entries.digests.insert(stamp, digest).is_none() {
             entries.order.push(stamp);
         }
@@ -220,7 +286,8 @@ fn write_entries(path: &Path, entries: &Entries) -> std::io::Result<()> {
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let mut text = String::with_capacity(64 + entries.order.len() * 120);
+    let mut text =
+        String::with_capacity(64 + (entries.order.len() + entries.layout_order.len()) * 130);
     text.push_str(HEADER);
     text.push('\n');
     for stamp in entries.order.iter().take(MAX_ENTRIES) {
@@ -228,6 +295,11 @@ fn write_entries(path: &Path, entries: &Entries) -> std::io::Result<()> {
             text.push_str(&stamp.to_line(digest));
             text.push('\n');
         }
+    }
+    for (host, digest) in entries.layout_order.iter().take(MAX_ENTRIES) {
+        text.push_str(LAYOUT_PREFIX);
+        text.push_str(&host.to_line(digest));
+        text.push('\n');
     }
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -349,6 +421,57 @@ mod tests {
         let link = tmp.path().join("link");
         std::os::unix::fs::symlink(&path, &link).unwrap();
         assert_eq!(DigestCache::open(link).lookup(&stamp), None);
+    }
+
+    #[test]
+    fn a_layout_verdict_holds_for_its_digest_and_host_binary_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host_file = tmp.path().join("host");
+        std::fs::write(&host_file, b"host").unwrap();
+        let host = old_stamp(&host_file);
+        let path = tmp.path().join(FILE_NAME);
+        let cache = DigestCache::open(path.clone());
+        let (a, b) = ("a".repeat(64), "b".repeat(64));
+        assert!(!cache.layout_accepted(&host, &a));
+        cache.record_layout(host, &a);
+        cache.persist();
+        let again = DigestCache::open(path.clone());
+        assert!(again.layout_accepted(&host, &a));
+        // Another library, or another host binary (any field of its stamp), walks it again.
+        assert!(!again.layout_accepted(&host, &b));
+        let mut rebuilt = host;
+        rebuilt.ctime_ns += 1;
+        assert!(!again.layout_accepted(&rebuilt, &a));
+        // Digests and verdicts live side by side; a file of the first format is still read.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            format!("{HEADER}\n{LAYOUT_PREFIX}{}\n", host.to_line(&a))
+        );
+        let digest_line = host.to_line(&b);
+        std::fs::write(&path, format!("{HEADER_V1}\n{digest_line}\n")).unwrap();
+        assert_eq!(DigestCache::open(path).lookup(&host), Some(b));
+    }
+
+    #[test]
+    fn a_host_binary_changed_within_the_racy_window_records_no_verdict() {
+        let tmp = tempfile::tempdir().unwrap();
+        let host_file = tmp.path().join("host");
+        std::fs::write(&host_file, b"host").unwrap();
+        let fresh = stamp_of(&host_file);
+        let path = tmp.path().join(FILE_NAME);
+        let cache = DigestCache::open(path.clone());
+        cache.record_layout(fresh, &"a".repeat(64));
+        cache.persist();
+        assert!(!path.exists(), "nothing added, nothing written");
+        assert!(!cache.layout_accepted(&fresh, &"a".repeat(64)));
+    }
+
+    #[test]
+    fn the_running_binary_has_a_stamp() {
+        let stamp = host_binary_stamp().unwrap();
+        let exe = std::fs::metadata(std::env::current_exe().unwrap()).unwrap();
+        assert_eq!(stamp, FileStamp::of(&exe));
     }
 
     #[test]

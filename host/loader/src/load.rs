@@ -17,7 +17,8 @@ use agentcompass_plugin_api::sdk::Ctx;
 use agentcompass_plugin_api::{one_line, Error};
 
 use super::digest_cache::DigestCache;
-use super::dlopen::{open_root_module, OpenFailure};
+use super::digest_cache::{host_binary_stamp, FileStamp};
+use super::dlopen::{open_root_module, LayoutCheck, OpenFailure};
 use super::lockfile::PluginLock;
 use super::manifest::PluginManifest;
 use super::trust::{
@@ -126,7 +127,9 @@ pub struct LoadOptions {
     /// detached services: no logging, no cancellation).
     pub init_services: Option<fn(&str) -> Ctx>,
     /// Digests of libraries hashed by earlier loads (`crate::digest_cache`); not used when
-    /// `lock` is set. Written back at the end of [`load_dirs`] if the load added one.
+    /// `lock` is set. Also the layout verdicts of earlier loads, used with or without a lock
+    /// (they are keyed by the digest, hashed in full under a lock). Written back at the end
+    /// of [`load_dirs`] if the load added an entry.
     pub digest_cache: Option<DigestCache>,
 }
 
@@ -142,6 +145,10 @@ pub struct LoadReport {
 /// Loads every plugin of every directory, in order.
 pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     let mut report = LoadReport::default();
+    let host = options
+        .digest_cache
+        .as_ref()
+        .and_then(|_| host_binary_stamp());
     for dir in dirs {
         let listed = trusted_plugin_dir(&dir.path).and_then(|d| list_plugin_files(&d));
         let candidates = match listed {
@@ -154,7 +161,7 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
         for candidate in candidates {
             let loaded = candidate
                 .map_err(|e| LoadProblem::from_trust(&e))
-                .and_then(|c| load_candidate(&c, dir.role, options));
+                .and_then(|c| load_candidate(&c, dir.role, options, host.as_ref()));
             match loaded {
                 Ok(plugin) => report.plugins.push(plugin),
                 Err(problem) => report.problems.push(problem),
@@ -169,11 +176,13 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
 
 /// Runs every check on one library and loads it. Every file is opened only if it is a regular
 /// file (a FIFO named `NAME.so` or `NAME.plugin.toml` never blocks the load), and checked again
-/// on its descriptor.
+/// on its descriptor. `host` is the running host binary's stamp, the key of the layout
+/// verdicts in `options.digest_cache` (without it, every layout is checked in full).
 pub fn load_candidate(
     candidate: &PluginCandidate,
     role: DirRole,
     options: &LoadOptions,
+    host: Option<&FileStamp>,
 ) -> Result<LoadedPlugin, LoadProblem> {
     let library = &candidate.library;
     let started = std::time::Instant::now();
@@ -221,8 +230,16 @@ pub fn load_candidate(
     }
     let sha256 = verified.sha256().to_string();
     let checked = started.elapsed();
-    let root = open_root_module(&verified.into_dlopen_path())
+    let verdicts = options.digest_cache.as_ref().zip(host);
+    let layout = match verdicts {
+        Some((cache, host)) if cache.layout_accepted(host, &sha256) => LayoutCheck::AcceptedBefore,
+        _ => LayoutCheck::Full,
+    };
+    let root = open_root_module(&verified.into_dlopen_path(), layout)
         .map_err(|failure| describe_open_failure(library, &manifest.name, failure))?;
+    if let (LayoutCheck::Full, Some((cache, host))) = (layout, verdicts) {
+        cache.record_layout(*host, &sha256);
+    }
     let opened = started.elapsed();
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
     check_description(&manifest, &description).map_err(|e| refuse(&e))?;
@@ -243,6 +260,7 @@ pub fn load_candidate(
         plugin = %source,
         checks_us = checked.as_micros() as u64,
         dlopen_and_abi_check_us = (opened - checked).as_micros() as u64,
+        ?layout,
         total_us = started.elapsed().as_micros() as u64,
         "plugin loaded"
     );
@@ -388,7 +406,7 @@ pub fn inspect_library(library: &Path) -> Result<(PluginDescription, String), Lo
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     let sha256 = verified.sha256().to_string();
-    let root = open_root_module(&verified.into_dlopen_path())
+    let root = open_root_module(&verified.into_dlopen_path(), LayoutCheck::Full)
         .map_err(|failure| describe_open_failure(library, &name, failure))?;
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
     Ok((description, sha256))

@@ -68,7 +68,7 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
     let options = LoadOptions {
         lock,
         init_services: Some(agentcompass_host::host_services::plugin_init_services),
-        // `plugin verify` hashes every byte.
+        // `plugin verify` hashes every byte and checks every layout.
         digest_cache: None,
     };
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
@@ -77,7 +77,7 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
     for path in paths {
         for candidate in candidates(path) {
             let result = candidate
-                .and_then(|c| load_candidate(&c, DirRole::Plugins, &options))
+                .and_then(|c| load_candidate(&c, DirRole::Plugins, &options, None))
                 .and_then(|plugin| {
                     let name = plugin.source.name.clone();
                     let shown = plugin.source.to_string();
