@@ -20,6 +20,7 @@
 //! (see [`crate::fsutil`]).
 
 pub mod claim;
+mod link_tree;
 mod plans;
 mod published;
 mod task;

@@ -353,8 +353,8 @@ pub(super) fn import_published(
     // The staged directory is hidden and appears only by the rename that publishes it, so its
     // files get their final names at once (no temp name and rename per file); the host's
     // records are hard links of the source's where the file system allows.
-    let copied = copy_tree_into(&task.dir, &staged, hook, FileCopy::Linked)
-        .and_then(|()| verify_artifacts(&staged, &task.dir));
+    let copied = super::link_tree::link_tree(&task.dir, &staged, hook)
+        .and_then(|tree| verify_artifacts(&staged, &tree.subdirs, &task.dir));
     if let Err(e) = copied {
         if let Err(cleanup) = fs::remove_dir_all(&staged) {
             if cleanup.kind() != io::ErrorKind::NotFound {
@@ -366,18 +366,16 @@ pub(super) fn import_published(
     install_task_dir(&details, &staged, &name, task.state)
 }
 
-/// Verifies the copied artifacts of every `attempt-*` directory of the staged task copy
-/// `staged` against the attempt's `artifacts.manifest.json` (attempts without one are
-/// accepted as they are). A missing or corrupt artifact file is an error naming the file in
-/// the source task directory `source`, so the task is not imported and reruns.
-fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
+/// Verifies the copied artifacts of every `attempt-*` directory among `subdirs` of the staged
+/// task copy `staged` against the attempt's `artifacts.manifest.json` (attempts without one
+/// are accepted as they are). A missing or corrupt artifact file is an error naming the file
+/// in the source task directory `source`, so the task is not imported and reruns.
+fn verify_artifacts(staged: &Path, subdirs: &[String], source: &Path) -> Result<(), StoreError> {
     use crate::artifacts::verify_attempt_dir;
-    let entries = fs::read_dir(staged).map_err(|e| StoreError::io("list", staged, e))?;
-    let mut attempts: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("attempt-"))
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| e.path())
+    let mut attempts: Vec<PathBuf> = subdirs
+        .iter()
+        .filter(|name| name.starts_with("attempt-"))
+        .map(|name| staged.join(name))
         .collect();
     attempts.sort();
     for attempt in attempts {
@@ -400,29 +398,6 @@ fn verify_artifacts(staged: &Path, source: &Path) -> Result<(), StoreError> {
 /// (modes set after filling them) and symlinks (recreated as links). Never hard-links.
 /// Other file types are skipped.
 pub fn copy_tree(src: &Path, dst: &Path, hook: &mut CopyHook<'_>) -> Result<(), StoreError> {
-    copy_tree_into(src, dst, hook, FileCopy::Atomic)
-}
-
-/// The files an import hard-links: records only the host writes, always replaced by rename.
-const LINKED_FILES: [Option<&str>; 2] = [Some("task.json"), Some("result.json")];
-
-/// How [`copy_tree_into`] writes each file.
-#[derive(Clone, Copy)]
-enum FileCopy {
-    /// Through a hidden temp name and a rename: a reader of `dst` never sees a partial file.
-    Atomic,
-    /// Under its final name, for a destination nobody reads before it is published: the
-    /// host's own records ([`LINKED_FILES`]) as hard links where the file system allows,
-    /// everything else (artifacts, logs: files a user may edit in place) copied.
-    Linked,
-}
-
-fn copy_tree_into(
-    src: &Path,
-    dst: &Path,
-    hook: &mut CopyHook<'_>,
-    files: FileCopy,
-) -> Result<(), StoreError> {
     fs::create_dir_all(dst).map_err(|e| StoreError::io("create directory", dst, e))?;
     let entries = fs::read_dir(src).map_err(|e| StoreError::io("list", src, e))?;
     for entry in entries {
@@ -433,17 +408,11 @@ fn copy_tree_into(
             .file_type()
             .map_err(|e| StoreError::io("inspect", &from, e))?;
         if kind.is_dir() {
-            copy_tree_into(&from, &to, hook, files)?;
+            copy_tree(&from, &to, hook)?;
         } else if kind.is_file() {
             hook(&from).map_err(|e| StoreError::io("copy", &from, e))?;
-            let copied = match files {
-                FileCopy::Atomic => crate::fsutil::copy_file_atomic(&from, &to),
-                FileCopy::Linked if LINKED_FILES.contains(&entry.file_name().to_str()) => {
-                    crate::fsutil::link_or_copy(&from, &to)
-                }
-                FileCopy::Linked => crate::fsutil::copy_file(&from, &to),
-            };
-            copied.map_err(|e| StoreError::io("copy", &from, e))?;
+            crate::fsutil::copy_file_atomic(&from, &to)
+                .map_err(|e| StoreError::io("copy", &from, e))?;
         } else if kind.is_symlink() {
             let target = fs::read_link(&from).map_err(|e| StoreError::io("read link", &from, e))?;
             std::os::unix::fs::symlink(&target, &to)
