@@ -11,6 +11,7 @@ pub mod host_services;
 pub mod install;
 pub mod issue_codes;
 pub mod logging;
+pub mod malloc_arenas;
 pub mod metrics;
 pub mod planner;
 pub mod progress;

@@ -5,7 +5,6 @@
 mod cli;
 mod commands;
 mod fd_limit;
-mod malloc_arenas;
 
 use std::process::ExitCode;
 
@@ -21,7 +20,7 @@ use anyhow::Context;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    malloc_arenas::limit();
+    agentcompass_host::malloc_arenas::limit();
     fd_limit::raise();
     if let Some(code) = agentcompass_builtins::sandbox::run_egress_forwarder() {
         return code;

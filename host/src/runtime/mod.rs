@@ -192,6 +192,7 @@ pub async fn execute(
     let cancel = CancelToken::new();
     let stop_reason = Arc::new(Mutex::new(None));
     watch_signals(cancel.clone(), stop_reason.clone(), notify);
+    let trimmer = tokio::spawn(crate::malloc_arenas::return_freed_memory());
     let runtime = &orchestration.runtime;
     if runtime.timeout_seconds > 0.0 {
         watch_deadline(
@@ -226,6 +227,7 @@ pub async fn execute(
         }),
     };
     let requests = futures_join_all(prepared.into_iter().map(|p| run_request(&shared, p))).await;
+    trimmer.abort();
     let stop = stop_reason.lock().map(|r| *r).unwrap_or(None);
     OrchestrationOutcome {
         status: OrchestrationStatus::of(stop, &requests),
