@@ -12,9 +12,11 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Mode, OFlags};
 
-use super::published::CopyHook;
 use super::StoreError;
 use crate::fsutil::sync_each_write;
+
+/// Called with every file before it is copied (tests use it to fail a copy midway).
+pub type CopyHook<'a> = dyn FnMut(&Path) -> io::Result<()> + 'a;
 
 /// The files an import hard-links: records only the host writes, always replaced by rename
 /// (see ARCHITECTURE.md, "Reuse links the records it imports"). Everything else (artifacts,

@@ -28,9 +28,10 @@ mod task;
 #[cfg(test)]
 mod tests;
 
+pub use link_tree::CopyHook;
 pub use published::{
     attempts_complete, copy_tree, count_published, find_reuse_source, published_task,
-    published_tasks, read_run_info, running_tasks, CopyHook, PublishedTask, PublishedTasks,
+    published_tasks, read_run_info, running_tasks, PublishedTask, PublishedTasks,
 };
 pub use task::{
     FencedPublish, TaskState, TaskWriter, STEPS_CHECKPOINT_FILE, STEPS_DIR, STEP_SNAPSHOT_DIR,

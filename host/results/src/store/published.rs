@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use super::link_tree::CopyHook;
 use super::task::{install_task_dir, RESULT_FILE, TASK_FILE};
 use super::{
     create_dir_all, namespace_dir, sanitize_component, task_dir_name, unique_suffix, ReuseImport,
@@ -331,10 +332,6 @@ fn ends_in_digest(name: &str) -> bool {
             .bytes()
             .all(|b| b.is_ascii_hexdigit())
 }
-
-/// Called for every copied file; tests use it to inject a failure part-way.
-/// Called with every file before it is copied (tests use it to fail a copy midway).
-pub type CopyHook<'a> = dyn FnMut(&Path) -> io::Result<()> + 'a;
 
 pub(super) fn import_published(
     store: &RunStore,
