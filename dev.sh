@@ -294,6 +294,20 @@ start_docker() {
     export AGENTCOMPASS_TEST_DOCKER_HOST="$DOCKER_HOST"
 }
 
+# Incremental compilation caches only grow (41 GB after a few weeks of sessions filled a
+# machine's disk quota); when the target's file system has less than 20 GiB free, drop them:
+# the next build is slower once, nothing else is lost.
+prune_incremental() {
+    local dir avail_kib
+    dir="$(profile_dir debug)/incremental"
+    [ -d "$dir" ] || return 0
+    avail_kib="$(df --output=avail -k "$dir" | tail -1 | tr -d ' ')"
+    if [ "${avail_kib:-0}" -lt $((20 * 1024 * 1024)) ]; then
+        echo "dev.sh: less than 20 GiB free; removing $dir" >&2
+        rm -rf "$dir"
+    fi
+}
+
 case "${1:-}" in
 demo)
     # The sandbox environment needs bubblewrap; nothing else (no Docker, no network, no key).
@@ -331,6 +345,7 @@ demo)
     echo "browse them: $host view $results --open"
     ;;
 test)
+    prune_incremental
     ensure_tools
     ensure_harbor_oracle
     ensure_model_sdks
@@ -355,6 +370,7 @@ check)
     # no Docker, Slurm, browser, agent CLI or oracle venv (the `check` profile of
     # .config/nextest.toml). Needs only bubblewrap, like the demo.
     ensure_bwrap
+    prune_incremental
     cargo fmt --all -- --check
     cargo build --workspace
     bundle_plugins debug "${ALL_PLUGINS[@]}"
