@@ -127,6 +127,9 @@ struct Entries {
 pub struct DigestCache {
     path: PathBuf,
     entries: Mutex<Entries>,
+    /// The running host binary's stamp, the key of layout verdicts (none: every layout is
+    /// checked in full and nothing is recorded).
+    host: Option<FileStamp>,
 }
 
 impl DigestCache {
@@ -159,7 +162,15 @@ impl DigestCache {
         DigestCache {
             path,
             entries: Mutex::new(entries),
+            host: host_binary_stamp(),
         }
+    }
+
+    /// The same cache keyed for the host binary whose stamp is `host` (tests).
+    #[cfg(test)]
+    fn for_host(mut self, host: FileStamp) -> Self {
+        self.host = Some(host);
+        self
     }
 
     /// The digest recorded for `stamp`, if any.
@@ -189,12 +200,12 @@ impl DigestCache {
     }
 
     /// Whether abi_stable accepted the layout of the library whose digest is `sha256` against
-    /// the host binary whose stamp is `host` in an earlier load.
-    pub fn layout_accepted(&self, host: &FileStamp, sha256: &str) -> bool {
-        let Ok(mut entries) = self.entries.lock() else {
+    /// the running host binary in an earlier load.
+    pub fn layout_accepted(&self, sha256: &str) -> bool {
+        let (Some(host), Ok(mut entries)) = (self.host, self.entries.lock()) else {
             return false;
         };
-        let key = (*host, sha256.to_string());
+        let key = (host, sha256.to_string());
         if !entries.layouts.contains(&key) {
             return false;
         }
@@ -205,11 +216,11 @@ impl DigestCache {
     }
 
     /// Records that abi_stable accepted the layout of the library whose digest is `sha256`
-    /// against the host binary whose stamp is `host` (not recorded while that binary is racy).
-    pub fn record_layout(&self, host: FileStamp, sha256: &str) {
-        if host.is_racy(now_ns()) {
+    /// against the running host binary (not recorded while that binary is racy).
+    pub fn record_layout(&self, sha256: &str) {
+        let Some(host) = self.host.filter(|host| !host.is_racy(now_ns())) else {
             return;
-        }
+        };
         let Ok(mut entries) = self.entries.lock() else {
             return;
         };
@@ -244,7 +255,7 @@ fn now_ns() -> i128 {
 }
 
 /// The stamp of the running host binary (`/proc/self/exe`), the key of layout verdicts.
-pub fn host_binary_stamp() -> Option<FileStamp> {
+fn host_binary_stamp() -> Option<FileStamp> {
     std::fs::metadata("/proc/self/exe")
         .ok()
         .map(|meta| FileStamp::of(&meta))
@@ -423,25 +434,32 @@ mod tests {
         assert_eq!(DigestCache::open(link).lookup(&stamp), None);
     }
 
+    /// A stand-in host binary in `dir`.
+    fn host_binary(dir: &Path) -> PathBuf {
+        let host_file = dir.join("host");
+        std::fs::write(&host_file, b"host").unwrap();
+        host_file
+    }
+
     #[test]
     fn a_layout_verdict_holds_for_its_digest_and_host_binary_only() {
         let tmp = tempfile::tempdir().unwrap();
-        let host_file = tmp.path().join("host");
-        std::fs::write(&host_file, b"host").unwrap();
-        let host = old_stamp(&host_file);
+        let host = old_stamp(&host_binary(tmp.path()));
         let path = tmp.path().join(FILE_NAME);
-        let cache = DigestCache::open(path.clone());
+        let cache = DigestCache::open(path.clone()).for_host(host);
         let (a, b) = ("a".repeat(64), "b".repeat(64));
-        assert!(!cache.layout_accepted(&host, &a));
-        cache.record_layout(host, &a);
+        assert!(!cache.layout_accepted(&a));
+        cache.record_layout(&a);
         cache.persist();
-        let again = DigestCache::open(path.clone());
-        assert!(again.layout_accepted(&host, &a));
+        let again = DigestCache::open(path.clone()).for_host(host);
+        assert!(again.layout_accepted(&a));
         // Another library, or another host binary (any field of its stamp), walks it again.
-        assert!(!again.layout_accepted(&host, &b));
+        assert!(!again.layout_accepted(&b));
         let mut rebuilt = host;
         rebuilt.ctime_ns += 1;
-        assert!(!again.layout_accepted(&rebuilt, &a));
+        assert!(!DigestCache::open(path.clone())
+            .for_host(rebuilt)
+            .layout_accepted(&a));
         // Digests and verdicts live side by side; a file of the first format is still read.
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
@@ -456,15 +474,13 @@ mod tests {
     #[test]
     fn a_host_binary_changed_within_the_racy_window_records_no_verdict() {
         let tmp = tempfile::tempdir().unwrap();
-        let host_file = tmp.path().join("host");
-        std::fs::write(&host_file, b"host").unwrap();
-        let fresh = stamp_of(&host_file);
+        let fresh = stamp_of(&host_binary(tmp.path()));
         let path = tmp.path().join(FILE_NAME);
-        let cache = DigestCache::open(path.clone());
-        cache.record_layout(fresh, &"a".repeat(64));
+        let cache = DigestCache::open(path.clone()).for_host(fresh);
+        cache.record_layout(&"a".repeat(64));
         cache.persist();
         assert!(!path.exists(), "nothing added, nothing written");
-        assert!(!cache.layout_accepted(&fresh, &"a".repeat(64)));
+        assert!(!cache.layout_accepted(&"a".repeat(64)));
     }
 
     #[test]

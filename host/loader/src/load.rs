@@ -17,7 +17,6 @@ use agentcompass_plugin_api::sdk::Ctx;
 use agentcompass_plugin_api::{one_line, Error};
 
 use super::digest_cache::DigestCache;
-use super::digest_cache::{host_binary_stamp, FileStamp};
 use super::dlopen::{open_root_module, LayoutCheck, OpenFailure};
 use super::lockfile::PluginLock;
 use super::manifest::PluginManifest;
@@ -145,10 +144,6 @@ pub struct LoadReport {
 /// Loads every plugin of every directory, in order.
 pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     let mut report = LoadReport::default();
-    let host = options
-        .digest_cache
-        .as_ref()
-        .and_then(|_| host_binary_stamp());
     for dir in dirs {
         let listed = trusted_plugin_dir(&dir.path).and_then(|d| list_plugin_files(&d));
         let candidates = match listed {
@@ -161,7 +156,7 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
         for candidate in candidates {
             let loaded = candidate
                 .map_err(|e| LoadProblem::from_trust(&e))
-                .and_then(|c| load_candidate(&c, dir.role, options, host.as_ref()));
+                .and_then(|c| load_candidate(&c, dir.role, options));
             match loaded {
                 Ok(plugin) => report.plugins.push(plugin),
                 Err(problem) => report.problems.push(problem),
@@ -176,13 +171,11 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
 
 /// Runs every check on one library and loads it. Every file is opened only if it is a regular
 /// file (a FIFO named `NAME.so` or `NAME.plugin.toml` never blocks the load), and checked again
-/// on its descriptor. `host` is the running host binary's stamp, the key of the layout
-/// verdicts in `options.digest_cache` (without it, every layout is checked in full).
+/// on its descriptor.
 pub fn load_candidate(
     candidate: &PluginCandidate,
     role: DirRole,
     options: &LoadOptions,
-    host: Option<&FileStamp>,
 ) -> Result<LoadedPlugin, LoadProblem> {
     let library = &candidate.library;
     let started = std::time::Instant::now();
@@ -230,15 +223,14 @@ pub fn load_candidate(
     }
     let sha256 = verified.sha256().to_string();
     let checked = started.elapsed();
-    let verdicts = options.digest_cache.as_ref().zip(host);
-    let layout = match verdicts {
-        Some((cache, host)) if cache.layout_accepted(host, &sha256) => LayoutCheck::AcceptedBefore,
+    let layout = match &options.digest_cache {
+        Some(cache) if cache.layout_accepted(&sha256) => LayoutCheck::AcceptedBefore,
         _ => LayoutCheck::Full,
     };
     let root = open_root_module(&verified.into_dlopen_path(), layout)
         .map_err(|failure| describe_open_failure(library, &manifest.name, failure))?;
-    if let (LayoutCheck::Full, Some((cache, host))) = (layout, verdicts) {
-        cache.record_layout(*host, &sha256);
+    if let (LayoutCheck::Full, Some(cache)) = (layout, &options.digest_cache) {
+        cache.record_layout(&sha256);
     }
     let opened = started.elapsed();
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;

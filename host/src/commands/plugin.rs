@@ -77,7 +77,7 @@ pub fn verify(paths: &[PathBuf], lock: Option<PluginLock>) -> i32 {
     for path in paths {
         for candidate in candidates(path) {
             let result = candidate
-                .and_then(|c| load_candidate(&c, DirRole::Plugins, &options, None))
+                .and_then(|c| load_candidate(&c, DirRole::Plugins, &options))
                 .and_then(|plugin| {
                     let name = plugin.source.name.clone();
                     let shown = plugin.source.to_string();

@@ -78,6 +78,20 @@ fn open_dir(dir: impl AsFd, name: &OsStr) -> io::Result<OwnedFd> {
     .map_err(io::Error::from)
 }
 
+/// The permission bits of the open file `fd`.
+fn mode_of(fd: impl AsFd) -> io::Result<Mode> {
+    Ok(Mode::from_raw_mode(rfs::fstat(fd)?.st_mode) & Mode::from_bits_truncate(0o7777))
+}
+
+/// Gives the open file `fd` the permission bits `mode` unless it has them already (created
+/// with `mode`, the umask may have cleared some).
+fn ensure_mode(fd: impl AsFd, mode: Mode) -> io::Result<()> {
+    if mode_of(&fd)? != mode {
+        rfs::fchmod(fd, mode)?;
+    }
+    Ok(())
+}
+
 /// One import's walk: the paths are for error messages and the hook only.
 struct Walk<'a, 'h> {
     src_path: &'a Path,
@@ -106,9 +120,7 @@ impl Walk<'_, '_> {
         rel: &Path,
         mut subdirs: Option<&mut Vec<String>>,
     ) -> Result<(), StoreError> {
-        let mode = rfs::fstat(&src)
-            .map(|st| Mode::from_raw_mode(st.st_mode) & Mode::from_bits_truncate(0o7777))
-            .map_err(|e| StoreError::io("inspect", &self.src(rel), e.into()))?;
+        let mode = mode_of(&src).map_err(|e| StoreError::io("inspect", &self.src(rel), e))?;
         // Created with the source's mode and owner access (filled first, e.g. a read-only
         // source directory); the final mode is set below if the umask or that bit differ.
         rfs::mkdirat(dst_parent, name, mode | Mode::RWXU)
@@ -163,13 +175,7 @@ impl Walk<'_, '_> {
                 ),
             }
         }
-        let made = rfs::fstat(&dst)
-            .map(|st| Mode::from_raw_mode(st.st_mode) & Mode::from_bits_truncate(0o7777))
-            .map_err(|e| StoreError::io("inspect", &self.dst(rel), e.into()))?;
-        if made != mode {
-            rfs::fchmod(&dst, mode)
-                .map_err(|e| StoreError::io("set mode of", &self.dst(rel), e.into()))?;
-        }
+        ensure_mode(&dst, mode).map_err(|e| StoreError::io("set mode of", &self.dst(rel), e))?;
         if sync_each_write() {
             rfs::fsync(&dst)
                 .map_err(|e| StoreError::io("sync directory", &self.dst(rel), e.into()))?;
@@ -202,10 +208,7 @@ impl Walk<'_, '_> {
                 OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )?);
-            let mode = Mode::from_raw_mode(
-                from.metadata()
-                    .map(|m| std::os::unix::fs::MetadataExt::mode(&m))?,
-            ) & Mode::from_bits_truncate(0o7777);
+            let mode = mode_of(&from)?;
             let mut to = File::from(rfs::openat(
                 dst_dir,
                 name,
@@ -213,11 +216,7 @@ impl Walk<'_, '_> {
                 mode,
             )?);
             io::copy(&mut &from, &mut to)?;
-            let made =
-                Mode::from_raw_mode(rfs::fstat(&to)?.st_mode) & Mode::from_bits_truncate(0o7777);
-            if made != mode {
-                rfs::fchmod(&to, mode)?;
-            }
+            ensure_mode(&to, mode)?;
             if sync_each_write() {
                 to.sync_all()?;
             }
@@ -233,7 +232,7 @@ mod tests {
     use std::fs;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
-    fn mode_of(path: &Path) -> u32 {
+    fn mode_at(path: &Path) -> u32 {
         fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
     }
 
@@ -279,9 +278,9 @@ mod tests {
         let copied = "attempt-1/artifacts/out.txt";
         assert_ne!(ino(&src.join(copied)), ino(&dst.join(copied)));
         assert_eq!(fs::read(dst.join(copied)).unwrap(), b"out");
-        assert_eq!(mode_of(&dst.join(copied)), 0o600);
-        assert_eq!(mode_of(&dst.join("attempt-1/artifacts")), 0o555);
-        assert_eq!(mode_of(&dst), 0o750);
+        assert_eq!(mode_at(&dst.join(copied)), 0o600);
+        assert_eq!(mode_at(&dst.join("attempt-1/artifacts")), 0o555);
+        assert_eq!(mode_at(&dst), 0o750);
         assert_eq!(
             fs::read_link(dst.join("attempt-1/latest")).unwrap(),
             PathBuf::from("result.json")
