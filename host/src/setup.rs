@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::registry::Registry;
 use agentcompass_loader::digest_cache::DigestCache;
 use agentcompass_loader::lockfile::PluginLock;
-use agentcompass_loader::{load_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
+use agentcompass_loader::{check_dirs, DirRole, LoadOptions, LoadProblem, PluginDir};
 
 /// Where plugins come from for one invocation.
 #[derive(Debug, Clone, Default)]
@@ -83,7 +83,8 @@ pub fn plugin_dirs(settings: &PluginSettings) -> Result<Vec<PluginDir>, SetupErr
     Ok(dirs)
 }
 
-/// Loads every plugin and builds the registry.
+/// Checks every plugin (everything before dlopen) and builds the registry; a plugin is
+/// opened the first time one of its components is asked for (see `registry`).
 pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
     let lock = match &settings.lock_file {
         Some(path) => Some(PluginLock::read(&absolute(path)?)?),
@@ -94,14 +95,15 @@ pub fn build_registry(settings: &PluginSettings) -> Result<Setup, SetupError> {
         init_services: Some(crate::host_services::plugin_init_services),
         digest_cache: DigestCache::default_path().map(DigestCache::open),
     };
-    let report = load_dirs(&plugin_dirs(settings)?, &options);
+    let report = check_dirs(&plugin_dirs(settings)?, &options);
     let mut registry = Registry::with_builtins(&agentcompass_builtins::all());
     registry.add_builtin_analyzers(agentcompass_analysis::builtins());
     let mut problems = report.problems;
     for plugin in report.plugins {
-        if let Err(problem) = registry.add_plugin(plugin) {
+        if let Err(problem) = registry.add_checked(plugin) {
             problems.push(problem);
         }
     }
+    registry.set_load_options(options);
     Ok(Setup { registry, problems })
 }

@@ -545,3 +545,94 @@ fn the_digest_cache_never_hides_a_changed_library() {
         "{out:?}"
     );
 }
+
+/// A run opens (dlopen, ABI checks, `init`) only the plugins whose components it uses; the
+/// others are checked (manifest, hash, trust) but never mapped, and a plugin that would be
+/// refused when opened says nothing while no run needs it. A run that needs it reports the
+/// refusal once, as the same one line, and fails naming the component.
+#[test]
+fn a_run_opens_only_the_plugins_it_uses() {
+    let dirs = PluginDirs::new();
+    let good = dirs.package("good", "example-pack");
+    let unused = dirs.package("unused", "docker-provider");
+    let bad = dirs.package("bad", "bad-pack");
+    let results = dirs.root().join("results");
+    let cache_home = dirs.root().join("cache-home");
+    let env = [
+        ("XDG_CACHE_HOME", cache_home.to_str().unwrap()),
+        ("AGENTCOMPASS_LOG", "agentcompass_loader=debug"),
+        ("BAD_PACK_PANIC_IN_REGISTER", "1"),
+    ];
+    let run = |benchmark: &str| {
+        let mut args = plugin_dir_args(&[&good, &unused, &bad]);
+        args.extend(
+            [
+                "run",
+                benchmark,
+                "example_calculator",
+                "m",
+                "--benchmark-params",
+                r#"{"size": 2}"#,
+                "--env",
+                "host_process",
+                "--progress",
+                "none",
+                "--results-dir",
+                results.to_str().unwrap(),
+            ]
+            .map(Into::into),
+        );
+        run_host_env(&args, &env)
+    };
+    let opened = |out: &agentcompass_e2e::Outcome| -> Vec<String> {
+        out.stderr
+            .lines()
+            .filter(|l| l.contains("plugin loaded"))
+            .map(|l| {
+                let at = l.find("plugin=").expect("plugin=") + "plugin=".len();
+                l[at..].split('@').next().unwrap().to_string()
+            })
+            .collect()
+    };
+
+    let out = run("example_exact_match").expect_code(0);
+    assert_eq!(opened(&out), ["example-pack"], "{out:?}");
+    assert!(
+        out.stderr_lines("warning:").is_empty(),
+        "no plugin this run uses was refused: {out:?}"
+    );
+    // The provenance names every plugin that passed the checks, opened or not.
+    let info: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(agentcompass_e2e::run_dir(&out).join("run_info.json")).unwrap(),
+    )
+    .unwrap();
+    let names: Vec<&str> = info["provenance"]["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["example-pack", "docker-provider", "bad-pack"]);
+
+    // The run that needs the bad plugin: one refusal line, then the unknown benchmark (its
+    // id is gone from the known ones), before anything is written.
+    let out = run("bad_ctor").expect_code(2);
+    let refused = out.stderr_lines("warning: refused plugin");
+    assert_eq!(refused.len(), 1, "{out:?}");
+    assert!(
+        refused[0].contains("bad-pack.so") && refused[0].contains("panic"),
+        "{out:?}"
+    );
+    let error = out.stderr_lines("error:");
+    assert_eq!(error.len(), 1, "{out:?}");
+    assert!(
+        error[0].contains("unknown benchmark `bad_ctor`")
+            && error[0].contains("example_exact_match")
+            && !error[0].contains("known: bad_ctor"),
+        "{out:?}"
+    );
+    assert!(
+        !opened(&out).contains(&"docker-provider".to_string()),
+        "{out:?}"
+    );
+}

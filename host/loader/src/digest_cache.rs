@@ -231,19 +231,22 @@ impl DigestCache {
         entries.added = true;
     }
 
-    /// Writes the cache back if this load added an entry: a new file, `fsync`ed, renamed over
+    /// Writes the cache back if entries were added since it was read or last written: a new file, `fsync`ed, renamed over
     /// the old one (concurrent loads each write a whole file; the last rename wins). Failures
     /// are logged at debug level and otherwise ignored.
     pub fn persist(&self) {
-        let Ok(entries) = self.entries.lock() else {
+        let Ok(mut entries) = self.entries.lock() else {
             return;
         };
         tracing::debug!(cache = %self.path.display(), hits = entries.hits, added = entries.added, "plugin digest cache");
         if !entries.added {
             return;
         }
-        if let Err(err) = write_entries(&self.path, &entries) {
-            tracing::debug!(cache = %self.path.display(), error = %err, "plugin digest cache not written");
+        match write_entries(&self.path, &entries) {
+            Ok(()) => entries.added = false,
+            Err(err) => {
+                tracing::debug!(cache = %self.path.display(), error = %err, "plugin digest cache not written")
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ pub mod trust;
 pub mod verified_file;
 
 pub use load::{
-    describe, host_api_version, inspect_library, load_candidate, load_dirs, DirRole, LoadOptions,
-    LoadProblem, LoadReport, LoadedPlugin, PluginDir, PluginSource,
+    check_candidate, check_dirs, describe, host_api_version, inspect_library, load_candidate,
+    load_dirs, open_checked, CheckReport, CheckedPlugin, DirRole, LoadOptions, LoadProblem,
+    LoadReport, LoadedPlugin, PluginDir, PluginSource,
 };

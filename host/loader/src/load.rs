@@ -141,9 +141,34 @@ pub struct LoadReport {
     pub problems: Vec<LoadProblem>,
 }
 
-/// Loads every plugin of every directory, in order.
-pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
-    let mut report = LoadReport::default();
+/// A plugin that passed every check made before dlopen: trusted path, owner and mode, its
+/// manifest (valid, for this host, for its directory's role), the sha256 of its bytes (and
+/// the lock). It holds the verified library open, so the bytes checked are the bytes a later
+/// [`open_checked`] maps; what the library says about itself is not known yet.
+pub struct CheckedPlugin {
+    /// Name, version and path (from the manifest).
+    pub source: Arc<PluginSource>,
+    /// The manifest, validated.
+    pub manifest: PluginManifest,
+    /// The sha256 of the library's bytes, matching the manifest.
+    pub sha256: String,
+    library: VerifiedLibrary,
+    checks: std::time::Duration,
+}
+
+/// Everything a check of the plugin directories produced.
+#[derive(Default)]
+pub struct CheckReport {
+    /// Plugins that passed every check before dlopen, in directory order then file-name order.
+    pub plugins: Vec<CheckedPlugin>,
+    /// Refused plugins and unusable directories.
+    pub problems: Vec<LoadProblem>,
+}
+
+/// Runs every check made before dlopen on every plugin of every directory, in order. The
+/// digest cache is written back at the end if the check added an entry.
+pub fn check_dirs(dirs: &[PluginDir], options: &LoadOptions) -> CheckReport {
+    let mut report = CheckReport::default();
     for dir in dirs {
         let listed = trusted_plugin_dir(&dir.path).and_then(|d| list_plugin_files(&d));
         let candidates = match listed {
@@ -154,10 +179,10 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
             }
         };
         for candidate in candidates {
-            let loaded = candidate
+            let checked = candidate
                 .map_err(|e| LoadProblem::from_trust(&e))
-                .and_then(|c| load_candidate(&c, dir.role, options));
-            match loaded {
+                .and_then(|c| check_candidate(&c, dir.role, options));
+            match checked {
                 Ok(plugin) => report.plugins.push(plugin),
                 Err(problem) => report.problems.push(problem),
             }
@@ -169,14 +194,43 @@ pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
     report
 }
 
-/// Runs every check on one library and loads it. Every file is opened only if it is a regular
-/// file (a FIFO named `NAME.so` or `NAME.plugin.toml` never blocks the load), and checked again
-/// on its descriptor.
+/// Loads every plugin of every directory, in order: [`check_dirs`], then [`open_checked`] on
+/// each plugin that passed.
+pub fn load_dirs(dirs: &[PluginDir], options: &LoadOptions) -> LoadReport {
+    let checked = check_dirs(dirs, options);
+    let mut report = LoadReport {
+        plugins: Vec::new(),
+        problems: checked.problems,
+    };
+    for plugin in checked.plugins {
+        match open_checked(plugin, options) {
+            Ok(plugin) => report.plugins.push(plugin),
+            Err(problem) => report.problems.push(problem),
+        }
+    }
+    if let Some(cache) = &options.digest_cache {
+        cache.persist();
+    }
+    report
+}
+
+/// Runs every check on one library and loads it: [`check_candidate`] then [`open_checked`].
 pub fn load_candidate(
     candidate: &PluginCandidate,
     role: DirRole,
     options: &LoadOptions,
 ) -> Result<LoadedPlugin, LoadProblem> {
+    open_checked(check_candidate(candidate, role, options)?, options)
+}
+
+/// Runs every check made before dlopen on one library. Every file is opened only if it is a
+/// regular file (a FIFO named `NAME.so` or `NAME.plugin.toml` never blocks the check), and
+/// checked again on its descriptor.
+pub fn check_candidate(
+    candidate: &PluginCandidate,
+    role: DirRole,
+    options: &LoadOptions,
+) -> Result<CheckedPlugin, LoadProblem> {
     let library = &candidate.library;
     let started = std::time::Instant::now();
     let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
@@ -221,8 +275,38 @@ pub fn load_candidate(
         lock.check(&manifest.name, verified.sha256())
             .map_err(|e| refuse(&e))?;
     }
-    let sha256 = verified.sha256().to_string();
-    let checked = started.elapsed();
+    let source = Arc::new(PluginSource {
+        name: manifest.name.clone(),
+        version: manifest.version.to_string(),
+        path: library.clone(),
+    });
+    Ok(CheckedPlugin {
+        source,
+        sha256: verified.sha256().to_string(),
+        manifest,
+        library: verified,
+        checks: started.elapsed(),
+    })
+}
+
+/// Maps a checked plugin (dlopen of the verified descriptor), checks its ABI (abi_stable's
+/// version and layout checks; the layout walk is skipped for a digest whose layout this host
+/// binary accepted before), cross-checks its description against its manifest and runs its
+/// `init`.
+pub fn open_checked(
+    checked: CheckedPlugin,
+    options: &LoadOptions,
+) -> Result<LoadedPlugin, LoadProblem> {
+    let CheckedPlugin {
+        source,
+        manifest,
+        sha256,
+        library: verified,
+        checks,
+    } = checked;
+    let library = &source.path;
+    let started = std::time::Instant::now();
+    let refuse = |message: &dyn fmt::Display| LoadProblem::new(library, message);
     let layout = match &options.digest_cache {
         Some(cache) if cache.layout_accepted(&sha256) => LayoutCheck::AcceptedBefore,
         _ => LayoutCheck::Full,
@@ -236,11 +320,6 @@ pub fn load_candidate(
     let description = describe(root).map_err(|e| refuse(&format_args!("describe: {e}")))?;
     check_description(&manifest, &description).map_err(|e| refuse(&e))?;
     check_factories(&description).map_err(|e| refuse(&e))?;
-    let source = Arc::new(PluginSource {
-        name: manifest.name.clone(),
-        version: manifest.version.to_string(),
-        path: library.clone(),
-    });
     let ctx = options
         .init_services
         .map_or_else(Ctx::detached, |services| services(&source.name));
@@ -250,10 +329,10 @@ pub fn load_candidate(
     }
     tracing::debug!(
         plugin = %source,
-        checks_us = checked.as_micros() as u64,
-        dlopen_and_abi_check_us = (opened - checked).as_micros() as u64,
+        checks_us = checks.as_micros() as u64,
+        dlopen_and_abi_check_us = opened.as_micros() as u64,
         ?layout,
-        total_us = started.elapsed().as_micros() as u64,
+        open_us = started.elapsed().as_micros() as u64,
         "plugin loaded"
     );
     Ok(LoadedPlugin {

@@ -100,14 +100,29 @@ pub fn plugin_settings(global: &GlobalArgs, runtime: &ResolvedRuntimeOptions) ->
     }
 }
 
+/// The registry of `runtime`'s plugin directories. Plugins refused on the way are printed
+/// now; one refused when it is first opened (a run opens only the plugins it uses) is printed
+/// the same way then.
+pub fn setup_registry(
+    global: &GlobalArgs,
+    runtime: &ResolvedRuntimeOptions,
+) -> anyhow::Result<Setup> {
+    let mut setup = build_registry(&plugin_settings(global, runtime))?;
+    super::print_problems(&setup.problems, global.verbose);
+    let verbose = global.verbose;
+    setup.registry.set_refusal_reporter(move |problem| {
+        super::print_problems(std::slice::from_ref(problem), verbose)
+    });
+    Ok(setup)
+}
+
 /// Configuration, runtime options and registry for a command without runtime flags.
 pub fn load_registry(
     global: &GlobalArgs,
 ) -> anyhow::Result<(LoadedConfig, ResolvedRuntimeOptions, Setup)> {
     let config = load_config(global)?;
     let runtime = resolve_runtime(&config, None, &runtime_overlay(global, None)?)?;
-    let setup = build_registry(&plugin_settings(global, &runtime))?;
-    super::print_problems(&setup.problems, global.verbose);
+    let setup = setup_registry(global, &runtime)?;
     Ok((config, runtime, setup))
 }
 
@@ -136,10 +151,8 @@ pub(super) fn warn_unresolved(registry: &Registry, requests: &[&RunRequest]) -> 
 /// this registry does not have: likely a typo, and otherwise without effect here.
 pub(super) fn warn_unknown_providers(runtime: &ResolvedRuntimeOptions, registry: &Registry) {
     let defaults = ResolvedRuntimeOptions::default();
-    let known: Vec<&str> = registry
-        .list(ComponentKind::Environment)
-        .map(|entry| entry.info.id.as_str())
-        .collect();
+    // Declared ids: no provider's plugin is opened for a warning.
+    let known = registry.ids(ComponentKind::Environment);
     let named = |key: &str, ids: Vec<&String>| {
         for id in ids {
             if !known.contains(&id.as_str()) {

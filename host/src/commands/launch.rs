@@ -4,14 +4,13 @@ use serde_json::{json, Value};
 
 use super::execute::execute;
 use super::invocation::{
-    load_config, plugin_settings, print_json, request_payload, runtime_overlay,
-    warn_unknown_providers, warn_unresolved,
+    load_config, print_json, request_payload, runtime_overlay, warn_unknown_providers,
+    warn_unresolved,
 };
 use crate::cli::{GlobalArgs, LaunchCmd};
 use agentcompass_host::request::{
     load_orchestration_file, resolve_orchestration, resolve_runtime, LaunchArgs, Orchestration,
 };
-use agentcompass_host::setup::build_registry;
 
 fn orchestration_payload(orchestration: &Orchestration) -> Value {
     json!({
@@ -46,8 +45,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
     // The registry depends on the plugin dirs the orchestration's runtime names.
     let source = cmd.file.display().to_string();
     let runtime = resolve_runtime(&config, Some((&source, &file.runtime)), &args.runtime)?;
-    let setup = build_registry(&plugin_settings(global, &runtime))?;
-    super::print_problems(&setup.problems, global.verbose);
+    let setup = super::invocation::setup_registry(global, &runtime)?;
     warn_unknown_providers(&runtime, &setup.registry);
     let orchestration = resolve_orchestration(&cmd.file, &file, &config, &args, &setup.registry)?;
     let checks = super::execute::Checks {

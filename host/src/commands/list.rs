@@ -23,6 +23,8 @@ const PROTOCOLS: [(&str, &str); 3] = [
 /// Prints the registered components of a kind, or the loaded plugins; `dump` writes them all
 /// to [`DUMP_FILE`].
 pub fn run(registry: &Registry, kind: ListKind, as_json: bool) -> anyhow::Result<i32> {
+    // A listing shows the whole registry: every plugin is opened, every refusal reported.
+    registry.open_all();
     let out = match kind {
         ListKind::Dump => {
             let path = std::path::absolute(DUMP_FILE)?;
@@ -123,7 +125,7 @@ fn components(registry: &Registry, kind: ComponentKind, as_json: bool) -> String
 }
 
 fn plugins(registry: &Registry, as_json: bool) -> String {
-    let plugins = registry.plugins();
+    let plugins: Vec<_> = registry.opened_plugins().collect();
     if as_json {
         let items: Vec<_> = plugins
             .iter()

@@ -5,11 +5,10 @@ use agentcompass_host::host_services::{CancelToken, HostServices};
 use anyhow::{anyhow, Context};
 use serde_json::json;
 
-use super::invocation::{load_config, plugin_settings, runtime_overlay};
+use super::invocation::{load_config, runtime_overlay};
 use crate::cli::{GlobalArgs, PlanCmd};
 use agentcompass_host::planner::Planner;
 use agentcompass_host::request::{resolve_run, resolve_runtime};
-use agentcompass_host::setup::build_registry;
 use agentcompass_redact::redact_value;
 
 /// Prints the redacted audit view of one task's plan; exit 1 when the plan would be refused
@@ -21,8 +20,7 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
         None,
         &runtime_overlay(global, Some(&cmd.run.runtime))?,
     )?;
-    let setup = build_registry(&plugin_settings(global, &runtime))?;
-    super::print_problems(&setup.problems, global.verbose);
+    let setup = super::invocation::setup_registry(global, &runtime)?;
     let request = resolve_run(
         &config,
         &super::run::run_args(&cmd.run)?,

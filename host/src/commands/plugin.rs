@@ -42,7 +42,7 @@ fn candidates(path: &Path) -> Vec<Result<PluginCandidate, LoadProblem>> {
 }
 
 fn instantiate_all(registry: &Registry, name: &str) -> Vec<RegistryError> {
-    let Some(plugin) = registry.plugins().iter().find(|p| p.source.name == name) else {
+    let Some(plugin) = registry.opened_plugins().find(|p| p.source.name == name) else {
         return Vec::new();
     };
     plugin

@@ -5,12 +5,11 @@ use serde_json::{json, Value};
 
 use super::execute::execute;
 use super::invocation::{
-    load_config, plugin_settings, print_json, request_payload, runtime_overlay,
-    warn_unknown_providers, warn_unresolved,
+    load_config, print_json, request_payload, runtime_overlay, warn_unknown_providers,
+    warn_unresolved,
 };
 use crate::cli::{GlobalArgs, RunCmd, StrategyArg};
 use agentcompass_host::request::{resolve_run, resolve_runtime, Orchestration, RunArgs};
-use agentcompass_host::setup::build_registry;
 
 /// The explicit inputs of a `run` (also used by `plan`).
 pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
@@ -66,8 +65,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
 pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     let config = load_config(global)?;
     let runtime = resolve_runtime(&config, None, &runtime_overlay(global, Some(&cmd.runtime))?)?;
-    let setup = build_registry(&plugin_settings(global, &runtime))?;
-    super::print_problems(&setup.problems, global.verbose);
+    let setup = super::invocation::setup_registry(global, &runtime)?;
     warn_unknown_providers(&runtime, &setup.registry);
     let request = resolve_run(&config, &run_args(cmd)?, &runtime, &setup.registry)?;
     let checks = super::execute::Checks {

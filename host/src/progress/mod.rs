@@ -574,7 +574,10 @@ impl ProgressRecorder {
         let now = Instant::now();
         let (snapshot, view) = {
             let mut state = lock(&shared.state);
-            let snapshot = shared.take_snapshot(&mut state, now, true);
+            // A frozen snapshot written already (at `run_finished`) is not written again.
+            let due = !state.snap.is_frozen()
+                || state.snap.seq > shared.written_seq.load(Ordering::Acquire);
+            let snapshot = shared.take_snapshot(&mut state, now, due);
             (
                 snapshot,
                 state.snap.view(&shared.label, shared.elapsed(now)),

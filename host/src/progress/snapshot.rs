@@ -70,6 +70,13 @@ pub(super) struct SnapshotState {
     pub(super) control: Option<Value>,
 }
 
+impl SnapshotState {
+    /// Whether `run_finished` was applied: the document no longer changes with time.
+    pub(super) fn is_frozen(&self) -> bool {
+        self.finished_elapsed.is_some()
+    }
+}
+
 fn payload_u64(payload: &Value, key: &str) -> Option<u64> {
     payload.get(key).and_then(Value::as_u64)
 }

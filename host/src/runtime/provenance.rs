@@ -29,7 +29,6 @@ const MAX_DATASETS: usize = 64;
 pub fn before_run(registry: &Registry, request: &RunRequest, resolved: &RunRequest) -> Value {
     let plugins: Vec<Value> = registry
         .plugins()
-        .iter()
         .map(|p| {
             json!({
                 "name": p.source.name,

@@ -1,5 +1,9 @@
 //! The run-local component registry: built-ins in their declared order, then validated
-//! plugins in directory order and file-name order. Components are instantiated on demand.
+//! plugins in directory order and file-name order. Components are instantiated on demand,
+//! and a plugin checked before dlopen is opened the first time one of its components is
+//! asked for (`slot`): a run maps only the plugins it uses.
+
+mod slot;
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,7 +24,9 @@ use agentcompass_plugin_api::sdk::{
 use agentcompass_plugin_api::Error;
 
 pub use agentcompass_builtins::{Builtin, BuiltinFactory};
-use agentcompass_loader::{LoadProblem, LoadedPlugin, PluginSource};
+use agentcompass_loader::{CheckedPlugin, LoadOptions, LoadProblem, LoadedPlugin, PluginSource};
+pub use slot::RegisteredPlugin;
+use slot::{Opener, PluginSlot};
 
 /// Where a registered component comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,16 +112,17 @@ pub enum RegistryError {
 }
 
 /// The run-local registry.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct Registry {
-    entries: Vec<Entry>,
-    plugins: Vec<LoadedPlugin>,
+    builtins: Vec<Entry>,
+    plugins: Vec<PluginSlot>,
+    opener: Opener,
 }
 
 impl Registry {
     /// A registry holding the given built-ins, in order.
     pub fn with_builtins(builtins: &[Builtin]) -> Self {
-        let entries = builtins
+        let builtins = builtins
             .iter()
             .map(|b| Entry {
                 info: b.info.clone(),
@@ -124,62 +131,74 @@ impl Registry {
             })
             .collect();
         Registry {
-            entries,
-            plugins: Vec::new(),
+            builtins,
+            ..Registry::default()
         }
     }
 
     /// Appends built-in analyzers (after the other built-ins, before any plugin).
     pub fn add_builtin_analyzers(&mut self, analyzers: Vec<(ComponentInfo, Arc<dyn Analyzer>)>) {
-        let at = self
-            .entries
-            .iter()
-            .position(|e| e.source != Source::BuiltIn)
-            .unwrap_or(self.entries.len());
-        let new = analyzers.into_iter().map(|(info, analyzer)| Entry {
-            info,
-            source: Source::BuiltIn,
-            maker: Maker::BuiltInAnalyzer(analyzer),
-        });
-        self.entries.splice(at..at, new);
+        self.builtins
+            .extend(analyzers.into_iter().map(|(info, analyzer)| Entry {
+                info,
+                source: Source::BuiltIn,
+                maker: Maker::BuiltInAnalyzer(analyzer),
+            }));
     }
 
-    /// Appends every component of a loaded plugin, or none of them: a reserved id or an id
-    /// already registered refuses the whole plugin with a message naming both sources.
+    /// How plugins added by [`Registry::add_checked`] are opened (the load options of their
+    /// check: host services for `init`, the digest cache and its layout verdicts).
+    pub fn set_load_options(&mut self, options: LoadOptions) {
+        self.opener.options = options;
+    }
+
+    /// Where a plugin refused when it is opened is reported (by default, a `tracing`
+    /// warning). Each refusal is reported once, when it happens.
+    pub fn set_refusal_reporter(&mut self, report: impl Fn(&LoadProblem) + Send + Sync + 'static) {
+        self.opener.report = Box::new(report);
+    }
+
+    /// Appends a plugin opened already, with every component it describes, or refuses it: a
+    /// reserved id or an id already registered refuses the whole plugin with a message naming
+    /// both sources.
     pub fn add_plugin(&mut self, plugin: LoadedPlugin) -> Result<(), LoadProblem> {
-        let source = Source::Plugin(plugin.source.clone());
-        self.check_new_components(&plugin.description.components, &source)
+        let slot = PluginSlot::opened(plugin);
+        self.add_slot(slot)
+    }
+
+    /// Appends a plugin checked before dlopen, opened the first time one of the components its
+    /// manifest declares is asked for; refused as [`Registry::add_plugin`] refuses.
+    pub fn add_checked(&mut self, plugin: CheckedPlugin) -> Result<(), LoadProblem> {
+        self.add_slot(PluginSlot::checked(plugin))
+    }
+
+    fn add_slot(&mut self, slot: PluginSlot) -> Result<(), LoadProblem> {
+        let source = Source::Plugin(slot.registered.source.clone());
+        self.check_new_components(slot.declared(), &source)
             .map_err(|error| LoadProblem {
-                path: plugin.source.path.clone(),
+                path: slot.registered.source.path.clone(),
                 message: error.to_string(),
                 detail: None,
             })?;
-        for info in &plugin.description.components {
-            self.entries.push(Entry {
-                info: info.clone(),
-                source: source.clone(),
-                maker: Maker::Plugin(plugin.root),
-            });
-        }
-        self.plugins.push(plugin);
+        self.plugins.push(slot);
         Ok(())
     }
 
     /// Refuses a reserved id or an id that is already registered (naming both sources).
-    fn check_new_components(
+    fn check_new_components<'a>(
         &self,
-        components: &[ComponentInfo],
+        components: impl IntoIterator<Item = (ComponentKind, &'a str)>,
         source: &Source,
     ) -> Result<(), RegistryError> {
-        for info in components {
-            if info.kind == ComponentKind::Harness && info.id == HARNESS_NONE {
+        for (kind, id) in components {
+            if kind == ComponentKind::Harness && id == HARNESS_NONE {
                 return Err(RegistryError::ReservedHarness);
             }
-            if let Some(existing) = self.find(info.kind, &info.id) {
+            if let Some(existing) = self.declaring(kind, id) {
                 return Err(RegistryError::Duplicate {
-                    kind: info.kind,
-                    id: info.id.clone(),
-                    existing: existing.source.clone(),
+                    kind,
+                    id: id.to_string(),
+                    existing,
                     new: source.clone(),
                 });
             }
@@ -187,21 +206,96 @@ impl Registry {
         Ok(())
     }
 
-    /// Registered components of one kind, in registry order.
-    pub fn list(&self, kind: ComponentKind) -> impl Iterator<Item = &Entry> {
-        self.entries.iter().filter(move |e| e.info.kind == kind)
-    }
-
-    /// Plugins whose components are registered, in load order.
-    pub fn plugins(&self) -> &[LoadedPlugin] {
-        &self.plugins
-    }
-
-    /// Looks a component up.
-    pub fn find(&self, kind: ComponentKind, id: &str) -> Option<&Entry> {
-        self.entries
+    /// Where component `id` of `kind` is registered or declared, without opening a plugin.
+    fn declaring(&self, kind: ComponentKind, id: &str) -> Option<Source> {
+        if let Some(entry) = self
+            .builtins
             .iter()
             .find(|e| e.info.kind == kind && e.info.id == id)
+        {
+            return Some(entry.source.clone());
+        }
+        self.plugins
+            .iter()
+            .find(|slot| slot.declares(kind, id))
+            .map(|slot| Source::Plugin(slot.registered.source.clone()))
+    }
+
+    /// Registered components of one kind, in registry order. Opens every plugin that declares
+    /// one (a plugin refused then is reported and left out).
+    pub fn list(&self, kind: ComponentKind) -> impl Iterator<Item = &Entry> {
+        let builtins = self.builtins.iter().filter(move |e| e.info.kind == kind);
+        let plugins = self
+            .plugins
+            .iter()
+            .filter(move |slot| slot.declares_kind(kind))
+            .filter_map(|slot| slot.open(&self.opener))
+            .flat_map(move |opened| opened.entries.iter().filter(move |e| e.info.kind == kind));
+        builtins.chain(plugins)
+    }
+
+    /// The ids of one kind, in registry order, as built-ins and manifests declare them: no
+    /// plugin is opened (one refused already is left out).
+    pub fn ids(&self, kind: ComponentKind) -> Vec<&str> {
+        let builtins = self
+            .builtins
+            .iter()
+            .filter(|e| e.info.kind == kind)
+            .map(|e| e.info.id.as_str());
+        let plugins = self
+            .plugins
+            .iter()
+            .filter(|slot| !slot.is_refused())
+            .flat_map(|slot| slot.declared())
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, id)| id);
+        builtins.chain(plugins).collect()
+    }
+
+    /// Plugins that passed every check made before dlopen (whether a component of theirs was
+    /// used yet or not), in load order; one refused when it was opened is left out.
+    pub fn plugins(&self) -> impl Iterator<Item = &RegisteredPlugin> {
+        self.plugins
+            .iter()
+            .filter(|slot| !slot.is_refused())
+            .map(|slot| &slot.registered)
+    }
+
+    /// Opens every plugin not opened yet (`list`, `plugin`, `config docs`: commands about the
+    /// registry itself report every refusal).
+    pub fn open_all(&self) {
+        for slot in &self.plugins {
+            slot.open(&self.opener);
+        }
+    }
+
+    /// The plugins opened so far, in load order.
+    pub fn opened_plugins(&self) -> impl Iterator<Item = &LoadedPlugin> {
+        self.plugins
+            .iter()
+            .filter_map(|slot| slot.open_if_opened())
+            .map(|opened| &opened.plugin)
+    }
+
+    /// Looks a component up, opening the plugin that declares it if it is not open yet.
+    pub fn find(&self, kind: ComponentKind, id: &str) -> Option<&Entry> {
+        if let Some(entry) = self
+            .builtins
+            .iter()
+            .find(|e| e.info.kind == kind && e.info.id == id)
+        {
+            return Some(entry);
+        }
+        self.plugins
+            .iter()
+            .filter(|slot| slot.declares(kind, id))
+            .filter_map(|slot| slot.open(&self.opener))
+            .find_map(|opened| {
+                opened
+                    .entries
+                    .iter()
+                    .find(|e| e.info.kind == kind && e.info.id == id)
+            })
     }
 
     /// Looks a component up, or says which ids exist.
@@ -210,7 +304,7 @@ impl Registry {
             kind,
             id: id.to_string(),
             known: {
-                let ids: Vec<&str> = self.list(kind).map(|e| e.info.id.as_str()).collect();
+                let ids = self.ids(kind);
                 if ids.is_empty() {
                     "none".to_string()
                 } else {
@@ -364,27 +458,30 @@ mod tests {
     #[test]
     fn harness_none_is_reserved_and_builtin_ids_cannot_be_shadowed() {
         let registry = Registry::with_builtins(&agentcompass_builtins::all());
-        let none = ComponentInfo::new(ComponentKind::Harness, "none", "");
         let err = registry
-            .check_new_components(&[none], &plugin_source())
+            .check_new_components([(ComponentKind::Harness, "none")], &plugin_source())
             .unwrap_err();
         assert!(
             err.to_string()
                 .contains("reserved for harness-free benchmarks"),
             "{err}"
         );
-        let shadow = ComponentInfo::new(ComponentKind::Environment, "host_process", "");
         let err = registry
-            .check_new_components(&[shadow], &plugin_source())
+            .check_new_components(
+                [(ComponentKind::Environment, "host_process")],
+                &plugin_source(),
+            )
             .unwrap_err();
         assert_eq!(
             err.to_string(),
             "duplicate environment id `host_process`: provided by built-in and by \
              p@1.0.0 (/plugins/p.so); remove one of them"
         );
-        let fresh = ComponentInfo::new(ComponentKind::Benchmark, "host_process", "");
         assert!(registry
-            .check_new_components(&[fresh], &plugin_source())
+            .check_new_components(
+                [(ComponentKind::Benchmark, "host_process")],
+                &plugin_source()
+            )
             .is_ok());
     }
 
