@@ -263,3 +263,14 @@ async fn evaluate_after_close(
         cancelled: outcome.cancelled | cancelled,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every running task's futures hold the attempt state two or three times (see
+    /// [`super::AttemptState`]): its outcomes stay boxed.
+    #[test]
+    fn the_attempt_state_stays_small() {
+        let size = std::mem::size_of::<super::AttemptState>();
+        assert!(size <= 64, "AttemptState is {size} bytes");
+    }
+}
