@@ -17,6 +17,7 @@ use crate::sdk::{
 };
 use crate::Error;
 
+use super::consume;
 use super::host::import_ctx;
 use super::session::{export_session, import_session, optional_session};
 use super::steps::{score_answer, score_request_of, task_and_step};
@@ -59,7 +60,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn load_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = decode_request(&req)?;
+            let req = consume(req, decode_request)?;
             to_json(&b.load_tasks(&import_ctx(ctx), &req).await?)
         })
     }
@@ -67,7 +68,7 @@ impl BenchmarkAbi for BenchmarkExport {
     fn load_selected_tasks(&self, ctx: HostBox, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = decode_request(&req)?;
+            let req = consume(req, decode_request)?;
             to_json(&b.load_selected_tasks(&import_ctx(ctx), &req).await?)
         })
     }
@@ -79,7 +80,7 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> FfiFuture<RResult<TaskStreamBox, PluginError>> {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let req = decode_request(&req)?;
+            let req = consume(req, decode_request)?;
             let stream = b.open_tasks(&import_ctx(ctx), &req).await?;
             Ok(TaskStreamAbi_TO::from_value(
                 TaskStreamExport(stream),
@@ -91,8 +92,8 @@ impl BenchmarkAbi for BenchmarkExport {
     fn select_tasks(&self, ctx: HostBox, tasks: RString, req: RString) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let tasks = from_json(&tasks, "task list")?;
-            let req = decode_request(&req)?;
+            let tasks = consume(tasks, |text| from_json(text, "task list"))?;
+            let req = consume(req, decode_request)?;
             to_json(&b.select_tasks(&import_ctx(ctx), tasks, &req).await?)
         })
     }
@@ -125,9 +126,9 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let (task, step) = task_and_step(&task)?;
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "benchmark plan")?;
+            let (task, step) = consume(task, task_and_step)?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "benchmark plan"))?;
             let env = import_session(env);
             let ctx = import_ctx(ctx);
             let input = PrepareInput {
@@ -154,11 +155,11 @@ impl BenchmarkAbi for BenchmarkExport {
     ) -> JsonFuture {
         let b = self.benchmark.clone();
         async_call(None, async move {
-            let (task, step) = task_and_step(&task)?;
-            let prepared = from_json(&prepared, "prepared task")?;
-            let result = from_json(&result, "run result")?;
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "execution plan")?;
+            let (task, step) = consume(task, task_and_step)?;
+            let prepared = consume(prepared, |text| from_json(text, "prepared task"))?;
+            let result = consume(result, |text| from_json(text, "run result"))?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "execution plan"))?;
             let env = optional_session(env);
             let ctx = import_ctx(ctx);
             let input = EvaluationInput {
@@ -190,7 +191,7 @@ impl BenchmarkAbi for BenchmarkExport {
                 return score_answer(score);
             }
             let results: Vec<_> = from_json(&results, "task results")?;
-            let req = decode_request(&req)?;
+            let req = consume(req, decode_request)?;
             to_json(
                 &b.aggregate_metrics(&import_ctx(ctx), &results, &req)
                     .await?,
@@ -211,10 +212,10 @@ impl BenchmarkAbi for BenchmarkExport {
         async_call(None, async move {
             let b =
                 b.ok_or_else(|| Error::unsupported("run_task: not a harness-free benchmark"))?;
-            let task = from_json(&task, "task")?;
-            let prepared = from_json(&prepared, "prepared task")?;
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "execution plan")?;
+            let task = consume(task, |text| from_json(text, "task"))?;
+            let prepared = consume(prepared, |text| from_json(text, "prepared task"))?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "execution plan"))?;
             let env = optional_session(env);
             let ctx = import_ctx(ctx);
             to_json(
@@ -276,8 +277,8 @@ impl HarnessAbi for HarnessExport {
     ) -> FfiFuture<RResult<HarnessSessionBox, PluginError>> {
         let harness = self.harness.clone();
         async_call(None, async move {
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "harness plan")?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "harness plan"))?;
             let env = import_session(env);
             let state = harness
                 .start_session(&import_ctx(ctx), &env, &req, &plan)
@@ -305,9 +306,9 @@ impl HarnessSessionAbi for HarnessSessionExport {
     ) -> JsonFuture {
         let (harness, state) = (self.harness.clone(), self.state.clone());
         async_call(None, async move {
-            let prepared = from_json(&prepared, "prepared task")?;
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "harness plan")?;
+            let prepared = consume(prepared, |text| from_json(text, "prepared task"))?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "harness plan"))?;
             let ctx = import_ctx(ctx);
             to_json(
                 &harness
@@ -327,10 +328,10 @@ impl HarnessSessionAbi for HarnessSessionExport {
     ) -> JsonFuture {
         let (harness, state) = (self.harness.clone(), self.state.clone());
         async_call(None, async move {
-            let prepared = from_json(&prepared, "prepared task")?;
-            let req = decode_request(&req)?;
-            let plan = from_json(&plan, "harness plan")?;
-            let result = from_json(&result, "run result")?;
+            let prepared = consume(prepared, |text| from_json(text, "prepared task"))?;
+            let req = consume(req, decode_request)?;
+            let plan = consume(plan, |text| from_json(text, "harness plan"))?;
+            let result = consume(result, |text| from_json(text, "run result"))?;
             let ctx = import_ctx(ctx);
             to_json(
                 &harness
@@ -375,7 +376,7 @@ impl EnvironmentAbi for EnvironmentExport {
     fn open(&self, ctx: HostBox, request: RString) -> FfiFuture<RResult<SessionBox, PluginError>> {
         let provider = self.provider.clone();
         async_call(None, async move {
-            let request = from_json(&request, "open-environment request")?;
+            let request = consume(request, |text| from_json(text, "open-environment request"))?;
             let session = provider.open(&import_ctx(ctx), &request).await?;
             Ok(export_session(&session))
         })
@@ -384,7 +385,7 @@ impl EnvironmentAbi for EnvironmentExport {
     fn close(&self, ctx: HostBox, close_params: RString) -> UnitFuture {
         let provider = self.provider.clone();
         async_call(None, async move {
-            let params = from_json(&close_params, "close params")?;
+            let params = consume(close_params, |text| from_json(text, "close params"))?;
             provider.close(&import_ctx(ctx), &params).await
         })
     }

@@ -14,6 +14,7 @@ use crate::sdk::{BoxFuture, Ctx, HostApi};
 use crate::Result;
 
 use super::call::await_foreign;
+use super::consume;
 use crate::abi::json::{from_json, to_json};
 
 pub(super) fn host_handle() -> Option<tokio::runtime::Handle> {
@@ -76,7 +77,7 @@ impl HostServicesAbi for HostExport {
         let ctx = self.ctx.clone();
         let service = service.as_str().to_string();
         async_call(self.handle.as_ref(), async move {
-            let request = from_json(&request_json, "service request")?;
+            let request = consume(request_json, |text| from_json(text, "service request"))?;
             to_json(&ctx.call(&service, request).await?)
         })
     }

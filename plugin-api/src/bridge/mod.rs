@@ -18,3 +18,14 @@ mod steps;
 
 pub use crate::abi::json::{from_json, to_json};
 pub use call::Label;
+
+/// Decodes text received over the boundary with `decode`, then frees it. An export's future
+/// that decoded from a borrow would hold the text for as long as the call runs — an agent's
+/// whole run, a command's whole execution: the request, prepared task and plan of every
+/// running task, ~3 KB each (`bench/PROFILE.md`).
+pub(crate) fn consume<T>(
+    text: abi_stable::std_types::RString,
+    decode: impl FnOnce(&str) -> T,
+) -> T {
+    decode(&text)
+}

@@ -15,6 +15,7 @@ use crate::sdk::{EnvironmentSession, SessionRef};
 use crate::Result;
 
 use super::call::Label;
+use super::consume;
 use super::host::host_handle;
 use crate::abi::json::{from_json, to_json};
 
@@ -56,7 +57,7 @@ impl SessionAbi for SessionExport {
 
     fn exec(&self, request_json: RString) -> JsonFuture {
         self.run(|s| async move {
-            let request = from_json(&request_json, "exec request")?;
+            let request = consume(request_json, |text| from_json(text, "exec request"))?;
             to_json(&s.exec(request).await?)
         })
     }
@@ -99,7 +100,7 @@ impl SessionAbi for SessionExport {
 
     fn set_network_policy(&self, policy_json: RString) -> UnitFuture {
         self.run(|s| async move {
-            let policy = from_json(&policy_json, "network policy")?;
+            let policy = consume(policy_json, |text| from_json(text, "network policy"))?;
             s.set_network_policy(&policy).await
         })
     }
@@ -141,7 +142,10 @@ impl EnvironmentSession for ImportedSession {
     }
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
-        abi_call!(await self.exec(to_json(&request)?))
+        let json = to_json(&request)?;
+        // Not held while the command runs (an agent's whole run).
+        drop(request);
+        abi_call!(await self.exec(json))
     }
 
     async fn upload(&self, src: &Path, dst: &str) -> Result<()> {

@@ -37,7 +37,9 @@ impl EnvironmentSession for SandboxSession {
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
         let timeout = timeout_duration(request.timeout_seconds)?;
-        let env = request.effective_env(&self.env)?;
+        // Checked now; merged again for each command built, so that the merged environment
+        // is not held while the command runs (an agent's whole run).
+        request.effective_env(&self.env)?;
         // Chosen when the command starts: a later switch does not change it.
         let network = self.current_network();
         let cwd = match &request.cwd {
@@ -67,9 +69,14 @@ impl EnvironmentSession for SandboxSession {
                 cwd.display()
             )));
         }
-        let build = |masks: &[PathBuf]| match &prepared {
-            Some(prepared) => self.entered_command(prepared, &network, &request, &env, &cwd, masks),
-            None => Ok(self.command(&network, &request, &env, &cwd, masks)),
+        let build = |masks: &[PathBuf]| {
+            let env = request.effective_env(&self.env)?;
+            match &prepared {
+                Some(prepared) => {
+                    self.entered_command(prepared, &network, &request, &env, &cwd, masks)
+                }
+                None => Ok(self.command(&network, &request, &env, &cwd, masks)),
+            }
         };
         let (cmd, program) = build(&masks)?;
         let bwrap = self.layout.bwrap.clone();
