@@ -98,12 +98,25 @@ fn generate_with(ws: &Workspace, name: &str, kind: &str, id: &str, extra: &[&str
     );
 }
 
+/// The triple rustc builds for on this machine (`host:` of `rustc -vV`).
+fn host_triple() -> String {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(rustc).arg("-vV").output().expect("rustc -vV");
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc -vV names its host")
+        .to_string()
+}
+
 /// Every package of the crate's build that is not from the registry lies inside the crate:
-/// it builds without this checkout.
+/// it builds without this checkout. The graph is this machine's platform's: offline, cargo
+/// has only the packages a build here downloaded (not, say, `redox_syscall`).
 fn assert_no_path_outside(crate_dir: &Path) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .args(["metadata", "--offline", "--format-version", "1"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(crate_dir)
         .output()
         .expect("cargo metadata");
