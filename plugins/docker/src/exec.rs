@@ -350,21 +350,65 @@ pub(crate) async fn run_exec(
     Ok(ExecResult::new(code, stdout, stderr))
 }
 
+/// What an engine writes when its OCI runtime could not start an exec'd command: Docker's
+/// `OCI runtime exec failed: ...`; Podman's `Error: runc: exec failed: ...: OCI runtime
+/// attempted to invoke a command that was not found` (127) or `...: OCI permission denied`
+/// (126), crun's the same endings.
+const START_FAILURE_MARKERS: [&str; 3] = [
+    "OCI runtime exec failed",
+    "OCI runtime attempted to invoke a command that was not found",
+    "OCI permission denied",
+];
+
 /// The error of a command the runtime could not start (exit code 126 or 127 with the OCI
-/// runtime's message), instead of its exit code.
+/// runtime's message), instead of its exit code. The message is the runtime's line (Podman
+/// adds others, such as the attach stream's reset).
 fn start_failure(code: i32, stdout: &str, stderr: &str, program: &str, cwd: &str) -> Option<Error> {
     if !matches!(code, 126 | 127) {
         return None;
     }
-    let text = if stdout.contains("OCI runtime exec failed") {
-        stdout
-    } else {
-        stderr
-    };
-    text.contains("OCI runtime exec failed").then(|| {
-        Error::environment(format!(
-            "exec: cannot start `{program}` in `{cwd}`: {}",
-            text.trim()
-        ))
-    })
+    let line = stdout.lines().chain(stderr.lines()).find(|line| {
+        START_FAILURE_MARKERS
+            .iter()
+            .any(|marker| line.contains(marker))
+    })?;
+    Some(Error::environment(format!(
+        "exec: cannot start `{program}` in `{cwd}`: {}",
+        line.trim()
+    )))
+}
+
+#[cfg(test)]
+mod start_failure_tests {
+    use super::start_failure;
+
+    #[test]
+    fn docker_and_podman_start_failures_are_errors_naming_the_runtime_line() {
+        let docker = "OCI runtime exec failed: exec failed: unable to start container process: \
+                      exec: \"nope\": executable file not found in $PATH: unknown\r\n";
+        let podman = "Error: runc: exec failed: unable to start container process: exec: \
+                      \"nope\": executable file not found in $PATH: OCI runtime attempted to \
+                      invoke a command that was not found\nError: read unixpacket \
+                      @->/proc/self/fd/14/attach: read: connection reset by peer\n";
+        let denied = "Error: crun: open executable: Permission denied: OCI permission denied\n";
+        for (code, stdout, stderr) in [(126, docker, ""), (127, "", podman), (126, "", denied)] {
+            let error = start_failure(code, stdout, stderr, "nope", "/app").expect("an error");
+            assert!(!error.message.contains('\n'), "{}", error.message);
+            assert!(
+                error
+                    .message
+                    .starts_with("exec: cannot start `nope` in `/app`: ")
+                    && error.message.contains("OCI"),
+                "{}",
+                error.message
+            );
+            assert!(!error.message.contains("unixpacket"), "{}", error.message);
+        }
+    }
+
+    #[test]
+    fn a_command_that_exits_127_itself_is_a_result() {
+        assert!(start_failure(127, "", "sh: nope: not found\n", "sh", "/app").is_none());
+        assert!(start_failure(1, "", "OCI runtime exec failed\n", "sh", "/app").is_none());
+    }
 }
