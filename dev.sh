@@ -12,7 +12,7 @@ profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 # viewer's browser tests drive it headless.
 ensure_tools() {
     install_missing "Debian packages" bwrap:bubblewrap dockerd:docker.io busybox:busybox-static \
-        curl:curl xmllint:libxml2-utils chromium:chromium
+        curl:curl xmllint:libxml2-utils chromium:chromium podman:podman
 }
 
 # A cached Python 3.12 venv (pyenv's, else python3.12 on PATH): `ensure_venv DIR CHECK WHAT
@@ -284,14 +284,74 @@ start_docker() {
         sleep 0.2
     done
     docker info >/dev/null 2>&1 || { cat "$DOCKER_DIR/dockerd.log" >&2; echo "dockerd did not start" >&2; exit 1; }
-    local rootfs="$DOCKER_DIR/rootfs"
+    busybox_rootfs "$DOCKER_DIR/rootfs"
+    tar -C "$DOCKER_DIR/rootfs" -c . | docker import - agentcompass-test/busybox:1 >/dev/null
+    export AGENTCOMPASS_TEST_DOCKER_HOST="$DOCKER_HOST"
+}
+
+# The root filesystem of the tests' image `agentcompass-test/busybox:1`, assembled in DIR
+# (`busybox_rootfs DIR`): busybox-static and the applets the tests use.
+busybox_rootfs() {
+    local rootfs="$1" tool
     mkdir -p "$rootfs/bin" "$rootfs/tmp" "$rootfs/etc" "$rootfs/app"
     cp "$(command -v busybox)" "$rootfs/bin/busybox"
     for tool in sh ls cat echo sleep true false mkdir rm cp mv env id nc wget ps kill test chmod stat head tail wc sed grep printf; do
         ln -sf busybox "$rootfs/bin/$tool"
     done
-    tar -C "$rootfs" -c . | docker import - agentcompass-test/busybox:1 >/dev/null
-    export AGENTCOMPASS_TEST_DOCKER_HOST="$DOCKER_HOST"
+}
+
+# A private rootful Podman service (issue 40) for the `podman` tier: storage, run root, temp
+# dir, network configs and its containers.conf under a temp dir, the Docker-compatible API on
+# its own socket, the test image imported from the same busybox root filesystem. Podman raises
+# its own limits to nofile 1048576 and nproc 32768 and asks more for containers; a host without
+# CAP_SYS_RESOURCE (this one) cannot grant that, so containers get what this shell can (as
+# dockerd's containers inherit dockerd's). Stopped on exit.
+PODMAN_DIR=""
+PODMAN_PID=""
+podman_private() {
+    podman --root "$PODMAN_DIR/storage" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" "$@"
+}
+stop_podman() {
+    if [ -n "$PODMAN_PID" ]; then
+        kill "$PODMAN_PID" 2>/dev/null || true
+        wait "$PODMAN_PID" 2>/dev/null || true
+    fi
+    if [ -n "$PODMAN_DIR" ]; then
+        podman_private rm --all --force >/dev/null 2>&1 || true
+        # The overlay driver mounts its own storage directory (and each container's layers).
+        { grep -o " $PODMAN_DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do
+            umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true
+        done
+        rm -rf "$PODMAN_DIR" 2>/dev/null || true
+    fi
+}
+start_podman() {
+    PODMAN_DIR="$(mktemp -d /tmp/agentcompass-podman.XXXXXX)"
+    mkdir -p "$PODMAN_DIR/storage" "$PODMAN_DIR/run" "$PODMAN_DIR/tmp" "$PODMAN_DIR/networks"
+    local nofile nproc
+    nofile="$(ulimit -Hn)"
+    nproc="$(ulimit -Hu)"
+    if [ "$nofile" = unlimited ] || [ "$nofile" -gt 1048576 ]; then nofile=1048576; fi
+    if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
+    printf '%s\n' "[containers]" \
+        "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
+        "[network]" "network_config_dir = \"$PODMAN_DIR/networks\"" \
+        "[engine]" "cgroup_manager = \"cgroupfs\"" "events_logger = \"file\"" \
+        >"$PODMAN_DIR/containers.conf"
+    export CONTAINERS_CONF="$PODMAN_DIR/containers.conf"
+    # Not through podman_private: `$!` must be podman itself, not a subshell around it.
+    podman --root "$PODMAN_DIR/storage" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" \
+        system service --time=0 "unix://$PODMAN_DIR/podman.sock" >"$PODMAN_DIR/service.log" 2>&1 &
+    PODMAN_PID=$!
+    local _
+    for _ in $(seq 100); do
+        curl -fsS --unix-socket "$PODMAN_DIR/podman.sock" http://podman/_ping >/dev/null 2>&1 && break
+        sleep 0.1
+    done
+    curl -fsS --unix-socket "$PODMAN_DIR/podman.sock" http://podman/_ping >/dev/null 2>&1 ||
+        { cat "$PODMAN_DIR/service.log" >&2; echo "podman system service did not start" >&2; exit 1; }
+    busybox_rootfs "$PODMAN_DIR/rootfs"
+    tar -C "$PODMAN_DIR/rootfs" -c . | podman_private import --quiet - agentcompass-test/busybox:1 >/dev/null
 }
 
 # Incremental compilation caches only grow (41 GB after a few weeks of sessions filled a
@@ -364,6 +424,15 @@ test)
     # then the doc tests, which nextest does not run.
     INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo nextest run --workspace --profile ci --no-tests fail
     INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo test --workspace --doc
+    # The `podman` tier (issue 40): the docker provider's engine tests again, against a private
+    # Podman service, with no Docker daemon running (JUnit: target/nextest/podman/junit.xml).
+    stop_docker
+    DOCKER_DIR=""
+    DOCKERD_PID=""
+    trap 'stop_slurm || true; stop_podman' EXIT
+    start_podman
+    AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
+        cargo nextest run --workspace --profile podman --no-tests fail
     ;;
 check)
     # The quick tier while working: formatting, lints, unit tests and the e2e tests that need

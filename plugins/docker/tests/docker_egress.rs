@@ -40,33 +40,49 @@ const IMAGE: &str = "agentcompass-test/busybox:1";
 /// One named test over the shared servers.
 type Test = fn(&Servers);
 
+/// The tests, by name.
+const TESTS: [(&str, Test); 11] = [
+    ("allowlist_by_address_cidr_name_and_wildcard", allowlists),
+    ("denylist_by_address_cidr_name_and_wildcard", denylists),
+    ("ports_and_runtime_egress_hosts", ports_and_runtime_hosts),
+    ("no_network_reaches_nothing", no_network_reaches_nothing),
+    ("switches_per_phase_in_one_container", switches_per_phase),
+    ("public_and_isolated_phases_do_not_mix", phases_do_not_mix),
+    ("host_endpoints_under_every_policy", host_endpoints),
+    (
+        "a_forwarder_that_cannot_listen_fails_the_open",
+        forwarder_failure,
+    ),
+    ("close_and_crash_cleanup", cleanup),
+    ("keeps_the_session_contract", contract),
+    ("figures", figures),
+];
+
 fn main() -> ExitCode {
     if let Some(code) = agentcompass_egress::forward::run_if_requested() {
         return code;
     }
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // The test runner's listing (`--list --format terse`, and `--ignored` for the ignored
+    // ones: none): one `NAME: test` line each, so nextest runs each test in its own process.
+    if args.iter().any(|a| a == "--list") {
+        if !args.iter().any(|a| a == "--ignored") {
+            for (name, _) in TESTS {
+                println!("{name}: test");
+            }
+        }
         return ExitCode::SUCCESS;
     }
-    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let exact = args.iter().any(|a| a == "--exact");
+    let filter = args.iter().find(|a| !a.starts_with('-'));
     let servers = Servers::start();
-    let tests: [(&str, Test); 11] = [
-        ("allowlist_by_address_cidr_name_and_wildcard", allowlists),
-        ("denylist_by_address_cidr_name_and_wildcard", denylists),
-        ("ports_and_runtime_egress_hosts", ports_and_runtime_hosts),
-        ("no_network_reaches_nothing", no_network_reaches_nothing),
-        ("switches_per_phase_in_one_container", switches_per_phase),
-        ("public_and_isolated_phases_do_not_mix", phases_do_not_mix),
-        ("host_endpoints_under_every_policy", host_endpoints),
-        (
-            "a_forwarder_that_cannot_listen_fails_the_open",
-            forwarder_failure,
-        ),
-        ("close_and_crash_cleanup", cleanup),
-        ("keeps_the_session_contract", contract),
-        ("figures", figures),
-    ];
-    for (name, test) in tests {
-        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+    for (name, test) in TESTS {
+        let chosen = match filter {
+            None => true,
+            Some(f) if exact => name == f.as_str(),
+            Some(f) => name.contains(f.as_str()),
+        };
+        if !chosen {
             continue;
         }
         println!("test {name} ...");
@@ -402,6 +418,7 @@ fn phases_do_not_mix(servers: &Servers) {
         environment: EnvironmentSpec::new(ID),
         ..ExecutionPlan::default()
     };
+    plan.environment.setup.image = Some(IMAGE.to_string());
     plan.baseline_network_policy = Some(NetworkPolicy::no_network());
     plan.run_network_policy = Some(NetworkPolicy::allowlist(["127.0.0.2", "*.pypi.org:443"]));
     plan.evaluation_environment_mode = EvaluationEnvironmentMode::Reuse;
