@@ -305,7 +305,9 @@ busybox_rootfs() {
 # its own socket, the test image imported from the same busybox root filesystem. Podman raises
 # its own limits to nofile 1048576 and nproc 32768 and asks more for containers; a host without
 # CAP_SYS_RESOURCE (this one) cannot grant that, so containers get what this shell can (as
-# dockerd's containers inherit dockerd's). Stopped on exit.
+# dockerd's containers inherit dockerd's). An exec session's conmon waits
+# `exit_command_delay` for the API to read its exit (300 s by default, mimicking Docker): 5 s
+# here, or the tier leaves hundreds of them behind. Stopped on exit.
 PODMAN_DIR=""
 PODMAN_PID=""
 podman_private() {
@@ -318,6 +320,8 @@ stop_podman() {
     fi
     if [ -n "$PODMAN_DIR" ]; then
         podman_private rm --all --force >/dev/null 2>&1 || true
+        # What the service started: conmon of each container and exec session.
+        pkill -f -- "$PODMAN_DIR/" 2>/dev/null || true
         # The overlay driver mounts its own storage directory (and each container's layers).
         { grep -o " $PODMAN_DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do
             umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true
@@ -337,6 +341,7 @@ start_podman() {
         "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
         "[network]" "network_config_dir = \"$PODMAN_DIR/networks\"" \
         "[engine]" "cgroup_manager = \"cgroupfs\"" "events_logger = \"file\"" \
+        "exit_command_delay = 5" \
         >"$PODMAN_DIR/containers.conf"
     export CONTAINERS_CONF="$PODMAN_DIR/containers.conf"
     # Not through podman_private: `$!` must be podman itself, not a subshell around it.
