@@ -366,9 +366,27 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
 }
 
 /// A fresh host directory holding `files` (a unique marker keeps its context unique).
-fn context_dir(files: &[(&str, &str)]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("docker-provider-ctx-{}", random_suffix()));
-    fs::create_dir_all(&dir).unwrap();
+/// A build context directory, removed when dropped (a failing test leaves none behind).
+struct ContextDir(std::path::PathBuf);
+
+impl std::ops::Deref for ContextDir {
+    type Target = std::path::PathBuf;
+
+    fn deref(&self) -> &std::path::PathBuf {
+        &self.0
+    }
+}
+
+impl Drop for ContextDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn context_dir(files: &[(&str, &str)]) -> ContextDir {
+    let dir =
+        ContextDir(std::env::temp_dir().join(format!("docker-provider-ctx-{}", random_suffix())));
+    fs::create_dir_all(&*dir).unwrap();
     for (name, text) in files {
         fs::write(dir.join(name), text).unwrap();
     }
@@ -476,7 +494,6 @@ fn images_are_built_from_a_context_and_reused() {
     assert_eq!(sh(&session, "cat /hello.txt").stdout, "changed\n");
     assert_ne!(image_id(&named), first);
     drop(session);
-    fs::remove_dir_all(&context).unwrap();
 }
 
 #[test]
@@ -530,5 +547,4 @@ fn failed_builds_and_bad_contexts_are_clear_errors() {
             expected
         );
     }
-    fs::remove_dir_all(&context).unwrap();
 }
