@@ -36,13 +36,9 @@ fn main() -> ExitCode {
     }
     // Sandbox commands enter their prepared namespace through this binary.
     agentcompass_builtins::sandbox::enter_if_requested();
-    // The test runner's listing (`--list --format terse`, and `--ignored`: none): the whole
-    // binary is one test, so nextest runs it.
+    // The whole binary is one test for the runner.
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        if !args.iter().any(|a| a == "--ignored") {
-            println!("{TEST_NAME}: test");
-        }
+    if agentcompass_test_servers::listing::answer_listing(&args, &[TEST_NAME]) {
         return ExitCode::SUCCESS;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()

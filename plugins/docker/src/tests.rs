@@ -365,7 +365,6 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
     );
 }
 
-/// A fresh host directory holding `files` (a unique marker keeps its context unique).
 /// A build context directory, removed when dropped (a failing test leaves none behind).
 struct ContextDir(std::path::PathBuf);
 
@@ -383,6 +382,7 @@ impl Drop for ContextDir {
     }
 }
 
+/// A fresh host directory holding `files` (a unique marker keeps its context unique).
 fn context_dir(files: &[(&str, &str)]) -> ContextDir {
     let dir =
         ContextDir(std::env::temp_dir().join(format!("docker-provider-ctx-{}", random_suffix())));

@@ -15,7 +15,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 
-use agentcompass_test_servers::loopback;
+use agentcompass_test_servers::{listing, loopback};
 use std::os::unix::net::UnixListener;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,14 +63,8 @@ fn main() -> ExitCode {
         return code;
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // The test runner's listing (`--list --format terse`, and `--ignored` for the ignored
-    // ones: none): one `NAME: test` line each, so nextest runs each test in its own process.
-    if args.iter().any(|a| a == "--list") {
-        if !args.iter().any(|a| a == "--ignored") {
-            for (name, _) in TESTS {
-                println!("{name}: test");
-            }
-        }
+    // Each test listed on its own: nextest runs each in its own process.
+    if listing::answer_listing(&args, &TESTS.map(|(name, _)| name)) {
         return ExitCode::SUCCESS;
     }
     let exact = args.iter().any(|a| a == "--exact");
