@@ -301,27 +301,31 @@ busybox_rootfs() {
 }
 
 # A private rootful Podman service (issue 40) for the `podman` tier: storage, run root, temp
-# dir, network configs and its containers.conf under a temp dir, the Docker-compatible API on
-# its own socket, the test image imported from the same busybox root filesystem. Podman raises
-# its own limits to nofile 1048576 and nproc 32768 and asks more for containers; a host without
-# CAP_SYS_RESOURCE (this one) cannot grant that, so containers get what this shell can (as
-# dockerd's containers inherit dockerd's). An exec session's conmon waits
-# `exit_command_delay` for the API to read its exit (300 s by default, mimicking Docker): 5 s
-# here, or the tier leaves hundreds of them behind. Stopped on exit.
+# dir, network configs and its containers.conf under a temp dir, named by CONTAINERS_CONF and
+# CONTAINERS_STORAGE_CONF (exported, so a service the host starts itself uses the same store),
+# the Docker-compatible API on its own socket, the test image imported from the same busybox
+# root filesystem. Podman raises its own limits to nofile 1048576 and nproc 32768 and asks more
+# for containers; a host without CAP_SYS_RESOURCE (this one) cannot grant that, so containers
+# get what this shell can (as dockerd's containers inherit dockerd's). An exec session's conmon
+# waits `exit_command_delay` for the API to read its exit (300 s by default, mimicking Docker):
+# 5 s here, or the tier leaves hundreds of them behind. Stopped on exit: the service, then
+# every process whose command line names the directory (conmons, and the exit commands they
+# run, which would otherwise recreate the store after it is removed), then its mounts.
 PODMAN_DIR=""
 PODMAN_PID=""
-podman_private() {
-    podman --root "$PODMAN_DIR/storage" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" "$@"
-}
 stop_podman() {
     if [ -n "$PODMAN_PID" ]; then
         kill "$PODMAN_PID" 2>/dev/null || true
         wait "$PODMAN_PID" 2>/dev/null || true
     fi
     if [ -n "$PODMAN_DIR" ]; then
-        podman_private rm --all --force >/dev/null 2>&1 || true
-        # What the service started: conmon of each container and exec session.
-        pkill -f -- "$PODMAN_DIR/" 2>/dev/null || true
+        podman rm --all --force >/dev/null 2>&1 || true
+        local _
+        for _ in $(seq 50); do
+            pkill -f -- "$PODMAN_DIR/" 2>/dev/null || break
+            sleep 0.1
+        done
+        pkill -9 -f -- "$PODMAN_DIR/" 2>/dev/null || true
         # The overlay driver mounts its own storage directory (and each container's layers).
         { grep -o " $PODMAN_DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do
             umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true
@@ -341,12 +345,14 @@ start_podman() {
         "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
         "[network]" "network_config_dir = \"$PODMAN_DIR/networks\"" \
         "[engine]" "cgroup_manager = \"cgroupfs\"" "events_logger = \"file\"" \
-        "exit_command_delay = 5" \
+        "exit_command_delay = 5" "tmp_dir = \"$PODMAN_DIR/tmp\"" \
         >"$PODMAN_DIR/containers.conf"
+    printf '%s\n' "[storage]" "driver = \"overlay\"" \
+        "graphroot = \"$PODMAN_DIR/storage\"" "runroot = \"$PODMAN_DIR/run\"" \
+        >"$PODMAN_DIR/storage.conf"
     export CONTAINERS_CONF="$PODMAN_DIR/containers.conf"
-    # Not through podman_private: `$!` must be podman itself, not a subshell around it.
-    podman --root "$PODMAN_DIR/storage" --runroot "$PODMAN_DIR/run" --tmpdir "$PODMAN_DIR/tmp" \
-        system service --time=0 "unix://$PODMAN_DIR/podman.sock" >"$PODMAN_DIR/service.log" 2>&1 &
+    export CONTAINERS_STORAGE_CONF="$PODMAN_DIR/storage.conf"
+    podman system service --time=0 "unix://$PODMAN_DIR/podman.sock" >"$PODMAN_DIR/service.log" 2>&1 &
     PODMAN_PID=$!
     local _
     for _ in $(seq 100); do
@@ -356,7 +362,7 @@ start_podman() {
     curl -fsS --unix-socket "$PODMAN_DIR/podman.sock" http://podman/_ping >/dev/null 2>&1 ||
         { cat "$PODMAN_DIR/service.log" >&2; echo "podman system service did not start" >&2; exit 1; }
     busybox_rootfs "$PODMAN_DIR/rootfs"
-    tar -C "$PODMAN_DIR/rootfs" -c . | podman_private import --quiet - agentcompass-test/busybox:1 >/dev/null
+    tar -C "$PODMAN_DIR/rootfs" -c . | podman import --quiet - agentcompass-test/busybox:1 >/dev/null
 }
 
 # Incremental compilation caches only grow (41 GB after a few weeks of sessions filled a
