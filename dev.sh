@@ -442,7 +442,7 @@ test)
     DOCKERD_PID=""
     trap 'stop_slurm || true; stop_podman' EXIT
     start_podman
-    AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
+    AGENTCOMPASS_TEST_ENGINE=podman AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
         cargo nextest run --workspace --profile podman --no-tests fail
     ;;
 check)

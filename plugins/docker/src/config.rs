@@ -11,23 +11,45 @@ use agentcompass_plugin_api::sdk::provider::{check_params, string_table};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
-use crate::ID;
+use crate::engine::Engine;
 
 /// The socket used when neither the `docker_host` parameter nor `DOCKER_HOST` is set.
 const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
 
+/// The program that serves a private Podman service when `podman` is not given.
+const DEFAULT_PODMAN: &str = "podman";
+
 /// The working directory when `setup.workdir` is not given.
 const DEFAULT_WORKDIR: &str = "/app";
 
-pub(crate) fn config_schema() -> ConfigSchema {
-    ConfigSchema::empty()
-        .field(ConfigField::new(
+pub(crate) fn config_schema(engine: Engine) -> ConfigSchema {
+    let schema = match engine {
+        Engine::Docker => ConfigSchema::empty().field(ConfigField::new(
             "docker_host",
             ConfigType::String,
             Value::Null,
             "Docker Engine address (default: the DOCKER_HOST environment variable, else \
              unix:///var/run/docker.sock)",
-        ))
+        )),
+        Engine::Podman => ConfigSchema::empty()
+            .field(ConfigField::new(
+                "container_host",
+                ConfigType::String,
+                Value::Null,
+                "Address of a running Podman service (`unix:///run/podman/podman.sock`, \
+                 `unix://$XDG_RUNTIME_DIR/podman/podman.sock`; default: the CONTAINER_HOST \
+                 environment variable, else a private `podman system service` the provider \
+                 starts for the run and stops after it)",
+            ))
+            .field(ConfigField::new(
+                "podman",
+                ConfigType::String,
+                json!(DEFAULT_PODMAN),
+                "The podman program that serves the private service (looked up on PATH unless \
+                 it is a path)",
+            )),
+    };
+    schema
         .field(ConfigField::new(
             "network",
             ConfigType::String,
@@ -58,10 +80,21 @@ pub(crate) fn config_schema() -> ConfigSchema {
         .field(egress_hosts_param())
 }
 
+/// Where the engine is.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Address {
+    /// A running engine's address (`unix://…`, `tcp://…`).
+    Given(String),
+    /// A private Podman service the provider starts with this program (module `podman`).
+    PrivateService { program: String },
+}
+
 /// The provider's parameters.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
-    pub(crate) docker_host: String,
+    /// The engine the parameters are for.
+    pub(crate) engine: Engine,
+    pub(crate) address: Address,
     pub(crate) network: String,
     pub(crate) keep_alive_command: Vec<String>,
     pub(crate) pull: bool,
@@ -71,23 +104,29 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    pub(crate) fn parse(params: &JsonMap) -> Result<Config> {
-        check_params(&config_schema(), params, ID)?;
+    pub(crate) fn parse(engine: Engine, params: &JsonMap) -> Result<Config> {
+        check_params(&config_schema(engine), params, engine.id())?;
         let text = |key: &str| -> Result<Option<String>> {
             match params.get(key).and_then(Value::as_str) {
                 Some(s) if s.trim().is_empty() => Err(Error::invalid_input(format!(
-                    "environment `{ID}`: parameter `{key}` must not be empty"
+                    "environment `{engine}`: parameter `{key}` must not be empty"
                 ))),
                 other => Ok(other.map(str::to_string)),
             }
         };
-        let docker_host = match text("docker_host")? {
-            Some(host) => host,
-            None => std::env::var("DOCKER_HOST")
-                .ok()
-                .filter(|h| !h.trim().is_empty())
-                .unwrap_or_else(|| DEFAULT_DOCKER_HOST.to_string()),
+        let from_env = std::env::var(engine.address_env())
+            .ok()
+            .filter(|h| !h.trim().is_empty());
+        let address = match (text(engine.address_param())?.or(from_env), engine) {
+            (Some(address), _) => Address::Given(address),
+            (None, Engine::Docker) => Address::Given(DEFAULT_DOCKER_HOST.to_string()),
+            (None, Engine::Podman) => Address::PrivateService {
+                program: text("podman")?.unwrap_or_else(|| DEFAULT_PODMAN.to_string()),
+            },
         };
+        if let (Address::Given(address), Engine::Podman) = (&address, engine) {
+            check_address(engine, address)?;
+        }
         let keep_alive_command = match params.get("keep_alive_command") {
             None | Some(Value::Null) => vec!["sleep".to_string(), "2147483647".to_string()],
             Some(Value::Array(items)) => {
@@ -99,7 +138,7 @@ impl Config {
                     Some(argv) if !argv.is_empty() => argv,
                     _ => {
                         return Err(Error::invalid_input(format!(
-                            "environment `{ID}`: parameter `keep_alive_command` must be a \
+                            "environment `{engine}`: parameter `keep_alive_command` must be a \
                              non-empty array of strings"
                         )))
                     }
@@ -107,13 +146,16 @@ impl Config {
             }
             Some(_) => unreachable!("checked by the schema"),
         };
-        let egress_hosts = string_table(params, "egress_hosts", ID)?;
+        let egress_hosts = string_table(params, "egress_hosts", engine.id())?;
         HostMap::from_pairs(&egress_hosts).map_err(|e| {
-            Error::invalid_input(format!("environment `{ID}`: parameter `egress_hosts`: {e}"))
+            Error::invalid_input(format!(
+                "environment `{engine}`: parameter `egress_hosts`: {e}"
+            ))
         })?;
         Ok(Config {
+            engine,
             egress_hosts,
-            docker_host,
+            address,
             network: text("network")?.unwrap_or_else(|| "host".to_string()),
             keep_alive_command,
             pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
@@ -132,14 +174,15 @@ impl Config {
         own.and_then(|own| Ok(own.overridden_by(HostMap::from_pairs(runtime)?)))
             .map_err(|e| {
                 Error::invalid_input(format!(
-                "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
-            ))
+                    "environment `{}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}",
+                    self.engine
+                ))
             })
     }
 }
 
 /// Checks that a build context is an absolute directory holding a `Dockerfile`.
-pub(crate) fn check_build_context(context: &Path) -> Result<()> {
+pub(crate) fn check_build_context(engine: Engine, context: &Path) -> Result<()> {
     let shown = context.display();
     let problem = if !context.is_absolute() {
         "must be an absolute path"
@@ -151,25 +194,61 @@ pub(crate) fn check_build_context(context: &Path) -> Result<()> {
         return Ok(());
     };
     Err(Error::invalid_input(format!(
-        "environment `{ID}`: parameter `build_context` `{shown}` {problem}"
+        "environment `{engine}`: parameter `build_context` `{shown}` {problem}"
     )))
 }
 
 /// The container path of the working directory: absolute and normalised, not `/`.
-pub(crate) fn workdir_of(setup: &EnvironmentSetup) -> Result<String> {
+pub(crate) fn workdir_of(engine: Engine, setup: &EnvironmentSetup) -> Result<String> {
     let given = setup.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR);
     if !given.starts_with('/') {
         return Err(Error::invalid_input(format!(
-            "environment `{ID}`: setup.workdir `{given}` must be an absolute path"
+            "environment `{engine}`: setup.workdir `{given}` must be an absolute path"
         )));
     }
     let normal = normalize(Path::new("/"), given);
     if normal == "/" {
         return Err(Error::invalid_input(format!(
-            "environment `{ID}`: setup.workdir `{given}` must not be the root directory"
+            "environment `{engine}`: setup.workdir `{given}` must not be the root directory"
         )));
     }
     Ok(normal)
+}
+
+/// Refuses a Podman address the provider cannot use (`ssh://`, as `podman machine` and remote
+/// clients set CONTAINER_HOST, or another host): it binds host paths and reads the engine's
+/// processes from `/proc`, so the engine must be on this host (`unix://`, an absolute socket
+/// path, or `tcp://`/`http://` on loopback).
+fn check_address(engine: Engine, address: &str) -> Result<()> {
+    let param = engine.address_param();
+    let env = engine.address_env();
+    let local_tcp = |rest: &str| {
+        let host = rest.rsplit_once(':').map_or(rest, |(host, _)| host);
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    let ok = if let Some(path) = address.strip_prefix("unix://") {
+        path.starts_with('/')
+    } else if let Some(rest) = address
+        .strip_prefix("tcp://")
+        .or_else(|| address.strip_prefix("http://"))
+    {
+        local_tcp(rest)
+    } else {
+        address.starts_with('/')
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "environment `{engine}`: parameter `{param}` (or {env}) `{address}`: expected a \
+             local engine (`unix:///PATH`, or `tcp://` on loopback): the provider binds host \
+             directories into its containers"
+        )))
+    }
 }
 
 /// `path` as an absolute, lexically normalised container path (relative paths against `base`).

@@ -10,12 +10,10 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
 };
-use bollard::Docker;
 use futures_util::StreamExt;
 
-use crate::{
-    archive, connect, docker_error, exec, remove_container, status_of, ID, IMAGE_REQUIRED,
-};
+use crate::engine::{Daemon, Engine};
+use crate::{archive, exec, image_required, remove_container, status_of};
 
 /// Label of a built image: the sha256 of its build context archive.
 pub(crate) const LABEL_CONTEXT: &str = "agentcompass.context_sha256";
@@ -25,7 +23,9 @@ const BUILD_REPOSITORY: &str = "agentcompass-build";
 
 /// Everything a session's container is started from, on the provider runtime.
 pub(crate) struct Launch {
-    /// The daemon's address.
+    /// The engine.
+    pub(crate) engine: Engine,
+    /// The engine's address.
     pub(crate) host: String,
     /// `setup.image` (the tag of a built image, if a context is given).
     pub(crate) image: Option<String>,
@@ -46,17 +46,18 @@ pub(crate) struct Launch {
 impl Launch {
     /// Connects, then (within the deadline) builds or checks the image, creates and starts the
     /// container; on failure the container is removed again. The connected client.
-    pub(crate) async fn run(self) -> Result<Docker> {
-        let docker = connect(&self.host).await?;
-        let container = self.container.clone();
+    pub(crate) async fn run(self) -> Result<Daemon> {
+        let docker = Daemon::connect(self.engine, &self.host).await?;
+        let (container, engine) = (self.container.clone(), self.engine);
         let outcome = match self.deadline {
             Some(limit) => match tokio::time::timeout(limit, self.start(&docker)).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(Error::new(
                     ErrorKind::Timeout,
                     format!(
-                        "docker: opening the environment took longer than \
+                        "{}: opening the environment took longer than \
                          setup.build_timeout_seconds ({}s)",
+                        engine,
                         limit.as_secs_f64()
                     ),
                 )),
@@ -74,12 +75,10 @@ impl Launch {
         }
     }
 
-    async fn start(self, docker: &Docker) -> Result<()> {
+    async fn start(self, docker: &Daemon) -> Result<()> {
         let image = match self.build_context {
             Some(context) => build_image(docker, &context, self.image).await?,
-            None => self
-                .image
-                .ok_or_else(|| Error::invalid_input(IMAGE_REQUIRED))?,
+            None => self.image.ok_or_else(|| image_required(docker.engine))?,
         };
         let body = ContainerCreateBody {
             image: Some(image.clone()),
@@ -99,16 +98,22 @@ impl Launch {
 
 /// The built image of the host directory `context`: tagged `tag` (default: by the context's
 /// sha256), reused when an image with that tag and the context's sha256 label exists.
-async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Result<String> {
+async fn build_image(docker: &Daemon, context: &Path, tag: Option<String>) -> Result<String> {
     use sha2::{Digest, Sha256};
     let shown = context.display().to_string();
     let from = context.to_path_buf();
     let tar = tokio::task::spawn_blocking(move || archive::context_tar(&from))
         .await
-        .map_err(|e| Error::environment(format!("docker: archiving `{shown}` failed: {e}")))?
         .map_err(|e| {
             Error::environment(format!(
-                "docker: cannot archive the build context `{shown}`: {e}"
+                "{}: archiving `{shown}` failed: {e}",
+                docker.engine
+            ))
+        })?
+        .map_err(|e| {
+            Error::environment(format!(
+                "{}: cannot archive the build context `{shown}`: {e}",
+                docker.engine
             ))
         })?;
     let sha = hex::encode(Sha256::digest(&tar));
@@ -117,14 +122,14 @@ async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Re
         Ok(found) => {
             let labels = found.config.and_then(|c| c.labels).unwrap_or_default();
             if labels.get(LABEL_CONTEXT) == Some(&sha) {
-                tracing::debug!(provider = ID, image = %tag, "reusing the built image");
+                tracing::debug!(provider = docker.engine.id(), image = %tag, "reusing the built image");
                 return Ok(tag);
             }
         }
         Err(e) if status_of(&e) == Some(404) => {}
-        Err(e) => return Err(docker_error(&format!("inspecting image `{tag}`"), e)),
+        Err(e) => return Err(docker.engine.error(&format!("inspecting image `{tag}`"), e)),
     }
-    tracing::debug!(provider = ID, image = %tag, context = %shown, "building the image");
+    tracing::debug!(provider = docker.engine.id(), image = %tag, context = %shown, "building the image");
     let labels = HashMap::from([(LABEL_CONTEXT, sha.as_str())]);
     let options = BuildImageOptionsBuilder::new()
         .dockerfile("Dockerfile")
@@ -148,7 +153,8 @@ async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Re
             .map(|s| format!(" at `{s}`"))
             .unwrap_or_default();
         Error::environment(format!(
-            "docker: building image `{tag}` from `{shown}` failed{at}: {line}"
+            "{}: building image `{tag}` from `{shown}` failed{at}: {line}",
+            docker.engine
         ))
     };
     while let Some(item) = output.next().await {
@@ -167,17 +173,16 @@ async fn build_image(docker: &Docker, context: &Path, tag: Option<String>) -> Re
     }
     match docker.inspect_image(&tag).await {
         Ok(_) => Ok(tag),
-        Err(e) => Err(docker_error(
-            &format!("inspecting the built image `{tag}`"),
-            e,
-        )),
+        Err(e) => Err(docker
+            .engine
+            .error(&format!("inspecting the built image `{tag}`"), e)),
     }
 }
 
 /// Checks (or pulls) the image, then creates and starts the container and its working
 /// directory.
 async fn create_and_start(
-    docker: &Docker,
+    docker: &Daemon,
     name: &str,
     image: &str,
     pull: bool,
@@ -189,27 +194,37 @@ async fn create_and_start(
         Err(e) if status_of(&e) == Some(404) => {
             if !pull {
                 return Err(Error::environment(format!(
-                    "docker: image `{image}` does not exist locally and pulling is disabled \
-                     (parameter `pull` = false); build or pull it first, or set `pull` to true"
+                    "{}: image `{image}` does not exist locally and pulling is disabled \
+                     (parameter `pull` = false); build or pull it first, or set `pull` to true",
+                    docker.engine
                 )));
             }
             let options = CreateImageOptionsBuilder::new().from_image(image).build();
             let mut progress = docker.create_image(Some(options), None, None);
             while let Some(step) = progress.next().await {
-                step.map_err(|e| docker_error(&format!("pulling image `{image}`"), e))?;
+                step.map_err(|e| docker.engine.error(&format!("pulling image `{image}`"), e))?;
             }
         }
-        Err(e) => return Err(docker_error(&format!("inspecting image `{image}`"), e)),
+        Err(e) => {
+            return Err(docker
+                .engine
+                .error(&format!("inspecting image `{image}`"), e))
+        }
     }
     let options = CreateContainerOptionsBuilder::new().name(name).build();
     docker
         .create_container(Some(options), body)
         .await
-        .map_err(|e| docker_error(&format!("creating a container from `{image}`"), e))?;
-    docker
-        .start_container(name, None)
-        .await
-        .map_err(|e| docker_error(&format!("starting container `{name}`"), e))?;
+        .map_err(|e| {
+            docker
+                .engine
+                .error(&format!("creating a container from `{image}`"), e)
+        })?;
+    docker.start_container(name, None).await.map_err(|e| {
+        docker
+            .engine
+            .error(&format!("starting container `{name}`"), e)
+    })?;
     // Docker creates the working directory itself; this makes sure of it (best effort: an
     // image without `mkdir` still works).
     let argv = vec!["mkdir".to_string(), "-p".to_string(), workdir.to_string()];

@@ -17,8 +17,8 @@ use agentcompass_egress::{
 use agentcompass_plugin_api::{tracing, Error, Result};
 use tokio::net::UnixListener;
 
+use crate::engine::Engine;
 use crate::forwarder::EGRESS_DIR;
-use crate::ID;
 
 /// Where the forwarder listens for the proxy in the container (`127.0.0.1`).
 pub(crate) const PROXY_PORT: u16 = 3128;
@@ -40,6 +40,7 @@ pub(crate) const DIR_PREFIX: &str = "agentcompass-docker-";
 pub(crate) struct Egress {
     /// The private host directory (0700): `proxy/s` lives in it.
     dir: PathBuf,
+    engine: Engine,
     token: EgressToken,
     host_map: HostMap,
     session: String,
@@ -49,10 +50,15 @@ pub(crate) struct Egress {
 impl Egress {
     /// Creates the private directory (`<temp>/agentcompass-docker-<suffix>/proxy`, 0700) of
     /// the session `session`; no proxy runs yet.
-    pub(crate) fn create(suffix: &str, host_map: HostMap, session: &str) -> Result<Egress> {
+    pub(crate) fn create(
+        engine: Engine,
+        suffix: &str,
+        host_map: HostMap,
+        session: &str,
+    ) -> Result<Egress> {
         let dir = std::env::temp_dir().join(format!("{DIR_PREFIX}{suffix}"));
         let failed = |what: &str, e: &dyn std::fmt::Display| {
-            Error::environment(format!("environment `{ID}`: {what}: {e}"))
+            Error::environment(format!("environment `{engine}`: {what}: {e}"))
         };
         let token =
             EgressToken::random().map_err(|e| failed("cannot make the egress token", &e))?;
@@ -68,6 +74,7 @@ impl Egress {
         }
         Ok(Egress {
             dir,
+            engine,
             token,
             host_map,
             session: session.to_string(),
@@ -104,6 +111,11 @@ impl Egress {
         proxy_env(&url)
     }
 
+    /// The engine of the session the directory belongs to.
+    pub(crate) fn engine(&self) -> Engine {
+        self.engine
+    }
+
     /// Whether a proxy is serving now.
     pub(crate) fn serving(&self) -> bool {
         self.proxy.is_some()
@@ -115,7 +127,7 @@ impl Egress {
     pub(crate) async fn switch(&mut self, policy: Option<EgressPolicy>) -> Result<()> {
         let socket = self.dir.join("proxy").join(SOCKET_NAME);
         let failed = |what: &str, e: &dyn std::fmt::Display| {
-            Error::environment(format!("environment `{ID}`: {what}: {e}"))
+            Error::environment(format!("environment `{}`: {what}: {e}", self.engine))
         };
         let next = match policy {
             Some(policy) => {
@@ -127,12 +139,12 @@ impl Egress {
                         &e,
                     )
                 })?;
-                let label = self.session.clone();
+                let (label, provider) = (self.session.clone(), self.engine.id());
                 let log = EgressLog::new(move |event| {
                     if event.is_refusal() {
-                        tracing::warn!(provider = ID, session = %label, "{event}");
+                        tracing::warn!(provider, session = %label, "{event}");
                     } else {
-                        tracing::debug!(provider = ID, session = %label, "{event}");
+                        tracing::debug!(provider, session = %label, "{event}");
                     }
                 });
                 let config = EgressConfig::new(policy, self.token.clone())
@@ -167,18 +179,18 @@ impl Egress {
         if let Some(old) = self.proxy.take() {
             old.shutdown().await;
         }
-        remove_dir(&self.dir)
+        remove_dir(self.engine, &self.dir)
     }
 }
 
 /// Removes a private directory of this provider (a missing one is fine).
-pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
+pub(crate) fn remove_dir(engine: Engine, dir: &Path) -> Result<()> {
     let owned = dir
         .file_name()
         .is_some_and(|n| n.to_string_lossy().starts_with(DIR_PREFIX));
     if !owned || !dir.is_absolute() {
         return Err(Error::invalid_input(format!(
-            "environment `{ID}`: refusing to remove `{}`: not a directory this provider creates",
+            "environment `{engine}`: refusing to remove `{}`: not a directory this provider creates",
             dir.display()
         )));
     }
@@ -186,7 +198,7 @@ pub(crate) fn remove_dir(dir: &Path) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::environment(format!(
-            "environment `{ID}`: cannot remove `{}`: {e}",
+            "environment `{engine}`: cannot remove `{}`: {e}",
             dir.display()
         ))),
     }

@@ -3,15 +3,15 @@
 
 use std::time::Duration;
 
+use crate::engine::Daemon;
 use agentcompass_plugin_api::contracts::ExecResult;
 use agentcompass_plugin_api::{Error, Result};
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
-use bollard::Docker;
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use crate::{docker_error, status_of, ID};
+use crate::status_of;
 
 /// The variable marking every process started by one exec (used to kill them on a timeout).
 pub(crate) const EXEC_MARKER: &str = "AGENTCOMPASS_EXEC_ID";
@@ -26,20 +26,20 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How long the kill of a timed-out command may take.
 const KILL_TIMEOUT: Duration = Duration::from_secs(15);
 
-fn exec_error(container: &str, op: &str, e: bollard::errors::Error) -> Error {
+fn exec_error(docker: &Daemon, container: &str, op: &str, e: bollard::errors::Error) -> Error {
     match status_of(&e) {
         Some(404) => Error::environment(format!(
             "exec: container `{container}` does not exist (closed or removed)"
         )),
         Some(409) => Error::environment(format!("exec: container `{container}` is not running")),
-        _ => docker_error(&format!("exec: {op}"), e),
+        _ => docker.engine.error(&format!("exec: {op}"), e),
     }
 }
 
 /// `test <flag> <path>` (through `/bin/sh`): exit 0 is true, 1 false; anything else is an
 /// error.
 pub(crate) async fn probe(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     flag: &str,
     path: &str,
@@ -57,7 +57,8 @@ pub(crate) async fn probe(
         0 => Ok(true),
         1 => Ok(false),
         code => Err(Error::environment(format!(
-            "environment `{ID}`: `test {flag} {path}` failed with exit code {code}: {}",
+            "environment `{}`: `test {flag} {path}` failed with exit code {code}: {}",
+            docker.engine,
             r.stderr.trim()
         ))),
     }
@@ -65,7 +66,7 @@ pub(crate) async fn probe(
 
 /// Runs a command to completion without a timeout marker (internal commands).
 pub(crate) async fn exec_captured(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     argv: Vec<String>,
     env: Vec<String>,
@@ -77,7 +78,7 @@ pub(crate) async fn exec_captured(
 
 /// Creates the exec of `argv` with `env` in `cwd`, its output attached or not; its id.
 async fn create_exec(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     argv: Vec<String>,
     env: Vec<String>,
@@ -97,13 +98,13 @@ async fn create_exec(
             },
         )
         .await
-        .map_err(|e| exec_error(container, "create", e))?;
+        .map_err(|e| exec_error(docker, container, "create", e))?;
     Ok(created.id)
 }
 
 /// Starts a command in the background.
 pub(crate) async fn start_detached(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     argv: Vec<String>,
     env: Vec<String>,
@@ -119,14 +120,14 @@ pub(crate) async fn start_detached(
             }),
         )
         .await
-        .map_err(|e| exec_error(container, "start", e))?;
+        .map_err(|e| exec_error(docker, container, "start", e))?;
     Ok(ExecResult::new(0, "", ""))
 }
 
 /// Kills every process of the exec marked `marker` when dropped armed (the `exec` future was
 /// dropped): the kill is spawned on the current runtime.
 struct KillGuard {
-    docker: Docker,
+    docker: Daemon,
     container: String,
     marker: Option<String>,
 }
@@ -160,7 +161,7 @@ impl Drop for KillGuard {
 /// needs `/bin/sh` and `cat` in the image; runs as root). Command substitution drops the NUL
 /// separators of `/proc/<pid>/environ`; the marker value is unique, so a substring match is
 /// enough.
-async fn kill_marked(docker: &Docker, container: &str, marker: &str) {
+async fn kill_marked(docker: &Daemon, container: &str, marker: &str) {
     let script = format!(
         "for p in /proc/[0-9]*; do \
            case \"$(cat \"$p/environ\" 2>/dev/null)\" in \
@@ -235,7 +236,7 @@ impl Captured {
     /// [`OUTPUT_GRACE`]) or `deadline` passed. Whether the deadline passed.
     async fn collect<S>(
         &mut self,
-        docker: &Docker,
+        docker: &Daemon,
         id: &str,
         output: &mut S,
         deadline: Option<Instant>,
@@ -248,7 +249,7 @@ impl Captured {
             let wake = deadline.map_or(next_check, |d| d.min(next_check));
             match tokio::time::timeout_at(wake, output.next()).await {
                 Ok(Some(Ok(chunk))) => self.push(chunk),
-                Ok(Some(Err(e))) => return Err(docker_error("exec: reading the output", e)),
+                Ok(Some(Err(e))) => return Err(docker.engine.error("exec: reading the output", e)),
                 Ok(None) => return Ok(false),
                 Err(_) => {
                     let now = Instant::now();
@@ -275,21 +276,21 @@ impl Captured {
 }
 
 /// Whether an exec is still running.
-async fn exec_running(docker: &Docker, id: &str) -> Result<bool> {
+async fn exec_running(docker: &Daemon, id: &str) -> Result<bool> {
     let inspected = docker
         .inspect_exec(id)
         .await
-        .map_err(|e| docker_error("exec: inspect", e))?;
+        .map_err(|e| docker.engine.error("exec: inspect", e))?;
     Ok(inspected.running.unwrap_or(false))
 }
 
 /// The exit code of a finished exec (waiting briefly for the daemon to record it).
-async fn exit_code(docker: &Docker, id: &str) -> Result<i32> {
+async fn exit_code(docker: &Daemon, id: &str) -> Result<i32> {
     for _ in 0..200 {
         let inspected = docker
             .inspect_exec(id)
             .await
-            .map_err(|e| docker_error("exec: inspect", e))?;
+            .map_err(|e| docker.engine.error("exec: inspect", e))?;
         if !inspected.running.unwrap_or(false) {
             if let Some(code) = inspected.exit_code {
                 return Ok(i32::try_from(code).unwrap_or(-1));
@@ -305,7 +306,7 @@ async fn exit_code(docker: &Docker, id: &str) -> Result<i32> {
 /// Runs one exec with captured output. With a `marker` (carried in `env`), a timeout or a
 /// drop of this future kills the marked processes.
 pub(crate) async fn run_exec(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     argv: Vec<String>,
     env: Vec<String>,
@@ -323,7 +324,7 @@ pub(crate) async fn run_exec(
     let started = docker
         .start_exec(&id, None)
         .await
-        .map_err(|e| exec_error(container, "start", e))?;
+        .map_err(|e| exec_error(docker, container, "start", e))?;
     let StartExecResults::Attached {
         mut output,
         input: _input,

@@ -26,16 +26,16 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::engine::Daemon;
 use agentcompass_egress::forward::{serve_args, Forward};
 use agentcompass_plugin_api::{Error, Result};
 use bollard::container::LogOutput;
 use bollard::exec::{CreateExecOptions, StartExecResults};
-use bollard::Docker;
 use futures_util::{Stream, StreamExt};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::{docker_error, ID};
+use crate::engine::Engine;
 
 /// The container directory holding everything the forwarder needs (read-only binds).
 pub(crate) const EGRESS_DIR: &str = "/.agentcompass-egress";
@@ -70,7 +70,7 @@ static BUNDLE: Mutex<Option<Arc<Bundle>>> = Mutex::new(None);
 impl Bundle {
     /// The bundle of `current_exe` (cached after the first success). Blocking (reads the
     /// binary's header, runs the loader once).
-    pub(crate) fn current() -> Result<Arc<Bundle>> {
+    pub(crate) fn current(engine: Engine) -> Result<Arc<Bundle>> {
         let mut cached = BUNDLE.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(bundle) = cached.as_ref() {
             return Ok(bundle.clone());
@@ -79,19 +79,19 @@ impl Bundle {
             .and_then(std::fs::canonicalize)
             .map_err(|e| {
                 Error::environment(format!(
-                    "environment `{ID}`: cannot find the host binary (the egress forwarder): {e}"
+                    "environment `{engine}`: cannot find the host binary (the egress forwarder): {e}"
                 ))
             })?;
-        let bundle = Arc::new(Bundle::of(&binary)?);
+        let bundle = Arc::new(Bundle::of(engine, &binary)?);
         *cached = Some(bundle.clone());
         Ok(bundle)
     }
 
     /// The bundle of `binary`.
-    fn of(binary: &Path) -> Result<Bundle> {
+    fn of(engine: Engine, binary: &Path) -> Result<Bundle> {
         let fail = |what: String| {
             Error::environment(format!(
-                "environment `{ID}`: cannot prepare the egress forwarder `{}`: {what}",
+                "environment `{engine}`: cannot prepare the egress forwarder `{}`: {what}",
                 binary.display()
             ))
         };
@@ -249,7 +249,7 @@ impl Drop for Running {
 /// the host's 0700 ones) and waits until every port listens; one line on failure. Runs on
 /// the provider runtime.
 pub(crate) async fn start(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     bundle: &Bundle,
     forwards: &[Forward],
@@ -258,10 +258,11 @@ pub(crate) async fn start(
     let started = docker
         .start_exec(&exec_id, None)
         .await
-        .map_err(|e| docker_error("starting the egress forwarder", e))?;
+        .map_err(|e| docker.engine.error("starting the egress forwarder", e))?;
     // The rest of `started` (its input half) stays alive until the forwarder is ready.
     let StartExecResults::Attached { output, .. } = started else {
         return Err(start_failure(
+            docker.engine,
             container,
             "the daemon did not attach its output".to_string(),
         ));
@@ -273,15 +274,15 @@ pub(crate) async fn start(
 }
 
 /// The one-line error of a forwarder that did not start in `container`.
-fn start_failure(container: &str, why: String) -> Error {
+fn start_failure(engine: Engine, container: &str, why: String) -> Error {
     Error::environment(format!(
-        "docker: the egress forwarder did not start in container `{container}`: {why}"
+        "{engine}: the egress forwarder did not start in container `{container}`: {why}"
     ))
 }
 
 /// Creates the forwarder's exec in `container` (root, in `/`, output attached); its id.
 async fn create_exec(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     bundle: &Bundle,
     forwards: &[Forward],
@@ -300,7 +301,11 @@ async fn create_exec(
             },
         )
         .await
-        .map_err(|e| docker_error("creating the egress forwarder's exec", e))?;
+        .map_err(|e| {
+            docker
+                .engine
+                .error("creating the egress forwarder's exec", e)
+        })?;
     Ok(created.id)
 }
 
@@ -325,29 +330,39 @@ fn keep_output(mut output: ExecOutput) -> (Running, Arc<Mutex<String>>) {
 }
 
 /// The host PID of `container`'s process.
-async fn container_pid(docker: &Docker, container: &str) -> Result<i64> {
+async fn container_pid(docker: &Daemon, container: &str) -> Result<i64> {
     docker
         .inspect_container(container, None)
         .await
-        .map_err(|e| docker_error(&format!("inspecting container `{container}`"), e))?
+        .map_err(|e| {
+            docker
+                .engine
+                .error(&format!("inspecting container `{container}`"), e)
+        })?
         .state
         .and_then(|s| s.pid)
         .filter(|pid| *pid > 0)
-        .ok_or_else(|| start_failure(container, "the container has no process".to_string()))
+        .ok_or_else(|| {
+            start_failure(
+                docker.engine,
+                container,
+                "the container has no process".to_string(),
+            )
+        })
 }
 
 /// Waits until every port of `forwards` listens in the namespace of process `pid`: an error
 /// when the forwarder's exec exits first (with its last words from `said`) or after
 /// [`READY_TIMEOUT`].
 async fn wait_until_listening(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     exec_id: &str,
     pid: i64,
     forwards: &[Forward],
     said: &Mutex<String>,
 ) -> Result<()> {
-    let fail = |why: String| start_failure(container, why);
+    let fail = |why: String| start_failure(docker.engine, container, why);
     let tcp = PathBuf::from(format!("/proc/{pid}/net/tcp"));
     let ports: Vec<u16> = forwards.iter().map(|f| f.port).collect();
     let until = Instant::now() + READY_TIMEOUT;
@@ -361,7 +376,7 @@ async fn wait_until_listening(
         let exec = docker
             .inspect_exec(exec_id)
             .await
-            .map_err(|e| docker_error("inspecting the egress forwarder", e))?;
+            .map_err(|e| docker.engine.error("inspecting the egress forwarder", e))?;
         if exec.running == Some(false) && exec.exit_code.is_some() {
             // Give the output task a moment to store the last words.
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -6,16 +6,16 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::engine::Daemon;
 use agentcompass_egress::forward::Forward;
 use agentcompass_plugin_api::contracts::{HostEndpoint, NetworkPolicy};
 use agentcompass_plugin_api::{Error, Result};
-use bollard::Docker;
 use tokio::sync::Mutex;
 
 use crate::egress::{endpoint_dir, Egress, PROXY_PORT};
+use crate::engine::Engine;
 use crate::forwarder::{self, ro_bind, Bundle, Running};
 use crate::network::{egress_of, Attachment};
-use crate::ID;
 
 /// A session's network, fixed by its baseline when the container started.
 pub(crate) enum SessionNetwork {
@@ -47,20 +47,23 @@ pub(crate) struct Isolation {
 
 /// The container side of host endpoints: read-only binds of their socket directories and
 /// their forwards.
-pub(crate) fn endpoint_mounts(endpoints: &[HostEndpoint]) -> Result<(Vec<String>, Vec<Forward>)> {
+pub(crate) fn endpoint_mounts(
+    engine: Engine,
+    endpoints: &[HostEndpoint],
+) -> Result<(Vec<String>, Vec<Forward>)> {
     let mut binds = Vec::new();
     let mut forwards = Vec::new();
     for (index, endpoint) in endpoints.iter().enumerate() {
         let socket = Path::new(&endpoint.socket);
         let (Some(dir), Some(name)) = (socket.parent(), socket.file_name()) else {
             return Err(Error::invalid_input(format!(
-                "environment `{ID}`: host endpoint `{}`: `{}` is not a socket path",
+                "environment `{engine}`: host endpoint `{}`: `{}` is not a socket path",
                 endpoint.name, endpoint.socket
             )));
         };
         if !socket.is_absolute() || endpoint.port == 0 || endpoint.port == PROXY_PORT {
             return Err(Error::invalid_input(format!(
-                "environment `{ID}`: host endpoint `{}` needs an absolute socket path and a \
+                "environment `{engine}`: host endpoint `{}` needs an absolute socket path and a \
                  port other than 0 and {PROXY_PORT} (got `{}`, {})",
                 endpoint.name, endpoint.socket, endpoint.port
             )));
@@ -94,7 +97,7 @@ impl Isolation {
 
     /// Starts what the baseline needs: the forwarder when there are endpoints or the
     /// baseline has egress, the baseline's proxy. Runs on the provider runtime.
-    pub(crate) async fn start(&mut self, docker: &Docker, container: &str) -> Result<()> {
+    pub(crate) async fn start(&mut self, docker: &Daemon, container: &str) -> Result<()> {
         if self.forwards.len() > 1 {
             self.ensure_forwarder(docker, container).await?;
         }
@@ -102,7 +105,7 @@ impl Isolation {
         self.apply(docker, container, baseline).await
     }
 
-    async fn ensure_forwarder(&mut self, docker: &Docker, container: &str) -> Result<()> {
+    async fn ensure_forwarder(&mut self, docker: &Daemon, container: &str) -> Result<()> {
         if self.forwarder.is_none() {
             self.forwarder =
                 Some(forwarder::start(docker, container, &self.bundle, &self.forwards).await?);
@@ -117,21 +120,24 @@ impl Isolation {
     /// runtime.
     pub(crate) async fn apply(
         &mut self,
-        docker: &Docker,
+        docker: &Daemon,
         container: &str,
         policy: NetworkPolicy,
     ) -> Result<()> {
         if !Attachment::Isolated.admits(&policy) {
             return Err(Attachment::refusal(
+                docker.engine,
                 &self.baseline,
                 "requested network policy",
                 &policy,
             ));
         }
-        if policy == self.current && (self.egress.serving() || egress_of(&policy)?.is_none()) {
+        if policy == self.current
+            && (self.egress.serving() || egress_of(docker.engine, &policy)?.is_none())
+        {
             return Ok(());
         }
-        let egress_policy = egress_of(&policy)?;
+        let egress_policy = egress_of(docker.engine, &policy)?;
         if egress_policy.is_some() {
             self.ensure_forwarder(docker, container).await?;
         }
@@ -142,7 +148,7 @@ impl Isolation {
 
     /// The proxy variables of a command started now (none without a proxy).
     pub(crate) fn env(&self) -> Vec<(String, String)> {
-        match egress_of(&self.current) {
+        match egress_of(self.egress.engine(), &self.current) {
             Ok(Some(_)) => self.egress.env(),
             _ => Vec::new(),
         }

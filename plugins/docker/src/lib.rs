@@ -76,11 +76,13 @@ mod archive;
 mod config;
 mod container;
 mod egress;
+mod engine;
 mod exec;
 mod forwarder;
 mod isolation;
 mod mounts;
 mod network;
+mod podman;
 mod rt;
 mod session;
 #[cfg(test)]
@@ -103,23 +105,29 @@ use agentcompass_plugin_api::sdk::{
 use agentcompass_plugin_api::{tracing, Error, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::RemoveContainerOptionsBuilder;
-use bollard::{Docker, API_DEFAULT_VERSION};
 use serde_json::Value;
 
-use config::{check_build_context, config_schema, workdir_of, Config};
+use config::{check_build_context, config_schema, workdir_of, Address, Config};
 use container::Launch;
 use egress::Egress;
+use engine::Daemon;
+pub use engine::Engine;
 use forwarder::Bundle;
 use isolation::{endpoint_mounts, Isolation, SessionNetwork};
 use network::{check_phases, egress_of, Attachment};
 use session::DockerSession;
 
-/// Provider id.
+/// The `docker` provider's id.
 pub const ID: &str = "docker";
 
-/// One-line description.
-pub const DESCRIPTION: &str = "Containers through the Docker Engine API: image from setup.image, \
-     or built from a task's Dockerfile context under the build timeout; keep-alive container, exec, archive file transfer, no-network = network none, allowlist through the host's egress proxy, per-phase policies among the non-public modes, host endpoints";
+/// The `podman` provider's id.
+pub const PODMAN_ID: &str = "podman";
+
+/// What both providers do.
+const WHAT: &str = "image from setup.image, or built from a task's Dockerfile context under \
+     the build timeout; keep-alive container, exec, archive file transfer, no-network = network \
+     none, allowlist through the host's egress proxy, per-phase policies among the non-public \
+     modes, host endpoints";
 
 /// Name prefix of the containers this provider creates.
 const NAME_PREFIX: &str = "agentcompass-";
@@ -130,8 +138,12 @@ const LABEL_TASK: &str = "agentcompass.task_id";
 const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 const LABEL_MANAGED: &str = "agentcompass.managed";
 /// The error of an open without an image to run.
-const IMAGE_REQUIRED: &str = "docker: setup.image is required (e.g. --env-params '{\"setup\": \
-                              {\"image\": \"debian:bookworm\"}}')";
+fn image_required(engine: Engine) -> Error {
+    Error::invalid_input(format!(
+        "{engine}: setup.image is required (e.g. --env-params '{{\"setup\": {{\"image\": \
+         \"debian:bookworm\"}}}}')"
+    ))
+}
 
 /// The `allowlist`/`denylist` entries the egress proxy matches (every host pattern of the
 /// contract, with or without a port).
@@ -145,22 +157,28 @@ const ENTRY_TYPES: [&str; 7] = [
     PORT_ENTRY_TYPE,
 ];
 
-/// Timeout of each Docker API request (until its response headers arrive).
-const REQUEST_TIMEOUT_SECONDS: u64 = 300;
-
 fn register(plugin: &mut PluginBuilder) {
-    plugin.environment(info(), || Ok(DockerProvider));
+    plugin.environment(info(Engine::Docker), || {
+        Ok(ContainerProvider::new(Engine::Docker))
+    });
+    plugin.environment(info(Engine::Podman), || {
+        Ok(ContainerProvider::new(Engine::Podman))
+    });
 }
 
 agentcompass_plugin_api::export_plugin!(register);
 
-/// What the provider says about itself.
-pub fn info() -> ComponentInfo {
-    ComponentInfo::new(ComponentKind::Environment, ID, DESCRIPTION).with_schema(config_schema())
-}
-/// A Docker error as an environment error.
-pub(crate) fn docker_error(op: &str, err: bollard::errors::Error) -> Error {
-    Error::environment(format!("docker: {op}: {err}"))
+/// What a provider says about itself.
+pub fn info(engine: Engine) -> ComponentInfo {
+    let description = match engine {
+        Engine::Docker => format!("Containers through the Docker Engine API: {WHAT}"),
+        Engine::Podman => format!(
+            "Containers in Podman (rootful or rootless; a private `podman system service` for \
+             the run unless one is named): {WHAT}"
+        ),
+    };
+    ComponentInfo::new(ComponentKind::Environment, engine.id(), description)
+        .with_schema(config_schema(engine))
 }
 
 /// The HTTP status of a Docker server error.
@@ -171,23 +189,8 @@ pub(crate) fn status_of(err: &bollard::errors::Error) -> Option<u16> {
     }
 }
 
-/// Connects to the daemon at `host` and negotiates the API version. Must run on the provider
-/// runtime (the client's connections belong to the runtime they are made on).
-pub(crate) async fn connect(host: &str) -> Result<Docker> {
-    let docker = if host.starts_with('/') || host.starts_with("unix://") {
-        Docker::connect_with_unix(host, REQUEST_TIMEOUT_SECONDS, API_DEFAULT_VERSION)
-    } else {
-        Docker::connect_with_host(host)
-            .map(|d| d.with_timeout(Duration::from_secs(REQUEST_TIMEOUT_SECONDS)))
-    }
-    .map_err(|e| Error::environment(format!("docker: cannot connect to `{host}`: {e}")))?;
-    docker.negotiate_version().await.map_err(|e| {
-        Error::environment(format!("docker: cannot reach the daemon at `{host}`: {e}"))
-    })
-}
-
 /// Force-removes a container; a missing one (or one already being removed) is fine.
-pub(crate) async fn remove_container(docker: &Docker, name: &str) -> Result<()> {
+pub(crate) async fn remove_container(docker: &Daemon, name: &str) -> Result<()> {
     let options = RemoveContainerOptionsBuilder::new()
         .force(true)
         .v(true)
@@ -195,15 +198,53 @@ pub(crate) async fn remove_container(docker: &Docker, name: &str) -> Result<()> 
     match docker.remove_container(name, Some(options)).await {
         Ok(()) => Ok(()),
         Err(e) if matches!(status_of(&e), Some(404 | 409)) => Ok(()),
-        Err(e) => Err(docker_error(&format!("removing container `{name}`"), e)),
+        Err(e) => Err(docker
+            .engine
+            .error(&format!("removing container `{name}`"), e)),
     }
 }
 
-/// The `docker` provider.
-pub struct DockerProvider;
+/// A container provider: `docker` or `podman`, the same code over the engine chosen when it
+/// is registered.
+pub struct ContainerProvider {
+    engine: Engine,
+    /// Podman's private services and what each engine can enforce (unused for Docker).
+    services: Arc<podman::Services>,
+}
+
+impl ContainerProvider {
+    /// The provider of `engine`.
+    pub fn new(engine: Engine) -> Self {
+        ContainerProvider {
+            engine,
+            services: Arc::new(podman::Services::default()),
+        }
+    }
+
+    /// The engine's address for `config`: the given one, or the private Podman service's
+    /// (started on first use). Blocking.
+    fn address_now(services: &podman::Services, config: &Config) -> Result<String> {
+        match &config.address {
+            Address::Given(address) => Ok(address.clone()),
+            Address::PrivateService { program } => services.private_address(program),
+        }
+    }
+
+    /// [`ContainerProvider::address_now`] off the async executor.
+    async fn address(&self, config: &Config) -> Result<String> {
+        if let Address::Given(address) = &config.address {
+            return Ok(address.clone());
+        }
+        let (services, config) = (self.services.clone(), config.clone());
+        blocking(self.engine.id(), move || {
+            Self::address_now(&services, &config)
+        })
+        .await?
+    }
+}
 
 #[async_trait]
-impl EnvironmentProvider for DockerProvider {
+impl EnvironmentProvider for ContainerProvider {
     fn capabilities(&self) -> Result<ProviderCapabilities> {
         Ok(ProviderCapabilities {
             network_modes: NetworkMode::ALL.to_vec(),
@@ -222,47 +263,60 @@ impl EnvironmentProvider for DockerProvider {
     }
 
     fn validate_plan(&self, plan: &ExecutionPlan) -> Result<()> {
+        let engine = self.engine;
         validate_against_capabilities(&self.capabilities()?, plan)?;
-        check_phases(plan)?;
+        check_phases(engine, plan)?;
         let environments =
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
-            let config = Config::parse(&environment.params)?;
+            let config = Config::parse(engine, &environment.params)?;
             if let Some(context) = &config.build_context {
-                check_build_context(context)?;
+                check_build_context(engine, context)?;
             }
             // Refused with the plan, before any task runs, rather than at each open.
             let image = environment.setup.image.as_deref().map(str::trim);
             if image.is_none_or(str::is_empty) && config.build_context.is_none() {
-                return Err(Error::invalid_input(IMAGE_REQUIRED));
+                return Err(image_required(engine));
             }
-            workdir_of(&environment.setup)?;
+            workdir_of(engine, &environment.setup)?;
+            // Whether Podman can enforce the limits is the engine's to say (rootless on cgroup
+            // v1 cannot): asked once per engine, and only when a plan sets limits.
+            let limited = environment
+                .resources
+                .as_ref()
+                .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
+            if let (Engine::Podman, Some(resources)) = (engine, limited) {
+                let address = Self::address_now(&self.services, &config)?;
+                self.services.check_resources(&address, resources)?;
+            }
         }
         Ok(())
     }
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
-        let config = Config::parse(&request.environment.params)?;
+        let engine = self.engine;
+        let config = Config::parse(engine, &request.environment.params)?;
         let setup = &request.environment.setup;
-        let workdir = workdir_of(setup)?;
+        let workdir = workdir_of(engine, setup)?;
         if let Some(context) = &config.build_context {
-            check_build_context(context)?;
+            check_build_context(engine, context)?;
         }
         let image = match setup.image.as_deref().map(str::trim) {
             Some(image) if !image.is_empty() => Some(image.to_string()),
             _ if config.build_context.is_some() => None,
-            _ => return Err(Error::invalid_input(IMAGE_REQUIRED)),
+            _ => return Err(image_required(engine)),
         };
         let baseline = request
             .baseline_network_policy
             .normalized()
-            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
-        egress_of(&baseline)?;
+            .map_err(|e| Error::invalid_input(format!("environment `{engine}`: {e}")))?;
+        egress_of(engine, &baseline)?;
         let attachment = Attachment::of(&baseline);
         let network = match attachment {
             Attachment::Shared => config.network.clone(),
             Attachment::Isolated => "none".to_string(),
         };
+        let address = self.address(&config).await?;
         let name = format!(
             "{NAME_PREFIX}{}-{}-{}",
             sanitise(&request.task_id),
@@ -274,29 +328,30 @@ impl EnvironmentProvider for DockerProvider {
         let forwarding = attachment == Attachment::Isolated
             || (!request.host_endpoints.is_empty() && network != "host");
         let (mut binds, endpoints) = if forwarding {
-            endpoint_mounts(&request.host_endpoints)?
+            endpoint_mounts(engine, &request.host_endpoints)?
         } else {
             (Vec::new(), Vec::new())
         };
         let bundle = if forwarding {
-            let bundle = blocking(ID, Bundle::current).await??;
+            let bundle = blocking(engine.id(), move || Bundle::current(engine)).await??;
             binds.extend(bundle.binds());
             Some(bundle)
         } else {
             None
         };
-        binds.extend(mounts::host_mount_binds(&request.host_mounts)?);
+        binds.extend(mounts::host_mount_binds(engine, &request.host_mounts)?);
         let egress = match attachment {
             Attachment::Isolated => {
                 let host_map = config.host_map(&request.egress_hosts)?;
-                let egress = Egress::create(&random_suffix(), host_map, &name)?;
+                let egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
                 binds.push(egress.bind());
                 Some(egress)
             }
             Attachment::Shared => None,
         };
         let launch = Launch {
-            host: config.docker_host.clone(),
+            engine,
+            host: address.clone(),
             image,
             build_context: config.build_context.clone(),
             pull: config.pull,
@@ -312,7 +367,7 @@ impl EnvironmentProvider for DockerProvider {
             Ok(docker) => docker,
             Err(e) => {
                 if let Some(egress) = &egress {
-                    if let Err(cleanup) = egress::remove_dir(egress.dir()) {
+                    if let Err(cleanup) = egress::remove_dir(engine, egress.dir()) {
                         tracing::warn!(container = %name, "cleanup failed: {cleanup}");
                     }
                 }
@@ -368,11 +423,18 @@ impl EnvironmentProvider for DockerProvider {
             }
             _ => SessionNetwork::Shared { _forwarder: None },
         };
-        tracing::debug!(provider = ID, container = %name, network = %network, "opened environment");
+        tracing::debug!(provider = engine.id(), container = %name, network = %network, "opened environment");
+        let origin = EngineAddress {
+            address,
+            private_program: match &config.address {
+                Address::PrivateService { program } => Some(program.clone()),
+                Address::Given(_) => None,
+            },
+        };
         Ok(Arc::new(DockerSession::new(
             docker,
             name,
-            config.docker_host,
+            origin,
             workdir,
             request.resolved_env.clone(),
             session_network,
@@ -380,25 +442,50 @@ impl EnvironmentProvider for DockerProvider {
     }
 
     async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {
+        let engine = self.engine;
         if let Some(dir) = close_params.get("egress_dir").and_then(Value::as_str) {
-            egress::remove_dir(std::path::Path::new(dir))?;
+            egress::remove_dir(engine, std::path::Path::new(dir))?;
         }
         let Some(container) = close_params.get("container").and_then(Value::as_str) else {
             return Ok(());
         };
         if !container.starts_with(NAME_PREFIX) {
             return Err(Error::invalid_input(format!(
-                "environment `{ID}`: refusing to remove `{container}`: not a container this \
+                "environment `{engine}`: refusing to remove `{container}`: not a container this \
                  provider creates"
             )));
         }
-        let host = match close_params.get("docker_host").and_then(Value::as_str) {
-            Some(host) => host.to_string(),
-            None => Config::parse(&JsonMap::new())?.docker_host,
+        let recorded = close_params
+            .get(engine.address_param())
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        // A private service ends with the run that started it; its containers outlive it
+        // (their `conmon`s keep them) and a private service of this process reaches them,
+        // in the same store.
+        let private = close_params
+            .get("podman")
+            .and_then(Value::as_str)
+            .filter(|_| engine == Engine::Podman)
+            .map(str::to_string);
+        let address = match recorded {
+            Some(address) => address,
+            None => {
+                self.address(&Config::parse(engine, &JsonMap::new())?)
+                    .await?
+            }
         };
         let container = container.to_string();
+        let services = self.services.clone();
         crate::rt::spawn(async move {
-            let docker = connect(&host).await?;
+            let docker = match (Daemon::connect(engine, &address).await, private) {
+                (Ok(docker), _) => docker,
+                (Err(_), Some(program)) => {
+                    let address =
+                        blocking(engine.id(), move || services.private_address(&program)).await??;
+                    Daemon::connect(engine, &address).await?
+                }
+                (Err(e), None) => return Err(e),
+            };
             match docker.inspect_container(&container, None).await {
                 Ok(found) => {
                     let managed = found
@@ -407,18 +494,27 @@ impl EnvironmentProvider for DockerProvider {
                         .and_then(|l| l.get(LABEL_MANAGED).cloned());
                     if managed.as_deref() != Some("true") {
                         return Err(Error::invalid_input(format!(
-                            "environment `{ID}`: refusing to remove `{container}`: it has no \
-                             `{LABEL_MANAGED}=true` label"
+                            "environment `{engine}`: refusing to remove `{container}`: it has \
+                             no `{LABEL_MANAGED}=true` label"
                         )));
                     }
                 }
                 Err(e) if status_of(&e) == Some(404) => return Ok(()),
-                Err(e) => return Err(docker_error(&format!("inspecting `{container}`"), e)),
+                Err(e) => return Err(engine.error(&format!("inspecting `{container}`"), e)),
             }
             remove_container(&docker, &container).await
         })
         .await?
     }
+}
+
+/// Where a session's engine is, as its close parameters record it.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineAddress {
+    /// The engine's address.
+    pub(crate) address: String,
+    /// The program of the private Podman service the address belongs to, if it is one.
+    pub(crate) private_program: Option<String>,
 }
 
 /// The create body of a session's container (all but its image): keep-alive command, the
@@ -456,6 +552,7 @@ fn container_body(
                 .memory_mb
                 .map(|mb| i64::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)),
             auto_remove: Some(false),
+            ulimits: (config.engine == Engine::Podman).then(podman::ulimits),
             ..Default::default()
         }),
         ..Default::default()

@@ -6,7 +6,7 @@ use std::path::{Component, Path};
 use agentcompass_plugin_api::contracts::HostMount;
 use agentcompass_plugin_api::{Error, Result};
 
-use crate::ID;
+use crate::engine::Engine;
 
 /// Container paths the provider uses itself (the forwarder's bundle, the egress directory).
 const RESERVED: [&str; 1] = [crate::forwarder::EGRESS_DIR];
@@ -14,12 +14,12 @@ const RESERVED: [&str; 1] = [crate::forwarder::EGRESS_DIR];
 /// The binds of `mounts`: each an existing host directory at an absolute, clean container
 /// path (not `/`, not under `/proc`, `/dev`, `/sys` or the provider's own directory, not
 /// nested in another mount).
-pub(crate) fn host_mount_binds(mounts: &[HostMount]) -> Result<Vec<String>> {
+pub(crate) fn host_mount_binds(engine: Engine, mounts: &[HostMount]) -> Result<Vec<String>> {
     let mut binds = Vec::with_capacity(mounts.len());
     for (i, mount) in mounts.iter().enumerate() {
         let bad = |why: String| {
             Error::invalid_input(format!(
-                "environment `{ID}`: host_mounts[{i}] `{}`: {why}",
+                "environment `{engine}`: host_mounts[{i}] `{}`: {why}",
                 mount.target
             ))
         };
@@ -72,10 +72,13 @@ mod tests {
     fn mounts_become_binds_and_bad_targets_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().display().to_string();
-        let binds = host_mount_binds(&[
-            mount(&source, "/opt/agentcompass/claude_code", true),
-            mount(&source, "/var/cache/downloads", false),
-        ])
+        let binds = host_mount_binds(
+            Engine::Docker,
+            &[
+                mount(&source, "/opt/agentcompass/claude_code", true),
+                mount(&source, "/var/cache/downloads", false),
+            ],
+        )
         .unwrap();
         assert_eq!(
             binds,
@@ -94,18 +97,21 @@ mod tests {
                 "must not be under `/.agentcompass-egress`",
             ),
         ] {
-            let err = host_mount_binds(&[mount(&source, target, true)]).unwrap_err();
+            let err =
+                host_mount_binds(Engine::Docker, &[mount(&source, target, true)]).unwrap_err();
             assert!(err.message.contains(why), "{target}: {}", err.message);
         }
         let nested = [
             mount(&source, "/opt/a", true),
             mount(&source, "/opt/a/b", true),
         ];
-        assert!(host_mount_binds(&nested)
+        assert!(host_mount_binds(Engine::Docker, &nested)
             .unwrap_err()
             .message
             .contains("overlaps `/opt/a`"));
-        let missing = host_mount_binds(&[mount("/nonexistent-dir", "/opt/a", true)]).unwrap_err();
+        let missing =
+            host_mount_binds(Engine::Docker, &[mount("/nonexistent-dir", "/opt/a", true)])
+                .unwrap_err();
         assert!(
             missing.message.contains("does not exist"),
             "{}",

@@ -19,7 +19,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_plugin_api::{Error, Result};
 
-use crate::ID;
+use crate::engine::Engine;
 
 /// A container's network, fixed when it starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,13 +47,18 @@ impl Attachment {
 
     /// The refusal of `policy` (the plan field or phase `what`) on a container started with
     /// the baseline `baseline`.
-    pub(crate) fn refusal(baseline: &NetworkPolicy, what: &str, policy: &NetworkPolicy) -> Error {
+    pub(crate) fn refusal(
+        engine: Engine,
+        baseline: &NetworkPolicy,
+        what: &str,
+        policy: &NetworkPolicy,
+    ) -> Error {
         let network = match Attachment::of(baseline) {
             Attachment::Shared => "its own network",
             Attachment::Isolated => "network `none`",
         };
         Error::unsupported(format!(
-            "environment `{ID}` cannot switch from its baseline network policy (`{}`) to the \
+            "environment `{engine}` cannot switch from its baseline network policy (`{}`) to the \
              {what} (`{}`): a container runs on {network} from its start, so its phases must \
              be all public or all non-public",
             baseline.network_mode, policy.network_mode
@@ -63,19 +68,19 @@ impl Attachment {
 
 /// The egress proxy's policy of a non-public phase: `None` for `no-network` (no proxy),
 /// else the policy's entries (`allowlist`, and `denylist` where the contract has it).
-pub(crate) fn egress_of(policy: &NetworkPolicy) -> Result<Option<EgressPolicy>> {
+pub(crate) fn egress_of(engine: Engine, policy: &NetworkPolicy) -> Result<Option<EgressPolicy>> {
     match policy.network_mode {
         NetworkMode::Public | NetworkMode::NoNetwork => Ok(None),
         _ => EgressPolicy::from_network_policy(policy)
             .map(Some)
-            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}"))),
+            .map_err(|e| Error::invalid_input(format!("environment `{engine}`: {e}"))),
     }
 }
 
 /// Refuses a plan whose container would need both attachments: the task container's
 /// baseline with its run policy (and the evaluation policy when the evaluation reuses it),
 /// a fresh evaluation container's baseline with its evaluation policy.
-pub(crate) fn check_phases(plan: &ExecutionPlan) -> Result<()> {
+pub(crate) fn check_phases(engine: Engine, plan: &ExecutionPlan) -> Result<()> {
     let public = NetworkPolicy::public();
     let baseline = plan.baseline_network_policy.as_ref().unwrap_or(&public);
     let mut checks = vec![(
@@ -101,7 +106,7 @@ pub(crate) fn check_phases(plan: &ExecutionPlan) -> Result<()> {
     for (base, what, policy) in checks {
         if let Some(policy) = policy {
             if !Attachment::of(base).admits(policy) {
-                return Err(Attachment::refusal(base, what, policy));
+                return Err(Attachment::refusal(engine, base, what, policy));
             }
         }
     }

@@ -1,10 +1,12 @@
-//! One open `docker` environment: a running container, driven with execs and archives.
+//! One open `docker` or `podman` environment: a running container, driven with execs and
+//! archives.
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::engine::Daemon;
 use agentcompass_plugin_api::contracts::{
     ExecCommand, ExecRequest, ExecResult, NetworkPolicy, SessionDirs, SessionInfo,
 };
@@ -13,7 +15,6 @@ use agentcompass_plugin_api::sdk::provider::{
 };
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
-use bollard::Docker;
 use serde_json::json;
 
 use crate::archive;
@@ -22,13 +23,13 @@ use crate::exec::{probe, run_exec, start_detached, EXEC_MARKER};
 use crate::isolation::SessionNetwork;
 use crate::network::Attachment;
 use crate::transfer::{fetch, fetch_file, follow, put, MAX_SYMLINKS};
-use crate::{remove_container, ID};
+use crate::{remove_container, EngineAddress};
 
-/// An open `docker` session. Deliberately not `Debug`: it holds resolved secrets.
+/// An open container session. Deliberately not `Debug`: it holds resolved secrets.
 pub(crate) struct DockerSession {
-    docker: Docker,
+    docker: Daemon,
     container: String,
-    docker_host: String,
+    origin: EngineAddress,
     workdir: String,
     env: BTreeMap<String, String>,
     network: SessionNetwork,
@@ -37,9 +38,9 @@ pub(crate) struct DockerSession {
 
 impl DockerSession {
     pub(crate) fn new(
-        docker: Docker,
+        docker: Daemon,
         container: String,
-        docker_host: String,
+        origin: EngineAddress,
         workdir: String,
         env: BTreeMap<String, String>,
         network: SessionNetwork,
@@ -47,12 +48,29 @@ impl DockerSession {
         DockerSession {
             docker,
             container,
-            docker_host,
+            origin,
             workdir,
             env,
             network,
             closed: AtomicBool::new(false),
         }
+    }
+
+    /// What `env close` needs after a crash: the container, the engine's address (and the
+    /// program of the private Podman service it belonged to), the egress directory.
+    fn close_params(&self) -> serde_json::Value {
+        let engine = self.docker.engine;
+        let mut params = json!({
+            "container": self.container,
+            engine.address_param(): self.origin.address,
+        });
+        if let Some(program) = &self.origin.private_program {
+            params["podman"] = json!(program);
+        }
+        if let SessionNetwork::Isolated { dir, .. } = &self.network {
+            params["egress_dir"] = json!(dir.display().to_string());
+        }
+        params
     }
 
     /// A session path as an absolute container path.
@@ -63,8 +81,8 @@ impl DockerSession {
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::SeqCst) {
             Err(Error::environment(format!(
-                "environment `{ID}`: the session is closed (container `{}`)",
-                self.container
+                "environment `{}`: the session is closed (container `{}`)",
+                self.docker.engine, self.container
             )))
         } else {
             Ok(())
@@ -74,7 +92,7 @@ impl DockerSession {
     /// Runs `work(docker, container)` on the provider runtime.
     async fn call<T, F, Fut>(&self, work: F) -> Result<T>
     where
-        F: FnOnce(Docker, String) -> Fut,
+        F: FnOnce(Daemon, String) -> Fut,
         Fut: Future<Output = Result<T>> + Send + 'static,
         T: Send + 'static,
     {
@@ -97,19 +115,10 @@ impl EnvironmentSession for DockerSession {
     fn info(&self) -> SessionInfo {
         SessionInfo {
             id: self.container.clone(),
-            provider: ID.to_string(),
+            provider: self.docker.engine.id().to_string(),
             default_workdir: Some(self.workdir.clone()),
             dirs: SessionDirs::default().with_workspace(self.workdir.clone()),
-            close_params: match &self.network {
-                SessionNetwork::Isolated { dir, .. } => json!({
-                    "container": self.container,
-                    "docker_host": self.docker_host,
-                    "egress_dir": dir.display().to_string(),
-                }),
-                SessionNetwork::Shared { .. } => {
-                    json!({"container": self.container, "docker_host": self.docker_host})
-                }
-            },
+            close_params: self.close_params(),
         }
     }
 
@@ -162,9 +171,11 @@ impl EnvironmentSession for DockerSession {
                 target
             };
             let from = src.clone();
-            let tar = blocking(ID, move || archive::file_tar_from_host(&from, &target))
-                .await?
-                .map_err(|e| fail(e.to_string()))?;
+            let tar = blocking(docker.engine.id(), move || {
+                archive::file_tar_from_host(&from, &target)
+            })
+            .await?
+            .map_err(|e| fail(e.to_string()))?;
             put(&docker, &container, tar).await.map_err(fail)
         })
         .await
@@ -183,7 +194,7 @@ impl EnvironmentSession for DockerSession {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let to = dst.clone();
-            blocking(ID, move || {
+            blocking(docker.engine.id(), move || {
                 archive::write_host_file(&to, &name, &data, mode)
             })
             .await?
@@ -202,9 +213,11 @@ impl EnvironmentSession for DockerSession {
                 return Err(fail("cannot replace the root directory".to_string()));
             }
             let from = src.clone();
-            let tar = blocking(ID, move || archive::tree_tar_from_host(&from, &target))
-                .await?
-                .map_err(|e| fail(e.to_string()))?;
+            let tar = blocking(docker.engine.id(), move || {
+                archive::tree_tar_from_host(&from, &target)
+            })
+            .await?
+            .map_err(|e| fail(e.to_string()))?;
             put(&docker, &container, tar).await.map_err(fail)
         })
         .await
@@ -219,7 +232,7 @@ impl EnvironmentSession for DockerSession {
             for _ in 0..MAX_SYMLINKS {
                 let tar = fetch(&docker, &container, &path).await.map_err(fail)?;
                 let to = dst.clone();
-                match blocking(ID, move || archive::extract_tree(&tar, &to))
+                match blocking(docker.engine.id(), move || archive::extract_tree(&tar, &to))
                     .await?
                     .map_err(|e| fail(e.to_string()))?
                 {
@@ -276,12 +289,13 @@ impl EnvironmentSession for DockerSession {
     /// permits. A refused or failed switch leaves the current policy.
     async fn set_network_policy(&self, policy: &NetworkPolicy) -> Result<()> {
         self.check_open()?;
-        let policy = policy
-            .normalized()
-            .map_err(|e| Error::invalid_input(format!("environment `{ID}`: {e}")))?;
+        let policy = policy.normalized().map_err(|e| {
+            Error::invalid_input(format!("environment `{}`: {e}", self.docker.engine))
+        })?;
         match &self.network {
             SessionNetwork::Shared { .. } if policy.is_public() => Ok(()),
             SessionNetwork::Shared { .. } => Err(Attachment::refusal(
+                self.docker.engine,
                 &NetworkPolicy::public(),
                 "requested network policy",
                 &policy,

@@ -1,5 +1,7 @@
-//! Tests against a real Docker daemon: `AGENTCOMPASS_TEST_DOCKER_HOST` must name it (they fail,
-//! never skip, without it), and it must hold the image `agentcompass-test/busybox:1`.
+//! Tests against a real engine: `AGENTCOMPASS_TEST_DOCKER_HOST` must name it (they fail, never
+//! skip, without it), and it must hold the image `agentcompass-test/busybox:1`. The engine is
+//! Docker, or Podman with `AGENTCOMPASS_TEST_ENGINE=podman` (the `podman` tier of
+//! `./dev.sh test`): the same tests drive the `podman` provider then.
 
 use std::collections::HashMap;
 use std::fs;
@@ -28,6 +30,29 @@ use agentcompass_plugin_api::contract_kit::{
 
 const IMAGE: &str = "agentcompass-test/busybox:1";
 
+/// The engine under test: `AGENTCOMPASS_TEST_ENGINE` (`docker`, the default, or `podman`).
+pub(crate) fn test_engine() -> Engine {
+    match std::env::var("AGENTCOMPASS_TEST_ENGINE").as_deref() {
+        Ok("podman") => Engine::Podman,
+        Ok("docker") | Err(_) => Engine::Docker,
+        Ok(other) => panic!("AGENTCOMPASS_TEST_ENGINE `{other}`: expected docker or podman"),
+    }
+}
+
+/// The provider of the engine under test.
+fn provider() -> ContainerProvider {
+    ContainerProvider::new(test_engine())
+}
+
+/// The parameter naming the engine's address (`docker_host`, `container_host`).
+fn host_param() -> &'static str {
+    test_engine().address_param()
+}
+
+async fn connect(host: &str) -> Result<Daemon> {
+    Daemon::connect(test_engine(), host).await
+}
+
 fn docker_host() -> String {
     std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").unwrap_or_else(|_| {
         panic!(
@@ -48,9 +73,9 @@ fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 fn request(run_id: &str, policy: NetworkPolicy) -> OpenEnvironmentRequest {
-    let mut spec = EnvironmentSpec::new(ID);
+    let mut spec = EnvironmentSpec::new(test_engine().id());
     spec.params
-        .insert("docker_host".into(), json!(docker_host()));
+        .insert(host_param().into(), json!(docker_host()));
     spec.setup.image = Some(IMAGE.into());
     let mut req = OpenEnvironmentRequest::new(run_id, "task/1 é", spec);
     req.attempt = 2;
@@ -66,7 +91,7 @@ fn unique_run(name: &str) -> String {
 }
 
 fn open(req: &OpenEnvironmentRequest) -> ClosedOnDrop {
-    ClosedOnDrop(block_on(DockerProvider.open(&Ctx::detached(), req)).unwrap())
+    ClosedOnDrop(block_on(provider().open(&Ctx::detached(), req)).unwrap())
 }
 
 fn sh(session: &SessionRef, line: &str) -> ExecResult {
@@ -97,7 +122,7 @@ fn keeps_the_session_contract() {
         .processes(ProcessProbe::Session)
         .slack(Duration::from_secs(8));
     let req = request(&unique_run("contract"), NetworkPolicy::public());
-    let report = block_on(run_session_contract(&DockerProvider, &req, &options)).unwrap();
+    let report = block_on(run_session_contract(&provider(), &req, &options)).unwrap();
     assert_eq!(report.passed(), CHECKS.len());
 }
 
@@ -112,7 +137,7 @@ fn sessions_are_named_containers() {
         info.id
     );
     assert_eq!(info.close_params["container"], info.id.as_str());
-    assert_eq!(info.close_params["docker_host"], docker_host().as_str());
+    assert_eq!(info.close_params[host_param()], docker_host().as_str());
     // The session's bindings are the container's environment too.
     let r = sh(&session, "echo $SESSION_VAR $SHARED");
     assert_eq!(r.stdout, "from-session session\n");
@@ -168,7 +193,7 @@ fn labels_resources_and_close() {
     assert!(err.message.contains("closed"), "{}", err.message);
 
     // Crash cleanup from the persisted close_params.
-    let session = block_on(DockerProvider.open(
+    let session = block_on(provider().open(
         &Ctx::detached(),
         &request(&run_id, NetworkPolicy::no_network()),
     ))
@@ -176,11 +201,11 @@ fn labels_resources_and_close() {
     let params = session.info().close_params;
     drop(session);
     assert_eq!(containers_of(&run_id).len(), 1);
-    block_on(DockerProvider.close(&Ctx::detached(), &params)).unwrap();
+    block_on(provider().close(&Ctx::detached(), &params)).unwrap();
     assert!(containers_of(&run_id).is_empty());
-    let err = block_on(DockerProvider.close(
+    let err = block_on(provider().close(
         &Ctx::detached(),
-        &json!({"container": "someone-elses", "docker_host": docker_host()}),
+        &json!({"container": "someone-elses", host_param(): docker_host()}),
     ))
     .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
@@ -226,18 +251,21 @@ fn no_network_is_isolated_and_public_uses_the_host_network() {
 
 #[test]
 fn plans_are_validated() {
-    let provider = DockerProvider;
+    let provider = provider();
     let caps = provider.capabilities().unwrap();
     assert!(caps.task_env && caps.dynamic_network_policy && caps.host_endpoints);
     assert_eq!(caps.operating_systems, ["linux"]);
     let mut plan = ExecutionPlan {
-        environment: EnvironmentSpec::new(ID),
+        environment: EnvironmentSpec::new(test_engine().id()),
         ..ExecutionPlan::default()
     };
+    plan.environment
+        .params
+        .insert(host_param().into(), json!(docker_host()));
     // Without an image or a build context, the plan is refused (before any task runs).
     assert_eq!(
         provider.validate_plan(&plan).unwrap_err().message,
-        IMAGE_REQUIRED
+        image_required(test_engine()).message
     );
     plan.environment.setup.image = Some(IMAGE.into());
     provider.validate_plan(&plan).unwrap();
@@ -292,13 +320,15 @@ fn plans_are_validated() {
 
 #[test]
 fn config_defaults() {
+    let engine = test_engine();
     let mut params = JsonMap::new();
-    params.insert("docker_host".into(), json!("unix:///x.sock"));
-    let config = Config::parse(&params).unwrap();
+    params.insert(host_param().into(), json!("unix:///x.sock"));
+    let config = Config::parse(engine, &params).unwrap();
     assert_eq!(
         config,
         Config {
-            docker_host: "unix:///x.sock".into(),
+            engine,
+            address: config::Address::Given("unix:///x.sock".into()),
             network: "host".into(),
             keep_alive_command: vec!["sleep".into(), "2147483647".into()],
             pull: false,
@@ -306,9 +336,9 @@ fn config_defaults() {
             egress_hosts: std::collections::BTreeMap::new(),
         }
     );
-    let schema = info().config_schema;
+    let schema = info(engine).config_schema;
     for key in [
-        "docker_host",
+        host_param(),
         "network",
         "keep_alive_command",
         "pull",
@@ -327,16 +357,19 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
     let run_id = unique_run("noimage");
     let mut req = request(&run_id, NetworkPolicy::public());
     req.environment.setup.image = None;
-    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+    let err = block_on(provider().open(&Ctx::detached(), &req))
         .err()
         .unwrap();
     assert_eq!(
         err.message,
-        "docker: setup.image is required (e.g. --env-params '{\"setup\": {\"image\": \
-         \"debian:bookworm\"}}')"
+        format!(
+            "{}: setup.image is required (e.g. --env-params '{{\"setup\": {{\"image\": \
+             \"debian:bookworm\"}}}}')",
+            test_engine()
+        )
     );
     req.environment.setup.image = Some("agentcompass-test/does-not-exist:0".into());
-    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+    let err = block_on(provider().open(&Ctx::detached(), &req))
         .err()
         .unwrap();
     assert_eq!(err.kind, ErrorKind::Environment);
@@ -352,10 +385,10 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
     // An unreachable daemon is an environment error naming it.
     req.environment.setup.image = Some(IMAGE.into());
     req.environment.params.insert(
-        "docker_host".into(),
+        host_param().into(),
         json!("unix:///nonexistent/docker.sock"),
     );
-    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+    let err = block_on(provider().open(&Ctx::detached(), &req))
         .err()
         .unwrap();
     assert!(
@@ -503,7 +536,7 @@ fn failed_builds_and_bad_contexts_are_clear_errors() {
         "FROM agentcompass-test/busybox:1\nRUN echo before\nRUN false\n",
     )]);
     let run_id = unique_run("badbuild");
-    let err = block_on(DockerProvider.open(&Ctx::detached(), &build_request(&run_id, &context)))
+    let err = block_on(provider().open(&Ctx::detached(), &build_request(&run_id, &context)))
         .err()
         .unwrap();
     assert_eq!(err.kind, ErrorKind::Environment);
@@ -529,12 +562,13 @@ fn failed_builds_and_bad_contexts_are_clear_errors() {
         (relative, "must be an absolute path"),
     ] {
         let req = build_request(&run_id, dir);
-        let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+        let err = block_on(provider().open(&Ctx::detached(), &req))
             .err()
             .unwrap();
         assert_eq!(err.kind, ErrorKind::InvalidInput);
         let expected = format!(
-            "environment `docker`: parameter `build_context` `{}` {problem}",
+            "environment `{}`: parameter `build_context` `{}` {problem}",
+            test_engine(),
             dir.display()
         );
         assert_eq!(err.message, expected);
@@ -543,7 +577,7 @@ fn failed_builds_and_bad_contexts_are_clear_errors() {
             ..ExecutionPlan::default()
         };
         assert_eq!(
-            DockerProvider.validate_plan(&plan).unwrap_err().message,
+            provider().validate_plan(&plan).unwrap_err().message,
             expected
         );
     }

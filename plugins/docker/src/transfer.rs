@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use crate::engine::Daemon;
 use bollard::query_parameters::{DownloadFromContainerOptions, UploadToContainerOptions};
-use bollard::Docker;
 use futures_util::StreamExt;
 
 use crate::archive::{self, Fetched};
@@ -15,7 +15,7 @@ pub(crate) const MAX_SYMLINKS: usize = 40;
 
 /// Uploads a tar archive, extracted at `/` of the container.
 pub(crate) async fn put(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     tar: Vec<u8>,
 ) -> std::result::Result<(), String> {
@@ -36,7 +36,7 @@ pub(crate) async fn put(
 
 /// The archive of `path` in the container.
 pub(crate) async fn fetch(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     path: &str,
 ) -> std::result::Result<Vec<u8>, String> {
@@ -53,7 +53,7 @@ pub(crate) async fn fetch(
 
 /// The contents and mode of the regular file at `path` (symlinks followed).
 pub(crate) async fn fetch_file(
-    docker: &Docker,
+    docker: &Daemon,
     container: &str,
     path: &str,
 ) -> std::result::Result<(Vec<u8>, u32), String> {

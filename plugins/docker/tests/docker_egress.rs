@@ -33,7 +33,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_plugin_api::sdk::{Ctx, EnvironmentProvider, SessionRef};
 use agentcompass_plugin_api::ErrorKind;
-use docker_provider::{DockerProvider, ID};
+use docker_provider::{ContainerProvider, Engine};
 
 const IMAGE: &str = "agentcompass-test/busybox:1";
 
@@ -86,6 +86,20 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The engine under test: `AGENTCOMPASS_TEST_ENGINE` (`docker`, the default, or `podman`).
+fn test_engine() -> Engine {
+    match std::env::var("AGENTCOMPASS_TEST_ENGINE").as_deref() {
+        Ok("podman") => Engine::Podman,
+        Ok("docker") | Err(_) => Engine::Docker,
+        Ok(other) => panic!("AGENTCOMPASS_TEST_ENGINE `{other}`: expected docker or podman"),
+    }
+}
+
+/// The provider of the engine under test.
+fn provider() -> ContainerProvider {
+    ContainerProvider::new(test_engine())
+}
+
 fn docker_host() -> String {
     std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").expect(
         "AGENTCOMPASS_TEST_DOCKER_HOST is not set: the docker egress tests need a Docker daemon \
@@ -120,9 +134,9 @@ impl Servers {
 }
 
 fn request(policy: NetworkPolicy) -> OpenEnvironmentRequest {
-    let mut spec = EnvironmentSpec::new(ID);
+    let mut spec = EnvironmentSpec::new(test_engine().id());
     spec.params
-        .insert("docker_host".into(), docker_host().into());
+        .insert(test_engine().address_param().into(), docker_host().into());
     let hosts: serde_json::Map<String, serde_json::Value> = EGRESS_HOSTS
         .iter()
         .map(|(name, address)| (name.to_string(), (*address).into()))
@@ -136,7 +150,7 @@ fn request(policy: NetworkPolicy) -> OpenEnvironmentRequest {
 
 fn open(req: &OpenEnvironmentRequest) -> ClosedOnDrop {
     ClosedOnDrop(
-        block_on(DockerProvider.open(&Ctx::detached(), req))
+        block_on(provider().open(&Ctx::detached(), req))
             .unwrap_or_else(|e| panic!("cannot open a container: {e}")),
     )
 }
@@ -374,7 +388,7 @@ fn switches_per_phase(servers: &Servers) {
     let err = block_on(session.set_network_policy(&NetworkPolicy::public())).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
     assert!(
-        err.message.contains("`docker`") && err.message.contains("`public`"),
+        err.message.contains(&format!("`{}`", test_engine())) && err.message.contains("`public`"),
         "{}",
         err.message
     );
@@ -406,10 +420,10 @@ fn phases_do_not_mix(servers: &Servers) {
     ));
 
     // Plans are refused before anything opens, with one line naming policy and provider.
-    let caps = DockerProvider.capabilities().unwrap();
+    let caps = provider().capabilities().unwrap();
     assert!(caps.dynamic_network_policy && caps.host_endpoints);
     let mut plan = ExecutionPlan {
-        environment: EnvironmentSpec::new(ID),
+        environment: EnvironmentSpec::new(test_engine().id()),
         ..ExecutionPlan::default()
     };
     plan.environment.setup.image = Some(IMAGE.to_string());
@@ -417,20 +431,23 @@ fn phases_do_not_mix(servers: &Servers) {
     plan.run_network_policy = Some(NetworkPolicy::allowlist(["127.0.0.2", "*.pypi.org:443"]));
     plan.evaluation_environment_mode = EvaluationEnvironmentMode::Reuse;
     plan.evaluation_network_policy = Some(NetworkPolicy::no_network());
-    DockerProvider.validate_plan(&plan).unwrap();
+    provider().validate_plan(&plan).unwrap();
     let mut mixed = plan.clone();
     mixed.baseline_network_policy = Some(NetworkPolicy::public());
-    let err = DockerProvider.validate_plan(&mixed).unwrap_err();
+    let err = provider().validate_plan(&mixed).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
     assert_eq!(
         err.message,
-        "environment `docker` cannot switch from its baseline network policy (`public`) to the \
-         run_network_policy (`allowlist`): a container runs on its own network from its start, \
-         so its phases must be all public or all non-public"
+        format!(
+            "environment `{}` cannot switch from its baseline network policy (`public`) to the \
+             run_network_policy (`allowlist`): a container runs on its own network from its \
+             start, so its phases must be all public or all non-public",
+            test_engine()
+        )
     );
     let mut mixed = plan.clone();
     mixed.evaluation_network_policy = Some(NetworkPolicy::public());
-    let err = DockerProvider.validate_plan(&mixed).unwrap_err();
+    let err = provider().validate_plan(&mixed).unwrap_err();
     assert!(
         err.message
             .contains("(`no-network`) to the evaluation_network_policy (`public`)"),
@@ -443,7 +460,7 @@ fn phases_do_not_mix(servers: &Servers) {
     fresh.run_network_policy = None;
     fresh.evaluation_environment_mode = EvaluationEnvironmentMode::Fresh;
     fresh.evaluation_baseline_network_policy = Some(NetworkPolicy::no_network());
-    DockerProvider.validate_plan(&fresh).unwrap();
+    provider().validate_plan(&fresh).unwrap();
 }
 
 /// A Unix-socket line server on the host answering `endpoint: LINE` (the model relay's
@@ -518,7 +535,7 @@ fn forwarder_failure(_: &Servers) {
         socket: socket.display().to_string(),
         port: 4000,
     }];
-    let err = block_on(DockerProvider.open(&Ctx::detached(), &req))
+    let err = block_on(provider().open(&Ctx::detached(), &req))
         .err()
         .unwrap();
     assert!(!err.message.contains('\n'), "{}", err.message);
@@ -534,7 +551,7 @@ fn forwarder_failure(_: &Servers) {
 }
 
 fn cleanup(_: &Servers) {
-    let session = block_on(DockerProvider.open(
+    let session = block_on(provider().open(
         &Ctx::detached(),
         &request(NetworkPolicy::allowlist(["127.0.0.2"])),
     ))
@@ -544,17 +561,16 @@ fn cleanup(_: &Servers) {
     assert!(dir.join("proxy/s").exists());
     // Dropped without close (a crash): the provider's close removes container and directory.
     drop(session);
-    block_on(DockerProvider.close(&Ctx::detached(), &params)).unwrap();
+    block_on(provider().close(&Ctx::detached(), &params)).unwrap();
     assert!(!dir.exists());
     let session = open(&request(NetworkPolicy::no_network()));
     let dir = PathBuf::from(session.info().close_params["egress_dir"].as_str().unwrap());
     assert!(dir.exists());
     block_on(session.close()).unwrap();
     assert!(!dir.exists());
-    let err = block_on(
-        DockerProvider.close(&Ctx::detached(), &serde_json::json!({"egress_dir": "/etc"})),
-    )
-    .unwrap_err();
+    let err =
+        block_on(provider().close(&Ctx::detached(), &serde_json::json!({"egress_dir": "/etc"})))
+            .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidInput);
 }
 
@@ -564,7 +580,7 @@ fn contract(_: &Servers) {
         .processes(ProcessProbe::Session)
         .slack(Duration::from_secs(8));
     let req = request(NetworkPolicy::allowlist(["127.0.0.2"]));
-    let report = block_on(run_session_contract(&DockerProvider, &req, &options)).unwrap();
+    let report = block_on(run_session_contract(&provider(), &req, &options)).unwrap();
     assert_eq!(report.passed(), CHECKS.len());
 }
 
