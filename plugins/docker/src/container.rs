@@ -13,7 +13,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use crate::engine::{Daemon, Engine};
-use crate::{archive, exec, image_required, remove_container, status_of};
+use crate::{archive, build_lock, exec, image_required, remove_container, status_of};
 
 /// Label of a built image: the sha256 of its build context archive.
 pub(crate) const LABEL_CONTEXT: &str = "agentcompass.context_sha256";
@@ -118,6 +118,13 @@ async fn build_image(docker: &Daemon, context: &Path, tag: Option<String>) -> Re
         })?;
     let sha = hex::encode(Sha256::digest(&tar));
     let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
+    // Held until the image is built or found: another open of the same context (this run's,
+    // or another process's on this machine) waits here, then finds the image.
+    let locked = sha.clone();
+    let _lock = tokio::task::spawn_blocking(move || build_lock::lock(&locked))
+        .await
+        .ok()
+        .flatten();
     match docker.inspect_image(&tag).await {
         Ok(found) => {
             let labels = found.config.and_then(|c| c.labels).unwrap_or_default();

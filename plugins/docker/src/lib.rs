@@ -73,6 +73,7 @@
 //!   runtime has no I/O driver.
 
 mod archive;
+mod build_lock;
 mod config;
 mod container;
 mod egress;
@@ -317,6 +318,20 @@ impl EnvironmentProvider for ContainerProvider {
             Attachment::Isolated => "none".to_string(),
         };
         let address = self.address(&config).await?;
+        // The plan was checked, but a session may be opened without one (and a limit the
+        // engine ignores would run the task unlimited).
+        let limited = request
+            .environment
+            .resources
+            .clone()
+            .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
+        if let (Engine::Podman, Some(resources)) = (engine, limited) {
+            let (services, at) = (self.services.clone(), address.clone());
+            blocking(engine.id(), move || {
+                services.check_resources(&at, &resources)
+            })
+            .await??;
+        }
         let name = format!(
             "{NAME_PREFIX}{}-{}-{}",
             sanitise(&request.task_id),

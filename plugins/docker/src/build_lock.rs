@@ -1,0 +1,115 @@
+//! One build of a context at a time on a machine: every process of the user that would build
+//! the same context (the tasks of one run, the Slurm jobs on one node) takes the same file
+//! lock first, and checks for the image again once it holds it — so an image is built once
+//! per machine (per node), and the others reuse it.
+//!
+//! The lock file is `<cache>/agentcompass-host/locks/build-<host name>-<sha256 prefix>.lock`
+//! (`<cache>`: `$XDG_CACHE_HOME`, else `~/.cache`): the user's own directory, and the host
+//! name keeps nodes that share a home directory from waiting on each other. Without a home
+//! the build goes ahead unlocked (best effort: a duplicate build wastes time, nothing else).
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use agentcompass_plugin_api::tracing;
+use nix::fcntl::{Flock, FlockArg};
+
+/// A held build lock (released when dropped).
+pub(crate) struct BuildLock {
+    _file: Flock<File>,
+}
+
+/// Takes the build lock of the context whose archive has the sha256 `sha` (blocking until it
+/// is free); `None` when no lock file can be used.
+pub(crate) fn lock(sha: &str) -> Option<BuildLock> {
+    let dir = lock_dir()?;
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        tracing::debug!(dir = %dir.display(), "no build lock: {e}");
+        return None;
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default();
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let prefix = sha.get(..16).unwrap_or(sha);
+    let path = dir.join(format!("build-{host}-{prefix}.lock"));
+    let file = match std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(e) => {
+            tracing::debug!(path = %path.display(), "no build lock: {e}");
+            return None;
+        }
+    };
+    match Flock::lock(file, FlockArg::LockExclusive) {
+        Ok(file) => Some(BuildLock { _file: file }),
+        Err((_, e)) => {
+            tracing::debug!(path = %path.display(), "no build lock: {e}");
+            None
+        }
+    }
+}
+
+fn lock_dir() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = var("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(cache.join("agentcompass-host").join("locks"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn holders_of_one_context_take_turns_and_other_contexts_do_not_wait() {
+        let sha = format!(
+            "{:016x}{}",
+            u64::from(std::process::id()) * 2,
+            "0".repeat(48)
+        );
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (sha, inside, most) = (sha.clone(), inside.clone(), most.clone());
+                std::thread::spawn(move || {
+                    let _held = lock(&sha).expect("a lock under the home directory");
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(30));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+        // Another context's lock is free while this one is held.
+        let _held = lock(&sha).unwrap();
+        let other = format!(
+            "{:016x}{}",
+            u64::from(std::process::id()) * 2 + 1,
+            "0".repeat(48)
+        );
+        assert!(lock(&other).is_some());
+    }
+}
