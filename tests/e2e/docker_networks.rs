@@ -1,6 +1,7 @@
 //! Per-phase network policies in one `docker` container, end to end: the built binary, the
 //! bundled `docker` plugin, the Harbor benchmark and `oracle`, against the private daemon
-//! at `AGENTCOMPASS_TEST_DOCKER_HOST`. The in-container forwarder is the host binary itself.
+//! at `AGENTCOMPASS_TEST_DOCKER_HOST` (or, in the podman tier, the same in `podman` against
+//! its private Podman service: `agentcompass_e2e::container_engine`). The in-container forwarder is the host binary itself.
 //! Also the fail-closed refusal of a task whose phases mix public and non-public, and the
 //! model endpoint (a host endpoint) from inside a `no-network` container.
 
@@ -8,7 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use agentcompass_e2e::{
-    pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
+    container_engine, container_host, container_host_param, pack_run, published_results as results,
+    run_dir, Outcome, Packs, Workspace,
 };
 use serde_json::{json, Value};
 
@@ -19,19 +21,12 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn docker_host() -> String {
-    std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").expect(
-        "AGENTCOMPASS_TEST_DOCKER_HOST is not set: run the tests with ./dev.sh test, which \
-         starts a private Docker daemon",
-    )
-}
-
 /// A build context for a test image: busybox, the host's `programs` (with the libraries
 /// `ldd` resolves for them) at their host paths, the host's `bash` as `/bin/bash` and
 /// `/bin/sh` (Harbor runs its scripts with bash; busybox's shell would run its own applets
 /// first, e.g. a `find` without `-delete`), `HOME=/root`, and the `fetch` shell client of
 /// the docker egress tests at `/usr/local/bin/fetch.sh`.
-fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
+pub(crate) fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
     let context = dir.join("image");
     let root = context.join("root");
     for program in ["/usr/bin/bash"].iter().chain(programs) {
@@ -72,7 +67,7 @@ fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
 }
 
 fn env_params(context: &Path) -> String {
-    json!({"docker_host": docker_host(), "build_context": context}).to_string()
+    json!({container_host_param(): container_host(), "build_context": context}).to_string()
 }
 
 /// `run harbor oracle` on the fixture task `fixture` (`tests/fixtures/harbor/`) in `docker` with
@@ -91,7 +86,14 @@ fn oracle_in_docker(
         &plugins,
         ["harbor", "oracle", "scripted-model"],
         &params,
-        &["--env", "docker", "--env-params", env, "--progress", "none"],
+        &[
+            "--env",
+            container_engine(),
+            "--env-params",
+            env,
+            "--progress",
+            "none",
+        ],
     );
     args.extend_from_slice(extra);
     ws.run(&args, &[("E2E_NET_PORT", port)])
@@ -140,17 +142,22 @@ fn a_public_phase_in_a_non_public_container_is_refused_before_anything_opens() {
     // container between its own network and `none`, so no task of the run can run: refused
     // before the first task, one line, nothing written (issue 36).
     let ws = Workspace::new();
-    let env =
-        json!({"docker_host": docker_host(), "setup": {"image": "agentcompass-test/busybox:1"}})
-            .to_string();
+    let env = json!({
+        container_host_param(): container_host(),
+        "setup": {"image": "agentcompass-test/busybox:1"}
+    })
+    .to_string();
     let out = oracle_in_docker(&ws, "phase-network", &env, &[], "1").expect_code(2);
-    let expected = "environment `docker` cannot switch from its baseline network policy \
-                    (`public`) to the run_network_policy (`allowlist`): a container runs on \
-                    its own network from its start, so its phases must be all public or all \
-                    non-public; none of the request's 1 tasks can run there";
+    let expected = format!(
+        "environment `{}` cannot switch from its baseline network policy (`public`) to the \
+         run_network_policy (`allowlist`): a container runs on its own network from its \
+         start, so its phases must be all public or all non-public; none of the request's 1 \
+         tasks can run there",
+        container_engine()
+    );
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(out.stderr.contains(expected), "{}", out.stderr);
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
     assert!(!ws.cwd.join("results").exists());
 }
 
@@ -167,7 +174,7 @@ fn the_model_endpoint_is_reachable_from_a_no_network_container() {
     );
     let params = env_params(&context);
     crate::model_endpoint::the_agent_reaches_the_model_through_the_endpoint_only(
-        "docker",
+        container_engine(),
         &["--env-params", &params],
     );
 }

@@ -28,6 +28,7 @@ mod next_steps;
 mod orchestration;
 mod planning;
 mod plugin_new;
+mod podman;
 mod progress_tty;
 mod qa;
 mod rate_limits;

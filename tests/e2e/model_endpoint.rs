@@ -112,7 +112,7 @@ pub(crate) fn the_agent_reaches_the_model_through_the_endpoint_only(env: &str, e
     let dirs = PluginDirs::new();
     let packs = dirs.package("packs", "harbor-pack");
     dirs.package("packs", "agents-pack");
-    if env == "docker" {
+    if env == "docker" || env == "podman" {
         dirs.package("packs", "docker-provider");
     }
     let harness = json!({"command": AGENT.replace("MODEL_HOST", &model_host)}).to_string();

@@ -24,17 +24,14 @@ fn registry(dirs: &PluginDirs) -> Registry {
     setup.registry
 }
 
-fn docker_host() -> String {
-    std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST")
-        .expect("AGENTCOMPASS_TEST_DOCKER_HOST is not set: run the tests with ./dev.sh test, which starts a private Docker daemon")
-}
-
 fn request(provider: &str) -> OpenEnvironmentRequest {
     let mut spec = EnvironmentSpec::new(provider);
-    if provider == "docker" {
+    if provider == "docker" || provider == "podman" {
         spec.setup.image = Some("agentcompass-test/busybox:1".into());
-        spec.params
-            .insert("docker_host".into(), docker_host().into());
+        spec.params.insert(
+            agentcompass_e2e::container_host_param().into(),
+            agentcompass_e2e::container_host().into(),
+        );
     }
     OpenEnvironmentRequest::new("contract", format!("contract-{provider}"), spec)
 }
@@ -66,5 +63,6 @@ async fn sandbox_keeps_the_session_contract() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_keeps_the_session_contract() {
-    contract("docker").await;
+    // Docker, or Podman in the podman tier (`AGENTCOMPASS_TEST_ENGINE`).
+    contract(agentcompass_e2e::container_engine()).await;
 }

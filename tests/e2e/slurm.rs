@@ -19,7 +19,7 @@ use agentcompass_e2e::{
 };
 use serde_json::{json, Value};
 
-fn slurm_conf() -> PathBuf {
+pub(crate) fn slurm_conf() -> PathBuf {
     PathBuf::from(std::env::var_os("AGENTCOMPASS_TEST_SLURM_CONF").expect(
         "AGENTCOMPASS_TEST_SLURM_CONF is not set: run the tests with ./dev.sh test, which starts \
          the Slurm cluster",
@@ -75,7 +75,7 @@ fn cluster_dir() -> PathBuf {
 }
 
 /// Stops `node`'s slurmd (its jobs' processes keep running, as on a node cut off the network).
-fn kill_slurmd(node: &str) {
+pub(crate) fn kill_slurmd(node: &str) {
     let pid = fs::read_to_string(cluster_dir().join(format!("run/slurmd-{node}.pid"))).unwrap();
     let status = Command::new("kill")
         .args(["-KILL", pid.trim()])
@@ -85,7 +85,7 @@ fn kill_slurmd(node: &str) {
 }
 
 /// Starts `node`'s slurmd again and waits until the node takes jobs.
-fn restart_slurmd(node: &str) {
+pub(crate) fn restart_slurmd(node: &str) {
     let status = slurm("slurmd")
         .args(["-N", node, "-f"])
         .arg(slurm_conf())
@@ -154,7 +154,7 @@ fn interrupt(child: &Child) {
 }
 
 /// `[runtime.slurm]` as the config file `slurm.toml` in the workspace.
-fn slurm_config(ws: &Workspace, table: &str) -> String {
+pub(crate) fn slurm_config(ws: &Workspace, table: &str) -> String {
     slurm_config_named(ws, "slurm.toml", table)
 }
 
@@ -166,7 +166,7 @@ fn slurm_config_named(ws: &Workspace, name: &str, table: &str) -> String {
 }
 
 /// Every published task of `run`: task id → its `task.json`; panics on a task published twice.
-fn published(run: &Path) -> BTreeMap<String, Value> {
+pub(crate) fn published(run: &Path) -> BTreeMap<String, Value> {
     let mut tasks = BTreeMap::new();
     for state in ["normal", "error", "fatal"] {
         let Ok(entries) = fs::read_dir(run.join("details").join(state)) else {
@@ -185,7 +185,7 @@ fn published(run: &Path) -> BTreeMap<String, Value> {
 }
 
 /// The nodes that published the tasks, with how many each.
-fn nodes(tasks: &BTreeMap<String, Value>) -> BTreeMap<String, usize> {
+pub(crate) fn nodes(tasks: &BTreeMap<String, Value>) -> BTreeMap<String, usize> {
     let mut nodes = BTreeMap::new();
     for task in tasks.values() {
         let node = task["executor"]["node"].as_str().unwrap_or("?").to_string();
@@ -209,7 +209,7 @@ fn listed_jobs(ws: &Workspace) -> Vec<Value> {
     listed["jobs"].as_array().unwrap().clone()
 }
 
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let started = Instant::now();
     while !done() {
         assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
@@ -393,7 +393,7 @@ fn spawn_slow(ws: &Workspace, config: &str, tasks: usize, delay_ms: u64, reuse: 
 }
 
 /// The running jobs of the workspace's runs (by the `ac-` names `squeue` shows).
-fn running_jobs(ws: &Workspace) -> Vec<Value> {
+pub(crate) fn running_jobs(ws: &Workspace) -> Vec<Value> {
     listed_jobs(ws)
         .into_iter()
         .filter(|job| job["state"] == "RUNNING")

@@ -555,3 +555,31 @@ pub fn closed_loopback_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local address").port()
 }
+
+/// The container engine the container e2e tests drive: `AGENTCOMPASS_TEST_ENGINE` (`docker`,
+/// the default, or `podman` in `./dev.sh test`'s podman tier). Its provider id is the
+/// engine's name.
+pub fn container_engine() -> &'static str {
+    match std::env::var("AGENTCOMPASS_TEST_ENGINE").as_deref() {
+        Ok("podman") => "podman",
+        Ok("docker") | Err(_) => "docker",
+        Ok(other) => panic!("AGENTCOMPASS_TEST_ENGINE `{other}`: expected docker or podman"),
+    }
+}
+
+/// The provider parameter naming the engine's address (`docker_host`, `container_host`).
+pub fn container_host_param() -> &'static str {
+    match container_engine() {
+        "podman" => "container_host",
+        _ => "docker_host",
+    }
+}
+
+/// The address of the tests' engine (`AGENTCOMPASS_TEST_DOCKER_HOST`, which `./dev.sh test`
+/// sets to its private Docker daemon, then to its private Podman service).
+pub fn container_host() -> String {
+    std::env::var("AGENTCOMPASS_TEST_DOCKER_HOST").expect(
+        "AGENTCOMPASS_TEST_DOCKER_HOST is not set: run the tests with ./dev.sh test, which \
+         starts a private Docker daemon (and, for the podman tier, a private Podman service)",
+    )
+}
