@@ -299,6 +299,7 @@ fn a_killed_run_leaves_containers_that_env_close_removes_through_a_new_service()
 /// slowed down so that the run is still going when a node is lost.
 fn slow_tasks(dir: &Path, count: usize) {
     let source = repo_root().join("examples/harbor/hello-file");
+    fs::create_dir_all(dir).unwrap();
     for i in 0..count {
         let task = dir.join(format!("hello-{i:02}"));
         let copied = Command::new("cp")
@@ -334,14 +335,12 @@ fn builds_of(tag: &str, since: &str) -> usize {
         "--since",
         since,
         "--filter",
-        "type=image",
-        "--filter",
         "event=build",
-        "--format",
-        "{{.ID}}",
     ]);
+    // `<time> image build  <id>` (Podman 4.3 leaves a build event's `{{.ID}}` empty).
     events
         .lines()
+        .filter_map(|line| line.split_whitespace().last())
         .filter(|id| {
             let out = Command::new("podman")
                 .args(["image", "inspect", "--format", label, id])
@@ -369,13 +368,14 @@ fn slurm_runs_harbor_tasks_in_podman_on_every_node_once_with_a_node_lost() {
             .as_secs()
             - 1
     );
-    // Relative paths mean the same on the nodes.
+    // Three jobs of 8 tasks, a whole node (4 CPUs) each. Relative paths mean the same on the
+    // nodes.
     slow_tasks(&ws.cwd.join("tasks"), 24);
     // An image of this test's own (a file only it has), tagged by the run.
     let context =
         crate::docker_networks::image_context(&ws.cwd, &["/usr/bin/find", "/usr/bin/seq"]);
     fs::write(
-        context.join("root/etc/agentcompass-test"),
+        context.join("root/agentcompass-test"),
         ws.cwd.display().to_string(),
     )
     .unwrap();
@@ -387,7 +387,7 @@ fn slurm_runs_harbor_tasks_in_podman_on_every_node_once_with_a_node_lost() {
     .to_string();
     let config = slurm_config(
         &ws,
-        "attempts_per_job = 8\ncpus_per_job = 2\nmax_jobs_in_flight = 3",
+        "attempts_per_job = 8\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
     );
     let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let params = json!({"path": "tasks"}).to_string();
