@@ -12,7 +12,7 @@ profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 # viewer's browser tests drive it headless.
 ensure_tools() {
     install_missing "Debian packages" bwrap:bubblewrap dockerd:docker.io busybox:busybox-static \
-        curl:curl xmllint:libxml2-utils chromium:chromium podman:podman
+        curl:curl xmllint:libxml2-utils chromium:chromium podman:podman newuidmap:uidmap
 }
 
 # A cached Python 3.12 venv (pyenv's, else python3.12 on PATH): `ensure_venv DIR CHECK WHAT
@@ -333,36 +333,120 @@ stop_podman() {
         rm -rf "$PODMAN_DIR" 2>/dev/null || true
     fi
 }
-start_podman() {
-    PODMAN_DIR="$(mktemp -d /tmp/agentcompass-podman.XXXXXX)"
-    mkdir -p "$PODMAN_DIR/storage" "$PODMAN_DIR/run" "$PODMAN_DIR/tmp" "$PODMAN_DIR/networks"
-    local nofile nproc
+# The Podman configuration of a private store under DIR (`podman_confs DIR`):
+# DIR/containers.conf and DIR/storage.conf, world-readable (the rootless tier's user reads them).
+podman_confs() {
+    local dir="$1" nofile nproc
     nofile="$(ulimit -Hn)"
     nproc="$(ulimit -Hu)"
     if [ "$nofile" = unlimited ] || [ "$nofile" -gt 1048576 ]; then nofile=1048576; fi
     if [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; then nproc=32768; fi
     printf '%s\n' "[containers]" \
         "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
-        "[network]" "network_config_dir = \"$PODMAN_DIR/networks\"" \
+        "[network]" "network_config_dir = \"$dir/networks\"" \
         "[engine]" "cgroup_manager = \"cgroupfs\"" "events_logger = \"file\"" \
-        "exit_command_delay = 5" "tmp_dir = \"$PODMAN_DIR/tmp\"" \
-        >"$PODMAN_DIR/containers.conf"
+        "exit_command_delay = 5" "tmp_dir = \"$dir/tmp\"" \
+        >"$dir/containers.conf"
+    # Rootless Podman ignores `graphroot` (its run root follows XDG_RUNTIME_DIR).
     printf '%s\n' "[storage]" "driver = \"overlay\"" \
-        "graphroot = \"$PODMAN_DIR/storage\"" "runroot = \"$PODMAN_DIR/run\"" \
-        >"$PODMAN_DIR/storage.conf"
+        "graphroot = \"$dir/storage\"" "runroot = \"$dir/run\"" \
+        "rootless_storage_path = \"$dir/storage\"" \
+        >"$dir/storage.conf"
+    chmod 644 "$dir/containers.conf" "$dir/storage.conf"
+}
+
+# Waits until the Podman service at SOCKET answers (`podman_ready SOCKET LOG`), else shows LOG.
+podman_ready() {
+    local _
+    for _ in $(seq 100); do
+        curl -fsS --unix-socket "$1" http://podman/_ping >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    cat "$2" >&2
+    echo "podman system service did not start" >&2
+    exit 1
+}
+
+start_podman() {
+    PODMAN_DIR="$(mktemp -d /tmp/agentcompass-podman.XXXXXX)"
+    mkdir -p "$PODMAN_DIR/storage" "$PODMAN_DIR/run" "$PODMAN_DIR/tmp" "$PODMAN_DIR/networks"
+    podman_confs "$PODMAN_DIR"
     export CONTAINERS_CONF="$PODMAN_DIR/containers.conf"
     export CONTAINERS_STORAGE_CONF="$PODMAN_DIR/storage.conf"
     podman system service --time=0 "unix://$PODMAN_DIR/podman.sock" >"$PODMAN_DIR/service.log" 2>&1 &
     PODMAN_PID=$!
-    local _
-    for _ in $(seq 100); do
-        curl -fsS --unix-socket "$PODMAN_DIR/podman.sock" http://podman/_ping >/dev/null 2>&1 && break
-        sleep 0.1
-    done
-    curl -fsS --unix-socket "$PODMAN_DIR/podman.sock" http://podman/_ping >/dev/null 2>&1 ||
-        { cat "$PODMAN_DIR/service.log" >&2; echo "podman system service did not start" >&2; exit 1; }
+    podman_ready "$PODMAN_DIR/podman.sock" "$PODMAN_DIR/service.log"
     busybox_rootfs "$PODMAN_DIR/rootfs"
     tar -C "$PODMAN_DIR/rootfs" -c . | podman import --quiet - agentcompass-test/busybox:1 >/dev/null
+}
+
+# Rootless Podman (issue 40) for the `podman-rootless` tier: the unprivileged user
+# `agentcompass-rootless` (created if missing, with subordinate uid and gid ranges for
+# newuidmap/newgidmap), its own service on a private socket with its store, runtime directory
+# and configuration under a temp dir it owns, and the test image imported by it. The tests run
+# as that user too (ci/run-as.sh as cargo's target runner). Stopped on exit: the service, then
+# every process of the user (its conmons and the pause process that holds its user namespace).
+ROOTLESS_USER=agentcompass-rootless
+PODMAN_ROOTLESS_DIR=""
+PODMAN_ROOTLESS_PID=""
+as_rootless() {
+    setpriv --reuid="$ROOTLESS_USER" --regid="$ROOTLESS_USER" --init-groups \
+        env HOME="/home/$ROOTLESS_USER" USER="$ROOTLESS_USER" LOGNAME="$ROOTLESS_USER" \
+        XDG_RUNTIME_DIR="$PODMAN_ROOTLESS_DIR/xdg" \
+        CONTAINERS_CONF="$PODMAN_ROOTLESS_DIR/containers.conf" \
+        CONTAINERS_STORAGE_CONF="$PODMAN_ROOTLESS_DIR/storage.conf" "$@"
+}
+stop_podman_rootless() {
+    if [ -n "$PODMAN_ROOTLESS_PID" ]; then
+        kill "$PODMAN_ROOTLESS_PID" 2>/dev/null || true
+        wait "$PODMAN_ROOTLESS_PID" 2>/dev/null || true
+    fi
+    if [ -n "$PODMAN_ROOTLESS_DIR" ]; then
+        as_rootless podman rm --all --force >/dev/null 2>&1 || true
+        local _
+        for _ in $(seq 50); do
+            pkill -u "$ROOTLESS_USER" 2>/dev/null || break
+            sleep 0.1
+        done
+        pkill -9 -u "$ROOTLESS_USER" 2>/dev/null || true
+        { grep -o " $PODMAN_ROOTLESS_DIR/[^ ]*" /proc/mounts || true; } | sort -r | while read -r mount; do
+            umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true
+        done
+        rm -rf "$PODMAN_ROOTLESS_DIR" 2>/dev/null || true
+    fi
+}
+# `run_as_rootless ARGS...`: `cargo ARGS` with every test binary run as the rootless tier's
+# user against its service (cargo's target runner: ci/run-as.sh).
+run_as_rootless() {
+    local triple runner
+    triple="$(rustc -vV | sed -n 's/^host: //p')"
+    runner="CARGO_TARGET_$(echo "$triple" | tr '[:lower:]-' '[:upper:]_')_RUNNER"
+    env "$runner=$PWD/ci/run-as.sh" \
+        AGENTCOMPASS_RUN_AS_USER="$ROOTLESS_USER" AGENTCOMPASS_RUN_AS_HOME="/home/$ROOTLESS_USER" \
+        AGENTCOMPASS_RUN_AS_RUNTIME_DIR="$PODMAN_ROOTLESS_DIR/xdg" \
+        CONTAINERS_CONF="$PODMAN_ROOTLESS_DIR/containers.conf" \
+        CONTAINERS_STORAGE_CONF="$PODMAN_ROOTLESS_DIR/storage.conf" \
+        AGENTCOMPASS_TEST_ENGINE=podman DOCKER_HOST="" \
+        AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_ROOTLESS_DIR/podman.sock" cargo "$@"
+}
+start_podman_rootless() {
+    id "$ROOTLESS_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$ROOTLESS_USER"
+    grep -q "^$ROOTLESS_USER:" /etc/subuid || usermod --add-subuids 300000-365535 "$ROOTLESS_USER"
+    grep -q "^$ROOTLESS_USER:" /etc/subgid || usermod --add-subgids 300000-365535 "$ROOTLESS_USER"
+    PODMAN_ROOTLESS_DIR="$(mktemp -d /tmp/agentcompass-podman-rootless.XXXXXX)"
+    chmod 755 "$PODMAN_ROOTLESS_DIR"
+    chown "$ROOTLESS_USER:$ROOTLESS_USER" "$PODMAN_ROOTLESS_DIR"
+    as_rootless mkdir -p -m 700 "$PODMAN_ROOTLESS_DIR/xdg"
+    as_rootless mkdir -p "$PODMAN_ROOTLESS_DIR/storage" "$PODMAN_ROOTLESS_DIR/run" \
+        "$PODMAN_ROOTLESS_DIR/tmp" "$PODMAN_ROOTLESS_DIR/networks"
+    podman_confs "$PODMAN_ROOTLESS_DIR"
+    as_rootless podman system service --time=0 "unix://$PODMAN_ROOTLESS_DIR/podman.sock" \
+        >"$PODMAN_ROOTLESS_DIR/service.log" 2>&1 &
+    PODMAN_ROOTLESS_PID=$!
+    podman_ready "$PODMAN_ROOTLESS_DIR/podman.sock" "$PODMAN_ROOTLESS_DIR/service.log"
+    busybox_rootfs "$PODMAN_ROOTLESS_DIR/rootfs"
+    tar -C "$PODMAN_ROOTLESS_DIR/rootfs" -c . |
+        as_rootless podman import --quiet - agentcompass-test/busybox:1 >/dev/null
 }
 
 # Incremental compilation caches only grow (41 GB after a few weeks of sessions filled a
@@ -444,6 +528,14 @@ test)
     start_podman
     AGENTCOMPASS_TEST_ENGINE=podman AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
         cargo nextest run --workspace --profile podman --no-tests fail
+    # The `podman-rootless` tier: the same tests but the Slurm one, as an unprivileged user
+    # against its rootless Podman (JUnit: target/nextest/podman-rootless/junit.xml).
+    stop_podman
+    PODMAN_DIR=""
+    PODMAN_PID=""
+    trap 'stop_slurm || true; stop_podman_rootless' EXIT
+    start_podman_rootless
+    run_as_rootless nextest run --workspace --profile podman-rootless --no-tests fail
     ;;
 check)
     # The quick tier while working: formatting, lints, unit tests and the e2e tests that need

@@ -70,14 +70,21 @@ fn containers(filters: &[&str]) -> Vec<String> {
     podman(&args).lines().map(str::to_string).collect()
 }
 
-/// A run's environment: the tier's store and a temp dir of the workspace's own, where the
-/// private service's directory goes.
+/// A run's environment: the tier's store, and where the private service's directory goes —
+/// the user's runtime directory when there is one (the rootless tier's, which rootless Podman
+/// needs: its run root follows it), else a temp dir of the workspace's own.
 fn run_env(ws: &Workspace) -> (PathBuf, Vec<(&'static str, String)>) {
     let tmp = ws.root().join("tmp");
     fs::create_dir_all(&tmp).unwrap();
     let mut env = podman_env();
     env.push(("TMPDIR", tmp.display().to_string()));
-    (tmp, env)
+    match std::env::var("XDG_RUNTIME_DIR") {
+        Ok(runtime) if !runtime.is_empty() => {
+            env.push(("XDG_RUNTIME_DIR", runtime.clone()));
+            (PathBuf::from(runtime), env)
+        }
+        _ => (tmp, env),
+    }
 }
 
 fn refs<'a>(env: &'a [(&'static str, String)]) -> Vec<(&'a str, &'a str)> {

@@ -39,6 +39,27 @@ pub(crate) fn test_engine() -> Engine {
     }
 }
 
+/// Whether the engine cannot enforce cpu and memory limits: rootless Podman on cgroup v1 (the
+/// `podman-rootless` tier on such a host). The provider refuses them there, and the tests
+/// expect that refusal instead; as root every engine here enforces them.
+fn limits_refused() -> bool {
+    if test_engine() != Engine::Podman || nix::unistd::geteuid().is_root() {
+        return false;
+    }
+    let probe = ResourceRequirements {
+        memory_mb: Some(64),
+        ..Default::default()
+    };
+    let address = docker_host();
+    match podman::Services::default().check_resources(&address, &probe) {
+        Ok(()) => false,
+        Err(e) => {
+            assert!(e.message.contains("cannot be enforced"), "{}", e.message);
+            true
+        }
+    }
+}
+
 /// The provider of the engine under test.
 fn provider() -> ContainerProvider {
     ContainerProvider::new(test_engine())
@@ -160,6 +181,19 @@ fn labels_resources_and_close() {
         ..Default::default()
     });
     req.environment.setup.workdir = Some("/work/dir".into());
+    let limited = !limits_refused();
+    if !limited {
+        let err = block_on(provider().open(&Ctx::detached(), &req))
+            .err()
+            .unwrap();
+        assert!(
+            err.message.contains("resources.cpu cannot be enforced"),
+            "{}",
+            err.message
+        );
+        assert!(containers_of(&run_id).is_empty());
+        req.environment.resources = None;
+    }
     let session = open(&req);
     assert_eq!(session.info().default_workdir.as_deref(), Some("/work/dir"));
     assert_eq!(sh(&session, "pwd").stdout, "/work/dir\n");
@@ -181,8 +215,10 @@ fn labels_resources_and_close() {
     }))
     .unwrap();
     let host_config = inspected.host_config.unwrap();
-    assert_eq!(host_config.nano_cpus, Some(500_000_000));
-    assert_eq!(host_config.memory, Some(64 * 1024 * 1024));
+    if limited {
+        assert_eq!(host_config.nano_cpus, Some(500_000_000));
+        assert_eq!(host_config.memory, Some(64 * 1024 * 1024));
+    }
     assert_eq!(host_config.network_mode.as_deref(), Some("host"));
     let env = inspected.config.unwrap().env.unwrap();
     assert!(env.contains(&"SESSION_VAR=from-session".to_string()));
@@ -275,6 +311,17 @@ fn plans_are_validated() {
         memory_mb: Some(512),
         ..Default::default()
     });
+    if limits_refused() {
+        // Refused with the plan, before any task: one line naming the field and the engine.
+        let err = provider.validate_plan(&plan).unwrap_err();
+        assert!(
+            err.message.contains("resources.cpu cannot be enforced")
+                && err.message.contains("rootless Podman on cgroup v1"),
+            "{}",
+            err.message
+        );
+        plan.environment.resources = None;
+    }
     provider.validate_plan(&plan).unwrap();
 
     let mut allowlist = plan.clone();
@@ -495,6 +542,8 @@ fn images_are_built_from_a_context_and_reused() {
             .container(&container)
             .repo(repo)
             .tag(version)
+            // Rootless Podman on cgroup v1 cannot pause (no cgroup); nothing runs anyway.
+            .pause(false)
             .build();
         let config = bollard::models::ContainerConfig::default();
         docker.commit_container(options, config).await.unwrap().id
