@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use agentcompass_plugin_api::{Error, Result};
@@ -78,11 +79,37 @@ impl Deref for Daemon {
     }
 }
 
+/// The clients connected so far, by engine and address: one per engine for the process.
+/// Negotiating the API version is one `GET /version`, which Podman answers in ~0.3 s (it asks
+/// the package manager for its components' versions) — per open and close, that was most of
+/// a Podman task's overhead.
+static CLIENTS: Mutex<Vec<(Engine, String, Daemon)>> = Mutex::new(Vec::new());
+
 impl Daemon {
-    /// Connects to the engine at `address` (`unix://PATH`, an absolute socket path, or
-    /// `tcp://`/`http://HOST:PORT`) and negotiates the API version. Must run on the provider
+    /// The client of the engine at `address` (`unix://PATH`, an absolute socket path, or
+    /// `tcp://`/`http://HOST:PORT`): connected and its API version negotiated the first time,
+    /// the same client (and its pooled connections) after that. Must run on the provider
     /// runtime (the client's connections belong to the runtime they are made on).
     pub(crate) async fn connect(engine: Engine, address: &str) -> Result<Daemon> {
+        let known = CLIENTS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(e, a, _)| *e == engine && a == address)
+            .map(|(_, _, daemon)| daemon.clone());
+        if let Some(daemon) = known {
+            return Ok(daemon);
+        }
+        let daemon = Self::connect_new(engine, address).await?;
+        let mut clients = CLIENTS.lock().unwrap_or_else(|p| p.into_inner());
+        if !clients.iter().any(|(e, a, _)| *e == engine && a == address) {
+            clients.push((engine, address.to_string(), daemon.clone()));
+        }
+        Ok(daemon)
+    }
+
+    /// A new client of the engine at `address`, its API version negotiated.
+    async fn connect_new(engine: Engine, address: &str) -> Result<Daemon> {
         let api = if address.starts_with('/') || address.starts_with("unix://") {
             Docker::connect_with_unix(address, REQUEST_TIMEOUT_SECONDS, API_DEFAULT_VERSION)
         } else {
