@@ -302,6 +302,64 @@ fn a_killed_run_leaves_containers_that_env_close_removes_through_a_new_service()
     assert_no_private_service_left(&tmp);
 }
 
+#[test]
+fn ctrl_c_at_the_terminal_removes_every_container_and_the_service() {
+    // A terminal's Ctrl-C goes to its whole foreground process group: the host, and anything
+    // it started in its group. The private service runs in a group of its own, so it is still
+    // there while the interrupted run removes its containers through it.
+    use std::os::unix::process::CommandExt;
+    let ws = Workspace::new();
+    let (tmp, env) = run_env(&ws);
+    let plugins = Packs::new(&["docker-provider"]);
+    let params = json!({"setup": {"image": "agentcompass-test/busybox:1"}}).to_string();
+    let child = ws
+        .command()
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .args(["--plugin-dir", plugins.to_str().unwrap(), "--plugin-dir"])
+        .arg(&ws.plugins)
+        .args([
+            "run",
+            "example_exact_match",
+            "example_calculator",
+            "calc",
+            "--env",
+            "podman",
+            "--env-params",
+            &params,
+            "--benchmark-params",
+            r#"{"size": 6}"#,
+            "--harness-params",
+            r#"{"delay_ms": 30000}"#,
+            "--task-concurrency",
+            "3",
+            "--progress",
+            "none",
+        ])
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while managed_containers("arith-").len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(managed_containers("arith-").len(), 3, "three tasks running");
+    let group = format!("-{}", child.id());
+    let sent = Command::new("kill")
+        .args(["-INT", "--", &group])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = Outcome::of(child.wait_with_output().unwrap());
+    assert_eq!(out.code, 130, "{out:?}");
+    assert!(
+        managed_containers("arith-").is_empty(),
+        "the interrupted run removed its containers: {out:?}"
+    );
+    assert_no_private_service_left(&tmp);
+}
+
 /// The tasks of the Slurm run: `count` copies of the bundled `hello-file`, each solution
 /// slowed down so that the run is still going when a node is lost.
 fn slow_tasks(dir: &Path, count: usize) {
