@@ -431,6 +431,7 @@ run_as_rootless() {
         AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_ROOTLESS_DIR/podman.sock" cargo "$@"
 }
 start_podman_rootless() {
+    touch /etc/subuid /etc/subgid
     id "$ROOTLESS_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$ROOTLESS_USER"
     grep -q "^$ROOTLESS_USER:" /etc/subuid || usermod --add-subuids 300000-365535 "$ROOTLESS_USER"
     grep -q "^$ROOTLESS_USER:" /etc/subgid || usermod --add-subgids 300000-365535 "$ROOTLESS_USER"
