@@ -30,6 +30,10 @@
 #              8 at a time) against the raw Docker CLI doing the same (`docker run -d`,
 #              `docker exec`, `docker rm -f`; bench/docker_overhead.sh), on a private daemon
 #              unless $DOCKER_HOST answers; skipped when dockerd is not installed
+#   podman     the same 100 tasks in the `podman` environment (a private service the run
+#              starts, and an already running one) against the raw Podman CLI (`podman run -d`,
+#              `podman exec`, `podman rm -f -t 0`; bench/podman_overhead.sh), on a private
+#              store; skipped when podman is not installed
 #
 # Inspect runs in a fresh network namespace (`unshare -n`, loopback only, down) so that it
 # cannot reach anything; ours talks only to scripted-llm on 127.0.0.1.
@@ -381,14 +385,24 @@ log "live sessions: sandbox ${LIVE_ARGS[*]}"
 sed 's/^/    /' "$WORK/live.txt" >&2
 
 # --- 7. docker per-task cost against the raw CLI, ours only -------------------------------------
+if [ "$QUICK" -eq 1 ]; then DOCKER_REPS=1; else DOCKER_REPS=3; fi
 if command -v dockerd >/dev/null 2>&1 && command -v docker >/dev/null 2>&1; then
     log "docker: 100 tasks, 8 at a time, ours vs the raw CLI"
-    if [ "$QUICK" -eq 1 ]; then DOCKER_REPS=1; else DOCKER_REPS=3; fi
     "$BENCH/docker_overhead.sh" "$HOST" 100 8 "$DOCKER_REPS" >"$WORK/docker.tsv" 2>"$WORK/docker.err" ||
         die "docker workload failed: $(tail -5 "$WORK/docker.err")"
     sed 's/^/    /' "$WORK/docker.tsv" >&2
 else
     log "docker: skipped (dockerd or the docker CLI is not installed)"
+fi
+
+# --- 7b. podman per-task cost against the raw CLI, ours only -----------------------------------
+if command -v podman >/dev/null 2>&1; then
+    log "podman: 100 tasks, 8 at a time, ours (private service, given socket) vs the raw CLI"
+    "$BENCH/podman_overhead.sh" "$HOST" 100 8 "$DOCKER_REPS" >"$WORK/podman.tsv" 2>"$WORK/podman.err" ||
+        die "podman workload failed: $(tail -5 "$WORK/podman.err")"
+    sed 's/^/    /' "$WORK/podman.tsv" >&2
+else
+    log "podman: skipped (podman is not installed)"
 fi
 
 # --- 8. rate-limit back-off, adaptive vs fixed, ours only ---------------------------------------
@@ -400,7 +414,8 @@ sed 's/^/    /' "$WORK/rate_limits.tsv" >&2
 # --- report -------------------------------------------------------------------------------------
 ELAPSED=$(($(date +%s) - SCRIPT_START))
 "$PY" "$BENCH/compare_lib.py" report "$TSV" "$WORK/meta.json" "$BENCH/RESULTS.md" \
-    --script-seconds "$ELAPSED" --docker "$WORK/docker.tsv" --live "$WORK/live.txt" \
+    --script-seconds "$ELAPSED" --docker "$WORK/docker.tsv" --podman "$WORK/podman.tsv" \
+    --live "$WORK/live.txt" \
     --rate-limits "$WORK/rate_limits.tsv"
 cat "$BENCH/RESULTS.md"
 log "done in ${ELAPSED}s; raw measurements: $TSV"

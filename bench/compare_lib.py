@@ -305,6 +305,14 @@ def cmd_report(args):
             f"{ratio:.2f}× ({o_ms:.1f} vs {r_ms:.1f} ms a task)", ratio <= 1.2)
     else:
         row("`docker`: per-task time ÷ raw `docker run` + `docker exec` ≤ 1.2×", "not measured (no Docker daemon)", False)
+    podman = parse_podman(args.podman)
+    if podman:
+        o_ms, s_ms, r_ms, ratio, s_ratio = podman["median"]
+        row(f"`podman`: per-task time ÷ raw `podman run` + `podman exec` + `podman rm -f` ({podman['n']} tasks, {podman['conc']} at a time) ≤ 1.2×",
+            f"{ratio:.2f}× on a private service the run starts ({o_ms:.1f} vs {r_ms:.1f} ms a task); "
+            f"{s_ratio:.2f}× on a running service ({s_ms:.1f} ms)", max(ratio, s_ratio) <= 1.2)
+    else:
+        row("`podman`: per-task time ÷ raw `podman run` + `podman exec` + `podman rm -f` ≤ 1.2×", "not measured (no podman)", False)
     live = parse_live(args.live)
     rate_limits = None
     if args.rate_limits and os.path.exists(args.rate_limits):
@@ -329,6 +337,14 @@ def cmd_report(args):
         w("| ---: | ---: | ---: | ---: | ---: |")
         for rep in docker["reps"]:
             w(f"| {rep[0]} | {rep[1]} | {rep[2]} | {rep[3]} | {rep[4]} |")
+        w("")
+    if podman:
+        w("## Podman per-task cost (`bench/podman_overhead.sh`)")
+        w("")
+        w("| rep | ours ms a task (private service) | ours ms a task (running service) | raw CLI ms a task | ratio | ratio (running) | load1 |")
+        w("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for rep in podman["reps"]:
+            w("| " + " | ".join(rep[:7]) + " |")
         w("")
     if rate_limits:
         w("## Rate-limit back-off (`bench/rate_limits.sh`)")
@@ -361,6 +377,22 @@ def cmd_report(args):
       "are missed, see bench/PROFILE.md (written by hand from perf, heaptrack and strace runs).")
     with open(args.out, "w") as f:
         f.write("\n".join(out) + "\n")
+
+
+def parse_podman(path):
+    """podman_overhead.sh's output: per-rep rows and the median line (ours, socket, raw, ratios)."""
+    if not path or not os.path.exists(path):
+        return None
+    reps, median, n, conc = [], None, "?", "?"
+    for line in open(path):
+        parts = line.rstrip("\n").split("\t")
+        if parts[0] == "median":
+            median = tuple(float(x) for x in parts[1:6])
+        elif parts[0] == "params":
+            n, conc = parts[1], parts[2]
+        elif parts[0].isdigit():
+            reps.append(parts)
+    return {"reps": reps, "median": median, "n": n, "conc": conc} if median else None
 
 
 def parse_docker(path):
@@ -420,6 +452,7 @@ def main():
     s.add_argument("out")
     s.add_argument("--script-seconds", type=int, default=None)
     s.add_argument("--docker", default=None)
+    s.add_argument("--podman", default=None)
     s.add_argument("--live", default=None)
     s.add_argument("--rate-limits", default=None)
     s.set_defaults(fn=cmd_report)
