@@ -527,6 +527,10 @@ test)
     DOCKER_DIR=""
     DOCKERD_PID=""
     trap 'stop_slurm || true; stop_podman' EXIT
+    if pgrep -x dockerd >/dev/null; then
+        echo "dev.sh: a Docker daemon is running; the podman tiers run without one" >&2
+        exit 1
+    fi
     start_podman
     AGENTCOMPASS_TEST_ENGINE=podman AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
         cargo nextest run --workspace --profile podman --no-tests fail

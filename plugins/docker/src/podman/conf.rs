@@ -217,6 +217,18 @@ mod tests {
     }
 
     #[test]
+    fn this_machines_own_files_merge() {
+        // Podman's packaged defaults (Debian ships a fully commented
+        // /usr/share/containers/containers.conf) parse and merge; missing files are skipped.
+        let sources = ConfSources {
+            containers_conf: None,
+            ..ConfSources::of_process()
+        };
+        let merged: Table = private_conf(&sources).unwrap().parse().unwrap();
+        assert!(merged["engine"]["exit_command_delay"].as_integer().is_some());
+    }
+
+    #[test]
     fn a_bad_file_is_an_error_naming_it() {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
