@@ -527,9 +527,11 @@ test)
     DOCKER_DIR=""
     DOCKERD_PID=""
     trap 'stop_slurm || true; stop_podman' EXIT
+    # Nothing of Docker's is needed from here on: ours is stopped (a system one is not used).
     if pgrep -x dockerd >/dev/null; then
-        echo "dev.sh: a Docker daemon is running; the podman tiers run without one" >&2
-        exit 1
+        echo "dev.sh: warning: a dockerd is running (not ours); the podman tiers do not use it" >&2
+    else
+        echo "dev.sh: podman tiers: no Docker daemon is running" >&2
     fi
     start_podman
     AGENTCOMPASS_TEST_ENGINE=podman AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_DIR/podman.sock" DOCKER_HOST="" \
