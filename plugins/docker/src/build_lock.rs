@@ -9,7 +9,7 @@
 //! the build goes ahead unlocked (best effort: a duplicate build wastes time, nothing else).
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::tracing;
 use nix::fcntl::{Flock, FlockArg};
@@ -22,8 +22,12 @@ pub(crate) struct BuildLock {
 /// Takes the build lock of the context whose archive has the sha256 `sha` (blocking until it
 /// is free); `None` when no lock file can be used.
 pub(crate) fn lock(sha: &str) -> Option<BuildLock> {
-    let dir = lock_dir()?;
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    lock_in(&lock_dir()?, sha)
+}
+
+/// [`lock`] with the lock files in `dir`.
+fn lock_in(dir: &Path, sha: &str) -> Option<BuildLock> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
         tracing::debug!(dir = %dir.display(), "no build lock: {e}");
         return None;
     }
@@ -80,6 +84,7 @@ mod tests {
 
     #[test]
     fn holders_of_one_context_take_turns_and_other_contexts_do_not_wait() {
+        let dir = tempfile::tempdir().unwrap();
         let sha = format!(
             "{:016x}{}",
             u64::from(std::process::id()) * 2,
@@ -90,8 +95,9 @@ mod tests {
         let threads: Vec<_> = (0..4)
             .map(|_| {
                 let (sha, inside, most) = (sha.clone(), inside.clone(), most.clone());
+                let dir = dir.path().to_path_buf();
                 std::thread::spawn(move || {
-                    let _held = lock(&sha).expect("a lock under the home directory");
+                    let _held = lock_in(&dir, &sha).expect("a lock file");
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(30));
@@ -104,12 +110,13 @@ mod tests {
         }
         assert_eq!(most.load(Ordering::SeqCst), 1);
         // Another context's lock is free while this one is held.
-        let _held = lock(&sha).unwrap();
+        let _held = lock_in(dir.path(), &sha).unwrap();
         let other = format!(
             "{:016x}{}",
             u64::from(std::process::id()) * 2 + 1,
             "0".repeat(48)
         );
-        assert!(lock(&other).is_some());
+        assert!(lock_in(dir.path(), &other).is_some());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

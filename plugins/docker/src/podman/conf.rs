@@ -225,7 +225,9 @@ mod tests {
             ..ConfSources::of_process()
         };
         let merged: Table = private_conf(&sources).unwrap().parse().unwrap();
-        assert!(merged["engine"]["exit_command_delay"].as_integer().is_some());
+        assert!(merged["engine"]["exit_command_delay"]
+            .as_integer()
+            .is_some());
     }
 
     #[test]
