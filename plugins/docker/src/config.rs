@@ -181,6 +181,14 @@ impl Config {
     }
 }
 
+/// The error of an open without an image to run.
+pub(crate) fn image_required(engine: Engine) -> Error {
+    Error::invalid_input(format!(
+        "{engine}: setup.image is required (e.g. --env-params '{{\"setup\": {{\"image\": \
+         \"debian:bookworm\"}}}}')"
+    ))
+}
+
 /// Checks that a build context is an absolute directory holding a `Dockerfile`.
 pub(crate) fn check_build_context(engine: Engine, context: &Path) -> Result<()> {
     let shown = context.display();

@@ -12,8 +12,10 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+use crate::config::image_required;
+use crate::engine::{remove_container, status_of};
 use crate::engine::{Daemon, Engine};
-use crate::{archive, build_lock, exec, image_required, remove_container, status_of};
+use crate::{archive, build_lock, exec};
 
 /// Label of a built image: the sha256 of its build context archive.
 pub(crate) const LABEL_CONTEXT: &str = "agentcompass.context_sha256";

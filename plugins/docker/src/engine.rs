@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use agentcompass_plugin_api::{Error, Result};
+use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use bollard::{Docker, API_DEFAULT_VERSION};
 
 /// Timeout of each engine API request (until its response headers arrive).
@@ -125,6 +126,29 @@ impl Daemon {
             Error::environment(format!("{engine}: cannot reach {what} at `{address}`: {e}"))
         })?;
         Ok(Daemon { api, engine })
+    }
+}
+
+/// The HTTP status of a Docker server error.
+pub(crate) fn status_of(err: &bollard::errors::Error) -> Option<u16> {
+    match err {
+        bollard::errors::Error::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
+    }
+}
+
+/// Force-removes a container; a missing one (or one already being removed) is fine.
+pub(crate) async fn remove_container(docker: &Daemon, name: &str) -> Result<()> {
+    let options = RemoveContainerOptionsBuilder::new()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(name, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(status_of(&e), Some(404 | 409)) => Ok(()),
+        Err(e) => Err(docker
+            .engine
+            .error(&format!("removing container `{name}`"), e)),
     }
 }
 

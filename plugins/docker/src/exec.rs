@@ -11,7 +11,7 @@ use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use crate::status_of;
+use crate::engine::status_of;
 
 /// The variable marking every process started by one exec (used to kill them on a timeout).
 pub(crate) const EXEC_MARKER: &str = "AGENTCOMPASS_EXEC_ID";

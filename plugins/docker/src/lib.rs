@@ -105,18 +105,17 @@ use agentcompass_plugin_api::sdk::{
 };
 use agentcompass_plugin_api::{tracing, Error, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::RemoveContainerOptionsBuilder;
 use serde_json::Value;
 
-use config::{check_build_context, config_schema, workdir_of, Address, Config};
+use config::{check_build_context, config_schema, image_required, workdir_of, Address, Config};
 use container::Launch;
 use egress::Egress;
-use engine::Daemon;
 pub use engine::Engine;
+use engine::{remove_container, status_of, Daemon};
 use forwarder::Bundle;
 use isolation::{endpoint_mounts, Isolation, SessionNetwork};
 use network::{check_phases, egress_of, Attachment};
-use session::DockerSession;
+use session::{DockerSession, EngineAddress};
 
 /// The `docker` provider's id.
 pub const ID: &str = "docker";
@@ -138,13 +137,6 @@ const LABEL_RUN: &str = "agentcompass.run_id";
 const LABEL_TASK: &str = "agentcompass.task_id";
 const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 const LABEL_MANAGED: &str = "agentcompass.managed";
-/// The error of an open without an image to run.
-fn image_required(engine: Engine) -> Error {
-    Error::invalid_input(format!(
-        "{engine}: setup.image is required (e.g. --env-params '{{\"setup\": {{\"image\": \
-         \"debian:bookworm\"}}}}')"
-    ))
-}
 
 /// The `allowlist`/`denylist` entries the egress proxy matches (every host pattern of the
 /// contract, with or without a port).
@@ -180,29 +172,6 @@ pub fn info(engine: Engine) -> ComponentInfo {
     };
     ComponentInfo::new(ComponentKind::Environment, engine.id(), description)
         .with_schema(config_schema(engine))
-}
-
-/// The HTTP status of a Docker server error.
-pub(crate) fn status_of(err: &bollard::errors::Error) -> Option<u16> {
-    match err {
-        bollard::errors::Error::DockerResponseServerError { status_code, .. } => Some(*status_code),
-        _ => None,
-    }
-}
-
-/// Force-removes a container; a missing one (or one already being removed) is fine.
-pub(crate) async fn remove_container(docker: &Daemon, name: &str) -> Result<()> {
-    let options = RemoveContainerOptionsBuilder::new()
-        .force(true)
-        .v(true)
-        .build();
-    match docker.remove_container(name, Some(options)).await {
-        Ok(()) => Ok(()),
-        Err(e) if matches!(status_of(&e), Some(404 | 409)) => Ok(()),
-        Err(e) => Err(docker
-            .engine
-            .error(&format!("removing container `{name}`"), e)),
-    }
 }
 
 /// A container provider: `docker` or `podman`, the same code over the engine chosen when it
@@ -521,15 +490,6 @@ impl EnvironmentProvider for ContainerProvider {
         })
         .await?
     }
-}
-
-/// Where a session's engine is, as its close parameters record it.
-#[derive(Debug, Clone)]
-pub(crate) struct EngineAddress {
-    /// The engine's address.
-    pub(crate) address: String,
-    /// The program of the private Podman service the address belongs to, if it is one.
-    pub(crate) private_program: Option<String>,
 }
 
 /// The create body of a session's container (all but its image): keep-alive command, the

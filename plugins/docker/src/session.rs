@@ -19,11 +19,20 @@ use serde_json::json;
 
 use crate::archive;
 use crate::config::normalize;
+use crate::engine::remove_container;
 use crate::exec::{probe, run_exec, start_detached, EXEC_MARKER};
 use crate::isolation::SessionNetwork;
 use crate::network::Attachment;
 use crate::transfer::{fetch, fetch_file, follow, put, MAX_SYMLINKS};
-use crate::{remove_container, EngineAddress};
+
+/// Where a session's engine is, as its close parameters record it.
+#[derive(Debug, Clone)]
+pub(crate) struct EngineAddress {
+    /// The engine's address.
+    pub(crate) address: String,
+    /// The program of the private Podman service the address belongs to, if it is one.
+    pub(crate) private_program: Option<String>,
+}
 
 /// An open container session. Deliberately not `Debug`: it holds resolved secrets.
 pub(crate) struct DockerSession {
