@@ -1,5 +1,8 @@
-//! The `docker` environment provider, as a plugin: one keep-alive container per task attempt,
-//! driven through the Docker Engine API (bollard).
+//! The container environment providers `docker` and `podman`, as a plugin: one keep-alive
+//! container per task attempt, driven through the Docker Engine API (bollard) — a Docker
+//! Engine's, or Podman's compatible one (module `podman`: a private service when none is
+//! named, the differences; module `engine`: which engine a client talks to). Everything below
+//! holds for both.
 //!
 //! - Image: `setup.image` (required without `build_context`). With `pull = false` (the
 //!   default) it must exist locally; with `pull = true` a missing image is pulled first.
@@ -115,7 +118,7 @@ use engine::{remove_container, status_of, Daemon};
 use forwarder::Bundle;
 use isolation::{endpoint_mounts, Isolation, SessionNetwork};
 use network::{check_phases, egress_of, Attachment};
-use session::{DockerSession, EngineAddress};
+use session::{ContainerSession, EngineAddress};
 
 /// The `docker` provider's id.
 pub const ID: &str = "docker";
@@ -415,7 +418,7 @@ impl EnvironmentProvider for ContainerProvider {
                 Address::Given(_) => None,
             },
         };
-        Ok(Arc::new(DockerSession::new(
+        Ok(Arc::new(ContainerSession::new(
             docker,
             name,
             origin,

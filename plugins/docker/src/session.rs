@@ -35,7 +35,7 @@ pub(crate) struct EngineAddress {
 }
 
 /// An open container session. Deliberately not `Debug`: it holds resolved secrets.
-pub(crate) struct DockerSession {
+pub(crate) struct ContainerSession {
     docker: Daemon,
     container: String,
     origin: EngineAddress,
@@ -45,7 +45,7 @@ pub(crate) struct DockerSession {
     closed: AtomicBool,
 }
 
-impl DockerSession {
+impl ContainerSession {
     pub(crate) fn new(
         docker: Daemon,
         container: String,
@@ -54,7 +54,7 @@ impl DockerSession {
         env: BTreeMap<String, String>,
         network: SessionNetwork,
     ) -> Self {
-        DockerSession {
+        ContainerSession {
             docker,
             container,
             origin,
@@ -120,7 +120,7 @@ impl DockerSession {
 }
 
 #[async_trait]
-impl EnvironmentSession for DockerSession {
+impl EnvironmentSession for ContainerSession {
     fn info(&self) -> SessionInfo {
         SessionInfo {
             id: self.container.clone(),
