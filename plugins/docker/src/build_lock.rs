@@ -1,12 +1,14 @@
-//! One build of a context at a time on a machine: every process of the user that would build
-//! the same context (the tasks of one run, the Slurm jobs on one node) takes the same file
-//! lock first, and checks for the image again once it holds it — so an image is built once
-//! per machine (per node), and the others reuse it.
+//! One build of a context (or one pull of an image) at a time on a machine: every process of
+//! the user that would build the same context or pull the same image (the tasks of one run,
+//! the Slurm jobs on one node) takes the same file lock first, and checks for the image again
+//! once it holds it — so an image is built or pulled once per machine (per node), and the
+//! others find it.
 //!
-//! The lock file is `<cache>/agentcompass-host/locks/build-<host name>-<sha256 prefix>.lock`
-//! (`<cache>`: `$XDG_CACHE_HOME`, else `~/.cache`): the user's own directory, and the host
+//! The lock file is `<cache>/agentcompass-host/locks/image-<host name>-<sha256 prefix>.lock`
+//! (`<cache>`: `$XDG_CACHE_HOME`, else `~/.cache`; the sha256 of the build context's archive,
+//! or of the image's name): the user's own directory, one empty file per image, and the host
 //! name keeps nodes that share a home directory from waiting on each other. Without a home
-//! the build goes ahead unlocked (best effort: a duplicate build wastes time, nothing else).
+//! the work goes ahead unlocked (best effort: a duplicate build wastes time, nothing else).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -19,8 +21,8 @@ pub(crate) struct BuildLock {
     _file: Flock<File>,
 }
 
-/// Takes the build lock of the context whose archive has the sha256 `sha` (blocking until it
-/// is free); `None` when no lock file can be used.
+/// Takes the lock of the image whose key (a context archive's or an image name's sha256) is
+/// `sha`, blocking until it is free; `None` when no lock file can be used.
 pub(crate) fn lock(sha: &str) -> Option<BuildLock> {
     lock_in(&lock_dir()?, sha)
 }
@@ -45,7 +47,7 @@ fn lock_in(dir: &Path, sha: &str) -> Option<BuildLock> {
         })
         .collect();
     let prefix = sha.get(..16).unwrap_or(sha);
-    let path = dir.join(format!("build-{host}-{prefix}.lock"));
+    let path = dir.join(format!("image-{host}-{prefix}.lock"));
     let file = match std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -208,10 +208,21 @@ async fn create_and_start(
                     docker.engine
                 )));
             }
-            let options = CreateImageOptionsBuilder::new().from_image(image).build();
-            let mut progress = docker.create_image(Some(options), None, None);
-            while let Some(step) = progress.next().await {
-                step.map_err(|e| docker.engine.error(&format!("pulling image `{image}`"), e))?;
+            // One pull of an image at a time on this machine: an opener that waited finds it.
+            let key = {
+                use sha2::{Digest, Sha256};
+                hex::encode(Sha256::digest(image.as_bytes()))
+            };
+            let _lock = tokio::task::spawn_blocking(move || build_lock::lock(&key))
+                .await
+                .ok()
+                .flatten();
+            if docker.inspect_image(image).await.is_err() {
+                let options = CreateImageOptionsBuilder::new().from_image(image).build();
+                let mut progress = docker.create_image(Some(options), None, None);
+                while let Some(step) = progress.next().await {
+                    step.map_err(|e| docker.engine.error(&format!("pulling image `{image}`"), e))?;
+                }
             }
         }
         Err(e) => {
