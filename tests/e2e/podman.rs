@@ -289,6 +289,7 @@ fn a_killed_run_leaves_containers_that_env_close_removes_through_a_new_service()
     for record in listed {
         assert_eq!(record["provider"], "podman", "{record}");
         assert_eq!(record["close_params"]["podman"], "podman", "{record}");
+        assert!(record["close_params"]["store"].is_string(), "{record}");
     }
     let closed = ws.run(
         &[&plugin_args[..], &["env", "close", "--all"]].concat(),

@@ -4,7 +4,8 @@
 //! once it holds it — so an image is built or pulled once per machine (per node), and the
 //! others find it.
 //!
-//! The lock file is `<cache>/agentcompass-host/locks/image-<host name>-<sha256 prefix>.lock`
+//! The lock file is `<cache>/agentcompass-host/locks/image-<engine>-<host name>-<sha256
+//! prefix>.lock`
 //! (`<cache>`: `$XDG_CACHE_HOME`, else `~/.cache`; the sha256 of the build context's archive,
 //! or of the image's name): the user's own directory, one empty file per image, and the host
 //! name keeps nodes that share a home directory from waiting on each other. Without a home
@@ -14,6 +15,8 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::tracing;
+
+use crate::engine::Engine;
 use nix::fcntl::{Flock, FlockArg};
 
 /// A held build lock (released when dropped).
@@ -23,12 +26,12 @@ pub(crate) struct BuildLock {
 
 /// Takes the lock of the image whose key (a context archive's or an image name's sha256) is
 /// `sha`, blocking until it is free; `None` when no lock file can be used.
-pub(crate) fn lock(sha: &str) -> Option<BuildLock> {
-    lock_in(&lock_dir()?, sha)
+pub(crate) fn lock(engine: Engine, sha: &str) -> Option<BuildLock> {
+    lock_in(&lock_dir()?, engine, sha)
 }
 
 /// [`lock`] with the lock files in `dir`.
-fn lock_in(dir: &Path, sha: &str) -> Option<BuildLock> {
+fn lock_in(dir: &Path, engine: Engine, sha: &str) -> Option<BuildLock> {
     if let Err(e) = std::fs::create_dir_all(dir) {
         tracing::debug!(dir = %dir.display(), "no build lock: {e}");
         return None;
@@ -47,7 +50,7 @@ fn lock_in(dir: &Path, sha: &str) -> Option<BuildLock> {
         })
         .collect();
     let prefix = sha.get(..16).unwrap_or(sha);
-    let path = dir.join(format!("image-{host}-{prefix}.lock"));
+    let path = dir.join(format!("image-{engine}-{host}-{prefix}.lock"));
     let file = match std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -99,7 +102,7 @@ mod tests {
                 let (sha, inside, most) = (sha.clone(), inside.clone(), most.clone());
                 let dir = dir.path().to_path_buf();
                 std::thread::spawn(move || {
-                    let _held = lock_in(&dir, &sha).expect("a lock file");
+                    let _held = lock_in(&dir, Engine::Podman, &sha).expect("a lock file");
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(30));
@@ -112,13 +115,15 @@ mod tests {
         }
         assert_eq!(most.load(Ordering::SeqCst), 1);
         // Another context's lock is free while this one is held.
-        let _held = lock_in(dir.path(), &sha).unwrap();
+        let _held = lock_in(dir.path(), Engine::Podman, &sha).unwrap();
         let other = format!(
             "{:016x}{}",
             u64::from(std::process::id()) * 2 + 1,
             "0".repeat(48)
         );
-        assert!(lock_in(dir.path(), &other).is_some());
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        assert!(lock_in(dir.path(), Engine::Podman, &other).is_some());
+        // Nor is the same context's for another engine.
+        assert!(lock_in(dir.path(), Engine::Docker, &sha).is_some());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
     }
 }

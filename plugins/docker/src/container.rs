@@ -122,8 +122,8 @@ async fn build_image(docker: &Daemon, context: &Path, tag: Option<String>) -> Re
     let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
     // Held until the image is built or found: another open of the same context (this run's,
     // or another process's on this machine) waits here, then finds the image.
-    let locked = sha.clone();
-    let _lock = tokio::task::spawn_blocking(move || build_lock::lock(&locked))
+    let (locked, engine) = (sha.clone(), docker.engine);
+    let _lock = tokio::task::spawn_blocking(move || build_lock::lock(engine, &locked))
         .await
         .ok()
         .flatten();
@@ -213,7 +213,8 @@ async fn create_and_start(
                 use sha2::{Digest, Sha256};
                 hex::encode(Sha256::digest(image.as_bytes()))
             };
-            let _lock = tokio::task::spawn_blocking(move || build_lock::lock(&key))
+            let engine = docker.engine;
+            let _lock = tokio::task::spawn_blocking(move || build_lock::lock(engine, &key))
                 .await
                 .ok()
                 .flatten();

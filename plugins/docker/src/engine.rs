@@ -86,6 +86,24 @@ impl Deref for Daemon {
 /// a Podman task's overhead.
 static CLIENTS: Mutex<Vec<(Engine, String, Daemon)>> = Mutex::new(Vec::new());
 
+/// Whether something listens at `address` (a Unix socket accepts a connection; any other
+/// address is taken to). Blocking, and quick: a local connect.
+pub(crate) fn reachable(address: &str) -> bool {
+    let socket = address
+        .strip_prefix("unix://")
+        .or_else(|| address.starts_with('/').then_some(address));
+    socket.is_none_or(|path| std::os::unix::net::UnixStream::connect(path).is_ok())
+}
+
+/// Forgets the client of the engine at `address` (its service ended): the next connect
+/// negotiates anew.
+pub(crate) fn forget(engine: Engine, address: &str) {
+    CLIENTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|(e, a, _)| !(*e == engine && a == address));
+}
+
 impl Daemon {
     /// The client of the engine at `address` (`unix://PATH`, an absolute socket path, or
     /// `tcp://`/`http://HOST:PORT`): connected and its API version negotiated the first time,

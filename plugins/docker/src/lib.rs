@@ -106,7 +106,7 @@ use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{
     async_trait, Ctx, EnvironmentProvider, PluginBuilder, SessionRef,
 };
-use agentcompass_plugin_api::{tracing, Error, Result};
+use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use serde_json::Value;
 
@@ -119,12 +119,6 @@ use forwarder::Bundle;
 use isolation::{endpoint_mounts, Isolation, SessionNetwork};
 use network::{check_phases, egress_of, Attachment};
 use session::{ContainerSession, EngineAddress};
-
-/// The `docker` provider's id.
-pub const ID: &str = "docker";
-
-/// The `podman` provider's id.
-pub const PODMAN_ID: &str = "podman";
 
 /// What both providers do.
 const WHAT: &str = "image from setup.image, or built from a task's Dockerfile context under \
@@ -258,9 +252,16 @@ impl EnvironmentProvider for ContainerProvider {
                 .resources
                 .as_ref()
                 .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
+            // Asked where the run is planned; an engine that cannot be reached here (no
+            // Podman on a Slurm login node) is left to each open, which asks again.
             if let (Engine::Podman, Some(resources)) = (engine, limited) {
-                let address = Self::address_now(&self.services, &config)?;
-                self.services.check_resources(&address, resources)?;
+                let checked = Self::address_now(&self.services, &config)
+                    .and_then(|address| self.services.check_resources(&address, resources));
+                match checked {
+                    Err(e) if e.kind == ErrorKind::Unsupported => return Err(e),
+                    Err(e) => tracing::debug!(provider = engine.id(), "limits not checked: {e}"),
+                    Ok(()) => {}
+                }
             }
         }
         Ok(())
@@ -297,13 +298,22 @@ impl EnvironmentProvider for ContainerProvider {
             .resources
             .clone()
             .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
-        if let (Engine::Podman, Some(resources)) = (engine, limited) {
-            let (services, at) = (self.services.clone(), address.clone());
-            blocking(engine.id(), move || {
-                services.check_resources(&at, &resources)
-            })
-            .await??;
-        }
+        // Podman's facts (read once per address): the limits it can enforce, and its store,
+        // which the close parameters record.
+        let store = match engine {
+            Engine::Podman => {
+                let (services, at) = (self.services.clone(), address.clone());
+                let facts = blocking(engine.id(), move || {
+                    if let Some(resources) = &limited {
+                        services.check_resources(&at, resources)?;
+                    }
+                    services.facts(&at)
+                })
+                .await??;
+                Some(facts.graph_root.clone())
+            }
+            Engine::Docker => None,
+        };
         let name = format!(
             "{NAME_PREFIX}{}-{}-{}",
             sanitise(&request.task_id),
@@ -413,6 +423,7 @@ impl EnvironmentProvider for ContainerProvider {
         tracing::debug!(provider = engine.id(), container = %name, network = %network, "opened environment");
         let origin = EngineAddress {
             address,
+            store,
             private_program: match &config.address {
                 Address::PrivateService { program } => Some(program.clone()),
                 Address::Given(_) => None,
@@ -447,12 +458,13 @@ impl EnvironmentProvider for ContainerProvider {
             .and_then(Value::as_str)
             .map(str::to_string);
         // A private service ends with the run that started it; its containers outlive it
-        // (their `conmon`s keep them) and a private service of this process reaches them,
-        // in the same store.
-        let private = close_params
-            .get("podman")
+        // (their `conmon`s keep them), and this process's own Podman reaches them — if it
+        // uses the same store, which the record names. (The recorded program is only a sign
+        // that the service was private: a record never chooses what runs.)
+        let was_private = engine == Engine::Podman && close_params.get("podman").is_some();
+        let store = close_params
+            .get("store")
             .and_then(Value::as_str)
-            .filter(|_| engine == Engine::Podman)
             .map(str::to_string);
         let address = match recorded {
             Some(address) => address,
@@ -464,15 +476,29 @@ impl EnvironmentProvider for ContainerProvider {
         let container = container.to_string();
         let services = self.services.clone();
         crate::rt::spawn(async move {
-            let docker = match (Daemon::connect(engine, &address).await, private) {
-                (Ok(docker), _) => docker,
-                (Err(_), Some(program)) => {
-                    let address =
-                        blocking(engine.id(), move || services.private_address(&program)).await??;
-                    Daemon::connect(engine, &address).await?
-                }
-                (Err(e), None) => return Err(e),
+            let at = address.clone();
+            let live = blocking(engine.id(), move || engine::reachable(&at)).await?;
+            let address = if !live && was_private {
+                engine::forget(engine, &address);
+                let config = Config::parse(engine, &JsonMap::new())?;
+                let services = services.clone();
+                blocking(engine.id(), move || Self::address_now(&services, &config)).await??
+            } else {
+                address
             };
+            let docker = Daemon::connect(engine, &address).await?;
+            if let Some(store) = store {
+                let at = address.clone();
+                let facts = blocking(engine.id(), move || services.facts(&at)).await??;
+                if facts.graph_root != store {
+                    return Err(Error::invalid_input(format!(
+                        "environment `{engine}`: container `{container}` is in the store \
+                         `{store}`, but the Podman at `{address}` uses `{}`: run `env close` \
+                         as the run's user, with its CONTAINERS_STORAGE_CONF",
+                        facts.graph_root
+                    )));
+                }
+            }
             match docker.inspect_container(&container, None).await {
                 Ok(found) => {
                     let managed = found
@@ -530,7 +556,8 @@ fn container_body(
                 .memory_mb
                 .map(|mb| i64::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)),
             auto_remove: Some(false),
-            ulimits: (config.engine == Engine::Podman).then(podman::ulimits),
+            // Only a service this process started is known to have (at least) its limits.
+            ulimits: matches!(config.address, Address::PrivateService { .. }).then(podman::ulimits),
             ..Default::default()
         }),
         ..Default::default()

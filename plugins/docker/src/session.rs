@@ -32,6 +32,8 @@ pub(crate) struct EngineAddress {
     pub(crate) address: String,
     /// The program of the private Podman service the address belongs to, if it is one.
     pub(crate) private_program: Option<String>,
+    /// Podman's store (`store.graphRoot`), which `env close` checks it reaches.
+    pub(crate) store: Option<String>,
 }
 
 /// An open container session. Deliberately not `Debug`: it holds resolved secrets.
@@ -75,6 +77,9 @@ impl ContainerSession {
         });
         if let Some(program) = &self.origin.private_program {
             params["podman"] = json!(program);
+        }
+        if let Some(store) = &self.origin.store {
+            params["store"] = json!(store);
         }
         if let SessionNetwork::Isolated { dir, .. } = &self.network {
             params["egress_dir"] = json!(dir.display().to_string());

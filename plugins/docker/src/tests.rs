@@ -237,6 +237,18 @@ fn labels_resources_and_close() {
     let params = session.info().close_params;
     drop(session);
     assert_eq!(containers_of(&run_id).len(), 1);
+    if test_engine() == Engine::Podman {
+        // A Podman on another store would answer "no such container": refused, not done.
+        let mut elsewhere = params.clone();
+        elsewhere["store"] = json!("/elsewhere/storage");
+        let err = block_on(provider().close(&Ctx::detached(), &elsewhere)).unwrap_err();
+        assert!(
+            err.message.contains("is in the store `/elsewhere/storage`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(containers_of(&run_id).len(), 1);
+    }
     block_on(provider().close(&Ctx::detached(), &params)).unwrap();
     assert!(containers_of(&run_id).is_empty());
     let err = block_on(provider().close(

@@ -7,19 +7,19 @@
 //! names); the README lists them.
 
 pub(crate) mod conf;
+pub(crate) mod libpod;
 pub(crate) mod service;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::ResourceRequirements;
 use agentcompass_plugin_api::{Error, Result};
 use bollard::models::ResourcesUlimits;
 use nix::sys::resource::{getrlimit, Resource};
-use serde_json::Value;
 
+use crate::engine::{self, Engine};
+use libpod::{engine_facts, EngineFacts};
 use service::PrivateService;
 
 /// The most open files a container is given (Podman's own default for rootful containers).
@@ -56,17 +56,47 @@ pub(crate) fn ulimits() -> Vec<ResourcesUlimits> {
 pub(crate) struct Services {
     /// Private services by program, started on first use.
     private: Mutex<HashMap<String, Arc<PrivateService>>>,
-    /// The cgroup controllers each engine address can use, read once.
-    controllers: Mutex<HashMap<String, Arc<Vec<String>>>>,
+    /// What each engine address is (its cgroup controllers, its store), read once.
+    facts: Mutex<HashMap<String, Arc<EngineFacts>>>,
 }
 
 impl Services {
+    /// The facts of the engine at `address`, read once. Blocking the first time.
+    pub(crate) fn facts(&self, address: &str) -> Result<Arc<EngineFacts>> {
+        let known = self
+            .facts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(address)
+            .cloned();
+        if let Some(facts) = known {
+            return Ok(facts);
+        }
+        let read = Arc::new(engine_facts(address)?);
+        self.facts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(address.to_string(), read.clone());
+        Ok(read)
+    }
+
     /// The address of the private service run with `program`, started if it is not yet
     /// running. Blocking.
     pub(crate) fn private_address(&self, program: &str) -> Result<String> {
         let mut private = self.private.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(service) = private.get(program) {
-            return Ok(service.address().to_string());
+            match service.exited() {
+                None => return Ok(service.address().to_string()),
+                // Replaced, and its client forgotten: the next open starts a new one.
+                Some(why) => {
+                    agentcompass_plugin_api::tracing::warn!(
+                        provider = "podman",
+                        "the private Podman service ended ({why}); starting another"
+                    );
+                    engine::forget(Engine::Podman, service.address());
+                    private.remove(program);
+                }
+            }
         }
         let service = Arc::new(PrivateService::start(program)?);
         let address = service.address().to_string();
@@ -92,29 +122,13 @@ impl Services {
         if wanted.is_empty() {
             return Ok(());
         }
-        let known = self
-            .controllers
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(address)
-            .cloned();
-        let controllers = match known {
-            Some(controllers) => controllers,
-            None => {
-                let read = Arc::new(cgroup_controllers(address)?);
-                self.controllers
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(address.to_string(), read.clone());
-                read
-            }
-        };
+        let controllers = &self.facts(address)?.cgroup_controllers;
         match wanted
             .iter()
             .find(|(_, controller)| !controllers.iter().any(|c| c == controller))
         {
             None => Ok(()),
-            Some((field, controller)) => Err(Error::invalid_input(format!(
+            Some((field, controller)) => Err(Error::unsupported(format!(
                 "environment `podman`: resources.{field} cannot be enforced: the Podman service \
                  at `{address}` has no `{controller}` cgroup controller (rootless Podman on \
                  cgroup v1, or a cgroup v2 without delegation; it has: {}); drop the limit or \
@@ -127,73 +141,6 @@ impl Services {
             ))),
         }
     }
-}
-
-/// The cgroup controllers of the Podman service at `address` (Podman's own API,
-/// `GET /libpod/info` `host.cgroupControllers`). Blocking.
-fn cgroup_controllers(address: &str) -> Result<Vec<String>> {
-    let failed = |why: String| {
-        Error::environment(format!(
-            "podman: cannot read the engine's facts from `{address}`: {why}"
-        ))
-    };
-    let body = libpod_get(address, "/v4.0.0/libpod/info").map_err(failed)?;
-    let info: Value =
-        serde_json::from_slice(&body).map_err(|e| failed(format!("not JSON: {e}")))?;
-    let controllers = info
-        .pointer("/host/cgroupControllers")
-        .and_then(Value::as_array)
-        .ok_or_else(|| failed("no host.cgroupControllers (is it Podman?)".to_string()))?;
-    Ok(controllers
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect())
-}
-
-/// One `GET` of Podman's own API (which the Docker client does not speak): HTTP/1.0 over the
-/// socket or TCP address, the body of a 200 answer.
-fn libpod_get(address: &str, path: &str) -> std::result::Result<Vec<u8>, String> {
-    const TIMEOUT: Duration = Duration::from_secs(30);
-    let request = format!("GET {path} HTTP/1.0\r\nHost: podman\r\n\r\n");
-    let mut answer = Vec::new();
-    let socket = address
-        .strip_prefix("unix://")
-        .or_else(|| address.strip_prefix("/").map(|_| address));
-    if let Some(socket) = socket {
-        let mut stream =
-            std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(request.as_bytes())
-            .map_err(|e| e.to_string())?;
-        stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
-    } else {
-        let host = address
-            .strip_prefix("tcp://")
-            .or_else(|| address.strip_prefix("http://"))
-            .ok_or_else(|| "not a unix://, tcp:// or http:// address".to_string())?;
-        let mut stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(request.as_bytes())
-            .map_err(|e| e.to_string())?;
-        stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
-    }
-    let split = answer
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| "no HTTP answer".to_string())?;
-    let head = String::from_utf8_lossy(&answer[..split]);
-    let status = head.lines().next().unwrap_or_default();
-    if status.split_whitespace().nth(1) != Some("200") {
-        return Err(format!("`GET {path}` answered `{status}`"));
-    }
-    Ok(answer[split + 4..].to_vec())
 }
 
 #[cfg(test)]
@@ -216,11 +163,13 @@ mod tests {
     #[test]
     fn resources_without_their_controller_are_refused_naming_the_field() {
         let services = Services::default();
-        services
-            .controllers
-            .lock()
-            .unwrap()
-            .insert("unix:///x.sock".into(), Arc::new(vec!["cpu".into()]));
+        services.facts.lock().unwrap().insert(
+            "unix:///x.sock".into(),
+            Arc::new(EngineFacts {
+                cgroup_controllers: vec!["cpu".into()],
+                graph_root: "/var/lib/containers/storage".into(),
+            }),
+        );
         let cpu = ResourceRequirements {
             cpu: Some(1.0),
             ..ResourceRequirements::default()

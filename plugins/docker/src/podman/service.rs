@@ -34,8 +34,10 @@ const WATCHDOG: &str = r#"exec 3<&0 </dev/null
 "$0" system service --time=0 "unix://$1/podman.sock" >"$1/service.log" 2>&1 &
 pid=$!
 { cat <&3 >/dev/null; kill "$pid"; } 2>/dev/null &
+watcher=$!
 exec 3<&-
 wait "$pid"
+kill "$watcher" 2>/dev/null
 tail -n 5 "$1/service.log" >&2
 rm -rf "$1"
 "#;
@@ -122,7 +124,7 @@ impl PrivateService {
     }
 
     /// Why the service ended, if it did (its last log lines).
-    fn exited(&self) -> Option<String> {
+    pub(crate) fn exited(&self) -> Option<String> {
         let mut guard = self.watchdog.lock().unwrap_or_else(|p| p.into_inner());
         let (child, _) = &mut *guard;
         match child.try_wait() {
