@@ -11,8 +11,10 @@
 //! `/etc/containers/containers.conf`, `/etc/containers/containers.conf.d/*.conf` and, rootless,
 //! `$XDG_CONFIG_HOME/containers/containers.conf` (default `~/.config/…`) and its `.d`
 //! directory — or only the file `CONTAINERS_CONF` names. Each file's keys replace the earlier
-//! ones; tables merge key by key. The private service is given one file
-//! (`CONTAINERS_CONF`), the merge, so nothing else of the user's setup changes.
+//! ones; tables merge key by key. The private service of a Podman before 4.5 is given one file
+//! (`CONTAINERS_CONF`), the merge, so nothing else of the user's setup changes; from 4.5 on
+//! (which reads more drop-in directories than this merge knows) it reads the user's files
+//! itself, and `CONTAINERS_CONF_OVERRIDE` names a file with the one changed key.
 
 use std::path::{Path, PathBuf};
 
@@ -91,9 +93,55 @@ fn drop_ins(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The merged configuration of `sources`, with the private service's default delay; an
-/// unreadable or invalid file is an error naming it (Podman would refuse it too).
-pub(crate) fn private_conf(sources: &ConfSources) -> Result<String, String> {
+/// How a private service gets its configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ServiceConf {
+    /// The file `CONTAINERS_CONF` names: the user's files merged, the delay added.
+    Replace(String),
+    /// The file `CONTAINERS_CONF_OVERRIDE` names (Podman ≥ 4.5): the delay alone.
+    Override(String),
+    /// The user set the delay: the service reads the user's files as they are.
+    Unchanged,
+}
+
+/// The configuration of a private service of the Podman `version` (`None`: unknown, taken as
+/// older than 4.5) over the user's files in `sources`.
+pub(crate) fn service_conf(
+    sources: &ConfSources,
+    version: Option<(u32, u32)>,
+) -> Result<ServiceConf, String> {
+    let merged = merged(sources)?;
+    let user_set = merged
+        .get("engine")
+        .and_then(Value::as_table)
+        .is_some_and(|engine| engine.contains_key("exit_command_delay"));
+    if user_set {
+        return Ok(ServiceConf::Unchanged);
+    }
+    if version.is_some_and(|v| v >= (4, 5)) {
+        return Ok(ServiceConf::Override(format!(
+            "[engine]\nexit_command_delay = {EXIT_COMMAND_DELAY_SECONDS}\n"
+        )));
+    }
+    Ok(ServiceConf::Replace(with_delay(merged)?))
+}
+
+/// `merged` with `engine.exit_command_delay` set when it is not, as TOML.
+fn with_delay(mut merged: Table) -> Result<String, String> {
+    let engine = merged
+        .entry("engine")
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(engine) = engine {
+        engine
+            .entry("exit_command_delay")
+            .or_insert(Value::Integer(EXIT_COMMAND_DELAY_SECONDS));
+    }
+    toml::to_string(&merged).map_err(|e| format!("cannot write the merged containers.conf: {e}"))
+}
+
+/// The user's files of `sources`, merged as Podman merges them; an unreadable or invalid file
+/// is an error naming it (Podman would refuse it too).
+fn merged(sources: &ConfSources) -> Result<Table, String> {
     let mut merged = Table::new();
     for file in sources.files() {
         let text = match std::fs::read_to_string(&file) {
@@ -114,15 +162,27 @@ pub(crate) fn private_conf(sources: &ConfSources) -> Result<String, String> {
             .map_err(|e| format!("`{}` is not valid TOML: {e}", file.display()))?;
         merge(&mut merged, table);
     }
-    let engine = merged
-        .entry("engine")
-        .or_insert_with(|| Value::Table(Table::new()));
-    if let Value::Table(engine) = engine {
-        engine
-            .entry("exit_command_delay")
-            .or_insert(Value::Integer(EXIT_COMMAND_DELAY_SECONDS));
-    }
-    toml::to_string(&merged).map_err(|e| format!("cannot write the merged containers.conf: {e}"))
+    Ok(merged)
+}
+
+/// The version of the Podman `program` (`podman --version`: "podman version 4.3.1"), if it
+/// says. Blocking.
+pub(crate) fn podman_version(program: &std::path::Path) -> Option<(u32, u32)> {
+    let out = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    parse_version(&String::from_utf8_lossy(&out.stdout))
+}
+
+fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let version = text.split_whitespace().last()?;
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 /// Merges `over` into `base`: tables key by key, anything else replaced.
@@ -140,6 +200,11 @@ fn merge(base: &mut Table, over: Table) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The merge with the private service's default delay, as `CONTAINERS_CONF` gets it.
+    fn private_conf(sources: &ConfSources) -> Result<String, String> {
+        with_delay(merged(sources)?)
+    }
 
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -228,6 +293,48 @@ mod tests {
         assert!(merged["engine"]["exit_command_delay"]
             .as_integer()
             .is_some());
+    }
+
+    #[test]
+    fn podman_from_4_5_gets_an_override_older_ones_the_merge_and_a_users_delay_stays() {
+        assert_eq!(parse_version("podman version 4.3.1\n"), Some((4, 3)));
+        assert_eq!(parse_version("podman version 5.2.0-dev"), Some((5, 2)));
+        assert_eq!(parse_version("garbage"), None);
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        write(
+            &r.join("etc/containers/containers.conf"),
+            "[containers]\npids_limit = 9\n",
+        );
+        let sources = sources(r);
+        match service_conf(&sources, Some((4, 3))).unwrap() {
+            ServiceConf::Replace(text) => {
+                let merged: Table = text.parse().unwrap();
+                assert_eq!(merged["containers"]["pids_limit"].as_integer(), Some(9));
+                assert_eq!(merged["engine"]["exit_command_delay"].as_integer(), Some(5));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            service_conf(&sources, None).unwrap(),
+            service_conf(&sources, Some((4, 4))).unwrap()
+        );
+        assert_eq!(
+            service_conf(&sources, Some((5, 0))).unwrap(),
+            ServiceConf::Override("[engine]\nexit_command_delay = 5\n".to_string())
+        );
+        write(
+            &r.join("etc/containers/containers.conf.d/90-delay.conf"),
+            "[engine]\nexit_command_delay = 30\n",
+        );
+        assert_eq!(
+            service_conf(&sources, Some((5, 0))).unwrap(),
+            ServiceConf::Unchanged
+        );
+        assert_eq!(
+            service_conf(&sources, Some((4, 3))).unwrap(),
+            ServiceConf::Unchanged
+        );
     }
 
     #[test]

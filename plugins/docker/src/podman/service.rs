@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use agentcompass_plugin_api::sdk::provider::random_suffix;
 use agentcompass_plugin_api::{tracing, Error, Result};
 
-use super::conf::{private_conf, ConfSources};
+use super::conf::{podman_version, service_conf, ConfSources, ServiceConf};
 
 /// How long the service may take to listen (its first start initialises the storage).
 const READY_WITHIN: Duration = Duration::from_secs(60);
@@ -80,16 +80,25 @@ impl PrivateService {
     }
 
     fn spawn(program: &Path, dir: &Path) -> Result<PrivateService> {
-        let conf = private_conf(&ConfSources::of_process()).map_err(|e| failed(&e))?;
-        let conf_path = dir.join("containers.conf");
-        std::fs::write(&conf_path, conf)
-            .map_err(|e| failed(&format!("cannot write `{}`: {e}", conf_path.display())))?;
-        let mut child = Command::new("/bin/sh")
+        let conf = service_conf(&ConfSources::of_process(), podman_version(program))
+            .map_err(|e| failed(&e))?;
+        let mut command = Command::new("/bin/sh");
+        let written = match &conf {
+            ServiceConf::Replace(text) => Some(("CONTAINERS_CONF", text)),
+            ServiceConf::Override(text) => Some(("CONTAINERS_CONF_OVERRIDE", text)),
+            ServiceConf::Unchanged => None,
+        };
+        if let Some((variable, text)) = written {
+            let path = dir.join("containers.conf");
+            std::fs::write(&path, text)
+                .map_err(|e| failed(&format!("cannot write `{}`: {e}", path.display())))?;
+            command.env(variable, &path);
+        }
+        let mut child = command
             .arg("-c")
             .arg(WATCHDOG)
             .arg(program)
             .arg(dir)
-            .env("CONTAINERS_CONF", &conf_path)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
