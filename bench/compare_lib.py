@@ -379,15 +379,16 @@ def cmd_report(args):
         f.write("\n".join(out) + "\n")
 
 
-def parse_podman(path):
-    """podman_overhead.sh's output: per-rep rows and the median line (ours, socket, raw, ratios)."""
+def parse_overhead(path, fields):
+    """An overhead script's output (docker_overhead.sh, podman_overhead.sh): per-rep rows and
+    the median line's first `fields` numbers."""
     if not path or not os.path.exists(path):
         return None
     reps, median, n, conc = [], None, "?", "?"
     for line in open(path):
         parts = line.rstrip("\n").split("\t")
         if parts[0] == "median":
-            median = tuple(float(x) for x in parts[1:6])
+            median = tuple(float(x) for x in parts[1:1 + fields])
         elif parts[0] == "params":
             n, conc = parts[1], parts[2]
         elif parts[0].isdigit():
@@ -396,19 +397,13 @@ def parse_podman(path):
 
 
 def parse_docker(path):
-    """docker_overhead.sh's output: per-rep rows and the median line."""
-    if not path or not os.path.exists(path):
-        return None
-    reps, median, n, conc = [], None, "?", "?"
-    for line in open(path):
-        parts = line.rstrip("\n").split("\t")
-        if parts[0] == "median":
-            median = tuple(float(x) for x in parts[1:4])
-        elif parts[0] == "params":
-            n, conc = parts[1], parts[2]
-        elif parts[0].isdigit():
-            reps.append(parts)
-    return {"reps": reps, "median": median, "n": n, "conc": conc} if median else None
+    """docker_overhead.sh's output: ours, raw, ratio."""
+    return parse_overhead(path, 3)
+
+
+def parse_podman(path):
+    """podman_overhead.sh's output: ours, socket, raw, ratio, socket ratio."""
+    return parse_overhead(path, 5)
 
 
 def parse_live(path):

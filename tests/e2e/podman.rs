@@ -215,35 +215,36 @@ fn terminus_solves_the_bundled_tasks_in_podman() {
     assert_no_private_service_left(&tmp);
 }
 
+/// `run` of `size` calculator tasks that take 30 s each, `concurrency` at a time, in Podman
+/// on a private service (the busybox image), with the run environment `env`.
+fn slow_calculator_run(
+    ws: &Workspace,
+    env: &[(&'static str, String)],
+    plugins: &Path,
+    size: usize,
+    concurrency: usize,
+) -> Command {
+    let params = json!({"setup": {"image": "agentcompass-test/busybox:1"}}).to_string();
+    let mut command = ws.command();
+    command
+        .envs(env.iter().map(|(k, v)| (*k, v)))
+        .args(["--plugin-dir", plugins.to_str().unwrap(), "--plugin-dir"])
+        .arg(&ws.plugins)
+        .args(["run", "example_exact_match", "example_calculator", "calc"])
+        .args(["--env", "podman", "--env-params", &params])
+        .args(["--benchmark-params", &json!({"size": size}).to_string()])
+        .args(["--harness-params", r#"{"delay_ms": 30000}"#])
+        .args(["--task-concurrency", &concurrency.to_string()])
+        .args(["--progress", "none"]);
+    command
+}
+
 #[test]
 fn a_killed_run_leaves_containers_that_env_close_removes_through_a_new_service() {
     let ws = Workspace::new();
     let (tmp, env) = run_env(&ws);
     let plugins = Packs::new(&["docker-provider"]);
-    let params = json!({"setup": {"image": "agentcompass-test/busybox:1"}}).to_string();
-    let mut child = ws
-        .command()
-        .envs(env.iter().map(|(k, v)| (*k, v)))
-        .args(["--plugin-dir", plugins.to_str().unwrap(), "--plugin-dir"])
-        .arg(&ws.plugins)
-        .args([
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--env",
-            "podman",
-            "--env-params",
-            &params,
-            "--benchmark-params",
-            r#"{"size": 20}"#,
-            "--harness-params",
-            r#"{"delay_ms": 30000}"#,
-            "--task-concurrency",
-            "2",
-            "--progress",
-            "none",
-        ])
+    let mut child = slow_calculator_run(&ws, &env, &plugins, 20, 2)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -312,30 +313,7 @@ fn ctrl_c_at_the_terminal_removes_every_container_and_the_service() {
     let ws = Workspace::new();
     let (tmp, env) = run_env(&ws);
     let plugins = Packs::new(&["docker-provider"]);
-    let params = json!({"setup": {"image": "agentcompass-test/busybox:1"}}).to_string();
-    let child = ws
-        .command()
-        .envs(env.iter().map(|(k, v)| (*k, v)))
-        .args(["--plugin-dir", plugins.to_str().unwrap(), "--plugin-dir"])
-        .arg(&ws.plugins)
-        .args([
-            "run",
-            "example_exact_match",
-            "example_calculator",
-            "calc",
-            "--env",
-            "podman",
-            "--env-params",
-            &params,
-            "--benchmark-params",
-            r#"{"size": 6}"#,
-            "--harness-params",
-            r#"{"delay_ms": 30000}"#,
-            "--task-concurrency",
-            "3",
-            "--progress",
-            "none",
-        ])
+    let child = slow_calculator_run(&ws, &env, &plugins, 6, 3)
         .process_group(0)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -49,34 +49,27 @@ pub(crate) fn engine_facts(address: &str) -> Result<EngineFacts> {
 fn libpod_get(address: &str, path: &str) -> std::result::Result<Vec<u8>, String> {
     const TIMEOUT: Duration = Duration::from_secs(30);
     let request = format!("GET {path} HTTP/1.0\r\nHost: podman\r\n\r\n");
-    let mut answer = Vec::new();
     let socket = address
         .strip_prefix("unix://")
         .or_else(|| address.strip_prefix("/").map(|_| address));
-    if let Some(socket) = socket {
-        let mut stream =
-            std::os::unix::net::UnixStream::connect(socket).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(request.as_bytes())
-            .map_err(|e| e.to_string())?;
-        stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
-    } else {
-        let host = address
-            .strip_prefix("tcp://")
-            .or_else(|| address.strip_prefix("http://"))
-            .ok_or_else(|| "not a unix://, tcp:// or http:// address".to_string())?;
-        let mut stream = std::net::TcpStream::connect(host).map_err(|e| e.to_string())?;
-        stream
-            .set_read_timeout(Some(TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(request.as_bytes())
-            .map_err(|e| e.to_string())?;
-        stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
-    }
+    let answer = match socket {
+        Some(socket) => exchange(
+            std::os::unix::net::UnixStream::connect(socket),
+            |stream| stream.set_read_timeout(Some(TIMEOUT)),
+            &request,
+        )?,
+        None => {
+            let host = address
+                .strip_prefix("tcp://")
+                .or_else(|| address.strip_prefix("http://"))
+                .ok_or_else(|| "not a unix://, tcp:// or http:// address".to_string())?;
+            exchange(
+                std::net::TcpStream::connect(host),
+                |stream| stream.set_read_timeout(Some(TIMEOUT)),
+                &request,
+            )?
+        }
+    };
     let split = answer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -87,4 +80,21 @@ fn libpod_get(address: &str, path: &str) -> std::result::Result<Vec<u8>, String>
         return Err(format!("`GET {path}` answered `{status}`"));
     }
     Ok(answer[split + 4..].to_vec())
+}
+
+/// Sends `request` on a connected stream (its read timeout set by `timeout`) and reads the
+/// whole answer (HTTP/1.0: the server closes the connection after it).
+fn exchange<S: Read + Write>(
+    connected: std::io::Result<S>,
+    timeout: impl FnOnce(&S) -> std::io::Result<()>,
+    request: &str,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut stream = connected.map_err(|e| e.to_string())?;
+    timeout(&stream).map_err(|e| e.to_string())?;
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).map_err(|e| e.to_string())?;
+    Ok(answer)
 }
