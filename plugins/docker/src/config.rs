@@ -278,3 +278,63 @@ pub(crate) fn normalize(base: &Path, path: &str) -> String {
     }
     out.to_string_lossy().into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn podman(params: serde_json::Value) -> Result<Config> {
+        let serde_json::Value::Object(params) = params else {
+            unreachable!("an object")
+        };
+        Config::parse(Engine::Podman, &params)
+    }
+
+    #[test]
+    fn podman_takes_local_addresses_and_refuses_remote_ones_in_one_line() {
+        for local in [
+            "unix:///run/podman/podman.sock",
+            "/run/podman/podman.sock",
+            "tcp://127.0.0.1:8080",
+            "http://localhost:8080",
+            "tcp://[::1]:8080",
+        ] {
+            let config = podman(json!({"container_host": local})).unwrap();
+            assert_eq!(config.address, Address::Given(local.to_string()));
+        }
+        for remote in [
+            "ssh://core@127.0.0.1:2222/run/podman.sock",
+            "tcp://10.0.0.5:8080",
+        ] {
+            let err = podman(json!({"container_host": remote})).unwrap_err();
+            assert_eq!(err.kind, agentcompass_plugin_api::ErrorKind::InvalidInput);
+            assert!(!err.message.contains('\n'), "{}", err.message);
+            assert!(
+                err.message
+                    .starts_with("environment `podman`: parameter `container_host`")
+                    && err.message.contains(remote)
+                    && err.message.contains("expected a local engine"),
+                "{}",
+                err.message
+            );
+        }
+        // Without an address (and CONTAINER_HOST unset, as under `./dev.sh check`): a private
+        // service with the program given.
+        if std::env::var_os("CONTAINER_HOST").is_none() {
+            let config = podman(json!({"podman": "/opt/podman/bin/podman"})).unwrap();
+            assert_eq!(
+                config.address,
+                Address::PrivateService {
+                    program: "/opt/podman/bin/podman".to_string()
+                }
+            );
+        }
+        // `docker` has no such parameter.
+        let mut params = JsonMap::new();
+        params.insert("container_host".into(), json!("unix:///x.sock"));
+        assert!(Config::parse(Engine::Docker, &params)
+            .unwrap_err()
+            .message
+            .contains("container_host"));
+    }
+}
