@@ -15,8 +15,9 @@ pub struct Platform {
 impl Platform {
     /// The platform of `spec`'s task environment: its provider id, the provider params that
     /// change what is installed (`platform_params`: the provider's
-    /// `ProviderCapabilities::platform_params`; `None`: all), image and OS — not its
-    /// resources, network, variables or workdir, which do not change what an installer makes.
+    /// `ProviderCapabilities::platform_params`; `None`: all), image (or build context) and OS
+    /// — not its resources, network, variables or workdir, which do not change what an
+    /// installer makes.
     pub fn of(spec: &EnvironmentSpec, platform_params: Option<&[String]>) -> Platform {
         let params: serde_json::Map<String, serde_json::Value> = spec
             .params
@@ -24,12 +25,19 @@ impl Platform {
             .filter(|(key, _)| platform_params.is_none_or(|keep| keep.contains(key)))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        let identity = json!({
+        let mut identity = json!({
             "provider": spec.id,
             "params": params,
             "image": spec.setup.image,
             "os": spec.setup.os,
         });
+        // An image built from a task's own definition (only when there is one, so the keys
+        // of named images stay as they were).
+        if let (Some(context), Some(identity)) =
+            (&spec.setup.build_context, identity.as_object_mut())
+        {
+            identity.insert("build_context".to_string(), json!(context));
+        }
         let digest = Sha256::digest(identity.to_string().as_bytes());
         let hex = hex::encode(&digest[..6]);
         let image = spec

@@ -66,16 +66,18 @@ pub(crate) fn config_schema(engine: Engine) -> ConfigSchema {
         .field(ConfigField::new(
             "pull",
             ConfigType::Boolean,
-            json!(false),
-            "Pull setup.image when it is missing locally (false: the image must exist locally)",
+            json!(true),
+            "Pull setup.image when it is missing locally, as Harbor does for a task's \
+             `docker_image` (false: the image must exist locally)",
         ))
         .field(ConfigField::new(
             "build_context",
             ConfigType::String,
             Value::Null,
             "Absolute host directory holding a `Dockerfile`: the image is built from it (tagged \
-             setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest), without \
-             network, and reused while the context is unchanged",
+             setup.image if given, else agentcompass-build/ctx-<sha256 prefix>:latest) and reused \
+             while the context is unchanged; it wins over a task's own `setup.build_context` \
+             (a Harbor task's `environment/`), which is built the same way",
         ))
         .field(egress_hosts_param())
 }
@@ -158,7 +160,7 @@ impl Config {
             address,
             network: text("network")?.unwrap_or_else(|| "host".to_string()),
             keep_alive_command,
-            pull: params.get("pull").and_then(Value::as_bool).unwrap_or(false),
+            pull: params.get("pull").and_then(Value::as_bool).unwrap_or(true),
             build_context: text("build_context")?.map(PathBuf::from),
         })
     }
@@ -189,8 +191,48 @@ pub(crate) fn image_required(engine: Engine) -> Error {
     ))
 }
 
-/// Checks that a build context is an absolute directory holding a `Dockerfile`.
-pub(crate) fn check_build_context(engine: Engine, context: &Path) -> Result<()> {
+/// What a session's container runs: an image, built from a context when one is given.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ImageSource {
+    /// The image to run, or the tag of the built image (`None`: tagged by the context).
+    pub(crate) image: Option<String>,
+    /// The context the image is built from.
+    pub(crate) build_context: Option<PathBuf>,
+}
+
+/// The image source of `setup` under `config`, checked: the `build_context` parameter (the
+/// user's) first, then `setup.image` (the user's, or a task's declared image), then
+/// `setup.build_context` (a task's own definition, built and tagged by its content).
+pub(crate) fn image_source(
+    engine: Engine,
+    config: &Config,
+    setup: &EnvironmentSetup,
+) -> Result<ImageSource> {
+    let image = setup
+        .image
+        .as_deref()
+        .map(str::trim)
+        .filter(|i| !i.is_empty())
+        .map(str::to_string);
+    let build_context = match (&config.build_context, &image, &setup.build_context) {
+        (Some(param), _, _) => Some((param.clone(), "parameter `build_context`")),
+        (None, Some(_), _) => None,
+        (None, None, Some(task)) => Some((PathBuf::from(task), "setup.build_context")),
+        (None, None, None) => return Err(image_required(engine)),
+    };
+    if let Some((context, field)) = &build_context {
+        check_build_context(engine, context, field)?;
+    }
+    let build_context = build_context.map(|(context, _)| context);
+    Ok(ImageSource {
+        image,
+        build_context,
+    })
+}
+
+/// Checks that a build context (named `field` in errors) is an absolute directory holding a
+/// `Dockerfile`.
+fn check_build_context(engine: Engine, context: &Path, field: &str) -> Result<()> {
     let shown = context.display();
     let problem = if !context.is_absolute() {
         "must be an absolute path"
@@ -202,7 +244,7 @@ pub(crate) fn check_build_context(engine: Engine, context: &Path) -> Result<()> 
         return Ok(());
     };
     Err(Error::invalid_input(format!(
-        "environment `{engine}`: parameter `build_context` `{shown}` {problem}"
+        "environment `{engine}`: {field} `{shown}` {problem}"
     )))
 }
 

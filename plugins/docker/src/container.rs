@@ -35,6 +35,9 @@ pub(crate) struct Launch {
     pub(crate) build_context: Option<PathBuf>,
     /// Whether a missing image is pulled.
     pub(crate) pull: bool,
+    /// The network an image is built on (Harbor's builds are never network-restricted: the
+    /// task's policy applies from the container's start).
+    pub(crate) build_network: String,
     /// The container's name.
     pub(crate) container: String,
     /// The create body, but the image.
@@ -79,7 +82,9 @@ impl Launch {
 
     async fn start(self, docker: &Daemon) -> Result<()> {
         let image = match self.build_context {
-            Some(context) => build_image(docker, &context, self.image).await?,
+            Some(context) => {
+                build_image(docker, &context, self.image, &self.build_network).await?
+            }
             None => self.image.ok_or_else(|| image_required(docker.engine))?,
         };
         let body = ContainerCreateBody {
@@ -98,9 +103,18 @@ impl Launch {
     }
 }
 
+/// How many of a failed build's last output lines its error quotes.
+const FAILED_BUILD_LINES: usize = 8;
+
 /// The built image of the host directory `context`: tagged `tag` (default: by the context's
-/// sha256), reused when an image with that tag and the context's sha256 label exists.
-async fn build_image(docker: &Daemon, context: &Path, tag: Option<String>) -> Result<String> {
+/// sha256), reused when an image with that tag and the context's sha256 label exists. Built on
+/// `network`.
+async fn build_image(
+    docker: &Daemon,
+    context: &Path,
+    tag: Option<String>,
+    network: &str,
+) -> Result<String> {
     use sha2::{Digest, Sha256};
     let shown = context.display().to_string();
     let from = context.to_path_buf();
@@ -147,44 +161,82 @@ async fn build_image(docker: &Daemon, context: &Path, tag: Option<String>) -> Re
         .pull("false")
         .rm(true)
         .forcerm(true)
-        .networkmode("none")
+        .networkmode(network)
         .build();
     let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
-    let mut step = None;
-    let failure = |step: &Option<String>, message: &str| {
-        let line = message
-            .lines()
-            .map(str::trim)
-            .rfind(|l| !l.is_empty())
-            .unwrap_or("the build failed");
-        let at = step
-            .as_deref()
-            .map(|s| format!(" at `{s}`"))
-            .unwrap_or_default();
-        Error::environment(format!(
-            "{}: building image `{tag}` from `{shown}` failed{at}: {line}",
-            docker.engine
-        ))
-    };
+    let mut log = BuildLog::default();
     while let Some(item) = output.next().await {
-        match item {
+        let error = match item {
             Ok(info) => {
-                let lines = info.stream.as_deref().unwrap_or_default().lines();
-                if let Some(last) = lines.map(str::trim).rfind(|l| l.starts_with("Step ")) {
-                    step = Some(last.to_string());
-                }
+                log.push(info.stream.as_deref().unwrap_or_default());
+                continue;
             }
-            Err(bollard::errors::Error::DockerStreamError { error }) => {
-                return Err(failure(&step, &error))
-            }
-            Err(e) => return Err(failure(&step, &e.to_string())),
-        }
+            Err(bollard::errors::Error::DockerStreamError { error }) => error,
+            Err(e) => e.to_string(),
+        };
+        return Err(Error::environment(format!(
+            "{}: building image `{tag}` from `{shown}` failed{}",
+            docker.engine,
+            log.failure(&error)
+        )));
     }
     match docker.inspect_image(&tag).await {
         Ok(_) => Ok(tag),
         Err(e) => Err(docker
             .engine
             .error(&format!("inspecting the built image `{tag}`"), e)),
+    }
+}
+
+/// What a build printed: the instruction it was at and its last output lines.
+#[derive(Default)]
+struct BuildLog {
+    /// The last `Step n/m : ...` (Docker) or `STEP n/m: ...` (Podman) line.
+    step: Option<String>,
+    /// The last non-empty output lines, at most [`FAILED_BUILD_LINES`].
+    tail: std::collections::VecDeque<String>,
+}
+
+impl BuildLog {
+    /// Takes a chunk of the build's output.
+    fn push(&mut self, chunk: &str) {
+        for line in chunk.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+            if line.starts_with("Step ") || line.starts_with("STEP ") {
+                self.step = Some(line.to_string());
+                self.tail.clear();
+                continue;
+            }
+            if self.tail.len() == FAILED_BUILD_LINES {
+                self.tail.pop_front();
+            }
+            self.tail.push_back(line.to_string());
+        }
+    }
+
+    /// The failure's description: ` at `<instruction>`: <error>` and the instruction's last
+    /// output lines.
+    fn failure(&self, error: &str) -> String {
+        let error = error
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .unwrap_or("the build failed");
+        let at = self
+            .step
+            .as_deref()
+            .map(|s| format!(" at `{s}`"))
+            .unwrap_or_default();
+        let tail: Vec<&str> = self
+            .tail
+            .iter()
+            .map(String::as_str)
+            .filter(|l| l.trim() != error)
+            .collect();
+        if tail.is_empty() {
+            format!("{at}: {error}")
+        } else {
+            format!("{at}: {error}; its last output: {}", tail.join(" | "))
+        }
     }
 }
 

@@ -4,15 +4,21 @@
 //! named, the differences; module `engine`: which engine a client talks to). Everything below
 //! holds for both.
 //!
-//! - Image: `setup.image` (required without `build_context`). With `pull = false` (the
-//!   default) it must exist locally; with `pull = true` a missing image is pulled first.
-//! - Built image: with the `build_context` parameter (an absolute host directory holding a
-//!   `Dockerfile`) the directory is archived (sorted, modes kept, times zeroed) and the image
-//!   built from it (classic builder, no pull, network `none`), tagged `setup.image` if given,
-//!   else `agentcompass-build/ctx-<first 16 hex digits of the archive's sha256>:latest`, and
-//!   labelled `agentcompass.context_sha256=<sha256>`. An image with that tag and label is
-//!   reused without building. A failed build is an error carrying the builder's last error
-//!   line and the failing step.
+//! - Image (module `config::image_source`): the `build_context` parameter (an absolute host
+//!   directory holding a `Dockerfile`) first, then `setup.image`, then `setup.build_context`
+//!   (a task's own definition: a Harbor task's `environment/`). A named image missing locally
+//!   is pulled (`pull = true`, the default, as Harbor pulls a task's `docker_image`); with
+//!   `pull = false` it must exist locally.
+//! - Built image: the context is archived (sorted, modes kept, times zeroed) and the image
+//!   built from it (classic builder, no pull, on the `network` parameter's network: builds are
+//!   never network-restricted, as in Harbor; the task's policy applies from the container's
+//!   start), tagged `setup.image` if given with the parameter, else
+//!   `agentcompass-build/ctx-<first 16 hex digits of the archive's sha256>:latest` — named by
+//!   its content, so identical environments build once per machine — and labelled
+//!   `agentcompass.context_sha256=<sha256>`. An image with that tag and label is reused
+//!   without building; one build of a context at a time per machine (`build_lock`). A failed
+//!   build is an error quoting the failing instruction, the builder's error and the
+//!   instruction's last output lines.
 //! - Container: named `agentcompass-<task>-<attempt>-<random>`, labelled
 //!   `agentcompass.run_id`, `agentcompass.task_id`, `agentcompass.attempt` and
 //!   `agentcompass.managed=true`; its command is `keep_alive_command`; its environment the
@@ -110,7 +116,7 @@ use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use serde_json::Value;
 
-use config::{check_build_context, config_schema, image_required, workdir_of, Address, Config};
+use config::{config_schema, image_source, workdir_of, Address, Config};
 use container::Launch;
 use egress::Egress;
 pub use engine::Engine;
@@ -237,14 +243,8 @@ impl EnvironmentProvider for ContainerProvider {
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
             let config = Config::parse(engine, &environment.params)?;
-            if let Some(context) = &config.build_context {
-                check_build_context(engine, context)?;
-            }
             // Refused with the plan, before any task runs, rather than at each open.
-            let image = environment.setup.image.as_deref().map(str::trim);
-            if image.is_none_or(str::is_empty) && config.build_context.is_none() {
-                return Err(image_required(engine));
-            }
+            image_source(engine, &config, &environment.setup)?;
             workdir_of(engine, &environment.setup)?;
             // Whether Podman can enforce the limits is the engine's to say (rootless on cgroup
             // v1 cannot): asked once per engine, and only when a plan sets limits.
@@ -272,14 +272,7 @@ impl EnvironmentProvider for ContainerProvider {
         let config = Config::parse(engine, &request.environment.params)?;
         let setup = &request.environment.setup;
         let workdir = workdir_of(engine, setup)?;
-        if let Some(context) = &config.build_context {
-            check_build_context(engine, context)?;
-        }
-        let image = match setup.image.as_deref().map(str::trim) {
-            Some(image) if !image.is_empty() => Some(image.to_string()),
-            _ if config.build_context.is_some() => None,
-            _ => return Err(image_required(engine)),
-        };
+        let source = image_source(engine, &config, setup)?;
         let baseline = request
             .baseline_network_policy
             .normalized()
@@ -349,9 +342,10 @@ impl EnvironmentProvider for ContainerProvider {
         let launch = Launch {
             engine,
             host: address.clone(),
-            image,
-            build_context: config.build_context.clone(),
+            image: source.image,
+            build_context: source.build_context,
             pull: config.pull,
+            build_network: config.network.clone(),
             container: name.clone(),
             body: container_body(request, &config, &workdir, &network, binds),
             workdir: workdir.clone(),

@@ -22,7 +22,7 @@ use bollard::models::ContainerSummary;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use serde_json::json;
 
-use super::config::normalize;
+use super::config::{image_required, normalize};
 use super::*;
 use agentcompass_plugin_api::contract_kit::{
     run_session_contract, ClosedOnDrop, ContractOptions, ProcessProbe, CHECKS,
@@ -390,7 +390,7 @@ fn config_defaults() {
             address: config::Address::Given("unix:///x.sock".into()),
             network: "host".into(),
             keep_alive_command: vec!["sleep".into(), "2147483647".into()],
-            pull: false,
+            pull: true,
             build_context: None,
             egress_hosts: std::collections::BTreeMap::new(),
         }
@@ -428,6 +428,10 @@ fn missing_image_and_missing_setup_image_are_clear_errors() {
         )
     );
     req.environment.setup.image = Some("agentcompass-test/does-not-exist:0".into());
+    // No pull (the default pulls a missing image, as Harbor does).
+    req.environment
+        .params
+        .insert("pull".into(), serde_json::Value::Bool(false));
     let err = block_on(provider().open(&Ctx::detached(), &req))
         .err()
         .unwrap();

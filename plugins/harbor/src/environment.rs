@@ -49,6 +49,8 @@ pub(crate) fn environment_decl(
         build_timeout_seconds: section.positive_seconds("build_timeout_sec")?,
         workdir,
         os: os(section)?,
+        // Set from the task directory (module `image`).
+        build_context: None,
     };
     let resources = resources(section, warnings)?;
     let baseline = baseline_policy(section, warnings)?;

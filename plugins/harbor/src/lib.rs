@@ -11,6 +11,7 @@ mod discover;
 mod environment;
 mod fields;
 mod hosts;
+mod image;
 mod lax;
 mod multistep;
 mod names;

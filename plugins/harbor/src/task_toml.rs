@@ -6,6 +6,7 @@
 //! | `agent.timeout_sec` | `run_timeout_seconds` |
 //! | `verifier.timeout_sec` | `evaluation_timeout_seconds` |
 //! | `environment.docker_image` / `workdir` / `build_timeout_sec` / `os` | `environment_setup` |
+//! | `environment/Dockerfile` (no `docker_image`) | `environment_setup.build_context` (module `image`) |
 //! | `environment.network_mode` / `allowed_hosts` / legacy `allow_internet` | `baseline_network_policy` |
 //! | `agent.network_mode` / `allowed_hosts` | `run_network_policy` (else the baseline) |
 //! | `verifier.network_mode` / `allowed_hosts` | `evaluation_network_policy` (else the verifier's baseline) |
@@ -37,6 +38,7 @@ use toml::Value;
 use crate::artifacts::artifacts;
 use crate::environment::{environment_decl, EnvironmentDecl};
 use crate::fields::{table_to_json, to_json, Section, Warnings};
+use crate::image;
 use crate::names::{
     task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, STEPS_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
@@ -89,7 +91,9 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
     task.steps = steps;
     map_phases(&mut task, &decl, options);
     map_environments(&mut task, &decl);
-    note_unsupported_files(dir, &decl.environment, &mut warnings);
+    image::apply(dir, &mut task);
+    let unsupported = unsupported.or_else(|| image::unsupported(dir));
+    note_unsupported_files(dir, &mut warnings);
     if let Some(serde_json::Value::String(category)) = decl.metadata.get("category") {
         task.category = category.clone();
     }
@@ -452,14 +456,7 @@ fn map_environments(task: &mut TaskSpec, decl: &TaskDecl) {
 }
 
 /// Warnings about files of the task directory this host does not act on.
-fn note_unsupported_files(dir: &Path, environment: &EnvironmentDecl, warnings: &mut Warnings) {
-    if environment.setup.image.is_none() && dir.join("environment").join("Dockerfile").is_file() {
-        warnings.note(
-            "environment/Dockerfile is not built by this host (declare environment.docker_image \
-             or set the environment's setup.image)"
-                .to_string(),
-        );
-    }
+fn note_unsupported_files(dir: &Path, warnings: &mut Warnings) {
     for (name, why) in [
         ("trajectory.json", "prior agent context is not seeded"),
         (

@@ -146,6 +146,7 @@ fn full_task_toml_maps_onto_the_task_spec() {
             build_timeout_seconds: Some(600.0),
             workdir: Some("/app".into()),
             os: Some("linux".into()),
+            build_context: None,
         }
     );
     let allowlist = NetworkPolicy::allowlist(["*.pythonhosted.org", "pypi.org"]);
@@ -837,19 +838,65 @@ extra = true
         "field `environment.mcp_servers` is not supported",
         "unknown field `solution.extra` is ignored",
         "trajectory.json is not supported",
-        "environment/Dockerfile is not built",
     ] {
         assert!(
             warnings.contains(needle),
             "missing {needle:?} in\n{warnings}"
         );
     }
-    assert_eq!(task.load_warnings.len(), 11, "{warnings}");
+    assert_eq!(task.load_warnings.len(), 10, "{warnings}");
+    // The task's Dockerfile is its image (module `image`), not a warning.
+    assert_eq!(
+        task.environment_setup.build_context,
+        Some(dir.join("environment").display().to_string())
+    );
     // Warnings are kept on the task; the raw declarations too.
     assert_eq!(
         task.metadata["harbor_raw"]["verifier"]["type"],
         json!("custom")
     );
+}
+
+#[test]
+fn task_images_come_from_where_harbor_takes_them() {
+    let tmp = TempDir::new().unwrap();
+    let dockerfile = |dir: &Path, sub: &str| {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        std::fs::write(dir.join(sub).join("Dockerfile"), "FROM busybox\n").unwrap();
+    };
+    // A declared image wins over a Dockerfile beside it (Harbor without --force-build).
+    let dir = write_task(
+        tmp.path(),
+        "declared",
+        "[environment]\ndocker_image = \"img:1\"\n",
+    );
+    dockerfile(&dir, "environment");
+    let task = load(&dir).unwrap();
+    assert_eq!(task.environment_setup.image.as_deref(), Some("img:1"));
+    assert_eq!(task.environment_setup.build_context, None);
+    // A separate verifier: tests/Dockerfile, else the task's own image.
+    let dir = write_task(
+        tmp.path(),
+        "verifier",
+        "[verifier.environment]\nnetwork_mode = \"no-network\"\n",
+    );
+    dockerfile(&dir, "environment");
+    let task = load(&dir).unwrap();
+    let context = |sub: &str| Some(dir.join(sub).display().to_string());
+    assert_eq!(task.environment_setup.build_context, context("environment"));
+    let verifier = task.evaluation_environment_setup.clone().unwrap();
+    assert_eq!(verifier.build_context, context("environment"));
+    dockerfile(&dir, "tests");
+    let task = load(&dir).unwrap();
+    let verifier = task.evaluation_environment_setup.unwrap();
+    assert_eq!(verifier.build_context, context("tests"));
+    // Sidecar services are not run yet: the task is its own `unsupported` issue.
+    std::fs::write(dir.join("environment/docker-compose.yaml"), "services: {}\n").unwrap();
+    let task = load(&dir).unwrap();
+    assert!(task.metadata["harbor"]["unsupported"]
+        .as_str()
+        .unwrap()
+        .contains("environment/docker-compose.yaml: sidecar services"));
 }
 
 #[test]

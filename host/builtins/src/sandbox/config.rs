@@ -43,6 +43,14 @@ pub(super) fn config_schema() -> ConfigSchema {
              of a bwrap per command (used when the host runs as root, for commands with \
              nothing to forward; false: always a bwrap per command)",
         ))
+        .field(ConfigField::new(
+            "host_root",
+            ConfigType::Boolean,
+            json!(false),
+            "Run a task that ships its own image definition (`setup.build_context`: a Harbor \
+             task's environment/Dockerfile) on the host root instead of refusing it (the image \
+             is not built; the task sees the host's tools, not its own)",
+        ))
         .field(egress_hosts_param())
 }
 
@@ -54,6 +62,8 @@ pub(super) struct Config {
     pub(super) egress_hosts: BTreeMap<String, String>,
     /// Commands may enter the shape's prepared namespace (`prepared_namespace`).
     pub(super) prepared_namespace: bool,
+    /// A task's own image definition may run on the host root (`host_root`).
+    pub(super) host_root: bool,
 }
 
 impl Config {
@@ -79,6 +89,10 @@ impl Config {
                 .get("prepared_namespace")
                 .and_then(Value::as_bool)
                 .unwrap_or(true),
+            host_root: params
+                .get("host_root")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         })
     }
 }
@@ -97,6 +111,31 @@ impl Config {
                 "environment `{ID}`: egress hosts (`egress_hosts`, `runtime.egress.hosts`): {e}"
             ))
             })
+    }
+}
+
+impl Config {
+    /// Refuses an environment whose image is built from its own definition
+    /// (`setup.build_context`) when it would run on the host root: the sandbox builds no
+    /// image, and the task's tools would silently be the host's. A `root` (parameter, or an
+    /// absolute `setup.image`) or `host_root = true` is the user's choice.
+    pub(super) fn check_image(&self, setup: &EnvironmentSetup) -> Result<()> {
+        let Some(context) = &setup.build_context else {
+            return Ok(());
+        };
+        let own_root = self.root.is_some()
+            || setup
+                .image
+                .as_deref()
+                .is_some_and(|image| Path::new(image).is_absolute());
+        if own_root || self.host_root {
+            return Ok(());
+        }
+        Err(Error::unsupported(format!(
+            "environment `{ID}`: the task's image is built from `{context}/Dockerfile`, which \
+             the sandbox does not build; run it with --env docker or --env podman, or on the \
+             host's root filesystem with --env-params '{{\"host_root\": true}}'"
+        )))
     }
 }
 

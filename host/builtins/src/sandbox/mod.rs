@@ -4,7 +4,11 @@
 //! - Filesystem: the root filesystem is read-only: the host root `/`, or a local root
 //!   filesystem directory (the `root` parameter, else `setup.image` when it is an absolute
 //!   path; it must then be an existing directory; an image name such as `debian:bookworm` is
-//!   ignored and the host root used). Private writable directories are mounted at the task's
+//!   ignored and the host root used). A task that ships its own image definition
+//!   (`setup.build_context`: a Harbor task's `environment/Dockerfile`) is refused before the
+//!   first task unless a root is chosen (`root`, an absolute `setup.image`) or the user opts
+//!   into the host root (`host_root = true`): the sandbox builds no image, and the task would
+//!   silently see the host's tools instead of its own. Private writable directories are mounted at the task's
 //!   working directory (`setup.workdir`, default `/app`), `/logs`, `/tests`, `/solution`,
 //!   `/run` and `/tmp`; they live on the host under one private (0700) directory
 //!   `<temp>/agentcompass-sandbox-<task>-<attempt>-<random>/` (subdirectories `workdir`,
@@ -248,7 +252,7 @@ impl EnvironmentProvider for SandboxProvider {
         let environments =
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
-            Config::parse(&environment.params)?;
+            Config::parse(&environment.params)?.check_image(&environment.setup)?;
             workdir_of(&environment.setup)?;
         }
         Ok(())
@@ -256,6 +260,7 @@ impl EnvironmentProvider for SandboxProvider {
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
         let config = Config::parse(&request.environment.params)?;
+        config.check_image(&request.environment.setup)?;
         let prepared_namespace = config.prepared_namespace;
         let workdir = workdir_of(&request.environment.setup)?;
         let policy = request.baseline_network_policy.clone();

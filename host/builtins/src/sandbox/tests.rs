@@ -302,6 +302,34 @@ fn validate_plan_refuses_what_it_cannot_enforce() {
 }
 
 #[test]
+fn a_task_image_definition_is_refused_unless_a_root_is_chosen() {
+    let provider = SandboxProvider::default();
+    let mut p = ExecutionPlan {
+        environment: EnvironmentSpec::new(ID),
+        ..ExecutionPlan::default()
+    };
+    p.environment.setup.build_context = Some("/tasks/t/environment".into());
+    let err = provider.validate_plan(&p).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert_eq!(
+        err.message,
+        "environment `sandbox`: the task's image is built from `/tasks/t/environment/Dockerfile`, \
+         which the sandbox does not build; run it with --env docker or --env podman, or on the \
+         host's root filesystem with --env-params '{\"host_root\": true}'"
+    );
+    // The user's choice: the host root, or a root filesystem of their own.
+    let mut host_root = p.clone();
+    host_root
+        .environment
+        .params
+        .insert("host_root".into(), json!(true));
+    provider.validate_plan(&host_root).unwrap();
+    let mut own_root = p;
+    own_root.environment.params.insert("root".into(), json!("/"));
+    provider.validate_plan(&own_root).unwrap();
+}
+
+#[test]
 fn runtime_egress_hosts_replace_the_parameter_for_a_name() {
     let mut params = JsonMap::new();
     params.insert(
