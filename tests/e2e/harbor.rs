@@ -192,6 +192,35 @@ fn tasks_that_cannot_run_on_the_environment_are_refused_before_the_first() {
     assert!(!h.ws.cwd.join("results").exists());
 }
 
+#[test]
+fn a_task_with_its_own_dockerfile_never_runs_silently_on_the_host_root() {
+    // Refused before the first task (one line naming the engines and the opt-in), nothing
+    // written; with `host_root` the user's choice runs it on the host root.
+    let h = harbor();
+    let task = repo_root().join("examples/harbor-features/dockerfile-build");
+    let out = h.run(&task, "oracle", &[], &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stdout, "");
+    let refusal = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("Dockerfile"))
+        .unwrap_or_default();
+    assert!(
+        refusal.contains(
+            "the sandbox does not build; run it with --env docker or --env podman, \
+             or on the host's root filesystem with --env-params '{\"host_root\": true}'"
+        ),
+        "{out:?}"
+    );
+    assert!(!h.ws.cwd.join("results").exists());
+    let chosen = ["--env-params", r#"{"host_root": true}"#];
+    let out = h.run(&task, "oracle", &chosen, &[]);
+    // The host has no `greet`: the task runs, and fails as it must on the host root.
+    let (_, result) = &results(&run_dir(&out))["dockerfile-build"];
+    assert_eq!(reward(result), 0.0, "{result}");
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

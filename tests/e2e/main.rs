@@ -16,6 +16,7 @@ mod discoverability;
 mod docker_networks;
 mod environments;
 mod harbor;
+mod harbor_images;
 mod harness_free;
 mod installed_agents;
 mod judging;

@@ -8,6 +8,7 @@ mod environment;
 mod error;
 mod policies;
 pub mod recipe;
+mod resources;
 mod timeouts;
 
 use std::sync::Arc;
@@ -213,6 +214,14 @@ impl Planner {
         policies::fill_defaults(&mut plan).map_err(PlanError::invalid(task))?;
         // 8. The evaluation environment for the final mode.
         environment::finish_evaluation(&mut plan, task, req).map_err(PlanError::invalid(task))?;
+        // Resources as the provider applies them (Harbor's `auto`): what it cannot limit is
+        // recorded as not enforced (`provenance.resources`), not refused.
+        if let Ok(caps) = self.provider.capabilities() {
+            resources::fit(&mut plan.environment, &caps);
+            if let Some(evaluation) = plan.evaluation_environment.as_mut() {
+                resources::fit(evaluation, &caps);
+            }
+        }
         Ok(plan)
     }
 
@@ -247,6 +256,14 @@ impl Planner {
         }
         artifacts::validate(&plan.artifacts, &plan.artifact_collect)
             .map_err(PlanError::invalid(task))
+    }
+
+    /// `provenance.resources`: how the provider enforces a task's declared resources.
+    pub fn resource_provenance(&self) -> serde_json::Value {
+        self.provider
+            .capabilities()
+            .map(|caps| resources::provenance(&caps))
+            .unwrap_or_default()
     }
 
     /// Fail-closed checks before anything is allocated: the provider must be able to enforce

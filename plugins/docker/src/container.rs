@@ -82,9 +82,7 @@ impl Launch {
 
     async fn start(self, docker: &Daemon) -> Result<()> {
         let image = match self.build_context {
-            Some(context) => {
-                build_image(docker, &context, self.image, &self.build_network).await?
-            }
+            Some(context) => build_image(docker, &context, self.image, &self.build_network).await?,
             None => self.image.ok_or_else(|| image_required(docker.engine))?,
         };
         let body = ContainerCreateBody {
@@ -198,18 +196,26 @@ struct BuildLog {
 }
 
 impl BuildLog {
-    /// Takes a chunk of the build's output.
+    /// Takes a chunk of the build's output (the builder's own bookkeeping lines and terminal
+    /// colours left out).
     fn push(&mut self, chunk: &str) {
-        for line in chunk.lines().map(str::trim_end).filter(|l| !l.trim().is_empty()) {
+        let lines = chunk.lines().map(strip_colours);
+        for line in lines.map(|l| l.trim_end().to_string()) {
+            let bookkeeping = ["--->", "Removing intermediate container", "Running in "]
+                .iter()
+                .any(|p| line.trim_start().starts_with(p));
+            if line.trim().is_empty() || bookkeeping {
+                continue;
+            }
             if line.starts_with("Step ") || line.starts_with("STEP ") {
-                self.step = Some(line.to_string());
+                self.step = Some(line);
                 self.tail.clear();
                 continue;
             }
             if self.tail.len() == FAILED_BUILD_LINES {
                 self.tail.pop_front();
             }
-            self.tail.push_back(line.to_string());
+            self.tail.push_back(line);
         }
     }
 
@@ -238,6 +244,25 @@ impl BuildLog {
             format!("{at}: {error}; its last output: {}", tail.join(" | "))
         }
     }
+}
+
+/// `line` without terminal colour sequences (`ESC [ ... m`; the classic builder colours a
+/// step's standard error).
+fn strip_colours(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for next in chars.by_ref() {
+                if next.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Checks (or pulls) the image, then creates and starts the container and its working
@@ -315,4 +340,36 @@ async fn create_and_start(
         Err(e) => tracing::warn!(container = %name, "mkdir -p {workdir} failed: {e}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_build_quotes_its_instruction_and_last_output() {
+        let mut log = BuildLog::default();
+        // Docker's classic builder, as it streams (Podman's steps read `STEP 2/2: ...`).
+        for chunk in [
+            "Step 1/2 : FROM ubuntu:24.04\n ---> 7c4012406af9\n",
+            "Step 2/2 : RUN make && exit 3\n ---> Running in 54ceabd208f5\n",
+            "\u{1b}[91mmake: toolchain 9.9 is not available\n\u{1b}[0m",
+            "building\nRemoving intermediate container 54ceabd208f5\n",
+        ] {
+            log.push(chunk);
+        }
+        assert_eq!(
+            log.failure("The command '/bin/sh -c make && exit 3' returned a non-zero code: 3"),
+            " at `Step 2/2 : RUN make && exit 3`: The command '/bin/sh -c make && exit 3' \
+             returned a non-zero code: 3; its last output: make: toolchain 9.9 is not \
+             available | building"
+        );
+        let mut podman = BuildLog::default();
+        podman.push("STEP 1/1: RUN false\nError: building at STEP \"RUN false\": exit status 1\n");
+        assert_eq!(
+            podman.failure("building at STEP \"RUN false\": exit status 1"),
+            " at `STEP 1/1: RUN false`: building at STEP \"RUN false\": exit status 1; its last \
+             output: Error: building at STEP \"RUN false\": exit status 1"
+        );
+    }
 }

@@ -891,7 +891,11 @@ fn task_images_come_from_where_harbor_takes_them() {
     let verifier = task.evaluation_environment_setup.unwrap();
     assert_eq!(verifier.build_context, context("tests"));
     // Sidecar services are not run yet: the task is its own `unsupported` issue.
-    std::fs::write(dir.join("environment/docker-compose.yaml"), "services: {}\n").unwrap();
+    std::fs::write(
+        dir.join("environment/docker-compose.yaml"),
+        "services: {}\n",
+    )
+    .unwrap();
     let task = load(&dir).unwrap();
     assert!(task.metadata["harbor"]["unsupported"]
         .as_str()

@@ -325,7 +325,10 @@ fn a_task_image_definition_is_refused_unless_a_root_is_chosen() {
         .insert("host_root".into(), json!(true));
     provider.validate_plan(&host_root).unwrap();
     let mut own_root = p;
-    own_root.environment.params.insert("root".into(), json!("/"));
+    own_root
+        .environment
+        .params
+        .insert("root".into(), json!("/"));
     provider.validate_plan(&own_root).unwrap();
 }
 

@@ -252,7 +252,8 @@ pub fn preflight(
             .map_err(|e| RunError::Refused(e.to_string()).in_request(&run.name))
         })
         .transpose()?;
-    let provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
+    let mut provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
+    provenance["resources"] = planner.resource_provenance();
     let calls_model = registry
         .get(
             agentcompass_plugin_api::contracts::ComponentKind::Harness,

@@ -1,0 +1,2 @@
+#!/bin/bash
+uname -s > /app/kernel.txt
