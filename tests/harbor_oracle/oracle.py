@@ -25,7 +25,10 @@ from harbor.models.task.artifacts import (
     convention_source_for_os,
 )
 from harbor.models.task.task import Task
-from harbor.models.task.verifier_mode import resolve_task_verifier_mode
+from harbor.models.task.verifier_mode import (
+    resolve_task_verifier_mode,
+    resolve_verifier_environment_definition,
+)
 from harbor.models.trial.config import AgentConfig as TrialAgentConfig
 from harbor.models.trial.config import EnvironmentConfig as TrialEnvironmentConfig
 from harbor.models.trial.config import VerifierConfig as TrialVerifierConfig
@@ -54,6 +57,16 @@ def setup(env):
         "build_timeout_sec": declared(env, "build_timeout_sec"),
         "os": env.os.value if "os" in env.model_fields_set else None,
     }
+
+
+def verifier_setup(task, verifier_env):
+    """A separate verifier environment's setup, its image as Harbor resolves it (its own
+    ``docker_image``, none when ``tests/`` has a Dockerfile, else the task's image)."""
+    out = setup(verifier_env)
+    definition = resolve_verifier_environment_definition(task.config, task.paths)
+    if definition is not None:
+        out["image"] = definition.config.docker_image
+    return out
 
 
 def resources(env):
@@ -123,7 +136,7 @@ def mapped(task):
         "verifier_environment": None
         if verifier_env is None
         else {
-            "setup": setup(verifier_env),
+            "setup": verifier_setup(task, verifier_env),
             "resources": resources(verifier_env),
             "env": verifier_env.env,
         },
