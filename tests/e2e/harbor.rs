@@ -221,6 +221,50 @@ fn a_task_with_its_own_dockerfile_never_runs_silently_on_the_host_root() {
     assert_eq!(reward(result), 0.0, "{result}");
 }
 
+#[test]
+fn health_checks_gate_the_agent_as_in_harbor() {
+    // examples/harbor-features: the environment's check passes once, before the first step;
+    // step `use`'s passes after its setup.sh's "service" is ready (retried within its start
+    // period), so its agent finds it; a check that never passes stops the task before its
+    // agent, as the task's environment issue naming the command and its output.
+    let h = harbor();
+    let params = json!({
+        "path": repo_root().join("examples/harbor-features"),
+        "sample_ids": ["step-healthcheck", "healthcheck-fails"],
+    })
+    .to_string();
+    let args = pack_run(
+        &h.plugins,
+        ["harbor", "oracle", "m"],
+        &params,
+        &["--env", "sandbox", "--progress", "none"],
+    );
+    let out = h.ws.run(&args, &[]);
+    assert_eq!(out.code, 1, "{out:?}");
+    let published = results(&run_dir(&out));
+    let (_, passed) = &published["step-healthcheck"];
+    let steps = steps_of(passed);
+    assert_eq!(step_names(&steps), ["start", "use"], "{passed}");
+    for step in &steps {
+        assert_eq!(step["metrics"]["reward"], 1.0, "{step}");
+    }
+    let (_, failed) = &published["healthcheck-fails"];
+    let issue = &failed["issues"][0];
+    assert_eq!(issue["code"], "prepare_failed", "{failed}");
+    let message = issue["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(
+            "the environment's healthcheck `echo 'database is not up' && test -f \
+             /app/database.ready` failed after 2 consecutive retries (exit 1): database is not up"
+        ),
+        "{message}"
+    );
+    assert!(
+        failed["trajectory"].as_array().is_none_or(Vec::is_empty),
+        "{failed}"
+    );
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

@@ -2,8 +2,9 @@
 //! the tests' engine (`docker`, or `podman` in the podman tiers): `examples/harbor-features/`
 //! — a task whose `environment/Dockerfile` installs a tool from the task directory and
 //! downloads data from a registry during the build (a loopback server here; the task then
-//! runs `no-network`), a build that fails, a task naming a prebuilt `docker_image` — each
-//! declaring `cpus`, `memory_mb` and `storage_mb`. The tasks' `FROM ubuntu:24.04` and
+//! runs `no-network`), a build that fails, a task naming a prebuilt `docker_image`, a
+//! multi-step task whose step waits on its health check and an environment whose health
+//! check never passes — each declaring `cpus`, `memory_mb` and `storage_mb`. The tasks' `FROM ubuntu:24.04` and
 //! `docker_image` name local test images (busybox with bash), tagged by the test.
 
 use std::path::{Path, PathBuf};
@@ -47,7 +48,10 @@ fn engine_cli(args: &[&str]) -> String {
 
 /// Tags the base images the tasks name: busybox with bash (`docker_networks::image_context`).
 fn tag_base_images(dir: &Path) {
-    let context = crate::docker_networks::image_context(dir, &["/usr/bin/find", "/usr/bin/uname"]);
+    let context = crate::docker_networks::image_context(
+        dir,
+        &["/usr/bin/find", "/usr/bin/uname", "/usr/bin/date"],
+    );
     let context = context.display().to_string();
     let mut args = vec!["build", "-q"];
     for tag in BASE_TAGS {
@@ -150,7 +154,7 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
             }
         }
     });
-    let tasks = ["dockerfile-build", "prebuilt-image"];
+    let tasks = ["dockerfile-build", "prebuilt-image", "step-healthcheck"];
     let (since, before) = (now(), built_images());
     let out = oracle(&ws, &tasks, &[]).expect_code(0);
     // The first run on this engine builds the task's image, and the events show it (so their
@@ -163,11 +167,18 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
         assert_eq!(result["status"], "completed", "{id}: {result}");
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
-    assert_eq!(published.len(), 2);
+    assert_eq!(published.len(), 3);
 
-    // A failed build: the task's environment issue, quoting the instruction and its output.
-    let out = oracle(&ws, &["build-fails"], &[]).expect_code(1);
-    let (_, failed) = &results(&run_dir(&out))["build-fails"];
+    // A failed build: the task's environment issue, quoting the instruction and its output;
+    // a health check that never passes stops its task before the agent.
+    let out = oracle(&ws, &["build-fails", "healthcheck-fails"], &[]).expect_code(1);
+    let failed = results(&run_dir(&out));
+    let (_, unhealthy) = &failed["healthcheck-fails"];
+    assert_eq!(
+        unhealthy["issues"][0]["code"], "prepare_failed",
+        "{unhealthy}"
+    );
+    let (_, failed) = &failed["build-fails"];
     let issue = &failed["issues"][0];
     assert_eq!(issue["code"], "environment_failed", "{failed}");
     let message = issue["message"].as_str().unwrap_or_default();

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::dataset::{dataset_tasks, task_origin, TaskOrigin};
 use crate::discover::task_dirs;
+use crate::healthcheck::Healthcheck;
 use crate::multistep;
 use crate::names::{
     ID, SETUP_SCRIPT, SOLUTION_DIR, STEPS_DIR, TESTS_DIR, TEST_SCRIPT, WORKDIR_DIR,
@@ -72,6 +73,31 @@ struct Plan {
     task_dir: String,
     /// The resolved working directory of the task environment, if any.
     workdir: Option<String>,
+    /// `[environment.healthcheck]`, run before the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    healthcheck: Option<Healthcheck>,
+}
+
+impl Plan {
+    /// Runs the environment's health check, if the task declares one.
+    async fn environment_healthcheck(&self, ctx: &Ctx, env: &SessionRef) -> Result<()> {
+        match &self.healthcheck {
+            Some(check) => {
+                check
+                    .run(ctx, env, self.workdir.as_deref(), "the environment's")
+                    .await
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// A step's own health check (`[steps.healthcheck]`), if it declares one.
+fn step_healthcheck(step: &TaskStep) -> Option<Healthcheck> {
+    step.metadata
+        .get("healthcheck")
+        .cloned()
+        .and_then(|check| serde_json::from_value(check).ok())
 }
 
 /// The task directory recorded by the loader.
@@ -459,9 +485,18 @@ impl Benchmark for Harbor {
                 task.task_id
             )));
         }
+        let healthcheck = task
+            .metadata
+            .get("harbor")
+            .and_then(|h| h.get("healthcheck"))
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|e| Error::invalid_input(format!("{ID}: healthcheck: {e}")))?;
         let plan = Plan {
             task_dir: task_dir(task)?,
             workdir: environment.setup.workdir.clone(),
+            healthcheck,
         };
         Ok(BenchmarkPlan::default().with_payload(&plan)?)
     }
@@ -483,6 +518,7 @@ impl Benchmark for Harbor {
             "creating the /logs directories",
         )
         .await?;
+        plan.environment_healthcheck(ctx, env).await?;
         let solution = Path::new(&plan.task_dir).join(SOLUTION_DIR);
         let solution = solution.is_dir().then_some(solution);
         Harbor::prepared(task, task.question.clone(), &plan, req, solution)
@@ -518,10 +554,18 @@ impl Benchmark for Harbor {
             format!("mkdir -p {LOG_DIRS} /tests && find /logs/verifier /logs/agent /tests -mindepth 1 -delete")
         };
         Harbor::run_checked(ctx, env, &reset, "resetting /logs and /tests for the step").await?;
+        // Harbor checks the environment once, before the first step.
+        if first {
+            plan.environment_healthcheck(ctx, env).await?;
+        }
         let step_dir = step_dir(&plan.task_dir, step);
         let staged = step_dir.join(WORKDIR_DIR);
         if staged.is_dir() {
             Harbor::stage_workdir(ctx, env, &staged, plan.workdir.clone(), step).await?;
+        }
+        if let Some(check) = step_healthcheck(step) {
+            let whose = format!("step `{}`'s", step.name);
+            check.run(ctx, env, plan.workdir.as_deref(), &whose).await?;
         }
         let solution = [
             step_dir.join(SOLUTION_DIR),

@@ -12,6 +12,7 @@ use agentcompass_plugin_api::Result;
 use toml::Value;
 
 use crate::fields::{describe, Section, Warnings};
+use crate::healthcheck::Healthcheck;
 use crate::hosts::{harbor_host, HostEntry};
 use crate::lax::size_to_mb;
 use crate::unmapped;
@@ -27,6 +28,8 @@ pub(crate) struct EnvironmentDecl {
     pub(crate) baseline: Option<NetworkPolicy>,
     /// The `env` bindings.
     pub(crate) env: Option<BTreeMap<String, String>>,
+    /// `healthcheck` (run for the agent's environment only, as in Harbor).
+    pub(crate) healthcheck: Option<Healthcheck>,
 }
 
 /// One environment table: setup, resources, baseline policy and bindings.
@@ -55,6 +58,10 @@ pub(crate) fn environment_decl(
     let resources = resources(section, warnings)?;
     let baseline = baseline_policy(section, warnings)?;
     let env = section.string_map("env")?;
+    let healthcheck = section
+        .table("healthcheck")?
+        .map(|table| crate::healthcheck::parse(&table))
+        .transpose()?;
     unmapped::environment_fields(section, warnings)?;
     warnings.unknown(section);
     Ok(EnvironmentDecl {
@@ -62,6 +69,7 @@ pub(crate) fn environment_decl(
         resources,
         baseline,
         env,
+        healthcheck,
     })
 }
 

@@ -10,6 +10,7 @@ mod dataset;
 mod discover;
 mod environment;
 mod fields;
+mod healthcheck;
 mod hosts;
 mod image;
 mod lax;

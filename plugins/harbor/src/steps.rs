@@ -3,8 +3,8 @@
 //! `min_reward` (a number, or a table of numbers), a `healthcheck` and `artifacts`.
 //! The host runs the steps in order in the task environment, each step's verifier where the
 //! task's runs (the task environment, or a fresh one holding that step's artifacts); what a
-//! step declares beyond its name, `min_reward` and `verifier.env` is not applied per step (a
-//! warning says so), and a step whose verifier would run elsewhere than the task's is the
+//! step declares beyond its name, `min_reward`, `healthcheck` and `verifier.env` is not
+//! applied per step (a warning says so), and a step whose verifier would run elsewhere than the task's is the
 //! task's `unsupported` issue.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,8 +15,8 @@ use toml::Value;
 
 use crate::artifacts::step_artifacts;
 use crate::fields::{number_of, Section, Warnings};
+use crate::healthcheck::{self, Healthcheck};
 use crate::phases::{agent_decl, verifier_decl};
-use crate::unmapped::healthcheck_config;
 
 /// What one `[[steps]]` entry declares that the host applies.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +35,8 @@ pub(crate) struct StepDecl {
     pub(crate) verifier_mode: Option<EvaluationEnvironmentMode>,
     /// The step declares a verifier environment of its own (`[steps.verifier.environment]`).
     pub(crate) own_verifier_environment: bool,
+    /// `healthcheck`: run after the step's workdir and `setup.sh`, before its agent.
+    pub(crate) healthcheck: Option<Healthcheck>,
 }
 
 /// The steps of `[[steps]]` (`None` when absent; an empty list is a single-step task, as in
@@ -67,6 +69,7 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             verifier_timeout_seconds: None,
             verifier_mode: None,
             own_verifier_environment: false,
+            healthcheck: None,
         };
         if let Some(agent) = step.table("agent")? {
             decl.agent_timeout_seconds = agent_decl(&agent, &mut found)?.timeout_seconds;
@@ -87,9 +90,8 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             }
         }
         decl.min_reward = min_reward(&step)?;
-        if let Some(healthcheck) = step.table("healthcheck")? {
-            healthcheck_config(&healthcheck)?;
-            found.unsupported(&step, "healthcheck", "steps run no healthcheck");
+        if let Some(table) = step.table("healthcheck")? {
+            decl.healthcheck = Some(healthcheck::parse(&table)?);
         }
         step_artifacts(&step, &mut found)?;
         found.unsupported(

@@ -222,6 +222,10 @@ fn task_steps(
                 step.metadata
                     .insert("verifier_env".into(), json!(decl.verifier_env));
             }
+            if let Some(healthcheck) = &decl.healthcheck {
+                step.metadata
+                    .insert("healthcheck".into(), json!(healthcheck));
+            }
             Ok(step)
         })
         .collect()
@@ -487,6 +491,9 @@ fn metadata(dir: &Path, decl: &TaskDecl, table: &toml::Table) -> JsonMap {
     });
     if let Some(workdir) = &decl.environment.setup.workdir {
         harbor["workdir"] = workdir.clone().into();
+    }
+    if let Some(healthcheck) = &decl.environment.healthcheck {
+        harbor["healthcheck"] = json!(healthcheck);
     }
     if decl.steps.as_ref().is_some_and(|s| !s.is_empty()) {
         // Harbor's default for a multi-step task.

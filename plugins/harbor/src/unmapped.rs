@@ -7,7 +7,7 @@ use toml::Value;
 
 use crate::fields::{Section, Warnings};
 
-/// `gpu_types`, `tpu`, `skills_dir`, `healthcheck` and `mcp_servers` of an environment table.
+/// `gpu_types`, `tpu`, `skills_dir` and `mcp_servers` of an environment table.
 pub(crate) fn environment_fields(section: &Section, warnings: &mut Warnings) -> Result<()> {
     section.string_list("gpu_types")?;
     warnings.unsupported(section, "gpu_types", "GPU models are not selected");
@@ -17,10 +17,6 @@ pub(crate) fn environment_fields(section: &Section, warnings: &mut Warnings) -> 
     warnings.unsupported(section, "tpu", "TPUs are not supported");
     section.string("skills_dir")?;
     warnings.unsupported(section, "skills_dir", "skills are not installed");
-    if let Some(healthcheck) = section.table("healthcheck")? {
-        healthcheck_config(&healthcheck)?;
-    }
-    warnings.unsupported(section, "healthcheck", "health checks are not run");
     mcp_servers(section)?;
     warnings.unsupported(section, "mcp_servers", "MCP servers are not started");
     Ok(())
@@ -76,21 +72,6 @@ fn tpu_spec(tpu: &Section) -> Result<()> {
             ),
         ));
     }
-    Ok(())
-}
-
-/// `HealthcheckConfig`: a `command` and numeric intervals and retries.
-pub(crate) fn healthcheck_config(healthcheck: &Section) -> Result<()> {
-    required_string(healthcheck, "command")?;
-    for key in [
-        "interval_sec",
-        "timeout_sec",
-        "start_period_sec",
-        "start_interval_sec",
-    ] {
-        healthcheck.number(key, "a number of seconds")?;
-    }
-    healthcheck.integer("retries", "an integer")?;
     Ok(())
 }
 

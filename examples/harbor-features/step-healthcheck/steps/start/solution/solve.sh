@@ -1,0 +1,2 @@
+#!/bin/bash
+echo started > /app/start.txt

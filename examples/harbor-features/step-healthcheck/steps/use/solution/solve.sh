@@ -1,0 +1,2 @@
+#!/bin/bash
+cp /app/service.ready /app/used.txt
