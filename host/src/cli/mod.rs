@@ -9,7 +9,9 @@ mod values;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use help::exit_status_roff;
-pub use run_args::{ExecutorArg, LaunchCmd, PlanCmd, RunCmd, RuntimeFlags};
+pub use run_args::{
+    ExecutorArg, LaunchCmd, PlanCmd, ResourceFlags, ResourceModeArg, RunCmd, RuntimeFlags,
+};
 use values::json_object;
 
 /// A fast, plugin-based evaluation host for AI agents.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::values::{count, json_object, json_string_list, provider_count, provider_rate};
+use super::values::{
+    count, json_object, json_string_list, positive_number, provider_count, provider_rate,
+};
 use super::{ProgressArg, StrategyArg};
 
 /// Process-wide runtime flags shared by `run` and `launch`.
@@ -131,6 +133,9 @@ pub struct RunCmd {
     /// Enable only these recipes (repeatable)
     #[arg(long = "recipe", value_name = "ID")]
     pub recipes: Vec<String>,
+    /// How tasks' declared resources are enforced, and values that replace them
+    #[command(flatten)]
+    pub resources: ResourceFlags,
     /// Process-wide runtime options
     #[command(flatten)]
     pub runtime: RuntimeFlags,
@@ -177,6 +182,44 @@ pub struct RunCmd {
     /// makes before its first task (tasks opened and counted: `selected_tasks`)
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// How a declared resource is enforced (Harbor's `--cpus` / `--memory` modes).
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ResourceModeArg {
+    /// A hard limit where the environment sets limits, else not enforced (recorded)
+    Auto,
+    /// A hard limit; refused where the environment cannot set one
+    Limit,
+    /// A reservation (refused: no environment here reserves)
+    Request,
+    /// A reservation and a limit (refused, as request)
+    Guarantee,
+    /// Not applied
+    Ignore,
+}
+
+/// Harbor's resource flags, folded into the environment's `resources` (over `--env-params`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResourceFlags {
+    /// How `cpus` is enforced [default: auto] (`environment.resources.cpu_mode`)
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub cpus_mode: Option<ResourceModeArg>,
+    /// How `memory_mb` is enforced [default: auto] (`environment.resources.memory_mode`)
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub memory_mode: Option<ResourceModeArg>,
+    /// CPUs of every task, replacing its `cpus` (`environment.resources.cpu`)
+    #[arg(long, value_name = "N", value_parser = positive_number)]
+    pub override_cpus: Option<f64>,
+    /// Memory of every task in MiB, replacing its `memory_mb`
+    #[arg(long, value_name = "MB", value_parser = count)]
+    pub override_memory_mb: Option<u32>,
+    /// Disk of every task in MiB, replacing its `storage_mb`
+    #[arg(long, value_name = "MB", value_parser = count)]
+    pub override_storage_mb: Option<u32>,
+    /// GPUs of every task, replacing its `gpus` (0: none)
+    #[arg(long, value_name = "N", value_parser = count)]
+    pub override_gpus: Option<u32>,
 }
 
 /// CI gates checked after the run (`run` and `launch`).

@@ -48,6 +48,14 @@ pub(super) fn json_string_list(text: &str) -> Result<Vec<String>, ArgError> {
     serde_json::from_str(text).map_err(ArgError::NotAStringList)
 }
 
+/// A finite number > 0.
+pub(super) fn positive_number(text: &str) -> Result<f64, ArgError> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 => Ok(n),
+        _ => Err(ArgError::expected("a number > 0", text)),
+    }
+}
+
 /// A whole number ≥ 0 (negative values reach this parser, so the error names the flag instead
 /// of clap's "unexpected argument" tip).
 pub(super) fn count(text: &str) -> Result<u32, ArgError> {

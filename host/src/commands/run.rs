@@ -8,8 +8,45 @@ use super::invocation::{
     load_config, print_json, request_payload, runtime_overlay, warn_unknown_providers,
     warn_unresolved,
 };
-use crate::cli::{GlobalArgs, RunCmd, StrategyArg};
+use crate::cli::{GlobalArgs, ResourceFlags, ResourceModeArg, RunCmd, StrategyArg};
 use agentcompass_host::request::{resolve_run, resolve_runtime, Orchestration, RunArgs};
+
+/// `--env-params` with Harbor's resource flags folded into its `resources` (the flags win).
+fn with_resource_flags(
+    env_params: Option<serde_json::Map<String, Value>>,
+    flags: &ResourceFlags,
+) -> Option<serde_json::Map<String, Value>> {
+    let mode = |m: Option<ResourceModeArg>| {
+        m.map(|m| match m {
+            ResourceModeArg::Auto => "auto",
+            ResourceModeArg::Limit => "limit",
+            ResourceModeArg::Request => "request",
+            ResourceModeArg::Guarantee => "guarantee",
+            ResourceModeArg::Ignore => "ignore",
+        })
+    };
+    let given = [
+        ("cpu_mode", mode(flags.cpus_mode).map(Value::from)),
+        ("memory_mode", mode(flags.memory_mode).map(Value::from)),
+        ("cpu", flags.override_cpus.map(Value::from)),
+        ("memory_mb", flags.override_memory_mb.map(Value::from)),
+        ("storage_mb", flags.override_storage_mb.map(Value::from)),
+        ("gpu", flags.override_gpus.map(Value::from)),
+    ];
+    if given.iter().all(|(_, value)| value.is_none()) {
+        return env_params;
+    }
+    let mut params = env_params.unwrap_or_default();
+    let resources = params.entry("resources").or_insert_with(|| json!({}));
+    if let Value::Object(resources) = resources {
+        for (key, value) in given {
+            if let Some(value) = value {
+                resources.insert(key.to_string(), value);
+            }
+        }
+    }
+    Some(params)
+}
 
 /// The explicit inputs of a `run` (also used by `plan`).
 pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
@@ -28,7 +65,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         environment: cmd.env.clone(),
         benchmark_params: cmd.benchmark_params.clone(),
         harness_params: cmd.harness_params.clone(),
-        env_params: cmd.env_params.clone(),
+        env_params: with_resource_flags(cmd.env_params.clone(), &cmd.resources),
         model_params: cmd.model_params.clone(),
         execution_params: cmd.execution_params.clone(),
         model_base_url: cmd.model_base_url.clone(),

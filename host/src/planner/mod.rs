@@ -214,12 +214,16 @@ impl Planner {
         policies::fill_defaults(&mut plan).map_err(PlanError::invalid(task))?;
         // 8. The evaluation environment for the final mode.
         environment::finish_evaluation(&mut plan, task, req).map_err(PlanError::invalid(task))?;
-        // Resources as the provider applies them (Harbor's `auto`): what it cannot limit is
-        // recorded as not enforced (`provenance.resources`), not refused.
+        // Resources under their enforcement modes (Harbor's `auto` by default): what the
+        // provider cannot limit is recorded as not enforced (`provenance.resources`).
         if let Ok(caps) = self.provider.capabilities() {
-            resources::fit(&mut plan.environment, &caps);
+            let unsupported = |message: String| PlanError::Unsupported {
+                task_id: task.task_id.clone(),
+                message,
+            };
+            resources::fit(&mut plan.environment, &caps).map_err(unsupported)?;
             if let Some(evaluation) = plan.evaluation_environment.as_mut() {
-                resources::fit(evaluation, &caps);
+                resources::fit(evaluation, &caps).map_err(unsupported)?;
             }
         }
         Ok(plan)
@@ -259,10 +263,10 @@ impl Planner {
     }
 
     /// `provenance.resources`: how the provider enforces a task's declared resources.
-    pub fn resource_provenance(&self) -> serde_json::Value {
+    pub fn resource_provenance(&self, req: &RunRequest) -> serde_json::Value {
         self.provider
             .capabilities()
-            .map(|caps| resources::provenance(&caps))
+            .map(|caps| resources::provenance(&caps, req.environment.resources.as_ref()))
             .unwrap_or_default()
     }
 

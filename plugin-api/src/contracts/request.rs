@@ -143,6 +143,43 @@ pub struct ResourceRequirements {
     pub gpu_type: Option<String>,
     /// Drop `gpu_type` silently on providers that cannot select one.
     pub ignore_gpu_type: bool,
+    /// How `cpu` is enforced (Harbor's `--cpus` mode; `None`: a hard limit, refused where it
+    /// cannot be applied — the host's planner sets `auto` unless the user chose).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_mode: Option<ResourceMode>,
+    /// How `memory_mb` is enforced (Harbor's `--memory` mode), as `cpu_mode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_mode: Option<ResourceMode>,
+}
+
+/// How a declared resource is enforced (Harbor's `ResourceMode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceMode {
+    /// A hard limit where the environment can set one; otherwise not enforced (recorded).
+    #[default]
+    Auto,
+    /// A hard limit; refused where the environment cannot set one.
+    Limit,
+    /// A reservation (no provider here reserves: refused).
+    Request,
+    /// A reservation and a limit (refused, as `request`).
+    Guarantee,
+    /// Not applied at all.
+    Ignore,
+}
+
+impl ResourceMode {
+    /// The serialised name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResourceMode::Auto => "auto",
+            ResourceMode::Limit => "limit",
+            ResourceMode::Request => "request",
+            ResourceMode::Guarantee => "guarantee",
+            ResourceMode::Ignore => "ignore",
+        }
+    }
 }
 
 impl ResourceRequirements {
@@ -155,7 +192,20 @@ impl ResourceRequirements {
             gpu: over.gpu.or(self.gpu),
             gpu_type: over.gpu_type.clone().or_else(|| self.gpu_type.clone()),
             ignore_gpu_type: self.ignore_gpu_type || over.ignore_gpu_type,
+            cpu_mode: over.cpu_mode.or(self.cpu_mode),
+            memory_mode: over.memory_mode.or(self.memory_mode),
         }
+    }
+
+    /// Whether `field` (`cpu` or `memory_mb`) may go unenforced where the environment cannot
+    /// apply it (`auto`), rather than be refused.
+    pub fn best_effort(&self, field: &str) -> bool {
+        let mode = match field {
+            "cpu" => self.cpu_mode,
+            "memory_mb" => self.memory_mode,
+            _ => None,
+        };
+        matches!(mode, Some(ResourceMode::Auto | ResourceMode::Ignore))
     }
 }
 

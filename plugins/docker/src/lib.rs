@@ -105,7 +105,7 @@ use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ComponentKind, ExecutionPlan, JsonMap, NetworkMode, OpenEnvironmentRequest,
-    ProviderCapabilities, PORT_ENTRY_TYPE,
+    ProviderCapabilities, ResourceRequirements, PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -260,7 +260,7 @@ impl EnvironmentProvider for ContainerProvider {
                 match checked {
                     Err(e) if e.kind == ErrorKind::Unsupported => return Err(e),
                     Err(e) => tracing::debug!(provider = engine.id(), "limits not checked: {e}"),
-                    Ok(()) => {}
+                    Ok(_) => {}
                 }
             }
         }
@@ -293,16 +293,26 @@ impl EnvironmentProvider for ContainerProvider {
             .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
         // Podman's facts (read once per address): the limits it can enforce, and its store,
         // which the close parameters record.
+        let mut resources = request.environment.resources.clone().unwrap_or_default();
         let store = match engine {
             Engine::Podman => {
                 let (services, at) = (self.services.clone(), address.clone());
-                let facts = blocking(engine.id(), move || {
-                    if let Some(resources) = &limited {
-                        services.check_resources(&at, resources)?;
-                    }
-                    services.facts(&at)
+                let (facts, unenforced) = blocking(engine.id(), move || {
+                    let unenforced = match &limited {
+                        Some(resources) => services.check_resources(&at, resources)?,
+                        None => Vec::new(),
+                    };
+                    Ok::<_, Error>((services.facts(&at)?, unenforced))
                 })
                 .await??;
+                // Harbor's `auto`: what this engine cannot enforce runs unlimited.
+                for field in unenforced {
+                    tracing::debug!(provider = engine.id(), field, "limit not enforced here");
+                    match field {
+                        "cpu" => resources.cpu = None,
+                        _ => resources.memory_mb = None,
+                    }
+                }
                 Some(facts.graph_root.clone())
             }
             Engine::Docker => None,
@@ -347,7 +357,7 @@ impl EnvironmentProvider for ContainerProvider {
             pull: config.pull,
             build_network: config.network.clone(),
             container: name.clone(),
-            body: container_body(request, &config, &workdir, &network, binds),
+            body: container_body(request, &resources, &config, &workdir, &network, binds),
             workdir: workdir.clone(),
             deadline: setup
                 .build_timeout_seconds
@@ -519,12 +529,12 @@ impl EnvironmentProvider for ContainerProvider {
 /// request's resolved bindings, working directory, labels, network and resources.
 fn container_body(
     request: &OpenEnvironmentRequest,
+    resources: &ResourceRequirements,
     config: &Config,
     workdir: &str,
     network: &str,
     binds: Vec<String>,
 ) -> ContainerCreateBody {
-    let resources = request.environment.resources.clone().unwrap_or_default();
     let labels = HashMap::from([
         (LABEL_RUN.to_string(), request.run_id.clone()),
         (LABEL_TASK.to_string(), request.task_id.clone()),

@@ -52,7 +52,7 @@ fn limits_refused() -> bool {
     };
     let address = docker_host();
     match podman::Services::default().check_resources(&address, &probe) {
-        Ok(()) => false,
+        Ok(_) => false,
         Err(e) => {
             assert!(e.message.contains("cannot be enforced"), "{}", e.message);
             true

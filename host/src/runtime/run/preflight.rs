@@ -253,7 +253,7 @@ pub fn preflight(
         })
         .transpose()?;
     let mut provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
-    provenance["resources"] = planner.resource_provenance();
+    provenance["resources"] = planner.resource_provenance(&resolved);
     let calls_model = registry
         .get(
             agentcompass_plugin_api::contracts::ComponentKind::Harness,

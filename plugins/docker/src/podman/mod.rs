@@ -106,13 +106,15 @@ impl Services {
 
     /// Refuses `resources` the engine at `address` cannot enforce: a limit needs its cgroup
     /// controller (`cpu`, `memory`) among those Podman can use — none for rootless Podman on
-    /// cgroup v1, whose containers would run unlimited. Blocking; read once per address.
+    /// cgroup v1, whose containers would run unlimited — unless its mode is `auto` (Harbor's
+    /// default), which leaves it unenforced: the fields to drop. Blocking; read once per
+    /// address.
     pub(crate) fn check_resources(
         &self,
         address: &str,
         resources: &ResourceRequirements,
-    ) -> Result<()> {
-        let wanted: Vec<(&str, &str)> = [
+    ) -> Result<Vec<&'static str>> {
+        let wanted: Vec<(&'static str, &str)> = [
             (resources.cpu.is_some(), "cpu", "cpu"),
             (resources.memory_mb.is_some(), "memory_mb", "memory"),
         ]
@@ -120,26 +122,33 @@ impl Services {
         .filter_map(|(set, field, controller)| set.then_some((field, controller)))
         .collect();
         if wanted.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let controllers = &self.facts(address)?.cgroup_controllers;
-        match wanted
-            .iter()
-            .find(|(_, controller)| !controllers.iter().any(|c| c == controller))
-        {
-            None => Ok(()),
-            Some((field, controller)) => Err(Error::unsupported(format!(
+        let mut unenforced = Vec::new();
+        for (field, controller) in wanted {
+            if controllers.iter().any(|c| c == controller) {
+                continue;
+            }
+            // Harbor's `auto`: a limit the engine cannot enforce is left unenforced.
+            if resources.best_effort(field) {
+                unenforced.push(field);
+                continue;
+            }
+            return Err(Error::unsupported(format!(
                 "environment `podman`: resources.{field} cannot be enforced: the Podman service \
                  at `{address}` has no `{controller}` cgroup controller (rootless Podman on \
-                 cgroup v1, or a cgroup v2 without delegation; it has: {}); drop the limit or \
-                 run Podman where it can enforce it",
+                 cgroup v1, or a cgroup v2 without delegation; it has: {}); drop the limit, \
+                 use --{}-mode auto, or run Podman where it can enforce it",
                 if controllers.is_empty() {
                     "none".to_string()
                 } else {
                     controllers.join(", ")
-                }
-            ))),
+                },
+                if field == "cpu" { "cpus" } else { "memory" }
+            )));
         }
+        Ok(unenforced)
     }
 }
 
@@ -175,7 +184,7 @@ mod tests {
             ..ResourceRequirements::default()
         };
         services.check_resources("unix:///x.sock", &cpu).unwrap();
-        let memory = ResourceRequirements {
+        let mut memory = ResourceRequirements {
             memory_mb: Some(512),
             ..ResourceRequirements::default()
         };
@@ -188,6 +197,12 @@ mod tests {
                 && err.message.contains("it has: cpu"),
             "{}",
             err.message
+        );
+        // Under Harbor's `auto` it is left unenforced instead.
+        memory.memory_mode = Some(agentcompass_plugin_api::contracts::ResourceMode::Auto);
+        assert_eq!(
+            services.check_resources("unix:///x.sock", &memory).unwrap(),
+            ["memory_mb"]
         );
         // Nothing asked, nothing read (this address does not exist).
         services
