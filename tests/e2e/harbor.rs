@@ -265,6 +265,71 @@ fn health_checks_gate_the_agent_as_in_harbor() {
     );
 }
 
+#[test]
+fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds() {
+    let h = harbor();
+    // Two of the features' tasks build their own image; one task here has a warning.
+    let tasks = h.ws.cwd.join("tasks");
+    let copy = |name: &str| {
+        let from = repo_root().join("examples/harbor-features").join(name);
+        let status = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&from)
+            .arg(tasks.join(name))
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    fs::create_dir_all(&tasks).unwrap();
+    copy("dockerfile-build");
+    copy("prebuilt-image");
+    let toml = tasks.join("prebuilt-image/task.toml");
+    let text = fs::read_to_string(&toml)
+        .unwrap()
+        .replace("[agent]\n", "[agent]\nuser = \"agent\"\n");
+    fs::write(&toml, text).unwrap();
+    let warning = "warning: task prebuilt-image: ";
+    let params = json!({"path": tasks}).to_string();
+    let env = ["--env-params", r#"{"host_root": true}"#, "--dry-run"];
+    let args = pack_run(
+        &h.plugins,
+        ["harbor", "oracle", "m"],
+        &params,
+        &[&["--env", "sandbox"][..], &env[..]].concat(),
+    );
+    let out = h.ws.run(&args, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let printed: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(printed["selected_tasks"], 2, "{printed}");
+    assert_eq!(printed["image_builds"]["tasks_building"], 1, "{printed}");
+    assert_eq!(printed["image_builds"]["distinct"], 1, "{printed}");
+    let line = out.stderr.lines().find(|l| l.starts_with(warning));
+    assert!(
+        line.is_some_and(|l| l.contains("field `agent.user` is not supported")),
+        "{out:?}"
+    );
+    // `plan` of that task prints the same line.
+    let plugins = h.plugins.to_str().unwrap();
+    let plan = [
+        "--plugin-dir",
+        plugins,
+        "plan",
+        "harbor",
+        "oracle",
+        "m",
+        "--benchmark-params",
+        &params,
+        "--env",
+        "sandbox",
+        "--task",
+        "prebuilt-image",
+    ];
+    let out = h.ws.run(&plan, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains(line.unwrap()), "{out:?}");
+    assert!(!h.ws.cwd.join("results").exists());
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()

@@ -173,18 +173,52 @@ pub(super) fn execute(
     check_gates(gates, &finished, code)
 }
 
+/// What `--dry-run` reports of one request's tasks.
+pub(super) struct DryRunTasks {
+    /// The request's name.
+    pub(super) name: String,
+    /// How many tasks its benchmark selected.
+    pub(super) count: usize,
+    /// `selected_tasks`'s companion `images`: the tasks that build their own image and the
+    /// distinct images (of the first page of the selection).
+    pub(super) images: serde_json::Value,
+}
+
 /// `--dry-run`'s check of what a run would check before its first task (preflight, gates,
-/// opening every request's tasks); returns each request's name and its task count.
+/// opening every request's tasks); prints the load warnings a run would print (on stderr)
+/// and returns each request's task count and image builds.
 pub(super) fn dry_run_tasks(
     orchestration: &Orchestration,
     setup: &Setup,
     gates: &agentcompass_host::gates::Gates,
     checks: Checks,
-) -> anyhow::Result<Vec<(String, usize)>> {
+) -> anyhow::Result<Vec<DryRunTasks>> {
     let ready = prepare(orchestration, setup, gates, checks, false)?;
     let counts = ready.task_counts();
+    let mut out = Vec::with_capacity(counts.len());
+    for ((name, count), request) in counts.into_iter().zip(&ready.prepared) {
+        let preview = request.preview();
+        let label = if name.is_empty() {
+            String::new()
+        } else {
+            format!("{name}: ")
+        };
+        for warning in &preview.warnings {
+            eprintln!("warning: {label}{warning}");
+        }
+        let images = serde_json::json!({
+            "tasks_building": preview.building,
+            "distinct": preview.images.len(),
+            "of_tasks": preview.previewed,
+        });
+        out.push(DryRunTasks {
+            name,
+            count,
+            images,
+        });
+    }
     ready.discard();
-    Ok(counts)
+    Ok(out)
 }
 
 /// Prints each request's outcome (status, headline, error, stop and skip lines, issue tally,

@@ -66,21 +66,23 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         );
         // What a real launch checks before its first task, every request's tasks opened and
         // counted (`selected_tasks` by request name; null with unresolved references).
-        let selected = if resolved {
+        let (selected, images) = if resolved {
             let counts =
                 super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)
                     .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))?;
-            serde_json::Value::Object(
-                counts
-                    .into_iter()
-                    .map(|(name, count)| (name, serde_json::json!(count)))
-                    .collect(),
+            let by_name = |f: &dyn Fn(&super::execute::DryRunTasks) -> serde_json::Value| {
+                serde_json::Value::Object(counts.iter().map(|r| (r.name.clone(), f(r))).collect())
+            };
+            (
+                by_name(&|r| serde_json::json!(r.count)),
+                by_name(&|r| r.images.clone()),
             )
         } else {
-            serde_json::Value::Null
+            (serde_json::Value::Null, serde_json::Value::Null)
         };
         let mut payload = orchestration_payload(&orchestration);
         payload["selected_tasks"] = selected;
+        payload["image_builds"] = images;
         print_json(&payload)?;
         return Ok(0);
     }

@@ -57,6 +57,10 @@ pub fn plan(global: &GlobalArgs, cmd: &PlanCmd) -> anyhow::Result<i32> {
                 known.join(", ")
             )
         })?;
+    // The warnings a run prints when it starts the task.
+    for warning in &task.load_warnings {
+        eprintln!("warning: task {}: {warning}", task.task_id);
+    }
     let plan = planner.plan(task, &request, cmd.attempt)?;
     let view = json!({
         "task_id": plan.task_id,

@@ -122,14 +122,19 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     if let Some(mut payload) = payload {
         // What a real run checks before its first task, its tasks opened and counted
         // (`selected_tasks`); not with unresolved references (warned about above: null).
-        let selected = if resolved {
+        let (selected, images) = if resolved {
             let counts =
                 super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)?;
-            json!(counts.first().map(|(_, count)| *count))
+            let first = counts.into_iter().next();
+            (
+                json!(first.as_ref().map(|r| r.count)),
+                first.map(|r| r.images).unwrap_or_default(),
+            )
         } else {
-            Value::Null
+            (Value::Null, Value::Null)
         };
         payload["selected_tasks"] = selected;
+        payload["image_builds"] = images;
         print_json(&payload)?;
         return Ok(0);
     }

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 
 pub use error::RunError;
 pub use reuse::reuse_key;
-pub use run::{preflight, EndpointToCheck, PreparedRequest, RequestOutcome};
+pub use run::{preflight, EndpointToCheck, PreparedRequest, RequestOutcome, TaskPreview};
 
 use agentcompass_results::status::RunStatus;
 

@@ -16,7 +16,7 @@ use serde_json::json;
 
 pub(crate) use preflight::check_output;
 pub(in crate::runtime) use preflight::check_prices;
-pub use preflight::{preflight, EndpointToCheck, PreparedRequest};
+pub use preflight::{preflight, EndpointToCheck, PreparedRequest, TaskPreview};
 pub(in crate::runtime) use start::request_context;
 
 use super::context::RequestContext;

@@ -74,6 +74,37 @@ impl PreparedRequest {
         &self.resolved.benchmark.id
     }
 
+    /// What a run would say before and while starting the tasks of the first page (all of
+    /// them when the benchmark's selection fits one): each task's load warnings, and which
+    /// tasks build their image from their own definition — for `--dry-run`.
+    pub fn preview(&self) -> TaskPreview {
+        let mut preview = TaskPreview::default();
+        let Some(tasks) = &self.tasks else {
+            return preview;
+        };
+        for task in tasks.buffered() {
+            preview.previewed += 1;
+            for warning in &task.load_warnings {
+                preview
+                    .warnings
+                    .push(format!("task {}: {warning}", task.task_id));
+            }
+            let Ok(plan) = self.planner.plan(task, &self.resolved, 1) else {
+                continue;
+            };
+            let environments =
+                std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
+            let contexts: Vec<&String> = environments
+                .filter_map(|env| env.setup.build_context.as_ref())
+                .collect();
+            if !contexts.is_empty() {
+                preview.building += 1;
+                preview.images.extend(contexts.into_iter().cloned());
+            }
+        }
+        preview
+    }
+
     /// How many tasks the benchmark selected, once [`PreparedRequest::load_tasks`] opened them.
     pub fn task_count(&self) -> Option<usize> {
         self.tasks.as_ref().map(TaskSource::total)
@@ -217,6 +248,19 @@ impl PreparedRequest {
             environment_hint(&env.id, &message)
         )))
     }
+}
+
+/// What `--dry-run` shows of a request's tasks ([`PreparedRequest::preview`]).
+#[derive(Debug, Default)]
+pub struct TaskPreview {
+    /// The tasks previewed (the first page of the selection).
+    pub previewed: usize,
+    /// Their load warnings, `task ID: ...`, as a run prints them.
+    pub warnings: Vec<String>,
+    /// How many of them build their image from their own definition.
+    pub building: usize,
+    /// The distinct build contexts (each built once per machine).
+    pub images: std::collections::BTreeSet<String>,
 }
 
 /// What to try instead when no task can run on environment `id` for `reason`.
