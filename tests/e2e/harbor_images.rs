@@ -27,6 +27,9 @@ fn repo_root() -> PathBuf {
 /// Dockerfile's `ARG REGISTRY` default).
 const REGISTRY_PORT: u16 = 18741;
 
+/// What the `dockerfile-build` task's build downloads.
+const SUFFIX: &str = "built with the network\n";
+
 /// The images the example tasks name, tagged on the tests' engine from one local build.
 const BASE_TAGS: [&str; 2] = [
     "ubuntu:24.04",
@@ -61,43 +64,84 @@ fn tag_base_images(dir: &Path) {
     engine_cli(&args);
 }
 
-/// The image events (build, tag, pull) of the engine between `since` and now, as
-/// `<action> <id>` lines.
-fn image_events(since: u64) -> Vec<String> {
-    let until = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 1;
-    engine_cli(&[
-        "events",
-        "--since",
-        &since.to_string(),
-        "--until",
-        &until.to_string(),
-        "--filter",
-        "type=image",
-        "--format",
-        "{{.Action}} {{.ID}}",
-    ])
-    .lines()
-    .filter(|l| ["build", "tag", "pull"].iter().any(|a| l.starts_with(a)))
-    .map(str::to_string)
-    .collect()
+/// The engine's image events (build, tag, pull) while it lives, streamed as they happen
+/// (Docker keeps only its last 256 events: a long run's image events are gone afterwards).
+struct ImageEvents {
+    child: std::process::Child,
+    file: PathBuf,
 }
 
-/// The images the providers built from a context (by their label).
-fn built_images() -> Vec<String> {
+impl ImageEvents {
+    /// Starts watching (into a file under `dir`), once the watch is live.
+    fn watch(dir: &Path) -> Self {
+        let file = dir.join(format!("image-events-{}.txt", now()));
+        let out = std::fs::File::create(&file).unwrap();
+        let child = Command::new("docker")
+            .args(["-H", &container_host(), "events", "--filter", "type=image"])
+            .args(["--format", "{{.Action}} {{.Actor.Attributes.name}} {{.ID}}"])
+            .stdout(out)
+            .spawn()
+            .expect("the docker CLI");
+        // The stream starts with the request; give it a moment to be in place.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        ImageEvents { child, file }
+    }
+
+    /// Stops watching: the build, tag and pull events seen, as `<action> <name> <id>`.
+    fn stop(mut self) -> Vec<String> {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::fs::read_to_string(&self.file)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| ["build", "tag", "pull"].iter().any(|a| l.starts_with(a)))
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// The image the providers built (tagged `agentcompass-build/...`) that holds `content` in
+/// its file `path`.
+fn built_image(path: &str, content: &str) -> Option<String> {
     engine_cli(&[
         "image",
         "ls",
-        "-q",
         "--filter",
         "label=agentcompass.context_sha256",
+        "--format",
+        "{{.Repository}}:{{.Tag}}",
     ])
     .lines()
     .map(str::to_string)
-    .collect()
+    .find(|name| carries(name, path, content))
+}
+
+/// How many times the image `tag` was built since `since` (Unix seconds): Docker's tag events
+/// of it in `events` (watched during the run), Podman's build events of an image with its
+/// context label (`podman events`, which names the image of a build).
+fn builds_of(tag: &str, since: u64, events: &[String]) -> usize {
+    if container_engine() == "podman" {
+        return crate::podman::builds_of(tag, &since.to_string());
+    }
+    let name = tag
+        .strip_prefix("docker.io/")
+        .or_else(|| tag.strip_prefix("localhost/"))
+        .unwrap_or(tag);
+    events
+        .iter()
+        .filter(|e| e.split(' ').nth(1).is_some_and(|n| n == name || n == tag))
+        .count()
+}
+
+/// Whether image `name` holds `content` in its file `path`.
+fn carries(name: &str, path: &str, content: &str) -> bool {
+    let out = Command::new("docker")
+        .args(["-H", &container_host(), "run", "--rm", "--network", "none"])
+        .args(["--entrypoint", "cat", name, path])
+        .output()
+        .expect("the docker CLI");
+    out.status.success() && String::from_utf8_lossy(&out.stdout) == content
 }
 
 fn now() -> u64 {
@@ -145,7 +189,7 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
         .expect("the registry port of examples/harbor-features/dockerfile-build");
     loopback::serve(listener, |head| {
         if head.starts_with("GET /greeting-suffix.txt ") {
-            loopback::Reply::ok("built with the network\n")
+            loopback::Reply::ok(SUFFIX)
         } else {
             loopback::Reply {
                 status: "404 Not Found",
@@ -155,13 +199,7 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
         }
     });
     let tasks = ["dockerfile-build", "prebuilt-image", "step-healthcheck"];
-    let (since, before) = (now(), built_images());
     let out = oracle(&ws, &tasks, &[]).expect_code(0);
-    // The first run on this engine builds the task's image, and the events show it (so their
-    // absence below means something).
-    if built_images().len() > before.len() {
-        assert!(!image_events(since).is_empty(), "no build event seen");
-    }
     let published = results(&run_dir(&out));
     for (id, (_, result)) in &published {
         assert_eq!(result["status"], "completed", "{id}: {result}");
@@ -190,13 +228,109 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
         assert!(message.contains(needle), "missing {needle:?} in {message}");
     }
 
-    // Again: nothing is built or pulled, the images are reused. (Events are read by the
-    // second: the window starts after the last second of the run before.)
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Again: nothing is built or pulled, the images are reused.
+    let tag = built_image("/usr/local/share/greeting-suffix.txt", SUFFIX)
+        .expect("the dockerfile-build task's image");
     let since = now();
+    let events = ImageEvents::watch(ws.root());
     let out = oracle(&ws, &["dockerfile-build", "prebuilt-image"], &[]).expect_code(0);
     for (id, (_, result)) in results(&run_dir(&out)) {
         assert_eq!(reward(&result), 1.0, "{id}: {result}");
     }
-    assert_eq!(image_events(since), Vec::<String>::new());
+    // (Other tests build and tag meanwhile: their images are not this one.)
+    let events = events.stop();
+    assert_eq!(builds_of(&tag, since, &events), 0, "{events:?}");
+    let pulls: Vec<&String> = events.iter().filter(|e| e.starts_with("pull")).collect();
+    assert_eq!(pulls, Vec::<&String>::new());
+}
+
+/// `count` copies of one task whose image its own Dockerfile builds (the same definition in
+/// every task directory, so one image), under `dir`; the image carries `marker`.
+fn tasks_of_one_image(dir: &Path, count: usize, marker: &str) {
+    for i in 0..count {
+        let task = dir.join(format!("same-image-{i:02}"));
+        for sub in ["environment", "solution", "tests"] {
+            std::fs::create_dir_all(task.join(sub)).unwrap();
+        }
+        let write = |path: &str, text: &str| std::fs::write(task.join(path), text).unwrap();
+        write(
+            "task.toml",
+            "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n\
+             storage_mb = 10240\nworkdir = \"/app\"\nnetwork_mode = \"no-network\"\n",
+        );
+        write("instruction.md", "Copy /built.txt to /app/seen.txt.\n");
+        write(
+            "environment/Dockerfile",
+            "FROM ubuntu:24.04\nWORKDIR /app\nCOPY marker.txt /built.txt\n",
+        );
+        write("environment/marker.txt", marker);
+        write(
+            "solution/solve.sh",
+            "#!/bin/bash\ncp /built.txt /app/seen.txt\n",
+        );
+        write(
+            "tests/test.sh",
+            "#!/bin/bash\nif [ \"$(cat /built.txt)\" = \"$(cat /app/seen.txt)\" ]; then echo 1; \
+             else echo 0; fi > /logs/verifier/reward.txt\n",
+        );
+    }
+}
+
+#[test]
+fn fifty_tasks_of_one_image_build_it_once_before_taking_their_slots() {
+    let ws = Workspace::new();
+    tag_base_images(ws.root());
+    let tasks = ws.root().join("tasks");
+    let marker = format!("built for {}\n", ws.root().display());
+    tasks_of_one_image(&tasks, 50, &marker);
+    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
+    let params = json!({"path": tasks}).to_string();
+    let env = json!({container_host_param(): container_host()}).to_string();
+    let args = pack_run(
+        &plugins,
+        ["harbor", "oracle", "scripted-model"],
+        &params,
+        &[
+            "--env",
+            container_engine(),
+            "--env-params",
+            &env,
+            "--task-concurrency",
+            "8",
+            "--progress",
+            "plain",
+        ],
+    );
+    let since = now();
+    let events = ImageEvents::watch(ws.root());
+    let out = ws.run(&args, &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let published = results(&run_dir(&out));
+    assert_eq!(published.len(), 50);
+    for (id, (_, result)) in &published {
+        assert_eq!(reward(result), 1.0, "{id}: {result}");
+    }
+    // One build (the engine's events: one image made of this definition, whatever other
+    // tests build meanwhile), shown on the terminal before the tasks ran, and in
+    // progress.jsonl.
+    let events = events.stop();
+    let tag = built_image("/built.txt", &marker).expect("the tasks' image");
+    assert_eq!(builds_of(&tag, since, &events), 1, "{tag}: {events:?}");
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("images 0/1"))
+        .unwrap_or_else(|| panic!("no build-phase line: {}", out.stderr));
+    assert!(line.contains("0/50"), "{line}");
+    let events = std::fs::read_to_string(run_dir(&out).join("progress.jsonl")).unwrap();
+    let phase: Vec<&str> = events
+        .lines()
+        .filter(|l| l.contains("\"images_progress\"") || l.contains("\"task_started\""))
+        .take(3)
+        .collect();
+    assert!(
+        phase[0].contains("\"built\":0") && phase[1].contains("\"built\":1"),
+        "{phase:?}"
+    );
+    assert!(phase[2].contains("task_started"), "{phase:?}");
 }

@@ -370,7 +370,7 @@ fn slow_tasks(dir: &Path, count: usize) {
 
 /// The builds of the image `tag` since `since` (`podman events`: every `image build` event
 /// whose image carries `tag`'s context label, a duplicate build's untagged image included).
-fn builds_of(tag: &str, since: &str) -> usize {
+pub(crate) fn builds_of(tag: &str, since: &str) -> usize {
     let label = "{{index .Labels \"agentcompass.context_sha256\"}}";
     let sha = podman(&["image", "inspect", "--format", label, tag]);
     let events = podman(&[

@@ -7,6 +7,7 @@
 
 mod cache;
 mod content_hash;
+mod environment_hash;
 mod export;
 mod publish;
 mod registry;
@@ -17,6 +18,7 @@ pub use cache::{
     STALE_STAGING,
 };
 pub use content_hash::{content_hash, ContentHash, HashError};
+pub use environment_hash::environment_hash;
 pub use export::{export_dataset, export_task, ExportError};
 pub use registry::{
     latest_version, DatasetRef, DatasetSpec, MetricConfig, ReferenceError, Registry, RegistryError,

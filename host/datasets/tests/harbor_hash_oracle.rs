@@ -179,3 +179,67 @@ fn digests_equal_harbors_on_every_rule() {
         );
     }
 }
+
+const ENVIRONMENT_ORACLE: &str = r#"
+import json, sys
+from pathlib import Path
+from harbor.environments.definition import environment_content_hash
+print(json.dumps({d: environment_content_hash(Path(d)) for d in sys.argv[1:]}))
+"#;
+
+#[test]
+fn environment_digests_equal_harbors() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let mut dirs = Vec::new();
+    let mut env = |name: &str, files: &[(&str, &[u8])]| {
+        let dir = w.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        for (rel, bytes) in files {
+            write(&dir, rel, bytes);
+        }
+        dirs.push(dir);
+    };
+    env(
+        "plain",
+        &[("Dockerfile", b"FROM ubuntu:24.04\nWORKDIR /app\n")],
+    );
+    env("empty", &[]);
+    env(
+        "nested",
+        &[
+            ("Dockerfile", b"FROM x\nCOPY tools /t\n"),
+            ("tools/a.sh", b"echo a\n"),
+            ("tools/B.sh", b""),
+            ("tools/sub/c", b"c"),
+            ("tools/__pycache__/x.pyc", b"skipped"),
+            (".git/HEAD", b"ref"),
+            ("z.txt", b"last"),
+        ],
+    );
+    let features = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/harbor-features/dockerfile-build/environment");
+    dirs.push(features.canonicalize().unwrap());
+    let out = Command::new(python())
+        .arg("-c")
+        .arg(ENVIRONMENT_ORACLE)
+        .args(&dirs)
+        .output()
+        .expect("the oracle's python runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let theirs: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&out.stdout).unwrap();
+    for dir in &dirs {
+        let ours = agentcompass_datasets::environment_hash(dir).unwrap();
+        assert_eq!(
+            theirs[dir.to_str().unwrap()],
+            serde_json::json!(ours),
+            "{}",
+            dir.display()
+        );
+    }
+}

@@ -45,6 +45,9 @@ pub enum EventKind {
     ModelLimit,
     /// The run was steered through its control socket (`ctl`: pause, concurrency, cancel).
     Control,
+    /// The build phase built (or found) another of the tasks' own images (`built`, `failed`,
+    /// `total`).
+    ImagesProgress,
     /// An event this host does not write (a newer host's, another tool's).
     #[serde(other)]
     Unknown,
@@ -70,6 +73,7 @@ impl EventKind {
             EventKind::RunFinished => "run_finished",
             EventKind::ModelLimit => "model_limit",
             EventKind::Control => "control",
+            EventKind::ImagesProgress => "images_progress",
             EventKind::Unknown => "unknown",
         }
     }

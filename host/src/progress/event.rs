@@ -115,6 +115,16 @@ pub enum ProgressEvent<'a> {
     },
     /// The run was steered through its control socket (`{action, uid, ...}`).
     Control(Value),
+    /// The build phase: `built` of the `total` distinct images the tasks build from their own
+    /// definitions are ready (`failed` of them could not be built).
+    ImagesProgress {
+        /// Images ready or failed so far.
+        built: u64,
+        /// Of which failed.
+        failed: u64,
+        /// Distinct images to build.
+        total: u64,
+    },
     /// The run ended.
     RunFinished {
         /// Its terminal status.
@@ -153,6 +163,7 @@ impl<'a> ProgressEvent<'a> {
             ProgressEvent::RunFinished { .. } => EventKind::RunFinished,
             ProgressEvent::ModelLimit { .. } => EventKind::ModelLimit,
             ProgressEvent::Control(_) => EventKind::Control,
+            ProgressEvent::ImagesProgress { .. } => EventKind::ImagesProgress,
         }
     }
 
@@ -257,6 +268,14 @@ impl<'a> ProgressEvent<'a> {
                 (None, owned(payload))
             }
             ProgressEvent::Control(action) => (None, Cow::Borrowed(action)),
+            ProgressEvent::ImagesProgress {
+                built,
+                failed,
+                total,
+            } => (
+                None,
+                owned(json!({"built": built, "failed": failed, "total": total})),
+            ),
             ProgressEvent::RunFinished { status, error } => {
                 (Some(status.as_str()), owned(json!({ "error": error })))
             }

@@ -490,6 +490,7 @@ impl ProgressRecorder {
         let key_event = matches!(
             event,
             ProgressEvent::TasksLoaded { .. }
+                | ProgressEvent::ImagesProgress { .. }
                 | ProgressEvent::ReuseLoaded(_)
                 | ProgressEvent::SummaryStarted
                 | ProgressEvent::RunFinished { .. }

@@ -68,6 +68,8 @@ pub(super) struct SnapshotState {
     model_endpoints: BTreeMap<String, LimitSnapshot>,
     /// The live run's control: its socket, pause state and task concurrency.
     pub(super) control: Option<Value>,
+    /// The build phase: images ready of the total, while it runs.
+    images: Option<(u64, u64)>,
 }
 
 impl SnapshotState {
@@ -116,6 +118,7 @@ impl SnapshotState {
             score: None,
             model_endpoints: BTreeMap::new(),
             control: None,
+            images: None,
         }
     }
 
@@ -164,6 +167,10 @@ impl SnapshotState {
             }
             ProgressEvent::ModelLimit { endpoint, limit } => {
                 self.model_endpoints.insert((*endpoint).to_string(), *limit);
+            }
+            ProgressEvent::ImagesProgress { built, total, .. } => {
+                self.mark_running();
+                self.images = (built < total).then_some((*built, *total));
             }
             _ => {}
         }
@@ -295,6 +302,7 @@ impl SnapshotState {
                 .values()
                 .find(|l| l.limit < l.max || l.waiting > 0)
                 .map(|l| (l.limit, l.max, l.waiting)),
+            images: self.images,
         }
     }
 

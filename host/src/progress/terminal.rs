@@ -57,6 +57,8 @@ pub struct ProgressSnapshotView {
     /// A model endpoint whose limit is below its maximum or has calls waiting: `(limit,
     /// max, waiting)`.
     pub model_limit: Option<(u32, u32, u32)>,
+    /// While the build phase runs: the tasks' own images ready, of the total.
+    pub images: Option<(u64, u64)>,
 }
 
 /// Where a request's progress is shown on the terminal. Implementations must be cheap and
@@ -123,7 +125,10 @@ impl Parts {
             };
             format!("{shown}/s · ETA {}", clock(remaining as f64 / per_second))
         });
-        let mut counts = format!("running {}", view.running);
+        let mut counts = match view.images {
+            Some((built, total)) => format!("images {built}/{total} · running {}", view.running),
+            None => format!("running {}", view.running),
+        };
         for (name, n) in [
             ("retrying", view.retrying),
             ("failed", view.failed),
@@ -300,6 +305,10 @@ impl Aggregate {
             sum.running += v.running;
             sum.reused += v.reused;
             sum.model_limit = sum.model_limit.or(v.model_limit);
+            sum.images = match (sum.images, v.images) {
+                (Some((a, b)), Some((c, d))) => Some((a + c, b + d)),
+                (one, other) => one.or(other),
+            };
         }
         sum
     }
@@ -320,10 +329,13 @@ fn due(last: Option<Instant>, now: Instant, interval: Duration) -> bool {
 struct PlainState {
     aggregate: Aggregate,
     last_draw: Option<Instant>,
+    /// The build phase's count in the last line printed.
+    last_images: Option<(u64, u64)>,
     out: Output,
 }
 
-/// Prints [`plain_line`] to stderr at most every 10 s, and when every request has finished.
+/// Prints [`plain_line`] to stderr at most every 10 s, at each step of the build phase
+/// (`images 3/9`), and when every request has finished.
 pub struct PlainSink {
     interval: Duration,
     state: Mutex<PlainState>,
@@ -342,13 +354,16 @@ impl PlainSink {
             state: Mutex::new(PlainState {
                 aggregate: Aggregate::default(),
                 last_draw: None,
+                last_images: None,
                 out,
             }),
         }
     }
 
     fn draw(state: &mut PlainState, now: Instant) {
-        let mut line = plain_line(&state.aggregate.combined());
+        let view = state.aggregate.combined();
+        state.last_images = view.images;
+        let mut line = plain_line(&view);
         line.push('\n');
         // Terminal output failures never break the run.
         let _ = state.out.write_all(line.as_bytes());
@@ -369,7 +384,9 @@ impl TerminalSink for PlainSink {
         state.aggregate.record(snapshot);
         let now = Instant::now();
         // No `0/0` line before the tasks are known.
-        if state.aggregate.combined().total > 0 && due(state.last_draw, now, self.interval) {
+        let view = state.aggregate.combined();
+        let images_moved = view.images.is_some() && view.images != state.last_images;
+        if view.total > 0 && (images_moved || due(state.last_draw, now, self.interval)) {
             Self::draw(&mut state, now);
         }
     }
@@ -544,6 +561,7 @@ mod tests {
             reused: 4,
             status: serde_json::from_value(serde_json::json!(status)).unwrap(),
             model_limit: None,
+            images: None,
         }
     }
 
@@ -642,6 +660,25 @@ mod tests {
             "{text}"
         );
         assert!(lines[1].ends_with("| completed"), "{text}");
+    }
+
+    #[test]
+    fn the_build_phase_prints_each_image_built() {
+        let out = Shared::default();
+        let sink = PlainSink::with_output(Box::new(out.clone()), Duration::from_secs(3600));
+        let mut building = view("a", 50, 0, "running");
+        building.images = Some((0, 3));
+        sink.update(&building);
+        building.images = Some((1, 3));
+        sink.update(&building);
+        sink.update(&building);
+        building.images = None;
+        sink.update(&building);
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("| images 0/3 · running "), "{text}");
+        assert!(lines[1].contains("| images 1/3 · running "), "{text}");
     }
 
     #[test]

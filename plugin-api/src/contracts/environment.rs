@@ -43,6 +43,11 @@ pub struct ProviderCapabilities {
     /// and `setup.image`/`setup.os`. `None`: every param.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform_params: Option<Vec<String>>,
+    /// Builds an environment's image from its own definition (`setup.build_context`) when it
+    /// opens, once per definition: the host then builds the tasks' images in a build phase
+    /// before the tasks take their concurrency slots (an open and close per image).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub builds_images: bool,
 }
 
 impl Default for ProviderCapabilities {
@@ -58,6 +63,7 @@ impl Default for ProviderCapabilities {
             host_endpoints: false,
             host_mounts: false,
             platform_params: None,
+            builds_images: false,
         }
     }
 }

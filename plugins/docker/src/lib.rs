@@ -232,6 +232,7 @@ impl EnvironmentProvider for ContainerProvider {
             // An image built from a context; the daemon's socket, the network and the rest
             // change nothing installed.
             platform_params: Some(vec!["build_context".to_string()]),
+            builds_images: true,
         })
     }
 

@@ -103,6 +103,7 @@ impl EnvironmentProvider for HostProcessProvider {
             host_endpoints: true,
             host_mounts: false,
             platform_params: None,
+            builds_images: false,
         })
     }
 

@@ -244,6 +244,7 @@ impl EnvironmentProvider for SandboxProvider {
             host_mounts: true,
             // The root filesystem; `bwrap` and `egress_hosts` change nothing installed.
             platform_params: Some(vec!["root".to_string()]),
+            builds_images: false,
         })
     }
 

@@ -3,6 +3,7 @@
 //! schedule the rest under the shared limits, finish (metrics, summary, `run_info` status).
 
 mod finish;
+mod images;
 mod limit_watch;
 mod preflight;
 mod schedule;
@@ -141,6 +142,10 @@ pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> Requ
     };
     outcome.reused = reused.len();
     outcome.changed = changed;
+    // The tasks' own images, before the tasks take their slots (on the nodes for Slurm).
+    if shared.runtime.executor == crate::request::Executor::Local {
+        images::build_images(&rc, &tasks, &reused).await;
+    }
     let rc = Arc::new(rc);
     shared.control.register(&rc);
     let watch = tokio::spawn(limit_watch::watch(rc.clone()));
