@@ -134,14 +134,27 @@ fn builds_of(tag: &str, since: u64, events: &[String]) -> usize {
         .count()
 }
 
-/// Whether image `name` holds `content` in its file `path`.
+/// Whether image `name` holds `content` in its file `path` (read from a container created,
+/// never started, from it: `docker run` does not return on rootless Podman's API here).
 fn carries(name: &str, path: &str, content: &str) -> bool {
-    let out = Command::new("docker")
-        .args(["-H", &container_host(), "run", "--rm", "--network", "none"])
-        .args(["--entrypoint", "cat", name, path])
-        .output()
-        .expect("the docker CLI");
-    out.status.success() && String::from_utf8_lossy(&out.stdout) == content
+    let engine = |args: &[&str]| {
+        Command::new("docker")
+            .args(["-H", &container_host()])
+            .args(args)
+            .output()
+            .expect("the docker CLI")
+    };
+    let created = engine(&["create", "--network", "none", name, "true"]);
+    if !created.status.success() {
+        return false;
+    }
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("file");
+    let source = format!("{id}:{path}");
+    let copied = engine(&["cp", &source, &copy.display().to_string()]);
+    engine(&["rm", "-f", &id]);
+    copied.status.success() && std::fs::read_to_string(&copy).is_ok_and(|text| text == content)
 }
 
 fn now() -> u64 {
