@@ -217,9 +217,9 @@ impl Planner {
         // Resources under their enforcement modes (Harbor's `auto` by default): what the
         // provider cannot limit is recorded as not enforced (`provenance.resources`).
         if let Ok(caps) = self.provider.capabilities() {
-            let unsupported = |message: String| PlanError::Unsupported {
+            let unsupported = |refusal: resources::ResourceRefusal| PlanError::Unsupported {
                 task_id: task.task_id.clone(),
-                message,
+                message: refusal.to_string(),
             };
             resources::fit(&mut plan.environment, &caps).map_err(unsupported)?;
             if let Some(evaluation) = plan.evaluation_environment.as_mut() {

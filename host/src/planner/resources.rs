@@ -37,9 +37,40 @@ const NOT_ENFORCED: [(&str, &str); 3] = [
     ),
 ];
 
-/// Fits `env`'s resources to `caps` under their modes; the refusal's message when a mode
-/// cannot be honoured.
-pub fn fit(env: &mut EnvironmentSpec, caps: &ProviderCapabilities) -> Result<(), String> {
+/// Why a resource mode cannot be honoured.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ResourceRefusal {
+    /// `limit` without a value to limit to.
+    #[error(
+        "{flag} limit requires a value of resources.{field} (the task declares none; set one \
+         with --override-{override_flag})"
+    )]
+    LimitWithoutValue {
+        /// The mode's flag (`--cpus-mode`).
+        flag: &'static str,
+        /// The resource (`cpu`).
+        field: &'static str,
+        /// The override flag's suffix (`cpus`).
+        override_flag: &'static str,
+    },
+    /// A reservation mode, which no provider makes.
+    #[error(
+        "{flag} {mode}: environment `{provider}` makes no resource reservations (use auto, \
+         limit or ignore)"
+    )]
+    Reservation {
+        /// The mode's flag.
+        flag: &'static str,
+        /// `request` or `guarantee`.
+        mode: &'static str,
+        /// The environment.
+        provider: String,
+    },
+}
+
+/// Fits `env`'s resources to `caps` under their modes; why not when a mode cannot be
+/// honoured.
+pub fn fit(env: &mut EnvironmentSpec, caps: &ProviderCapabilities) -> Result<(), ResourceRefusal> {
     let Some(resources) = env.resources.as_mut() else {
         return Ok(());
     };
@@ -76,27 +107,27 @@ pub fn fit(env: &mut EnvironmentSpec, caps: &ProviderCapabilities) -> Result<(),
 /// One limit under its mode: kept, dropped, or refused.
 fn fit_limit<T>(
     provider: &str,
-    field: &str,
-    flag: &str,
+    field: &'static str,
+    flag: &'static str,
     value: Option<T>,
     mode: ResourceMode,
     applies: bool,
-) -> Result<Option<T>, String> {
+) -> Result<Option<T>, ResourceRefusal> {
     match mode {
         ResourceMode::Ignore => Ok(None),
         ResourceMode::Auto if !applies => Ok(None),
         ResourceMode::Auto => Ok(value),
-        ResourceMode::Limit if value.is_none() => Err(format!(
-            "{flag} limit requires a value of resources.{field} (the task declares none; set \
-             one with --override-{})",
-            if field == "cpu" { "cpus" } else { "memory-mb" }
-        )),
+        ResourceMode::Limit if value.is_none() => Err(ResourceRefusal::LimitWithoutValue {
+            flag,
+            field,
+            override_flag: if field == "cpu" { "cpus" } else { "memory-mb" },
+        }),
         ResourceMode::Limit => Ok(value),
-        ResourceMode::Request | ResourceMode::Guarantee => Err(format!(
-            "{flag} {}: environment `{provider}` makes no resource reservations (use auto, \
-             limit or ignore)",
-            mode.as_str()
-        )),
+        ResourceMode::Request | ResourceMode::Guarantee => Err(ResourceRefusal::Reservation {
+            flag,
+            mode: mode.as_str(),
+            provider: provider.to_string(),
+        }),
     }
 }
 
@@ -197,7 +228,7 @@ mod tests {
         fit(&mut env, &ProviderCapabilities::default()).unwrap();
         assert_eq!(env.resources.unwrap().cpu, Some(2.0));
         let mut env = with(ResourceMode::Limit, None);
-        let err = fit(&mut env, &containers()).unwrap_err();
+        let err = fit(&mut env, &containers()).unwrap_err().to_string();
         assert_eq!(
             err,
             "--cpus-mode limit requires a value of resources.cpu (the task declares none; set \
@@ -208,7 +239,7 @@ mod tests {
         assert_eq!(env.resources.unwrap().cpu, None);
         for reservation in [ResourceMode::Request, ResourceMode::Guarantee] {
             let mut env = with(reservation, Some(2.0));
-            let err = fit(&mut env, &containers()).unwrap_err();
+            let err = fit(&mut env, &containers()).unwrap_err().to_string();
             assert!(err.contains("makes no resource reservations"), "{err}");
         }
     }
