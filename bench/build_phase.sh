@@ -87,7 +87,7 @@ phase() { # rep -> seconds
     t0=$(now)
     run --benchmark-params "{\"path\": \"$tasks\"}" \
         --env-params "{\"docker_host\": \"$DOCKER_HOST\"}"
-    echo "scale=2; ($(now) - t0) / 1000000000" | bc
+    echo "scale=2; ($(now) - $t0) / 1000000000" | bc
 }
 
 open() { # rep -> seconds
@@ -99,7 +99,7 @@ open() { # rep -> seconds
     t0=$(now)
     run --benchmark-params "{\"path\": \"$base/tasks\"}" \
         --env-params "{\"docker_host\": \"$DOCKER_HOST\", \"build_context\": \"$base/ctx\"}"
-    echo "scale=2; ($(now) - t0) / 1000000000" | bc
+    echo "scale=2; ($(now) - $t0) / 1000000000" | bc
 }
 
 results=()
