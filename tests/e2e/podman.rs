@@ -415,20 +415,22 @@ fn slurm_runs_harbor_tasks_in_podman_on_every_node_once_with_a_node_lost() {
     // Three jobs of 8 tasks, a whole node (4 CPUs) each. Relative paths mean the same on the
     // nodes.
     slow_tasks(&ws.cwd.join("tasks"), 24);
-    // An image of this test's own (a file only it has), tagged by the run.
+    // An image of this test's own (a file only it has): each task ships it as its
+    // `environment/` (hard links of one build context), as a Harbor task ships its Dockerfile.
     let context =
         crate::docker_networks::image_context(&ws.cwd, &["/usr/bin/find", "/usr/bin/seq"]);
-    fs::write(
-        context.join("root/agentcompass-test"),
-        ws.cwd.display().to_string(),
-    )
-    .unwrap();
-    let tag = format!("agentcompass-test/slurm-podman-{}:1", std::process::id());
-    let env_params = json!({
-        "build_context": context,
-        "setup": {"image": tag, "build_timeout_seconds": 300}
-    })
-    .to_string();
+    let marker = ws.cwd.display().to_string();
+    fs::write(context.join("root/agentcompass-test"), &marker).unwrap();
+    for task in fs::read_dir(ws.cwd.join("tasks")).unwrap().flatten() {
+        let linked = Command::new("cp")
+            .arg("-al")
+            .arg(&context)
+            .arg(task.path().join("environment"))
+            .status()
+            .unwrap();
+        assert!(linked.success());
+    }
+    let env_params = json!({"setup": {"build_timeout_seconds": 300}}).to_string();
     let config = slurm_config(
         &ws,
         "attempts_per_job = 8\ncpus_per_job = 4\nmax_jobs_in_flight = 3",
@@ -488,14 +490,35 @@ fn slurm_runs_harbor_tasks_in_podman_on_every_node_once_with_a_node_lost() {
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
     let spread = nodes(&tasks);
+    let tag = podman(&[
+        "image",
+        "ls",
+        "--filter",
+        "label=agentcompass.context_sha256",
+        "--format",
+        "{{.Repository}}:{{.Tag}}",
+    ])
+    .lines()
+    .map(str::to_string)
+    .find(|image| {
+        let out = Command::new("podman")
+            .args(["run", "--rm", "--network", "none", "--entrypoint", "cat"])
+            .args([image.as_str(), "/agentcompass-test"])
+            .envs(podman_env())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout) == marker
+    })
+    .expect("the tasks' image");
     let builds = builds_of(&tag, &since);
     eprintln!(
         "slurm + podman: 24 Harbor tasks in {:.1} s with {victim}'s slurmd killed; tasks by \
          node {spread:?}; image built {builds} time(s)",
         started.elapsed().as_secs_f64()
     );
-    // Built by the first open, found by every other: the build lock is per machine, and this
-    // cluster's three nodes are one machine.
+    // The tasks' own image, built by the first open on the nodes (the coordinator has no
+    // build phase on Slurm), found by every other: the build lock is per machine, and this
+    // cluster's three nodes are one machine — each node builds the digest once.
     assert_eq!(builds, 1, "the image was built {builds} times");
     assert!(
         containers_of_run(&run).is_empty(),
