@@ -166,13 +166,19 @@ fn now() -> u64 {
 
 /// `run harbor oracle` over `examples/harbor-features/` tasks `tasks`, in the tests' engine.
 fn oracle(ws: &Workspace, tasks: &[&str], extra: &[&str]) -> Outcome {
-    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let params = json!({
         "path": repo_root().join("examples/harbor-features"),
         "sample_ids": tasks,
-    })
-    .to_string();
+    });
+    oracle_on(ws, &params, "none", extra)
+}
+
+/// `run harbor oracle` with the benchmark parameters `params`, in the tests' engine, with
+/// `--progress progress` and `extra`.
+fn oracle_on(ws: &Workspace, params: &Value, progress: &str, extra: &[&str]) -> Outcome {
+    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let env = json!({container_host_param(): container_host()}).to_string();
+    let params = params.to_string();
     let mut args = pack_run(
         &plugins,
         ["harbor", "oracle", "scripted-model"],
@@ -183,7 +189,7 @@ fn oracle(ws: &Workspace, tasks: &[&str], extra: &[&str]) -> Outcome {
             "--env-params",
             &env,
             "--progress",
-            "none",
+            progress,
         ],
     );
     args.extend_from_slice(extra);
@@ -296,27 +302,10 @@ fn fifty_tasks_of_one_image_build_it_once_before_taking_their_slots() {
     let tasks = ws.root().join("tasks");
     let marker = format!("built for {}\n", ws.root().display());
     tasks_of_one_image(&tasks, 50, &marker);
-    let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let params = json!({"path": tasks}).to_string();
-    let env = json!({container_host_param(): container_host()}).to_string();
-    let args = pack_run(
-        &plugins,
-        ["harbor", "oracle", "scripted-model"],
-        &params,
-        &[
-            "--env",
-            container_engine(),
-            "--env-params",
-            &env,
-            "--task-concurrency",
-            "8",
-            "--progress",
-            "plain",
-        ],
-    );
     let since = now();
     let events = ImageEvents::watch(ws.root());
-    let out = ws.run(&args, &[]);
+    let params = json!({"path": tasks});
+    let out = oracle_on(&ws, &params, "plain", &["--task-concurrency", "8"]);
     assert_eq!(out.code, 0, "{out:?}");
     let published = results(&run_dir(&out));
     assert_eq!(published.len(), 50);

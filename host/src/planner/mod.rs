@@ -14,8 +14,8 @@ mod timeouts;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, EvaluationEnvironmentMode, ExecutionPlan, HarnessPlan,
-    RunRequest, TaskSpec,
+    ComponentInfo, ComponentKind, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan,
+    HarnessPlan, RunRequest, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
@@ -260,6 +260,19 @@ impl Planner {
         }
         artifacts::validate(&plan.artifacts, &plan.artifact_collect)
             .map_err(PlanError::invalid(task))
+    }
+
+    /// The environments of `task`'s first attempt that build their own image
+    /// (`setup.build_context`): the task's and a fresh verifier's (none if it cannot be
+    /// planned).
+    pub fn image_builds(&self, task: &TaskSpec, req: &RunRequest) -> Vec<EnvironmentSpec> {
+        let Ok(plan) = self.plan(task, req, 1) else {
+            return Vec::new();
+        };
+        std::iter::once(plan.environment)
+            .chain(plan.evaluation_environment)
+            .filter(|env| env.setup.build_context.is_some())
+            .collect()
     }
 
     /// `provenance.resources`: how the provider enforces a task's declared resources.

@@ -200,12 +200,71 @@ impl<'a> ProgressEvent<'a> {
 
     /// The fields of the event's line.
     pub(super) fn fields(&self) -> EventFields<'_> {
-        let kind = self.kind();
-        let task = self.task();
-        let phase = self.phase();
+        let (status, payload) = match self.positioned() {
+            Some((status, task)) => (
+                status,
+                Cow::Owned(serde_json::to_value(task).unwrap_or(Value::Null)),
+            ),
+            None => self.status_and_payload(),
+        };
+        EventFields {
+            kind: self.kind(),
+            task: self.task(),
+            phase: self.phase(),
+            status,
+            payload,
+        }
+    }
+
+    /// The status and payload of an event about a task's place in the stream (started,
+    /// finished, skipped).
+    fn positioned(&self) -> Option<(Option<&'static str>, TaskPayload)> {
+        match self {
+            ProgressEvent::TaskStarted { index, total, .. } => Some((
+                None,
+                TaskPayload {
+                    index: *index,
+                    total: *total,
+                    ..TaskPayload::default()
+                },
+            )),
+            ProgressEvent::TaskFinished {
+                status,
+                severity,
+                index,
+                total,
+                ..
+            } => Some((
+                Some(status.as_str()),
+                TaskPayload {
+                    index: *index,
+                    total: *total,
+                    severity: Some(severity_name(*severity).to_string()),
+                    reason: None,
+                },
+            )),
+            ProgressEvent::TaskSkipped {
+                reason,
+                index,
+                total,
+                ..
+            } => Some((
+                Some(TaskOutcome::Skipped.as_str()),
+                TaskPayload {
+                    index: *index,
+                    total: *total,
+                    severity: None,
+                    reason: Some(reason.to_string()),
+                },
+            )),
+            _ => None,
+        }
+    }
+
+    /// The status and payload of every other event.
+    fn status_and_payload(&self) -> (Option<&'static str>, Cow<'_, Value>) {
         let owned = |value: Value| Cow::Owned(value);
-        let payload = |task: TaskPayload| owned(serde_json::to_value(task).unwrap_or(Value::Null));
-        let (status, payload) = match self {
+        match self {
             ProgressEvent::RunStarted {
                 benchmark,
                 harness,
@@ -219,49 +278,12 @@ impl<'a> ProgressEvent<'a> {
             ),
             ProgressEvent::TasksLoaded { total } => (None, owned(json!({ "total_tasks": total }))),
             ProgressEvent::ReuseLoaded(payload) => (None, Cow::Borrowed(payload)),
-            ProgressEvent::TaskStarted { index, total, .. } => (
-                None,
-                payload(TaskPayload {
-                    index: *index,
-                    total: *total,
-                    ..TaskPayload::default()
-                }),
-            ),
             ProgressEvent::PhaseChanged { detail, .. } => (None, Cow::Borrowed(detail)),
             ProgressEvent::ExecutionPlanResolved { plan, .. } => (None, Cow::Borrowed(plan)),
             ProgressEvent::AttemptRetry { detail, .. } => (None, Cow::Borrowed(detail)),
             ProgressEvent::AttemptFinished { status, .. } => {
                 (Some(status.as_str()), owned(Value::Null))
             }
-            ProgressEvent::TaskFinished {
-                status,
-                severity,
-                index,
-                total,
-                ..
-            } => (
-                Some(status.as_str()),
-                payload(TaskPayload {
-                    index: *index,
-                    total: *total,
-                    severity: Some(severity_name(*severity).to_string()),
-                    reason: None,
-                }),
-            ),
-            ProgressEvent::TaskSkipped {
-                reason,
-                index,
-                total,
-                ..
-            } => (
-                Some(TaskOutcome::Skipped.as_str()),
-                payload(TaskPayload {
-                    index: *index,
-                    total: *total,
-                    severity: None,
-                    reason: Some(reason.to_string()),
-                }),
-            ),
             ProgressEvent::ModelLimit { endpoint, limit } => {
                 let mut payload = serde_json::to_value(limit).unwrap_or(Value::Null);
                 payload["endpoint"] = json!(endpoint);
@@ -279,16 +301,13 @@ impl<'a> ProgressEvent<'a> {
             ProgressEvent::RunFinished { status, error } => {
                 (Some(status.as_str()), owned(json!({ "error": error })))
             }
-            ProgressEvent::AttemptStarted(_)
+            // `positioned`'s.
+            ProgressEvent::TaskStarted { .. }
+            | ProgressEvent::TaskFinished { .. }
+            | ProgressEvent::TaskSkipped { .. }
+            | ProgressEvent::AttemptStarted(_)
             | ProgressEvent::PartialSaved(_)
             | ProgressEvent::SummaryStarted => (None, owned(Value::Null)),
-        };
-        EventFields {
-            kind,
-            task,
-            phase,
-            status,
-            payload,
         }
     }
 }

@@ -39,18 +39,12 @@ fn building(
     tasks: &TaskSource,
     reused: &HashSet<String>,
 ) -> Vec<EnvironmentSpec> {
-    let mut found = Vec::new();
-    for task in tasks.buffered() {
-        if reused.contains(&task.task_id) {
-            continue;
-        }
-        let Ok(plan) = rc.planner.plan(task, &rc.resolved, 1) else {
-            continue;
-        };
-        let environments = std::iter::once(plan.environment).chain(plan.evaluation_environment);
-        found.extend(environments.filter(|env| env.setup.build_context.is_some()));
-    }
-    found
+    tasks
+        .buffered()
+        .iter()
+        .filter(|task| !reused.contains(&task.task_id))
+        .flat_map(|task| rc.planner.image_builds(task, &rc.resolved))
+        .collect()
 }
 
 /// One environment of each distinct image among `environments`: the same definition (its
@@ -106,7 +100,7 @@ pub(super) async fn build_images(
             let Some((index, env)) = pending.next() else {
                 break;
             };
-            running.spawn(build_one(rc.clone_for_build(), index, env));
+            running.spawn(build_one(BuildScope::of(rc), index, env));
         }
         let Some(done) = running.join_next().await else {
             break;
@@ -124,7 +118,7 @@ pub(super) async fn build_images(
 }
 
 /// What one build needs of the request (owned, for its own task).
-pub(super) struct BuildScope {
+struct BuildScope {
     provider: std::sync::Arc<dyn agentcompass_plugin_api::sdk::EnvironmentProvider>,
     ctx: agentcompass_plugin_api::sdk::Ctx,
     cancel: crate::host_services::CancelToken,
@@ -134,17 +128,17 @@ pub(super) struct BuildScope {
     cleanup_grace: Duration,
 }
 
-impl RequestContext {
-    /// The parts of the request one image build uses.
-    fn clone_for_build(&self) -> BuildScope {
+impl BuildScope {
+    /// The parts of `rc` one image build uses.
+    fn of(rc: &RequestContext) -> BuildScope {
         BuildScope {
-            provider: self.planner.provider().clone(),
-            ctx: self.ctx.clone(),
-            cancel: self.cancel.clone(),
-            run_id: self.store.run_id().to_string(),
-            run_dir: self.store.run_dir().to_path_buf(),
-            records: self.store.env_resources_dir(),
-            cleanup_grace: self.cleanup_grace,
+            provider: rc.planner.provider().clone(),
+            ctx: rc.ctx.clone(),
+            cancel: rc.cancel.clone(),
+            run_id: rc.store.run_id().to_string(),
+            run_dir: rc.store.run_dir().to_path_buf(),
+            records: rc.store.env_resources_dir(),
+            cleanup_grace: rc.cleanup_grace,
         }
     }
 }

@@ -89,17 +89,11 @@ impl PreparedRequest {
                     .warnings
                     .push(format!("task {}: {warning}", task.task_id));
             }
-            let Ok(plan) = self.planner.plan(task, &self.resolved, 1) else {
-                continue;
-            };
-            let environments =
-                std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
-            let contexts: Vec<&String> = environments
-                .filter_map(|env| env.setup.build_context.as_ref())
-                .collect();
-            if !contexts.is_empty() {
+            let builds = self.planner.image_builds(task, &self.resolved);
+            if !builds.is_empty() {
                 preview.building += 1;
-                preview.images.extend(contexts.into_iter().cloned());
+                let contexts = builds.into_iter().filter_map(|env| env.setup.build_context);
+                preview.images.extend(contexts);
             }
         }
         preview
