@@ -65,6 +65,26 @@ impl PlanError {
         }
     }
 
+    /// The same error about step `step` of its task (the message names the step).
+    pub fn in_step(self, step: &str) -> PlanError {
+        let named = |task_id: String| format!("{task_id}, step `{step}`");
+        match self {
+            PlanError::Invalid { task_id, defect } => PlanError::Invalid {
+                task_id: named(task_id),
+                defect,
+            },
+            PlanError::Unsupported { task_id, message } => PlanError::Unsupported {
+                task_id: named(task_id),
+                message,
+            },
+            PlanError::Bindings { task_id, error } => PlanError::Bindings {
+                task_id: named(task_id),
+                error,
+            },
+            other => other,
+        }
+    }
+
     /// A mapper of a component's error during `stage`.
     pub(super) fn component(stage: &str) -> impl Fn(Error) -> PlanError + '_ {
         move |error| PlanError::Component {

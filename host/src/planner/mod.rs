@@ -9,6 +9,7 @@ mod error;
 mod policies;
 pub mod recipe;
 mod resources;
+mod steps;
 mod timeouts;
 
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub use bindings::{
 };
 pub use error::{PlanDefect, PlanError};
 use recipe::RecipeSet;
-pub use timeouts::{resolve_phase_timeout, step_plan};
+pub use timeouts::resolve_phase_timeout;
 
 /// The components one request plans with, instantiated once per run.
 pub struct Planner {
@@ -263,14 +264,21 @@ impl Planner {
     }
 
     /// The environments of `task`'s first attempt that build their own image
-    /// (`setup.build_context`): the task's and a fresh verifier's (none if it cannot be
-    /// planned).
+    /// (`setup.build_context`): the task's, a fresh verifier's and each step's own fresh
+    /// verifier's (none if it cannot be planned).
     pub fn image_builds(&self, task: &TaskSpec, req: &RunRequest) -> Vec<EnvironmentSpec> {
         let Ok(plan) = self.plan(task, req, 1) else {
             return Vec::new();
         };
+        let steps: Vec<EnvironmentSpec> = task
+            .steps
+            .iter()
+            .filter_map(|step| self.step_plan(&plan, task, step, req).ok().flatten())
+            .filter_map(|planned| planned.evaluation_environment)
+            .collect();
         std::iter::once(plan.environment)
             .chain(plan.evaluation_environment)
+            .chain(steps)
             .filter(|env| env.setup.build_context.is_some())
             .collect()
     }

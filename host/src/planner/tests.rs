@@ -182,11 +182,11 @@ fn planner_with(
     )
 }
 
-fn planner() -> Planner {
+pub(super) fn planner() -> Planner {
     planner_with(TestBenchmark::default(), true, None, vec![])
 }
 
-fn request() -> RunRequest {
+pub(super) fn request() -> RunRequest {
     let mut req = RunRequest::default();
     req.benchmark.id = "b".into();
     req.harness.id = "h".into();
@@ -194,7 +194,7 @@ fn request() -> RunRequest {
     req
 }
 
-fn task() -> TaskSpec {
+pub(super) fn task() -> TaskSpec {
     TaskSpec::new("t1", "q")
 }
 

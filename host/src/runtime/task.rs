@@ -122,7 +122,14 @@ async fn plan_and_run(
         task: task_ref(task, Some(attempt)),
         plan: plan_summary(&plan),
     });
-    if let Err(e) = rc.planner.check(&plan, &crate::config::process_env) {
+    let checked = rc
+        .planner
+        .check(&plan, &crate::config::process_env)
+        .and_then(|()| {
+            let env = &crate::config::process_env;
+            rc.planner.check_steps(&plan, task, &rc.resolved, env)
+        });
+    if let Err(e) = checked {
         let issue = codes::UNSUPPORTED.fatal(IssuePhase::Setup, e.to_string());
         return LogicalAttempt::not_run(failed(task, issue), plan_summary(&plan));
     }

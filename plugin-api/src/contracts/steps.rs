@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExecutionIssue, JsonMap, MetricValue, TaskStatus};
+use super::{
+    ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EvaluationEnvironmentMode,
+    ExecutionIssue, JsonMap, MetricValue, NetworkPolicy, TaskStatus,
+};
 
 /// One step of a multi-step task.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -34,6 +37,28 @@ pub struct TaskStep {
     /// The step's own evaluation (verifier) timeout, applied like `run_timeout_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation_timeout_seconds: Option<f64>,
+    /// Paths collected after this step, appended to the attempt's (the step's artifacts are
+    /// collected after every step into `attempt-N/steps/<name>/artifacts/`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts: Vec<ArtifactSpec>,
+    /// Commands run before this step's artifacts are collected, after the attempt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifact_collect: Vec<ArtifactCollectCommand>,
+    /// The step's run-phase network policy: replaces the task's (a request's explicit policy
+    /// still wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_network_policy: Option<NetworkPolicy>,
+    /// The step's evaluation-phase network policy, applied like `run_network_policy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_network_policy: Option<NetworkPolicy>,
+    /// Where the step's evaluation runs, when it differs from the task's (a request's explicit
+    /// mode still wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_environment_mode: Option<EvaluationEnvironmentMode>,
+    /// The step's own fresh evaluation environment (its image): replaces the task's
+    /// `evaluation_environment_setup` for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_environment_setup: Option<EnvironmentSetup>,
 }
 
 impl TaskStep {
@@ -43,9 +68,21 @@ impl TaskStep {
             name: name.into(),
             question: question.into(),
             metadata: JsonMap::new(),
-            run_timeout_seconds: None,
-            evaluation_timeout_seconds: None,
+            ..TaskStep::default()
         }
+    }
+
+    /// Whether the step plans differently from its task (its own timeouts, artifacts,
+    /// policies or evaluation environment).
+    pub fn has_own_plan(&self) -> bool {
+        self.run_timeout_seconds.is_some()
+            || self.evaluation_timeout_seconds.is_some()
+            || !self.artifacts.is_empty()
+            || !self.artifact_collect.is_empty()
+            || self.run_network_policy.is_some()
+            || self.evaluation_network_policy.is_some()
+            || self.evaluation_environment_mode.is_some()
+            || self.evaluation_environment_setup.is_some()
     }
 }
 

@@ -110,12 +110,33 @@ pub(crate) fn artifacts(root: &Section, warnings: &mut Warnings) -> Result<Vec<A
     Ok(without_overlaps(candidates, warnings))
 }
 
-/// Validates the `artifacts` of one `[[steps]]` entry (the task-level rules).
-pub(crate) fn step_artifacts(step: &Section, warnings: &mut Warnings) -> Result<()> {
-    declared_artifacts(step, warnings).map(|_| ())
+/// The `artifacts` of one `[[steps]]` entry (validated by the task-level rules), each with its
+/// key.
+pub(crate) fn step_artifacts(
+    step: &Section,
+    warnings: &mut Warnings,
+) -> Result<Vec<(String, ArtifactSpec)>> {
+    declared_artifacts(step, warnings)
 }
 
-/// The declared `artifacts` entries, each with its dotted key (`artifacts[0]`).
+/// A step's artifacts that the task's (`task`, kept) leave room for: one whose destination
+/// overlaps an earlier entry is dropped with a warning, as Harbor skips it.
+pub(crate) fn appended(
+    task: &[ArtifactSpec],
+    step: &[(String, ArtifactSpec)],
+    warnings: &mut Warnings,
+) -> Vec<ArtifactSpec> {
+    let mut candidates: Vec<(String, ArtifactSpec)> = task
+        .iter()
+        .map(|spec| (format!("artifacts ({})", spec.source), spec.clone()))
+        .collect();
+    candidates.extend(step.iter().cloned());
+    without_overlaps(candidates, warnings)
+        .into_iter()
+        .skip(task.len())
+        .collect()
+}
+
 fn declared_artifacts(
     root: &Section,
     warnings: &mut Warnings,

@@ -5,18 +5,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use agentcompass_plugin_api::contracts::{
     json_type_name, BenchmarkPlan, EnvironmentSpec, EvaluationEnvironmentMode, ExecRequest,
-    ExecResult, ExecutionIssue, ExecutionPlan, IssuePhase, MetricContract, MetricKind, MetricSpec,
-    PreparedTask, ReferenceSolution, RunRequest, RunResult, SessionDirs, StepResult, StepScore,
-    TaskInput, TaskSpec, TaskStep,
+    MetricContract, MetricKind, MetricSpec, PreparedTask, ReferenceSolution, RunRequest, RunResult,
+    SessionDirs, StepResult, StepScore, TaskInput, TaskSpec, TaskStep,
 };
 use agentcompass_plugin_api::sdk::{async_trait, Benchmark, Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::dataset::{dataset_tasks, task_origin, TaskOrigin};
 use crate::discover::task_dirs;
@@ -25,8 +23,9 @@ use crate::multistep;
 use crate::names::{
     ID, SETUP_SCRIPT, SOLUTION_DIR, STEPS_DIR, TESTS_DIR, TEST_SCRIPT, WORKDIR_DIR,
 };
-use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
+use crate::reward::{self};
 use crate::task_toml::{load_task, LoadOptions};
+use crate::verifier::{bundled, Verifier};
 
 /// The harness that runs the reference solution (`solution/solve.sh`).
 pub const ORACLE_HARNESS: &str = "oracle";
@@ -37,10 +36,10 @@ pub const TEST_STDOUT: &str = "/logs/verifier/test-stdout.txt";
 pub const TEST_STDERR: &str = "/logs/verifier/test-stderr.txt";
 
 /// The in-environment directories Harbor tasks rely on.
-const LOG_DIRS: &str = "/logs/verifier /logs/agent /logs/artifacts";
+pub(crate) const LOG_DIRS: &str = "/logs/verifier /logs/agent /logs/artifacts";
 
 /// Characters of verifier output kept in the result.
-const OUTPUT_TAIL_CHARS: usize = 4000;
+pub(crate) const OUTPUT_TAIL_CHARS: usize = 4000;
 
 /// The `solution_env_for_agent` param (default `false`).
 fn solution_env_for_agent(req: &RunRequest) -> Result<bool> {
@@ -68,11 +67,11 @@ fn is_oracle(req: &RunRequest) -> bool {
 
 /// The evaluator state carried in the typed benchmark plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct Plan {
+pub(crate) struct Plan {
     /// Absolute host path of the task directory.
     task_dir: String,
     /// The resolved working directory of the task environment, if any.
-    workdir: Option<String>,
+    pub(crate) workdir: Option<String>,
     /// `[environment.healthcheck]`, run before the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     healthcheck: Option<Healthcheck>,
@@ -117,48 +116,13 @@ fn task_dir(task: &TaskSpec) -> Result<String> {
 
 /// The last `max` characters of `text` (scrub it with `Ctx::scrub` first: a secret the cut
 /// falls into is then already masked whole).
-fn tail(text: &str, max: usize) -> String {
+pub(crate) fn tail(text: &str, max: usize) -> String {
     let count = text.chars().count();
     if count <= max {
         text.to_string()
     } else {
         text.chars().skip(count - max).collect()
     }
-}
-
-/// The issue when evaluation has no environment to run `tests/test.sh` in.
-fn no_environment_issue(plan: &ExecutionPlan) -> ExecutionIssue {
-    ExecutionIssue::error(
-        IssuePhase::Evaluate,
-        "no_environment",
-        format!(
-            "{ID}: tests/test.sh needs an environment, but the evaluation mode is `{}` (use reuse or fresh)",
-            plan.evaluation_environment_mode
-        ),
-    )
-}
-
-/// Where `tests/test.sh` runs: the working directory of the evaluation environment. A fresh
-/// verifier has only its own (seed 004: omitted values of an explicit verifier environment
-/// are not inherited, so no workdir means the environment's default directory); the reused
-/// task environment has its own, else the one recorded in the plan.
-fn verifier_workdir(plan: &ExecutionPlan, planned: Option<String>) -> Option<String> {
-    match (
-        plan.evaluation_environment_mode,
-        &plan.evaluation_environment,
-    ) {
-        (EvaluationEnvironmentMode::Fresh, Some(fresh)) => fresh.setup.workdir.clone(),
-        _ => plan.environment.setup.workdir.clone().or(planned),
-    }
-}
-
-/// What a verifier run uploads and runs: the test directories (uploaded to `/tests` in
-/// order, later ones over earlier ones), extra bindings of `test.sh`, and the script's name
-/// for messages.
-struct Verifier {
-    tests: Vec<PathBuf>,
-    env: BTreeMap<String, String>,
-    script: String,
 }
 
 /// The host directory of `step` (`steps/<name>/`).
@@ -280,47 +244,13 @@ impl Harbor {
         )))
     }
 
-    /// Runs `verifier` in the evaluation environment and reads its reward into the result.
-    async fn evaluate_with(
-        ctx: &Ctx,
-        input: EvaluationInput<'_>,
-        payload: Plan,
-        verifier: &Verifier,
-    ) -> Result<RunResult> {
-        let EvaluationInput {
-            task,
-            mut result,
-            plan,
-            env,
-            ..
-        } = input;
-        let started = Instant::now();
-        let Some(env) = env else {
-            result.push_issue(no_environment_issue(plan));
-            return Ok(result);
-        };
-        let workdir = verifier_workdir(plan, payload.workdir);
-        let out = Harbor::run_verifier(ctx, env, verifier, workdir, plan, started).await?;
-        let mut extra = Harbor::verifier_output(ctx, env, &out).await;
-        if out.timed_out {
-            result.push_issue(ExecutionIssue::error(
-                IssuePhase::Evaluate,
-                "verifier_timeout",
-                format!(
-                    "{ID}: {} of task {} did not finish within the evaluation timeout",
-                    verifier.script, task.task_id
-                ),
-            ));
-            result.extra.insert("harbor".into(), extra);
-            return Ok(result);
-        }
-        Harbor::record_reward(env, task, &out, &mut result, &mut extra).await?;
-        result.extra.insert("harbor".into(), extra);
-        Ok(result)
-    }
-
     /// Runs `command` and fails (as an environment error) unless it succeeds.
-    async fn run_checked(ctx: &Ctx, env: &SessionRef, command: &str, what: &str) -> Result<()> {
+    pub(crate) async fn run_checked(
+        ctx: &Ctx,
+        env: &SessionRef,
+        command: &str,
+        what: &str,
+    ) -> Result<()> {
         let out = env.exec(ExecRequest::shell(command).timeout(120.0)).await?;
         if out.success() {
             Ok(())
@@ -331,100 +261,6 @@ impl Harbor {
                 tail(ctx.scrub(out.stderr.trim()).await.as_str(), 500)
             )))
         }
-    }
-
-    /// Reads a file if it exists (`None` when it does not).
-    async fn read_optional(env: &SessionRef, path: &str) -> Result<Option<String>> {
-        if env.is_file(path).await? {
-            env.read_text(path).await.map(Some)
-        } else {
-            Ok(None)
-        }
-    }
-
-    /// Runs `tests/test.sh` in `env`: clears stale reward files and `/tests` (an agent could
-    /// pre-write a reward), uploads the task's `tests/` and runs the script, within what is
-    /// left of the evaluation budget (a small reserve lets the timeout be reported as
-    /// `verifier_timeout` before the runtime's watchdog fires).
-    async fn run_verifier(
-        ctx: &Ctx,
-        env: &SessionRef,
-        verifier: &Verifier,
-        workdir: Option<String>,
-        plan: &ExecutionPlan,
-        started: Instant,
-    ) -> Result<ExecResult> {
-        Harbor::run_checked(
-            ctx,
-            env,
-            &format!(
-                "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR} \
-                 && mkdir -p /tests && find /tests -mindepth 1 -delete"
-            ),
-            "removing stale reward files and /tests",
-        )
-        .await?;
-        for tests in &verifier.tests {
-            env.upload_dir(tests, "/tests").await?;
-        }
-        let mut request = ExecRequest::shell(format!(
-            "bash /tests/test.sh > {TEST_STDOUT} 2> {TEST_STDERR}"
-        ));
-        request.cwd = workdir;
-        request.env = verifier.env.clone();
-        if let Some(budget) = plan.evaluation_timeout_seconds {
-            let reserve = (budget * 0.05).min(5.0);
-            let left = budget - started.elapsed().as_secs_f64() - reserve;
-            request.timeout_seconds = Some(left.max(1.0));
-        }
-        env.exec(request).await
-    }
-
-    /// The verifier's exit status and output tails (unreadable output counts as empty).
-    async fn verifier_output(ctx: &Ctx, env: &SessionRef, out: &ExecResult) -> Value {
-        let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
-        let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
-        json!({
-            "test_exit_code": out.returncode,
-            "test_timed_out": out.timed_out,
-            "test_stdout_tail": tail(&ctx.scrub(stdout.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
-            "test_stderr_tail": tail(&ctx.scrub(stderr.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
-        })
-    }
-
-    /// Reads the reward (`reward.json` wins over `reward.txt`) into the metrics, or records
-    /// why there is none as an issue.
-    async fn record_reward(
-        env: &SessionRef,
-        task: &TaskSpec,
-        out: &ExecResult,
-        result: &mut RunResult,
-        extra: &mut Value,
-    ) -> Result<()> {
-        let json_text = Harbor::read_optional(env, REWARD_JSON).await?;
-        let txt_text = if json_text.is_none() {
-            Harbor::read_optional(env, REWARD_TXT).await?
-        } else {
-            None
-        };
-        match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
-            Ok(rewards) => {
-                result.metrics.extend(reward::metrics(&rewards));
-                extra["reward_file"] = rewards.source.into();
-                extra["rewards"] = json!(rewards.values);
-            }
-            Err(RewardError { code, message }) => {
-                result.push_issue(ExecutionIssue::error(
-                    IssuePhase::Evaluate,
-                    code,
-                    format!(
-                        "{ID}: task {}: {message} (test.sh exit code {})",
-                        task.task_id, out.returncode
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -530,6 +366,7 @@ impl Benchmark for Harbor {
             tests: vec![Path::new(&payload.task_dir).join(TESTS_DIR)],
             env: BTreeMap::new(),
             script: "tests/test.sh".into(),
+            bundled: bundled(input.task, None, input.plan),
         };
         Harbor::evaluate_with(ctx, input, payload, &verifier).await
     }
@@ -606,6 +443,7 @@ impl Benchmark for Harbor {
                 .and_then(|env| serde_json::from_value(env).ok())
                 .unwrap_or_default(),
             script,
+            bundled: bundled(input.task, Some(step), input.plan),
         };
         Harbor::evaluate_with(ctx, input, payload, &verifier).await
     }

@@ -18,7 +18,7 @@ use crate::lax::size_to_mb;
 use crate::unmapped;
 
 /// What one environment table (`[environment]` or `[verifier.environment]`) declares.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct EnvironmentDecl {
     /// Image, build timeout, working directory and OS.
     pub(crate) setup: EnvironmentSetup,

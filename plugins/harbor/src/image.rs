@@ -29,20 +29,60 @@ fn context(dir: &Path, sub: &str) -> Option<String> {
 }
 
 /// Sets the task's (and a separate verifier environment's) build context where Harbor builds
-/// one. `dir` is the task directory (absolute).
-pub(crate) fn apply(dir: &Path, task: &mut TaskSpec) {
+/// one. `dir` is the task directory (absolute). Returns whether a separate verifier's tests
+/// are bundled in its image (its own `docker_image`, or a build of `tests/`): Harbor then
+/// uploads none and runs the image's `/tests/test.sh`.
+pub(crate) fn apply(dir: &Path, task: &mut TaskSpec) -> bool {
     if task.environment_setup.image.is_none() {
         task.environment_setup.build_context = context(dir, ENVIRONMENT_DIR);
     }
     let agent = task.environment_setup.clone();
-    if let Some(verifier) = task.evaluation_environment_setup.as_mut() {
-        if verifier.image.is_none() {
-            match context(dir, TESTS_DIR) {
-                Some(tests) => verifier.build_context = Some(tests),
-                None => inherit_image(verifier, &agent),
-            }
+    let Some(verifier) = task.evaluation_environment_setup.as_mut() else {
+        return false;
+    };
+    if verifier.image.is_some() {
+        return true;
+    }
+    match context(dir, TESTS_DIR) {
+        Some(tests) => {
+            verifier.build_context = Some(tests);
+            true
+        }
+        None => {
+            inherit_image(verifier, &agent);
+            false
         }
     }
+}
+
+/// A separate step verifier's own environment, as Harbor resolves it
+/// (`resolve_verifier_environment_definition`): `[steps.verifier.environment].docker_image`
+/// (`declared`), else a build of `steps/<name>/tests/` when it has a `Dockerfile` (configured
+/// by the step's table, else the task's verifier environment, else the task's); else the
+/// step's table with the task's verifier image. `None`: the task's verifier environment
+/// serves the step. With whether its tests are bundled (`bundled`: the task verifier's).
+pub(crate) fn step_verifier(
+    step_dir: &Path,
+    declared: Option<&EnvironmentSetup>,
+    task: &TaskSpec,
+    bundled: bool,
+) -> Option<(EnvironmentSetup, bool)> {
+    if let Some(setup) = declared.filter(|setup| setup.image.is_some()) {
+        return Some((setup.clone(), true));
+    }
+    let task_verifier = task
+        .evaluation_environment_setup
+        .as_ref()
+        .unwrap_or(&task.environment_setup);
+    if let Some(tests) = context(step_dir, TESTS_DIR) {
+        let mut setup = declared.unwrap_or(task_verifier).clone();
+        setup.image = None;
+        setup.build_context = Some(tests);
+        return Some((setup, true));
+    }
+    let mut setup = declared?.clone();
+    inherit_image(&mut setup, task_verifier);
+    Some((setup, bundled))
 }
 
 /// A separate verifier environment without an image of its own runs the task's.
@@ -54,13 +94,15 @@ fn inherit_image(verifier: &mut EnvironmentSetup, agent: &EnvironmentSetup) {
 /// Why a task cannot run here yet, if its environment definition needs what the host does
 /// not do (sidecar services).
 pub(crate) fn unsupported(dir: &Path) -> Option<String> {
-    dir.join(ENVIRONMENT_DIR)
-        .join(COMPOSE_FILE)
-        .is_file()
-        .then(|| {
-            format!(
-                "{ENVIRONMENT_DIR}/{COMPOSE_FILE}: sidecar services (Docker Compose) are not \
-                 supported yet; the task is not run without them"
-            )
-        })
+    compose(dir, ENVIRONMENT_DIR)
+}
+
+/// The refusal of `dir/sub/docker-compose.yaml` (sidecar services), if there is one.
+pub(crate) fn compose(dir: &Path, sub: &str) -> Option<String> {
+    dir.join(sub).join(COMPOSE_FILE).is_file().then(|| {
+        format!(
+            "{sub}/{COMPOSE_FILE}: sidecar services (Docker Compose) are not supported yet; \
+             the task is not run without them"
+        )
+    })
 }

@@ -18,9 +18,11 @@ mod multistep;
 mod names;
 mod phases;
 mod reward;
+mod step_map;
 mod steps;
 mod task_toml;
 mod unmapped;
+mod verifier;
 
 #[cfg(test)]
 mod tests;

@@ -1,19 +1,21 @@
 //! `[[steps]]` (multi-step tasks), validated exactly as Harbor validates `StepConfig`:
 //! a portable, unique `name`, `agent` / `verifier` tables of the task-level schema,
 //! `min_reward` (a number, or a table of numbers), a `healthcheck` and `artifacts`.
-//! The host runs the steps in order in the task environment, each step's verifier where the
-//! task's runs (the task environment, or a fresh one holding that step's artifacts); what a
-//! step declares beyond its name, `min_reward`, `healthcheck` and `verifier.env` is not
-//! applied per step (a warning says so), and a step whose verifier would run elsewhere than the task's is the
-//! task's `unsupported` issue.
+//! The host runs the steps in order in the task environment, each step's verifier where
+//! Harbor runs it (the task environment, or a fresh one holding that step's artifacts, of the
+//! step's own image when it has one); module `step_map` turns the declarations into
+//! `TaskStep`s.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use agentcompass_plugin_api::contracts::EvaluationEnvironmentMode;
+use agentcompass_plugin_api::contracts::{
+    ArtifactCollectCommand, ArtifactSpec, EvaluationEnvironmentMode, NetworkPolicy,
+};
 use agentcompass_plugin_api::Result;
 use toml::Value;
 
 use crate::artifacts::step_artifacts;
+use crate::environment::EnvironmentDecl;
 use crate::fields::{number_of, Section, Warnings};
 use crate::healthcheck::{self, Healthcheck};
 use crate::phases::{agent_decl, verifier_decl};
@@ -33,8 +35,17 @@ pub(crate) struct StepDecl {
     pub(crate) verifier_timeout_seconds: Option<f64>,
     /// The step's own `verifier.environment_mode`, when it sets one.
     pub(crate) verifier_mode: Option<EvaluationEnvironmentMode>,
-    /// The step declares a verifier environment of its own (`[steps.verifier.environment]`).
-    pub(crate) own_verifier_environment: bool,
+    /// `[steps.verifier.environment]`, the step's own verifier environment.
+    pub(crate) verifier_environment: Option<EnvironmentDecl>,
+    /// `agent.network_mode` / `allowed_hosts`: the step's agent-phase policy.
+    pub(crate) agent_policy: Option<NetworkPolicy>,
+    /// `verifier.network_mode` / `allowed_hosts`: the step's verifier-phase policy.
+    pub(crate) verifier_policy: Option<NetworkPolicy>,
+    /// `[[steps.verifier.collect]]`, run after the task's before the step's artifacts are
+    /// collected.
+    pub(crate) collect: Vec<ArtifactCollectCommand>,
+    /// `artifacts`: appended to the task's after this step, each with its key.
+    pub(crate) artifacts: Vec<(String, ArtifactSpec)>,
     /// `healthcheck`: run after the step's workdir and `setup.sh`, before its agent.
     pub(crate) healthcheck: Option<Healthcheck>,
 }
@@ -68,37 +79,35 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             agent_timeout_seconds: None,
             verifier_timeout_seconds: None,
             verifier_mode: None,
-            own_verifier_environment: false,
+            verifier_environment: None,
+            agent_policy: None,
+            verifier_policy: None,
+            collect: Vec::new(),
+            artifacts: Vec::new(),
             healthcheck: None,
         };
         if let Some(agent) = step.table("agent")? {
-            decl.agent_timeout_seconds = agent_decl(&agent, &mut found)?.timeout_seconds;
-            let not_applied = "the task-level [agent] applies to every step";
-            for field in ["network_mode", "allowed_hosts"] {
-                found.unsupported(&agent, field, not_applied);
-            }
+            let agent = agent_decl(&agent, &mut found)?;
+            decl.agent_timeout_seconds = agent.timeout_seconds;
+            decl.agent_policy = agent.network_policy;
         }
         if let Some(verifier) = step.table("verifier")? {
-            let verifier_decl = verifier_decl(&verifier, &mut found)?;
-            decl.verifier_env = verifier_decl.env_variables;
-            decl.verifier_timeout_seconds = verifier_decl.timeout_seconds;
-            decl.verifier_mode = verifier_decl.mode;
-            decl.own_verifier_environment = verifier_decl.environment.is_some();
-            let not_applied = "the task-level [verifier] applies to every step";
-            for field in ["network_mode", "allowed_hosts", "collect"] {
-                found.unsupported(&verifier, field, not_applied);
-            }
+            let verifier = verifier_decl(&verifier, &mut found)?;
+            decl.verifier_env = verifier.env_variables;
+            decl.verifier_timeout_seconds = verifier.timeout_seconds;
+            decl.verifier_mode = verifier.mode;
+            decl.verifier_environment = verifier.environment;
+            decl.verifier_policy = verifier.network_policy;
+            decl.collect = verifier.collect;
         }
         decl.min_reward = min_reward(&step)?;
         if let Some(table) = step.table("healthcheck")? {
             decl.healthcheck = Some(healthcheck::parse(&table)?);
         }
-        step_artifacts(&step, &mut found)?;
-        found.unsupported(
-            &step,
-            "artifacts",
-            "the task's artifacts are collected once, after the last step",
-        );
+        decl.artifacts = step_artifacts(&step, &mut found)?
+            .into_iter()
+            .map(|(key, spec)| (step.key(&key), spec))
+            .collect();
         // Harbor compares names case-insensitively (and after Unicode normalisation).
         if !keys.insert(name.to_lowercase()) {
             return Err(step.error(

@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use agentcompass_plugin_api::contracts::{
-    ArtifactSpec, EvaluationEnvironmentMode, JsonMap, TaskSpec, TaskStep,
+    ArtifactSpec, EvaluationEnvironmentMode, JsonMap, TaskSpec,
 };
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
@@ -43,6 +43,7 @@ use crate::names::{
     task_id_of, ID, INSTRUCTION_MD, SOLUTION_DIR, STEPS_DIR, TASK_TOML, TESTS_DIR, TEST_SCRIPT,
 };
 use crate::phases::{agent_decl, verifier_decl, AgentDecl, VerifierDecl};
+use crate::step_map::{task_steps, TaskSide};
 use crate::steps::{steps, StepDecl};
 use crate::unmapped;
 
@@ -65,14 +66,8 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         list: Vec::new(),
     };
     let decl = TaskDecl::read(&root, &mut warnings)?;
-    let (steps, unsupported) = match decl.steps.as_deref() {
-        Some(steps) if !steps.is_empty() => (
-            task_steps(dir, &root, &decl, steps)?,
-            unsupported_steps(&decl, steps),
-        ),
-        _ => (Vec::new(), None),
-    };
-    if steps.is_empty() && dir.join(STEPS_DIR).is_dir() {
+    let step_decls = decl.steps.as_deref().filter(|steps| !steps.is_empty());
+    if step_decls.is_none() && dir.join(STEPS_DIR).is_dir() {
         warnings.note(
             "the steps/ directory is ignored (task.toml declares no [[steps]], so Harbor runs \
              the task as a single step)"
@@ -80,24 +75,43 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         );
     }
     // A multi-step task has no instruction of its own (Harbor reads none).
-    let instruction = if steps.is_empty() {
-        let instruction = read_instruction(&dir.join(INSTRUCTION_MD), "task")?;
-        require_test_script(dir, &root, &decl)?;
-        instruction
-    } else {
-        String::new()
+    let instruction = match step_decls {
+        None => {
+            let instruction = read_instruction(&dir.join(INSTRUCTION_MD), "task")?;
+            require_test_script(dir, &root, &decl)?;
+            instruction
+        }
+        Some(_) => {
+            steps_verifier_os(dir, &root, &decl)?;
+            String::new()
+        }
     };
     let mut task = TaskSpec::new(task_id, instruction);
-    task.steps = steps;
     map_phases(&mut task, &decl, options);
     map_environments(&mut task, &decl);
-    image::apply(dir, &mut task);
+    let bundled = image::apply(dir, &mut task);
+    let mut unsupported = None;
+    if let Some(step_decls) = step_decls {
+        let side = TaskSide {
+            dir,
+            task: &task,
+            artifacts: &decl.artifacts,
+            separate: task.evaluation_environment_mode == Some(EvaluationEnvironmentMode::Fresh),
+            bundled,
+        };
+        let mapped = task_steps(&side, step_decls, &mut warnings)?;
+        task.steps = mapped.steps;
+        unsupported = mapped.unsupported;
+    }
     let unsupported = unsupported.or_else(|| image::unsupported(dir));
     note_unsupported_files(dir, &mut warnings);
     if let Some(serde_json::Value::String(category)) = decl.metadata.get("category") {
         task.category = category.clone();
     }
     task.metadata = metadata(dir, &decl, &table);
+    if let (true, Some(harbor)) = (bundled, task.metadata.get_mut("harbor")) {
+        harbor["verifier_bundled"] = true.into();
+    }
     if let (Some(reason), Some(harbor)) = (unsupported, task.metadata.get_mut("harbor")) {
         harbor["unsupported"] = format!("{file}: {reason}").into();
     }
@@ -132,7 +146,7 @@ fn read_toml(path: &Path, file: &str) -> Result<toml::Table> {
 /// Harbor), without the leading canary lines Harbor strips (`<!-- ... canary ... -->` or
 /// `# ... canary ...`) and the blank lines after them (leading blank lines go too, as in
 /// Harbor).
-fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
+pub(crate) fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
     let instruction = std::fs::read_to_string(instruction_path).map_err(|e| {
         Error::invalid_input(format!(
             "{ID}: {}: cannot read the {whose} instruction: {e}",
@@ -140,95 +154,6 @@ fn read_instruction(instruction_path: &Path, whose: &str) -> Result<String> {
         ))
     })?;
     Ok(strip_canary(&instruction))
-}
-
-/// What a well-formed multi-step task asks that this host cannot do, as `field `...`:
-/// reason`: steps whose verifiers do not all run the same way (Harbor lets each step choose
-/// between the task environment and a separate one; here the task's choice applies to every
-/// step), or a step's own verifier environment. Such a task loads and is its own
-/// `unsupported` issue when planned; the run's other tasks run. A task-level separate
-/// verifier (what `harbor init --steps` writes) runs each step's verifier in a fresh
-/// evaluation environment holding the artifacts collected after that step.
-fn unsupported_steps(decl: &TaskDecl, steps: &[StepDecl]) -> Option<String> {
-    let task_separate = match (decl.verifier.mode, &decl.verifier.environment) {
-        (Some(mode), _) => mode == EvaluationEnvironmentMode::Fresh,
-        (None, environment) => environment.is_some(),
-    };
-    steps.iter().enumerate().find_map(|(i, s)| {
-        if s.own_verifier_environment {
-            return Some(format!(
-                "field `steps[{i}].verifier.environment`: a step's own verifier environment is \
-                 not supported (the task's [verifier.environment] serves every step)"
-            ));
-        }
-        let separate = match s.verifier_mode {
-            Some(mode) => mode == EvaluationEnvironmentMode::Fresh,
-            None => task_separate,
-        };
-        (separate != task_separate).then(|| {
-            format!(
-                "field `steps[{i}].verifier.environment_mode`: every step's verifier runs where \
-                 the task's does here (the task environment, or a separate one for all), so a \
-                 step cannot choose otherwise"
-            )
-        })
-    })
-}
-
-/// The steps of a multi-step task, as Harbor checks them: each step's directory with its
-/// `instruction.md`, and a test script of its own (`steps/<name>/tests/test.sh`) or the
-/// task's (`tests/test.sh`).
-fn task_steps(
-    dir: &Path,
-    root: &Section,
-    decl: &TaskDecl,
-    steps: &[StepDecl],
-) -> Result<Vec<TaskStep>> {
-    if let Some((os @ "windows", field)) = verifier_os(dir, decl) {
-        return Err(root.file_error(format!(
-            "field `{field}`: expected \"linux\" for the verifier (each step's test.sh runs with \
-             bash), found \"{os}\""
-        )));
-    }
-    let shared_test = dir.join(TESTS_DIR).join(TEST_SCRIPT).is_file();
-    steps
-        .iter()
-        .map(|decl| {
-            let step_dir = dir.join(STEPS_DIR).join(&decl.name);
-            if !step_dir.is_dir() {
-                return Err(Error::invalid_input(format!(
-                    "{ID}: {}: expected the directory of step `{}`, found nothing",
-                    step_dir.display(),
-                    decl.name
-                )));
-            }
-            let question = read_instruction(&step_dir.join(INSTRUCTION_MD), "step")?;
-            if !shared_test && !step_dir.join(TESTS_DIR).join(TEST_SCRIPT).is_file() {
-                return Err(Error::invalid_input(format!(
-                    "{ID}: {}: expected the verifier script of step `{}` \
-                     ({STEPS_DIR}/{}/{TESTS_DIR}/{TEST_SCRIPT} or {TESTS_DIR}/{TEST_SCRIPT}), found nothing",
-                    dir.display(),
-                    decl.name,
-                    decl.name
-                )));
-            }
-            let mut step = TaskStep::new(decl.name.clone(), question);
-            step.run_timeout_seconds = decl.agent_timeout_seconds;
-            step.evaluation_timeout_seconds = decl.verifier_timeout_seconds;
-            if let Some(thresholds) = &decl.min_reward {
-                step.metadata.insert("min_reward".into(), json!(thresholds));
-            }
-            if !decl.verifier_env.is_empty() {
-                step.metadata
-                    .insert("verifier_env".into(), json!(decl.verifier_env));
-            }
-            if let Some(healthcheck) = &decl.healthcheck {
-                step.metadata
-                    .insert("healthcheck".into(), json!(healthcheck));
-            }
-            Ok(step)
-        })
-        .collect()
 }
 
 /// Harbor's `strip_canary`.
@@ -278,6 +203,18 @@ fn verifier_os<'a>(dir: &Path, decl: &'a TaskDecl) -> Option<(&'a str, &'static 
             }
         }
         _ => agent_os,
+    }
+}
+
+/// Refuses a multi-step task whose verifier runs on Windows (each step's `test.sh` runs with
+/// bash).
+fn steps_verifier_os(dir: &Path, root: &Section, decl: &TaskDecl) -> Result<()> {
+    match verifier_os(dir, decl) {
+        Some((os @ "windows", field)) => Err(root.file_error(format!(
+            "field `{field}`: expected \"linux\" for the verifier (each step's test.sh runs with \
+             bash), found \"{os}\""
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -26,7 +26,7 @@ use crate::reward::{self, REWARD_JSON, REWARD_TXT};
 use crate::task_toml::{load_task, LoadOptions};
 
 /// Writes a task directory `root/name` with `toml` and a minimal instruction/tests/solution.
-fn write_task(root: &Path, name: &str, toml: &str) -> PathBuf {
+pub(crate) fn write_task(root: &Path, name: &str, toml: &str) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(dir.join("tests")).unwrap();
     std::fs::create_dir_all(dir.join("solution")).unwrap();
@@ -41,7 +41,7 @@ fn write_task(root: &Path, name: &str, toml: &str) -> PathBuf {
     std::fs::canonicalize(dir).unwrap()
 }
 
-fn load(dir: &Path) -> Result<TaskSpec> {
+pub(crate) fn load(dir: &Path) -> Result<TaskSpec> {
     load_task(dir, LoadOptions::default())
 }
 
@@ -639,7 +639,7 @@ fn verifier_collect_mapping_and_rejections() {
 }
 
 /// Writes step `name` of the task at `dir`: its instruction and the given files.
-fn write_step(dir: &Path, name: &str, files: &[(&str, &str)]) {
+pub(crate) fn write_step(dir: &Path, name: &str, files: &[(&str, &str)]) {
     let step = dir.join("steps").join(name);
     std::fs::create_dir_all(&step).unwrap();
     std::fs::write(step.join("instruction.md"), format!("Step {name}.\n")).unwrap();
@@ -699,87 +699,23 @@ fn multi_step_tasks_load_their_steps() {
         task.metadata["harbor"]["multi_step_reward_strategy"],
         "final"
     );
-    // The step's agent timeout is its own; its artifacts are not collected per step.
+    // The step's agent timeout is its own; its artifacts come after the task's.
     assert_eq!(task.steps[0].run_timeout_seconds, Some(5.0));
     assert_eq!(task.steps[0].evaluation_timeout_seconds, None);
-    assert_eq!(task.load_warnings.len(), 1, "{:?}", task.load_warnings);
-    assert!(task.load_warnings[0].contains("field `steps[0].artifacts` is not supported"));
+    assert!(task.load_warnings.is_empty(), "{:?}", task.load_warnings);
+    let sources: Vec<&str> = task.steps[0]
+        .artifacts
+        .iter()
+        .map(|a| a.source.as_str())
+        .collect();
+    assert_eq!(sources, ["/app/x"]);
 
     // A step needs a test script of its own or the task's.
     let dir = write_task(tmp.path(), "no-tests", "[[steps]]\nname = \"one\"\n");
     write_step(&dir, "one", &[]);
     std::fs::remove_file(dir.join("tests/test.sh")).unwrap();
     assert!(load_err(&dir).contains("expected the verifier script of step `one`"));
-    // A task-level separate verifier serves every step (a fresh evaluation environment per
-    // step); steps that choose otherwise, or a step's own verifier environment, load as a
-    // well-formed task this host cannot run, named by its field, refused when planned (its
-    // own `unsupported` issue; the run's other tasks run).
-    for (name, toml) in [
-        (
-            "separate",
-            "[verifier.environment]\n[[steps]]\nname = \"one\"\n",
-        ),
-        (
-            "separate-mode",
-            "[verifier]\nenvironment_mode = \"separate\"\n[[steps]]\nname = \"one\"\n",
-        ),
-    ] {
-        let dir = write_task(tmp.path(), name, toml);
-        write_step(&dir, "one", &[]);
-        let task = load(&dir).unwrap();
-        assert!(
-            task.metadata["harbor"].get("unsupported").is_none(),
-            "{name}"
-        );
-        assert_eq!(
-            task.evaluation_environment_mode,
-            Some(EvaluationEnvironmentMode::Fresh),
-            "{name}"
-        );
-    }
-    for (name, toml, field) in [
-        (
-            "separate-step",
-            "[[steps]]\nname = \"one\"\nverifier = { environment_mode = \"separate\" }\n",
-            "steps[0].verifier.environment_mode",
-        ),
-        (
-            "shared-step",
-            "[verifier]\nenvironment_mode = \"separate\"\n[[steps]]\nname = \"one\"\n\
-             verifier = { environment_mode = \"shared\" }\n",
-            "steps[0].verifier.environment_mode",
-        ),
-        (
-            "separate-step-named",
-            "[[steps]]\nname = \"one\"\nverifier = { environment = {} }\n",
-            "steps[0].verifier.environment",
-        ),
-    ] {
-        let dir = write_task(tmp.path(), name, toml);
-        write_step(&dir, "one", &[]);
-        let task = load(&dir).unwrap();
-        let reason = task.metadata["harbor"]["unsupported"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        assert!(
-            reason.contains(&format!("field `{field}`: ")),
-            "{name}: {reason}"
-        );
-        let err = Harbor
-            .build_plan(
-                &task,
-                &RunRequest::default(),
-                &EnvironmentSpec::new("sandbox"),
-            )
-            .unwrap_err();
-        assert_eq!(
-            err.kind,
-            agentcompass_plugin_api::ErrorKind::Unsupported,
-            "{err}"
-        );
-        assert!(err.message.contains(&reason), "{err}");
-    }
+    // Where each step's verifier runs is tested in `step_map`.
 
     // Invalid steps are reported as such (Harbor's StepConfig rules).
     let dir = write_task(tmp.path(), "bad-step", "[[steps]]\nname = \"a/b\"\n");

@@ -1,13 +1,14 @@
 //! Artifact collection after the agent run: the declared commands, then the download of the
 //! declared paths into `attempt-N/artifacts/` and the checksummed manifest next to it.
 
+use std::path::Path;
+
 use agentcompass_plugin_api::contracts::{
     ArtifactSpec, ExecRequest, IssuePhase, IssueSeverity, RunResult,
 };
 use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::Error;
 use agentcompass_results::artifacts as manifest;
-use agentcompass_results::store::TaskWriter;
 use serde_json::json;
 
 use super::outcome::{whole_seconds, Halt, IssueRule};
@@ -19,13 +20,14 @@ use crate::runtime::blocking::blocking;
 use crate::runtime::phase::{run_phase, watchdog, PhaseOutcome};
 
 /// Runs the declared collection commands and downloads the declared paths into
-/// `attempt-N/artifacts/` (when saving, else the harness's own only; emptied first), then writes the checksummed manifest
-/// `attempt-N/artifacts.manifest.json` (also kept as `declared_artifacts`, partial with
-/// `complete: false` after a failure). Failures are FATAL collect issues.
+/// `DIR/artifacts/` (when saving, else the harness's own only; emptied first), then writes the
+/// checksummed manifest `DIR/artifacts.manifest.json` (also kept as `declared_artifacts`,
+/// partial with `complete: false` after a failure). `dir` is the attempt's directory, or a
+/// step's (`attempt-N/steps/<name>/`). Failures are FATAL collect issues.
 pub(super) async fn collect_artifacts(
     step: &Step<'_>,
     session: &SessionRef,
-    writer: &TaskWriter,
+    dir: &Path,
     result: &mut RunResult,
 ) {
     if !step.plan.collect_artifacts() {
@@ -53,7 +55,7 @@ pub(super) async fn collect_artifacts(
             .collect()
     };
     if !specs.is_empty() {
-        download(step, session, writer, result, &specs).await;
+        download(step, session, dir, result, &specs).await;
     }
 }
 
@@ -98,11 +100,11 @@ async fn run_commands(step: &Step<'_>, session: &SessionRef) -> Result<(), Halt>
 async fn download(
     step: &Step<'_>,
     session: &SessionRef,
-    writer: &TaskWriter,
+    attempt_dir: &Path,
     result: &mut RunResult,
     specs: &[ArtifactSpec],
 ) {
-    let (plan, attempt_dir) = (step.plan, writer.attempt_dir(step.attempt));
+    let plan = step.plan;
     let root = attempt_dir.join(manifest::ARTIFACTS_DIR);
     let manifest_path = attempt_dir.join(manifest::MANIFEST_FILE);
     if let Err((code, message)) = blocking(|| artifacts::reset_destination(&root, &manifest_path)) {

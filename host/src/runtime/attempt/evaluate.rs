@@ -7,7 +7,7 @@ use agentcompass_plugin_api::contracts::{
 };
 use agentcompass_plugin_api::sdk::{EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Error;
-use agentcompass_results::store::TaskWriter;
+use std::path::Path;
 
 use super::env::{close_environment, open_environment};
 use super::outcome::{whole_seconds, Halt, IssueRule};
@@ -180,7 +180,7 @@ pub(super) async fn evaluate_fresh(
     step: &Step<'_>,
     prepared: &PreparedTask,
     result: RunResult,
-    writer: &TaskWriter,
+    attempt_dir: &Path,
 ) -> (RunResult, bool) {
     let mut result = result;
     let env = match open_environment(step, EnvironmentRole::Evaluation).await {
@@ -191,7 +191,7 @@ pub(super) async fn evaluate_fresh(
             return (result, false);
         }
     };
-    let (mut evaluated, cancelled) = match restore(step, &env.session, writer).await {
+    let (mut evaluated, cancelled) = match restore(step, &env.session, attempt_dir).await {
         Err(None) => (result, true),
         Err(Some((code, message))) => {
             result.push_issue(code.fatal(IssuePhase::Evaluate, message));
@@ -210,7 +210,7 @@ pub(super) async fn evaluate_step_fresh(
     task_step: &TaskStep,
     prepared: &PreparedTask,
     result: RunResult,
-    writer: &TaskWriter,
+    step_dir: &Path,
 ) -> Evaluated {
     let mut result = result;
     let env = match open_environment(step, EnvironmentRole::Evaluation).await {
@@ -221,7 +221,7 @@ pub(super) async fn evaluate_step_fresh(
             return Evaluated::not_run(result, false);
         }
     };
-    let mut evaluated = match restore(step, &env.session, writer).await {
+    let mut evaluated = match restore(step, &env.session, step_dir).await {
         Err(None) => Evaluated::not_run(result, true),
         Err(Some((code, message))) => {
             result.push_issue(code.fatal(IssuePhase::Evaluate, message));
@@ -237,16 +237,13 @@ pub(super) async fn evaluate_step_fresh(
 async fn restore(
     step: &Step<'_>,
     session: &SessionRef,
-    writer: &TaskWriter,
+    dir: &Path,
 ) -> Result<(), Option<StageError>> {
     step.phase(TaskPhase::RestoreArtifacts);
-    let attempt_dir = writer.attempt_dir(step.attempt);
     let plan = step.plan;
     let timeout = plan.artifact_limits.timeout_seconds;
     let restore = async {
-        Ok::<_, Error>(
-            artifacts::restore_all(session, &attempt_dir, &plan.artifacts, timeout).await,
-        )
+        Ok::<_, Error>(artifacts::restore_all(session, dir, &plan.artifacts, timeout).await)
     };
     match run_phase(&step.rc.cancel, watchdog(Some(timeout)), restore).await {
         PhaseOutcome::Done(Ok(_)) => Ok(()),

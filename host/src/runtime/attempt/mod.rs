@@ -160,7 +160,7 @@ impl AttemptState {
                     Box::pin(collect::collect_artifacts(
                         step,
                         &env.session,
-                        writer,
+                        &writer.attempt_dir(step.attempt),
                         &mut stage.result,
                     ))
                     .await;
@@ -254,7 +254,13 @@ async fn evaluate_after_close(
             evaluate(step, prepared, outcome.result, None).await
         }
         EvaluationEnvironmentMode::Fresh => {
-            evaluate_fresh(step, prepared, outcome.result, writer).await
+            evaluate_fresh(
+                step,
+                prepared,
+                outcome.result,
+                &writer.attempt_dir(step.attempt),
+            )
+            .await
         }
         EvaluationEnvironmentMode::Reuse => return outcome,
     };

@@ -118,7 +118,9 @@ pub async fn recover_evaluation(
     let scope = rc.attempt_scope_resuming(&result);
     let step = Step::new(&scope, task, plan, attempt);
     let (mut result, cancelled) = match plan.evaluation_environment_mode {
-        EvaluationEnvironmentMode::Fresh => evaluate_fresh(&step, &prepared, result, writer).await,
+        EvaluationEnvironmentMode::Fresh => {
+            evaluate_fresh(&step, &prepared, result, &writer.attempt_dir(attempt)).await
+        }
         _ => evaluate(&step, &prepared, result, None).await,
     };
     scope.record_usage(&mut result);

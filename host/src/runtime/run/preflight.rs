@@ -217,7 +217,12 @@ impl PreparedRequest {
                 }
                 Err(_) => return Ok(()),
             };
-            match self.planner.check(&plan, &|_| Some(String::new())) {
+            let any = |_: &str| Some(String::new());
+            let checked = self
+                .planner
+                .check(&plan, &any)
+                .and_then(|()| self.planner.check_steps(&plan, task, &self.resolved, &any));
+            match checked {
                 Err(crate::planner::PlanError::Unsupported { message, .. }) => {
                     refusal.get_or_insert(message);
                 }

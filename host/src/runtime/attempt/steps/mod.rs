@@ -15,31 +15,28 @@
 //! packages, `/logs`), running processes and the agent's own memory are not. Snapshots and the
 //! checkpoint are removed once the attempt ends.
 
-use std::path::Path;
+mod resume;
+
 use std::time::{Duration, Instant, SystemTime};
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentRole, EvaluationEnvironmentMode, ExecRequest, ExecutionPlan, IssuePhase, RunResult,
-    StepResult, StepScore, TaskSpec, TaskStep, Trajectory,
+    EvaluationEnvironmentMode, ExecutionPlan, IssuePhase, RunResult, StepResult, StepScore,
+    TaskStep, Trajectory,
 };
-use agentcompass_results::naming::sanitize_component;
 use agentcompass_results::records::attempt_payload;
-use agentcompass_results::store::{copy_tree, TaskWriter, STEPS_DIR, STEP_SNAPSHOT_DIR};
+use agentcompass_results::store::{TaskWriter, STEP_SNAPSHOT_DIR};
 use agentcompass_results::time::rfc3339;
 use agentcompass_schema::checkpoint::{StepsCheckpoint, STEPS_CHECKPOINT_SCHEMA};
 use serde_json::{json, Value};
 
-use super::env::{close_environment, open_environment, OpenEnv};
+use super::env::{close_environment, OpenEnv};
 use super::evaluate::{evaluate_in, evaluate_step_fresh};
 use super::outcome::has_fatal;
-use super::resume::ResumeError;
 use super::stage::{run_stage, StageOutcome, Step};
 use super::{collect, PhysicalOutcome};
 use crate::issue_codes as codes;
-use crate::planner::step_plan;
 use crate::progress::TaskPhase;
-use crate::runtime::blocking::blocking;
-use crate::runtime::context::RequestContext;
+pub(super) use resume::resume_steps;
 
 /// The steps an interrupted run finished (empty for a new run), and what they added to the
 /// attempt's result.
@@ -108,15 +105,23 @@ async fn run_remaining(
             json!({"step": task_step.name, "number": index + 1, "total": total}),
         );
         let (started, clock) = (SystemTime::now(), Instant::now());
-        // The step's own timeouts, when it declares them, in a plan of its own.
-        let own_plan = step_plan(step.plan, task_step, &step.rc.resolved.execution);
-        let ran = match &own_plan {
-            Some(plan) => {
-                let own = Step { plan, ..*step };
-                run_one(&own, env, writer, task_step).await
+        // What the step declares of its own (timeouts, artifacts, policies, its verifier's
+        // environment), in a plan of its own; checked with the attempt's before it began.
+        let rc = step.rc;
+        let own_plan = match rc
+            .planner
+            .step_plan(step.plan, task, task_step, &rc.resolved)
+        {
+            Ok(plan) => plan,
+            Err(e) => {
+                let message = e.in_step(&task_step.name).to_string();
+                combined.push_issue(codes::UNSUPPORTED.fatal(IssuePhase::Setup, message));
+                break;
             }
-            None => run_one(step, env, writer, task_step).await,
         };
+        let own = own_plan.as_ref().map(|plan| Step { plan, ..*step });
+        let this = own.as_ref().unwrap_or(step);
+        let ran = run_one(this, env, writer, task_step).await;
         if ran.cancelled {
             return None;
         }
@@ -130,7 +135,7 @@ async fn run_remaining(
         if score.stop || index + 1 == total {
             break;
         }
-        if let Err(issue) = leave_evaluation(step, env).await {
+        if let Err(issue) = leave_evaluation(this, env).await {
             combined.push_issue(issue);
             break;
         }
@@ -167,7 +172,8 @@ async fn finish(
     }
     combined.refresh_status();
     if !has_fatal(&combined) {
-        collect::collect_artifacts(step, &env.session, writer, &mut combined).await;
+        let dir = writer.attempt_dir(step.attempt);
+        collect::collect_artifacts(step, &env.session, &dir, &mut combined).await;
     }
     close_environment(step.rc, env, &mut combined).await;
     let names: Vec<String> = task.steps.iter().map(|s| s.name.clone()).collect();
@@ -188,7 +194,9 @@ struct Ran {
     cancelled: bool,
 }
 
-/// One step: prepare and run it, then evaluate it unless its run failed fatally.
+/// One step: prepare and run it, collect its artifacts into its directory (the attempt's
+/// and its own, as Harbor collects them after every step), then evaluate it unless its run
+/// or the collection failed fatally.
 async fn run_one(step: &Step<'_>, env: &OpenEnv, writer: &TaskWriter, task_step: &TaskStep) -> Ran {
     let StageOutcome {
         mut result,
@@ -203,6 +211,15 @@ async fn run_one(step: &Step<'_>, env: &OpenEnv, writer: &TaskWriter, task_step:
             cancelled,
         };
     };
+    let step_dir = writer.step_dir(step.attempt, &task_step.name);
+    collect::collect_artifacts(step, &env.session, &step_dir, &mut result).await;
+    if has_fatal(&result) {
+        return Ran {
+            result,
+            evaluated: false,
+            cancelled: false,
+        };
+    }
     let evaluated = match step.plan.evaluation_environment_mode {
         EvaluationEnvironmentMode::Reuse => {
             evaluate_in(step, Some(task_step), &prepared, result, Some(&env.session)).await
@@ -214,15 +231,7 @@ async fn run_one(step: &Step<'_>, env: &OpenEnv, writer: &TaskWriter, task_step:
         // task environment (which stays open for the next step), are what a fresh
         // evaluation environment sees.
         EvaluationEnvironmentMode::Fresh => {
-            collect::collect_artifacts(step, &env.session, writer, &mut result).await;
-            if has_fatal(&result) {
-                return Ran {
-                    result,
-                    evaluated: false,
-                    cancelled: false,
-                };
-            }
-            evaluate_step_fresh(step, task_step, &prepared, result, writer).await
+            evaluate_step_fresh(step, task_step, &prepared, result, &step_dir).await
         }
     };
     Ran {
@@ -394,134 +403,4 @@ async fn checkpoint(
     if let Err(e) = writer.write_steps_checkpoint(step.attempt, &checkpoint) {
         warn(combined, e.to_string());
     }
-}
-
-/// The finished steps of `checkpoint` when they can be resumed: a prefix of the task's steps
-/// that did not stop, whose last snapshot exists in `source_attempt_dir`.
-fn resumable(
-    task: &TaskSpec,
-    plan: &ExecutionPlan,
-    checkpoint: &StepsCheckpoint,
-    source_attempt_dir: &Path,
-) -> Option<(Vec<StepResult>, RunResult, String)> {
-    let (records, partial) = checkpoint.progress()?;
-    let workdir = checkpoint.workdir.clone();
-    let names: Vec<&str> = task.steps.iter().map(|s| s.name.as_str()).collect();
-    let prefix = !records.is_empty()
-        && records.len() < names.len()
-        && records.iter().zip(&names).all(|(r, n)| r.name == *n)
-        && checkpoint.steps == names;
-    let last = records.last()?;
-    let same_workdir = plan
-        .environment
-        .setup
-        .workdir
-        .as_deref()
-        .is_none_or(|w| w == workdir);
-    let snapshot = source_attempt_dir
-        .join(STEPS_DIR)
-        .join(sanitize_component(&last.name))
-        .join(STEP_SNAPSHOT_DIR);
-    (prefix && same_workdir && last.stop_reason.is_none() && snapshot.is_dir())
-        .then_some((records, partial, workdir))
-}
-
-/// Copies the finished steps of the interrupted attempt into this run's attempt directory.
-fn copy_finished(
-    writer: &TaskWriter,
-    attempt: u32,
-    source_attempt_dir: &Path,
-    records: &[StepResult],
-    checkpoint: &StepsCheckpoint,
-) -> Result<(), ResumeError> {
-    writer.clear_steps(attempt)?;
-    for record in records {
-        let name = sanitize_component(&record.name);
-        let from = source_attempt_dir.join(STEPS_DIR).join(&name);
-        copy_tree(&from, &writer.step_dir(attempt, &record.name), &mut |_| {
-            Ok(())
-        })?;
-    }
-    writer.write_steps_checkpoint(attempt, &serde_json::to_value(checkpoint)?)?;
-    Ok(())
-}
-
-/// Resumes `task`'s multi-step attempt `attempt` from the step checkpoint of an interrupted
-/// run (in `source_attempt_dir`): the finished steps are copied, a new environment gets the
-/// last snapshot of the working directory and the remaining steps run. `None` when it cannot
-/// be resumed (the attempt then runs from its first step).
-pub(super) async fn resume_steps(
-    rc: &RequestContext,
-    task: &TaskSpec,
-    plan: &ExecutionPlan,
-    attempt: u32,
-    writer: &TaskWriter,
-    checkpoint: &StepsCheckpoint,
-    source_attempt_dir: &Path,
-) -> Option<PhysicalOutcome> {
-    let (mut records, partial, workdir) = resumable(task, plan, checkpoint, source_attempt_dir)?;
-    rc.phase(task, attempt, TaskPhase::RestoreSteps);
-    if let Err(reason) =
-        blocking(|| copy_finished(writer, attempt, source_attempt_dir, &records, checkpoint))
-    {
-        tracing::warn!(
-            "not resuming the steps of task {} attempt {attempt}; rerunning them: {reason}",
-            task.task_id
-        );
-        return None;
-    }
-    let scope = rc.attempt_scope_resuming(&partial);
-    let step = Step::new(&scope, task, plan, attempt);
-    let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
-    let env = open_environment(&step, EnvironmentRole::Task).await.ok()?;
-    let last = records.last()?.name.clone();
-    let snapshot = writer.step_dir(attempt, &last).join(STEP_SNAPSHOT_DIR);
-    if let Err(message) = restore(&env, &snapshot, &workdir).await {
-        tracing::warn!(
-            "not resuming the steps of task {} attempt {attempt}; rerunning them: {message}",
-            task.task_id
-        );
-        let mut scratch = RunResult::new(task.task_id.clone());
-        close_environment(&scope, env, &mut scratch).await;
-        return None;
-    }
-    for record in &mut records {
-        record.resumed = true;
-    }
-    let done = Done {
-        records,
-        partial: Some(partial),
-    };
-    let mut outcome = run_steps(&step, env, writer, done).await;
-    scope.record_usage(&mut outcome.result);
-    Some(outcome)
-}
-
-/// Replaces the working directory's contents with `snapshot`.
-async fn restore(env: &OpenEnv, snapshot: &Path, workdir: &str) -> Result<(), ResumeError> {
-    // The directory is an argument of the script, never spliced into its text.
-    let clear = ExecRequest::argv([
-        "sh",
-        "-c",
-        r#"mkdir -p "$1" && find "$1" -mindepth 1 -delete"#,
-        "sh",
-        workdir,
-    ])
-    .timeout(300.0);
-    let out = env
-        .session
-        .exec(clear)
-        .await
-        .map_err(|e| ResumeError::Environment(e.message))?;
-    if !out.success() {
-        return Err(ResumeError::Clear {
-            workdir: workdir.to_string(),
-            returncode: out.returncode,
-            stderr: out.stderr.trim().to_string(),
-        });
-    }
-    env.session
-        .upload_dir(snapshot, workdir)
-        .await
-        .map_err(|e| ResumeError::Environment(e.message))
 }
