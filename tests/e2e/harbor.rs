@@ -855,9 +855,38 @@ fn a_multi_step_task_with_a_separate_verifier_runs_as_in_harbor() {
     assert_eq!(reward(result), 1.0, "{result}");
 }
 
-/// A well-formed task this host cannot run — steps whose verifiers run in different places
-/// (Harbor lets each step choose) — is that task's `unsupported` issue while the others run
-/// (issue 36), and a run of nothing else is refused before its first task.
+/// Each step's verifier runs where the step says (Harbor's `[steps.verifier]`): step `two`
+/// of a shared-verifier task chooses a separate verifier, which sees only step two's own
+/// artifact (`/app/two.txt`), collected after step two into that step's directory (issue 54).
+#[test]
+fn a_step_chooses_its_verifier_and_its_artifacts_reach_it() {
+    let h = harbor();
+    let tasks = h.ws.root().join("per-step");
+    let mixed = tasks.join("mixed-steps");
+    agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &mixed);
+    let toml = fs::read_to_string(mixed.join("task.toml")).unwrap().replace(
+        "[[steps]]\nname = \"two\"\n",
+        "[[steps]]\nname = \"two\"\nartifacts = [\"/app/two.txt\"]\n\
+         verifier = { environment_mode = \"separate\" }\n",
+    );
+    assert!(toml.contains("environment_mode"), "{toml}");
+    fs::write(mixed.join("task.toml"), toml).unwrap();
+    let out = h.run(&tasks, "oracle", &[], &[]).expect_code(0);
+    let (attempt, result) = &results(&run_dir(&out))["mixed-steps"];
+    let steps = steps_of(result);
+    assert_eq!(steps[0]["metrics"]["reward"], 1.0, "{steps:?}");
+    assert_eq!(steps[1]["metrics"]["reward"], 0.5, "{steps:?}");
+    assert_eq!(reward(result), 0.75, "{result}");
+    // Step two's own artifact is in its directory, not step one's.
+    let step_two = attempt.join("steps/two/artifacts/app/two.txt");
+    assert_eq!(fs::read_to_string(&step_two).unwrap(), "one\n");
+    assert!(!attempt.join("steps/one/artifacts/app/two.txt").exists());
+    assert!(attempt.join("steps/two/artifacts.manifest.json").is_file());
+}
+
+/// A well-formed task this host cannot run — a step verifier environment declaring its own
+/// resources — is that task's `unsupported` issue while the others run (issue 36), and a run
+/// of nothing else is refused before its first task.
 #[test]
 fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run() {
     let h = harbor();
@@ -865,13 +894,8 @@ fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run
     agentcompass_e2e::copy_tree(&examples().join("hello-file"), &tasks.join("hello-file"));
     let mixed = tasks.join("mixed-steps");
     agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &mixed);
-    let toml = fs::read_to_string(mixed.join("task.toml"))
-        .unwrap()
-        .replace(
-            "[[steps]]\nname = \"two\"\n",
-            "[[steps]]\nname = \"two\"\nverifier = { environment_mode = \"separate\" }\n",
-        );
-    assert!(toml.contains("environment_mode"), "{toml}");
+    let mut toml = fs::read_to_string(mixed.join("task.toml")).unwrap();
+    toml.push_str("\n[steps.verifier.environment]\ncpus = 2\n");
     fs::write(mixed.join("task.toml"), toml).unwrap();
     let out = h.run(&tasks, "oracle", &[], &[]).expect_code(1);
     let results = results(&run_dir(&out));
@@ -880,7 +904,7 @@ fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run
     let issues = refused["issues"].to_string();
     assert!(issues.contains("\"code\":\"unsupported\""), "{issues}");
     assert!(
-        issues.contains("field `steps[1].verifier.environment_mode`: every step's verifier runs"),
+        issues.contains("field `steps[1].verifier.environment.cpus/memory_mb/storage_mb/gpus`"),
         "{issues}"
     );
     // Alone, it is refused before anything runs.
@@ -888,7 +912,7 @@ fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("a step cannot choose otherwise"),
+        out.stderr.contains("declare them on [verifier.environment]"),
         "{}",
         out.stderr
     );

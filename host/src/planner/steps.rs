@@ -32,6 +32,11 @@ impl Planner {
             defect,
         };
         step_artifacts(&mut planned, step).map_err(invalid)?;
+        // A step that declares artifacts wants them kept (Harbor keeps them in the step's
+        // directory), unless the request says otherwise.
+        if !step.artifacts.is_empty() && req.execution.save_artifacts != Some(false) {
+            planned.save_artifacts = true;
+        }
         step_policies(&mut planned, step, req).map_err(invalid)?;
         self.step_evaluation(&mut planned, step, task, req)?;
         Ok(Some(planned))
@@ -216,6 +221,7 @@ mod tests {
         let sources: Vec<&str> = plan.artifacts.iter().map(|a| a.source.as_str()).collect();
         assert_eq!(sources.last(), Some(&"/app/out.txt"));
         assert!(sources.len() >= 2, "the conventional directory stays first");
+        assert!(plan.save_artifacts, "kept in the step's directory");
         // Validated as the attempt's: a relative source names the step.
         step.artifacts = vec![ArtifactSpec::new("out.txt")];
         let err = planned(&step, &request()).unwrap_err().in_step("s");
