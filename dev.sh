@@ -49,6 +49,25 @@ ensure_harbor_oracle() {
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 
+# The wheels `harbor init --steps`'s verifier Dockerfile installs (uv 0.9.7's binary and
+# pytest 8.4.1 with pytest-json-ctrf 0.3.5 and their dependencies, pinned), downloaded once from
+# PyPI into ~/.cache/agentcompass-host/wheels/harbor-init; the e2e test serves them on loopback
+# as the index its local `python:3.12-slim` stand-in points uv at, and makes its
+# `ghcr.io/astral-sh/uv:0.9.7` stand-in from uv's wheel. Exports AGENTCOMPASS_TEST_WHEELS.
+ensure_test_wheels() {
+    local dir="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/wheels/harbor-init"
+    local wheels=(uv==0.9.7 pytest==8.4.1 pytest-json-ctrf==0.3.5 iniconfig==2.3.1
+        packaging==26.4 pluggy==1.7.0 pygments==2.21.0)
+    if [ ! -f "$dir/.complete" ]; then
+        echo "downloading the wheels of the harbor init test into $dir" >&2
+        rm -rf "$dir" && mkdir -p "$dir"
+        "$AGENTCOMPASS_HARBOR_PYTHON" -m pip download --quiet --no-deps --only-binary=:all: \
+            --python-version 3.11 --platform manylinux_2_17_x86_64 -d "$dir" "${wheels[@]}" >&2
+        touch "$dir/.complete"
+    fi
+    export AGENTCOMPASS_TEST_WHEELS="$dir"
+}
+
 # AgentCompass 1.0.1, the upstream this host re-implements: the reader of the results-parity
 # test (tests/upstream_oracle/summary.py runs its own `summary --dry-run` over our run
 # directories); exports AGENTCOMPASS_UPSTREAM_PYTHON for the test.
@@ -224,6 +243,7 @@ package_args() {
 # service but is not excluded by the `check` profile fails there instead of passing by luck.
 SERVICE_VARIABLES=(AGENTCOMPASS_TEST_DOCKER_HOST AGENTCOMPASS_TEST_SLURM_CONF
     AGENTCOMPASS_TEST_AGENT_IMAGE AGENTCOMPASS_TEST_INSTALL_CACHE AGENTCOMPASS_HARBOR_PYTHON
+    AGENTCOMPASS_TEST_WHEELS
     AGENTCOMPASS_UPSTREAM_PYTHON AGENTCOMPASS_MODEL_SDK_PYTHON SLURM_CONF DOCKER_HOST
     AGENTCOMPASS_TEST_ENGINE CONTAINER_HOST CONTAINERS_CONF CONTAINERS_STORAGE_CONF)
 
@@ -505,6 +525,7 @@ test)
     prune_incremental
     ensure_tools
     ensure_harbor_oracle
+    ensure_test_wheels
     ensure_model_sdks
     ensure_upstream
     start_docker

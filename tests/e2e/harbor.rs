@@ -864,11 +864,13 @@ fn a_step_chooses_its_verifier_and_its_artifacts_reach_it() {
     let tasks = h.ws.root().join("per-step");
     let mixed = tasks.join("mixed-steps");
     agentcompass_e2e::copy_tree(&fixture("multi-step-mean"), &mixed);
-    let toml = fs::read_to_string(mixed.join("task.toml")).unwrap().replace(
-        "[[steps]]\nname = \"two\"\n",
-        "[[steps]]\nname = \"two\"\nartifacts = [\"/app/two.txt\"]\n\
+    let toml = fs::read_to_string(mixed.join("task.toml"))
+        .unwrap()
+        .replace(
+            "[[steps]]\nname = \"two\"\n",
+            "[[steps]]\nname = \"two\"\nartifacts = [\"/app/two.txt\"]\n\
          verifier = { environment_mode = \"separate\" }\n",
-    );
+        );
     assert!(toml.contains("environment_mode"), "{toml}");
     fs::write(mixed.join("task.toml"), toml).unwrap();
     let out = h.run(&tasks, "oracle", &[], &[]).expect_code(0);
@@ -912,7 +914,8 @@ fn a_task_this_host_cannot_run_is_its_own_unsupported_issue_while_the_others_run
     assert_eq!(out.stdout, "");
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.contains("declare them on [verifier.environment]"),
+        out.stderr
+            .contains("declare them on [verifier.environment]"),
         "{}",
         out.stderr
     );

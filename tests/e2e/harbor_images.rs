@@ -38,7 +38,7 @@ const BASE_TAGS: [&str; 2] = [
 
 /// The Docker CLI against the tests' engine (Podman's compatible API in the podman tiers;
 /// the classic builder on both).
-fn engine_cli(args: &[&str]) -> String {
+pub(crate) fn engine_cli(args: &[&str]) -> String {
     let out = Command::new("docker")
         .args(["-H", &container_host()])
         .args(args)
@@ -50,7 +50,7 @@ fn engine_cli(args: &[&str]) -> String {
 }
 
 /// Tags the base images the tasks name: busybox with bash (`docker_networks::image_context`).
-fn tag_base_images(dir: &Path) {
+pub(crate) fn tag_base_images(dir: &Path) {
     let context = crate::docker_networks::image_context(
         dir,
         &["/usr/bin/find", "/usr/bin/uname", "/usr/bin/date"],
@@ -175,7 +175,7 @@ fn oracle(ws: &Workspace, tasks: &[&str], extra: &[&str]) -> Outcome {
 
 /// `run harbor oracle` with the benchmark parameters `params`, in the tests' engine, with
 /// `--progress progress` and `extra`.
-fn oracle_on(ws: &Workspace, params: &Value, progress: &str, extra: &[&str]) -> Outcome {
+pub(crate) fn oracle_on(ws: &Workspace, params: &Value, progress: &str, extra: &[&str]) -> Outcome {
     let plugins = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let env = json!({container_host_param(): container_host()}).to_string();
     let params = params.to_string();
@@ -196,7 +196,7 @@ fn oracle_on(ws: &Workspace, params: &Value, progress: &str, extra: &[&str]) -> 
     ws.run(&args, &[])
 }
 
-fn reward(result: &Value) -> f64 {
+pub(crate) fn reward(result: &Value) -> f64 {
     result["metrics"]["reward"].as_f64().unwrap_or(-1.0)
 }
 

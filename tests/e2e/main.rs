@@ -17,6 +17,7 @@ mod docker_networks;
 mod environments;
 mod harbor;
 mod harbor_images;
+mod harbor_init;
 mod harness_free;
 mod installed_agents;
 mod judging;

@@ -358,9 +358,15 @@ pub(crate) struct Warnings {
 }
 
 impl Warnings {
-    /// Warns that `key` (when present) is not supported.
+    /// Warns that `key` (when present, and not an empty list) is not supported.
     pub(crate) fn unsupported(&mut self, section: &Section, key: &str, why: &str) {
-        if section.get(key).is_some() {
+        // An empty list declares nothing (`mcp_servers = []`, as `harbor init` writes it).
+        let declared = match section.get(key) {
+            None => false,
+            Some(Value::Array(items)) => !items.is_empty(),
+            Some(_) => true,
+        };
+        if declared {
             self.list.push(format!(
                 "{}: field `{}` is not supported and is ignored ({why})",
                 self.file,
