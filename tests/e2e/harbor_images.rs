@@ -217,14 +217,19 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
             }
         }
     });
-    let tasks = ["dockerfile-build", "prebuilt-image", "step-healthcheck"];
+    let tasks = [
+        "dockerfile-build",
+        "prebuilt-image",
+        "step-healthcheck",
+        "agent-user",
+    ];
     let out = oracle(&ws, &tasks, &[]).expect_code(0);
     let published = results(&run_dir(&out));
     for (id, (_, result)) in &published {
         assert_eq!(result["status"], "completed", "{id}: {result}");
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
-    assert_eq!(published.len(), 3);
+    assert_eq!(published.len(), 4);
 
     // A failed build: the task's environment issue, quoting the instruction and its output;
     // a health check that never passes stops its task before the agent.

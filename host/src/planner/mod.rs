@@ -174,6 +174,8 @@ impl Planner {
             run_timeout_seconds,
             evaluation_timeout_seconds,
             save_artifacts: false,
+            run_user: task.run_user.clone(),
+            evaluation_user: task.evaluation_user.clone(),
         };
         let plan = self.recipes.apply(plan, req, task)?;
         self.finish(plan, task, req)

@@ -1,8 +1,8 @@
 //! The plan of one step of a multi-step attempt: the attempt's plan with what the step
-//! declares of its own (Harbor's `[[steps]]` tables) — its run and evaluation timeouts, its
-//! artifacts and collection commands (appended to the attempt's), its phase network policies
-//! and its evaluation environment (a mode, or a fresh verifier image of its own). The
-//! request's explicit values still win over a step's, as they win over the task's.
+//! declares of its own (Harbor's `[[steps]]` tables) — its run and evaluation timeouts and
+//! users, its artifacts and collection commands (appended to the attempt's), its phase
+//! network policies and its evaluation environment (a mode, or a fresh verifier image of its
+//! own). The request's explicit values still win over a step's, as they win over the task's.
 
 use agentcompass_plugin_api::contracts::{
     EvaluationEnvironmentMode, ExecutionPlan, ExecutionSpec, RunRequest, TaskSpec, TaskStep,
@@ -27,6 +27,12 @@ impl Planner {
         }
         let mut planned = plan.clone();
         step_timeouts(&mut planned, step, &req.execution);
+        if step.run_user.is_some() {
+            planned.run_user = step.run_user.clone();
+        }
+        if step.evaluation_user.is_some() {
+            planned.evaluation_user = step.evaluation_user.clone();
+        }
         let invalid = |defect| PlanError::Invalid {
             task_id: task.task_id.clone(),
             defect,

@@ -1,7 +1,8 @@
 //! Phase-scoped sessions: during the agent run and during evaluation, every command a
 //! component runs through the environment gets that phase's bindings (`run_env_variables` or
 //! `evaluation_env_variables` over the common ones) in [`ExecRequest::scope_env`], which
-//! overrides the call's defaults and the session's common bindings. The scope is a wrapper
+//! overrides the call's defaults and the session's common bindings, and runs as that phase's
+//! user (`run_user` / `evaluation_user`) every command that names none. The scope is a wrapper
 //! handed to the phase's calls only, so it ends with the phase whatever way the phase ends;
 //! preparation, artifact commands, result recovery and cleanup see the bare session.
 
@@ -17,34 +18,43 @@ use agentcompass_plugin_api::{Error, Result};
 
 use crate::planner::{phase_bindings, resolve_secret_bindings, Phase};
 
-/// `session` with the bindings of `phase` in `plan` applied to every command, or the session
-/// itself when the phase adds nothing to the common bindings the session already has.
+/// `session` with the bindings and user of `phase` in `plan` applied to every command, or the
+/// session itself when the phase adds nothing to what the session already has.
 pub fn scoped_session(
     session: &SessionRef,
     plan: &ExecutionPlan,
     phase: Phase,
 ) -> Result<SessionRef> {
-    let phase_only = match phase {
-        Phase::Run => &plan.environment.run_env_variables,
-        Phase::Evaluation => &plan.environment.evaluation_env_variables,
+    let (phase_only, user) = match phase {
+        Phase::Run => (&plan.environment.run_env_variables, &plan.run_user),
+        Phase::Evaluation => (
+            &plan.environment.evaluation_env_variables,
+            &plan.evaluation_user,
+        ),
         Phase::Common | Phase::FreshStartup => return Ok(session.clone()),
     };
-    if phase_only.is_empty() {
+    if phase_only.is_empty() && user.is_none() {
         return Ok(session.clone());
     }
-    let templates = phase_bindings(plan, phase);
-    let resolved = resolve_secret_bindings(&templates, &crate::config::process_env)
-        .map_err(|e| Error::invalid_input(e.to_string()))?;
+    let bindings = if phase_only.is_empty() {
+        BTreeMap::new()
+    } else {
+        let templates = phase_bindings(plan, phase);
+        resolve_secret_bindings(&templates, &crate::config::process_env)
+            .map_err(|e| Error::invalid_input(e.to_string()))?
+    };
     Ok(Arc::new(PhaseScopedSession {
         inner: session.clone(),
-        bindings: resolved,
+        bindings,
+        user: user.clone(),
     }))
 }
 
-/// A session whose commands carry the phase's bindings.
+/// A session whose commands carry the phase's bindings, as the phase's user.
 struct PhaseScopedSession {
     inner: SessionRef,
     bindings: BTreeMap<String, String>,
+    user: Option<String>,
 }
 
 #[async_trait]
@@ -57,6 +67,9 @@ impl EnvironmentSession for PhaseScopedSession {
         let mut scope = self.bindings.clone();
         scope.append(&mut request.scope_env);
         request.scope_env = scope;
+        if request.user.is_none() {
+            request.user = self.user.clone();
+        }
         self.inner.exec(request).await
     }
 

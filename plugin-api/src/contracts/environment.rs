@@ -48,6 +48,11 @@ pub struct ProviderCapabilities {
     /// before the tasks take their concurrency slots (an open and close per image).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub builds_images: bool,
+    /// Runs a command as the user its request names ([`super::ExecRequest::user`]): needed
+    /// by plans with a phase user ([`super::ExecutionPlan::run_user`] /
+    /// [`super::ExecutionPlan::evaluation_user`]); a provider without it is refused for them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exec_user: bool,
 }
 
 impl Default for ProviderCapabilities {
@@ -64,6 +69,7 @@ impl Default for ProviderCapabilities {
             host_mounts: false,
             platform_params: None,
             builds_images: false,
+            exec_user: false,
         }
     }
 }

@@ -192,6 +192,12 @@ pub struct ExecutionPlan {
     pub evaluation_timeout_seconds: Option<f64>,
     /// Persist collected artifacts locally.
     pub save_artifacts: bool,
+    /// The user the agent phase's commands run as (`None`: the image's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_user: Option<String>,
+    /// The user the evaluation phase's commands run as (`None`: the image's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluation_user: Option<String>,
 }
 
 impl Default for ExecutionPlan {
@@ -220,6 +226,8 @@ impl Default for ExecutionPlan {
             run_timeout_seconds: None,
             evaluation_timeout_seconds: None,
             save_artifacts: false,
+            run_user: None,
+            evaluation_user: None,
         }
     }
 }

@@ -456,6 +456,13 @@ pub struct ExecRequest {
     /// this empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub scope_env: BTreeMap<String, String>,
+    /// The user the command runs as (a name or UID, `user:group` where the engine takes it);
+    /// `None`: the session's default (the image's user). The host's phase scope sets the
+    /// phase's user (Harbor's `[agent].user` / `[verifier].user`) on commands that name none.
+    /// A provider that cannot switch users refuses a request naming one
+    /// ([`super::ProviderCapabilities::exec_user`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 impl ExecRequest {
@@ -469,7 +476,14 @@ impl ExecRequest {
             timeout_seconds: None,
             detach: false,
             scope_env: BTreeMap::new(),
+            user: None,
         }
+    }
+
+    /// Runs as `user` (a name or UID).
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
+        self
     }
 
     /// An argv command (`shell = false`).
@@ -584,6 +598,7 @@ impl fmt::Debug for ExecRequest {
             .field("scope_env", &super::RedactedMap(&self.scope_env))
             .field("timeout_seconds", &self.timeout_seconds)
             .field("detach", &self.detach)
+            .field("user", &self.user)
             .finish()
     }
 }

@@ -59,6 +59,12 @@ pub struct TaskStep {
     /// `evaluation_environment_setup` for this step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation_environment_setup: Option<EnvironmentSetup>,
+    /// The user the step's agent phase runs as (replaces the task's `run_user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_user: Option<String>,
+    /// The user the step's evaluation runs as (replaces the task's `evaluation_user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_user: Option<String>,
 }
 
 impl TaskStep {
@@ -83,6 +89,8 @@ impl TaskStep {
             || self.evaluation_network_policy.is_some()
             || self.evaluation_environment_mode.is_some()
             || self.evaluation_environment_setup.is_some()
+            || self.run_user.is_some()
+            || self.evaluation_user.is_some()
     }
 }
 

@@ -89,6 +89,13 @@ pub struct TaskSpec {
     /// task, prepared by `prepare_task` and scored by `evaluate_attempt`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<TaskStep>,
+    /// The user the agent phase's commands run as (Harbor's `[agent].user`; `None`: the
+    /// image's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_user: Option<String>,
+    /// The user the evaluation phase's commands run as (Harbor's `[verifier].user`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation_user: Option<String>,
 }
 
 impl TaskSpec {

@@ -135,6 +135,19 @@ pub fn validate_against_capabilities(
             }
         }
     }
+    let users = [
+        ("run_user", plan.run_user.as_deref()),
+        ("evaluation_user", plan.evaluation_user.as_deref()),
+    ];
+    if let (false, Some((field, user))) = (
+        caps.exec_user,
+        users.iter().find_map(|(f, u)| u.map(|u| (f, u))),
+    ) {
+        return Err(Error::unsupported(format!(
+            "environment `{provider}` cannot run commands as another user ({field} `{user}`); \
+             use an environment that can (`config docs env ID` lists `exec_user`)"
+        )));
+    }
     Ok(())
 }
 
@@ -162,6 +175,25 @@ mod tests {
             err.message.contains("run_network_policy mode `no-network`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_phase_user_needs_a_provider_that_switches_users() {
+        let mut p = plan();
+        p.evaluation_user = Some("grader".into());
+        let caps = ProviderCapabilities::public_only();
+        let err = validate_against_capabilities(&caps, &p).unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::Unsupported);
+        assert!(
+            err.message
+                .contains("cannot run commands as another user (evaluation_user `grader`)"),
+            "{err}"
+        );
+        let caps = ProviderCapabilities {
+            exec_user: true,
+            ..caps
+        };
+        assert!(validate_against_capabilities(&caps, &p).is_ok());
     }
 
     #[test]

@@ -13,6 +13,15 @@ use tokio::time::Instant;
 
 use crate::engine::status_of;
 
+/// What one exec runs: the command, its environment (`KEY=VALUE`), working directory and
+/// user (`None`: the image's).
+pub(crate) struct ExecSpec {
+    pub(crate) argv: Vec<String>,
+    pub(crate) env: Vec<String>,
+    pub(crate) cwd: String,
+    pub(crate) user: Option<String>,
+}
+
 /// The variable marking every process started by one exec (used to kill them on a timeout).
 pub(crate) const EXEC_MARKER: &str = "AGENTCOMPASS_EXEC_ID";
 
@@ -52,7 +61,13 @@ pub(crate) async fn probe(
         "sh".to_string(),
         path.to_string(),
     ];
-    let r = run_exec(docker, container, argv, Vec::new(), "/", None, None).await?;
+    let spec = ExecSpec {
+        argv,
+        env: Vec::new(),
+        cwd: "/".to_string(),
+        user: None,
+    };
+    let r = run_exec(docker, container, spec, None, None).await?;
     match r.returncode {
         0 => Ok(true),
         1 => Ok(false),
@@ -73,16 +88,20 @@ pub(crate) async fn exec_captured(
     cwd: &str,
     timeout: Option<Duration>,
 ) -> Result<ExecResult> {
-    run_exec(docker, container, argv, env, cwd, timeout, None).await
+    let spec = ExecSpec {
+        argv,
+        env,
+        cwd: cwd.to_string(),
+        user: None,
+    };
+    run_exec(docker, container, spec, timeout, None).await
 }
 
-/// Creates the exec of `argv` with `env` in `cwd`, its output attached or not; its id.
+/// Creates the exec of `spec`, its output attached or not; its id.
 async fn create_exec(
     docker: &Daemon,
     container: &str,
-    argv: Vec<String>,
-    env: Vec<String>,
-    cwd: &str,
+    spec: ExecSpec,
     attach: bool,
 ) -> Result<String> {
     let created = docker
@@ -91,9 +110,10 @@ async fn create_exec(
             CreateExecOptions {
                 attach_stdout: Some(attach),
                 attach_stderr: Some(attach),
-                env: Some(env),
-                cmd: Some(argv),
-                working_dir: Some(cwd.to_string()),
+                env: Some(spec.env),
+                cmd: Some(spec.argv),
+                working_dir: Some(spec.cwd),
+                user: spec.user,
                 ..Default::default()
             },
         )
@@ -106,11 +126,9 @@ async fn create_exec(
 pub(crate) async fn start_detached(
     docker: &Daemon,
     container: &str,
-    argv: Vec<String>,
-    env: Vec<String>,
-    cwd: &str,
+    spec: ExecSpec,
 ) -> Result<ExecResult> {
-    let id = create_exec(docker, container, argv, env, cwd, false).await?;
+    let id = create_exec(docker, container, spec, false).await?;
     docker
         .start_exec(
             &id,
@@ -308,14 +326,13 @@ async fn exit_code(docker: &Daemon, id: &str) -> Result<i32> {
 pub(crate) async fn run_exec(
     docker: &Daemon,
     container: &str,
-    argv: Vec<String>,
-    env: Vec<String>,
-    cwd: &str,
+    spec: ExecSpec,
     timeout: Option<Duration>,
     marker: Option<String>,
 ) -> Result<ExecResult> {
-    let program = argv.first().cloned().unwrap_or_default();
-    let id = create_exec(docker, container, argv, env, cwd, true).await?;
+    let program = spec.argv.first().cloned().unwrap_or_default();
+    let cwd = spec.cwd.clone();
+    let id = create_exec(docker, container, spec, true).await?;
     let mut guard = KillGuard {
         docker: docker.clone(),
         container: container.to_string(),
@@ -345,7 +362,7 @@ pub(crate) async fn run_exec(
     guard.disarm();
     let code = exit_code(docker, &id).await?;
     let (stdout, stderr) = captured.texts();
-    if let Some(error) = start_failure(code, &stdout, &stderr, &program, cwd) {
+    if let Some(error) = start_failure(code, &stdout, &stderr, &program, &cwd) {
         return Err(error);
     }
     Ok(ExecResult::new(code, stdout, stderr))

@@ -233,6 +233,7 @@ impl EnvironmentProvider for ContainerProvider {
             // change nothing installed.
             platform_params: Some(vec!["build_context".to_string()]),
             builds_images: true,
+            exec_user: true,
         })
     }
 

@@ -20,7 +20,7 @@ use serde_json::json;
 use crate::archive;
 use crate::config::normalize;
 use crate::engine::remove_container;
-use crate::exec::{probe, run_exec, start_detached, EXEC_MARKER};
+use crate::exec::{probe, run_exec, start_detached, ExecSpec, EXEC_MARKER};
 use crate::isolation::SessionNetwork;
 use crate::network::Attachment;
 use crate::transfer::{fetch, fetch_file, follow, put, MAX_SYMLINKS};
@@ -156,11 +156,17 @@ impl EnvironmentSession for ContainerSession {
         let mut env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         env.push(format!("{EXEC_MARKER}={marker}"));
         let detach = request.detach;
+        let spec = ExecSpec {
+            argv,
+            env,
+            cwd,
+            user: request.user,
+        };
         self.call(move |docker, container| async move {
             if detach {
-                start_detached(&docker, &container, argv, env, &cwd).await
+                start_detached(&docker, &container, spec).await
             } else {
-                run_exec(&docker, &container, argv, env, &cwd, timeout, Some(marker)).await
+                run_exec(&docker, &container, spec, timeout, Some(marker)).await
             }
         })
         .await

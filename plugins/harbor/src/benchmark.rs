@@ -75,6 +75,20 @@ pub(crate) struct Plan {
     /// `[environment.healthcheck]`, run before the agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     healthcheck: Option<Healthcheck>,
+    /// Who the benchmark's own resets of `/logs` and `/tests` run as: `root` when the task
+    /// names a user (Harbor runs them as root), else the image's user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) internal_user: Option<String>,
+}
+
+/// `command`, then the `/logs` directories opened to every user when the task names users
+/// (`internal_user` is set: the agent's and the verifier's users write there; Harbor makes
+/// them mode 777).
+pub(crate) fn open_logs(command: String, internal_user: Option<&str>) -> String {
+    match internal_user {
+        Some(_) => format!("{command} && chmod 777 {LOG_DIRS}"),
+        None => command,
+    }
 }
 
 impl Plan {
@@ -83,7 +97,7 @@ impl Plan {
         match &self.healthcheck {
             Some(check) => {
                 check
-                    .run(ctx, env, self.workdir.as_deref(), "the environment's")
+                    .run(ctx, env, self.workdir.as_deref(), "the environment's", None)
                     .await
             }
             None => Ok(()),
@@ -212,11 +226,18 @@ impl Harbor {
         staged: &Path,
         workdir: Option<String>,
         step: &TaskStep,
+        user: Option<&str>,
     ) -> Result<()> {
+        let as_user = |mut request: ExecRequest| {
+            request.user = user.map(str::to_string);
+            request
+        };
         let workdir = match workdir {
             Some(workdir) => workdir,
             None => {
-                let out = env.exec(ExecRequest::shell("pwd").timeout(60.0)).await?;
+                let out = env
+                    .exec(as_user(ExecRequest::shell("pwd").timeout(60.0)))
+                    .await?;
                 let pwd = out.stdout.trim();
                 if pwd.is_empty() {
                     "/".to_string()
@@ -230,7 +251,7 @@ impl Harbor {
             return Ok(());
         }
         let script = format!("{}/{SETUP_SCRIPT}", workdir.trim_end_matches('/'));
-        let mut request = ExecRequest::argv(["bash", script.as_str()]);
+        let mut request = as_user(ExecRequest::argv(["bash", script.as_str()]));
         request.cwd = Some(workdir);
         let out = env.exec(request).await?;
         if out.success() {
@@ -250,8 +271,11 @@ impl Harbor {
         env: &SessionRef,
         command: &str,
         what: &str,
+        user: Option<&str>,
     ) -> Result<()> {
-        let out = env.exec(ExecRequest::shell(command).timeout(120.0)).await?;
+        let mut request = ExecRequest::shell(command).timeout(120.0);
+        request.user = user.map(str::to_string);
+        let out = env.exec(request).await?;
         if out.success() {
             Ok(())
         } else {
@@ -329,10 +353,17 @@ impl Benchmark for Harbor {
             .map(serde_json::from_value)
             .transpose()
             .map_err(|e| Error::invalid_input(format!("{ID}: healthcheck: {e}")))?;
+        let users = task.run_user.is_some()
+            || task.evaluation_user.is_some()
+            || task
+                .steps
+                .iter()
+                .any(|s| s.run_user.is_some() || s.evaluation_user.is_some());
         let plan = Plan {
             task_dir: task_dir(task)?,
             workdir: environment.setup.workdir.clone(),
             healthcheck,
+            internal_user: users.then(|| "root".to_string()),
         };
         Ok(BenchmarkPlan::default().with_payload(&plan)?)
     }
@@ -350,8 +381,12 @@ impl Benchmark for Harbor {
         Harbor::run_checked(
             ctx,
             env,
-            &format!("mkdir -p {LOG_DIRS}"),
+            &open_logs(
+                format!("mkdir -p {LOG_DIRS}"),
+                plan.internal_user.as_deref(),
+            ),
             "creating the /logs directories",
+            plan.internal_user.as_deref(),
         )
         .await?;
         plan.environment_healthcheck(ctx, env).await?;
@@ -390,19 +425,26 @@ impl Benchmark for Harbor {
         } else {
             format!("mkdir -p {LOG_DIRS} /tests && find /logs/verifier /logs/agent /tests -mindepth 1 -delete")
         };
-        Harbor::run_checked(ctx, env, &reset, "resetting /logs and /tests for the step").await?;
+        let reset = open_logs(reset, plan.internal_user.as_deref());
+        let what = "resetting /logs and /tests for the step";
+        let root = plan.internal_user.as_deref();
+        Harbor::run_checked(ctx, env, &reset, what, root).await?;
         // Harbor checks the environment once, before the first step.
         if first {
             plan.environment_healthcheck(ctx, env).await?;
         }
+        // The step's setup and health check run as its agent does (Harbor's step agent user).
+        let user = step.run_user.as_deref().or(task.run_user.as_deref());
         let step_dir = step_dir(&plan.task_dir, step);
         let staged = step_dir.join(WORKDIR_DIR);
         if staged.is_dir() {
-            Harbor::stage_workdir(ctx, env, &staged, plan.workdir.clone(), step).await?;
+            Harbor::stage_workdir(ctx, env, &staged, plan.workdir.clone(), step, user).await?;
         }
         if let Some(check) = step_healthcheck(step) {
             let whose = format!("step `{}`'s", step.name);
-            check.run(ctx, env, plan.workdir.as_deref(), &whose).await?;
+            check
+                .run(ctx, env, plan.workdir.as_deref(), &whose, user)
+                .await?;
         }
         let solution = [
             step_dir.join(SOLUTION_DIR),

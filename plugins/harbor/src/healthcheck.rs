@@ -74,6 +74,7 @@ impl Healthcheck {
         env: &SessionRef,
         cwd: Option<&str>,
         whose: &str,
+        user: Option<&str>,
     ) -> Result<()> {
         let started = Instant::now();
         let start_period = pause(self.start_period_sec);
@@ -81,6 +82,7 @@ impl Healthcheck {
         loop {
             let in_start = started.elapsed() < start_period;
             let mut request = ExecRequest::argv(["bash", "-c", self.command.as_str()]);
+            request.user = user.map(str::to_string);
             request.cwd = cwd.map(str::to_string);
             let bound = self.timeout_sec.trunc();
             if bound >= 1.0 {

@@ -1,6 +1,6 @@
 //! The phase tables of a `task.toml`: `[agent]` (run timeout, agent-phase network policy,
 //! `user`) and `[verifier]` (timeout, bindings, network policy, environment mode, a separate
-//! `[verifier.environment]`, `[[verifier.collect]]`), shared by the task level and
+//! `[verifier.environment]`, `[[verifier.collect]]`, `user`), shared by the task level and
 //! `[[steps]]`.
 
 use std::collections::BTreeMap;
@@ -14,7 +14,6 @@ use toml::Value;
 use crate::artifacts::collect_commands;
 use crate::environment::{environment_decl, phase_policy, EnvironmentDecl};
 use crate::fields::{Section, Warnings};
-use crate::unmapped;
 
 /// What `[agent]` declares.
 #[derive(Debug, Default)]
@@ -23,21 +22,28 @@ pub(crate) struct AgentDecl {
     pub(crate) timeout_seconds: Option<f64>,
     /// `network_mode` / `allowed_hosts`.
     pub(crate) network_policy: Option<NetworkPolicy>,
+    /// `user`: who the agent's commands run as.
+    pub(crate) user: Option<String>,
 }
 
-/// `[agent]`: the run timeout and the agent-phase network policy.
+/// `[agent]`: the run timeout, the agent-phase network policy and user.
 pub(crate) fn agent_decl(agent: &Section, warnings: &mut Warnings) -> Result<AgentDecl> {
     let decl = AgentDecl {
         timeout_seconds: agent.positive_seconds("timeout_sec")?,
         network_policy: phase_policy(agent, warnings)?,
+        user: user(agent)?,
     };
-    unmapped::user(
-        agent,
-        warnings,
-        "commands run as the environment's default user",
-    )?;
     warnings.unknown(agent);
     Ok(decl)
+}
+
+/// `user`: a user name or a UID (`str | int`), as the engine's exec takes it.
+fn user(section: &Section) -> Result<Option<String>> {
+    Ok(match section.string_or_integer("user")? {
+        Some(Value::String(name)) => Some(name),
+        Some(Value::Integer(uid)) => Some(uid.to_string()),
+        _ => None,
+    })
 }
 
 /// What `[verifier]` declares.
@@ -55,6 +61,8 @@ pub(crate) struct VerifierDecl {
     pub(crate) environment: Option<EnvironmentDecl>,
     /// `[[verifier.collect]]`.
     pub(crate) collect: Vec<ArtifactCollectCommand>,
+    /// `user`: who the verifier's commands run as.
+    pub(crate) user: Option<String>,
 }
 
 /// `[verifier]`: timeout, bindings, network policy, environment mode, a separate
@@ -82,11 +90,7 @@ pub(crate) fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Resu
             ));
         }
     }
-    unmapped::user(
-        verifier,
-        warnings,
-        "the verifier runs as the environment's default user",
-    )?;
+    let user = user(verifier)?;
     warnings.unknown(verifier);
     Ok(VerifierDecl {
         timeout_seconds,
@@ -95,6 +99,7 @@ pub(crate) fn verifier_decl(verifier: &Section, warnings: &mut Warnings) -> Resu
         mode,
         environment,
         collect,
+        user,
     })
 }
 

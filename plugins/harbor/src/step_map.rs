@@ -1,6 +1,6 @@
 //! The `TaskStep`s of a multi-step task, from its `[[steps]]` declarations (module `steps`)
 //! and its `steps/<name>/` directories, as Harbor 0.25's `MultiStepTrial` runs them: each
-//! step's instruction, timeouts, `min_reward`, health check and verifier bindings; its
+//! step's instruction, timeouts, users, `min_reward`, health check and verifier bindings; its
 //! artifacts (appended to the task's) and collect commands; its agent and verifier network
 //! policies; and where its verifier runs — the task environment, or a fresh one (explicit step
 //! mode > a step verifier environment > the task's choice), of the step's own image when it
@@ -103,6 +103,8 @@ fn declared(step: &mut TaskStep, decl: &StepDecl, side: &TaskSide, warnings: &mu
     }
     step.artifacts = appended(side.artifacts, &decl.artifacts, warnings);
     step.artifact_collect = decl.collect.clone();
+    step.run_user = decl.agent_user.clone();
+    step.evaluation_user = decl.verifier_user.clone();
     step.run_network_policy = decl.agent_policy.clone();
     step.evaluation_network_policy = decl.verifier_policy.clone();
 }
@@ -258,7 +260,8 @@ mod tests {
     #[test]
     fn step_policies_collect_commands_and_refusals() {
         let tmp = TempDir::new().unwrap();
-        let toml = "[[steps]]\nname = \"one\"\nagent = { network_mode = \"no-network\" }\n\
+        let toml = "[[steps]]\nname = \"one\"\n\
+                    agent = { network_mode = \"no-network\", user = \"agent\" }\n\
                     [steps.verifier]\nnetwork_mode = \"public\"\n\
                     [[steps.verifier.collect]]\ncommand = \"cp /app/x /logs/artifacts/\"\n";
         let dir = write_task(tmp.path(), "policies", toml);

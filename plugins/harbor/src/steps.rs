@@ -37,6 +37,10 @@ pub(crate) struct StepDecl {
     pub(crate) verifier_mode: Option<EvaluationEnvironmentMode>,
     /// `[steps.verifier.environment]`, the step's own verifier environment.
     pub(crate) verifier_environment: Option<EnvironmentDecl>,
+    /// `agent.user`: who the step's agent runs as (its `setup.sh` and health check too).
+    pub(crate) agent_user: Option<String>,
+    /// `verifier.user`: who the step's verifier runs as.
+    pub(crate) verifier_user: Option<String>,
     /// `agent.network_mode` / `allowed_hosts`: the step's agent-phase policy.
     pub(crate) agent_policy: Option<NetworkPolicy>,
     /// `verifier.network_mode` / `allowed_hosts`: the step's verifier-phase policy.
@@ -80,6 +84,8 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             verifier_timeout_seconds: None,
             verifier_mode: None,
             verifier_environment: None,
+            agent_user: None,
+            verifier_user: None,
             agent_policy: None,
             verifier_policy: None,
             collect: Vec::new(),
@@ -90,6 +96,7 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             let agent = agent_decl(&agent, &mut found)?;
             decl.agent_timeout_seconds = agent.timeout_seconds;
             decl.agent_policy = agent.network_policy;
+            decl.agent_user = agent.user;
         }
         if let Some(verifier) = step.table("verifier")? {
             let verifier = verifier_decl(&verifier, &mut found)?;
@@ -99,6 +106,7 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
             decl.verifier_environment = verifier.environment;
             decl.verifier_policy = verifier.network_policy;
             decl.collect = verifier.collect;
+            decl.verifier_user = verifier.user;
         }
         decl.min_reward = min_reward(&step)?;
         if let Some(table) = step.table("healthcheck")? {

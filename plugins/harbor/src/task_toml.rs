@@ -18,6 +18,8 @@
 //! | `solution.env` | `run_env_variables` (only for the oracle harness or `solution_env_for_agent`) |
 //! | `artifacts` | `artifacts` (the `/logs/artifacts` convention directory always included) |
 //! | `[[verifier.collect]]` | `artifact_collect` |
+//! | `agent.user` / `verifier.user` | `run_user` / `evaluation_user` |
+//! | `[[steps]]` | `steps` (module `step_map`) |
 //! | `source` / `[task]` / `[metadata]` | `metadata["source"]` / `metadata["task"]` / merged into `metadata` |
 //!
 //! Only explicitly declared values are mapped (no implicit Harbor defaults). When a separate
@@ -349,6 +351,8 @@ fn map_phases(task: &mut TaskSpec, decl: &TaskDecl, options: LoadOptions) {
     task.evaluation_timeout_seconds = decl.verifier.timeout_seconds;
     task.evaluation_env_variables = decl.verifier.env_variables.clone();
     task.artifact_collect = decl.verifier.collect.clone();
+    task.run_user = decl.agent.user.clone();
+    task.evaluation_user = decl.verifier.user.clone();
     if options.solution_env_for_agent {
         task.run_env_variables = decl.solution_env.clone().unwrap_or_default();
     }

@@ -22,13 +22,6 @@ pub(crate) fn environment_fields(section: &Section, warnings: &mut Warnings) -> 
     Ok(())
 }
 
-/// `user` of `[agent]` / `[verifier]`: a user name or UID (`str | int`), not acted on.
-pub(crate) fn user(section: &Section, warnings: &mut Warnings, why: &str) -> Result<()> {
-    section.string_or_integer("user")?;
-    warnings.unsupported(section, "user", why);
-    Ok(())
-}
-
 /// `multi_step_reward_strategy`: `"mean"` or `"final"`.
 pub(crate) fn reward_strategy(root: &Section) -> Result<Option<String>> {
     root.choice("multi_step_reward_strategy", &["mean", "final"])

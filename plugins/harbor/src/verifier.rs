@@ -15,7 +15,9 @@ use agentcompass_plugin_api::sdk::{Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Result;
 use serde_json::{json, Value};
 
-use crate::benchmark::{tail, Harbor, Plan, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR, TEST_STDOUT};
+use crate::benchmark::{
+    open_logs, tail, Harbor, Plan, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR, TEST_STDOUT,
+};
 use crate::names::ID;
 use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
 
@@ -94,7 +96,8 @@ impl Harbor {
             return Ok(result);
         };
         let workdir = verifier_workdir(plan, payload.workdir);
-        let out = Harbor::run_verifier(ctx, env, verifier, workdir, plan, started).await?;
+        let root = payload.internal_user.as_deref();
+        let out = Harbor::run_verifier(ctx, env, verifier, workdir, plan, started, root).await?;
         let mut extra = Harbor::verifier_output(ctx, env, &out).await;
         if out.timed_out {
             result.push_issue(ExecutionIssue::error(
@@ -133,6 +136,7 @@ impl Harbor {
         workdir: Option<String>,
         plan: &ExecutionPlan,
         started: Instant,
+        root: Option<&str>,
     ) -> Result<ExecResult> {
         let bundled = verifier.bundled && env.is_file("/tests/test.sh").await?;
         let clear = if bundled {
@@ -143,10 +147,11 @@ impl Harbor {
         Harbor::run_checked(
             ctx,
             env,
-            &format!(
+            &open_logs(format!(
                 "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR}{clear}"
-            ),
+            ), root),
             "removing stale reward files and /tests",
+            root,
         )
         .await?;
         if !bundled {

@@ -104,6 +104,7 @@ impl EnvironmentProvider for HostProcessProvider {
             host_mounts: false,
             platform_params: None,
             builds_images: false,
+            exec_user: false,
         })
     }
 

@@ -76,6 +76,11 @@ impl EnvironmentSession for HostProcessSession {
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
+        if let Some(user) = &request.user {
+            return Err(Error::unsupported(format!(
+                "environment `host_process` cannot run commands as another user (`{user}`)"
+            )));
+        }
         let timeout = timeout_duration(request.timeout_seconds)?;
         let mut env = request.effective_env(&self.env)?;
         let tmp = self.workdir.ensure().await?.join("tmp");

@@ -245,6 +245,7 @@ impl EnvironmentProvider for SandboxProvider {
             // The root filesystem; `bwrap` and `egress_hosts` change nothing installed.
             platform_params: Some(vec!["root".to_string()]),
             builds_images: false,
+            exec_user: false,
         })
     }
 

@@ -36,6 +36,11 @@ impl EnvironmentSession for SandboxSession {
 
     async fn exec(&self, request: ExecRequest) -> Result<ExecResult> {
         request.validate().map_err(Error::invalid_input)?;
+        if let Some(user) = &request.user {
+            return Err(Error::unsupported(format!(
+                "environment `{ID}` cannot run commands as another user (`{user}`)"
+            )));
+        }
         let timeout = timeout_duration(request.timeout_seconds)?;
         // Checked now; merged again for each command built, so that the merged environment
         // is not held while the command runs (an agent's whole run).
