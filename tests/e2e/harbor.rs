@@ -284,9 +284,10 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     copy("dockerfile-build");
     copy("prebuilt-image");
     let toml = tasks.join("prebuilt-image/task.toml");
-    let text = fs::read_to_string(&toml)
-        .unwrap()
-        .replace("[agent]\n", "[agent]\nuser = \"agent\"\n");
+    let text = fs::read_to_string(&toml).unwrap().replace(
+        "[environment]\n",
+        "[environment]\nskills_dir = \"/skills\"\n",
+    );
     fs::write(&toml, text).unwrap();
     let warning = "warning: task prebuilt-image: ";
     let params = json!({"path": tasks}).to_string();
@@ -305,7 +306,7 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     assert_eq!(printed["image_builds"]["distinct"], 1, "{printed}");
     let line = out.stderr.lines().find(|l| l.starts_with(warning));
     assert!(
-        line.is_some_and(|l| l.contains("field `agent.user` is not supported")),
+        line.is_some_and(|l| l.contains("field `environment.skills_dir` is not supported")),
         "{out:?}"
     );
     // `plan` of that task prints the same line.

@@ -341,3 +341,36 @@ fn fifty_tasks_of_one_image_build_it_once_before_taking_their_slots() {
     );
     assert!(phase[2].contains("task_started"), "{phase:?}");
 }
+
+/// `gpus > 0` (issue 54): Docker is asked for that many NVIDIA devices, as Harbor asks (this
+/// machine has none, so the engine's own refusal is the task's environment issue); Podman's
+/// compatible API has no device requests, so a run of such a task is refused before it starts.
+#[test]
+fn gpus_are_requested_from_docker_and_refused_by_podman() {
+    let ws = Workspace::new();
+    tag_base_images(ws.root());
+    let tasks = ws.root().join("gpu-tasks");
+    agentcompass_e2e::copy_tree(
+        &repo_root().join("examples/harbor-features/prebuilt-image"),
+        &tasks.join("one-gpu"),
+    );
+    let toml = tasks.join("one-gpu/task.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("storage_mb = 10240\n", "storage_mb = 10240\ngpus = 1\n"),
+    )
+    .unwrap();
+    let out = oracle_on(&ws, &json!({"path": tasks}), "none", &[]);
+    if container_engine() == "podman" {
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.stderr.contains("`gpu`"), "{}", out.stderr);
+        return;
+    }
+    assert_eq!(out.code, 1, "{out:?}");
+    let (_, result) = &results(&run_dir(&out))["one-gpu"];
+    let issue = &result["issues"][0];
+    assert_eq!(issue["code"], "environment_failed", "{result}");
+    let message = issue["message"].as_str().unwrap_or_default();
+    assert!(message.contains("nvidia"), "{message}");
+}

@@ -113,7 +113,7 @@ use agentcompass_plugin_api::sdk::{
     async_trait, Ctx, EnvironmentProvider, PluginBuilder, SessionRef,
 };
 use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
-use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use serde_json::Value;
 
 use config::{config_schema, image_source, workdir_of, Address, Config};
@@ -194,6 +194,16 @@ impl ContainerProvider {
         }
     }
 
+    /// The resource fields the engine applies: CPUs and memory, and GPUs in Docker (its
+    /// device requests; Podman's compatible API has none, as Harbor finds).
+    fn resource_fields(&self) -> Vec<String> {
+        let mut fields = vec!["cpu".to_string(), "memory_mb".to_string()];
+        if self.engine == Engine::Docker {
+            fields.push("gpu".to_string());
+        }
+        fields
+    }
+
     /// The engine's address for `config`: the given one, or the private Podman service's
     /// (started on first use). Blocking.
     fn address_now(services: &podman::Services, config: &Config) -> Result<String> {
@@ -223,7 +233,7 @@ impl EnvironmentProvider for ContainerProvider {
             network_modes: NetworkMode::ALL.to_vec(),
             allowlist_entry_types: ENTRY_TYPES.map(str::to_string).to_vec(),
             dynamic_network_policy: true,
-            resource_fields: vec!["cpu".to_string(), "memory_mb".to_string()],
+            resource_fields: self.resource_fields(),
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
@@ -527,6 +537,19 @@ impl EnvironmentProvider for ContainerProvider {
     }
 }
 
+/// Harbor's GPU request (`gpus > 0`): that many NVIDIA devices with the `gpu` capability, as
+/// its Compose `deploy.resources.reservations.devices` asks (the NVIDIA Container Toolkit
+/// must be installed; the engine says so when it is not).
+fn gpu_request(resources: &ResourceRequirements) -> Option<Vec<DeviceRequest>> {
+    let count = resources.gpu.filter(|count| *count > 0)?;
+    Some(vec![DeviceRequest {
+        driver: Some("nvidia".to_string()),
+        count: Some(i64::from(count)),
+        capabilities: Some(vec![vec!["gpu".to_string()]]),
+        ..Default::default()
+    }])
+}
+
 /// The create body of a session's container (all but its image): keep-alive command, the
 /// request's resolved bindings, working directory, labels, network and resources.
 fn container_body(
@@ -561,6 +584,7 @@ fn container_body(
             memory: resources
                 .memory_mb
                 .map(|mb| i64::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(i64::MAX)),
+            device_requests: gpu_request(resources),
             auto_remove: Some(false),
             // Only a service this process started is known to have (at least) its limits.
             ulimits: matches!(config.address, Address::PrivateService { .. }).then(podman::ulimits),

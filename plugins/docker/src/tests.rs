@@ -349,16 +349,20 @@ fn plans_are_validated() {
         "{}",
         err.message
     );
-    let mut refused = plan.clone();
-    refused.environment.resources = Some(ResourceRequirements {
+    // GPUs: Docker's device requests; Podman's compatible API has none (refused).
+    let mut gpus = plan.clone();
+    gpus.environment.resources = Some(ResourceRequirements {
         gpu: Some(1),
         ..Default::default()
     });
-    assert!(provider
-        .validate_plan(&refused)
-        .unwrap_err()
-        .message
-        .contains("`gpu`"));
+    match test_engine() {
+        Engine::Docker => provider.validate_plan(&gpus).unwrap(),
+        Engine::Podman => assert!(provider
+            .validate_plan(&gpus)
+            .unwrap_err()
+            .message
+            .contains("`gpu`")),
+    }
     let mut refused = plan.clone();
     refused.environment.params.insert("bogus".into(), json!(1));
     assert!(provider
@@ -646,4 +650,25 @@ fn failed_builds_and_bad_contexts_are_clear_errors() {
             expected
         );
     }
+}
+
+#[test]
+fn gpus_are_nvidia_device_requests_as_harbor_asks() {
+    let none = ResourceRequirements {
+        gpu: Some(0),
+        ..Default::default()
+    };
+    assert!(gpu_request(&none).is_none());
+    let two = ResourceRequirements {
+        gpu: Some(2),
+        ..Default::default()
+    };
+    let requests = gpu_request(&two).expect("a device request");
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].driver.as_deref(), Some("nvidia"));
+    assert_eq!(requests[0].count, Some(2));
+    assert_eq!(
+        requests[0].capabilities,
+        Some(vec![vec!["gpu".to_string()]])
+    );
 }

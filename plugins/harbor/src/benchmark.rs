@@ -16,6 +16,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::commands::{open_logs, run_checked, tail, LOG_DIRS};
 use crate::dataset::{dataset_tasks, task_origin, TaskOrigin};
 use crate::discover::task_dirs;
 use crate::healthcheck::Healthcheck;
@@ -25,21 +26,10 @@ use crate::names::{
 };
 use crate::reward::{self};
 use crate::task_toml::{load_task, LoadOptions};
-use crate::verifier::{bundled, Verifier};
+use crate::verifier::{bundled, evaluate_with, Verifier};
 
 /// The harness that runs the reference solution (`solution/solve.sh`).
 pub const ORACLE_HARNESS: &str = "oracle";
-
-/// Where the verifier's stdout is saved in the environment.
-pub const TEST_STDOUT: &str = "/logs/verifier/test-stdout.txt";
-/// Where the verifier's stderr is saved in the environment.
-pub const TEST_STDERR: &str = "/logs/verifier/test-stderr.txt";
-
-/// The in-environment directories Harbor tasks rely on.
-pub(crate) const LOG_DIRS: &str = "/logs/verifier /logs/agent /logs/artifacts";
-
-/// Characters of verifier output kept in the result.
-pub(crate) const OUTPUT_TAIL_CHARS: usize = 4000;
 
 /// The `solution_env_for_agent` param (default `false`).
 fn solution_env_for_agent(req: &RunRequest) -> Result<bool> {
@@ -81,16 +71,6 @@ pub(crate) struct Plan {
     pub(crate) internal_user: Option<String>,
 }
 
-/// `command`, then the `/logs` directories opened to every user when the task names users
-/// (`internal_user` is set: the agent's and the verifier's users write there; Harbor makes
-/// them mode 777).
-pub(crate) fn open_logs(command: String, internal_user: Option<&str>) -> String {
-    match internal_user {
-        Some(_) => format!("{command} && chmod 777 {LOG_DIRS}"),
-        None => command,
-    }
-}
-
 impl Plan {
     /// Runs the environment's health check, if the task declares one.
     async fn environment_healthcheck(&self, ctx: &Ctx, env: &SessionRef) -> Result<()> {
@@ -126,17 +106,6 @@ fn task_dir(task: &TaskSpec) -> Result<String> {
                 task.task_id
             ))
         })
-}
-
-/// The last `max` characters of `text` (scrub it with `Ctx::scrub` first: a secret the cut
-/// falls into is then already masked whole).
-pub(crate) fn tail(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        text.to_string()
-    } else {
-        text.chars().skip(count - max).collect()
-    }
 }
 
 /// The host directory of `step` (`steps/<name>/`).
@@ -264,28 +233,6 @@ impl Harbor {
             tail(ctx.scrub(out.stderr.trim()).await.as_str(), 500)
         )))
     }
-
-    /// Runs `command` and fails (as an environment error) unless it succeeds.
-    pub(crate) async fn run_checked(
-        ctx: &Ctx,
-        env: &SessionRef,
-        command: &str,
-        what: &str,
-        user: Option<&str>,
-    ) -> Result<()> {
-        let mut request = ExecRequest::shell(command).timeout(120.0);
-        request.user = user.map(str::to_string);
-        let out = env.exec(request).await?;
-        if out.success() {
-            Ok(())
-        } else {
-            Err(Error::environment(format!(
-                "{ID}: {what} failed (exit {}): {}",
-                out.returncode,
-                tail(ctx.scrub(out.stderr.trim()).await.as_str(), 500)
-            )))
-        }
-    }
 }
 
 #[async_trait]
@@ -378,7 +325,7 @@ impl Benchmark for Harbor {
     ) -> Result<PreparedTask> {
         let plan: Plan = plan.payload()?;
         container_layout(env)?;
-        Harbor::run_checked(
+        run_checked(
             ctx,
             env,
             &open_logs(
@@ -403,7 +350,14 @@ impl Benchmark for Harbor {
             script: "tests/test.sh".into(),
             bundled: bundled(input.task, None, input.plan),
         };
-        Harbor::evaluate_with(ctx, input, payload, &verifier).await
+        evaluate_with(
+            ctx,
+            input,
+            payload.workdir,
+            payload.internal_user,
+            &verifier,
+        )
+        .await
     }
 
     async fn prepare_step(
@@ -428,7 +382,7 @@ impl Benchmark for Harbor {
         let reset = open_logs(reset, plan.internal_user.as_deref());
         let what = "resetting /logs and /tests for the step";
         let root = plan.internal_user.as_deref();
-        Harbor::run_checked(ctx, env, &reset, what, root).await?;
+        run_checked(ctx, env, &reset, what, root).await?;
         // Harbor checks the environment once, before the first step.
         if first {
             plan.environment_healthcheck(ctx, env).await?;
@@ -487,7 +441,14 @@ impl Benchmark for Harbor {
             script,
             bundled: bundled(input.task, Some(step), input.plan),
         };
-        Harbor::evaluate_with(ctx, input, payload, &verifier).await
+        evaluate_with(
+            ctx,
+            input,
+            payload.workdir,
+            payload.internal_user,
+            &verifier,
+        )
+        .await
     }
 
     async fn score_steps(

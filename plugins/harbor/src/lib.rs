@@ -6,6 +6,7 @@
 
 mod artifacts;
 mod benchmark;
+mod commands;
 mod dataset;
 mod discover;
 mod environment;
@@ -13,6 +14,7 @@ mod fields;
 mod healthcheck;
 mod hosts;
 mod image;
+mod instruction;
 mod lax;
 mod multistep;
 mod names;

@@ -18,9 +18,9 @@ use serde_json::json;
 use crate::artifacts::appended;
 use crate::fields::Warnings;
 use crate::image;
+use crate::instruction::read_instruction;
 use crate::names::{ID, INSTRUCTION_MD, STEPS_DIR, TESTS_DIR, TEST_SCRIPT};
 use crate::steps::StepDecl;
-use crate::task_toml::read_instruction;
 
 /// The task-level facts a step's mapping needs.
 pub(crate) struct TaskSide<'a> {

@@ -19,7 +19,8 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use crate::benchmark::{Harbor, TEST_STDOUT};
+use crate::benchmark::Harbor;
+use crate::commands::TEST_STDOUT;
 use crate::environment::parse_size_mb;
 use crate::names::ID;
 use crate::reward::{self, REWARD_JSON, REWARD_TXT};

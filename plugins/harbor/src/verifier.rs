@@ -15,8 +15,9 @@ use agentcompass_plugin_api::sdk::{Ctx, EvaluationInput, SessionRef};
 use agentcompass_plugin_api::Result;
 use serde_json::{json, Value};
 
-use crate::benchmark::{
-    open_logs, tail, Harbor, Plan, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR, TEST_STDOUT,
+use crate::commands::{
+    open_logs, read_optional, run_checked, tail, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR,
+    TEST_STDOUT,
 };
 use crate::names::ID;
 use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
@@ -75,147 +76,137 @@ pub(crate) fn bundled(task: &TaskSpec, step: Option<&TaskStep>, plan: &Execution
         .unwrap_or(false)
 }
 
-impl Harbor {
-    /// Runs `verifier` in the evaluation environment and reads its reward into the result.
-    pub(crate) async fn evaluate_with(
-        ctx: &Ctx,
-        input: EvaluationInput<'_>,
-        payload: Plan,
-        verifier: &Verifier,
-    ) -> Result<RunResult> {
-        let EvaluationInput {
-            task,
-            mut result,
-            plan,
-            env,
-            ..
-        } = input;
-        let started = Instant::now();
-        let Some(env) = env else {
-            result.push_issue(no_environment_issue(plan));
-            return Ok(result);
-        };
-        let workdir = verifier_workdir(plan, payload.workdir);
-        let root = payload.internal_user.as_deref();
-        let out = Harbor::run_verifier(ctx, env, verifier, workdir, plan, started, root).await?;
-        let mut extra = Harbor::verifier_output(ctx, env, &out).await;
-        if out.timed_out {
+/// Runs `verifier` in the evaluation environment and reads its reward into the result.
+pub(crate) async fn evaluate_with(
+    ctx: &Ctx,
+    input: EvaluationInput<'_>,
+    planned_workdir: Option<String>,
+    internal_user: Option<String>,
+    verifier: &Verifier,
+) -> Result<RunResult> {
+    let EvaluationInput {
+        task,
+        mut result,
+        plan,
+        env,
+        ..
+    } = input;
+    let started = Instant::now();
+    let Some(env) = env else {
+        result.push_issue(no_environment_issue(plan));
+        return Ok(result);
+    };
+    let workdir = verifier_workdir(plan, planned_workdir);
+    let root = internal_user.as_deref();
+    let out = run_verifier(ctx, env, verifier, workdir, plan, started, root).await?;
+    let mut extra = verifier_output(ctx, env, &out).await;
+    if out.timed_out {
+        result.push_issue(ExecutionIssue::error(
+            IssuePhase::Evaluate,
+            "verifier_timeout",
+            format!(
+                "{ID}: {} of task {} did not finish within the evaluation timeout",
+                verifier.script, task.task_id
+            ),
+        ));
+        result.extra.insert("harbor".into(), extra);
+        return Ok(result);
+    }
+    record_reward(env, task, &out, &mut result, &mut extra).await?;
+    result.extra.insert("harbor".into(), extra);
+    Ok(result)
+}
+
+/// Runs `tests/test.sh` in `env`: clears stale reward files and `/tests` (an agent could
+/// pre-write a reward), uploads the task's `tests/` and runs the script, within what is
+/// left of the evaluation budget (a small reserve lets the timeout be reported as
+/// `verifier_timeout` before the runtime's watchdog fires).
+async fn run_verifier(
+    ctx: &Ctx,
+    env: &SessionRef,
+    verifier: &Verifier,
+    workdir: Option<String>,
+    plan: &ExecutionPlan,
+    started: Instant,
+    root: Option<&str>,
+) -> Result<ExecResult> {
+    let bundled = verifier.bundled && env.is_file("/tests/test.sh").await?;
+    let clear = if bundled {
+        ""
+    } else {
+        " && mkdir -p /tests && find /tests -mindepth 1 -delete"
+    };
+    run_checked(
+        ctx,
+        env,
+        &open_logs(format!(
+            "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR}{clear}"
+        ), root),
+        "removing stale reward files and /tests",
+        root,
+    )
+    .await?;
+    if !bundled {
+        for tests in &verifier.tests {
+            env.upload_dir(tests, "/tests").await?;
+        }
+    }
+    let mut request = ExecRequest::shell(format!(
+        "bash /tests/test.sh > {TEST_STDOUT} 2> {TEST_STDERR}"
+    ));
+    request.cwd = workdir;
+    request.env = verifier.env.clone();
+    if let Some(budget) = plan.evaluation_timeout_seconds {
+        let reserve = (budget * 0.05).min(5.0);
+        let left = budget - started.elapsed().as_secs_f64() - reserve;
+        request.timeout_seconds = Some(left.max(1.0));
+    }
+    env.exec(request).await
+}
+
+/// The verifier's exit status and output tails (unreadable output counts as empty).
+async fn verifier_output(ctx: &Ctx, env: &SessionRef, out: &ExecResult) -> Value {
+    let stdout = read_optional(env, TEST_STDOUT).await.ok().flatten();
+    let stderr = read_optional(env, TEST_STDERR).await.ok().flatten();
+    json!({
+        "test_exit_code": out.returncode,
+        "test_timed_out": out.timed_out,
+        "test_stdout_tail": tail(&ctx.scrub(stdout.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
+        "test_stderr_tail": tail(&ctx.scrub(stderr.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
+    })
+}
+
+/// Reads the reward (`reward.json` wins over `reward.txt`) into the metrics, or records
+/// why there is none as an issue.
+async fn record_reward(
+    env: &SessionRef,
+    task: &TaskSpec,
+    out: &ExecResult,
+    result: &mut RunResult,
+    extra: &mut Value,
+) -> Result<()> {
+    let json_text = read_optional(env, REWARD_JSON).await?;
+    let txt_text = if json_text.is_none() {
+        read_optional(env, REWARD_TXT).await?
+    } else {
+        None
+    };
+    match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
+        Ok(rewards) => {
+            result.metrics.extend(reward::metrics(&rewards));
+            extra["reward_file"] = rewards.source.into();
+            extra["rewards"] = json!(rewards.values);
+        }
+        Err(RewardError { code, message }) => {
             result.push_issue(ExecutionIssue::error(
                 IssuePhase::Evaluate,
-                "verifier_timeout",
+                code,
                 format!(
-                    "{ID}: {} of task {} did not finish within the evaluation timeout",
-                    verifier.script, task.task_id
+                    "{ID}: task {}: {message} (test.sh exit code {})",
+                    task.task_id, out.returncode
                 ),
             ));
-            result.extra.insert("harbor".into(), extra);
-            return Ok(result);
-        }
-        Harbor::record_reward(env, task, &out, &mut result, &mut extra).await?;
-        result.extra.insert("harbor".into(), extra);
-        Ok(result)
-    }
-
-    /// Reads a file if it exists (`None` when it does not).
-    pub(crate) async fn read_optional(env: &SessionRef, path: &str) -> Result<Option<String>> {
-        if env.is_file(path).await? {
-            env.read_text(path).await.map(Some)
-        } else {
-            Ok(None)
         }
     }
-
-    /// Runs `tests/test.sh` in `env`: clears stale reward files and `/tests` (an agent could
-    /// pre-write a reward), uploads the task's `tests/` and runs the script, within what is
-    /// left of the evaluation budget (a small reserve lets the timeout be reported as
-    /// `verifier_timeout` before the runtime's watchdog fires).
-    async fn run_verifier(
-        ctx: &Ctx,
-        env: &SessionRef,
-        verifier: &Verifier,
-        workdir: Option<String>,
-        plan: &ExecutionPlan,
-        started: Instant,
-        root: Option<&str>,
-    ) -> Result<ExecResult> {
-        let bundled = verifier.bundled && env.is_file("/tests/test.sh").await?;
-        let clear = if bundled {
-            ""
-        } else {
-            " && mkdir -p /tests && find /tests -mindepth 1 -delete"
-        };
-        Harbor::run_checked(
-            ctx,
-            env,
-            &open_logs(format!(
-                "mkdir -p {LOG_DIRS} && rm -f {REWARD_TXT} {REWARD_JSON} {TEST_STDOUT} {TEST_STDERR}{clear}"
-            ), root),
-            "removing stale reward files and /tests",
-            root,
-        )
-        .await?;
-        if !bundled {
-            for tests in &verifier.tests {
-                env.upload_dir(tests, "/tests").await?;
-            }
-        }
-        let mut request = ExecRequest::shell(format!(
-            "bash /tests/test.sh > {TEST_STDOUT} 2> {TEST_STDERR}"
-        ));
-        request.cwd = workdir;
-        request.env = verifier.env.clone();
-        if let Some(budget) = plan.evaluation_timeout_seconds {
-            let reserve = (budget * 0.05).min(5.0);
-            let left = budget - started.elapsed().as_secs_f64() - reserve;
-            request.timeout_seconds = Some(left.max(1.0));
-        }
-        env.exec(request).await
-    }
-
-    /// The verifier's exit status and output tails (unreadable output counts as empty).
-    async fn verifier_output(ctx: &Ctx, env: &SessionRef, out: &ExecResult) -> Value {
-        let stdout = Harbor::read_optional(env, TEST_STDOUT).await.ok().flatten();
-        let stderr = Harbor::read_optional(env, TEST_STDERR).await.ok().flatten();
-        json!({
-            "test_exit_code": out.returncode,
-            "test_timed_out": out.timed_out,
-            "test_stdout_tail": tail(&ctx.scrub(stdout.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
-            "test_stderr_tail": tail(&ctx.scrub(stderr.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
-        })
-    }
-
-    /// Reads the reward (`reward.json` wins over `reward.txt`) into the metrics, or records
-    /// why there is none as an issue.
-    async fn record_reward(
-        env: &SessionRef,
-        task: &TaskSpec,
-        out: &ExecResult,
-        result: &mut RunResult,
-        extra: &mut Value,
-    ) -> Result<()> {
-        let json_text = Harbor::read_optional(env, REWARD_JSON).await?;
-        let txt_text = if json_text.is_none() {
-            Harbor::read_optional(env, REWARD_TXT).await?
-        } else {
-            None
-        };
-        match reward::from_files(json_text.as_deref(), txt_text.as_deref()) {
-            Ok(rewards) => {
-                result.metrics.extend(reward::metrics(&rewards));
-                extra["reward_file"] = rewards.source.into();
-                extra["rewards"] = json!(rewards.values);
-            }
-            Err(RewardError { code, message }) => {
-                result.push_issue(ExecutionIssue::error(
-                    IssuePhase::Evaluate,
-                    code,
-                    format!(
-                        "{ID}: task {}: {message} (test.sh exit code {})",
-                        task.task_id, out.returncode
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
+    Ok(())
 }
