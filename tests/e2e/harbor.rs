@@ -194,11 +194,14 @@ fn tasks_that_cannot_run_on_the_environment_are_refused_before_the_first() {
 
 #[test]
 fn a_task_with_its_own_dockerfile_never_runs_silently_on_the_host_root() {
-    // Refused before the first task (one line naming the engines and the opt-in), nothing
-    // written; with `host_root` the user's choice runs it on the host root.
+    // Where no engine can build it (the sandbox's `image_builder` is missing): refused before
+    // the first task (one line naming the engines and the opt-in), nothing written; with
+    // `host_root` the user's choice runs it on the host root. (Where Podman is, the sandbox
+    // builds it: e2e `sandbox_images`.)
     let h = harbor();
     let task = repo_root().join("examples/harbor-features/dockerfile-build");
-    let out = h.run(&task, "oracle", &[], &[]);
+    let no_builder = ["--env-params", r#"{"image_builder": "no-such-builder"}"#];
+    let out = h.run(&task, "oracle", &no_builder, &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert_eq!(out.stdout, "");
     let refusal = out
@@ -208,8 +211,8 @@ fn a_task_with_its_own_dockerfile_never_runs_silently_on_the_host_root() {
         .unwrap_or_default();
     assert!(
         refusal.contains(
-            "the sandbox does not build; run it with --env docker or --env podman, \
-             or on the host's root filesystem with --env-params '{\"host_root\": true}'"
+            "is not on this machine; install Podman, or run it with --env docker or --env \
+             podman, or on the host's root filesystem with --env-params '{\"host_root\": true}'"
         ),
         "{out:?}"
     );

@@ -270,7 +270,7 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
 
 /// `count` copies of one task whose image its own Dockerfile builds (the same definition in
 /// every task directory, so one image), under `dir`; the image carries `marker`.
-fn tasks_of_one_image(dir: &Path, count: usize, marker: &str) {
+pub(crate) fn tasks_of_one_image(dir: &Path, count: usize, marker: &str) {
     for i in 0..count {
         let task = dir.join(format!("same-image-{i:02}"));
         for sub in ["environment", "solution", "tests"] {

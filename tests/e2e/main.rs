@@ -37,6 +37,7 @@ mod rate_limits;
 mod refuse_early;
 mod rejections;
 mod runtime;
+mod sandbox_images;
 mod scripted_sdk;
 mod secrets;
 mod secrets_under_failure;

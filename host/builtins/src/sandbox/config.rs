@@ -15,6 +15,7 @@ use agentcompass_plugin_api::sdk::provider::{check_params, string_table};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
+use super::image::Builder;
 use super::{DEFAULT_PATH, ID, KERNEL_DIRS};
 
 /// The working directory when `setup.workdir` is not given.
@@ -48,8 +49,24 @@ pub(super) fn config_schema() -> ConfigSchema {
             ConfigType::Boolean,
             json!(false),
             "Run a task that ships its own image definition (`setup.build_context`: a Harbor \
-             task's environment/Dockerfile) on the host root instead of refusing it (the image \
-             is not built; the task sees the host's tools, not its own)",
+             task's environment/Dockerfile) on the host root instead of building it (the \
+             task sees the host's tools, not its own)",
+        ))
+        .field(ConfigField::new(
+            "image_builder",
+            ConfigType::String,
+            json!("podman"),
+            "The daemonless engine that builds a task's own image definition \
+             (`setup.build_context`), a path or a name looked up in PATH: Podman's `build`, \
+             the root filesystem exported once per definition and entered read-only",
+        ))
+        .field(ConfigField::new(
+            "image_store",
+            ConfigType::String,
+            Value::Null,
+            "Where built task images and their root filesystems are kept (default: \
+             $XDG_CACHE_HOME/agentcompass-host/sandbox-images, else \
+             ~/.cache/agentcompass-host/sandbox-images)",
         ))
         .field(egress_hosts_param())
 }
@@ -64,6 +81,10 @@ pub(super) struct Config {
     pub(super) prepared_namespace: bool,
     /// A task's own image definition may run on the host root (`host_root`).
     pub(super) host_root: bool,
+    /// The engine that builds a task's own image (`image_builder`).
+    pub(super) image_builder: String,
+    /// Where built images are kept (`image_store`).
+    pub(super) image_store: Option<String>,
 }
 
 impl Config {
@@ -93,6 +114,8 @@ impl Config {
                 .get("host_root")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            image_builder: text("image_builder")?.unwrap_or_else(|| "podman".to_string()),
+            image_store: text("image_store")?,
         })
     }
 }
@@ -115,27 +138,53 @@ impl Config {
 }
 
 impl Config {
-    /// Refuses an environment whose image is built from its own definition
-    /// (`setup.build_context`) when it would run on the host root: the sandbox builds no
-    /// image, and the task's tools would silently be the host's. A `root` (parameter, or an
-    /// absolute `setup.image`) or `host_root = true` is the user's choice.
-    pub(super) fn check_image(&self, setup: &EnvironmentSetup) -> Result<()> {
-        let Some(context) = &setup.build_context else {
-            return Ok(());
-        };
+    /// The build context of `setup` that this sandbox builds (a task's own image definition
+    /// without a root of the user's choosing or `host_root`), with its builder.
+    pub(super) fn image_build<'a>(
+        &self,
+        setup: &'a EnvironmentSetup,
+    ) -> Option<(Option<Builder>, &'a str)> {
+        let context = setup.build_context.as_deref()?;
         let own_root = self.root.is_some()
             || setup
                 .image
                 .as_deref()
                 .is_some_and(|image| Path::new(image).is_absolute());
         if own_root || self.host_root {
-            return Ok(());
+            return None;
         }
-        Err(Error::unsupported(format!(
-            "environment `{ID}`: the task's image is built from `{context}/Dockerfile`, which \
-             the sandbox does not build; run it with --env docker or --env podman, or on the \
-             host's root filesystem with --env-params '{{\"host_root\": true}}'"
-        )))
+        Some((self.builder(), context))
+    }
+
+    /// The engine that builds task images, when it is on this machine.
+    fn builder(&self) -> Option<Builder> {
+        let program = find_program(&self.image_builder)?;
+        let store = match &self.image_store {
+            Some(store) => PathBuf::from(store),
+            None => std::env::var_os("XDG_CACHE_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+                .join("agentcompass-host/sandbox-images"),
+        };
+        Some(Builder { program, store })
+    }
+
+    /// Refuses an environment whose image is built from its own definition
+    /// (`setup.build_context`) when no engine here can build it: the task would otherwise
+    /// run on the host root, with the host's tools instead of its own. A `root` (parameter,
+    /// or an absolute `setup.image`) or `host_root = true` is the user's choice.
+    pub(super) fn check_image(&self, setup: &EnvironmentSetup) -> Result<()> {
+        match self.image_build(setup) {
+            Some((None, context)) => Err(Error::unsupported(format!(
+                "environment `{ID}`: the task's image is built from `{context}/Dockerfile`, and \
+                 `{}` (the sandbox's `image_builder`) is not on this machine; install Podman, \
+                 or run it with --env docker or --env podman, or on the host's root filesystem \
+                 with --env-params '{{\"host_root\": true}}'",
+                self.image_builder
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -126,6 +126,7 @@
 mod config;
 mod egress;
 mod enter;
+mod image;
 mod layout;
 mod mirror;
 mod mounts;
@@ -180,6 +181,10 @@ pub const INSTALL_HINT: &str =
 
 /// Name prefix of the host directories this provider creates (and alone removes).
 const OWNED_PREFIX: &str = "agentcompass-sandbox-";
+
+/// A task image's build timeout when its setup names none (Harbor's `build_timeout_sec`
+/// default).
+const DEFAULT_BUILD_SECONDS: f64 = 600.0;
 
 /// `PATH` inside the sandbox unless a binding sets it.
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -244,7 +249,7 @@ impl EnvironmentProvider for SandboxProvider {
             host_mounts: true,
             // The root filesystem; `bwrap` and `egress_hosts` change nothing installed.
             platform_params: Some(vec!["root".to_string()]),
-            builds_images: false,
+            builds_images: true,
             exec_user: false,
         })
     }
@@ -278,7 +283,16 @@ impl EnvironmentProvider for SandboxProvider {
         };
         let endpoints = egress::endpoint_mounts(&request.host_endpoints)?;
         let forwarder = egress::forwarder_binary()?;
-        let image = request.environment.setup.image.clone();
+        let image = match config.image_build(&request.environment.setup) {
+            Some((Some(builder), context)) => {
+                let setup = &request.environment.setup;
+                let limit = setup.build_timeout_seconds.unwrap_or(DEFAULT_BUILD_SECONDS);
+                let timeout = Duration::from_secs_f64(limit.max(1.0));
+                let rootfs = builder.root_of(Path::new(context), timeout).await?;
+                Some(rootfs.display().to_string())
+            }
+            _ => request.environment.setup.image.clone(),
+        };
         let prefix = format!(
             "{OWNED_PREFIX}{}-{}-",
             sanitise(&request.task_id),

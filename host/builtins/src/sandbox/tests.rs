@@ -302,20 +302,32 @@ fn validate_plan_refuses_what_it_cannot_enforce() {
 }
 
 #[test]
-fn a_task_image_definition_is_refused_unless_a_root_is_chosen() {
+fn a_task_image_definition_is_built_or_refused_when_nothing_can_build_it() {
     let provider = SandboxProvider::default();
     let mut p = ExecutionPlan {
         environment: EnvironmentSpec::new(ID),
         ..ExecutionPlan::default()
     };
     p.environment.setup.build_context = Some("/tasks/t/environment".into());
+    // With a builder on this machine (the `podman` the tests' tiers have), it is built.
+    let mut building = p.clone();
+    building
+        .environment
+        .params
+        .insert("image_builder".into(), json!("/bin/true"));
+    provider.validate_plan(&building).unwrap();
+    // Without one, refused before anything opens.
+    p.environment
+        .params
+        .insert("image_builder".into(), json!("no-such-builder"));
     let err = provider.validate_plan(&p).unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unsupported);
     assert_eq!(
         err.message,
         "environment `sandbox`: the task's image is built from `/tasks/t/environment/Dockerfile`, \
-         which the sandbox does not build; run it with --env docker or --env podman, or on the \
-         host's root filesystem with --env-params '{\"host_root\": true}'"
+         and `no-such-builder` (the sandbox's `image_builder`) is not on this machine; install \
+         Podman, or run it with --env docker or --env podman, or on the host's root filesystem \
+         with --env-params '{\"host_root\": true}'"
     );
     // The user's choice: the host root, or a root filesystem of their own.
     let mut host_root = p.clone();
