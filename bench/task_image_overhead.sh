@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# The per-task cost of a Harbor task that ships its own image (issue 54), in the `sandbox`
+# against `docker`, images warm (built once before timing), alternating in the same minute:
+#
+#   bench/task_image_overhead.sh [HOST_BINARY] [N] [CONCURRENCY] [REPS]
+#
+# Both run `harbor` with `oracle` over N tasks of one `environment/Dockerfile` (`FROM
+# ubuntu:24.04`, a COPY; the solution copies a file the image carries, the verifier compares):
+# docker: a container of the built image per task; sandbox: the image's exported root
+# filesystem (Podman-built, `image_store`) entered read-only with bubblewrap per task.
+# Prints one tab-separated line per repetition (ms a task each, ratio sandbox ÷ docker) and,
+# last, `median<TAB>sandbox_ms<TAB>docker_ms<TAB>ratio`. Uses $DOCKER_HOST if a daemon answers
+# there, else starts a private one (dev.sh's start_docker). The tasks' `FROM ubuntu:24.04` is a
+# local busybox-with-bash image, loaded into the sandbox's store too. Needs podman and bwrap.
+# Defaults: N 50, CONCURRENCY 8, REPS 3. Not part of the test suite.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+HOST="${1:-${CARGO_TARGET_DIR:-$ROOT/target}/release/agentcompass-host}"
+N="${2:-50}"
+CONC="${3:-8}"
+REPS="${4:-3}"
+WORK="$(mktemp -d)"
+
+if ! { [ -n "${DOCKER_HOST:-}" ] && docker info >/dev/null 2>&1; }; then
+    DOCKER_DIR=""
+    DOCKERD_PID=""
+    # shellcheck source=/dev/null
+    source <(sed -n -e '/^stop_docker()/,/^}/p' -e '/^start_docker()/,/^}/p' \
+        -e '/^busybox_rootfs()/,/^}/p' "$ROOT/dev.sh")
+    start_docker >&2
+    trap 'stop_docker; rm -rf "$WORK"' EXIT
+else
+    trap 'rm -rf "$WORK"' EXIT
+fi
+# The tasks' base: busybox with bash (the host's), tagged as the Dockerfiles name it, and
+# loaded into the sandbox's image store.
+mkdir -p "$WORK/base/root/bin"
+cp /usr/bin/bash "$WORK/base/root/bin/bash"
+for lib in $(ldd /usr/bin/bash | grep -o '/[^ ]*'); do
+    mkdir -p "$WORK/base/root$(dirname "$lib")"
+    cp "$lib" "$WORK/base/root$lib"
+done
+printf 'FROM agentcompass-test/busybox:1\nCOPY root/ /\n' >"$WORK/base/Dockerfile"
+DOCKER_BUILDKIT=0 docker build -q -t ubuntu:24.04 "$WORK/base" >/dev/null 2>&1
+STORE="$WORK/store"
+docker save ubuntu:24.04 | podman --root "$STORE/storage" --runroot "$STORE/run" load -q >/dev/null
+
+now() { date +%s%N; }
+
+TASKS="$WORK/tasks"
+for i in $(seq 0 $((N - 1))); do
+    dir="$TASKS/t$i"
+    mkdir -p "$dir/solution" "$dir/tests" "$dir/environment"
+    printf 'schema_version = "1.4"\n[environment]\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\nworkdir = "/app"\n' \
+        >"$dir/task.toml"
+    echo 'Copy /built.txt to /app/seen.txt.' >"$dir/instruction.md"
+    printf '#!/bin/bash\ncat /built.txt > /app/seen.txt\n' >"$dir/solution/solve.sh"
+    printf '#!/bin/bash\n[ "$(cat /built.txt)" = "$(cat /app/seen.txt)" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n' \
+        >"$dir/tests/test.sh"
+    echo "image of the task-image bench $$" >"$dir/environment/marker.txt"
+    printf 'FROM ubuntu:24.04\nCOPY marker.txt /built.txt\n' >"$dir/environment/Dockerfile"
+done
+
+run() { # ENV PARAMS -> ms a task; every task must score 1
+    local t0 out
+    t0=$(now)
+    out="$WORK/out-$1"
+    "$HOST" run harbor oracle bench-model --env "$1" --env-params "$2" \
+        --benchmark-params "{\"path\": \"$TASKS\"}" --task-concurrency "$CONC" \
+        --progress none --results-dir "$out" >"$WORK/stdout" 2>"$WORK/stderr" || {
+        tail -3 "$WORK/stderr" >&2
+        return 1
+    }
+    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stdout" || {
+        echo "not every task scored 1 in $1: $(tail -5 "$WORK/stdout")" >&2
+        return 1
+    }
+    rm -rf "$out"
+    echo "scale=1; ($(now) - $t0) / 1000000 / $N" | bc
+}
+
+DOCKER_PARAMS="{\"docker_host\": \"$DOCKER_HOST\"}"
+SANDBOX_PARAMS="{\"image_store\": \"$STORE\"}"
+# Warm: each environment builds the image once.
+run docker "$DOCKER_PARAMS" >/dev/null
+run sandbox "$SANDBOX_PARAMS" >/dev/null
+
+results=()
+for rep in $(seq "$REPS"); do
+    s=$(run sandbox "$SANDBOX_PARAMS")
+    d=$(run docker "$DOCKER_PARAMS")
+    ratio=$(echo "scale=3; $s / $d" | bc)
+    printf '%s\t%s\t%s\t%s\n' "$rep" "$s" "$d" "$ratio"
+    results+=("$s $d $ratio")
+done
+printf '%s\n' "${results[@]}" | sort -k3 -n | awk -v n="$REPS" \
+    'NR == int((n + 1) / 2) { printf "median\t%s\t%s\t%s\n", $1, $2, $3 }'
