@@ -41,14 +41,15 @@ fi
 [ -x "$VENV/bin/podman-compose" ] || "$VENV/bin/python" -m pip install --quiet podman-compose >&2
 
 # The base: busybox with bash, the root user and the applets Harbor's transfers use.
-mkdir -p "$WORK/base/root/bin"
+mkdir -p "$WORK/base/root/bin" "$WORK/base/root/usr/bin"
 cp /usr/bin/bash "$WORK/base/root/bin/bash"
-for lib in $(ldd /usr/bin/bash | grep -o '/[^ ]*'); do
+cp /usr/bin/find "$WORK/base/root/usr/bin/find"
+for lib in $(ldd /usr/bin/bash /usr/bin/find | grep -o '/[^ :]*' | grep -v '^/usr/bin/'); do
     mkdir -p "$WORK/base/root$(dirname "$lib")"
     cp "$lib" "$WORK/base/root$lib"
 done
 printf '%s\n' 'FROM agentcompass-test/busybox:1' 'COPY root/ /' \
-    'RUN echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd && echo "root:x:0:" > /etc/group \
+    'RUN ln -sf /bin/bash /bin/sh && echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd && echo "root:x:0:" > /etc/group \
  && for t in ln tar gzip find chown touch dirname basename; do [ -e /bin/$t ] || /bin/busybox ln -s busybox /bin/$t; done' \
     >"$WORK/base/Dockerfile"
 DOCKER_BUILDKIT=0 docker build -q -t agentcompass-bench/harbor-base:1 "$WORK/base" >/dev/null 2>&1
@@ -100,7 +101,7 @@ ours() { # -> ms a task; every task must score 1
         --task-concurrency "$CONC" --progress none --results-dir "$out" \
         >"$WORK/stdout" 2>"$WORK/stderr" || { tail -3 "$WORK/stderr" >&2; return 1; }
     local took=$(($(now) - t0))
-    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stdout" || {
+    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stderr" || {
         echo "ours did not score 1 on every task: $(tail -5 "$WORK/stdout")" >&2
         return 1
     }

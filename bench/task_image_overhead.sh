@@ -35,13 +35,15 @@ else
 fi
 # The tasks' base: busybox with bash (the host's), tagged as the Dockerfiles name it, and
 # loaded into the sandbox's image store.
-mkdir -p "$WORK/base/root/bin"
+mkdir -p "$WORK/base/root/bin" "$WORK/base/root/usr/bin"
 cp /usr/bin/bash "$WORK/base/root/bin/bash"
-for lib in $(ldd /usr/bin/bash | grep -o '/[^ ]*'); do
+cp /usr/bin/find "$WORK/base/root/usr/bin/find"
+for lib in $(ldd /usr/bin/bash /usr/bin/find | grep -o '/[^ :]*' | grep -v '^/usr/bin/'); do
     mkdir -p "$WORK/base/root$(dirname "$lib")"
     cp "$lib" "$WORK/base/root$lib"
 done
-printf 'FROM agentcompass-test/busybox:1\nCOPY root/ /\n' >"$WORK/base/Dockerfile"
+# (`sh` is bash: busybox's would run its own `find`, which has no `-delete`.)
+printf 'FROM agentcompass-test/busybox:1\nCOPY root/ /\nRUN ln -sf /bin/bash /bin/sh\n' >"$WORK/base/Dockerfile"
 DOCKER_BUILDKIT=0 docker build -q -t ubuntu:24.04 "$WORK/base" >/dev/null 2>&1
 STORE="$WORK/store"
 docker save ubuntu:24.04 | podman --root "$STORE/storage" --runroot "$STORE/run" load -q >/dev/null
@@ -72,8 +74,8 @@ run() { # ENV PARAMS -> ms a task; every task must score 1
         tail -3 "$WORK/stderr" >&2
         return 1
     }
-    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stdout" || {
-        echo "not every task scored 1 in $1: $(tail -5 "$WORK/stdout")" >&2
+    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stderr" || {
+        echo "not every task scored 1 in $1: $(cat "$WORK/stdout") $(tail -5 "$WORK/stderr")" >&2
         return 1
     }
     rm -rf "$out"

@@ -306,14 +306,20 @@ fn fifty_tasks_of_one_image_build_it_once_before_taking_their_slots() {
     tag_base_images(ws.root());
     let tasks = ws.root().join("tasks");
     let marker = format!("built for {}\n", ws.root().display());
-    tasks_of_one_image(&tasks, 50, &marker);
+    // Fifty in Docker; the Podman tiers, which repeat it, make the same point with sixteen.
+    let count = if container_engine() == "podman" {
+        16
+    } else {
+        50
+    };
+    tasks_of_one_image(&tasks, count, &marker);
     let since = now();
     let events = ImageEvents::watch(ws.root());
     let params = json!({"path": tasks});
     let out = oracle_on(&ws, &params, "plain", &["--task-concurrency", "8"]);
     assert_eq!(out.code, 0, "{out:?}");
     let published = results(&run_dir(&out));
-    assert_eq!(published.len(), 50);
+    assert_eq!(published.len(), count);
     for (id, (_, result)) in &published {
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
@@ -328,7 +334,7 @@ fn fifty_tasks_of_one_image_build_it_once_before_taking_their_slots() {
         .lines()
         .find(|l| l.contains("images 0/1"))
         .unwrap_or_else(|| panic!("no build-phase line: {}", out.stderr));
-    assert!(line.contains("0/50"), "{line}");
+    assert!(line.contains(&format!("0/{count}")), "{line}");
     let events = std::fs::read_to_string(run_dir(&out).join("progress.jsonl")).unwrap();
     let phase: Vec<&str> = events
         .lines()
