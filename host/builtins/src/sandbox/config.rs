@@ -65,8 +65,7 @@ pub(super) fn config_schema() -> ConfigSchema {
             ConfigType::String,
             Value::Null,
             "Where built task images and their root filesystems are kept (default: \
-             $XDG_CACHE_HOME/agentcompass-host/sandbox-images, else \
-             ~/.cache/agentcompass-host/sandbox-images)",
+             `agentcompass-host/sandbox-images` under $XDG_CACHE_HOME, else ~/.cache)",
         ))
         .field(egress_hosts_param())
 }
