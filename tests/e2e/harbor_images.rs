@@ -285,12 +285,13 @@ pub(crate) fn tasks_of_one_image(dir: &Path, count: usize, marker: &str) {
         write("instruction.md", "Copy /built.txt to /app/seen.txt.\n");
         write(
             "environment/Dockerfile",
-            "FROM ubuntu:24.04\nWORKDIR /app\nCOPY marker.txt /built.txt\n",
+            "FROM ubuntu:24.04\nWORKDIR /app\nENV BUILT_FILE=/built.txt\nCOPY marker.txt /built.txt\n",
         );
         write("environment/marker.txt", marker);
         write(
             "solution/solve.sh",
-            "#!/bin/bash\ncp /built.txt /app/seen.txt\n",
+            // The image's ENV names the file.
+            "#!/bin/bash\ncp \"$BUILT_FILE\" /app/seen.txt\n",
         );
         write(
             "tests/test.sh",

@@ -7,9 +7,11 @@
 //! (a file lock): concurrent tasks wait, then find it.
 //!
 //! The store (`image_store`): `storage/` and `run/` (Podman's `--root`/`--runroot`),
-//! `rootfs/<digest>/` (the exported root filesystems), `locks/`. The image's `FROM` must be in
+//! `rootfs/<digest>/` (the exported root filesystems) with `rootfs/<digest>.env.json` (the
+//! image's `ENV`, which the session's commands get under the task's own bindings), `locks/`. The image's `FROM` must be in
 //! that store or pullable (`podman load` puts a local image there).
 
+use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -25,6 +27,38 @@ use super::ID;
 /// How many of a failed build's last output lines its error quotes.
 const FAILED_BUILD_LINES: usize = 8;
 
+/// A built task image: its exported root filesystem and its `ENV` (`KEY=VALUE` entries, in
+/// order).
+#[derive(Debug, Clone)]
+pub(super) struct BuiltImage {
+    pub(super) rootfs: PathBuf,
+    pub(super) env: BTreeMap<String, String>,
+}
+
+/// The file holding the `ENV` of the image exported into `rootfs`.
+fn env_file(rootfs: &Path) -> PathBuf {
+    rootfs.with_extension("env.json")
+}
+
+/// The `ENV` of the image exported into `rootfs` (as `podman image inspect` lists it).
+fn image_env(rootfs: &Path) -> Result<BTreeMap<String, String>> {
+    let read = |e: String| {
+        Error::environment(format!(
+            "environment `{ID}`: the ENV of `{}`: {e}",
+            rootfs.display()
+        ))
+    };
+    let text = fs::read_to_string(env_file(rootfs)).map_err(|e| read(e.to_string()))?;
+    let entries: Option<Vec<String>> =
+        serde_json::from_str(&text).map_err(|e| read(e.to_string()))?;
+    Ok(entries
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|entry| entry.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+}
+
 /// The engine that builds task images for the sandbox, and its store.
 #[derive(Debug, Clone)]
 pub(super) struct Builder {
@@ -36,8 +70,9 @@ pub(super) struct Builder {
 
 impl Builder {
     /// The root filesystem of the image built from `context` (a directory with a
-    /// `Dockerfile`): exported before, or built and exported now within `timeout`.
-    pub(super) async fn root_of(&self, context: &Path, timeout: Duration) -> Result<PathBuf> {
+    /// `Dockerfile`), and its `ENV`: exported before, or built and exported now within
+    /// `timeout`.
+    pub(super) async fn root_of(&self, context: &Path, timeout: Duration) -> Result<BuiltImage> {
         let shown = context.display().to_string();
         let from = context.to_path_buf();
         let digest = tokio::task::spawn_blocking(move || digest(&from))
@@ -57,17 +92,21 @@ impl Builder {
             .map_err(|e| {
                 Error::environment(format!("environment `{ID}`: the image store's lock: {e}"))
             })?;
-        if rootfs.is_dir() {
-            return Ok(rootfs);
+        if !rootfs.is_dir() {
+            let build = self.build_and_export(context, &digest, &rootfs);
+            match tokio::time::timeout(timeout, build).await {
+                Ok(done) => done?,
+                Err(_) => {
+                    return Err(Error::environment(format!(
+                        "environment `{ID}`: building `{shown}/Dockerfile` exceeded its {} s \
+                         build timeout",
+                        timeout.as_secs()
+                    )))
+                }
+            }
         }
-        let build = self.build_and_export(context, &digest, &rootfs);
-        match tokio::time::timeout(timeout, build).await {
-            Ok(done) => done.map(|()| rootfs),
-            Err(_) => Err(Error::environment(format!(
-                "environment `{ID}`: building `{shown}/Dockerfile` exceeded its {} s build timeout",
-                timeout.as_secs()
-            ))),
-        }
+        let env = image_env(&rootfs)?;
+        Ok(BuiltImage { rootfs, env })
     }
 
     /// Builds the image of `context`, exports its file system into `rootfs` (renamed into
@@ -80,6 +119,23 @@ impl Builder {
             &format!("building `{context_arg}/Dockerfile`"),
         )
         .await?;
+        // The image's `ENV`, kept beside its root filesystem (before it is renamed into place,
+        // so a root filesystem always has it).
+        let env = self
+            .run(
+                &["image", "inspect", "--format", "{{json .Config.Env}}", &tag],
+                "reading the image's environment",
+            )
+            .await?;
+        let stored = env_file(rootfs);
+        if let Some(parent) = stored.parent() {
+            fs::create_dir_all(parent).map_err(|e| {
+                Error::environment(format!("environment `{ID}`: {}: {e}", parent.display()))
+            })?;
+        }
+        fs::write(&stored, env.trim()).map_err(|e| {
+            Error::environment(format!("environment `{ID}`: storing the image's ENV: {e}"))
+        })?;
         let container = format!("agentcompass-export-{digest}-{}", std::process::id());
         self.run(
             &["create", "--name", &container, &tag, "/bin/true"],
@@ -88,11 +144,6 @@ impl Builder {
         .await?;
         let partial = rootfs.with_extension(format!("partial-{}", std::process::id()));
         let archive = rootfs.with_extension(format!("partial-{}.tar", std::process::id()));
-        if let Some(parent) = rootfs.parent() {
-            fs::create_dir_all(parent).map_err(|e| {
-                Error::environment(format!("environment `{ID}`: {}: {e}", parent.display()))
-            })?;
-        }
         let exported = self.export(&container, &archive, &partial).await;
         let _ = self
             .run(&["rm", "--force", &container], "removing the export")
@@ -136,9 +187,9 @@ impl Builder {
         )))
     }
 
-    /// Runs `podman ARGS` in the sandbox's store; its failure names `what` and quotes the
-    /// output's last lines.
-    async fn run(&self, args: &[&str], what: &str) -> Result<()> {
+    /// Runs `podman ARGS` in the sandbox's store: its standard output; its failure names
+    /// `what` and quotes the output's last lines.
+    async fn run(&self, args: &[&str], what: &str) -> Result<String> {
         let store = |sub: &str| self.store.join(sub).display().to_string();
         let out = Command::new(&self.program)
             .args(["--root", &store("storage"), "--runroot", &store("run")])
@@ -154,7 +205,7 @@ impl Builder {
                 ))
             })?;
         if out.status.success() {
-            return Ok(());
+            return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
         let text = format!(
             "{}{}",

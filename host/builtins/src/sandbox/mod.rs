@@ -136,7 +136,7 @@ mod template;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -283,16 +283,20 @@ impl EnvironmentProvider for SandboxProvider {
         };
         let endpoints = egress::endpoint_mounts(&request.host_endpoints)?;
         let forwarder = egress::forwarder_binary()?;
+        // A task's own image: its root filesystem, and its ENV under the task's bindings.
+        let mut env = BTreeMap::new();
         let image = match config.image_build(&request.environment.setup) {
             Some((Some(builder), context)) => {
                 let setup = &request.environment.setup;
                 let limit = setup.build_timeout_seconds.unwrap_or(DEFAULT_BUILD_SECONDS);
                 let timeout = Duration::from_secs_f64(limit.max(1.0));
-                let rootfs = builder.root_of(Path::new(context), timeout).await?;
-                Some(rootfs.display().to_string())
+                let built = builder.root_of(Path::new(context), timeout).await?;
+                env = built.env;
+                Some(built.rootfs.display().to_string())
             }
             _ => request.environment.setup.image.clone(),
         };
+        env.extend(request.resolved_env.clone());
         let prefix = format!(
             "{OWNED_PREFIX}{}-{}-",
             sanitise(&request.task_id),
@@ -347,17 +351,11 @@ impl EnvironmentProvider for SandboxProvider {
             "opened environment"
         );
         Ok(Arc::new(
-            SandboxSession::new(
-                id,
-                dir,
-                layout,
-                request.resolved_env.clone(),
-                (policy, egress),
-            )
-            .with_egress_hosts(switch_hosts)
-            .with_endpoints(endpoints, forwarder)
-            .with_ctx(ctx)
-            .with_prepared_namespace(prepared_namespace),
+            SandboxSession::new(id, dir, layout, env, (policy, egress))
+                .with_egress_hosts(switch_hosts)
+                .with_endpoints(endpoints, forwarder)
+                .with_ctx(ctx)
+                .with_prepared_namespace(prepared_namespace),
         ))
     }
 
