@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agentcompass_plugin_api::{Error, Result};
+use nix::fcntl::{Flock, FlockArg};
 use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
@@ -275,12 +276,11 @@ fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// An exclusive lock of `key` under `dir`, held while the returned file is open.
-fn lock(dir: &Path, key: &str) -> std::io::Result<File> {
+/// An exclusive lock of `key` under `dir`, held until the returned lock is dropped.
+fn lock(dir: &Path, key: &str) -> std::io::Result<Flock<File>> {
     fs::create_dir_all(dir)?;
     let file = File::create(dir.join(format!("{key}.lock")))?;
-    file.lock()?;
-    Ok(file)
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, errno)| errno.into())
 }
 
 #[cfg(test)]
