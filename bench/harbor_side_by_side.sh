@@ -41,17 +41,11 @@ fi
 [ -x "$VENV/bin/podman-compose" ] || "$VENV/bin/python" -m pip install --quiet podman-compose >&2
 
 # The base: busybox with bash, the root user and the applets Harbor's transfers use.
-mkdir -p "$WORK/base/root/bin" "$WORK/base/root/usr/bin"
-cp /usr/bin/bash "$WORK/base/root/bin/bash"
-cp /usr/bin/find "$WORK/base/root/usr/bin/find"
-for lib in $(ldd /usr/bin/bash /usr/bin/find | grep -o '/[^ :]*' | grep -v '^/usr/bin/'); do
-    mkdir -p "$WORK/base/root$(dirname "$lib")"
-    cp "$lib" "$WORK/base/root$lib"
-done
-printf '%s\n' 'FROM agentcompass-test/busybox:1' 'COPY root/ /' \
-    'RUN ln -sf /bin/bash /bin/sh && echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd && echo "root:x:0:" > /etc/group \
- && for t in ln tar gzip find chown touch dirname basename; do [ -e /bin/$t ] || /bin/busybox ln -s busybox /bin/$t; done' \
-    >"$WORK/base/Dockerfile"
+# shellcheck source=/dev/null
+source "$ROOT/bench/one_image_tasks.sh"
+base_image_context "$WORK/base" \
+    'RUN echo "root:x:0:0:root:/root:/bin/sh" > /etc/passwd && echo "root:x:0:" > /etc/group' \
+    'RUN for t in ln tar gzip find chown touch dirname basename; do [ -e /bin/$t ] || /bin/busybox ln -s busybox /bin/$t; done'
 DOCKER_BUILDKIT=0 docker build -q -t agentcompass-bench/harbor-base:1 "$WORK/base" >/dev/null 2>&1
 docker tag agentcompass-bench/harbor-base:1 ubuntu:24.04
 mkdir -p "$WORK/podman"
@@ -63,18 +57,7 @@ trap 'podman rm -af >/dev/null 2>&1 || true; rm -rf "$WORK" 2>/dev/null || true;
 now() { date +%s%N; }
 
 TASKS="$WORK/tasks"
-for i in $(seq 0 $((N - 1))); do
-    dir="$TASKS/t$i"
-    mkdir -p "$dir/solution" "$dir/tests" "$dir/environment"
-    printf 'schema_version = "1.4"\n[environment]\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\nworkdir = "/app"\n' \
-        >"$dir/task.toml"
-    echo 'Copy /built.txt to /app/seen.txt.' >"$dir/instruction.md"
-    printf '#!/bin/bash\ncat /built.txt > /app/seen.txt\n' >"$dir/solution/solve.sh"
-    printf '#!/bin/bash\n[ "$(cat /built.txt)" = "$(cat /app/seen.txt)" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n' \
-        >"$dir/tests/test.sh"
-    echo "image of the side-by-side bench $$" >"$dir/environment/marker.txt"
-    printf 'FROM ubuntu:24.04\nCOPY marker.txt /built.txt\nWORKDIR /app\n' >"$dir/environment/Dockerfile"
-done
+one_image_tasks "$TASKS" "$N" "image of the side-by-side bench $$"
 
 harbor() { # -> ms a task; every task must score 1
     local t0 jobs="$WORK/jobs"

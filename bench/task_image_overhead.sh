@@ -33,17 +33,10 @@ if ! { [ -n "${DOCKER_HOST:-}" ] && docker info >/dev/null 2>&1; }; then
 else
     trap 'rm -rf "$WORK"' EXIT
 fi
-# The tasks' base: busybox with bash (the host's), tagged as the Dockerfiles name it, and
-# loaded into the sandbox's image store.
-mkdir -p "$WORK/base/root/bin" "$WORK/base/root/usr/bin"
-cp /usr/bin/bash "$WORK/base/root/bin/bash"
-cp /usr/bin/find "$WORK/base/root/usr/bin/find"
-for lib in $(ldd /usr/bin/bash /usr/bin/find | grep -o '/[^ :]*' | grep -v '^/usr/bin/'); do
-    mkdir -p "$WORK/base/root$(dirname "$lib")"
-    cp "$lib" "$WORK/base/root$lib"
-done
-# (`sh` is bash: busybox's would run its own `find`, which has no `-delete`.)
-printf 'FROM agentcompass-test/busybox:1\nCOPY root/ /\nRUN ln -sf /bin/bash /bin/sh\n' >"$WORK/base/Dockerfile"
+# The tasks' base, tagged as the Dockerfiles name it, and loaded into the sandbox's image store.
+# shellcheck source=/dev/null
+source "$ROOT/bench/one_image_tasks.sh"
+base_image_context "$WORK/base"
 DOCKER_BUILDKIT=0 docker build -q -t ubuntu:24.04 "$WORK/base" >/dev/null 2>&1
 STORE="$WORK/store"
 docker save ubuntu:24.04 | podman --root "$STORE/storage" --runroot "$STORE/run" load -q >/dev/null
@@ -51,18 +44,7 @@ docker save ubuntu:24.04 | podman --root "$STORE/storage" --runroot "$STORE/run"
 now() { date +%s%N; }
 
 TASKS="$WORK/tasks"
-for i in $(seq 0 $((N - 1))); do
-    dir="$TASKS/t$i"
-    mkdir -p "$dir/solution" "$dir/tests" "$dir/environment"
-    printf 'schema_version = "1.4"\n[environment]\ncpus = 1\nmemory_mb = 2048\nstorage_mb = 10240\nworkdir = "/app"\n' \
-        >"$dir/task.toml"
-    echo 'Copy /built.txt to /app/seen.txt.' >"$dir/instruction.md"
-    printf '#!/bin/bash\ncat /built.txt > /app/seen.txt\n' >"$dir/solution/solve.sh"
-    printf '#!/bin/bash\n[ "$(cat /built.txt)" = "$(cat /app/seen.txt)" ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n' \
-        >"$dir/tests/test.sh"
-    echo "image of the task-image bench $$" >"$dir/environment/marker.txt"
-    printf 'FROM ubuntu:24.04\nCOPY marker.txt /built.txt\n' >"$dir/environment/Dockerfile"
-done
+one_image_tasks "$TASKS" "$N" "image of the task-image bench $$"
 
 run() { # ENV PARAMS -> ms a task; every task must score 1
     local t0 out
