@@ -217,6 +217,17 @@ ensure_agent_image() {
     fi
     docker tag "$image" "agentcompass/agents-debian:$major"
     export AGENTCOMPASS_TEST_AGENT_IMAGE="$image"
+    AGENT_IMAGE_TARBALL="$tarball"
+}
+AGENT_IMAGE_TARBALL=""
+# The agents' image in a Podman tier's store (`podman_agent_image [as_rootless]`), as
+# ensure_agent_image imports it into Docker: the task `harbor init --steps` writes builds its
+# verifiers' `python:3.12-slim` stand-in on it (about 15 s).
+podman_agent_image() {
+    "$@" podman import --quiet --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'ENV LANG=C.UTF-8' --change 'CMD ["/bin/bash"]' - "$AGENTCOMPASS_TEST_AGENT_IMAGE" \
+        <"$AGENT_IMAGE_TARBALL" >/dev/null ||
+        { echo "agent image: podman import $AGENT_IMAGE_TARBALL failed" >&2; exit 1; }
 }
 
 # The first-party plugins by crate, and what `./dev.sh demo` loads of them.
@@ -243,7 +254,7 @@ package_args() {
 # service but is not excluded by the `check` profile fails there instead of passing by luck.
 SERVICE_VARIABLES=(AGENTCOMPASS_TEST_DOCKER_HOST AGENTCOMPASS_TEST_SLURM_CONF
     AGENTCOMPASS_TEST_AGENT_IMAGE AGENTCOMPASS_TEST_INSTALL_CACHE AGENTCOMPASS_HARBOR_PYTHON
-    AGENTCOMPASS_TEST_WHEELS
+    AGENTCOMPASS_TEST_WHEELS AGENTCOMPASS_TEST_HARBOR_INIT_TASKS
     AGENTCOMPASS_UPSTREAM_PYTHON AGENTCOMPASS_MODEL_SDK_PYTHON SLURM_CONF DOCKER_HOST
     AGENTCOMPASS_TEST_ENGINE CONTAINER_HOST CONTAINERS_CONF CONTAINERS_STORAGE_CONF)
 
@@ -399,6 +410,7 @@ start_podman() {
     podman_ready "$PODMAN_DIR/podman.sock" "$PODMAN_DIR/service.log"
     busybox_rootfs "$PODMAN_DIR/rootfs"
     tar -C "$PODMAN_DIR/rootfs" -c . | podman import --quiet - agentcompass-test/busybox:1 >/dev/null
+    podman_agent_image
 }
 
 # Rootless Podman (issue 40) for the `podman-rootless` tier: the unprivileged user
@@ -448,6 +460,8 @@ run_as_rootless() {
         CONTAINERS_CONF="$PODMAN_ROOTLESS_DIR/containers.conf" \
         CONTAINERS_STORAGE_CONF="$PODMAN_ROOTLESS_DIR/storage.conf" \
         AGENTCOMPASS_TEST_ENGINE=podman DOCKER_HOST="" \
+        AGENTCOMPASS_TEST_HARBOR_INIT_TASKS="$PODMAN_ROOTLESS_DIR/harbor-init/tasks" \
+        AGENTCOMPASS_TEST_WHEELS="$PODMAN_ROOTLESS_DIR/harbor-init/wheels" \
         AGENTCOMPASS_TEST_DOCKER_HOST="unix://$PODMAN_ROOTLESS_DIR/podman.sock" cargo "$@"
 }
 start_podman_rootless() {
@@ -469,6 +483,22 @@ start_podman_rootless() {
     busybox_rootfs "$PODMAN_ROOTLESS_DIR/rootfs"
     tar -C "$PODMAN_ROOTLESS_DIR/rootfs" -c . |
         as_rootless podman import --quiet - agentcompass-test/busybox:1 >/dev/null
+    podman_agent_image as_rootless
+    rootless_harbor_init
+}
+# The tier's user cannot enter root's home, where Harbor's venv and the wheels of the
+# `harbor init` test live: Harbor 0.25 writes that test's two tasks here, as root, into the
+# tier's directory (`harbor init demo/NAME --task --steps 2`, as the test does on the other
+# tiers), with a copy of the wheels beside them.
+rootless_harbor_init() {
+    local dir="$PODMAN_ROOTLESS_DIR/harbor-init" name
+    mkdir -p "$dir/tasks"
+    for name in solved half-solved; do
+        "$(dirname "$AGENTCOMPASS_HARBOR_PYTHON")/harbor" init "demo/$name" --task --steps 2 \
+            -o "$dir/tasks" >/dev/null
+    done
+    cp -r "$AGENTCOMPASS_TEST_WHEELS" "$dir/wheels"
+    chown -R "$ROOTLESS_USER:$ROOTLESS_USER" "$dir"
 }
 
 # Incremental compilation caches only grow (41 GB after a few weeks of sessions filled a

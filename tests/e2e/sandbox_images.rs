@@ -15,7 +15,7 @@ use serde_json::json;
 use crate::harbor_images::{engine_cli, reward, tag_base_images, tasks_of_one_image};
 
 /// `podman` in the sandbox's image store `store`.
-fn podman(store: &Path, args: &[&str]) -> String {
+pub(crate) fn podman_in(store: &Path, args: &[&str]) -> String {
     let out = Command::new("podman")
         .arg("--root")
         .arg(store.join("storage"))
@@ -29,7 +29,7 @@ fn podman(store: &Path, args: &[&str]) -> String {
 }
 
 /// `run harbor oracle` over the tasks under `tasks` in the sandbox, images kept in `store`.
-fn sandbox_run(ws: &Workspace, tasks: &Path, store: &Path) -> Outcome {
+pub(crate) fn sandbox_run(ws: &Workspace, tasks: &Path, store: &Path) -> Outcome {
     let plugins = Packs::new(&["harbor-pack", "agents-pack"]);
     let params = json!({"path": tasks}).to_string();
     let env = json!({"image_store": store}).to_string();
@@ -56,7 +56,7 @@ fn the_sandbox_runs_a_tasks_own_image_built_once() {
     let store = ws.root().join("sandbox-images");
     let base = ws.root().join("base.tar");
     engine_cli(&["save", "-o", &base.display().to_string(), "ubuntu:24.04"]);
-    podman(&store, &["load", "-q", "-i", &base.display().to_string()]);
+    podman_in(&store, &["load", "-q", "-i", &base.display().to_string()]);
     let tasks = ws.root().join("tasks");
     let marker = format!("built for the sandbox in {}\n", ws.root().display());
     tasks_of_one_image(&tasks, 3, &marker);
@@ -87,12 +87,12 @@ fn the_sandbox_runs_a_tasks_own_image_built_once() {
         std::fs::metadata(&rootfs[0]).unwrap().modified().unwrap(),
         built
     );
-    let images = podman(&store, &["images", "--format", "{{.Repository}}"]);
+    let images = podman_in(&store, &["images", "--format", "{{.Repository}}"]);
     let builds = images
         .lines()
         .filter(|l| l.contains("agentcompass-build/ctx-"))
         .count();
     assert_eq!(builds, 1, "{images}");
     // No export container is left behind.
-    assert_eq!(podman(&store, &["ps", "-a", "-q"]).trim(), "");
+    assert_eq!(podman_in(&store, &["ps", "-a", "-q"]).trim(), "");
 }
