@@ -31,7 +31,7 @@ const REGISTRY_PORT: u16 = 18741;
 const SUFFIX: &str = "built with the network\n";
 
 /// The images the example tasks name, tagged on the tests' engine from one local build.
-const BASE_TAGS: [&str; 2] = [
+pub(crate) const BASE_TAGS: [&str; 2] = [
     "ubuntu:24.04",
     "ghcr.io/agentcompass/harbor-features-base:1",
 ];
@@ -165,12 +165,34 @@ fn now() -> u64 {
 }
 
 /// `run harbor oracle` over `examples/harbor-features/` tasks `tasks`, in the tests' engine.
-fn oracle(ws: &Workspace, tasks: &[&str], extra: &[&str]) -> Outcome {
-    let params = json!({
+/// Serves, until the test ends, the registry the `dockerfile-build` task's build downloads
+/// from (tests that run it are one test group: they share its port).
+pub(crate) fn serve_registry() {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", REGISTRY_PORT))
+        .expect("the registry port of examples/harbor-features/dockerfile-build");
+    loopback::serve(listener, |head| {
+        if head.starts_with("GET /greeting-suffix.txt ") {
+            loopback::Reply::ok(SUFFIX)
+        } else {
+            loopback::Reply {
+                status: "404 Not Found",
+                content_type: None,
+                body: String::new(),
+            }
+        }
+    });
+}
+
+/// The benchmark parameters of the `examples/harbor-features` tasks `tasks`.
+pub(crate) fn features(tasks: &[&str]) -> Value {
+    json!({
         "path": repo_root().join("examples/harbor-features"),
         "sample_ids": tasks,
-    });
-    oracle_on(ws, &params, "none", extra)
+    })
+}
+
+fn oracle(ws: &Workspace, tasks: &[&str], extra: &[&str]) -> Outcome {
+    oracle_on(ws, &features(tasks), "none", extra)
 }
 
 /// `run harbor oracle` with the benchmark parameters `params`, in the tests' engine, with
@@ -204,19 +226,7 @@ pub(crate) fn reward(result: &Value) -> f64 {
 fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
     let ws = Workspace::new();
     tag_base_images(ws.root());
-    let listener = std::net::TcpListener::bind(("127.0.0.1", REGISTRY_PORT))
-        .expect("the registry port of examples/harbor-features/dockerfile-build");
-    loopback::serve(listener, |head| {
-        if head.starts_with("GET /greeting-suffix.txt ") {
-            loopback::Reply::ok(SUFFIX)
-        } else {
-            loopback::Reply {
-                status: "404 Not Found",
-                content_type: None,
-                body: String::new(),
-            }
-        }
-    });
+    serve_registry();
     let tasks = [
         "dockerfile-build",
         "prebuilt-image",
@@ -266,6 +276,38 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
     assert_eq!(builds_of(&tag, since, &events), 0, "{events:?}");
     let pulls: Vec<&String> = events.iter().filter(|e| e.starts_with("pull")).collect();
     assert_eq!(pulls, Vec::<&String>::new());
+}
+
+/// Of a task whose image sets `WORKDIR /src` and puts its data there (`workdir`) and one whose
+/// image also sets a `USER` (`user`), those named in `names`, under `dir`.
+pub(crate) fn image_config_tasks(dir: &Path, names: &[&str]) {
+    for (name, user) in [("workdir", ""), ("user", "USER 1000\n")] {
+        if !names.contains(&name) {
+            continue;
+        }
+        let task = dir.join(name);
+        for sub in ["environment", "solution", "tests"] {
+            std::fs::create_dir_all(task.join(sub)).unwrap();
+        }
+        let write = |path: &str, text: &str| std::fs::write(task.join(path), text).unwrap();
+        write(
+            "task.toml",
+            "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n",
+        );
+        write("instruction.md", "Copy data.txt to out.txt.\n");
+        write(
+            "environment/Dockerfile",
+            &format!("FROM ubuntu:24.04\nWORKDIR /src\nCOPY data.txt /src/data.txt\n{user}"),
+        );
+        write("environment/data.txt", "the image's data\n");
+        // Relative paths: the commands start in the image's WORKDIR.
+        write("solution/solve.sh", "#!/bin/bash\ncp data.txt out.txt\n");
+        write(
+            "tests/test.sh",
+            "#!/bin/bash\nif [ \"$(cat /src/out.txt)\" = \"the image's data\" ]; then echo 1; \
+             else echo 0; fi > /logs/verifier/reward.txt\n",
+        );
+    }
 }
 
 /// `count` copies of one task whose image its own Dockerfile builds (the same definition in
@@ -380,4 +422,22 @@ fn gpus_are_requested_from_docker_and_refused_by_podman() {
     assert_eq!(issue["code"], "environment_failed", "{result}");
     let message = issue["message"].as_str().unwrap_or_default();
     assert!(message.contains("nvidia"), "{message}");
+}
+
+#[test]
+fn a_container_starts_in_its_images_workdir() {
+    let ws = Workspace::new();
+    tag_base_images(ws.root());
+    let tasks = ws.root().join("tasks");
+    image_config_tasks(&tasks, &["workdir"]);
+    let out = oracle_on(&ws, &json!({"path": tasks}), "none", &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let published = results(&run_dir(&out));
+    // The task names no workdir: its commands start in the image's (`cp data.txt out.txt`).
+    assert_eq!(
+        reward(&published["workdir"].1),
+        1.0,
+        "{:?}",
+        published["workdir"]
+    );
 }

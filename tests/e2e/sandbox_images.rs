@@ -10,9 +10,12 @@ use std::process::Command;
 use agentcompass_e2e::{
     pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
 };
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::harbor_images::{engine_cli, reward, tag_base_images, tasks_of_one_image};
+use crate::harbor_images::{
+    engine_cli, features, image_config_tasks, reward, serve_registry, tag_base_images,
+    tasks_of_one_image, BASE_TAGS,
+};
 
 /// `podman` in the sandbox's image store `store`.
 pub(crate) fn podman_in(store: &Path, args: &[&str]) -> String {
@@ -30,8 +33,14 @@ pub(crate) fn podman_in(store: &Path, args: &[&str]) -> String {
 
 /// `run harbor oracle` over the tasks under `tasks` in the sandbox, images kept in `store`.
 pub(crate) fn sandbox_run(ws: &Workspace, tasks: &Path, store: &Path) -> Outcome {
+    sandbox_oracle(ws, &json!({"path": tasks}), store)
+}
+
+/// `run harbor oracle` with the benchmark parameters `params` in the sandbox, images kept in
+/// `store`.
+fn sandbox_oracle(ws: &Workspace, params: &Value, store: &Path) -> Outcome {
     let plugins = Packs::new(&["harbor-pack", "agents-pack"]);
-    let params = json!({"path": tasks}).to_string();
+    let params = params.to_string();
     let env = json!({"image_store": store}).to_string();
     let args = pack_run(
         &plugins,
@@ -95,4 +104,68 @@ fn the_sandbox_runs_a_tasks_own_image_built_once() {
     assert_eq!(builds, 1, "{images}");
     // No export container is left behind.
     assert_eq!(podman_in(&store, &["ps", "-a", "-q"]).trim(), "");
+}
+
+/// The tests' base images (`FROM ubuntu:24.04`, `docker_image`) from the Docker engine into
+/// the sandbox's store `store`.
+fn load_base_images(ws: &Workspace, store: &Path) {
+    tag_base_images(ws.root());
+    let base = ws.root().join("base.tar").display().to_string();
+    let mut save = vec!["save", "-o", &base];
+    save.extend(BASE_TAGS);
+    engine_cli(&save);
+    podman_in(store, &["load", "-q", "-i", &base]);
+}
+
+#[test]
+fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
+    let ws = Workspace::new();
+    let store = ws.root().join("sandbox-images");
+    load_base_images(&ws, &store);
+    serve_registry();
+    // A Dockerfile task (its tool and its downloaded data only in its image), a task naming
+    // its `docker_image`, a multi-step task with health checks: Harbor's rewards.
+    let tasks = ["dockerfile-build", "prebuilt-image", "step-healthcheck"];
+    let out = sandbox_oracle(&ws, &features(&tasks), &store);
+    assert_eq!(out.code, 0, "{out:?}");
+    let published = results(&run_dir(&out));
+    assert_eq!(published.len(), 3);
+    for (id, (_, result)) in &published {
+        assert_eq!(reward(result), 1.0, "{id}: {result}");
+    }
+    // A failed build and a health check that never passes: their tasks' issues.
+    let tasks = ["build-fails", "healthcheck-fails"];
+    let out = sandbox_oracle(&ws, &features(&tasks), &store);
+    assert_eq!(out.code, 1, "{out:?}");
+    let failed = results(&run_dir(&out));
+    let issue = |id: &str| failed[id].1["issues"][0].clone();
+    assert_eq!(issue("healthcheck-fails")["code"], "prepare_failed");
+    assert_eq!(issue("build-fails")["code"], "environment_failed");
+    let message = issue("build-fails")["message"].to_string();
+    assert!(
+        message.contains("toolchain 9.9 is not available"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_sandbox_starts_in_the_images_workdir_and_refuses_its_user() {
+    let ws = Workspace::new();
+    let store = ws.root().join("sandbox-images");
+    load_base_images(&ws, &store);
+    let tasks = ws.root().join("tasks");
+    image_config_tasks(&tasks, &["workdir", "user"]);
+    let out = sandbox_run(&ws, &tasks, &store);
+    assert_eq!(out.code, 1, "{out:?}");
+    let published = results(&run_dir(&out));
+    let (_, workdir) = &published["workdir"];
+    assert_eq!(reward(workdir), 1.0, "{workdir}");
+    let (_, user) = &published["user"];
+    let issue = &user["issues"][0];
+    assert_eq!(issue["code"], "environment_failed", "{user}");
+    let message = issue["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("sets `USER 1000`, and the sandbox runs every command as the user"),
+        "{message}"
+    );
 }

@@ -44,14 +44,18 @@ pub(crate) struct Launch {
     pub(crate) body: ContainerCreateBody,
     /// The working directory made sure of after start.
     pub(crate) workdir: String,
+    /// Whether the image's `WORKDIR` (other than `/`) replaces `workdir` (the task named
+    /// none: a container starts where its image says, as Harbor's do).
+    pub(crate) image_workdir: bool,
     /// `setup.build_timeout_seconds`: the limit of everything but connecting.
     pub(crate) deadline: Option<Duration>,
 }
 
 impl Launch {
     /// Connects, then (within the deadline) builds or checks the image, creates and starts the
-    /// container; on failure the container is removed again. The connected client.
-    pub(crate) async fn run(self) -> Result<Daemon> {
+    /// container; on failure the container is removed again. The connected client and the
+    /// container's working directory.
+    pub(crate) async fn run(self) -> Result<(Daemon, String)> {
         let docker = Daemon::connect(self.engine, &self.host).await?;
         let (container, engine) = (self.container.clone(), self.engine);
         let outcome = match self.deadline {
@@ -70,7 +74,7 @@ impl Launch {
             None => self.start(&docker).await,
         };
         match outcome {
-            Ok(()) => Ok(docker),
+            Ok(workdir) => Ok((docker, workdir)),
             Err(e) => {
                 if let Err(cleanup) = remove_container(&docker, &container).await {
                     tracing::warn!(container = %container, "cleanup failed: {cleanup}");
@@ -80,7 +84,7 @@ impl Launch {
         }
     }
 
-    async fn start(self, docker: &Daemon) -> Result<()> {
+    async fn start(self, docker: &Daemon) -> Result<String> {
         let image = match self.build_context {
             Some(context) => build_image(docker, &context, self.image, &self.build_network).await?,
             None => self.image.ok_or_else(|| image_required(docker.engine))?,
@@ -89,15 +93,8 @@ impl Launch {
             image: Some(image.clone()),
             ..self.body
         };
-        create_and_start(
-            docker,
-            &self.container,
-            &image,
-            self.pull,
-            body,
-            &self.workdir,
-        )
-        .await
+        let workdir = (self.workdir, self.image_workdir);
+        create_and_start(docker, &self.container, &image, self.pull, body, workdir).await
     }
 }
 
@@ -266,15 +263,66 @@ fn strip_colours(line: &str) -> String {
 }
 
 /// Checks (or pulls) the image, then creates and starts the container and its working
-/// directory.
+/// directory (`workdir`, or the image's `WORKDIR` when `image_workdir` and it names one other
+/// than `/`), which it returns.
 async fn create_and_start(
     docker: &Daemon,
     name: &str,
     image: &str,
     pull: bool,
-    body: ContainerCreateBody,
-    workdir: &str,
-) -> Result<()> {
+    mut body: ContainerCreateBody,
+    (mut workdir, image_workdir): (String, bool),
+) -> Result<String> {
+    pull_if_missing(docker, image, pull).await?;
+    if image_workdir {
+        let inspected = docker.inspect_image(image).await.map_err(|e| {
+            docker
+                .engine
+                .error(&format!("inspecting image `{image}`"), e)
+        })?;
+        let own = inspected.config.and_then(|c| c.working_dir);
+        if let Some(own) = own.filter(|w| w.starts_with('/') && !w.trim_end_matches('/').is_empty())
+        {
+            body.working_dir = Some(own.clone());
+            workdir = own;
+        }
+    }
+    let options = CreateContainerOptionsBuilder::new().name(name).build();
+    docker
+        .create_container(Some(options), body)
+        .await
+        .map_err(|e| {
+            docker
+                .engine
+                .error(&format!("creating a container from `{image}`"), e)
+        })?;
+    docker.start_container(name, None).await.map_err(|e| {
+        docker
+            .engine
+            .error(&format!("starting container `{name}`"), e)
+    })?;
+    // Both engines create the working directory themselves; for Docker this makes sure of it
+    // (best effort: an image without `mkdir` still works). Podman's exec costs ~80 ms.
+    if docker.engine == Engine::Podman {
+        return Ok(workdir);
+    }
+    let argv = vec!["mkdir".to_string(), "-p".to_string(), workdir.clone()];
+    match exec::exec_captured(docker, name, argv, Vec::new(), "/", None).await {
+        Ok(r) if r.returncode == 0 => {}
+        Ok(r) => tracing::warn!(
+            container = %name,
+            "mkdir -p {workdir} failed ({}): {}",
+            r.returncode,
+            r.stderr.trim()
+        ),
+        Err(e) => tracing::warn!(container = %name, "mkdir -p {workdir} failed: {e}"),
+    }
+    Ok(workdir)
+}
+
+/// Makes sure `image` is there, pulling it (once per machine at a time) when it is missing
+/// and `pull` allows.
+async fn pull_if_missing(docker: &Daemon, image: &str, pull: bool) -> Result<()> {
     match docker.inspect_image(image).await {
         Ok(_) => {}
         Err(e) if status_of(&e) == Some(404) => {
@@ -308,36 +356,6 @@ async fn create_and_start(
                 .engine
                 .error(&format!("inspecting image `{image}`"), e))
         }
-    }
-    let options = CreateContainerOptionsBuilder::new().name(name).build();
-    docker
-        .create_container(Some(options), body)
-        .await
-        .map_err(|e| {
-            docker
-                .engine
-                .error(&format!("creating a container from `{image}`"), e)
-        })?;
-    docker.start_container(name, None).await.map_err(|e| {
-        docker
-            .engine
-            .error(&format!("starting container `{name}`"), e)
-    })?;
-    // Both engines create the working directory themselves; for Docker this makes sure of it
-    // (best effort: an image without `mkdir` still works). Podman's exec costs ~80 ms.
-    if docker.engine == Engine::Podman {
-        return Ok(());
-    }
-    let argv = vec!["mkdir".to_string(), "-p".to_string(), workdir.to_string()];
-    match exec::exec_captured(docker, name, argv, Vec::new(), "/", None).await {
-        Ok(r) if r.returncode == 0 => {}
-        Ok(r) => tracing::warn!(
-            container = %name,
-            "mkdir -p {workdir} failed ({}): {}",
-            r.returncode,
-            r.stderr.trim()
-        ),
-        Err(e) => tracing::warn!(container = %name, "mkdir -p {workdir} failed: {e}"),
     }
     Ok(())
 }

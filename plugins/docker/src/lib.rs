@@ -22,7 +22,8 @@
 //! - Container: named `agentcompass-<task>-<attempt>-<random>`, labelled
 //!   `agentcompass.run_id`, `agentcompass.task_id`, `agentcompass.attempt` and
 //!   `agentcompass.managed=true`; its command is `keep_alive_command`; its environment the
-//!   request's resolved bindings; its working directory `setup.workdir` (default `/app`).
+//!   request's resolved bindings; its working directory `setup.workdir` (else the image's
+//!   `WORKDIR` other than `/`, else `/app`).
 //!   `cpu` becomes `NanoCpus`, `memory_mb` becomes `Memory`. Everything is done within
 //!   `setup.build_timeout_seconds` when given.
 //! - Network (module `network`): a `public` baseline runs on the `network` parameter
@@ -371,13 +372,14 @@ impl EnvironmentProvider for ContainerProvider {
             container: name.clone(),
             body: container_body(request, &resources, &config, &workdir, &network, binds),
             workdir: workdir.clone(),
+            image_workdir: setup.workdir.is_none(),
             deadline: setup
                 .build_timeout_seconds
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         };
-        let docker = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
-            Ok(docker) => docker,
+        let (docker, workdir) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
+            Ok(launched) => launched,
             Err(e) => {
                 if let Some(egress) = &egress {
                     if let Err(cleanup) = egress::remove_dir(engine, egress.dir()) {

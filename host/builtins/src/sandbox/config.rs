@@ -15,7 +15,7 @@ use agentcompass_plugin_api::sdk::provider::{check_params, string_table};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::{json, Value};
 
-use super::image::Builder;
+use super::image::{Builder, ImageSource};
 use super::{DEFAULT_PATH, ID, KERNEL_DIRS};
 
 /// The working directory when `setup.workdir` is not given.
@@ -49,16 +49,19 @@ pub(super) fn config_schema() -> ConfigSchema {
             ConfigType::Boolean,
             json!(false),
             "Run a task that ships its own image definition (`setup.build_context`: a Harbor \
-             task's environment/Dockerfile) on the host root instead of building it (the \
-             task sees the host's tools, not its own)",
+             task's environment/Dockerfile) or names an image (`setup.image`: a Harbor task's \
+             docker_image) on the host root instead of building or pulling it (the task sees \
+             the host's tools, not its own)",
         ))
         .field(ConfigField::new(
             "image_builder",
             ConfigType::String,
             json!("podman"),
             "The daemonless engine that builds a task's own image definition \
-             (`setup.build_context`), a path or a name looked up in PATH: Podman's `build`, \
-             the root filesystem exported once per definition and entered read-only",
+             (`setup.build_context`) or pulls the image it names (`setup.image`), a path or a \
+             name looked up in PATH: Podman's, the root filesystem exported once per image \
+             and entered with the image's ENV and WORKDIR, read-only but for the sandbox's \
+             writable directories",
         ))
         .field(ConfigField::new(
             "image_store",
@@ -137,22 +140,24 @@ impl Config {
 }
 
 impl Config {
-    /// The build context of `setup` that this sandbox builds (a task's own image definition
-    /// without a root of the user's choosing or `host_root`), with its builder.
-    pub(super) fn image_build<'a>(
+    /// The task's own image of `setup` that this sandbox prepares (its image definition,
+    /// `setup.build_context`, else an image name in `setup.image`), with its builder — unless
+    /// the user chose a root (the `root` parameter, an absolute `setup.image`) or `host_root`.
+    pub(super) fn task_image<'a>(
         &self,
         setup: &'a EnvironmentSetup,
-    ) -> Option<(Option<Builder>, &'a str)> {
-        let context = setup.build_context.as_deref()?;
-        let own_root = self.root.is_some()
-            || setup
-                .image
-                .as_deref()
-                .is_some_and(|image| Path::new(image).is_absolute());
+    ) -> Option<(Option<Builder>, ImageSource<'a>)> {
+        let image = setup.image.as_deref();
+        let own_root = self.root.is_some() || image.is_some_and(|i| Path::new(i).is_absolute());
         if own_root || self.host_root {
             return None;
         }
-        Some((self.builder(), context))
+        let source = match (setup.build_context.as_deref(), image) {
+            (Some(context), _) => ImageSource::Build(context),
+            (None, Some(name)) => ImageSource::Named(name),
+            (None, None) => return None,
+        };
+        Some((self.builder(), source))
     }
 
     /// The engine that builds task images, when it is on this machine.
@@ -169,17 +174,22 @@ impl Config {
         Some(Builder { program, store })
     }
 
-    /// Refuses an environment whose image is built from its own definition
-    /// (`setup.build_context`) when no engine here can build it: the task would otherwise
-    /// run on the host root, with the host's tools instead of its own. A `root` (parameter,
-    /// or an absolute `setup.image`) or `host_root = true` is the user's choice.
+    /// Refuses an environment with an image of its own (built from its definition,
+    /// `setup.build_context`, or named by `setup.image`) when no engine here can prepare it:
+    /// the task would otherwise run on the host root, with the host's tools instead of its
+    /// own. A `root` (parameter, or an absolute `setup.image`) or `host_root = true` is the
+    /// user's choice.
     pub(super) fn check_image(&self, setup: &EnvironmentSetup) -> Result<()> {
-        match self.image_build(setup) {
-            Some((None, context)) => Err(Error::unsupported(format!(
-                "environment `{ID}`: the task's image is built from `{context}/Dockerfile`, and \
-                 `{}` (the sandbox's `image_builder`) is not on this machine; install Podman, \
-                 or run it with --env docker or --env podman, or on the host's root filesystem \
-                 with --env-params '{{\"host_root\": true}}'",
+        match self.task_image(setup) {
+            Some((None, source)) => Err(Error::unsupported(format!(
+                "environment `{ID}`: the task's image is {}, and `{}` (the sandbox's \
+                 `image_builder`) is not on this machine; install Podman, or run it with \
+                 --env docker or --env podman, or on the host's root filesystem with \
+                 --env-params '{{\"host_root\": true}}'",
+                match source {
+                    ImageSource::Build(context) => format!("built from `{context}/Dockerfile`"),
+                    ImageSource::Named(name) => format!("`{name}`"),
+                },
                 self.image_builder
             ))),
             _ => Ok(()),
@@ -187,10 +197,14 @@ impl Config {
     }
 }
 
-/// The sandbox path of the working directory: absolute, normalised, not `/` and not under
-/// `/proc` or `/dev`.
-pub(super) fn workdir_of(setup: &EnvironmentSetup) -> Result<PathBuf> {
-    let given = setup.workdir.as_deref().unwrap_or(DEFAULT_WORKDIR);
+/// The sandbox path of the working directory (`setup.workdir`, else the task image's
+/// `WORKDIR`, else `/app`): absolute, normalised, not `/` and not under `/proc` or `/dev`.
+pub(super) fn workdir_of(setup: &EnvironmentSetup, image: Option<&str>) -> Result<PathBuf> {
+    let given = setup
+        .workdir
+        .as_deref()
+        .or(image)
+        .unwrap_or(DEFAULT_WORKDIR);
     let bad = |why: &str| {
         Error::invalid_input(format!("environment `{ID}`: setup.workdir `{given}` {why}"))
     };

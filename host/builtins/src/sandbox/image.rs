@@ -1,15 +1,18 @@
 //! A task's own image in the sandbox (issue 54): a task that ships its image definition
 //! (`setup.build_context`, a Harbor task's `environment/`) is built with the daemonless engine
-//! on the machine (Podman's `build`, in a store of the sandbox's own), its root filesystem
-//! exported once into a cache keyed by the definition's content digest, and entered read-only
-//! with bubblewrap as any `root` is — so the sandbox's speed and isolation apply to the task as
-//! written, never the host's tools in its place. One build of a digest at a time per machine
-//! (a file lock): concurrent tasks wait, then find it.
+//! on the machine (Podman's `build`, in a store of the sandbox's own); a task that names its
+//! image (`setup.image`, a Harbor task's `docker_image`) has it taken from that store, pulled
+//! when missing. Either image's root filesystem is exported once into a cache keyed by the
+//! definition's content digest (a named image: by its image ID) and entered with bubblewrap
+//! as any `root` is — so the sandbox's speed and isolation apply to the task as written, never
+//! the host's tools in its place. One export of a key at a time per machine (a file lock):
+//! concurrent tasks wait, then find it.
 //!
 //! The store (`image_store`): `storage/` and `run/` (Podman's `--root`/`--runroot`),
-//! `rootfs/<digest>/` (the exported root filesystems) with `rootfs/<digest>.env.json` (the
-//! image's `ENV`, which the session's commands get under the task's own bindings), `locks/`. The image's `FROM` must be in
-//! that store or pullable (`podman load` puts a local image there).
+//! `rootfs/<key>/` (the exported root filesystems) with `rootfs/<key>.image.json` (the image's
+//! configuration: its `Env`, which the session's commands get under the task's own bindings,
+//! its `WorkingDir` and `User`), `locks/`. A build's `FROM` must be in that store or pullable
+//! (`podman load` puts a local image there).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -20,6 +23,7 @@ use std::time::Duration;
 
 use agentcompass_plugin_api::{Error, Result};
 use nix::fcntl::{Flock, FlockArg};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokio::process::Command;
 
@@ -28,39 +32,82 @@ use super::ID;
 /// How many of a failed build's last output lines its error quotes.
 const FAILED_BUILD_LINES: usize = 8;
 
-/// A built task image: its exported root filesystem and its `ENV` (`KEY=VALUE` entries, in
-/// order).
+/// Where a task's image comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ImageSource<'a> {
+    /// Built from a directory with a `Dockerfile` (`setup.build_context`).
+    Build(&'a str),
+    /// An image name (`setup.image`), taken from the store or pulled.
+    Named(&'a str),
+}
+
+impl ImageSource<'_> {
+    /// How an error names the image.
+    pub(super) fn shown(&self) -> String {
+        match self {
+            ImageSource::Build(context) => format!("`{context}/Dockerfile`"),
+            ImageSource::Named(name) => format!("`{name}`"),
+        }
+    }
+}
+
+/// A task image in the store: its exported root filesystem and its configuration.
 #[derive(Debug, Clone)]
-pub(super) struct BuiltImage {
+pub(super) struct TaskImage {
     pub(super) rootfs: PathBuf,
+    /// Its `ENV` (`KEY=VALUE` entries).
     pub(super) env: BTreeMap<String, String>,
+    /// Its `WORKDIR`, if it sets one other than `/`.
+    pub(super) workdir: Option<String>,
+    /// Its `USER`, if it sets one.
+    pub(super) user: Option<String>,
 }
 
-/// The file holding the `ENV` of the image exported into `rootfs`.
-fn env_file(rootfs: &Path) -> PathBuf {
-    rootfs.with_extension("env.json")
+/// An image's configuration as `podman image inspect --format '{{json .Config}}'` prints it
+/// (the OCI image configuration; absent fields are empty).
+#[derive(Debug, Default, Deserialize)]
+struct ImageConfig {
+    #[serde(rename = "Env", default)]
+    env: Option<Vec<String>>,
+    #[serde(rename = "WorkingDir", default)]
+    working_dir: Option<String>,
+    #[serde(rename = "User", default)]
+    user: Option<String>,
 }
 
-/// The `ENV` of the image exported into `rootfs` (as `podman image inspect` lists it).
-fn image_env(rootfs: &Path) -> Result<BTreeMap<String, String>> {
+/// The file holding the configuration of the image exported into `rootfs`.
+fn config_file(rootfs: &Path) -> PathBuf {
+    rootfs.with_extension("image.json")
+}
+
+/// The image exported into `rootfs`, from its stored configuration.
+fn task_image(rootfs: &Path) -> Result<TaskImage> {
     let read = |e: String| {
         Error::environment(format!(
-            "environment `{ID}`: the ENV of `{}`: {e}",
+            "environment `{ID}`: the configuration of `{}`: {e}",
             rootfs.display()
         ))
     };
-    let text = fs::read_to_string(env_file(rootfs)).map_err(|e| read(e.to_string()))?;
-    let entries: Option<Vec<String>> =
+    let text = fs::read_to_string(config_file(rootfs)).map_err(|e| read(e.to_string()))?;
+    let config: Option<ImageConfig> =
         serde_json::from_str(&text).map_err(|e| read(e.to_string()))?;
-    Ok(entries
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|entry| entry.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect())
+    let config = config.unwrap_or_default();
+    let non_empty = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    Ok(TaskImage {
+        rootfs: rootfs.to_path_buf(),
+        env: config
+            .env
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|entry| entry.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        workdir: non_empty(config.working_dir).filter(|w| !w.trim_end_matches('/').is_empty()),
+        user: non_empty(config.user),
+    })
 }
 
-/// The engine that builds task images for the sandbox, and its store.
+/// The engine that builds and pulls task images for the sandbox, and its store.
 #[derive(Debug, Clone)]
 pub(super) struct Builder {
     /// The `podman` binary.
@@ -70,10 +117,31 @@ pub(super) struct Builder {
 }
 
 impl Builder {
-    /// The root filesystem of the image built from `context` (a directory with a
-    /// `Dockerfile`), and its `ENV`: exported before, or built and exported now within
-    /// `timeout`.
-    pub(super) async fn root_of(&self, context: &Path, timeout: Duration) -> Result<BuiltImage> {
+    /// The image of `source` in the store: exported before, or built (pulled) and exported
+    /// now within `timeout`.
+    pub(super) async fn image_of(
+        &self,
+        source: ImageSource<'_>,
+        timeout: Duration,
+    ) -> Result<TaskImage> {
+        let shown = source.shown();
+        let work = async {
+            match source {
+                ImageSource::Build(context) => self.built(Path::new(context)).await,
+                ImageSource::Named(name) => self.named(name).await,
+            }
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(done) => done,
+            Err(_) => Err(Error::environment(format!(
+                "environment `{ID}`: preparing the image {shown} exceeded its {} s build timeout",
+                timeout.as_secs()
+            ))),
+        }
+    }
+
+    /// The image built from `context` (a directory with a `Dockerfile`).
+    async fn built(&self, context: &Path) -> Result<TaskImage> {
         let shown = context.display().to_string();
         let from = context.to_path_buf();
         let digest = tokio::task::spawn_blocking(move || digest(&from))
@@ -84,67 +152,92 @@ impl Builder {
                     "environment `{ID}`: cannot read the image definition `{shown}`: {e}"
                 ))
             })?;
+        let _lock = self.lock(&digest).await?;
         let rootfs = self.store.join("rootfs").join(&digest);
-        let (locks, key) = (self.store.join("locks"), digest.clone());
-        // Held until the root filesystem exists: another task of this definition waits here.
-        let _lock = tokio::task::spawn_blocking(move || lock(&locks, &key))
+        if !is_exported(&rootfs) {
+            let tag = format!("agentcompass-build/ctx-{digest}:latest");
+            self.run(
+                &["build", "--network", "host", "-t", &tag, &shown],
+                &format!("building `{shown}/Dockerfile`"),
+            )
+            .await?;
+            self.export_image(&tag, &rootfs).await?;
+        }
+        task_image(&rootfs)
+    }
+
+    /// The image named `name`: the store's, else pulled.
+    async fn named(&self, name: &str) -> Result<TaskImage> {
+        let key = format!(
+            "name-{}",
+            &hex::encode(Sha256::digest(name.as_bytes()))[..16]
+        );
+        let _lock = self.lock(&key).await?;
+        let inspect = ["image", "inspect", "--format", "{{.Id}}", name];
+        let id = match self.run(&inspect, "").await {
+            Ok(id) => id,
+            Err(_) => {
+                self.run(&["pull", "-q", name], &format!("pulling `{name}`"))
+                    .await?;
+                self.run(&inspect, &format!("inspecting `{name}`")).await?
+            }
+        };
+        let id: String = id
+            .trim()
+            .trim_start_matches("sha256:")
+            .chars()
+            .take(16)
+            .collect();
+        let rootfs = self.store.join("rootfs").join(format!("image-{id}"));
+        if !is_exported(&rootfs) {
+            self.export_image(name, &rootfs).await?;
+        }
+        task_image(&rootfs)
+    }
+
+    /// Holds the store's lock of `key` until dropped: another task of this image waits.
+    async fn lock(&self, key: &str) -> Result<Flock<File>> {
+        let (locks, key) = (self.store.join("locks"), key.to_string());
+        tokio::task::spawn_blocking(move || lock(&locks, &key))
             .await
             .map_err(|e| Error::environment(format!("environment `{ID}`: {e}")))?
             .map_err(|e| {
                 Error::environment(format!("environment `{ID}`: the image store's lock: {e}"))
-            })?;
-        if !rootfs.is_dir() {
-            let build = self.build_and_export(context, &digest, &rootfs);
-            match tokio::time::timeout(timeout, build).await {
-                Ok(done) => done?,
-                Err(_) => {
-                    return Err(Error::environment(format!(
-                        "environment `{ID}`: building `{shown}/Dockerfile` exceeded its {} s \
-                         build timeout",
-                        timeout.as_secs()
-                    )))
-                }
-            }
-        }
-        let env = image_env(&rootfs)?;
-        Ok(BuiltImage { rootfs, env })
+            })
     }
 
-    /// Builds the image of `context`, exports its file system into `rootfs` (renamed into
-    /// place when complete) and removes the export's container and archive.
-    async fn build_and_export(&self, context: &Path, digest: &str, rootfs: &Path) -> Result<()> {
-        let tag = format!("agentcompass-build/ctx-{digest}:latest");
-        let context_arg = context.display().to_string();
-        self.run(
-            &["build", "--network", "host", "-t", &tag, &context_arg],
-            &format!("building `{context_arg}/Dockerfile`"),
-        )
-        .await?;
-        // The image's `ENV`, kept beside its root filesystem (before it is renamed into place,
-        // so a root filesystem always has it).
-        let env = self
+    /// Exports the file system of `image` into `rootfs` (renamed into place when complete,
+    /// after its configuration is stored beside it) and removes the export's container and
+    /// archive.
+    async fn export_image(&self, image: &str, rootfs: &Path) -> Result<()> {
+        let _ = fs::remove_dir_all(rootfs);
+        let config = self
             .run(
-                &["image", "inspect", "--format", "{{json .Config.Env}}", &tag],
-                "reading the image's environment",
+                &["image", "inspect", "--format", "{{json .Config}}", image],
+                "reading the image's configuration",
             )
             .await?;
-        let stored = env_file(rootfs);
+        let stored = config_file(rootfs);
         if let Some(parent) = stored.parent() {
             fs::create_dir_all(parent).map_err(|e| {
                 Error::environment(format!("environment `{ID}`: {}: {e}", parent.display()))
             })?;
         }
-        fs::write(&stored, env.trim()).map_err(|e| {
-            Error::environment(format!("environment `{ID}`: storing the image's ENV: {e}"))
+        fs::write(&stored, config.trim()).map_err(|e| {
+            Error::environment(format!(
+                "environment `{ID}`: storing the image's configuration: {e}"
+            ))
         })?;
-        let container = format!("agentcompass-export-{digest}-{}", std::process::id());
+        let pid = std::process::id();
+        let name = rootfs.file_name().unwrap_or_default().to_string_lossy();
+        let container = format!("agentcompass-export-{name}-{pid}");
         self.run(
-            &["create", "--name", &container, &tag, "/bin/true"],
+            &["create", "--name", &container, image, "/bin/true"],
             "creating the export",
         )
         .await?;
-        let partial = rootfs.with_extension(format!("partial-{}", std::process::id()));
-        let archive = rootfs.with_extension(format!("partial-{}.tar", std::process::id()));
+        let partial = rootfs.with_extension(format!("partial-{pid}"));
+        let archive = rootfs.with_extension(format!("partial-{pid}.tar"));
         let exported = self.export(&container, &archive, &partial).await;
         let _ = self
             .run(&["rm", "--force", &container], "removing the export")
@@ -219,6 +312,12 @@ impl Builder {
             last_lines(&text)
         )))
     }
+}
+
+/// Whether `rootfs` holds a complete export: the directory with its configuration beside it
+/// (a store written before the configuration was kept is exported again).
+fn is_exported(rootfs: &Path) -> bool {
+    rootfs.is_dir() && config_file(rootfs).is_file()
 }
 
 /// The last lines of `text`, joined with ` | `.
@@ -302,6 +401,28 @@ mod tests {
         let script = dir.path().join("files/a.txt");
         fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
         assert_ne!(digest(dir.path()).unwrap(), second);
+    }
+
+    #[test]
+    fn an_exported_image_keeps_its_env_workdir_and_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let rootfs = dir.path().join("abc");
+        fs::create_dir(&rootfs).unwrap();
+        assert!(!is_exported(&rootfs), "no configuration yet");
+        // As `podman image inspect --format '{{json .Config}}'` prints it.
+        let config = r#"{"Env":["PATH=/usr/bin:/bin","BUILT_FILE=/built.txt"],
+            "WorkingDir":"/src","User":"1000","Labels":null}"#;
+        fs::write(config_file(&rootfs), config).unwrap();
+        assert!(is_exported(&rootfs));
+        let image = task_image(&rootfs).unwrap();
+        assert_eq!(image.env["BUILT_FILE"], "/built.txt");
+        assert_eq!(image.workdir.as_deref(), Some("/src"));
+        assert_eq!(image.user.as_deref(), Some("1000"));
+        // No WORKDIR (or `/`) and no USER: the sandbox's defaults.
+        fs::write(config_file(&rootfs), r#"{"Env":null,"WorkingDir":"/"}"#).unwrap();
+        let image = task_image(&rootfs).unwrap();
+        assert!(image.env.is_empty());
+        assert_eq!((image.workdir, image.user), (None, None));
     }
 
     #[test]

@@ -3,13 +3,18 @@
 //!
 //! - Filesystem: the root filesystem is read-only: the host root `/`, or a local root
 //!   filesystem directory (the `root` parameter, else `setup.image` when it is an absolute
-//!   path; it must then be an existing directory; an image name such as `debian:bookworm` is
-//!   ignored and the host root used). A task that ships its own image definition
-//!   (`setup.build_context`: a Harbor task's `environment/Dockerfile`) is refused before the
-//!   first task unless a root is chosen (`root`, an absolute `setup.image`) or the user opts
-//!   into the host root (`host_root = true`): the sandbox builds no image, and the task would
-//!   silently see the host's tools instead of its own. Private writable directories are mounted at the task's
-//!   working directory (`setup.workdir`, default `/app`), `/logs`, `/tests`, `/solution`,
+//!   path; it must then be an existing directory), or a task's own image (module `image`: its
+//!   definition, `setup.build_context`, built, or the image `setup.image` names pulled, with
+//!   Podman in a store of the sandbox's own, and exported once). A task with an image of its
+//!   own is refused before the first task when nothing here can build or pull it, unless a
+//!   root is chosen (`root`, an absolute `setup.image`) or the user opts into the host root
+//!   (`host_root = true`): the task would silently see the host's tools instead of its own.
+//!   An image's `ENV` applies under the task's bindings, its `WORKDIR` when the task names no
+//!   working directory, and what it has at the private directories below is copied into
+//!   them; an image whose `USER` is not root is refused at open (commands run as the user
+//!   that starts the sandbox). Private writable directories are mounted at the task's
+//!   working directory (`setup.workdir`, else the image's `WORKDIR`, else `/app`), `/logs`,
+//!   `/tests`, `/solution`,
 //!   `/run` and `/tmp`; they live on the host under one private (0700) directory
 //!   `<temp>/agentcompass-sandbox-<task>-<attempt>-<random>/` (subdirectories `workdir`,
 //!   `logs`, `tests`, `solution`, `run`, `tmp`), created at open and removed on close (or, after a
@@ -146,8 +151,8 @@ use std::time::Duration;
 
 use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
-    ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest, ProviderCapabilities,
-    PORT_ENTRY_TYPE,
+    EnvironmentSetup, ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest,
+    ProviderCapabilities, PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -160,7 +165,9 @@ use crate::process::run_captured;
 use crate::Builtin;
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
 use egress::Egress;
+use image::TaskImage;
 use layout::{HostBind, Layout};
+use mounts::seed_mounts;
 use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
@@ -260,7 +267,7 @@ impl EnvironmentProvider for SandboxProvider {
             std::iter::once(&plan.environment).chain(plan.evaluation_environment.as_ref());
         for environment in environments {
             Config::parse(&environment.params)?.check_image(&environment.setup)?;
-            workdir_of(&environment.setup)?;
+            workdir_of(&environment.setup, None)?;
         }
         Ok(())
     }
@@ -269,7 +276,7 @@ impl EnvironmentProvider for SandboxProvider {
         let config = Config::parse(&request.environment.params)?;
         config.check_image(&request.environment.setup)?;
         let prepared_namespace = config.prepared_namespace;
-        let workdir = workdir_of(&request.environment.setup)?;
+        let setup = &request.environment.setup;
         let policy = request.baseline_network_policy.clone();
         // `allowlist`, `denylist`: the network namespace of `no-network`, plus the egress
         // proxy.
@@ -283,18 +290,17 @@ impl EnvironmentProvider for SandboxProvider {
         };
         let endpoints = egress::endpoint_mounts(&request.host_endpoints)?;
         let forwarder = egress::forwarder_binary()?;
-        // A task's own image: its root filesystem, and its ENV under the task's bindings.
-        let mut env = BTreeMap::new();
-        let image = match config.image_build(&request.environment.setup) {
-            Some((Some(builder), context)) => {
-                let setup = &request.environment.setup;
-                let limit = setup.build_timeout_seconds.unwrap_or(DEFAULT_BUILD_SECONDS);
-                let timeout = Duration::from_secs_f64(limit.max(1.0));
-                let built = builder.root_of(Path::new(context), timeout).await?;
-                env = built.env;
-                Some(built.rootfs.display().to_string())
-            }
-            _ => request.environment.setup.image.clone(),
+        // A task's own image: its root filesystem, its ENV under the task's bindings, its
+        // WORKDIR unless the task names one; what it has in the sandbox's writable
+        // directories is copied into them.
+        let task_image = task_image(&config, setup).await?;
+        let workdir = workdir_of(
+            setup,
+            task_image.as_ref().and_then(|t| t.workdir.as_deref()),
+        )?;
+        let (image, image_root, mut env) = match task_image {
+            Some(t) => (Some(t.rootfs.display().to_string()), Some(t.rootfs), t.env),
+            None => (setup.image.clone(), None, BTreeMap::new()),
         };
         env.extend(request.resolved_env.clone());
         let prefix = format!(
@@ -308,14 +314,21 @@ impl EnvironmentProvider for SandboxProvider {
         let host_binds = host_binds(&request.host_mounts, &workdir)?;
         let (layout, dir) = blocking(ID, move || {
             let shape = (workdir, no_network);
-            create_layout(
+            let created = create_layout(
                 &config,
                 image.as_deref(),
                 shape,
                 &prefix,
                 &templates,
                 host_binds,
-            )
+            )?;
+            match image_root.map(|root| seed_mounts(&root, &created.0.mounts)) {
+                Some(Err(e)) => {
+                    let _ = fs::remove_dir_all(&created.1);
+                    Err(e)
+                }
+                _ => Ok(created),
+            }
         })
         .await??;
         let layout = Arc::new(layout);
@@ -365,6 +378,30 @@ impl EnvironmentProvider for SandboxProvider {
         };
         remove_created_dir(dir, OWNED_PREFIX, ID).await
     }
+}
+
+/// The task's own image (see `image`) from the sandbox's store, built or pulled now if need
+/// be; refused when it sets a `USER` other than root (the sandbox runs every command as the
+/// user that starts it).
+async fn task_image(config: &Config, setup: &EnvironmentSetup) -> Result<Option<TaskImage>> {
+    let (builder, source) = match config.task_image(setup) {
+        None => return Ok(None),
+        Some((None, _)) => return config.check_image(setup).map(|()| None),
+        Some((Some(builder), source)) => (builder, source),
+    };
+    let limit = setup.build_timeout_seconds.unwrap_or(DEFAULT_BUILD_SECONDS);
+    let image = builder
+        .image_of(source, Duration::from_secs_f64(limit.max(1.0)))
+        .await?;
+    if let Some(user) = image.user.as_deref().filter(|u| !is_root_user(u)) {
+        return Err(Error::unsupported(format!(
+            "environment `{ID}`: the image {} sets `USER {user}`, and the sandbox runs every \
+                 command as the user that starts it; run the task with --env docker or --env \
+                 podman",
+            source.shown()
+        )));
+    }
+    Ok(Some(image))
 }
 
 impl SandboxProvider {
@@ -503,6 +540,12 @@ fn create_layout(
             Err(e)
         }
     }
+}
+
+/// Whether an image's `USER` (`user[:group]`, by name or id) is root.
+fn is_root_user(user: &str) -> bool {
+    user.split(':')
+        .all(|part| matches!(part.trim(), "root" | "0"))
 }
 
 fn bwrap_start_error(bwrap: &Path, e: io::Error) -> Error {

@@ -85,6 +85,34 @@ pub(super) fn create_mounts(dir: &Path, workdir: &Path) -> Result<Vec<Mount>> {
     Ok(mounts)
 }
 
+/// Copies what a task image's root filesystem `root` has at each of the private writable
+/// mounts (its `WORKDIR`'s files, bundled `/tests`, ...) into the mount's host directory, the
+/// directory's own mode and times included, as a container sees its image there.
+pub(super) fn seed_mounts(root: &Path, mounts: &[Mount]) -> Result<()> {
+    for mount in mounts {
+        let inside = mount.sandbox.strip_prefix("/").unwrap_or(&mount.sandbox);
+        let source = root.join(inside);
+        let is_dir = fs::symlink_metadata(&source).is_ok_and(|m| m.is_dir());
+        if !is_dir {
+            continue;
+        }
+        let out = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(source.join("."))
+            .arg(&mount.host)
+            .output()
+            .map_err(|e| Error::environment(format!("environment `{ID}`: cp: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::environment(format!(
+                "environment `{ID}`: copying the image's `{}` into the sandbox failed: {}",
+                mount.sandbox.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Copies into the private `/run` among `mounts` the regular files of the root's `/run` (or
 /// `/var/run`) that a [`RUN_LINKS`] symlink of the root points to, at the same place, so the
 /// link still resolves (DNS keeps working) without the host's `/run` (which holds sockets).

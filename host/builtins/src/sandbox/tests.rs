@@ -336,12 +336,37 @@ fn a_task_image_definition_is_built_or_refused_when_nothing_can_build_it() {
         .params
         .insert("host_root".into(), json!(true));
     provider.validate_plan(&host_root).unwrap();
-    let mut own_root = p;
+    let mut own_root = p.clone();
     own_root
         .environment
         .params
         .insert("root".into(), json!("/"));
     provider.validate_plan(&own_root).unwrap();
+    // An image the task names (a Harbor task's `docker_image`) is pulled the same way, never
+    // replaced by the host root.
+    let mut named = p;
+    named.environment.setup.build_context = None;
+    named.environment.setup.image = Some("ghcr.io/org/task:1".into());
+    let err = provider.validate_plan(&named).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unsupported);
+    assert!(
+        err.message.starts_with(
+            "environment `sandbox`: the task's image is `ghcr.io/org/task:1`, and \
+             `no-such-builder` (the sandbox's `image_builder`) is not on this machine;"
+        ),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn only_a_root_user_runs_in_the_sandbox() {
+    for user in ["root", "0", "0:0", "root:root"] {
+        assert!(super::is_root_user(user), "{user}");
+    }
+    for user in ["1000", "agent", "0:1000", "root:staff"] {
+        assert!(!super::is_root_user(user), "{user}");
+    }
 }
 
 #[test]
