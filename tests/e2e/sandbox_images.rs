@@ -133,14 +133,16 @@ fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
     for (id, (_, result)) in &published {
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
-    // A failed build and a health check that never passes: their tasks' issues.
-    let tasks = ["build-fails", "healthcheck-fails"];
+    // A failed build, a health check that never passes and a task naming its users (the
+    // sandbox cannot switch users): their tasks' issues.
+    let tasks = ["build-fails", "healthcheck-fails", "agent-user"];
     let out = sandbox_oracle(&ws, &features(&tasks), &store);
     assert_eq!(out.code, 1, "{out:?}");
     let failed = results(&run_dir(&out));
     let issue = |id: &str| failed[id].1["issues"][0].clone();
     assert_eq!(issue("healthcheck-fails")["code"], "prepare_failed");
     assert_eq!(issue("build-fails")["code"], "environment_failed");
+    assert_eq!(issue("agent-user")["code"], "unsupported");
     let message = issue("build-fails")["message"].to_string();
     assert!(
         message.contains("toolchain 9.9 is not available"),
