@@ -229,7 +229,9 @@ fn health_checks_gate_the_agent_as_in_harbor() {
     // examples/harbor-features: the environment's check passes once, before the first step;
     // step `use`'s passes after its setup.sh's "service" is ready (retried within its start
     // period), so its agent finds it; a check that never passes stops the task before its
-    // agent, as the task's environment issue naming the command and its output.
+    // agent, as the task's environment issue naming the command and its output. (Their
+    // `docker_image` is the host root here, by the user's choice: the sandbox would pull it;
+    // e2e `sandbox_images` runs them in their image.)
     let h = harbor();
     let params = json!({
         "path": repo_root().join("examples/harbor-features"),
@@ -240,7 +242,14 @@ fn health_checks_gate_the_agent_as_in_harbor() {
         &h.plugins,
         ["harbor", "oracle", "m"],
         &params,
-        &["--env", "sandbox", "--progress", "none"],
+        &[
+            "--env",
+            "sandbox",
+            "--env-params",
+            r#"{"host_root": true}"#,
+            "--progress",
+            "none",
+        ],
     );
     let out = h.ws.run(&args, &[]);
     assert_eq!(out.code, 1, "{out:?}");
