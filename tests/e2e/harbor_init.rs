@@ -21,7 +21,7 @@ use agentcompass_e2e::{published_results as results, run_dir, Outcome, Workspace
 use serde_json::{json, Value};
 
 use crate::harbor_images::{engine_cli, oracle_on, reward, tag_base_images};
-use crate::sandbox_images::{podman_in, sandbox_run};
+use crate::sandbox_images::{podman_in, sandbox_run, Store};
 
 fn required(var: &str) -> String {
     std::env::var(var)
@@ -220,7 +220,7 @@ fn the_task_harbor_init_steps_writes_scores_as_in_harbor_in_the_sandbox() {
     let ws = Workspace::new();
     tag_base_images(ws.root());
     // The sandbox's own store gets the tests' base images from the Docker engine.
-    let store = ws.root().join("sandbox-images");
+    let store = Store::new(&ws);
     let base = ws.root().join("base.tar").display().to_string();
     let agents = required("AGENTCOMPASS_TEST_AGENT_IMAGE");
     engine_cli(&["save", "-o", &base, "ubuntu:24.04", &agents]);

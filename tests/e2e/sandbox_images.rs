@@ -17,6 +17,33 @@ use crate::harbor_images::{
     tasks_of_one_image, BASE_TAGS,
 };
 
+/// The sandbox's image store of a test, under its workspace: Podman's overlay driver makes
+/// its directory a mount of its own, undone when the test ends so that nothing is left
+/// mounted and the workspace can be removed.
+pub(crate) struct Store(std::path::PathBuf);
+
+impl Store {
+    pub(crate) fn new(ws: &Workspace) -> Store {
+        Store(ws.root().join("sandbox-images"))
+    }
+}
+
+impl std::ops::Deref for Store {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg(self.0.join("storage/overlay"))
+            .output();
+    }
+}
+
 /// `podman` in the sandbox's image store `store`.
 pub(crate) fn podman_in(store: &Path, args: &[&str]) -> String {
     let out = Command::new("podman")
@@ -62,7 +89,7 @@ fn sandbox_oracle(ws: &Workspace, params: &Value, store: &Path) -> Outcome {
 fn the_sandbox_runs_a_tasks_own_image_built_once() {
     let ws = Workspace::new();
     tag_base_images(ws.root());
-    let store = ws.root().join("sandbox-images");
+    let store = Store::new(&ws);
     let base = ws.root().join("base.tar");
     engine_cli(&["save", "-o", &base.display().to_string(), "ubuntu:24.04"]);
     podman_in(&store, &["load", "-q", "-i", &base.display().to_string()]);
@@ -120,7 +147,7 @@ fn load_base_images(ws: &Workspace, store: &Path) {
 #[test]
 fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
     let ws = Workspace::new();
-    let store = ws.root().join("sandbox-images");
+    let store = Store::new(&ws);
     load_base_images(&ws, &store);
     serve_registry();
     // A Dockerfile task (its tool and its downloaded data only in its image), a task naming
@@ -153,7 +180,7 @@ fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
 #[test]
 fn the_sandbox_starts_in_the_images_workdir_and_refuses_its_user() {
     let ws = Workspace::new();
-    let store = ws.root().join("sandbox-images");
+    let store = Store::new(&ws);
     load_base_images(&ws, &store);
     let tasks = ws.root().join("tasks");
     image_config_tasks(&tasks, &["workdir", "user"]);
