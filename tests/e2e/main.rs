@@ -38,6 +38,7 @@ mod refuse_early;
 mod rejections;
 mod runtime;
 mod sandbox_images;
+mod sandbox_limits;
 mod scripted_sdk;
 mod secrets;
 mod secrets_under_failure;

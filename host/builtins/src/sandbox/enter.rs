@@ -55,6 +55,11 @@ use plan::Plan;
 /// The argument that makes the host binary a sandbox entry (see [`enter_if_requested`]).
 pub const ENTRY_ARG: &str = "__agentcompass-sandbox-enter";
 
+/// The argument that makes the host binary join a sandbox session's cgroups and then become
+/// the command after `--` (`JOIN_ARG PROCS... -- PROGRAM ARGS...`): how a bwrap of a session
+/// with resource limits starts (see `cgroup`).
+pub const JOIN_ARG: &str = "__agentcompass-sandbox-join";
+
 /// The variable carrying the entry's [`Request`] (JSON). An environment variable, like the
 /// command's environment in bwrap's: readable only by the same user, never on a command line.
 const REQUEST_VAR: &str = "AGENTCOMPASS_SANDBOX_ENTRY";
@@ -72,10 +77,35 @@ pub const ENTRY_BINARY: &str = "agentcompass-sandbox-enter";
 /// bwrap.
 pub fn enter_if_requested() {
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() == Some(OsStr::new(ENTRY_ARG)) {
-        entry_main();
+    match args.next() {
+        Some(arg) if arg == OsStr::new(ENTRY_ARG) => entry_main(),
+        Some(arg) if arg == OsStr::new(JOIN_ARG) => join_main(args.collect()),
+        _ => {}
     }
     register_entry_program();
+}
+
+/// Joins the cgroups named before `--` in `args`, then becomes the command after it.
+fn join_main(args: Vec<std::ffi::OsString>) -> ! {
+    use std::os::unix::process::CommandExt;
+    let split = args.iter().position(|a| a == OsStr::new("--"));
+    let (procs, command) = match split {
+        Some(at) if at + 1 < args.len() => (&args[..at], &args[at + 1..]),
+        _ => {
+            eprintln!("bwrap: Can't start: `{JOIN_ARG}` expects PROCS... -- PROGRAM ARGS...");
+            std::process::exit(1);
+        }
+    };
+    let procs: Vec<PathBuf> = procs.iter().map(PathBuf::from).collect();
+    if let Err(e) = super::cgroup::join(&procs) {
+        eprintln!("bwrap: {e}");
+        std::process::exit(1);
+    }
+    let e = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .exec();
+    eprintln!("bwrap: execvp {}: {e}", Path::new(&command[0]).display());
+    std::process::exit(1);
 }
 
 /// Records the entry program for this process (see [`enter_if_requested`]).
@@ -97,8 +127,14 @@ fn register_entry_program() {
 #[cfg(test)]
 pub(super) fn enter_if_requested_before_main() {
     let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
-    if cmdline.split(|b| *b == 0).nth(1) == Some(ENTRY_ARG.as_bytes()) {
+    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+    if args.get(1) == Some(&ENTRY_ARG.as_bytes()) {
         entry_main();
+    }
+    if args.get(1) == Some(&JOIN_ARG.as_bytes()) {
+        use std::os::unix::ffi::OsStrExt;
+        let rest = args[2..].iter().filter(|a| !a.is_empty());
+        join_main(rest.map(|a| OsStr::from_bytes(a).to_os_string()).collect());
     }
     // The test binary itself: the unit tests exercise the code they were built with.
     if let Ok(exe) = std::env::current_exe() {
@@ -131,6 +167,9 @@ pub(super) struct Request {
     pub(super) isolated: bool,
     /// The capabilities the command keeps.
     pub(super) capabilities: u64,
+    /// The `cgroup.procs` files of the session's cgroups, joined first (see `cgroup`).
+    #[serde(default)]
+    pub(super) cgroups: Vec<PathBuf>,
 }
 
 /// The command running `request`: the entry program (a fresh, small process: spawning it
@@ -158,6 +197,10 @@ fn entry_main() -> ! {
             std::process::exit(1);
         }
     };
+    if let Err(e) = super::cgroup::join(&request.cgroups) {
+        eprintln!("bwrap: {e}");
+        std::process::exit(1);
+    }
     let opened = File::open(&request.mount_ns).and_then(|ns| Ok((ns, File::open(&request.root)?)));
     let (mount_ns, root) = match opened {
         Ok(files) => files,

@@ -11,6 +11,8 @@ use std::sync::Arc;
 use agentcompass_plugin_api::{Error, Result};
 use tokio::process::Command;
 
+use super::cgroup::SessionCgroup;
+use super::enter::{entry_program, JOIN_ARG};
 use super::mounts::{create_mounts, seed_run, Mount};
 use super::sockets::BOUND_SOCKETS;
 use super::template::{push, Shape, Template, TemplateCache};
@@ -62,6 +64,8 @@ pub(super) struct Layout {
     pub(super) template: Arc<Template>,
     /// The `--bind`s of this session's writable directories, then its host mounts.
     pub(super) binds: Vec<OsString>,
+    /// The session's resource limits, which every command joins first (see `cgroup`).
+    pub(super) cgroup: SessionCgroup,
     /// The open request's host mounts.
     pub(super) host_binds: Vec<HostBind>,
 }
@@ -144,6 +148,7 @@ impl Layout {
             links: template.links.clone(),
             template,
             binds,
+            cgroup: SessionCgroup::default(),
             host_binds,
         })
     }
@@ -165,7 +170,18 @@ impl Layout {
         masks: &[PathBuf],
         extra: &[OsString],
     ) -> Command {
-        let mut cmd = Command::new(&self.bwrap);
+        // Limited: bwrap starts inside the session's cgroups, through the entry binary.
+        let mut cmd = match (self.cgroup.dirs.is_empty(), entry_program()) {
+            (false, Some(entry)) => {
+                let mut cmd = Command::new(entry);
+                cmd.arg(JOIN_ARG)
+                    .args(self.cgroup.procs())
+                    .arg("--")
+                    .arg(&self.bwrap);
+                cmd
+            }
+            _ => Command::new(&self.bwrap),
+        };
         cmd.args(self.template.network(no_network))
             .args(&self.template.head)
             .args(&self.binds)

@@ -21,6 +21,10 @@
 //!   crash, by [`EnvironmentProvider::close`] from the persisted `close_params`). Every command
 //!   of the session sees the same directories, so state persists between calls like in a
 //!   container.
+//! - Resources (module `cgroup`): `cpu` and `memory_mb` as a cgroup of the session's own,
+//!   which every command joins before it starts (the entry does first; a bwrap starts through
+//!   the entry binary's `JOIN_ARG`), declared as resource fields only where this process may
+//!   make one; removed at close (`close_params.cgroups` after a crash).
 //! - Mount points that do not exist in the root (`/app` on a host) cannot be created on a
 //!   read-only bind of it, so the sandbox root is a tmpfs mirroring the root: each top-level
 //!   entry is bound read-only (`--ro-bind-try`; symlinks recreated), directories on the way to
@@ -128,6 +132,7 @@
 //!   outside the writable directories (short of a race with a command running concurrently).
 //!   `/proc`, `/dev` and the hidden temporary directory exist only for commands.
 
+mod cgroup;
 mod config;
 mod egress;
 mod enter;
@@ -135,6 +140,7 @@ mod image;
 mod layout;
 mod mirror;
 mod mounts;
+mod provision;
 mod session;
 mod sockets;
 mod template;
@@ -151,8 +157,8 @@ use std::time::Duration;
 
 use agentcompass_egress::EgressPolicy;
 use agentcompass_plugin_api::contracts::{
-    EnvironmentSetup, ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest,
-    ProviderCapabilities, PORT_ENTRY_TYPE,
+    ExecutionPlan, HostMount, NetworkMode, OpenEnvironmentRequest, ProviderCapabilities,
+    PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -163,11 +169,12 @@ use serde_json::Value;
 use crate::files::{create_private_dir, remove_created_dir, remove_owned_dir};
 use crate::process::run_captured;
 use crate::Builtin;
+use cgroup::SessionCgroup;
 use config::{choose_root, config_schema, find_program, workdir_of, Config};
 use egress::Egress;
-use image::TaskImage;
 use layout::{HostBind, Layout};
 use mounts::seed_mounts;
+use provision::{discard, limit_session, task_image};
 use session::SandboxSession;
 use template::{Shape, TemplateCache};
 
@@ -248,7 +255,12 @@ impl EnvironmentProvider for SandboxProvider {
             ],
             allowlist_entry_types: ALLOWLIST_ENTRY_TYPES.map(str::to_string).to_vec(),
             dynamic_network_policy: true,
-            resource_fields: Vec::new(),
+            // `cpu` and `memory_mb` as a session cgroup, where this process may make one
+            // and commands can join it (through the entry binary).
+            resource_fields: match (cgroup::hierarchy(), enter::entry_program()) {
+                (Some(_), Some(_)) => vec!["cpu".to_string(), "memory_mb".to_string()],
+                _ => Vec::new(),
+            },
             operating_systems: vec!["linux".to_string()],
             task_env: true,
             startup_env: false,
@@ -331,9 +343,14 @@ impl EnvironmentProvider for SandboxProvider {
             }
         })
         .await??;
+        let mut layout = layout;
+        if let Err(e) = limit_session(request, &dir, &mut layout).await {
+            remove_owned_dir(dir, ID).await?;
+            return Err(e);
+        }
         let layout = Arc::new(layout);
         if let Err(e) = self.probe(&layout).await {
-            remove_owned_dir(dir, ID).await?;
+            discard(dir, &layout).await?;
             return Err(e);
         }
         let id = dir
@@ -345,7 +362,7 @@ impl EnvironmentProvider for SandboxProvider {
                 match Egress::start(&dir, "egress", egress_policy, egress_hosts, &id) {
                     Ok(egress) => Some(egress),
                     Err(e) => {
-                        remove_owned_dir(dir, ID).await?;
+                        discard(dir, &layout).await?;
                         return Err(e);
                     }
                 }
@@ -373,35 +390,17 @@ impl EnvironmentProvider for SandboxProvider {
     }
 
     async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {
+        let cgroups = close_params.get("cgroups").and_then(Value::as_array);
+        let dirs = cgroups.into_iter().flatten().filter_map(Value::as_str);
+        let cgroup = SessionCgroup::owned(dirs.map(PathBuf::from));
+        if !cgroup.dirs.is_empty() {
+            blocking(ID, move || cgroup.remove()).await?;
+        }
         let Some(dir) = close_params.get("dir").and_then(Value::as_str) else {
             return Ok(());
         };
         remove_created_dir(dir, OWNED_PREFIX, ID).await
     }
-}
-
-/// The task's own image (see `image`) from the sandbox's store, built or pulled now if need
-/// be; refused when it sets a `USER` other than root (the sandbox runs every command as the
-/// user that starts it).
-async fn task_image(config: &Config, setup: &EnvironmentSetup) -> Result<Option<TaskImage>> {
-    let (builder, source) = match config.task_image(setup) {
-        None => return Ok(None),
-        Some((None, _)) => return config.check_image(setup).map(|()| None),
-        Some((Some(builder), source)) => (builder, source),
-    };
-    let limit = setup.build_timeout_seconds.unwrap_or(DEFAULT_BUILD_SECONDS);
-    let image = builder
-        .image_of(source, Duration::from_secs_f64(limit.max(1.0)))
-        .await?;
-    if let Some(user) = image.user.as_deref().filter(|u| !is_root_user(u)) {
-        return Err(Error::unsupported(format!(
-            "environment `{ID}`: the image {} sets `USER {user}`, and the sandbox runs every \
-                 command as the user that starts it; run the task with --env docker or --env \
-                 podman",
-            source.shown()
-        )));
-    }
-    Ok(Some(image))
 }
 
 impl SandboxProvider {
@@ -540,12 +539,6 @@ fn create_layout(
             Err(e)
         }
     }
-}
-
-/// Whether an image's `USER` (`user[:group]`, by name or id) is root.
-fn is_root_user(user: &str) -> bool {
-    user.split(':')
-        .all(|part| matches!(part.trim(), "root" | "0"))
 }
 
 fn bwrap_start_error(bwrap: &Path, e: io::Error) -> Error {

@@ -163,6 +163,7 @@ impl SandboxSession {
             env: full_env,
             isolated: network.isolated(),
             capabilities,
+            cgroups: layout.cgroup.procs(),
         };
         let cmd = enter::command(&entry)
             .map_err(|e| {

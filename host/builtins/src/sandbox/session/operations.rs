@@ -11,7 +11,7 @@ use agentcompass_plugin_api::contracts::{
     ExecRequest, ExecResult, NetworkMode, NetworkPolicy, SessionDirs, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
-    copy_file, copy_tree, timeout_duration, transfer_error,
+    blocking, copy_file, copy_tree, timeout_duration, transfer_error,
 };
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
@@ -29,7 +29,10 @@ impl EnvironmentSession for SandboxSession {
             id: self.id.clone(),
             provider: ID.to_string(),
             default_workdir: Some(self.layout.workdir.to_string_lossy().into_owned()),
-            close_params: json!({"dir": self.dir.to_string_lossy()}),
+            close_params: match self.layout.cgroup.dirs.as_slice() {
+                [] => json!({"dir": self.dir.to_string_lossy()}),
+                cgroups => json!({"dir": self.dir.to_string_lossy(), "cgroups": cgroups}),
+            },
             dirs: SessionDirs::default().with_workspace(self.layout.workdir.to_string_lossy()),
         }
     }
@@ -225,6 +228,10 @@ impl EnvironmentSession for SandboxSession {
         self.closed.store(true, Ordering::SeqCst);
         self.detached.kill_all().await;
         self.stop_proxies().await;
+        let cgroup = self.layout.cgroup.clone();
+        if !cgroup.dirs.is_empty() {
+            blocking(ID, move || cgroup.remove()).await?;
+        }
         remove_owned_dir(self.dir.clone(), ID).await?;
         tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
         Ok(())
