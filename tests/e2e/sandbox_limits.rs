@@ -1,6 +1,7 @@
 //! A task's `cpus` and `memory_mb` in the `sandbox` (issue 54): a cgroup of the session's own
 //! that every command joins, where the machine lets the host make one (the tests run as root);
-//! `--memory-mode ignore` leaves the task unlimited; nothing of it is left after the run.
+//! with the prepared namespace or a bwrap per command; `--memory-mode ignore` leaves the task
+//! unlimited; nothing of it is left after the run.
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +91,13 @@ fn a_tasks_memory_limit_holds_in_the_sandbox_and_ignore_lifts_it() {
             && resources["not_enforced"].get("cpu").is_none(),
         "{resources}"
     );
+    // The same with a bwrap per command (which starts in the cgroup through the entry binary)
+    // instead of the prepared namespace.
+    let params = r#"{"prepared_namespace": false}"#;
+    let out = oracle(&ws, &tasks, &["--env-params", params]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let published = results(&run_dir(&out));
+    assert_eq!(published[&name].1["metrics"]["reward"], 1.0);
     // Unlimited when the user says so.
     let out = oracle(
         &ws,
