@@ -240,6 +240,10 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
     assert_eq!(published.len(), 4);
+    // The build's log is kept in the attempt's directory.
+    let (attempt, _) = &published["dockerfile-build"];
+    let log = std::fs::read_to_string(attempt.join("build.log")).unwrap_or_default();
+    assert!(log.contains("greeting-suffix.txt"), "build.log: {log}");
 
     // A failed build: the task's environment issue, quoting the instruction and its output;
     // a health check that never passes stops its task before the agent.
@@ -261,6 +265,12 @@ fn task_images_are_built_once_and_a_failed_build_names_its_instruction() {
     ] {
         assert!(message.contains(needle), "missing {needle:?} in {message}");
     }
+    // ... and naming its whole log.
+    let log = message
+        .rsplit_once(" (its log: ")
+        .map(|(_, l)| l.trim_end_matches(')'));
+    let log = std::fs::read_to_string(log.expect("the log named")).unwrap();
+    assert!(log.contains("toolchain 9.9 is not available"), "{log}");
 
     // Again: nothing is built or pulled, the images are reused.
     let tag = built_image("/usr/local/share/greeting-suffix.txt", SUFFIX)

@@ -200,6 +200,10 @@ fn assert_scored_as_in_harbor(out: &Outcome) {
     for step in ["step-1", "step-2"] {
         let carried = attempt.join(format!("steps/{step}/artifacts/app/{step}.txt"));
         assert!(carried.is_file(), "{}", carried.display());
+        // The log of the build of the step's verifier image, kept in the step's directory.
+        let log = attempt.join(format!("steps/{step}/evaluation-build.log"));
+        let log = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(log.contains("pytest"), "{step}: {log}");
     }
 }
 

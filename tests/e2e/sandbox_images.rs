@@ -160,6 +160,9 @@ fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
     for (id, (_, result)) in &published {
         assert_eq!(reward(result), 1.0, "{id}: {result}");
     }
+    let (attempt, _) = &published["dockerfile-build"];
+    let log = std::fs::read_to_string(attempt.join("build.log")).unwrap_or_default();
+    assert!(log.contains("greeting-suffix.txt"), "build.log: {log}");
     // A failed build, a health check that never passes and a task naming its users (the
     // sandbox cannot switch users): their tasks' issues.
     let tasks = ["build-fails", "healthcheck-fails", "agent-user"];
@@ -171,6 +174,7 @@ fn the_features_tasks_run_in_the_sandbox_in_their_own_images() {
     assert_eq!(issue("build-fails")["code"], "environment_failed");
     assert_eq!(issue("agent-user")["code"], "unsupported");
     let message = issue("build-fails")["message"].to_string();
+    assert!(message.contains("build.log)"), "its log named: {message}");
     assert!(
         message.contains("toolchain 9.9 is not available"),
         "{message}"

@@ -261,6 +261,8 @@ impl EnvironmentSession for Session {
             // The session's own directories: `tests`, `solution`, `logs` and `tmp` inside the
             // private directory (a real backend keeps them out of the agent's workspace).
             dirs: SessionDirs::under(&workdir, "app").with_workspace(workdir.clone()),
+            // No image is built here (a backend that builds one names its build's log).
+            build_log: None,
         }
     }
 

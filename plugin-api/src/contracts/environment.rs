@@ -230,6 +230,12 @@ pub struct SessionInfo {
     /// them (one built against plugin API 0.1.1 or earlier) gets the container conventions.
     #[serde(default)]
     pub dirs: SessionDirs,
+    /// The log of the build that made the session's image from its definition
+    /// (`setup.build_context`), now or for an earlier session: a file on the host the provider
+    /// keeps, which the host copies into the attempt's directory. `None` for an image that was
+    /// not built (or whose log is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build_log: Option<String>,
 }
 
 /// The directories an environment gives one session to itself, as paths inside the
@@ -367,6 +373,7 @@ mod tests {
             default_workdir: Some("/app".into()),
             close_params: json!({"container": "abc"}),
             dirs: SessionDirs::default().with_workspace("/work"),
+            build_log: Some("/cache/builds/docker-ctx-1.log".into()),
         };
         let back: SessionInfo =
             serde_json::from_value(serde_json::to_value(&info).unwrap()).unwrap();
@@ -374,6 +381,7 @@ mod tests {
         // A provider of plugin API 0.1.1 reports no dirs: the container conventions.
         let old: SessionInfo = serde_json::from_value(json!({"id": "s", "provider": "p"})).unwrap();
         assert_eq!(old.dirs.workspace, "/app");
+        assert_eq!(old.build_log, None);
         assert_eq!(old.dirs.tests, "/tests");
         assert_eq!(
             old.dirs.log_path("verifier/reward.txt"),

@@ -12,6 +12,7 @@ use bollard::query_parameters::{
 };
 use futures_util::StreamExt;
 
+use crate::build_log::{self, BuildLog};
 use crate::config::image_required;
 use crate::engine::{remove_container, status_of};
 use crate::engine::{Daemon, Engine};
@@ -51,11 +52,17 @@ pub(crate) struct Launch {
     pub(crate) deadline: Option<Duration>,
 }
 
+/// A started container: its working directory, and its image's build log when it was built.
+pub(crate) struct Started {
+    pub(crate) workdir: String,
+    pub(crate) build_log: Option<PathBuf>,
+}
+
 impl Launch {
     /// Connects, then (within the deadline) builds or checks the image, creates and starts the
-    /// container; on failure the container is removed again. The connected client and the
-    /// container's working directory.
-    pub(crate) async fn run(self) -> Result<(Daemon, String)> {
+    /// container; on failure the container is removed again. The connected client and what
+    /// was started.
+    pub(crate) async fn run(self) -> Result<(Daemon, Started)> {
         let docker = Daemon::connect(self.engine, &self.host).await?;
         let (container, engine) = (self.container.clone(), self.engine);
         let outcome = match self.deadline {
@@ -74,7 +81,7 @@ impl Launch {
             None => self.start(&docker).await,
         };
         match outcome {
-            Ok(workdir) => Ok((docker, workdir)),
+            Ok(started) => Ok((docker, started)),
             Err(e) => {
                 if let Err(cleanup) = remove_container(&docker, &container).await {
                     tracing::warn!(container = %container, "cleanup failed: {cleanup}");
@@ -84,22 +91,27 @@ impl Launch {
         }
     }
 
-    async fn start(self, docker: &Daemon) -> Result<String> {
-        let image = match self.build_context {
-            Some(context) => build_image(docker, &context, self.image, &self.build_network).await?,
-            None => self.image.ok_or_else(|| image_required(docker.engine))?,
+    async fn start(self, docker: &Daemon) -> Result<Started> {
+        let (image, build_log) = match self.build_context {
+            Some(context) => {
+                let built = build_image(docker, &context, self.image, &self.build_network).await?;
+                (built.tag, built.log)
+            }
+            None => (
+                self.image.ok_or_else(|| image_required(docker.engine))?,
+                None,
+            ),
         };
         let body = ContainerCreateBody {
             image: Some(image.clone()),
             ..self.body
         };
         let workdir = (self.workdir, self.image_workdir);
-        create_and_start(docker, &self.container, &image, self.pull, body, workdir).await
+        let workdir =
+            create_and_start(docker, &self.container, &image, self.pull, body, workdir).await?;
+        Ok(Started { workdir, build_log })
     }
 }
-
-/// How many of a failed build's last output lines its error quotes.
-const FAILED_BUILD_LINES: usize = 8;
 
 /// The built image of the host directory `context`: tagged `tag` (default: by the context's
 /// sha256), reused when an image with that tag and the context's sha256 label exists. Built on
@@ -109,7 +121,7 @@ async fn build_image(
     context: &Path,
     tag: Option<String>,
     network: &str,
-) -> Result<String> {
+) -> Result<Built> {
     use sha2::{Digest, Sha256};
     let shown = context.display().to_string();
     let from = context.to_path_buf();
@@ -141,7 +153,8 @@ async fn build_image(
             let labels = found.config.and_then(|c| c.labels).unwrap_or_default();
             if labels.get(LABEL_CONTEXT) == Some(&sha) {
                 tracing::debug!(provider = docker.engine.id(), image = %tag, "reusing the built image");
-                return Ok(tag);
+                let log = build_log::path(docker.engine, &tag).filter(|p| p.is_file());
+                return Ok(Built { tag, log });
             }
         }
         Err(e) if status_of(&e) == Some(404) => {}
@@ -160,6 +173,7 @@ async fn build_image(
         .build();
     let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
     let mut log = BuildLog::default();
+    let kept = build_log::path(docker.engine, &tag);
     while let Some(item) = output.next().await {
         let error = match item {
             Ok(info) => {
@@ -169,97 +183,29 @@ async fn build_image(
             Err(bollard::errors::Error::DockerStreamError { error }) => error,
             Err(e) => e.to_string(),
         };
+        let named = match kept.as_deref().filter(|path| log.keep(path, Some(&error))) {
+            Some(path) => format!(" (its log: {})", path.display()),
+            None => String::new(),
+        };
         return Err(Error::environment(format!(
-            "{}: building image `{tag}` from `{shown}` failed{}",
+            "{}: building image `{tag}` from `{shown}` failed{}{named}",
             docker.engine,
             log.failure(&error)
         )));
     }
+    let log = kept.filter(|path| log.keep(path, None));
     match docker.inspect_image(&tag).await {
-        Ok(_) => Ok(tag),
+        Ok(_) => Ok(Built { tag, log }),
         Err(e) => Err(docker
             .engine
             .error(&format!("inspecting the built image `{tag}`"), e)),
     }
 }
 
-/// What a build printed: the instruction it was at and its last output lines.
-#[derive(Default)]
-struct BuildLog {
-    /// The last `Step n/m : ...` (Docker) or `STEP n/m: ...` (Podman) line.
-    step: Option<String>,
-    /// The last non-empty output lines, at most [`FAILED_BUILD_LINES`].
-    tail: std::collections::VecDeque<String>,
-}
-
-impl BuildLog {
-    /// Takes a chunk of the build's output (the builder's own bookkeeping lines and terminal
-    /// colours left out).
-    fn push(&mut self, chunk: &str) {
-        let lines = chunk.lines().map(strip_colours);
-        for line in lines.map(|l| l.trim_end().to_string()) {
-            let bookkeeping = ["--->", "Removing intermediate container", "Running in "]
-                .iter()
-                .any(|p| line.trim_start().starts_with(p));
-            if line.trim().is_empty() || bookkeeping {
-                continue;
-            }
-            if line.starts_with("Step ") || line.starts_with("STEP ") {
-                self.step = Some(line);
-                self.tail.clear();
-                continue;
-            }
-            if self.tail.len() == FAILED_BUILD_LINES {
-                self.tail.pop_front();
-            }
-            self.tail.push_back(line);
-        }
-    }
-
-    /// The failure's description: ` at `<instruction>`: <error>` and the instruction's last
-    /// output lines.
-    fn failure(&self, error: &str) -> String {
-        let error = error
-            .lines()
-            .map(str::trim)
-            .rfind(|l| !l.is_empty())
-            .unwrap_or("the build failed");
-        let at = self
-            .step
-            .as_deref()
-            .map(|s| format!(" at `{s}`"))
-            .unwrap_or_default();
-        let tail: Vec<&str> = self
-            .tail
-            .iter()
-            .map(String::as_str)
-            .filter(|l| l.trim() != error)
-            .collect();
-        if tail.is_empty() {
-            format!("{at}: {error}")
-        } else {
-            format!("{at}: {error}; its last output: {}", tail.join(" | "))
-        }
-    }
-}
-
-/// `line` without terminal colour sequences (`ESC [ ... m`; the classic builder colours a
-/// step's standard error).
-fn strip_colours(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for next in chars.by_ref() {
-                if next.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
+/// A built (or found) image: its tag, and its build's log when there is one.
+struct Built {
+    tag: String,
+    log: Option<PathBuf>,
 }
 
 /// Checks (or pulls) the image, then creates and starts the container and its working
@@ -358,36 +304,4 @@ async fn pull_if_missing(docker: &Daemon, image: &str, pull: bool) -> Result<()>
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_build_quotes_its_instruction_and_last_output() {
-        let mut log = BuildLog::default();
-        // Docker's classic builder, as it streams (Podman's steps read `STEP 2/2: ...`).
-        for chunk in [
-            "Step 1/2 : FROM ubuntu:24.04\n ---> 7c4012406af9\n",
-            "Step 2/2 : RUN make && exit 3\n ---> Running in 54ceabd208f5\n",
-            "\u{1b}[91mmake: toolchain 9.9 is not available\n\u{1b}[0m",
-            "building\nRemoving intermediate container 54ceabd208f5\n",
-        ] {
-            log.push(chunk);
-        }
-        assert_eq!(
-            log.failure("The command '/bin/sh -c make && exit 3' returned a non-zero code: 3"),
-            " at `Step 2/2 : RUN make && exit 3`: The command '/bin/sh -c make && exit 3' \
-             returned a non-zero code: 3; its last output: make: toolchain 9.9 is not \
-             available | building"
-        );
-        let mut podman = BuildLog::default();
-        podman.push("STEP 1/1: RUN false\nError: building at STEP \"RUN false\": exit status 1\n");
-        assert_eq!(
-            podman.failure("building at STEP \"RUN false\": exit status 1"),
-            " at `STEP 1/1: RUN false`: building at STEP \"RUN false\": exit status 1; its last \
-             output: Error: building at STEP \"RUN false\": exit status 1"
-        );
-    }
 }

@@ -84,6 +84,7 @@
 
 mod archive;
 mod build_lock;
+mod build_log;
 mod config;
 mod container;
 mod egress;
@@ -378,7 +379,7 @@ impl EnvironmentProvider for ContainerProvider {
                 .filter(|s| s.is_finite() && *s >= 0.0)
                 .and_then(|s| Duration::try_from_secs_f64(s).ok()),
         };
-        let (docker, workdir) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
+        let (docker, started) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
             Ok(launched) => launched,
             Err(e) => {
                 if let Some(egress) = &egress {
@@ -451,7 +452,7 @@ impl EnvironmentProvider for ContainerProvider {
             docker,
             name,
             origin,
-            workdir,
+            started,
             request.resolved_env.clone(),
             session_network,
         )))

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::engine::Daemon;
@@ -19,6 +19,7 @@ use serde_json::json;
 
 use crate::archive;
 use crate::config::normalize;
+use crate::container::Started;
 use crate::engine::remove_container;
 use crate::exec::{probe, run_exec, start_detached, ExecSpec, EXEC_MARKER};
 use crate::isolation::SessionNetwork;
@@ -45,6 +46,8 @@ pub(crate) struct ContainerSession {
     env: BTreeMap<String, String>,
     network: SessionNetwork,
     closed: AtomicBool,
+    /// The log of the build of the container's image, when it was built from a context.
+    build_log: Option<PathBuf>,
 }
 
 impl ContainerSession {
@@ -52,7 +55,7 @@ impl ContainerSession {
         docker: Daemon,
         container: String,
         origin: EngineAddress,
-        workdir: String,
+        started: Started,
         env: BTreeMap<String, String>,
         network: SessionNetwork,
     ) -> Self {
@@ -60,7 +63,8 @@ impl ContainerSession {
             docker,
             container,
             origin,
-            workdir,
+            workdir: started.workdir,
+            build_log: started.build_log,
             env,
             network,
             closed: AtomicBool::new(false),
@@ -133,6 +137,7 @@ impl EnvironmentSession for ContainerSession {
             default_workdir: Some(self.workdir.clone()),
             dirs: SessionDirs::default().with_workspace(self.workdir.clone()),
             close_params: self.close_params(),
+            build_log: self.build_log.as_ref().map(|l| l.display().to_string()),
         }
     }
 

@@ -71,6 +71,7 @@ impl EnvironmentSession for HostProcessSession {
             default_workdir: Some(dirs.workspace.clone()),
             close_params,
             dirs,
+            build_log: None,
         }
     }
 

@@ -11,7 +11,8 @@
 //! The store (`image_store`): `storage/` and `run/` (Podman's `--root`/`--runroot`),
 //! `rootfs/<key>/` (the exported root filesystems) with `rootfs/<key>.image.json` (the image's
 //! configuration: its `Env`, which the session's commands get under the task's own bindings,
-//! its `WorkingDir` and `User`), `locks/`. A build's `FROM` must be in that store or pullable
+//! its `WorkingDir` and `User`) and, for a build, `rootfs/<key>.build.log` (its output, which
+//! the session reports as its `build_log`), `locks/`. A build's `FROM` must be in that store or pullable
 //! (`podman load` puts a local image there).
 
 use std::collections::BTreeMap;
@@ -61,6 +62,8 @@ pub(super) struct TaskImage {
     pub(super) workdir: Option<String>,
     /// Its `USER`, if it sets one.
     pub(super) user: Option<String>,
+    /// The log of its build, when it was built from a definition.
+    pub(super) build_log: Option<PathBuf>,
 }
 
 /// An image's configuration as `podman image inspect --format '{{json .Config}}'` prints it
@@ -73,6 +76,11 @@ struct ImageConfig {
     working_dir: Option<String>,
     #[serde(rename = "User", default)]
     user: Option<String>,
+}
+
+/// The file holding the log of the build of the image exported into `rootfs`.
+fn build_log(rootfs: &Path) -> PathBuf {
+    rootfs.with_extension("build.log")
 }
 
 /// The file holding the configuration of the image exported into `rootfs`.
@@ -104,6 +112,7 @@ fn task_image(rootfs: &Path) -> Result<TaskImage> {
             .collect(),
         workdir: non_empty(config.working_dir).filter(|w| !w.trim_end_matches('/').is_empty()),
         user: non_empty(config.user),
+        build_log: Some(build_log(rootfs)).filter(|log| log.is_file()),
     })
 }
 
@@ -156,9 +165,14 @@ impl Builder {
         let rootfs = self.store.join("rootfs").join(&digest);
         if !is_exported(&rootfs) {
             let tag = format!("agentcompass-build/ctx-{digest}:latest");
-            self.run(
+            let log = build_log(&rootfs);
+            if let Some(parent) = log.parent() {
+                let _ = fs::create_dir_all(parent);
+            }
+            self.run_kept(
                 &["build", "--network", "host", "-t", &tag, &shown],
                 &format!("building `{shown}/Dockerfile`"),
+                Some(&log),
             )
             .await?;
             self.export_image(&tag, &rootfs).await?;
@@ -284,6 +298,12 @@ impl Builder {
     /// Runs `podman ARGS` in the sandbox's store: its standard output; its failure names
     /// `what` and quotes the output's last lines.
     async fn run(&self, args: &[&str], what: &str) -> Result<String> {
+        self.run_kept(args, what, None).await
+    }
+
+    /// [`Builder::run`], the whole output (standard output, then error) kept in the file
+    /// `log` when given (the failure then names it).
+    async fn run_kept(&self, args: &[&str], what: &str, log: Option<&Path>) -> Result<String> {
         let store = |sub: &str| self.store.join(sub).display().to_string();
         let out = Command::new(&self.program)
             .args(["--root", &store("storage"), "--runroot", &store("run")])
@@ -298,18 +318,24 @@ impl Builder {
                     self.program.display()
                 ))
             })?;
+        let text = || {
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        };
+        let kept = log.filter(|log| fs::write(log, text()).is_ok());
         if out.status.success() {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
         }
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let named = kept.map_or(String::new(), |log| {
+            format!(" (its log: {})", log.display())
+        });
         Err(Error::environment(format!(
-            "environment `{ID}`: {what} failed ({}); its last output: {}",
+            "environment `{ID}`: {what} failed ({}); its last output: {}{named}",
             out.status,
-            last_lines(&text)
+            last_lines(&text())
         )))
     }
 }

@@ -310,6 +310,7 @@ impl EnvironmentProvider for SandboxProvider {
             setup,
             task_image.as_ref().and_then(|t| t.workdir.as_deref()),
         )?;
+        let build_log = task_image.as_ref().and_then(|t| t.build_log.clone());
         let (image, image_root, mut env) = match task_image {
             Some(t) => (Some(t.rootfs.display().to_string()), Some(t.rootfs), t.env),
             None => (setup.image.clone(), None, BTreeMap::new()),
@@ -385,7 +386,8 @@ impl EnvironmentProvider for SandboxProvider {
                 .with_egress_hosts(switch_hosts)
                 .with_endpoints(endpoints, forwarder)
                 .with_ctx(ctx)
-                .with_prepared_namespace(prepared_namespace),
+                .with_prepared_namespace(prepared_namespace)
+                .with_build_log(build_log),
         ))
     }
 

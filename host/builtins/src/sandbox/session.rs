@@ -58,6 +58,8 @@ pub(super) struct SandboxSession {
     pub(super) forwarder: PathBuf,
     /// Commands may enter the shape's prepared namespace (the `prepared_namespace` parameter).
     pub(super) prepared_namespace: bool,
+    /// The log of the build of the task's own image, if it was built (see `image`).
+    pub(super) build_log: Option<PathBuf>,
 }
 
 impl SandboxSession {
@@ -85,7 +87,14 @@ impl SandboxSession {
             endpoints: Vec::new(),
             forwarder: PathBuf::new(),
             prepared_namespace: true,
+            build_log: None,
         }
+    }
+
+    /// The log of the build of the task's own image (reported by `info`).
+    pub(super) fn with_build_log(mut self, log: Option<PathBuf>) -> Self {
+        self.build_log = log;
+        self
     }
 
     /// Whether commands may enter the shape's prepared namespace.

@@ -1,7 +1,7 @@
 //! Opening and closing an attempt's environments (the task environment, and the fresh
 //! evaluation environment), with their persisted `.env-resources/` records.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use agentcompass_plugin_api::contracts::{
@@ -141,10 +141,13 @@ fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmen
 }
 
 /// Opens the environment of `role` under its build timeout, after the open-rate pacing, and
-/// records it in `.env-resources/` (a session with nothing to release leaves no record).
+/// records it in `.env-resources/` (a session with nothing to release leaves no record); the
+/// log of its image's build, when the provider reports one, is copied into `dir` (the
+/// attempt's, or a step's, directory).
 pub(super) async fn open_environment(
     step: &Step<'_>,
     role: EnvironmentRole,
+    dir: &Path,
 ) -> Result<OpenEnv, Halt> {
     let (rc, task, attempt) = (step.rc, step.task, step.attempt);
     let rule = open_rule(role);
@@ -164,6 +167,9 @@ pub(super) async fn open_environment(
         .await
         .or_halt(&rule)?;
     let info = session.info();
+    if let Some(log) = &info.build_log {
+        keep_build_log(Path::new(log), role, dir).await;
+    }
     let record = rc
         .store
         .env_resources_dir()
@@ -175,6 +181,22 @@ pub(super) async fn open_environment(
         }
     }
     Ok(OpenEnv { session, record })
+}
+
+/// Copies the build log `log` of the environment of `role` into `dir`: `build.log` (the
+/// task's environment) or `evaluation-build.log`; a failure is a warning.
+async fn keep_build_log(log: &Path, role: EnvironmentRole, dir: &Path) {
+    let name = match role {
+        EnvironmentRole::Task => "build.log",
+        EnvironmentRole::Evaluation => "evaluation-build.log",
+    };
+    let copied = async {
+        tokio::fs::create_dir_all(dir).await?;
+        tokio::fs::copy(log, dir.join(name)).await
+    };
+    if let Err(e) = copied.await {
+        tracing::warn!("cannot keep the build log {}: {e}", log.display());
+    }
 }
 
 /// Closes an environment within the cleanup grace (unless kept); failures become warnings.

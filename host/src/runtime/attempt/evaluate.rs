@@ -183,7 +183,7 @@ pub(super) async fn evaluate_fresh(
     attempt_dir: &Path,
 ) -> (RunResult, bool) {
     let mut result = result;
-    let env = match open_environment(step, EnvironmentRole::Evaluation).await {
+    let env = match open_environment(step, EnvironmentRole::Evaluation, attempt_dir).await {
         Ok(env) => env,
         Err(Halt::Cancelled(_)) => return (result, true),
         Err(Halt::Issue(issue)) => {
@@ -213,7 +213,7 @@ pub(super) async fn evaluate_step_fresh(
     step_dir: &Path,
 ) -> Evaluated {
     let mut result = result;
-    let env = match open_environment(step, EnvironmentRole::Evaluation).await {
+    let env = match open_environment(step, EnvironmentRole::Evaluation, step_dir).await {
         Ok(env) => env,
         Err(Halt::Cancelled(_)) => return Evaluated::not_run(result, true),
         Err(Halt::Issue(issue)) => {

@@ -133,8 +133,12 @@ impl AttemptState {
     async fn next(self, step: &Step<'_>, writer: &TaskWriter) -> AttemptState {
         let scope = step.rc;
         match self {
-            AttemptState::Start => match Box::pin(open_environment(step, EnvironmentRole::Task))
-                .await
+            AttemptState::Start => match Box::pin(open_environment(
+                step,
+                EnvironmentRole::Task,
+                &writer.attempt_dir(step.attempt),
+            ))
+            .await
             {
                 Err(halt) => AttemptState::Done(Box::new(PhysicalOutcome {
                     cancelled: halt.is_cancelled(),

@@ -34,6 +34,7 @@ impl EnvironmentSession for SandboxSession {
                 cgroups => json!({"dir": self.dir.to_string_lossy(), "cgroups": cgroups}),
             },
             dirs: SessionDirs::default().with_workspace(self.layout.workdir.to_string_lossy()),
+            build_log: self.build_log.as_ref().map(|l| l.display().to_string()),
         }
     }
 

@@ -96,7 +96,9 @@ pub(in crate::runtime::attempt) async fn resume_steps(
     let scope = rc.attempt_scope_resuming(&partial);
     let step = Step::new(&scope, task, plan, attempt);
     let _provider_slot = scope.limits.provider_slot(&plan.environment.id).await;
-    let env = open_environment(&step, EnvironmentRole::Task).await.ok()?;
+    let env = open_environment(&step, EnvironmentRole::Task, &writer.attempt_dir(attempt))
+        .await
+        .ok()?;
     let last = records.last()?.name.clone();
     let snapshot = writer.step_dir(attempt, &last).join(STEP_SNAPSHOT_DIR);
     if let Err(message) = restore(&env, &snapshot, &workdir).await {
