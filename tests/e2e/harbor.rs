@@ -296,10 +296,9 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     copy("dockerfile-build");
     copy("prebuilt-image");
     let toml = tasks.join("prebuilt-image/task.toml");
-    let text = fs::read_to_string(&toml).unwrap().replace(
-        "[environment]\n",
-        "[environment]\nskills_dir = \"/skills\"\n",
-    );
+    let text = fs::read_to_string(&toml)
+        .unwrap()
+        .replace("[environment]\n", "[environment]\ngpu_types = [\"H100\"]\n");
     fs::write(&toml, text).unwrap();
     let warning = "warning: task prebuilt-image: ";
     let params = json!({"path": tasks}).to_string();
@@ -318,7 +317,7 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     assert_eq!(printed["image_builds"]["distinct"], 1, "{printed}");
     let line = out.stderr.lines().find(|l| l.starts_with(warning));
     assert!(
-        line.is_some_and(|l| l.contains("field `environment.skills_dir` is not supported")),
+        line.is_some_and(|l| l.contains("field `environment.gpu_types` is not supported")),
         "{out:?}"
     );
     // `plan` of that task prints the same line.
@@ -340,6 +339,21 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     let out = h.ws.run(&plan, &[]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains(line.unwrap()), "{out:?}");
+    // A field the host does not act on that changes what the task measures refuses it: the
+    // same line, and `plan` of it fails naming the field.
+    let text = fs::read_to_string(&toml)
+        .unwrap()
+        .replace("gpu_types = [\"H100\"]", "skills_dir = \"/skills\"");
+    fs::write(&toml, text).unwrap();
+    let out = h.ws.run(&plan, &[]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "field `environment.skills_dir` is not supported (skills are not installed for \
+             the agent yet); the task is not run without it"
+        ),
+        "{out:?}"
+    );
     assert!(!h.ws.cwd.join("results").exists());
 }
 

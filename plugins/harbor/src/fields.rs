@@ -355,22 +355,46 @@ pub(crate) struct Warnings {
     pub(crate) file: String,
     /// The warnings, in order.
     pub(crate) list: Vec<String>,
+    /// Why the task cannot run as written (fields it declares that the host does not act on),
+    /// in order: the first is the task's `unsupported` issue.
+    pub(crate) refusals: Vec<String>,
+}
+
+/// Whether `key` is declared in `section`: present, and not an empty list (`mcp_servers = []`,
+/// as `harbor init` writes it, declares nothing).
+fn declared(section: &Section, key: &str) -> bool {
+    match section.get(key) {
+        None => false,
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(_) => true,
+    }
 }
 
 impl Warnings {
-    /// Warns that `key` (when present, and not an empty list) is not supported.
+    /// Warns that `key` (when declared) is not supported: a field whose absence changes no
+    /// score.
     pub(crate) fn unsupported(&mut self, section: &Section, key: &str, why: &str) {
-        // An empty list declares nothing (`mcp_servers = []`, as `harbor init` writes it).
-        let declared = match section.get(key) {
-            None => false,
-            Some(Value::Array(items)) => !items.is_empty(),
-            Some(_) => true,
-        };
-        if declared {
+        if declared(section, key) {
             self.list.push(format!(
                 "{}: field `{}` is not supported and is ignored ({why})",
                 self.file,
                 section.key(key)
+            ));
+        }
+    }
+
+    /// Refuses the task when it declares `key`: a field the host does not act on, whose
+    /// absence would change the score (the task's `unsupported` issue, the other tasks
+    /// running; a load warning too, so `plan` and `--dry-run` print it).
+    pub(crate) fn refuse(&mut self, section: &Section, key: &str, why: &str) {
+        if declared(section, key) {
+            let field = section.key(key);
+            self.list.push(format!(
+                "{}: field `{field}` is not supported: the task is refused ({why})",
+                self.file
+            ));
+            self.refusals.push(format!(
+                "field `{field}` is not supported ({why}); the task is not run without it"
             ));
         }
     }

@@ -66,6 +66,7 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
     let mut found = Warnings {
         file: warnings.file.clone(),
         list: Vec::new(),
+        refusals: Vec::new(),
     };
     let mut decls = Vec::with_capacity(items.len());
     let mut keys = BTreeSet::new();
@@ -126,6 +127,7 @@ pub(crate) fn steps(root: &Section, warnings: &mut Warnings) -> Result<Option<Ve
         decls.push(decl);
     }
     warnings.list.append(&mut found.list);
+    warnings.refusals.append(&mut found.refusals);
     Ok(Some(decls))
 }
 

@@ -67,6 +67,7 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
     let mut warnings = Warnings {
         file: file.clone(),
         list: Vec::new(),
+        refusals: Vec::new(),
     };
     let decl = TaskDecl::read(&root, &mut warnings)?;
     let step_decls = decl.steps.as_deref().filter(|steps| !steps.is_empty());
@@ -106,7 +107,9 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         task.steps = mapped.steps;
         unsupported = mapped.unsupported;
     }
-    let unsupported = unsupported.or_else(|| image::unsupported(dir));
+    let unsupported = unsupported
+        .or_else(|| image::unsupported(dir))
+        .or_else(|| warnings.refusals.first().cloned());
     note_unsupported_files(dir, &mut warnings);
     if let Some(serde_json::Value::String(category)) = decl.metadata.get("category") {
         task.category = category.clone();

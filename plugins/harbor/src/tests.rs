@@ -763,10 +763,10 @@ extra = true
         "field `multi_step_reward_strategy` is not supported",
         "unknown field `custom_root` is ignored",
         "unknown field `verifier.type` is ignored",
-        "field `environment.gpu_types` is not supported",
-        "field `environment.skills_dir` is not supported",
-        "field `environment.tpu` is not supported",
-        "field `environment.mcp_servers` is not supported",
+        "field `environment.gpu_types` is not supported and is ignored",
+        "field `environment.skills_dir` is not supported: the task is refused",
+        "field `environment.tpu` is not supported: the task is refused",
+        "field `environment.mcp_servers` is not supported: the task is refused",
         "unknown field `solution.extra` is ignored",
         "trajectory.json is not supported",
     ] {
@@ -776,6 +776,18 @@ extra = true
         );
     }
     assert_eq!(task.load_warnings.len(), 9, "{warnings}");
+    // Without its TPUs, skills and MCP servers the task is not what it measures: refused
+    // (the first of them names the task's `unsupported` issue).
+    let unsupported = task.metadata["harbor"]["unsupported"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        unsupported.ends_with(
+            "task.toml: field `environment.tpu` is not supported (no environment here has \
+             TPUs); the task is not run without it"
+        ),
+        "{unsupported}"
+    );
     assert_eq!(task.evaluation_user.as_deref(), Some("grader"));
     // The task's Dockerfile is its image (module `image`), not a warning.
     assert_eq!(

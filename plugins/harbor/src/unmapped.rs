@@ -1,6 +1,8 @@
 //! Official Harbor fields this host does not act on: each is validated exactly as Harbor
 //! validates it (an invalid value is refused, as Harbor refuses it) and then, when present,
-//! becomes a `load_warnings` entry.
+//! becomes a `load_warnings` entry (`gpu_types`, which changes no score here) or refuses the
+//! task (`tpu`, `skills_dir`, `mcp_servers`: without them the agent is not what the task
+//! measures).
 
 use agentcompass_plugin_api::Result;
 use toml::Value;
@@ -14,11 +16,19 @@ pub(crate) fn environment_fields(section: &Section, warnings: &mut Warnings) -> 
     if let Some(tpu) = section.table("tpu")? {
         tpu_spec(&tpu)?;
     }
-    warnings.unsupported(section, "tpu", "TPUs are not supported");
+    warnings.refuse(section, "tpu", "no environment here has TPUs");
     section.string("skills_dir")?;
-    warnings.unsupported(section, "skills_dir", "skills are not installed");
+    warnings.refuse(
+        section,
+        "skills_dir",
+        "skills are not installed for the agent yet",
+    );
     mcp_servers(section)?;
-    warnings.unsupported(section, "mcp_servers", "MCP servers are not started");
+    warnings.refuse(
+        section,
+        "mcp_servers",
+        "MCP servers are not started for the agent yet",
+    );
     Ok(())
 }
 
