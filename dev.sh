@@ -367,6 +367,8 @@ stop_podman() {
 }
 # The Podman configuration of a private store under DIR (`podman_confs DIR`):
 # DIR/containers.conf and DIR/storage.conf, world-readable (the rootless tier's user reads them).
+# The events file (the tests count builds in it) may grow to 512 MB: at Podman's default 1 MB
+# a whole tier's exec events rotate it, and a build's event is gone before a test reads it.
 podman_confs() {
     local dir="$1" nofile nproc
     nofile="$(ulimit -Hn)"
@@ -377,6 +379,7 @@ podman_confs() {
         "default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]" \
         "[network]" "network_config_dir = \"$dir/networks\"" \
         "[engine]" "cgroup_manager = \"cgroupfs\"" "events_logger = \"file\"" \
+        "events_logfile_max_size = \"512m\"" \
         "exit_command_delay = 5" "tmp_dir = \"$dir/tmp\"" \
         >"$dir/containers.conf"
     # Rootless Podman ignores `graphroot` (its run root follows XDG_RUNTIME_DIR).
