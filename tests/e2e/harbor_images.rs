@@ -295,28 +295,36 @@ pub(crate) fn image_config_tasks(dir: &Path, names: &[&str]) {
         if !names.contains(&name) {
             continue;
         }
-        let task = dir.join(name);
-        for sub in ["environment", "solution", "tests"] {
-            std::fs::create_dir_all(task.join(sub)).unwrap();
-        }
-        let write = |path: &str, text: &str| std::fs::write(task.join(path), text).unwrap();
-        write(
-            "task.toml",
-            "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n",
+        let dockerfile =
+            format!("FROM ubuntu:24.04\nWORKDIR /src\nCOPY data.txt /src/data.txt\n{user}");
+        write_task(
+            &dir.join(name),
+            &[
+                (
+                    "task.toml",
+                    "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n",
+                ),
+                ("instruction.md", "Copy data.txt to out.txt.\n"),
+                ("environment/Dockerfile", &dockerfile),
+                ("environment/data.txt", "the image's data\n"),
+                // Relative paths: the commands start in the image's WORKDIR.
+                ("solution/solve.sh", "#!/bin/bash\ncp data.txt out.txt\n"),
+                (
+                    "tests/test.sh",
+                    "#!/bin/bash\nif [ \"$(cat /src/out.txt)\" = \"the image's data\" ]; then \
+                     echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+                ),
+            ],
         );
-        write("instruction.md", "Copy data.txt to out.txt.\n");
-        write(
-            "environment/Dockerfile",
-            &format!("FROM ubuntu:24.04\nWORKDIR /src\nCOPY data.txt /src/data.txt\n{user}"),
-        );
-        write("environment/data.txt", "the image's data\n");
-        // Relative paths: the commands start in the image's WORKDIR.
-        write("solution/solve.sh", "#!/bin/bash\ncp data.txt out.txt\n");
-        write(
-            "tests/test.sh",
-            "#!/bin/bash\nif [ \"$(cat /src/out.txt)\" = \"the image's data\" ]; then echo 1; \
-             else echo 0; fi > /logs/verifier/reward.txt\n",
-        );
+    }
+}
+
+/// Writes a task directory: each `(path, text)` of `files` under `task`, parents created.
+pub(crate) fn write_task(task: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let file = task.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
     }
 }
 
@@ -324,31 +332,32 @@ pub(crate) fn image_config_tasks(dir: &Path, names: &[&str]) {
 /// every task directory, so one image), under `dir`; the image carries `marker`.
 pub(crate) fn tasks_of_one_image(dir: &Path, count: usize, marker: &str) {
     for i in 0..count {
-        let task = dir.join(format!("same-image-{i:02}"));
-        for sub in ["environment", "solution", "tests"] {
-            std::fs::create_dir_all(task.join(sub)).unwrap();
-        }
-        let write = |path: &str, text: &str| std::fs::write(task.join(path), text).unwrap();
-        write(
-            "task.toml",
-            "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n\
-             storage_mb = 10240\nworkdir = \"/app\"\nnetwork_mode = \"no-network\"\n",
-        );
-        write("instruction.md", "Copy /built.txt to /app/seen.txt.\n");
-        write(
-            "environment/Dockerfile",
-            "FROM ubuntu:24.04\nWORKDIR /app\nENV BUILT_FILE=/built.txt\nCOPY marker.txt /built.txt\n",
-        );
-        write("environment/marker.txt", marker);
-        write(
-            "solution/solve.sh",
-            // The image's ENV names the file.
-            "#!/bin/bash\ncp \"$BUILT_FILE\" /app/seen.txt\n",
-        );
-        write(
-            "tests/test.sh",
-            "#!/bin/bash\nif [ \"$(cat /built.txt)\" = \"$(cat /app/seen.txt)\" ]; then echo 1; \
-             else echo 0; fi > /logs/verifier/reward.txt\n",
+        write_task(
+            &dir.join(format!("same-image-{i:02}")),
+            &[
+                (
+                    "task.toml",
+                    "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n\
+                     storage_mb = 10240\nworkdir = \"/app\"\nnetwork_mode = \"no-network\"\n",
+                ),
+                ("instruction.md", "Copy /built.txt to /app/seen.txt.\n"),
+                (
+                    "environment/Dockerfile",
+                    "FROM ubuntu:24.04\nWORKDIR /app\nENV BUILT_FILE=/built.txt\n\
+                     COPY marker.txt /built.txt\n",
+                ),
+                ("environment/marker.txt", marker),
+                // The image's ENV names the file.
+                (
+                    "solution/solve.sh",
+                    "#!/bin/bash\ncp \"$BUILT_FILE\" /app/seen.txt\n",
+                ),
+                (
+                    "tests/test.sh",
+                    "#!/bin/bash\nif [ \"$(cat /built.txt)\" = \"$(cat /app/seen.txt)\" ]; then \
+                     echo 1; else echo 0; fi > /logs/verifier/reward.txt\n",
+                ),
+            ],
         );
     }
 }

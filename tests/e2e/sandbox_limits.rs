@@ -10,30 +10,31 @@ use agentcompass_e2e::{
 };
 use serde_json::json;
 
+use crate::harbor_images::write_task;
+
 /// A Harbor task named `name` (no image: the host root) declaring `cpus = 1` and
 /// `memory_mb = 64`, whose solution writes 768 MiB and records how that ended.
-fn memory_hungry_task(dir: &Path, name: &str) -> PathBuf {
-    let task = dir.join(name);
-    for sub in ["solution", "tests"] {
-        std::fs::create_dir_all(task.join(sub)).unwrap();
-    }
-    let write = |path: &str, text: &str| std::fs::write(task.join(path), text).unwrap();
-    write(
-        "task.toml",
-        "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 64\n",
+fn memory_hungry_task(dir: &Path, name: &str) {
+    write_task(
+        &dir.join(name),
+        &[
+            (
+                "task.toml",
+                "schema_version = \"1.4\"\n\n[environment]\ncpus = 1\nmemory_mb = 64\n",
+            ),
+            ("instruction.md", "Use 768 MiB of memory.\n"),
+            (
+                "solution/solve.sh",
+                "#!/bin/bash\npython3 -c 'b = b\"x\" * (768 << 20)'\necho $? > /app/status\n",
+            ),
+            // Reward 1 when the allocation was killed (128 + SIGKILL), 0 when it went through.
+            (
+                "tests/test.sh",
+                "#!/bin/bash\nif [ \"$(cat /app/status)\" = 137 ]; then echo 1; else echo 0; fi \
+                 > /logs/verifier/reward.txt\n",
+            ),
+        ],
     );
-    write("instruction.md", "Use 768 MiB of memory.\n");
-    write(
-        "solution/solve.sh",
-        "#!/bin/bash\npython3 -c 'b = b\"x\" * (768 << 20)'\necho $? > /app/status\n",
-    );
-    // Reward 1 when the allocation was killed (128 + SIGKILL), 0 when it went through.
-    write(
-        "tests/test.sh",
-        "#!/bin/bash\nif [ \"$(cat /app/status)\" = 137 ]; then echo 1; else echo 0; fi \
-         > /logs/verifier/reward.txt\n",
-    );
-    task
 }
 
 fn oracle(ws: &Workspace, tasks: &Path, extra: &[&str]) -> Outcome {

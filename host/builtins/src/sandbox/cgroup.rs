@@ -217,18 +217,13 @@ fn remove_dir(dir: &Path) -> io::Result<()> {
         match fs::remove_dir(dir) {
             Ok(()) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc_ebusy()) => {
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::EBUSY as i32) => {
                 std::thread::sleep(Duration::from_millis(50));
             }
             Err(e) => return Err(e),
         }
     }
     fs::remove_dir(dir)
-}
-
-/// `EBUSY`.
-fn libc_ebusy() -> i32 {
-    nix::errno::Errno::EBUSY as i32
 }
 
 /// Moves this process into the cgroups whose `cgroup.procs` files are `procs` (what every

@@ -79,7 +79,8 @@ pub(super) async fn limit_session(
     }
 }
 
-/// Removes what an open made before it failed: the session's cgroup and directory.
+/// Removes what an open made for a session (when the open fails, or the session closes):
+/// its cgroup and its private directory.
 pub(super) async fn discard(dir: PathBuf, layout: &Layout) -> Result<()> {
     let cgroup = layout.cgroup.clone();
     if !cgroup.dirs.is_empty() {

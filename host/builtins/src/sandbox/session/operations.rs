@@ -11,15 +11,15 @@ use agentcompass_plugin_api::contracts::{
     ExecRequest, ExecResult, NetworkMode, NetworkPolicy, SessionDirs, SessionInfo,
 };
 use agentcompass_plugin_api::sdk::provider::{
-    blocking, copy_file, copy_tree, timeout_duration, transfer_error,
+    copy_file, copy_tree, timeout_duration, transfer_error,
 };
 use agentcompass_plugin_api::sdk::{async_trait, EnvironmentSession};
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 
+use super::super::provision::discard;
 use super::super::{bwrap_start_error, ID};
 use super::{cover_failed, setup_failure, Network, SandboxSession};
-use crate::files::remove_owned_dir;
 use crate::process::run_captured;
 
 #[async_trait]
@@ -229,11 +229,7 @@ impl EnvironmentSession for SandboxSession {
         self.closed.store(true, Ordering::SeqCst);
         self.detached.kill_all().await;
         self.stop_proxies().await;
-        let cgroup = self.layout.cgroup.clone();
-        if !cgroup.dirs.is_empty() {
-            blocking(ID, move || cgroup.remove()).await?;
-        }
-        remove_owned_dir(self.dir.clone(), ID).await?;
+        discard(self.dir.clone(), &self.layout).await?;
         tracing::debug!(provider = ID, dir = %self.dir.display(), "removed sandbox directory");
         Ok(())
     }
