@@ -53,6 +53,11 @@ pub struct ProviderCapabilities {
     /// [`super::ExecutionPlan::evaluation_user`]); a provider without it is refused for them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exec_user: bool,
+    /// Runs the services of a Compose file beside the environment
+    /// ([`super::EnvironmentSetup::compose`]): a plan whose environment has them is refused by
+    /// a provider without it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compose: bool,
 }
 
 impl Default for ProviderCapabilities {
@@ -70,6 +75,7 @@ impl Default for ProviderCapabilities {
             platform_params: None,
             builds_images: false,
             exec_user: false,
+            compose: false,
         }
     }
 }

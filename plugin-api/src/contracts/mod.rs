@@ -17,6 +17,7 @@ pub mod plan;
 pub mod progress;
 pub mod request;
 pub mod result;
+pub mod setup;
 pub mod steps;
 pub mod task;
 
@@ -32,6 +33,7 @@ pub use plan::*;
 pub use progress::*;
 pub use request::*;
 pub use result::*;
+pub use setup::*;
 pub use steps::*;
 pub use task::*;
 

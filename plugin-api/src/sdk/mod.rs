@@ -32,6 +32,7 @@
 
 pub(crate) mod builder;
 mod ctx;
+pub mod health;
 pub(crate) mod logging;
 pub mod metrics;
 pub mod params;

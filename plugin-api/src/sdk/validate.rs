@@ -125,6 +125,13 @@ pub fn validate_against_capabilities(
                 )));
             }
         }
+        if let (false, Some(compose)) = (caps.compose, &env.setup.compose) {
+            return Err(Error::unsupported(format!(
+                "environment `{provider}` cannot run the services of `{}` (Docker Compose); \
+                 run the task with `--env docker` or `--env podman`",
+                compose.file
+            )));
+        }
         if let Some(os) = &env.setup.os {
             if !caps.operating_systems.is_empty() && !caps.operating_systems.iter().any(|o| o == os)
             {
@@ -175,6 +182,28 @@ mod tests {
             err.message.contains("run_network_policy mode `no-network`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn services_need_a_provider_that_runs_them() {
+        let mut p = plan();
+        p.environment.setup.compose = Some(crate::contracts::ComposeSetup {
+            file: "/t/environment/docker-compose.yaml".into(),
+            root: "/t".into(),
+        });
+        let caps = ProviderCapabilities::public_only();
+        let err = validate_against_capabilities(&caps, &p).unwrap_err();
+        assert_eq!(err.kind, crate::ErrorKind::Unsupported);
+        assert_eq!(
+            err.message,
+            "environment `p` cannot run the services of `/t/environment/docker-compose.yaml` \
+             (Docker Compose); run the task with `--env docker` or `--env podman`"
+        );
+        let caps = ProviderCapabilities {
+            compose: true,
+            ..caps
+        };
+        assert!(validate_against_capabilities(&caps, &p).is_ok());
     }
 
     #[test]

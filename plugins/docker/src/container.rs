@@ -1,8 +1,8 @@
 //! A session's container: its image (checked, pulled or built from a context), its create
 //! body, and starting it within the build timeout.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
@@ -94,7 +94,8 @@ impl Launch {
     async fn start(self, docker: &Daemon) -> Result<Started> {
         let (image, build_log) = match self.build_context {
             Some(context) => {
-                let built = build_image(docker, &context, self.image, &self.build_network).await?;
+                let recipe = Recipe::dockerfile_in(context);
+                let built = build_image(docker, &recipe, self.image, &self.build_network).await?;
                 (built.tag, built.log)
             }
             None => (
@@ -113,16 +114,50 @@ impl Launch {
     }
 }
 
-/// The built image of the host directory `context`: tagged `tag` (default: by the context's
-/// sha256), reused when an image with that tag and the context's sha256 label exists. Built on
-/// `network`.
-async fn build_image(
+/// What an image is built from: a context directory, the Dockerfile in it, build arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Recipe {
+    pub(crate) context: PathBuf,
+    pub(crate) dockerfile: String,
+    pub(crate) args: BTreeMap<String, String>,
+}
+
+impl Recipe {
+    /// The context's `Dockerfile`, no arguments (a task's own definition).
+    pub(crate) fn dockerfile_in(context: PathBuf) -> Recipe {
+        Recipe {
+            context,
+            dockerfile: "Dockerfile".to_string(),
+            args: BTreeMap::new(),
+        }
+    }
+
+    /// The image's identity: the sha256 of the context's archive, and of the Dockerfile's
+    /// name and the arguments after it when they are not the defaults.
+    fn sha256(&self, tar: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hash = Sha256::new();
+        hash.update(tar);
+        if self.dockerfile != "Dockerfile" || !self.args.is_empty() {
+            hash.update(b"\0dockerfile\0");
+            hash.update(self.dockerfile.as_bytes());
+            for (key, value) in &self.args {
+                hash.update(format!("\0{key}={value}").as_bytes());
+            }
+        }
+        hex::encode(hash.finalize())
+    }
+}
+
+/// The image built from `recipe`: tagged `tag` (default: by the recipe's sha256), reused when
+/// an image with that tag and the recipe's sha256 label exists. Built on `network`.
+pub(crate) async fn build_image(
     docker: &Daemon,
-    context: &Path,
+    recipe: &Recipe,
     tag: Option<String>,
     network: &str,
 ) -> Result<Built> {
-    use sha2::{Digest, Sha256};
+    let context = recipe.context.as_path();
     let shown = context.display().to_string();
     let from = context.to_path_buf();
     let tar = tokio::task::spawn_blocking(move || archive::context_tar(&from))
@@ -139,7 +174,7 @@ async fn build_image(
                 docker.engine
             ))
         })?;
-    let sha = hex::encode(Sha256::digest(&tar));
+    let sha = recipe.sha256(&tar);
     let tag = tag.unwrap_or_else(|| format!("{BUILD_REPOSITORY}/ctx-{}:latest", &sha[..16]));
     // Held until the image is built or found: another open of the same context (this run's,
     // or another process's on this machine) waits here, then finds the image.
@@ -162,8 +197,14 @@ async fn build_image(
     }
     tracing::debug!(provider = docker.engine.id(), image = %tag, context = %shown, "building the image");
     let labels = HashMap::from([(LABEL_CONTEXT, sha.as_str())]);
+    let args: HashMap<&str, &str> = recipe
+        .args
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let options = BuildImageOptionsBuilder::new()
-        .dockerfile("Dockerfile")
+        .dockerfile(&recipe.dockerfile)
+        .buildargs(&args)
         .t(&tag)
         .labels(&labels)
         .pull("false")
@@ -203,15 +244,15 @@ async fn build_image(
 }
 
 /// A built (or found) image: its tag, and its build's log when there is one.
-struct Built {
-    tag: String,
-    log: Option<PathBuf>,
+pub(crate) struct Built {
+    pub(crate) tag: String,
+    pub(crate) log: Option<PathBuf>,
 }
 
 /// Checks (or pulls) the image, then creates and starts the container and its working
 /// directory (`workdir`, or the image's `WORKDIR` when `image_workdir` and it names one other
 /// than `/`), which it returns.
-async fn create_and_start(
+pub(crate) async fn create_and_start(
     docker: &Daemon,
     name: &str,
     image: &str,
@@ -268,7 +309,7 @@ async fn create_and_start(
 
 /// Makes sure `image` is there, pulling it (once per machine at a time) when it is missing
 /// and `pull` allows.
-async fn pull_if_missing(docker: &Daemon, image: &str, pull: bool) -> Result<()> {
+pub(crate) async fn pull_if_missing(docker: &Daemon, image: &str, pull: bool) -> Result<()> {
     match docker.inspect_image(image).await {
         Ok(_) => {}
         Err(e) if status_of(&e) == Some(404) => {

@@ -85,6 +85,8 @@
 mod archive;
 mod build_lock;
 mod build_log;
+mod close;
+mod compose;
 mod config;
 mod container;
 mod egress;
@@ -94,6 +96,7 @@ mod forwarder;
 mod isolation;
 mod mounts;
 mod network;
+mod open;
 mod podman;
 mod rt;
 mod session;
@@ -103,30 +106,23 @@ mod transfer;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ExecutionPlan, JsonMap, NetworkMode, OpenEnvironmentRequest,
+    ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
     ProviderCapabilities, ResourceRequirements, PORT_ENTRY_TYPE,
 };
-use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
+use agentcompass_plugin_api::sdk::provider::blocking;
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{
     async_trait, Ctx, EnvironmentProvider, PluginBuilder, SessionRef,
 };
-use agentcompass_plugin_api::{tracing, Error, ErrorKind, Result};
+use agentcompass_plugin_api::{tracing, ErrorKind, Result};
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use serde_json::Value;
 
 use config::{config_schema, image_source, workdir_of, Address, Config};
-use container::Launch;
-use egress::Egress;
 pub use engine::Engine;
-use engine::{remove_container, status_of, Daemon};
-use forwarder::Bundle;
-use isolation::{endpoint_mounts, Isolation, SessionNetwork};
-use network::{check_phases, egress_of, Attachment};
-use session::{ContainerSession, EngineAddress};
+use network::check_phases;
 
 /// What both providers do.
 const WHAT: &str = "image from setup.image, or built from a task's Dockerfile context under \
@@ -135,13 +131,13 @@ const WHAT: &str = "image from setup.image, or built from a task's Dockerfile co
      modes, host endpoints";
 
 /// Name prefix of the containers this provider creates.
-const NAME_PREFIX: &str = "agentcompass-";
+pub(crate) const NAME_PREFIX: &str = "agentcompass-";
 
 /// Label keys.
 const LABEL_RUN: &str = "agentcompass.run_id";
 const LABEL_TASK: &str = "agentcompass.task_id";
 const LABEL_ATTEMPT: &str = "agentcompass.attempt";
-const LABEL_MANAGED: &str = "agentcompass.managed";
+pub(crate) const LABEL_MANAGED: &str = "agentcompass.managed";
 
 /// The `allowlist`/`denylist` entries the egress proxy matches (every host pattern of the
 /// contract, with or without a port).
@@ -182,9 +178,9 @@ pub fn info(engine: Engine) -> ComponentInfo {
 /// A container provider: `docker` or `podman`, the same code over the engine chosen when it
 /// is registered.
 pub struct ContainerProvider {
-    engine: Engine,
+    pub(crate) engine: Engine,
     /// Podman's private services and what each engine can enforce (unused for Docker).
-    services: Arc<podman::Services>,
+    pub(crate) services: Arc<podman::Services>,
 }
 
 impl ContainerProvider {
@@ -208,7 +204,7 @@ impl ContainerProvider {
 
     /// The engine's address for `config`: the given one, or the private Podman service's
     /// (started on first use). Blocking.
-    fn address_now(services: &podman::Services, config: &Config) -> Result<String> {
+    pub(crate) fn address_now(services: &podman::Services, config: &Config) -> Result<String> {
         match &config.address {
             Address::Given(address) => Ok(address.clone()),
             Address::PrivateService { program } => services.private_address(program),
@@ -216,7 +212,7 @@ impl ContainerProvider {
     }
 
     /// [`ContainerProvider::address_now`] off the async executor.
-    async fn address(&self, config: &Config) -> Result<String> {
+    pub(crate) async fn address(&self, config: &Config) -> Result<String> {
         if let Address::Given(address) = &config.address {
             return Ok(address.clone());
         }
@@ -246,6 +242,7 @@ impl EnvironmentProvider for ContainerProvider {
             platform_params: Some(vec!["build_context".to_string()]),
             builds_images: true,
             exec_user: true,
+            compose: true,
         })
     }
 
@@ -282,261 +279,11 @@ impl EnvironmentProvider for ContainerProvider {
     }
 
     async fn open(&self, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<SessionRef> {
-        let engine = self.engine;
-        let config = Config::parse(engine, &request.environment.params)?;
-        let setup = &request.environment.setup;
-        let workdir = workdir_of(engine, setup)?;
-        let source = image_source(engine, &config, setup)?;
-        let baseline = request
-            .baseline_network_policy
-            .normalized()
-            .map_err(|e| Error::invalid_input(format!("environment `{engine}`: {e}")))?;
-        egress_of(engine, &baseline)?;
-        let attachment = Attachment::of(&baseline);
-        let network = match attachment {
-            Attachment::Shared => config.network.clone(),
-            Attachment::Isolated => "none".to_string(),
-        };
-        let address = self.address(&config).await?;
-        // The plan was checked, but a session may be opened without one (and a limit the
-        // engine ignores would run the task unlimited).
-        let limited = request
-            .environment
-            .resources
-            .clone()
-            .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
-        // Podman's facts (read once per address): the limits it can enforce, and its store,
-        // which the close parameters record.
-        let mut resources = request.environment.resources.clone().unwrap_or_default();
-        let store = match engine {
-            Engine::Podman => {
-                let (services, at) = (self.services.clone(), address.clone());
-                let (facts, unenforced) = blocking(engine.id(), move || {
-                    let unenforced = match &limited {
-                        Some(resources) => services.check_resources(&at, resources)?,
-                        None => Vec::new(),
-                    };
-                    Ok::<_, Error>((services.facts(&at)?, unenforced))
-                })
-                .await??;
-                // Harbor's `auto`: what this engine cannot enforce runs unlimited.
-                for field in unenforced {
-                    tracing::debug!(provider = engine.id(), field, "limit not enforced here");
-                    match field {
-                        "cpu" => resources.cpu = None,
-                        _ => resources.memory_mb = None,
-                    }
-                }
-                Some(facts.graph_root.clone())
-            }
-            Engine::Docker => None,
-        };
-        let name = format!(
-            "{NAME_PREFIX}{}-{}-{}",
-            sanitise(&request.task_id),
-            request.attempt,
-            random_suffix()
-        );
-        // A container with its own loopback needs the forwarder: for the proxy (`none`) and
-        // for host endpoints (any network but the host's, where the host listens itself).
-        let forwarding = attachment == Attachment::Isolated
-            || (!request.host_endpoints.is_empty() && network != "host");
-        let (mut binds, endpoints) = if forwarding {
-            endpoint_mounts(engine, &request.host_endpoints)?
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        let bundle = if forwarding {
-            let bundle = blocking(engine.id(), move || Bundle::current(engine)).await??;
-            binds.extend(bundle.binds());
-            Some(bundle)
-        } else {
-            None
-        };
-        binds.extend(mounts::host_mount_binds(engine, &request.host_mounts)?);
-        let egress = match attachment {
-            Attachment::Isolated => {
-                let host_map = config.host_map(&request.egress_hosts)?;
-                let egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
-                binds.push(egress.bind());
-                Some(egress)
-            }
-            Attachment::Shared => None,
-        };
-        let launch = Launch {
-            engine,
-            host: address.clone(),
-            image: source.image,
-            build_context: source.build_context,
-            pull: config.pull,
-            build_network: config.network.clone(),
-            container: name.clone(),
-            body: container_body(request, &resources, &config, &workdir, &network, binds),
-            workdir: workdir.clone(),
-            image_workdir: setup.workdir.is_none(),
-            deadline: setup
-                .build_timeout_seconds
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .and_then(|s| Duration::try_from_secs_f64(s).ok()),
-        };
-        let (docker, started) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
-            Ok(launched) => launched,
-            Err(e) => {
-                if let Some(egress) = &egress {
-                    if let Err(cleanup) = egress::remove_dir(engine, egress.dir()) {
-                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
-                    }
-                }
-                return Err(e);
-            }
-        };
-        let session_network = match (egress, bundle) {
-            (Some(egress), Some(bundle)) => {
-                ctx.register_secret(egress.token()).await;
-                let dir = egress.dir().to_path_buf();
-                let state = Arc::new(tokio::sync::Mutex::new(Isolation::new(
-                    baseline, egress, bundle, endpoints,
-                )));
-                let started = crate::rt::spawn({
-                    let (state, docker, name) = (state.clone(), docker.clone(), name.clone());
-                    async move { state.lock().await.start(&docker, &name).await }
-                })
-                .await
-                .and_then(|r| r);
-                if let Err(e) = started {
-                    let (docker, name) = (docker.clone(), name.clone());
-                    crate::rt::spawn(async move {
-                        if let Err(cleanup) = remove_container(&docker, &name).await {
-                            tracing::warn!(container = %name, "cleanup failed: {cleanup}");
-                        }
-                        if let Err(cleanup) = state.lock().await.stop().await {
-                            tracing::warn!(container = %name, "cleanup failed: {cleanup}");
-                        }
-                    })
-                    .await?;
-                    return Err(e);
-                }
-                SessionNetwork::Isolated { state, dir }
-            }
-            (None, Some(bundle)) => {
-                let started = crate::rt::spawn({
-                    let (docker, name) = (docker.clone(), name.clone());
-                    async move { forwarder::start(&docker, &name, &bundle, &endpoints).await }
-                })
-                .await
-                .and_then(|r| r);
-                match started {
-                    Ok(running) => SessionNetwork::Shared {
-                        _forwarder: Some(running),
-                    },
-                    Err(e) => {
-                        let (docker, name) = (docker.clone(), name.clone());
-                        crate::rt::spawn(async move { remove_container(&docker, &name).await })
-                            .await??;
-                        return Err(e);
-                    }
-                }
-            }
-            _ => SessionNetwork::Shared { _forwarder: None },
-        };
-        tracing::debug!(provider = engine.id(), container = %name, network = %network, "opened environment");
-        let origin = EngineAddress {
-            address,
-            store,
-            private_program: match &config.address {
-                Address::PrivateService { program } => Some(program.clone()),
-                Address::Given(_) => None,
-            },
-        };
-        Ok(Arc::new(ContainerSession::new(
-            docker,
-            name,
-            origin,
-            started,
-            request.resolved_env.clone(),
-            session_network,
-        )))
+        open::open(self, ctx, request).await
     }
 
     async fn close(&self, _ctx: &Ctx, close_params: &Value) -> Result<()> {
-        let engine = self.engine;
-        if let Some(dir) = close_params.get("egress_dir").and_then(Value::as_str) {
-            egress::remove_dir(engine, std::path::Path::new(dir))?;
-        }
-        let Some(container) = close_params.get("container").and_then(Value::as_str) else {
-            return Ok(());
-        };
-        if !container.starts_with(NAME_PREFIX) {
-            return Err(Error::invalid_input(format!(
-                "environment `{engine}`: refusing to remove `{container}`: not a container this \
-                 provider creates"
-            )));
-        }
-        let recorded = close_params
-            .get(engine.address_param())
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        // A private service ends with the run that started it; its containers outlive it
-        // (their `conmon`s keep them), and this process's own Podman reaches them — if it
-        // uses the same store, which the record names. (The recorded program is only a sign
-        // that the service was private: a record never chooses what runs.)
-        let was_private = engine == Engine::Podman && close_params.get("podman").is_some();
-        let store = close_params
-            .get("store")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let address = match recorded {
-            Some(address) => address,
-            None => {
-                self.address(&Config::parse(engine, &JsonMap::new())?)
-                    .await?
-            }
-        };
-        let container = container.to_string();
-        let services = self.services.clone();
-        crate::rt::spawn(async move {
-            let at = address.clone();
-            let live = blocking(engine.id(), move || engine::reachable(&at)).await?;
-            let address = if !live && was_private {
-                engine::forget(engine, &address);
-                let config = Config::parse(engine, &JsonMap::new())?;
-                let services = services.clone();
-                blocking(engine.id(), move || Self::address_now(&services, &config)).await??
-            } else {
-                address
-            };
-            let docker = Daemon::connect(engine, &address).await?;
-            if let Some(store) = store {
-                let at = address.clone();
-                let facts = blocking(engine.id(), move || services.facts(&at)).await??;
-                if facts.graph_root != store {
-                    return Err(Error::invalid_input(format!(
-                        "environment `{engine}`: container `{container}` is in the store \
-                         `{store}`, but the Podman at `{address}` uses `{}`: run `env close` \
-                         as the run's user, with its CONTAINERS_STORAGE_CONF",
-                        facts.graph_root
-                    )));
-                }
-            }
-            match docker.inspect_container(&container, None).await {
-                Ok(found) => {
-                    let managed = found
-                        .config
-                        .and_then(|c| c.labels)
-                        .and_then(|l| l.get(LABEL_MANAGED).cloned());
-                    if managed.as_deref() != Some("true") {
-                        return Err(Error::invalid_input(format!(
-                            "environment `{engine}`: refusing to remove `{container}`: it has \
-                             no `{LABEL_MANAGED}=true` label"
-                        )));
-                    }
-                }
-                Err(e) if status_of(&e) == Some(404) => return Ok(()),
-                Err(e) => return Err(engine.error(&format!("inspecting `{container}`"), e)),
-            }
-            remove_container(&docker, &container).await
-        })
-        .await?
+        close::close(self, close_params).await
     }
 }
 
@@ -555,7 +302,7 @@ fn gpu_request(resources: &ResourceRequirements) -> Option<Vec<DeviceRequest>> {
 
 /// The create body of a session's container (all but its image): keep-alive command, the
 /// request's resolved bindings, working directory, labels, network and resources.
-fn container_body(
+pub(crate) fn container_body(
     request: &OpenEnvironmentRequest,
     resources: &ResourceRequirements,
     config: &Config,

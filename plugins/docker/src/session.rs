@@ -18,6 +18,7 @@ use agentcompass_plugin_api::{Error, Result};
 use serde_json::json;
 
 use crate::archive;
+use crate::compose::stack::Stack;
 use crate::config::normalize;
 use crate::container::Started;
 use crate::engine::remove_container;
@@ -48,6 +49,10 @@ pub(crate) struct ContainerSession {
     closed: AtomicBool,
     /// The log of the build of the container's image, when it was built from a context.
     build_log: Option<PathBuf>,
+    /// The Compose project around the container (its network, volumes and sidecars).
+    stack: Option<tokio::sync::Mutex<Stack>>,
+    /// What `env close` needs of the project (fixed once it started).
+    stack_params: Option<serde_json::Value>,
 }
 
 impl ContainerSession {
@@ -68,7 +73,21 @@ impl ContainerSession {
             env,
             network,
             closed: AtomicBool::new(false),
+            stack: None,
+            stack_params: None,
         }
+    }
+
+    /// The session with the Compose project `stack` around its container.
+    pub(crate) fn with_stack(mut self, stack: Stack) -> Self {
+        self.stack_params = Some(json!({
+            "sidecars": stack.containers.iter().map(|(_, c)| c).collect::<Vec<_>>(),
+            "network": stack.network,
+            "volumes": stack.volumes,
+            "copies": stack.copies.as_ref().map(|d| d.display().to_string()),
+        }));
+        self.stack = Some(tokio::sync::Mutex::new(stack));
+        self
     }
 
     /// What `env close` needs after a crash: the container, the engine's address (and the
@@ -87,6 +106,9 @@ impl ContainerSession {
         }
         if let SessionNetwork::Isolated { dir, .. } = &self.network {
             params["egress_dir"] = json!(dir.display().to_string());
+        }
+        if let Some(stack) = &self.stack_params {
+            params["compose"] = stack.clone();
         }
         params
     }
@@ -346,6 +368,19 @@ impl EnvironmentSession for ContainerSession {
             async move { remove_container(&docker, &container).await }
         })
         .await?;
+        let down = match &self.stack {
+            Some(stack) => {
+                let mut stack = stack.lock().await;
+                let docker = self.docker.clone();
+                let taken = std::mem::replace(&mut *stack, Stack::empty());
+                crate::rt::spawn(async move {
+                    let mut taken = taken;
+                    taken.down(&docker).await
+                })
+                .await?
+            }
+            None => Ok(()),
+        };
         let stopped = match &self.network {
             SessionNetwork::Isolated { state, .. } => {
                 let isolation = state.clone();
@@ -353,6 +388,6 @@ impl EnvironmentSession for ContainerSession {
             }
             SessionNetwork::Shared { .. } => Ok(()),
         };
-        removed.and(stopped)
+        removed.and(down).and(stopped)
     }
 }

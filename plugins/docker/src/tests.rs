@@ -27,6 +27,8 @@ use super::*;
 use agentcompass_plugin_api::contract_kit::{
     run_session_contract, ClosedOnDrop, ContractOptions, ProcessProbe, CHECKS,
 };
+use agentcompass_plugin_api::sdk::provider::random_suffix;
+use engine::Daemon;
 
 const IMAGE: &str = "agentcompass-test/busybox:1";
 

@@ -54,6 +54,7 @@ pub(crate) fn environment_decl(
         os: os(section)?,
         // Set from the task directory (module `image`).
         build_context: None,
+        compose: None,
     };
     let resources = resources(section, warnings)?;
     let baseline = baseline_policy(section, warnings)?;

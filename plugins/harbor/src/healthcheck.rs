@@ -1,7 +1,8 @@
 //! Harbor's health checks (`[environment.healthcheck]`, `[steps.healthcheck]`): a command run
 //! in the task environment until it succeeds, with Harbor's loop (`BaseEnvironment
-//! .run_healthcheck`): one success passes; failures during `start_period_sec` (measured from
-//! the first attempt) are not counted and retried every `start_interval_sec`; afterwards
+//! .run_healthcheck`), the SDK's one loop (`sdk::health`, which a Compose service's check
+//! runs too): one success passes; failures during `start_period_sec` (measured from the
+//! first attempt) are not counted and retried every `start_interval_sec`; afterwards
 //! `retries` consecutive failures fail, retried every `interval_sec`. Each attempt is bounded
 //! by `timeout_sec` truncated to whole seconds (below 1: no bound, as Harbor's `int()`); an
 //! attempt that times out fails the check at once (Harbor's exec raises). The environment's
@@ -9,10 +10,11 @@
 //! after its workdir and `setup.sh`, before its agent. A separate verifier environment runs
 //! none (as in Harbor).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agentcompass_plugin_api::contracts::ExecRequest;
-use agentcompass_plugin_api::sdk::{runtime, Ctx, SessionRef};
+use agentcompass_plugin_api::sdk::health::{wait_healthy, HealthPolicy, Probe, Unhealthy};
+use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
 use agentcompass_plugin_api::{Error, Result};
 use serde::{Deserialize, Serialize};
 
@@ -60,12 +62,22 @@ pub(crate) fn parse(section: &Section) -> Result<Healthcheck> {
     })
 }
 
-/// A pause of `seconds` (negative and NaN values: none).
+/// A duration of `seconds` (negative and NaN values: none).
 fn pause(seconds: f64) -> Duration {
     agentcompass_plugin_api::wait::duration_from_seconds(seconds)
 }
 
 impl Healthcheck {
+    /// When its probes run, as the shared loop takes it.
+    fn policy(&self) -> HealthPolicy {
+        HealthPolicy {
+            interval: pause(self.interval_sec),
+            start_interval: pause(self.start_interval_sec),
+            start_period: pause(self.start_period_sec),
+            retries: u32::try_from(self.retries.max(0)).unwrap_or(u32::MAX),
+        }
+    }
+
     /// Runs the check in `env` (in `cwd`); `whose` names it in errors (`the environment's`,
     /// `step `x`'s`). An environment error when it fails.
     pub(crate) async fn run(
@@ -76,50 +88,39 @@ impl Healthcheck {
         whose: &str,
         user: Option<&str>,
     ) -> Result<()> {
-        let started = Instant::now();
-        let start_period = pause(self.start_period_sec);
-        let mut failures = 0;
-        loop {
-            let in_start = started.elapsed() < start_period;
+        let bound = self.timeout_sec.trunc();
+        let probe = || async move {
             let mut request = ExecRequest::argv(["bash", "-c", self.command.as_str()]);
             request.user = user.map(str::to_string);
             request.cwd = cwd.map(str::to_string);
-            let bound = self.timeout_sec.trunc();
             if bound >= 1.0 {
                 request.timeout_seconds = Some(bound);
             }
             let out = env.exec(request).await?;
             if out.success() {
-                return Ok(());
+                return Ok(Probe::Passed);
             }
-            let output = || async {
-                let text = format!("{}{}", out.stdout, out.stderr);
-                let text = ctx.scrub(text.trim()).await;
-                let tail: String = text.chars().rev().take(300).collect();
-                tail.chars().rev().collect::<String>()
-            };
             if out.timed_out {
-                return Err(Error::environment(format!(
-                    "{ID}: {whose} healthcheck `{}` timed out after {bound}s",
-                    self.command
-                )));
+                return Ok(Probe::TimedOut);
             }
-            if in_start {
-                runtime::sleep(pause(self.start_interval_sec)).await?;
-                continue;
-            }
-            failures += 1;
-            if failures >= self.retries {
-                return Err(Error::environment(format!(
-                    "{ID}: {whose} healthcheck `{}` failed after {} consecutive retries \
-                     (exit {}): {}",
-                    self.command,
-                    self.retries.max(1),
-                    out.returncode,
-                    output().await
-                )));
-            }
-            runtime::sleep(pause(self.interval_sec)).await?;
+            let text = format!("{}{}", out.stdout, out.stderr);
+            let text = ctx.scrub(text.trim()).await;
+            let tail: String = text.chars().rev().take(300).collect();
+            Ok(Probe::Failed {
+                code: i64::from(out.returncode),
+                output: tail.chars().rev().collect(),
+            })
+        };
+        match wait_healthy(self.policy(), probe).await? {
+            Ok(()) => Ok(()),
+            Err(Unhealthy::TimedOut) => Err(Error::environment(format!(
+                "{ID}: {whose} healthcheck `{}` timed out after {bound}s",
+                self.command
+            ))),
+            Err(failed) => Err(Error::environment(format!(
+                "{ID}: {whose} healthcheck `{}` {failed}",
+                self.command
+            ))),
         }
     }
 }

@@ -3,12 +3,14 @@
 //! in Harbor without `--force-build`); else `environment/Dockerfile` is the task's own image,
 //! built from the `environment/` directory (`EnvironmentSetup::build_context`). A separate
 //! verifier environment uses its own `docker_image`, else `tests/Dockerfile` (built from
-//! `tests/`), else the task's image. `environment/docker-compose.yaml` (sidecar services) is
-//! not run yet: such a task is its own `unsupported` issue, never run without its services.
+//! `tests/`), else the task's image. `environment/docker-compose.yaml` adds services beside
+//! the task's container (`EnvironmentSetup::compose`, run by the providers that run Compose
+//! files; the others refuse the plan); a step verifier's own `tests/docker-compose.yaml` is
+//! not run: such a task is its own `unsupported` issue.
 
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::{EnvironmentSetup, TaskSpec};
+use agentcompass_plugin_api::contracts::{ComposeSetup, EnvironmentSetup, TaskSpec};
 
 use crate::names::TESTS_DIR;
 
@@ -35,6 +37,13 @@ fn context(dir: &Path, sub: &str) -> Option<String> {
 pub(crate) fn apply(dir: &Path, task: &mut TaskSpec) -> bool {
     if task.environment_setup.image.is_none() {
         task.environment_setup.build_context = context(dir, ENVIRONMENT_DIR);
+    }
+    let compose = dir.join(ENVIRONMENT_DIR).join(COMPOSE_FILE);
+    if compose.is_file() {
+        task.environment_setup.compose = Some(ComposeSetup {
+            file: compose.display().to_string(),
+            root: dir.display().to_string(),
+        });
     }
     let agent = task.environment_setup.clone();
     let Some(verifier) = task.evaluation_environment_setup.as_mut() else {
@@ -85,24 +94,20 @@ pub(crate) fn step_verifier(
     Some((setup, bundled))
 }
 
-/// A separate verifier environment without an image of its own runs the task's.
+/// A separate verifier environment without an image of its own runs the task's (with its
+/// services, as Harbor starts the same definition).
 fn inherit_image(verifier: &mut EnvironmentSetup, agent: &EnvironmentSetup) {
     verifier.image = agent.image.clone();
     verifier.build_context = agent.build_context.clone();
+    verifier.compose = agent.compose.clone();
 }
 
-/// Why a task cannot run here yet, if its environment definition needs what the host does
-/// not do (sidecar services).
-pub(crate) fn unsupported(dir: &Path) -> Option<String> {
-    compose(dir, ENVIRONMENT_DIR)
-}
-
-/// The refusal of `dir/sub/docker-compose.yaml` (sidecar services), if there is one.
+/// The refusal of a step verifier's own `dir/sub/docker-compose.yaml`, if there is one.
 pub(crate) fn compose(dir: &Path, sub: &str) -> Option<String> {
     dir.join(sub).join(COMPOSE_FILE).is_file().then(|| {
         format!(
-            "{sub}/{COMPOSE_FILE}: sidecar services (Docker Compose) are not supported yet; \
-             the task is not run without them"
+            "{sub}/{COMPOSE_FILE}: a step verifier's own services (Docker Compose) are not \
+             supported; the task is not run without them"
         )
     })
 }

@@ -307,7 +307,7 @@ mod tests {
             reason
                 .as_str()
                 .unwrap()
-                .contains("steps/one/tests/docker-compose.yaml: sidecar services"),
+                .contains("steps/one/tests/docker-compose.yaml: a step verifier's own services"),
             "{reason}"
         );
     }

@@ -107,9 +107,7 @@ pub fn load_task(dir: &Path, options: LoadOptions) -> Result<TaskSpec> {
         task.steps = mapped.steps;
         unsupported = mapped.unsupported;
     }
-    let unsupported = unsupported
-        .or_else(|| image::unsupported(dir))
-        .or_else(|| warnings.refusals.first().cloned());
+    let unsupported = unsupported.or_else(|| warnings.refusals.first().cloned());
     note_unsupported_files(dir, &mut warnings);
     if let Some(serde_json::Value::String(category)) = decl.metadata.get("category") {
         task.category = category.clone();

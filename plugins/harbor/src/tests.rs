@@ -148,6 +148,7 @@ fn full_task_toml_maps_onto_the_task_spec() {
             workdir: Some("/app".into()),
             os: Some("linux".into()),
             build_context: None,
+            compose: None,
         }
     );
     let allowlist = NetworkPolicy::allowlist(["*.pythonhosted.org", "pypi.org"]);
@@ -834,17 +835,25 @@ fn task_images_come_from_where_harbor_takes_them() {
     let task = load(&dir).unwrap();
     let verifier = task.evaluation_environment_setup.unwrap();
     assert_eq!(verifier.build_context, context("tests"));
-    // Sidecar services are not run yet: the task is its own `unsupported` issue.
+    // Sidecar services run beside the task's container (and the verifier's copy of it).
     std::fs::write(
         dir.join("environment/docker-compose.yaml"),
         "services: {}\n",
     )
     .unwrap();
+    std::fs::remove_file(dir.join("tests/Dockerfile")).unwrap();
     let task = load(&dir).unwrap();
-    assert!(task.metadata["harbor"]["unsupported"]
-        .as_str()
-        .unwrap()
-        .contains("environment/docker-compose.yaml: sidecar services"));
+    assert!(task.metadata["harbor"].get("unsupported").is_none());
+    let compose = task.environment_setup.compose.clone().unwrap();
+    assert_eq!(
+        compose.file,
+        dir.join("environment/docker-compose.yaml")
+            .display()
+            .to_string()
+    );
+    assert_eq!(compose.root, dir.display().to_string());
+    let verifier = task.evaluation_environment_setup.unwrap();
+    assert_eq!(verifier.compose, Some(compose));
 }
 
 #[test]

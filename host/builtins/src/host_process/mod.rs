@@ -105,6 +105,7 @@ impl EnvironmentProvider for HostProcessProvider {
             platform_params: None,
             builds_images: false,
             exec_user: false,
+            compose: false,
         })
     }
 

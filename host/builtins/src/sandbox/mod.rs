@@ -270,6 +270,7 @@ impl EnvironmentProvider for SandboxProvider {
             platform_params: Some(vec!["root".to_string()]),
             builds_images: true,
             exec_user: false,
+            compose: false,
         })
     }
 

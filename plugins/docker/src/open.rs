@@ -1,0 +1,494 @@
+//! Opening a session: the image, the container and its network (module doc of the crate),
+//! and for a Compose task the project around it (module `compose`): its network, volumes
+//! and sidecars first, `main` in it, then every health check. Whatever an open started is
+//! removed again when it fails.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agentcompass_plugin_api::contracts::{
+    NetworkPolicy, OpenEnvironmentRequest, ResourceRequirements,
+};
+use agentcompass_plugin_api::sdk::provider::{blocking, random_suffix, sanitise};
+use agentcompass_plugin_api::sdk::{Ctx, SessionRef};
+use agentcompass_plugin_api::{tracing, Error, Result};
+use bollard::models::ContainerCreateBody;
+
+use crate::compose::stack::{SidecarEgress, Stack, StackSpec};
+use crate::compose::{self, Project};
+use crate::config::{image_source, workdir_of, Address, Config};
+use crate::container::Launch;
+use crate::egress::{self, Egress, PROXY_PORT};
+use crate::engine::{remove_container, Daemon, Engine};
+use crate::forwarder::{self, Bundle};
+use crate::isolation::{endpoint_mounts, Isolation, SessionNetwork};
+use crate::network::{egress_of, Attachment};
+use crate::session::{ContainerSession, EngineAddress};
+use crate::{container_body, mounts, ContainerProvider, NAME_PREFIX};
+
+/// Opens a session of `provider` for `request`.
+pub(crate) async fn open(
+    provider: &ContainerProvider,
+    ctx: &Ctx,
+    request: &OpenEnvironmentRequest,
+) -> Result<SessionRef> {
+    let engine = provider.engine;
+    let config = Config::parse(engine, &request.environment.params)?;
+    let setup = &request.environment.setup;
+    let workdir = workdir_of(engine, setup)?;
+    let source = image_source(engine, &config, setup)?;
+    let baseline = request
+        .baseline_network_policy
+        .normalized()
+        .map_err(|e| Error::invalid_input(format!("environment `{engine}`: {e}")))?;
+    egress_of(engine, &baseline)?;
+    let attachment = Attachment::of(&baseline);
+    let name = format!(
+        "{NAME_PREFIX}{}-{}-{}",
+        sanitise(&request.task_id),
+        request.attempt,
+        random_suffix()
+    );
+    let project = match &setup.compose {
+        Some(compose) => {
+            let loaded =
+                compose::load(engine, compose, source.build_context.as_deref(), &host_env)?;
+            for secret in &loaded.secrets {
+                ctx.register_secret(secret).await;
+            }
+            Some((compose.file.clone(), Arc::new(loaded.project)))
+        }
+        None => None,
+    };
+    let network = match (&project, attachment) {
+        // The project's own network, named as its main container.
+        (Some(_), _) => name.clone(),
+        (None, Attachment::Shared) => config.network.clone(),
+        (None, Attachment::Isolated) => "none".to_string(),
+    };
+    let address = provider.address(&config).await?;
+    let (resources, store) = engine_facts(provider, request, &address).await?;
+    // A container with its own loopback needs the forwarder: for the proxy (isolated) and
+    // for host endpoints (any network but the host's, where the host listens itself).
+    let forwarding = attachment == Attachment::Isolated
+        || (!request.host_endpoints.is_empty() && network != "host");
+    let (mut binds, endpoints) = if forwarding {
+        endpoint_mounts(engine, &request.host_endpoints)?
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let bundle = if forwarding {
+        let bundle = blocking(engine.id(), move || Bundle::current(engine)).await??;
+        binds.extend(bundle.binds());
+        Some(bundle)
+    } else {
+        None
+    };
+    binds.extend(mounts::host_mount_binds(engine, &request.host_mounts)?);
+    let egress = match attachment {
+        Attachment::Isolated => {
+            let host_map = config.host_map(&request.egress_hosts)?;
+            let egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
+            binds.push(egress.bind());
+            Some(egress)
+        }
+        Attachment::Shared => None,
+    };
+    let deadline = setup
+        .build_timeout_seconds
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let mut body = container_body(request, &resources, &config, &workdir, &network, binds);
+    let spec = project.as_ref().map(|(file, _)| {
+        Arc::new(StackSpec {
+            engine,
+            name: name.clone(),
+            file: file.clone(),
+            labels: body.labels.clone().unwrap_or_default(),
+            internal: attachment == Attachment::Isolated,
+            pull: config.pull,
+            build_network: config.network.clone(),
+            egress: match (&egress, &bundle) {
+                (Some(egress), Some(bundle)) => Some(SidecarEgress {
+                    binds: bundle
+                        .binds()
+                        .into_iter()
+                        .chain(std::iter::once(egress.bind()))
+                        .collect(),
+                    env: egress
+                        .env()
+                        .into_iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect(),
+                    bundle: bundle.clone(),
+                    forwards: vec![forwarder::forward(PROXY_PORT, Egress::container_socket())],
+                }),
+                _ => None,
+            },
+            ulimits: body.host_config.as_ref().and_then(|h| h.ulimits.clone()),
+        })
+    });
+    if let Some(egress) = &egress {
+        ctx.register_secret(egress.token()).await;
+    }
+    // The project's network, volumes and sidecars, and `main`'s dependencies.
+    let stack = match (&spec, &project) {
+        (Some(spec), Some((_, project))) => {
+            let up = up(
+                engine,
+                address.clone(),
+                spec.clone(),
+                project.clone(),
+                deadline,
+            );
+            match crate::rt::spawn(up).await.and_then(|r| r) {
+                Ok((stack, main_binds)) => {
+                    main_overrides(&mut body, &stack, project, &request.resolved_env);
+                    if let Some(host) = body.host_config.as_mut() {
+                        host.binds.get_or_insert_with(Vec::new).extend(main_binds);
+                    }
+                    Some(stack)
+                }
+                Err(e) => {
+                    abandon_egress(engine, egress.as_ref(), &name);
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let launch = Launch {
+        engine,
+        host: address.clone(),
+        image: source.image,
+        build_context: source.build_context,
+        pull: config.pull,
+        build_network: config.network.clone(),
+        container: name.clone(),
+        body,
+        workdir: workdir.clone(),
+        image_workdir: setup.workdir.is_none(),
+        deadline,
+    };
+    let (docker, started) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
+        Ok(launched) => launched,
+        Err(e) => {
+            abandon_stack(engine, &address, stack).await;
+            abandon_egress(engine, egress.as_ref(), &name);
+            return Err(e);
+        }
+    };
+    let session_network =
+        match start_network(&docker, &name, baseline, egress, bundle, endpoints).await {
+            Ok(network) => network,
+            Err(e) => {
+                abandon_stack(engine, &address, stack).await;
+                return Err(e);
+            }
+        };
+    let stack = match (stack, &spec, &project) {
+        (Some(stack), Some(spec), Some((_, project))) => {
+            let settled = settle(
+                docker.clone(),
+                stack,
+                spec.clone(),
+                project.clone(),
+                name.clone(),
+                deadline,
+            );
+            match crate::rt::spawn(settled).await.and_then(|r| r) {
+                Ok(stack) => Some(stack),
+                Err(e) => {
+                    let (docker, container) = (docker.clone(), name.clone());
+                    crate::rt::spawn(async move { remove_container(&docker, &container).await })
+                        .await??;
+                    stop_network(&session_network).await;
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    tracing::debug!(provider = engine.id(), container = %name, network = %network, "opened environment");
+    let origin = EngineAddress {
+        address,
+        store,
+        private_program: match &config.address {
+            Address::PrivateService { program } => Some(program.clone()),
+            Address::Given(_) => None,
+        },
+    };
+    let session = ContainerSession::new(
+        docker,
+        name,
+        origin,
+        started,
+        request.resolved_env.clone(),
+        session_network,
+    );
+    Ok(Arc::new(match stack {
+        Some(stack) => session.with_stack(stack),
+        None => session,
+    }))
+}
+
+/// The host's environment (the interpolation source of a Compose file).
+fn host_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// The resources the engine applies (Podman's `auto`: what it cannot enforce runs
+/// unlimited) and, for Podman, its store (which the close parameters record).
+async fn engine_facts(
+    provider: &ContainerProvider,
+    request: &OpenEnvironmentRequest,
+    address: &str,
+) -> Result<(ResourceRequirements, Option<String>)> {
+    let engine = provider.engine;
+    // The plan was checked, but a session may be opened without one (and a limit the
+    // engine ignores would run the task unlimited).
+    let limited = request
+        .environment
+        .resources
+        .clone()
+        .filter(|r| r.cpu.is_some() || r.memory_mb.is_some());
+    let mut resources = request.environment.resources.clone().unwrap_or_default();
+    let Engine::Podman = engine else {
+        return Ok((resources, None));
+    };
+    let (services, at) = (provider.services.clone(), address.to_string());
+    let (facts, unenforced) = blocking(engine.id(), move || {
+        let unenforced = match &limited {
+            Some(resources) => services.check_resources(&at, resources)?,
+            None => Vec::new(),
+        };
+        Ok::<_, Error>((services.facts(&at)?, unenforced))
+    })
+    .await??;
+    for field in unenforced {
+        tracing::debug!(provider = engine.id(), field, "limit not enforced here");
+        match field {
+            "cpu" => resources.cpu = None,
+            _ => resources.memory_mb = None,
+        }
+    }
+    Ok((resources, Some(facts.graph_root.clone())))
+}
+
+/// Creates the project and starts its sidecars, then waits for `main`'s dependencies,
+/// within `deadline`; on failure everything it started is removed. The project and
+/// `main`'s binds.
+async fn up(
+    engine: Engine,
+    address: String,
+    spec: Arc<StackSpec>,
+    project: Arc<Project>,
+    deadline: Option<Duration>,
+) -> Result<(Stack, Vec<String>)> {
+    let (spec, project) = (spec.as_ref(), project.as_ref());
+    let docker = Daemon::connect(engine, &address).await?;
+    let mut stack = Stack::create(&docker, spec, project).await;
+    let mut main_binds = Vec::new();
+    let started = match &mut stack {
+        Ok(stack) => {
+            let work = async {
+                stack.start_sidecars(&docker, spec, project).await?;
+                main_binds = stack.binds(&docker, spec, &project.main).await?;
+                stack
+                    .await_dependencies(&docker, spec, &project.main.depends_on)
+                    .await
+            };
+            within(engine, deadline, work).await
+        }
+        Err(_) => Ok(()),
+    };
+    match (stack, started) {
+        (Ok(stack), Ok(())) => Ok((stack, main_binds)),
+        (Ok(mut stack), Err(e)) => {
+            if let Err(cleanup) = stack.down(&docker).await {
+                tracing::warn!("cleanup failed: {cleanup}");
+            }
+            Err(e)
+        }
+        (Err(e), _) => {
+            // A network created before the failure (a volume that could not be made).
+            let _ = crate::compose::stack::remove_all(&docker, &[], &[], Some(&spec.name)).await;
+            Err(e)
+        }
+    }
+}
+
+/// As `up --wait`: every health check of the project passes, within `deadline`; on failure
+/// the project is removed (the caller removes `main`).
+async fn settle(
+    docker: Daemon,
+    stack: Stack,
+    spec: Arc<StackSpec>,
+    project: Arc<Project>,
+    main: String,
+    deadline: Option<Duration>,
+) -> Result<Stack> {
+    let mut stack = stack;
+    let outcome = within(
+        docker.engine,
+        deadline,
+        stack.settle(&docker, &spec, &project.main, &main),
+    )
+    .await;
+    match outcome {
+        Ok(()) => Ok(stack),
+        Err(e) => {
+            if let Err(cleanup) = stack.down(&docker).await {
+                tracing::warn!("cleanup failed: {cleanup}");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// `work` within `deadline` (`setup.build_timeout_seconds`).
+async fn within<F: std::future::Future<Output = Result<()>>>(
+    engine: Engine,
+    deadline: Option<Duration>,
+    work: F,
+) -> Result<()> {
+    match deadline {
+        None => work.await,
+        Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+            Err(Error::new(
+                agentcompass_plugin_api::ErrorKind::Timeout,
+                format!(
+                    "{engine}: starting the task's services took longer than \
+                     setup.build_timeout_seconds ({}s)",
+                    limit.as_secs_f64()
+                ),
+            ))
+        }),
+    }
+}
+
+/// What the file adds to `main`: its name on the project network, its `environment` (the
+/// session's bindings win, as Harbor's environment override does), labels, hostname and
+/// shared memory.
+fn main_overrides(
+    body: &mut ContainerCreateBody,
+    stack: &Stack,
+    project: &Project,
+    resolved: &std::collections::BTreeMap<String, String>,
+) {
+    let main = &project.main;
+    body.networking_config = Some(stack.aliases(&main.name));
+    let added = main
+        .env
+        .iter()
+        .filter(|(k, _)| !resolved.contains_key(k))
+        .map(|(k, v)| format!("{k}={v}"));
+    body.env.get_or_insert_with(Vec::new).extend(added);
+    let labels = body.labels.get_or_insert_with(HashMap::new);
+    for (key, value) in &main.labels {
+        labels.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    if main.hostname.is_some() {
+        body.hostname = main.hostname.clone();
+    }
+    if let Some(host) = body.host_config.as_mut() {
+        host.shm_size = main.shm_size.or(host.shm_size);
+    }
+}
+
+/// Starts what the session's network needs (module `isolation`): the proxy and forwarder of
+/// an isolated container, the endpoints' forwarder of a shared one. On failure the
+/// container is removed (and the proxy stopped).
+async fn start_network(
+    docker: &Daemon,
+    name: &str,
+    baseline: NetworkPolicy,
+    egress: Option<Egress>,
+    bundle: Option<Arc<Bundle>>,
+    endpoints: Vec<agentcompass_egress::forward::Forward>,
+) -> Result<SessionNetwork> {
+    let network = match (egress, bundle) {
+        (Some(egress), Some(bundle)) => {
+            let dir = egress.dir().to_path_buf();
+            let state = Arc::new(tokio::sync::Mutex::new(Isolation::new(
+                baseline, egress, bundle, endpoints,
+            )));
+            let started = crate::rt::spawn({
+                let (state, docker, name) = (state.clone(), docker.clone(), name.to_string());
+                async move { state.lock().await.start(&docker, &name).await }
+            })
+            .await
+            .and_then(|r| r);
+            if let Err(e) = started {
+                let (docker, name) = (docker.clone(), name.to_string());
+                crate::rt::spawn(async move {
+                    if let Err(cleanup) = remove_container(&docker, &name).await {
+                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
+                    }
+                    if let Err(cleanup) = state.lock().await.stop().await {
+                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
+                    }
+                })
+                .await?;
+                return Err(e);
+            }
+            SessionNetwork::Isolated { state, dir }
+        }
+        (None, Some(bundle)) => {
+            let started = crate::rt::spawn({
+                let (docker, name) = (docker.clone(), name.to_string());
+                async move { forwarder::start(&docker, &name, &bundle, &endpoints).await }
+            })
+            .await
+            .and_then(|r| r);
+            match started {
+                Ok(running) => SessionNetwork::Shared {
+                    _forwarder: Some(running),
+                },
+                Err(e) => {
+                    let (docker, name) = (docker.clone(), name.to_string());
+                    crate::rt::spawn(async move { remove_container(&docker, &name).await })
+                        .await??;
+                    return Err(e);
+                }
+            }
+        }
+        _ => SessionNetwork::Shared { _forwarder: None },
+    };
+    Ok(network)
+}
+
+/// Stops an isolated session's proxy (its container is already gone).
+async fn stop_network(network: &SessionNetwork) {
+    if let SessionNetwork::Isolated { state, .. } = network {
+        let state = state.clone();
+        let stopped = crate::rt::spawn(async move { state.lock().await.stop().await }).await;
+        if let Err(e) = stopped.and_then(|r| r) {
+            tracing::warn!("cleanup failed: {e}");
+        }
+    }
+}
+
+/// Removes a project whose `main` did not start.
+async fn abandon_stack(engine: Engine, address: &str, stack: Option<Stack>) {
+    let Some(mut stack) = stack else { return };
+    let address = address.to_string();
+    let removed = crate::rt::spawn(async move {
+        let docker = Daemon::connect(engine, &address).await?;
+        stack.down(&docker).await
+    })
+    .await;
+    if let Err(e) = removed.and_then(|r| r) {
+        tracing::warn!("cleanup failed: {e}");
+    }
+}
+
+/// Removes the egress directory of a session that did not open.
+fn abandon_egress(engine: Engine, egress: Option<&Egress>, name: &str) {
+    if let Some(egress) = egress {
+        if let Err(cleanup) = egress::remove_dir(engine, egress.dir()) {
+            tracing::warn!(container = %name, "cleanup failed: {cleanup}");
+        }
+    }
+}
