@@ -45,6 +45,8 @@ pub(crate) struct Egress {
     host_map: HostMap,
     session: String,
     proxy: Option<ProxyHandle>,
+    /// Names reached directly, never through the proxy (a Compose project's services).
+    local_names: Vec<String>,
 }
 
 impl Egress {
@@ -79,6 +81,7 @@ impl Egress {
             host_map,
             session: session.to_string(),
             proxy: None,
+            local_names: Vec::new(),
         })
     }
 
@@ -102,13 +105,28 @@ impl Egress {
         self.token.expose()
     }
 
+    /// Names that commands reach directly, not through the proxy: a Compose project's
+    /// services, on the project's network (added to `NO_PROXY`).
+    pub(crate) fn reach_directly(&mut self, names: Vec<String>) {
+        self.local_names = names;
+    }
+
     /// The proxy variables of a command (values hold the token).
     pub(crate) fn env(&self) -> Vec<(String, String)> {
         let url = format!(
             "http://agent:{}@127.0.0.1:{PROXY_PORT}",
             self.token.expose()
         );
-        proxy_env(&url)
+        let mut env = proxy_env(&url);
+        if !self.local_names.is_empty() {
+            for (key, value) in &mut env {
+                if key.eq_ignore_ascii_case("no_proxy") {
+                    value.push(',');
+                    value.push_str(&self.local_names.join(","));
+                }
+            }
+        }
+        env
     }
 
     /// The engine of the session the directory belongs to.

@@ -255,8 +255,12 @@ impl EnvironmentProvider for ContainerProvider {
         for environment in environments {
             let config = Config::parse(engine, &environment.params)?;
             // Refused with the plan, before any task runs, rather than at each open.
-            image_source(engine, &config, &environment.setup)?;
+            let source = image_source(engine, &config, &environment.setup)?;
             workdir_of(engine, &environment.setup)?;
+            if let Some(compose) = &environment.setup.compose {
+                let context = source.build_context.as_deref();
+                compose::load(engine, compose, context, &|name| std::env::var(name).ok())?;
+            }
             // Whether Podman can enforce the limits is the engine's to say (rootless on cgroup
             // v1 cannot): asked once per engine, and only when a plan sets limits.
             let limited = environment

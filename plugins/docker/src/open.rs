@@ -89,7 +89,10 @@ pub(crate) async fn open(
     let egress = match attachment {
         Attachment::Isolated => {
             let host_map = config.host_map(&request.egress_hosts)?;
-            let egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
+            let mut egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
+            if let Some((_, project)) = &project {
+                egress.reach_directly(project.service_names());
+            }
             binds.push(egress.bind());
             Some(egress)
         }
@@ -99,6 +102,7 @@ pub(crate) async fn open(
         .build_timeout_seconds
         .filter(|s| s.is_finite() && *s >= 0.0)
         .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    let sidecar_proxy = egress_of(engine, &baseline)?.is_some();
     let mut body = container_body(request, &resources, &config, &workdir, &network, binds);
     let spec = project.as_ref().map(|(file, _)| {
         Arc::new(StackSpec {
@@ -109,8 +113,11 @@ pub(crate) async fn open(
             internal: attachment == Attachment::Isolated,
             pull: config.pull,
             build_network: config.network.clone(),
-            egress: match (&egress, &bundle) {
-                (Some(egress), Some(bundle)) => Some(SidecarEgress {
+            // Sidecars reach out through the proxy by its variables, fixed when they start:
+            // under a baseline with egress (`allowlist`) only; under `no-network` a service
+            // reaches its peers and nothing else, with no proxy in the way.
+            egress: match (&egress, &bundle, sidecar_proxy) {
+                (Some(egress), Some(bundle), true) => Some(SidecarEgress {
                     binds: bundle
                         .binds()
                         .into_iter()

@@ -162,6 +162,16 @@ pub(crate) fn project(
     })
 }
 
+impl Project {
+    /// Every service's name, `main` first.
+    pub(crate) fn service_names(&self) -> Vec<String> {
+        std::iter::once(&self.main)
+            .chain(&self.sidecars)
+            .map(|s| s.name.clone())
+            .collect()
+    }
+}
+
 impl Service {
     /// A service with nothing set.
     fn bare(name: &str) -> Service {

@@ -1,0 +1,2 @@
+#!/bin/bash
+wget -q -O /app/answer.txt http://api:8000/answer.txt

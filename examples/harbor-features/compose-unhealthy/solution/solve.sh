@@ -1,0 +1,2 @@
+#!/bin/bash
+echo "the agent must never run" > /app/ran.txt

@@ -1,0 +1,2 @@
+#!/bin/bash
+wget -q -O /app/index.html http://web:80/
