@@ -11,9 +11,6 @@ use super::model::{Health, HealthSource, HealthTest};
 use crate::engine::Daemon;
 use crate::exec::exec_captured;
 
-/// How often a one-shot service's completion is polled.
-const COMPLETION_POLL: Duration = Duration::from_millis(100);
-
 /// The most of a probe's output kept for a message.
 const OUTPUT_TAIL: usize = 300;
 
@@ -95,7 +92,8 @@ pub(crate) async fn wait_for(
             let out = exec_captured(docker, container, argv, Vec::new(), "/", check.timeout).await;
             let out = match out {
                 Ok(out) => out,
-                Err(e) if running(docker, container).await => {
+                // Module `exec` says so when the container is gone or stopped.
+                Err(e) if !(e.message.contains("is not running") || e.message.contains("does not exist")) => {
                     return Err(Error::environment(format!(
                         "{}: service `{service}` of {file}: its health check `{shown}` cannot \
                          run: {}",
@@ -142,49 +140,39 @@ pub(crate) async fn wait_completed(
     service: &str,
     file: &str,
 ) -> Result<()> {
-    loop {
-        let state = docker
-            .inspect_container(container, None)
-            .await
-            .map_err(|e| docker.engine.error(&format!("inspecting `{container}`"), e))?
-            .state
-            .unwrap_or_default();
-        if state.running != Some(true) && state.status.is_some_and(|s| s.to_string() == "exited") {
-            return match state.exit_code {
-                Some(0) => Ok(()),
-                code => Err(Error::environment(format!(
-                    "{}: service `{service}` of {file} did not complete successfully (exit \
-                     {}): {}",
-                    docker.engine,
-                    code.unwrap_or(-1),
-                    last_logs(docker, container).await
-                ))),
-            };
-        }
-        tokio::time::sleep(COMPLETION_POLL).await;
+    match exit_code(docker, container).await? {
+        0 => Ok(()),
+        code => Err(Error::environment(format!(
+            "{}: service `{service}` of {file} did not complete successfully (exit {code}): {}",
+            docker.engine,
+            last_logs(docker, container).await
+        ))),
     }
 }
 
-/// Whether `container` is running.
-async fn running(docker: &Daemon, container: &str) -> bool {
-    docker
-        .inspect_container(container, None)
-        .await
-        .ok()
-        .and_then(|c| c.state)
-        .and_then(|s| s.running)
-        == Some(true)
+/// The exit code of `container`, once it is not running (the wait endpoint: Podman's
+/// inspect reports a `stopped` state the Docker API's model does not have).
+async fn exit_code(docker: &Daemon, container: &str) -> Result<i64> {
+    use futures_util::StreamExt;
+    let options = bollard::query_parameters::WaitContainerOptionsBuilder::new()
+        .condition("not-running")
+        .build();
+    let mut waited = docker.wait_container(container, Some(options));
+    match waited.next().await {
+        Some(Ok(done)) => Ok(done.status_code),
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
+        Some(Err(e)) => Err(docker.engine.error(&format!("waiting for `{container}`"), e)),
+        None => Err(Error::environment(format!(
+            "{}: waiting for `{container}` ended without its exit code",
+            docker.engine
+        ))),
+    }
 }
 
 /// The error of a service whose container is no longer running, with its exit code and
 /// its last output lines.
 async fn exited(docker: &Daemon, container: &str, service: &str, file: &str) -> Error {
-    let code = docker
-        .inspect_container(container, None)
-        .await
-        .ok()
-        .and_then(|c| c.state)
-        .and_then(|s| s.exit_code);
+    let code = exit_code(docker, container).await.ok();
     Error::environment(format!(
         "{}: service `{service}` of {file} exited (code {}) before it was healthy: {}",
         docker.engine,
