@@ -66,14 +66,14 @@ pub(crate) fn tag_base_images(dir: &Path) {
 
 /// The engine's image events (build, tag, pull) while it lives, streamed as they happen
 /// (Docker keeps only its last 256 events: a long run's image events are gone afterwards).
-struct ImageEvents {
+pub(crate) struct ImageEvents {
     child: std::process::Child,
     file: PathBuf,
 }
 
 impl ImageEvents {
     /// Starts watching (into a file under `dir`), once the watch is live.
-    fn watch(dir: &Path) -> Self {
+    pub(crate) fn watch(dir: &Path) -> Self {
         let file = dir.join(format!("image-events-{}.txt", now()));
         let out = std::fs::File::create(&file).unwrap();
         let child = Command::new("docker")
@@ -88,7 +88,7 @@ impl ImageEvents {
     }
 
     /// Stops watching: the build, tag and pull events seen, as `<action> <name> <id>`.
-    fn stop(mut self) -> Vec<String> {
+    pub(crate) fn stop(mut self) -> Vec<String> {
         std::thread::sleep(std::time::Duration::from_millis(500));
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -103,7 +103,7 @@ impl ImageEvents {
 
 /// The image the providers built (tagged `agentcompass-build/...`) that holds `content` in
 /// its file `path`.
-fn built_image(path: &str, content: &str) -> Option<String> {
+pub(crate) fn built_image(path: &str, content: &str) -> Option<String> {
     engine_cli(&[
         "image",
         "ls",
@@ -120,7 +120,7 @@ fn built_image(path: &str, content: &str) -> Option<String> {
 /// How many times the image `tag` was built since `since` (Unix seconds): Docker's tag events
 /// of it in `events` (watched during the run), Podman's build events of an image with its
 /// context label (`podman events`, which names the image of a build).
-fn builds_of(tag: &str, since: u64, events: &[String]) -> usize {
+pub(crate) fn builds_of(tag: &str, since: u64, events: &[String]) -> usize {
     if container_engine() == "podman" {
         return crate::podman::builds_of(tag, &since.to_string());
     }
@@ -157,7 +157,7 @@ fn carries(name: &str, path: &str, content: &str) -> bool {
     copied.status.success() && std::fs::read_to_string(&copy).is_ok_and(|text| text == content)
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

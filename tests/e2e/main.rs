@@ -16,6 +16,7 @@ mod discoverability;
 mod docker_networks;
 mod environments;
 mod harbor;
+mod harbor_compose;
 mod harbor_images;
 mod harbor_init;
 mod harness_free;

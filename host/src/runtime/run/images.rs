@@ -33,7 +33,8 @@ use crate::runtime::task_source::TaskSource;
 const BUILDS_AT_ONCE: usize = 4;
 
 /// The environments of the first page's plans (but the `reused` tasks') that build their own
-/// image.
+/// image. Without their services: the phase builds the environment's own image, a Compose
+/// file's services build (once each, under the provider's lock) when their task opens.
 fn building(
     rc: &RequestContext,
     tasks: &TaskSource,
@@ -44,6 +45,10 @@ fn building(
         .iter()
         .filter(|task| !reused.contains(&task.task_id))
         .flat_map(|task| rc.planner.image_builds(task, &rc.resolved))
+        .map(|mut env| {
+            env.setup.compose = None;
+            env
+        })
         .collect()
 }
 

@@ -93,7 +93,10 @@ pub(crate) async fn wait_for(
             let out = match out {
                 Ok(out) => out,
                 // Module `exec` says so when the container is gone or stopped.
-                Err(e) if !(e.message.contains("is not running") || e.message.contains("does not exist")) => {
+                Err(e)
+                    if !(e.message.contains("is not running")
+                        || e.message.contains("does not exist")) =>
+                {
                     return Err(Error::environment(format!(
                         "{}: service `{service}` of {file}: its health check `{shown}` cannot \
                          run: {}",
@@ -161,7 +164,9 @@ async fn exit_code(docker: &Daemon, container: &str) -> Result<i64> {
     match waited.next().await {
         Some(Ok(done)) => Ok(done.status_code),
         Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
-        Some(Err(e)) => Err(docker.engine.error(&format!("waiting for `{container}`"), e)),
+        Some(Err(e)) => Err(docker
+            .engine
+            .error(&format!("waiting for `{container}`"), e)),
         None => Err(Error::environment(format!(
             "{}: waiting for `{container}` ended without its exit code",
             docker.engine
