@@ -58,7 +58,7 @@ pub(crate) fn image_context(dir: &Path, programs: &[&str]) -> PathBuf {
         context.join("Dockerfile"),
         "FROM agentcompass-test/busybox:1\n\
          COPY root/ /\n\
-         RUN for tool in cut tr; do ln -sf busybox /bin/$tool; done \\
+         RUN for tool in cut tr tee awk ip; do ln -sf busybox /bin/$tool; done \\
          && ln -sf /usr/bin/bash /bin/bash && ln -sf /usr/bin/bash /bin/sh\n\
          ENV HOME=/root\n",
     )
