@@ -373,6 +373,7 @@ fn slurm_runs_compose_tasks_on_the_nodes_building_each_image_once() {
     tag_images(&ws);
     // Three copies of the sidecar task: one image of `main`, one of its API.
     let tasks = ws.cwd.join("tasks");
+    fs::create_dir_all(&tasks).unwrap();
     for n in 1..=3 {
         let copied = Command::new("cp")
             .arg("-r")
