@@ -115,9 +115,10 @@ fn run_id(run: &Path) -> String {
 }
 
 /// What of run `run_id` is still in the engine: containers, networks and volumes with its
-/// label and a name starting with `prefix` (runs of concurrent tests may share a run id:
-/// each test's tasks have names of their own), as `kind name`.
-fn leftovers(run_id: &str, prefix: &str) -> Vec<String> {
+/// label and the name of one of `tasks` (runs of concurrent tests may share a run id: each
+/// test's tasks have names of their own), as `kind name`.
+fn leftovers(run_id: &str, tasks: &[&str]) -> Vec<String> {
+    let prefixes: Vec<String> = tasks.iter().map(|t| format!("agentcompass-{t}-")).collect();
     let filter = format!("label=agentcompass.run_id={run_id}");
     let mut found = Vec::new();
     let listings: [(&str, &[&str], &str); 3] = [
@@ -131,7 +132,7 @@ fn leftovers(run_id: &str, prefix: &str) -> Vec<String> {
         found.extend(
             engine_cli(&args)
                 .lines()
-                .filter(|name| name.starts_with(prefix))
+                .filter(|name| prefixes.iter().any(|p| name.starts_with(p.as_str())))
                 .map(|name| format!("{kind} {name}")),
         );
     }
@@ -174,13 +175,15 @@ fn compose_tasks_run_with_their_services_and_leave_nothing_behind() {
         shown.contains("********"),
         "the oracle's output, scrubbed: {shown}"
     );
-    assert_eq!(
-        leftovers(&run_id(&run), "agentcompass-compose-"),
-        Vec::<String>::new()
-    );
+    assert_eq!(leftovers(&run_id(&run), &good), Vec::<String>::new());
+}
 
+#[test]
+fn compose_failures_are_their_tasks_issues_named_before_the_agent() {
     // A service that never becomes healthy, an environment health check that fails, an
     // unsupported key: each its task's issue, named; nothing left either.
+    let ws = Workspace::new();
+    tag_images(&ws);
     let bad = [
         "compose-unhealthy",
         "compose-healthcheck-fails",
@@ -218,10 +221,7 @@ fn compose_tasks_run_with_their_services_and_leave_nothing_behind() {
         ),
         "{refused}"
     );
-    assert_eq!(
-        leftovers(&run_id(&run), "agentcompass-compose-"),
-        Vec::<String>::new()
-    );
+    assert_eq!(leftovers(&run_id(&run), &bad), Vec::<String>::new());
 
     // Refused before the first task: a run of only the unsupported task is refused whole.
     let out = oracle(&ws, &features(&["compose-unsupported"]), &[], &[]).expect_code(2);
@@ -327,7 +327,7 @@ fn a_cancelled_or_killed_compose_task_leaves_nothing_behind() {
     let run = wait_for_open_environment(&ws, &[]);
     let id = run_id(&run);
     assert_eq!(
-        leftovers(&id, "agentcompass-slow-compose-").len(),
+        leftovers(&id, &["slow-compose"]).len(),
         4,
         "main, api, network, volume"
     );
@@ -337,10 +337,7 @@ fn a_cancelled_or_killed_compose_task_leaves_nothing_behind() {
         .unwrap();
     let out = Outcome::of(child.wait_with_output().unwrap());
     assert_eq!(out.code, 130, "{out:?}");
-    assert_eq!(
-        leftovers(&id, "agentcompass-slow-compose-"),
-        Vec::<String>::new()
-    );
+    assert_eq!(leftovers(&id, &["slow-compose"]), Vec::<String>::new());
 
     // SIGKILL: everything stays, `env list` shows it, `env close --all` releases all of it.
     let mut child = spawn_slow(&ws, &plugins, &params);
@@ -348,7 +345,7 @@ fn a_cancelled_or_killed_compose_task_leaves_nothing_behind() {
     let id = run_id(&run);
     child.kill().unwrap();
     child.wait().unwrap();
-    let mut left = leftovers(&id, "agentcompass-slow-compose-");
+    let mut left = leftovers(&id, &["slow-compose"]);
     left.sort();
     assert_eq!(left.len(), 4, "{left:?}");
     assert!(
@@ -360,10 +357,7 @@ fn a_cancelled_or_killed_compose_task_leaves_nothing_behind() {
     let records: Value = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!(records.as_array().unwrap().len(), 1, "{listed:?}");
     ws.run_ok(&["--plugin-dir", &dir, "env", "close", "--all"], &[]);
-    assert_eq!(
-        leftovers(&id, "agentcompass-slow-compose-"),
-        Vec::<String>::new()
-    );
+    assert_eq!(leftovers(&id, &["slow-compose"]), Vec::<String>::new());
 }
 
 #[test]
@@ -420,7 +414,14 @@ fn slurm_runs_compose_tasks_on_the_nodes_building_each_image_once() {
     let built = builds_of(&api, since, &events);
     assert!(built <= 1, "{api}: {built} builds: {events:?}");
     assert_eq!(
-        leftovers(&run_id(&run), "agentcompass-cluster-sidecar-"),
+        leftovers(
+            &run_id(&run),
+            &[
+                "cluster-sidecar-1",
+                "cluster-sidecar-2",
+                "cluster-sidecar-3"
+            ]
+        ),
         Vec::<String>::new()
     );
 }

@@ -212,9 +212,28 @@ pub(crate) async fn build_image(
         .forcerm(true)
         .networkmode(network)
         .build();
-    let mut output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+    let output = docker.build_image(options, None, Some(bollard::body_full(tar.into())));
+    let log = follow_build(docker, output, &tag, &shown).await?;
+    match docker.inspect_image(&tag).await {
+        Ok(_) => Ok(Built { tag, log }),
+        Err(e) => Err(docker
+            .engine
+            .error(&format!("inspecting the built image `{tag}`"), e)),
+    }
+}
+
+/// Follows a build's output into its log (kept per image): the log's path, or the build's
+/// error quoting its failing instruction and naming the log.
+async fn follow_build(
+    docker: &Daemon,
+    mut output: impl futures_util::Stream<
+            Item = std::result::Result<bollard::models::BuildInfo, bollard::errors::Error>,
+        > + Unpin,
+    tag: &str,
+    shown: &str,
+) -> Result<Option<PathBuf>> {
     let mut log = BuildLog::default();
-    let kept = build_log::path(docker.engine, &tag);
+    let kept = build_log::path(docker.engine, tag);
     while let Some(item) = output.next().await {
         let error = match item {
             Ok(info) => {
@@ -234,13 +253,7 @@ pub(crate) async fn build_image(
             log.failure(&error)
         )));
     }
-    let log = kept.filter(|path| log.keep(path, None));
-    match docker.inspect_image(&tag).await {
-        Ok(_) => Ok(Built { tag, log }),
-        Err(e) => Err(docker
-            .engine
-            .error(&format!("inspecting the built image `{tag}`"), e)),
-    }
+    Ok(kept.filter(|path| log.keep(path, None)))
 }
 
 /// A built (or found) image: its tag, and its build's log when there is one.

@@ -17,7 +17,7 @@ use bollard::models::ContainerCreateBody;
 
 use crate::compose::stack::{SidecarEgress, Stack, StackSpec};
 use crate::compose::{self, Project};
-use crate::config::{image_source, workdir_of, Address, Config};
+use crate::config::{image_source, workdir_of, Address, Config, ImageSource};
 use crate::container::Launch;
 use crate::egress::{self, Egress, PROXY_PORT};
 use crate::engine::{remove_container, Daemon, Engine};
@@ -27,12 +27,152 @@ use crate::network::{egress_of, Attachment};
 use crate::session::{ContainerSession, EngineAddress};
 use crate::{container_body, mounts, ContainerProvider, NAME_PREFIX};
 
+/// What an open settled before anything is created: the container's name, image, network
+/// and working directory, and the task's Compose project.
+struct Prepared {
+    engine: Engine,
+    config: Config,
+    name: String,
+    workdir: String,
+    source: ImageSource,
+    baseline: NetworkPolicy,
+    attachment: Attachment,
+    /// The Compose file and its project.
+    project: Option<(String, Arc<Project>)>,
+    /// The container's network: a project's own, the `network` parameter, or `none`.
+    network: String,
+    address: String,
+    resources: ResourceRequirements,
+    store: Option<String>,
+    deadline: Option<Duration>,
+    /// The task named no working directory: the image's `WORKDIR` is used.
+    workdir_from_image: bool,
+}
+
+/// What the container's network needs on the host: binds, endpoint forwards, the forwarder
+/// bundle and the egress directory.
+struct Wiring {
+    binds: Vec<String>,
+    endpoints: Vec<agentcompass_egress::forward::Forward>,
+    bundle: Option<Arc<Bundle>>,
+    egress: Option<Egress>,
+}
+
 /// Opens a session of `provider` for `request`.
 pub(crate) async fn open(
     provider: &ContainerProvider,
     ctx: &Ctx,
     request: &OpenEnvironmentRequest,
 ) -> Result<SessionRef> {
+    let prepared = prepare(provider, ctx, request).await?;
+    let wiring = wire(&prepared, ctx, request).await?;
+    let (engine, name) = (prepared.engine, prepared.name.clone());
+    let Wiring {
+        binds,
+        endpoints,
+        bundle,
+        egress,
+    } = wiring;
+    let mut body = container_body(
+        request,
+        &prepared.resources,
+        &prepared.config,
+        &prepared.workdir,
+        &prepared.network,
+        binds,
+    );
+    let spec = stack_spec(&prepared, &body, egress.as_ref(), bundle.as_ref())?;
+    // The project's network, volumes and sidecars, and `main`'s dependencies.
+    let stack = match (&spec, &prepared.project) {
+        (Some(spec), Some((_, project))) => {
+            let up = up(
+                engine,
+                prepared.address.clone(),
+                spec.clone(),
+                project.clone(),
+                prepared.deadline,
+            );
+            match crate::rt::spawn(up).await.and_then(|r| r) {
+                Ok((stack, main_binds)) => {
+                    main_overrides(&mut body, &stack, project, &request.resolved_env);
+                    if let Some(host) = body.host_config.as_mut() {
+                        host.binds.get_or_insert_with(Vec::new).extend(main_binds);
+                    }
+                    Some(stack)
+                }
+                Err(e) => {
+                    abandon_egress(engine, egress.as_ref(), &name);
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    let (docker, started) = match crate::rt::spawn(launch(&prepared, body))
+        .await
+        .and_then(|r| r)
+    {
+        Ok(launched) => launched,
+        Err(e) => {
+            abandon_stack(engine, &prepared.address, stack).await;
+            abandon_egress(engine, egress.as_ref(), &name);
+            return Err(e);
+        }
+    };
+    let baseline = prepared.baseline.clone();
+    let session_network =
+        match start_network(&docker, &name, baseline, egress, bundle, endpoints).await {
+            Ok(network) => network,
+            Err(e) => {
+                abandon_stack(engine, &prepared.address, stack).await;
+                return Err(e);
+            }
+        };
+    let stack = match (stack, spec, &prepared.project) {
+        (Some(stack), Some(spec), Some((_, project))) => {
+            let settled = settle(
+                docker.clone(),
+                stack,
+                spec,
+                project.clone(),
+                name.clone(),
+                prepared.deadline,
+            );
+            match crate::rt::spawn(settled).await.and_then(|r| r) {
+                Ok(stack) => Some(stack),
+                Err(e) => {
+                    let (docker, container) = (docker.clone(), name.clone());
+                    crate::rt::spawn(async move { remove_container(&docker, &container).await })
+                        .await??;
+                    stop_network(&session_network).await;
+                    return Err(e);
+                }
+            }
+        }
+        _ => None,
+    };
+    tracing::debug!(provider = engine.id(), container = %name, network = %prepared.network, "opened environment");
+    let session = ContainerSession::new(
+        docker,
+        name,
+        origin(&prepared),
+        started,
+        request.resolved_env.clone(),
+        session_network,
+    );
+    Ok(Arc::new(match stack {
+        Some(stack) => session.with_stack(stack),
+        None => session,
+    }))
+}
+
+/// Settles everything an open decides before creating anything (a Compose file is read,
+/// and the values it takes from the host registered as secrets, here).
+async fn prepare(
+    provider: &ContainerProvider,
+    ctx: &Ctx,
+    request: &OpenEnvironmentRequest,
+) -> Result<Prepared> {
     let engine = provider.engine;
     let config = Config::parse(engine, &request.environment.params)?;
     let setup = &request.environment.setup;
@@ -69,10 +209,36 @@ pub(crate) async fn open(
     };
     let address = provider.address(&config).await?;
     let (resources, store) = engine_facts(provider, request, &address).await?;
-    // A container with its own loopback needs the forwarder: for the proxy (isolated) and
-    // for host endpoints (any network but the host's, where the host listens itself).
-    let forwarding = attachment == Attachment::Isolated
-        || (!request.host_endpoints.is_empty() && network != "host");
+    let deadline = setup
+        .build_timeout_seconds
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok());
+    Ok(Prepared {
+        engine,
+        config,
+        name,
+        workdir,
+        source,
+        baseline,
+        attachment,
+        project,
+        network,
+        address,
+        resources,
+        store,
+        deadline,
+        workdir_from_image: setup.workdir.is_none(),
+    })
+}
+
+/// The host side of the container's network: a container with its own loopback needs the
+/// forwarder — for the proxy (isolated) and for host endpoints (any network but the host's,
+/// where the host listens itself); an isolated one its egress directory (whose token is
+/// registered as a secret).
+async fn wire(prepared: &Prepared, ctx: &Ctx, request: &OpenEnvironmentRequest) -> Result<Wiring> {
+    let engine = prepared.engine;
+    let isolated = prepared.attachment == Attachment::Isolated;
+    let forwarding = isolated || (!request.host_endpoints.is_empty() && prepared.network != "host");
     let (mut binds, endpoints) = if forwarding {
         endpoint_mounts(engine, &request.host_endpoints)?
     } else {
@@ -86,158 +252,101 @@ pub(crate) async fn open(
         None
     };
     binds.extend(mounts::host_mount_binds(engine, &request.host_mounts)?);
-    let egress = match attachment {
-        Attachment::Isolated => {
-            let host_map = config.host_map(&request.egress_hosts)?;
-            let mut egress = Egress::create(engine, &random_suffix(), host_map, &name)?;
-            if let Some((_, project)) = &project {
-                egress.reach_directly(project.service_names());
-            }
-            binds.push(egress.bind());
-            Some(egress)
+    let egress = if isolated {
+        let host_map = prepared.config.host_map(&request.egress_hosts)?;
+        let mut egress = Egress::create(engine, &random_suffix(), host_map, &prepared.name)?;
+        if let Some((_, project)) = &prepared.project {
+            egress.reach_directly(project.service_names());
         }
-        Attachment::Shared => None,
-    };
-    let deadline = setup
-        .build_timeout_seconds
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .and_then(|s| Duration::try_from_secs_f64(s).ok());
-    let sidecar_proxy = egress_of(engine, &baseline)?.is_some();
-    let mut body = container_body(request, &resources, &config, &workdir, &network, binds);
-    let spec = project.as_ref().map(|(file, _)| {
-        Arc::new(StackSpec {
-            engine,
-            name: name.clone(),
-            file: file.clone(),
-            labels: body.labels.clone().unwrap_or_default(),
-            internal: attachment == Attachment::Isolated,
-            pull: config.pull,
-            build_network: config.network.clone(),
-            // Sidecars reach out through the proxy by its variables, fixed when they start:
-            // under a baseline with egress (`allowlist`) only; under `no-network` a service
-            // reaches its peers and nothing else, with no proxy in the way.
-            egress: match (&egress, &bundle, sidecar_proxy) {
-                (Some(egress), Some(bundle), true) => Some(SidecarEgress {
-                    binds: bundle
-                        .binds()
-                        .into_iter()
-                        .chain(std::iter::once(egress.bind()))
-                        .collect(),
-                    env: egress
-                        .env()
-                        .into_iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect(),
-                    bundle: bundle.clone(),
-                    forwards: vec![forwarder::forward(PROXY_PORT, Egress::container_socket())],
-                }),
-                _ => None,
-            },
-            ulimits: body.host_config.as_ref().and_then(|h| h.ulimits.clone()),
-        })
-    });
-    if let Some(egress) = &egress {
+        binds.push(egress.bind());
         ctx.register_secret(egress.token()).await;
-    }
-    // The project's network, volumes and sidecars, and `main`'s dependencies.
-    let stack = match (&spec, &project) {
-        (Some(spec), Some((_, project))) => {
-            let up = up(
-                engine,
-                address.clone(),
-                spec.clone(),
-                project.clone(),
-                deadline,
-            );
-            match crate::rt::spawn(up).await.and_then(|r| r) {
-                Ok((stack, main_binds)) => {
-                    main_overrides(&mut body, &stack, project, &request.resolved_env);
-                    if let Some(host) = body.host_config.as_mut() {
-                        host.binds.get_or_insert_with(Vec::new).extend(main_binds);
-                    }
-                    Some(stack)
-                }
-                Err(e) => {
-                    abandon_egress(engine, egress.as_ref(), &name);
-                    return Err(e);
-                }
-            }
-        }
+        Some(egress)
+    } else {
+        None
+    };
+    Ok(Wiring {
+        binds,
+        endpoints,
+        bundle,
+        egress,
+    })
+}
+
+/// How the project is started, when the task has one. Sidecars reach out through the proxy
+/// by its variables, fixed when they start: under a baseline with egress (`allowlist`) only;
+/// under `no-network` a service reaches its peers and nothing else, with no proxy in the way.
+fn stack_spec(
+    prepared: &Prepared,
+    body: &ContainerCreateBody,
+    egress: Option<&Egress>,
+    bundle: Option<&Arc<Bundle>>,
+) -> Result<Option<Arc<StackSpec>>> {
+    let Some((file, _)) = &prepared.project else {
+        return Ok(None);
+    };
+    let proxied = egress_of(prepared.engine, &prepared.baseline)?.is_some();
+    let egress = match (egress, bundle) {
+        (Some(egress), Some(bundle)) if proxied => Some(SidecarEgress {
+            binds: bundle
+                .binds()
+                .into_iter()
+                .chain(std::iter::once(egress.bind()))
+                .collect(),
+            env: egress
+                .env()
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect(),
+            bundle: bundle.clone(),
+            forwards: vec![forwarder::forward(PROXY_PORT, Egress::container_socket())],
+        }),
         _ => None,
     };
-    let launch = Launch {
-        engine,
-        host: address.clone(),
-        image: source.image,
-        build_context: source.build_context,
-        pull: config.pull,
-        build_network: config.network.clone(),
-        container: name.clone(),
+    Ok(Some(Arc::new(StackSpec {
+        engine: prepared.engine,
+        name: prepared.name.clone(),
+        file: file.clone(),
+        labels: body.labels.clone().unwrap_or_default(),
+        internal: prepared.attachment == Attachment::Isolated,
+        pull: prepared.config.pull,
+        build_network: prepared.config.network.clone(),
+        egress,
+        ulimits: body.host_config.as_ref().and_then(|h| h.ulimits.clone()),
+    })))
+}
+
+/// Builds or finds `main`'s image and starts it (module `container`), on the provider
+/// runtime.
+fn launch(
+    prepared: &Prepared,
+    body: ContainerCreateBody,
+) -> impl std::future::Future<Output = Result<(Daemon, crate::container::Started)>> {
+    Launch {
+        engine: prepared.engine,
+        host: prepared.address.clone(),
+        image: prepared.source.image.clone(),
+        build_context: prepared.source.build_context.clone(),
+        pull: prepared.config.pull,
+        build_network: prepared.config.network.clone(),
+        container: prepared.name.clone(),
         body,
-        workdir: workdir.clone(),
-        image_workdir: setup.workdir.is_none(),
-        deadline,
-    };
-    let (docker, started) = match crate::rt::spawn(launch.run()).await.and_then(|r| r) {
-        Ok(launched) => launched,
-        Err(e) => {
-            abandon_stack(engine, &address, stack).await;
-            abandon_egress(engine, egress.as_ref(), &name);
-            return Err(e);
-        }
-    };
-    let session_network =
-        match start_network(&docker, &name, baseline, egress, bundle, endpoints).await {
-            Ok(network) => network,
-            Err(e) => {
-                abandon_stack(engine, &address, stack).await;
-                return Err(e);
-            }
-        };
-    let stack = match (stack, &spec, &project) {
-        (Some(stack), Some(spec), Some((_, project))) => {
-            let settled = settle(
-                docker.clone(),
-                stack,
-                spec.clone(),
-                project.clone(),
-                name.clone(),
-                deadline,
-            );
-            match crate::rt::spawn(settled).await.and_then(|r| r) {
-                Ok(stack) => Some(stack),
-                Err(e) => {
-                    let (docker, container) = (docker.clone(), name.clone());
-                    crate::rt::spawn(async move { remove_container(&docker, &container).await })
-                        .await??;
-                    stop_network(&session_network).await;
-                    return Err(e);
-                }
-            }
-        }
-        _ => None,
-    };
-    tracing::debug!(provider = engine.id(), container = %name, network = %network, "opened environment");
-    let origin = EngineAddress {
-        address,
-        store,
-        private_program: match &config.address {
+        workdir: prepared.workdir.clone(),
+        image_workdir: prepared.workdir_from_image,
+        deadline: prepared.deadline,
+    }
+    .run()
+}
+
+/// Where the session's engine is, for its close parameters.
+fn origin(prepared: &Prepared) -> EngineAddress {
+    EngineAddress {
+        address: prepared.address.clone(),
+        store: prepared.store.clone(),
+        private_program: match &prepared.config.address {
             Address::PrivateService { program } => Some(program.clone()),
             Address::Given(_) => None,
         },
-    };
-    let session = ContainerSession::new(
-        docker,
-        name,
-        origin,
-        started,
-        request.resolved_env.clone(),
-        session_network,
-    );
-    Ok(Arc::new(match stack {
-        Some(stack) => session.with_stack(stack),
-        None => session,
-    }))
+    }
 }
 
 /// The host's environment (the interpolation source of a Compose file).

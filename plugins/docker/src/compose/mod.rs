@@ -25,6 +25,7 @@ pub(crate) mod model;
 pub(crate) mod stack;
 #[cfg(test)]
 mod tests;
+mod units;
 
 use std::path::Path;
 

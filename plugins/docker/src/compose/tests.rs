@@ -127,10 +127,10 @@ fn a_typed_error_never_shows_a_host_value() {
 
 #[test]
 fn compose_durations() {
-    assert_eq!(model::duration("1m30s").unwrap().as_secs(), 90);
-    assert_eq!(model::duration("500ms").unwrap().as_millis(), 500);
-    assert_eq!(model::duration("1.5s").unwrap().as_millis(), 1500);
-    assert!(model::duration("5 s").is_none());
-    assert!(model::duration("").is_none());
+    assert_eq!(units::duration("1m30s").unwrap().as_secs(), 90);
+    assert_eq!(units::duration("500ms").unwrap().as_millis(), 500);
+    assert_eq!(units::duration("1.5s").unwrap().as_millis(), 1500);
+    assert!(units::duration("5 s").is_none());
+    assert!(units::duration("").is_none());
     let _ = Path::new("/");
 }
