@@ -30,7 +30,6 @@ const SERVICE: &[&str] = &[
     "stdin_open",
     "shm_size",
     "pull_policy",
-    "stop_grace_period",
 ];
 
 /// What `main` (the task's own container) may add: the host builds or pulls its image and
