@@ -223,6 +223,14 @@ fn compose_failures_are_their_tasks_issues_named_before_the_agent() {
     );
     assert_eq!(leftovers(&run_id(&run), &bad), Vec::<String>::new());
 
+    // `--dry-run` says so, naming the file and the key.
+    let out = oracle(&ws, &features(&bad), &["--dry-run"], &[]).expect_code(0);
+    assert!(
+        out.stderr.contains(
+            "task compose-unsupported: refused before the first task (its `unsupported` issue)"
+        ) && out.stderr.contains("`services.web.ports` is not supported"),
+        "{out:?}"
+    );
     // Refused before the first task: a run of only the unsupported task is refused whole.
     let out = oracle(&ws, &features(&["compose-unsupported"]), &[], &[]).expect_code(2);
     assert!(

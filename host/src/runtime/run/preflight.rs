@@ -75,8 +75,9 @@ impl PreparedRequest {
     }
 
     /// What a run would say before and while starting the tasks of the first page (all of
-    /// them when the benchmark's selection fits one): each task's load warnings, and which
-    /// tasks build their image from their own definition — for `--dry-run`.
+    /// them when the benchmark's selection fits one): each task's load warnings, the tasks
+    /// the environment refuses (their `unsupported` issue in a run), and which tasks build
+    /// their image from their own definition — for `--dry-run`.
     pub fn preview(&self) -> TaskPreview {
         let mut preview = TaskPreview::default();
         let Some(tasks) = &self.tasks else {
@@ -89,6 +90,12 @@ impl PreparedRequest {
                     .warnings
                     .push(format!("task {}: {warning}", task.task_id));
             }
+            if let Some(refusal) = self.refusal(task) {
+                preview.warnings.push(format!(
+                    "task {}: refused before the first task (its `unsupported` issue): {refusal}",
+                    task.task_id
+                ));
+            }
             let builds = self.planner.image_builds(task, &self.resolved);
             if !builds.is_empty() {
                 preview.building += 1;
@@ -97,6 +104,21 @@ impl PreparedRequest {
             }
         }
         preview
+    }
+
+    /// Why the environment refuses `task`'s plan, if it does (bindings are not resolved
+    /// here: a missing variable is the run's own refusal).
+    fn refusal(&self, task: &TaskSpec) -> Option<String> {
+        let plan = match self.planner.plan(task, &self.resolved, 1) {
+            Ok(plan) => plan,
+            Err(e) if e.is_unsupported() => return Some(e.to_string()),
+            Err(_) => return None,
+        };
+        let any = |_: &str| Some(String::new());
+        match self.planner.check(&plan, &any) {
+            Err(crate::planner::PlanError::Unsupported { message, .. }) => Some(message),
+            _ => None,
+        }
     }
 
     /// How many tasks the benchmark selected, once [`PreparedRequest::load_tasks`] opened them.
