@@ -280,6 +280,37 @@ fn slow_task(ws: &Workspace) -> Value {
     json!({"path": dir})
 }
 
+/// A compose task whose service never becomes healthy within the test: its open lasts.
+fn slow_open_task(ws: &Workspace) -> Value {
+    let dir = ws.cwd.join("slow-open");
+    let write = |path: &str, text: &str| {
+        let file = dir.join("slow-open").join(path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    };
+    write(
+        "task.toml",
+        "schema_version = \"1.4\"\n[environment]\nworkdir = \"/app\"\n",
+    );
+    write("instruction.md", "Wait.\n");
+    write(
+        "environment/Dockerfile",
+        "FROM ubuntu:24.04\nWORKDIR /app\n",
+    );
+    write(
+        "environment/docker-compose.yaml",
+        "services:\n  db:\n    image: busybox:1.36\n    command: [sleep, infinity]\n    \
+         volumes: [data:/data]\n    healthcheck:\n      test: [CMD, test, -f, /never]\n      \
+         interval: 500ms\n      retries: 1000\nvolumes:\n  data: {}\n",
+    );
+    write("solution/solve.sh", "#!/bin/bash\ntrue\n");
+    write(
+        "tests/test.sh",
+        "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
+    );
+    json!({"path": dir})
+}
+
 /// Starts the slow task's run.
 fn spawn_slow(ws: &Workspace, plugins: &Packs, params: &Value) -> Child {
     ws.command()
@@ -293,6 +324,12 @@ fn spawn_slow(ws: &Workspace, plugins: &Packs, params: &Value) -> Child {
 /// The run directory where the task's environment record (with its services) appears
 /// (waiting up to two minutes).
 fn wait_for_open_environment(ws: &Workspace, known: &[PathBuf]) -> PathBuf {
+    wait_for_record(ws, known, "\"sidecars\"")
+}
+
+/// The run directory (not one of `known`) where an environment record holding `needle`
+/// appears (waiting up to two minutes).
+fn wait_for_record(ws: &Workspace, known: &[PathBuf], needle: &str) -> PathBuf {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while std::time::Instant::now() < deadline {
         for namespace in fs::read_dir(ws.cwd.join("results"))
@@ -310,9 +347,7 @@ fn wait_for_open_environment(ws: &Workspace, known: &[PathBuf]) -> PathBuf {
                     .into_iter()
                     .flatten()
                     .flatten()
-                    .filter(|r| {
-                        fs::read_to_string(r.path()).is_ok_and(|t| t.contains("\"sidecars\""))
-                    })
+                    .filter(|r| fs::read_to_string(r.path()).is_ok_and(|t| t.contains(needle)))
                     .count();
                 if recorded > 0 && !known.contains(&run.path()) {
                     return run.path();
@@ -366,6 +401,32 @@ fn a_cancelled_or_killed_compose_task_leaves_nothing_behind() {
     assert_eq!(records.as_array().unwrap().len(), 1, "{listed:?}");
     ws.run_ok(&["--plugin-dir", &dir, "env", "close", "--all"], &[]);
     assert_eq!(leftovers(&id, &["slow-compose"]), Vec::<String>::new());
+
+    // SIGKILL while the environment is still opening (its service's health check pending):
+    // the record of its opening is there, and `env close --all` releases what it made.
+    let mut child = spawn_slow(&ws, &plugins, &slow_open_task(&ws));
+    let known: Vec<PathBuf> = fs::read_dir(ws.cwd.join("results"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|ns| fs::read_dir(ns.path()).into_iter().flatten().flatten())
+        .map(|run| run.path())
+        .collect();
+    let run = wait_for_record(&ws, &known, "\"opening\"");
+    let id = run_id(&run);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while leftovers(&id, &["slow-open"]).len() < 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let mut left = leftovers(&id, &["slow-open"]);
+    left.sort();
+    assert_eq!(left.len(), 3, "db, network, volume: {left:?}");
+    let listed = ws.run_ok(&["--plugin-dir", &dir, "env", "list"], &[]);
+    assert!(listed.stdout.contains("\"opening\""), "{listed:?}");
+    ws.run_ok(&["--plugin-dir", &dir, "env", "close", "--all"], &[]);
+    assert_eq!(leftovers(&id, &["slow-open"]), Vec::<String>::new());
 }
 
 #[test]

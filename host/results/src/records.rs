@@ -85,6 +85,30 @@ pub fn task_payload(
     to_json(&record)
 }
 
+/// A persisted record of an environment being opened (`.env-resources/<id>.json`, state
+/// `opening`): `close_params` release what an unfinished open created (the plugin API's
+/// `OPENING_CLOSE_KEY`).
+pub fn opening_record(
+    id: &str,
+    provider: &str,
+    close_params: &Value,
+    task_id: &str,
+    attempt: u32,
+    created_at: &str,
+) -> Value {
+    to_json(&EnvRecord {
+        attempt,
+        close_params: redact_value(close_params),
+        created_at: created_at.to_string(),
+        error: None,
+        id: id.to_string(),
+        provider: provider.to_string(),
+        schema_version: ENV_RECORD_SCHEMA.to_string(),
+        state: "opening".to_string(),
+        task_id: task_id.to_string(),
+    })
+}
+
 /// A persisted record of an open environment (`.env-resources/<id>.json`).
 pub fn env_record(info: &SessionInfo, task_id: &str, attempt: u32, created_at: &str) -> Value {
     to_json(&EnvRecord {

@@ -103,6 +103,14 @@ pub enum EnvironmentRole {
     Evaluation,
 }
 
+/// The key of the close parameters of a session whose open did not finish (the host was
+/// killed, or the run cancelled, while a provider was opening it): `{"opening": {"run_id",
+/// "task_id", "attempt", "role", "params"}}` ([`OpenEnvironmentRequest::opening_close_params`]).
+/// The host records them before it calls `open` and replaces them with the session's own
+/// once it opened; a provider that labels what it creates with the request's run, task,
+/// attempt and role releases all of it on `close`, others release nothing (`Ok`).
+pub const OPENING_CLOSE_KEY: &str = "opening";
+
 /// Everything a provider needs to open one environment. `Debug` hides `resolved_env` values.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpenEnvironmentRequest {
@@ -199,6 +207,23 @@ impl OpenEnvironmentRequest {
             egress_hosts: BTreeMap::new(),
             host_mounts: Vec::new(),
         }
+    }
+}
+
+impl OpenEnvironmentRequest {
+    /// The close parameters that release what an unfinished open of this request created
+    /// ([`OPENING_CLOSE_KEY`]); the provider parameters are included (they say where the
+    /// engine is) and are redacted like any record when persisted.
+    pub fn opening_close_params(&self) -> serde_json::Value {
+        serde_json::json!({
+            OPENING_CLOSE_KEY: {
+                "run_id": self.run_id,
+                "task_id": self.task_id,
+                "attempt": self.attempt,
+                "role": self.role,
+                "params": self.environment.params,
+            }
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 //! and its egress directory — only what this provider named and labelled
 //! `agentcompass.managed=true`.
 
-use agentcompass_plugin_api::contracts::JsonMap;
+use agentcompass_plugin_api::contracts::{EnvironmentRole, JsonMap, OPENING_CLOSE_KEY};
 use agentcompass_plugin_api::sdk::provider::blocking;
 use agentcompass_plugin_api::{Error, Result};
 use serde_json::Value;
@@ -11,7 +11,10 @@ use serde_json::Value;
 use crate::compose::stack::{remove_all, remove_copies};
 use crate::config::Config;
 use crate::engine::{self, status_of, Daemon, Engine};
-use crate::{egress, ContainerProvider, LABEL_MANAGED, NAME_PREFIX};
+use crate::{
+    egress, role_name, ContainerProvider, LABEL_ATTEMPT, LABEL_MANAGED, LABEL_ROLE, LABEL_RUN,
+    LABEL_TASK, NAME_PREFIX,
+};
 
 /// The Compose project a session recorded.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -23,9 +26,28 @@ struct Recorded {
     copies: Option<String>,
 }
 
+/// An open that did not finish ([`OPENING_CLOSE_KEY`]): what it created carries these labels.
+#[derive(Debug, serde::Deserialize)]
+struct Opening {
+    run_id: String,
+    task_id: String,
+    attempt: u32,
+    role: EnvironmentRole,
+    #[serde(default)]
+    params: JsonMap,
+}
+
 /// Releases what `close_params` names.
 pub(crate) async fn close(provider: &ContainerProvider, close_params: &Value) -> Result<()> {
     let engine = provider.engine;
+    if let Some(opening) = close_params.get(OPENING_CLOSE_KEY) {
+        let opening: Opening = serde_json::from_value(opening.clone()).map_err(|e| {
+            Error::invalid_input(format!(
+                "environment `{engine}`: `{OPENING_CLOSE_KEY}`: {e}"
+            ))
+        })?;
+        return sweep(provider, opening).await;
+    }
     if let Some(dir) = close_params.get("egress_dir").and_then(Value::as_str) {
         egress::remove_dir(engine, std::path::Path::new(dir))?;
     }
@@ -75,6 +97,78 @@ pub(crate) async fn close(provider: &ContainerProvider, close_params: &Value) ->
             _ => None,
         };
         remove_all(&docker, &containers, &volumes, network).await
+    })
+    .await?
+}
+
+/// Removes every container, volume and network an unfinished open labelled (its run, task,
+/// attempt and role, and the managed label), in the engine its parameters name.
+async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
+    let engine = provider.engine;
+    // Parameters redacted when recorded (a socket path is not a secret) fall back to the
+    // default address.
+    let config = Config::parse(engine, &opening.params)
+        .or_else(|_| Config::parse(engine, &JsonMap::new()))?;
+    let address = provider.address(&config).await?;
+    crate::rt::spawn(async move {
+        let docker = Daemon::connect(engine, &address).await?;
+        let labels = vec![
+            format!("{LABEL_MANAGED}=true"),
+            format!("{LABEL_RUN}={}", opening.run_id),
+            format!("{LABEL_TASK}={}", opening.task_id),
+            format!("{LABEL_ATTEMPT}={}", opening.attempt),
+            format!("{LABEL_ROLE}={}", role_name(opening.role)),
+        ];
+        let filters = std::collections::HashMap::from([("label".to_string(), labels)]);
+        let containers = docker
+            .list_containers(Some(
+                bollard::query_parameters::ListContainersOptionsBuilder::new()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| engine.error("listing containers", e))?
+            .into_iter()
+            .filter_map(|c| {
+                c.names?
+                    .first()
+                    .map(|n| n.trim_start_matches('/').to_string())
+            })
+            .collect::<Vec<_>>();
+        let volumes = docker
+            .list_volumes(Some(
+                bollard::query_parameters::ListVolumesOptionsBuilder::new()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| engine.error("listing volumes", e))?
+            .volumes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.name)
+            .collect::<Vec<_>>();
+        let networks = docker
+            .list_networks(Some(
+                bollard::query_parameters::ListNetworksOptionsBuilder::new()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| engine.error("listing networks", e))?;
+        remove_all(&docker, &containers, &volumes, None).await?;
+        // A project's bind copies are named after its main container.
+        for container in &containers {
+            let copies = std::env::temp_dir().join(format!("{container}-binds"));
+            if copies.exists() {
+                remove_copies(&copies)?;
+            }
+        }
+        for network in networks.into_iter().filter_map(|n| n.name) {
+            remove_all(&docker, &[], &[], Some(&network)).await?;
+        }
+        Ok(())
     })
     .await?
 }

@@ -108,8 +108,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, ExecutionPlan, NetworkMode, OpenEnvironmentRequest,
-    ProviderCapabilities, ResourceRequirements, PORT_ENTRY_TYPE,
+    ComponentInfo, ComponentKind, EnvironmentRole, ExecutionPlan, NetworkMode,
+    OpenEnvironmentRequest, ProviderCapabilities, ResourceRequirements, PORT_ENTRY_TYPE,
 };
 use agentcompass_plugin_api::sdk::provider::blocking;
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
@@ -134,10 +134,12 @@ const WHAT: &str = "image from setup.image, or built from a task's Dockerfile co
 pub(crate) const NAME_PREFIX: &str = "agentcompass-";
 
 /// Label keys.
-const LABEL_RUN: &str = "agentcompass.run_id";
-const LABEL_TASK: &str = "agentcompass.task_id";
-const LABEL_ATTEMPT: &str = "agentcompass.attempt";
+pub(crate) const LABEL_RUN: &str = "agentcompass.run_id";
+pub(crate) const LABEL_TASK: &str = "agentcompass.task_id";
+pub(crate) const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 pub(crate) const LABEL_MANAGED: &str = "agentcompass.managed";
+/// Which environment of the attempt (`task` or `evaluation`).
+pub(crate) const LABEL_ROLE: &str = "agentcompass.role";
 
 /// The `allowlist`/`denylist` entries the egress proxy matches (every host pattern of the
 /// contract, with or without a port).
@@ -291,6 +293,14 @@ impl EnvironmentProvider for ContainerProvider {
     }
 }
 
+/// A role's label value.
+pub(crate) fn role_name(role: EnvironmentRole) -> &'static str {
+    match role {
+        EnvironmentRole::Task => "task",
+        EnvironmentRole::Evaluation => "evaluation",
+    }
+}
+
 /// Harbor's GPU request (`gpus > 0`): that many NVIDIA devices with the `gpu` capability, as
 /// its Compose `deploy.resources.reservations.devices` asks (the NVIDIA Container Toolkit
 /// must be installed; the engine says so when it is not).
@@ -318,6 +328,7 @@ pub(crate) fn container_body(
         (LABEL_RUN.to_string(), request.run_id.clone()),
         (LABEL_TASK.to_string(), request.task_id.clone()),
         (LABEL_ATTEMPT.to_string(), request.attempt.to_string()),
+        (LABEL_ROLE.to_string(), role_name(request.role).to_string()),
         (LABEL_MANAGED.to_string(), "true".to_string()),
     ]);
     ContainerCreateBody {

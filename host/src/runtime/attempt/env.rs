@@ -10,7 +10,7 @@ use agentcompass_plugin_api::contracts::{
 use agentcompass_plugin_api::sdk::SessionRef;
 use agentcompass_plugin_api::Error;
 use agentcompass_results::naming::sanitize_component;
-use agentcompass_results::records::env_record;
+use agentcompass_results::records::{env_record, opening_record};
 use agentcompass_results::store::write_json_atomic;
 use agentcompass_results::time::rfc3339;
 
@@ -21,7 +21,7 @@ use crate::issue_codes as codes;
 use crate::planner::{phase_bindings, resolve_secret_bindings, Phase};
 use crate::progress::TaskPhase;
 use crate::runtime::context::AttemptScope;
-use crate::runtime::phase::{run_phase, watchdog};
+use crate::runtime::phase::{run_phase, watchdog, PhaseOutcome};
 
 /// An open environment and its persisted record.
 pub(super) struct OpenEnv {
@@ -163,9 +163,18 @@ pub(super) async fn open_environment(
     rc.phase(task, attempt, phase);
     let provider = rc.planner.provider().clone();
     let budget = watchdog(request.environment.setup.build_timeout_seconds);
-    let session = run_phase(&rc.cancel, budget, provider.open(&rc.ctx, &request))
-        .await
-        .or_halt(&rule)?;
+    let opening = Opening::record(step, &request);
+    let outcome = run_phase(&rc.cancel, budget, provider.open(&rc.ctx, &request)).await;
+    let opening = match outcome {
+        PhaseOutcome::Done(_) => Some(opening),
+        _ => {
+            // Whatever the unfinished (cancelled, timed-out or failed) open created is
+            // released.
+            opening.release(rc).await;
+            None
+        }
+    };
+    let session = outcome.or_halt(&rule)?;
     let info = session.info();
     if let Some(log) = &info.build_log {
         keep_build_log(Path::new(log), role, dir).await;
@@ -180,7 +189,72 @@ pub(super) async fn open_environment(
             tracing::warn!("cannot record environment {}: {e}", info.id);
         }
     }
+    // Recorded as opened: the record of its opening goes.
+    if let Some(opening) = opening {
+        opening.forget();
+    }
     Ok(OpenEnv { session, record })
+}
+
+/// The `.env-resources/` record of an environment being opened: `env close` (after a crash)
+/// and the attempt itself (after a cancel, timeout or failure) release with it what the
+/// unfinished open created.
+struct Opening {
+    path: PathBuf,
+    close_params: serde_json::Value,
+}
+
+impl Opening {
+    /// Writes the record of `request`'s open (a failure to write is a warning).
+    fn record(step: &Step<'_>, request: &OpenEnvironmentRequest) -> Opening {
+        let role = match request.role {
+            EnvironmentRole::Task => "task",
+            EnvironmentRole::Evaluation => "evaluation",
+        };
+        let id = format!("opening-{}-{}-{role}", request.task_id, request.attempt);
+        let path = step
+            .rc
+            .store
+            .env_resources_dir()
+            .join(format!("{}.json", sanitize_component(&id)));
+        let close_params = request.opening_close_params();
+        let payload = opening_record(
+            &id,
+            &request.environment.id,
+            &close_params,
+            &request.task_id,
+            request.attempt,
+            &rfc3339(SystemTime::now()),
+        );
+        if let Err(e) = write_json_atomic(&path, &payload) {
+            tracing::warn!("cannot record environment {id}: {e}");
+        }
+        Opening { path, close_params }
+    }
+
+    /// Releases what the open created (within the cleanup grace), then the record.
+    async fn release(self, rc: &AttemptScope<'_>) {
+        let provider = rc.planner.provider().clone();
+        let closing = tokio::time::timeout(
+            rc.cleanup_grace.max(Duration::from_secs(1)),
+            provider.close(&rc.ctx, &self.close_params),
+        )
+        .await;
+        match closing {
+            Ok(Ok(())) => self.forget(),
+            Ok(Err(e)) => tracing::warn!("cannot release an unfinished environment: {e}"),
+            Err(_) => tracing::warn!("releasing an unfinished environment timed out"),
+        }
+    }
+
+    /// Removes the record (the open finished, or what it made is released).
+    fn forget(self) {
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("cannot remove {}: {e}", self.path.display());
+            }
+        }
+    }
 }
 
 /// Copies the build log `log` of the environment of `role` into `dir`: `build.log` (the
