@@ -11,9 +11,10 @@
 # ours: `agentcompass-host run harbor oracle m --env docker`, CONCURRENCY tasks at a time.
 # raw:  per task, what a compose run needs of the engine, with the CLI: `network create`,
 #       `run -d` of the sidecar (alias `api`), its health check by `exec` until it passes,
-#       `run -d` of main (alias `main`), `cp` of the solution, `exec` of it, `cp` of the tests,
-#       `exec` of them, `exec cat` of the reward, `rm -f` of both, `network rm`; CONCURRENCY
-#       tasks at a time.
+#       `run -d` of main (alias `main`), `exec mkdir` of its log directory, `cp` of the
+#       solution, `exec` of it, `cp` of the tests, `exec` of them (output into the log
+#       directory, as Harbor's verifier writes it), `cp` of the log directory out (Harbor
+#       downloads it), `rm -f` of both, `network rm`; CONCURRENCY tasks at a time.
 # Prints one tab-separated line per repetition (ms a task each, ratio ours ÷ raw) and, last,
 # `median<TAB>ours_ms<TAB>raw_ms<TAB>ratio`. Uses $DOCKER_HOST if a daemon answers there,
 # else starts a private one (dev.sh's start_docker). Defaults: N 24, CONCURRENCY 4, REPS 3.
@@ -80,8 +81,10 @@ raw_task() { # I: one task's engine calls; prints its reward
     docker exec "$p-main" bash /solution/solve.sh
     docker exec "$p-main" mkdir -p /logs/verifier
     docker cp "$dir/tests" "$p-main:/tests" >/dev/null
-    docker exec "$p-main" bash /tests/test.sh
-    docker exec "$p-main" cat /logs/verifier/reward.txt
+    docker exec "$p-main" bash -c 'bash /tests/test.sh > /logs/verifier/test-stdout.txt 2> /logs/verifier/test-stderr.txt'
+    mkdir -p "$WORK/raw/$1"
+    docker cp "$p-main:/logs/verifier" "$WORK/raw/$1/" >/dev/null
+    cat "$WORK/raw/$1/verifier/reward.txt"
     docker rm -f "$p-main" "$p-api" >/dev/null
     docker network rm "$p" >/dev/null
     : "$i"

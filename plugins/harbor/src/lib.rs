@@ -25,6 +25,7 @@ mod steps;
 mod task_toml;
 mod unmapped;
 mod verifier;
+mod verifier_files;
 
 #[cfg(test)]
 mod tests;

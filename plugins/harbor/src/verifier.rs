@@ -16,11 +16,11 @@ use agentcompass_plugin_api::Result;
 use serde_json::{json, Value};
 
 use crate::commands::{
-    open_logs, read_optional, run_checked, tail, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR,
-    TEST_STDOUT,
+    open_logs, run_checked, tail, LOG_DIRS, OUTPUT_TAIL_CHARS, TEST_STDERR, TEST_STDOUT,
 };
 use crate::names::ID;
 use crate::reward::{self, RewardError, REWARD_JSON, REWARD_TXT};
+use crate::verifier_files::VerifierFiles;
 
 /// The issue when evaluation has no environment to run `tests/test.sh` in.
 fn no_environment_issue(plan: &ExecutionPlan) -> ExecutionIssue {
@@ -99,7 +99,8 @@ pub(crate) async fn evaluate_with(
     let workdir = verifier_workdir(plan, planned_workdir);
     let root = internal_user.as_deref();
     let out = run_verifier(ctx, env, verifier, workdir, plan, started, root).await?;
-    let mut extra = verifier_output(ctx, env, &out).await;
+    let files = VerifierFiles::read(env).await?;
+    let mut extra = verifier_output(ctx, &files, &out).await;
     if out.timed_out {
         result.push_issue(ExecutionIssue::error(
             IssuePhase::Evaluate,
@@ -112,7 +113,7 @@ pub(crate) async fn evaluate_with(
         result.extra.insert("harbor".into(), extra);
         return Ok(result);
     }
-    record_reward(env, task, &out, &mut result, &mut extra).await?;
+    record_reward(&files, task, &out, &mut result, &mut extra);
     result.extra.insert("harbor".into(), extra);
     Ok(result)
 }
@@ -165,29 +166,28 @@ async fn run_verifier(
 }
 
 /// The verifier's exit status and output tails (unreadable output counts as empty).
-async fn verifier_output(ctx: &Ctx, env: &SessionRef, out: &ExecResult) -> Value {
-    let stdout = read_optional(env, TEST_STDOUT).await.ok().flatten();
-    let stderr = read_optional(env, TEST_STDERR).await.ok().flatten();
+async fn verifier_output(ctx: &Ctx, files: &VerifierFiles, out: &ExecResult) -> Value {
+    let (stdout, stderr) = (files.stdout.as_deref(), files.stderr.as_deref());
     json!({
         "test_exit_code": out.returncode,
         "test_timed_out": out.timed_out,
-        "test_stdout_tail": tail(&ctx.scrub(stdout.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
-        "test_stderr_tail": tail(&ctx.scrub(stderr.as_deref().unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
+        "test_stdout_tail": tail(&ctx.scrub(stdout.unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
+        "test_stderr_tail": tail(&ctx.scrub(stderr.unwrap_or_default()).await, OUTPUT_TAIL_CHARS),
     })
 }
 
 /// Reads the reward (`reward.json` wins over `reward.txt`) into the metrics, or records
 /// why there is none as an issue.
-async fn record_reward(
-    env: &SessionRef,
+fn record_reward(
+    files: &VerifierFiles,
     task: &TaskSpec,
     out: &ExecResult,
     result: &mut RunResult,
     extra: &mut Value,
-) -> Result<()> {
-    let json_text = read_optional(env, REWARD_JSON).await?;
+) {
+    let json_text = files.reward_json.clone();
     let txt_text = if json_text.is_none() {
-        read_optional(env, REWARD_TXT).await?
+        files.reward_txt.clone()
     } else {
         None
     };
@@ -208,5 +208,4 @@ async fn record_reward(
             ));
         }
     }
-    Ok(())
 }
