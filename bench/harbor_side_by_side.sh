@@ -54,55 +54,9 @@ export CONTAINERS_CONF="$WORK/podman/containers.conf" CONTAINERS_STORAGE_CONF="$
 docker save ubuntu:24.04 | podman load -q >/dev/null
 trap 'podman rm -af >/dev/null 2>&1 || true; rm -rf "$WORK" 2>/dev/null || true; [ -z "${DOCKERD_PID:-}" ] || stop_docker' EXIT
 
-now() { date +%s%N; }
-
 TASKS="$WORK/tasks"
 one_image_tasks "$TASKS" "$N" "image of the side-by-side bench $$"
 
-harbor() { # -> ms a task; every task must score 1
-    local t0 jobs="$WORK/jobs"
-    rm -rf "$jobs"
-    t0=$(now)
-    PATH="$VENV/bin:$PATH" "$VENV/bin/harbor" run -p "$TASKS" -a oracle -e podman -n "$CONC" \
-        -o "$jobs" >"$WORK/harbor.out" 2>&1 || { tail -5 "$WORK/harbor.out" >&2; return 1; }
-    local took=$(($(now) - t0))
-    "$VENV/bin/python" - "$jobs" "$N" <<'PY' || return 1
-import json, pathlib, sys
-jobs, n = pathlib.Path(sys.argv[1]), int(sys.argv[2])
-rewards = [json.loads(p.read_text()).get("verifier_result", {}) or {} for p in jobs.glob("*/*/result.json")]
-ones = sum(1 for r in rewards if (r.get("rewards") or {}).get("reward") == 1)
-if ones != n:
-    sys.exit(f"harbor scored 1 on {ones} of {n} tasks")
-PY
-    echo "scale=1; $took / 1000000 / $N" | bc
-}
-
-ours() { # -> ms a task; every task must score 1
-    local t0 out="$WORK/out"
-    t0=$(now)
-    "$HOST" run harbor oracle bench-model --env podman --benchmark-params "{\"path\": \"$TASKS\"}" \
-        --task-concurrency "$CONC" --progress none --results-dir "$out" \
-        >"$WORK/stdout" 2>"$WORK/stderr" || { tail -3 "$WORK/stderr" >&2; return 1; }
-    local took=$(($(now) - t0))
-    grep -q '| reward | native@1 | 1.0000 |' "$WORK/stderr" || {
-        echo "ours did not score 1 on every task: $(tail -5 "$WORK/stdout")" >&2
-        return 1
-    }
-    rm -rf "$out"
-    echo "scale=1; $took / 1000000 / $N" | bc
-}
-
-# Warm: each builds (or caches the layers of) the image once.
-harbor >/dev/null
-ours >/dev/null
-
-results=()
-for rep in $(seq "$REPS"); do
-    o=$(ours)
-    h=$(harbor)
-    ratio=$(echo "scale=3; $o / $h" | bc)
-    printf '%s\t%s\t%s\t%s\n' "$rep" "$o" "$h" "$ratio"
-    results+=("$o $h $ratio")
-done
-printf '%s\n' "${results[@]}" | sort -k3 -n | awk -v n="$REPS" \
-    'NR == int((n + 1) / 2) { printf "median\t%s\t%s\t%s\n", $1, $2, $3 }'
+# shellcheck source=/dev/null
+source "$ROOT/bench/side_by_side.sh"
+side_by_side
