@@ -477,11 +477,16 @@ fn slurm_runs_compose_tasks_on_the_nodes_building_each_image_once() {
     for (id, (_, result)) in results(&run) {
         assert_eq!(reward(&result), 1.0, "{id}: {result}");
     }
-    // The API's image: built at most once for the three tasks (the nodes share this
-    // machine's engine; an earlier test may have built it).
+    // The API's image: built at most once by each node that ran a task (a node's build lock
+    // is its own: here the nodes share this machine's engine, and an earlier test may have
+    // built it already).
     let api = built_image("/www/health", "ok\n").expect("the API's image");
     let built = builds_of(&api, since, &events);
-    assert!(built <= 1, "{api}: {built} builds: {events:?}");
+    assert!(
+        built <= spread.len(),
+        "{api}: {built} builds on {} nodes: {events:?}",
+        spread.len()
+    );
     assert_eq!(
         leftovers(
             &run_id(&run),
