@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::Daemon;
+use crate::engine::{remove_container, Daemon};
 use agentcompass_egress::forward::Forward;
 use agentcompass_plugin_api::contracts::{HostEndpoint, NetworkPolicy};
-use agentcompass_plugin_api::{Error, Result};
+use agentcompass_plugin_api::{tracing, Error, Result};
 use tokio::sync::Mutex;
 
 use crate::egress::{endpoint_dir, Egress, PROXY_PORT};
@@ -158,5 +158,78 @@ impl Isolation {
     pub(crate) async fn stop(&mut self) -> Result<()> {
         self.forwarder = None;
         self.egress.stop().await
+    }
+}
+
+/// Starts what the session's network needs (module `isolation`): the proxy and forwarder of
+/// an isolated container, the endpoints' forwarder of a shared one. On failure the
+/// container is removed (and the proxy stopped).
+pub(crate) async fn start_network(
+    docker: &Daemon,
+    name: &str,
+    baseline: NetworkPolicy,
+    egress: Option<Egress>,
+    bundle: Option<Arc<Bundle>>,
+    endpoints: Vec<agentcompass_egress::forward::Forward>,
+) -> Result<SessionNetwork> {
+    let network = match (egress, bundle) {
+        (Some(egress), Some(bundle)) => {
+            let dir = egress.dir().to_path_buf();
+            let state = Arc::new(tokio::sync::Mutex::new(Isolation::new(
+                baseline, egress, bundle, endpoints,
+            )));
+            let started = crate::rt::spawn({
+                let (state, docker, name) = (state.clone(), docker.clone(), name.to_string());
+                async move { state.lock().await.start(&docker, &name).await }
+            })
+            .await
+            .and_then(|r| r);
+            if let Err(e) = started {
+                let (docker, name) = (docker.clone(), name.to_string());
+                crate::rt::spawn(async move {
+                    if let Err(cleanup) = remove_container(&docker, &name).await {
+                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
+                    }
+                    if let Err(cleanup) = state.lock().await.stop().await {
+                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
+                    }
+                })
+                .await?;
+                return Err(e);
+            }
+            SessionNetwork::Isolated { state, dir }
+        }
+        (None, Some(bundle)) => {
+            let started = crate::rt::spawn({
+                let (docker, name) = (docker.clone(), name.to_string());
+                async move { forwarder::start(&docker, &name, &bundle, &endpoints).await }
+            })
+            .await
+            .and_then(|r| r);
+            match started {
+                Ok(running) => SessionNetwork::Shared {
+                    _forwarder: Some(running),
+                },
+                Err(e) => {
+                    let (docker, name) = (docker.clone(), name.to_string());
+                    crate::rt::spawn(async move { remove_container(&docker, &name).await })
+                        .await??;
+                    return Err(e);
+                }
+            }
+        }
+        _ => SessionNetwork::Shared { _forwarder: None },
+    };
+    Ok(network)
+}
+
+/// Stops an isolated session's proxy (its container is already gone).
+pub(crate) async fn stop_network(network: &SessionNetwork) {
+    if let SessionNetwork::Isolated { state, .. } = network {
+        let state = state.clone();
+        let stopped = crate::rt::spawn(async move { state.lock().await.stop().await }).await;
+        if let Err(e) = stopped.and_then(|r| r) {
+            tracing::warn!("cleanup failed: {e}");
+        }
     }
 }

@@ -3,7 +3,6 @@
 //! and sidecars first, `main` in it, then every health check. Whatever an open started is
 //! removed again when it fails.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,13 +15,14 @@ use agentcompass_plugin_api::{tracing, Error, Result};
 use bollard::models::ContainerCreateBody;
 
 use crate::compose::stack::{SidecarEgress, Stack, StackSpec};
+use crate::compose::up::{abandon_stack, main_overrides, settle, up};
 use crate::compose::{self, Project};
 use crate::config::{image_source, workdir_of, Address, Config, ImageSource};
 use crate::container::Launch;
 use crate::egress::{self, Egress, PROXY_PORT};
 use crate::engine::{remove_container, Daemon, Engine};
 use crate::forwarder::{self, Bundle};
-use crate::isolation::{endpoint_mounts, Isolation, SessionNetwork};
+use crate::isolation::{endpoint_mounts, start_network, stop_network};
 use crate::network::{egress_of, Attachment};
 use crate::session::{ContainerSession, EngineAddress};
 use crate::{container_body, mounts, ContainerProvider, NAME_PREFIX};
@@ -83,30 +83,12 @@ pub(crate) async fn open(
     );
     let spec = stack_spec(&prepared, &body, egress.as_ref(), bundle.as_ref())?;
     // The project's network, volumes and sidecars, and `main`'s dependencies.
-    let stack = match (&spec, &prepared.project) {
-        (Some(spec), Some((_, project))) => {
-            let up = up(
-                engine,
-                prepared.address.clone(),
-                spec.clone(),
-                project.clone(),
-                prepared.deadline,
-            );
-            match crate::rt::spawn(up).await.and_then(|r| r) {
-                Ok((stack, main_binds)) => {
-                    main_overrides(&mut body, &stack, project, &request.resolved_env);
-                    if let Some(host) = body.host_config.as_mut() {
-                        host.binds.get_or_insert_with(Vec::new).extend(main_binds);
-                    }
-                    Some(stack)
-                }
-                Err(e) => {
-                    abandon_egress(engine, egress.as_ref(), &name);
-                    return Err(e);
-                }
-            }
+    let stack = match start_project(&prepared, spec.as_ref(), &mut body, request).await {
+        Ok(stack) => stack,
+        Err(e) => {
+            abandon_egress(engine, egress.as_ref(), &name);
+            return Err(e);
         }
-        _ => None,
     };
     let (docker, started) = match crate::rt::spawn(launch(&prepared, body))
         .await
@@ -128,28 +110,14 @@ pub(crate) async fn open(
                 return Err(e);
             }
         };
-    let stack = match (stack, spec, &prepared.project) {
-        (Some(stack), Some(spec), Some((_, project))) => {
-            let settled = settle(
-                docker.clone(),
-                stack,
-                spec,
-                project.clone(),
-                name.clone(),
-                prepared.deadline,
-            );
-            match crate::rt::spawn(settled).await.and_then(|r| r) {
-                Ok(stack) => Some(stack),
-                Err(e) => {
-                    let (docker, container) = (docker.clone(), name.clone());
-                    crate::rt::spawn(async move { remove_container(&docker, &container).await })
-                        .await??;
-                    stop_network(&session_network).await;
-                    return Err(e);
-                }
-            }
+    let stack = match settle_project(&prepared, &docker, stack, spec).await {
+        Ok(stack) => stack,
+        Err(e) => {
+            let (docker, container) = (docker.clone(), name.clone());
+            crate::rt::spawn(async move { remove_container(&docker, &container).await }).await??;
+            stop_network(&session_network).await;
+            return Err(e);
         }
-        _ => None,
     };
     tracing::debug!(provider = engine.id(), container = %name, network = %prepared.network, "opened environment");
     let session = ContainerSession::new(
@@ -164,6 +132,54 @@ pub(crate) async fn open(
         Some(stack) => session.with_stack(stack),
         None => session,
     }))
+}
+
+/// Starts the task's project, if it has one (module `compose::up`), and adds to `main`'s
+/// create body what the file gives it; on failure nothing of it is left.
+async fn start_project(
+    prepared: &Prepared,
+    spec: Option<&Arc<StackSpec>>,
+    body: &mut ContainerCreateBody,
+    request: &OpenEnvironmentRequest,
+) -> Result<Option<Stack>> {
+    let (Some(spec), Some((_, project))) = (spec, &prepared.project) else {
+        return Ok(None);
+    };
+    let started = up(
+        prepared.engine,
+        prepared.address.clone(),
+        spec.clone(),
+        project.clone(),
+        prepared.deadline,
+    );
+    let (stack, main_binds) = crate::rt::spawn(started).await??;
+    main_overrides(body, &stack, project, &request.resolved_env);
+    if let Some(host) = body.host_config.as_mut() {
+        host.binds.get_or_insert_with(Vec::new).extend(main_binds);
+    }
+    Ok(Some(stack))
+}
+
+/// Waits, once `main` runs, for every health check of the project (module `compose::up`);
+/// on failure the project is removed (the caller removes `main`).
+async fn settle_project(
+    prepared: &Prepared,
+    docker: &Daemon,
+    stack: Option<Stack>,
+    spec: Option<Arc<StackSpec>>,
+) -> Result<Option<Stack>> {
+    let (Some(stack), Some(spec), Some((_, project))) = (stack, spec, &prepared.project) else {
+        return Ok(None);
+    };
+    let settled = settle(
+        docker.clone(),
+        stack,
+        spec,
+        project.clone(),
+        prepared.name.clone(),
+        prepared.deadline,
+    );
+    crate::rt::spawn(settled).await?.map(Some)
 }
 
 /// Settles everything an open decides before creating anything (a Compose file is read,
@@ -390,214 +406,6 @@ async fn engine_facts(
         }
     }
     Ok((resources, Some(facts.graph_root.clone())))
-}
-
-/// Creates the project and starts its sidecars, then waits for `main`'s dependencies,
-/// within `deadline`; on failure everything it started is removed. The project and
-/// `main`'s binds.
-async fn up(
-    engine: Engine,
-    address: String,
-    spec: Arc<StackSpec>,
-    project: Arc<Project>,
-    deadline: Option<Duration>,
-) -> Result<(Stack, Vec<String>)> {
-    let (spec, project) = (spec.as_ref(), project.as_ref());
-    let docker = Daemon::connect(engine, &address).await?;
-    let mut stack = Stack::create(&docker, spec, project).await;
-    let mut main_binds = Vec::new();
-    let started = match &mut stack {
-        Ok(stack) => {
-            let work = async {
-                stack.start_sidecars(&docker, spec, project).await?;
-                main_binds = stack.binds(&docker, spec, &project.main).await?;
-                stack
-                    .await_dependencies(&docker, spec, &project.main.depends_on)
-                    .await
-            };
-            within(engine, deadline, work).await
-        }
-        Err(_) => Ok(()),
-    };
-    match (stack, started) {
-        (Ok(stack), Ok(())) => Ok((stack, main_binds)),
-        (Ok(mut stack), Err(e)) => {
-            if let Err(cleanup) = stack.down(&docker).await {
-                tracing::warn!("cleanup failed: {cleanup}");
-            }
-            Err(e)
-        }
-        (Err(e), _) => {
-            // A network created before the failure (a volume that could not be made).
-            let _ = crate::compose::stack::remove_all(&docker, &[], &[], Some(&spec.name)).await;
-            Err(e)
-        }
-    }
-}
-
-/// As `up --wait`: every health check of the project passes, within `deadline`; on failure
-/// the project is removed (the caller removes `main`).
-async fn settle(
-    docker: Daemon,
-    stack: Stack,
-    spec: Arc<StackSpec>,
-    project: Arc<Project>,
-    main: String,
-    deadline: Option<Duration>,
-) -> Result<Stack> {
-    let mut stack = stack;
-    let outcome = within(
-        docker.engine,
-        deadline,
-        stack.settle(&docker, &spec, &project.main, &main),
-    )
-    .await;
-    match outcome {
-        Ok(()) => Ok(stack),
-        Err(e) => {
-            if let Err(cleanup) = stack.down(&docker).await {
-                tracing::warn!("cleanup failed: {cleanup}");
-            }
-            Err(e)
-        }
-    }
-}
-
-/// `work` within `deadline` (`setup.build_timeout_seconds`).
-async fn within<F: std::future::Future<Output = Result<()>>>(
-    engine: Engine,
-    deadline: Option<Duration>,
-    work: F,
-) -> Result<()> {
-    match deadline {
-        None => work.await,
-        Some(limit) => tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-            Err(Error::new(
-                agentcompass_plugin_api::ErrorKind::Timeout,
-                format!(
-                    "{engine}: starting the task's services took longer than \
-                     setup.build_timeout_seconds ({}s)",
-                    limit.as_secs_f64()
-                ),
-            ))
-        }),
-    }
-}
-
-/// What the file adds to `main`: its name on the project network, its `environment` (the
-/// session's bindings win, as Harbor's environment override does), labels, hostname and
-/// shared memory.
-fn main_overrides(
-    body: &mut ContainerCreateBody,
-    stack: &Stack,
-    project: &Project,
-    resolved: &std::collections::BTreeMap<String, String>,
-) {
-    let main = &project.main;
-    body.networking_config = Some(stack.aliases(&main.name));
-    let added = main
-        .env
-        .iter()
-        .filter(|(k, _)| !resolved.contains_key(k))
-        .map(|(k, v)| format!("{k}={v}"));
-    body.env.get_or_insert_with(Vec::new).extend(added);
-    let labels = body.labels.get_or_insert_with(HashMap::new);
-    for (key, value) in &main.labels {
-        labels.entry(key.clone()).or_insert_with(|| value.clone());
-    }
-    if main.hostname.is_some() {
-        body.hostname = main.hostname.clone();
-    }
-    if let Some(host) = body.host_config.as_mut() {
-        host.shm_size = main.shm_size.or(host.shm_size);
-    }
-}
-
-/// Starts what the session's network needs (module `isolation`): the proxy and forwarder of
-/// an isolated container, the endpoints' forwarder of a shared one. On failure the
-/// container is removed (and the proxy stopped).
-async fn start_network(
-    docker: &Daemon,
-    name: &str,
-    baseline: NetworkPolicy,
-    egress: Option<Egress>,
-    bundle: Option<Arc<Bundle>>,
-    endpoints: Vec<agentcompass_egress::forward::Forward>,
-) -> Result<SessionNetwork> {
-    let network = match (egress, bundle) {
-        (Some(egress), Some(bundle)) => {
-            let dir = egress.dir().to_path_buf();
-            let state = Arc::new(tokio::sync::Mutex::new(Isolation::new(
-                baseline, egress, bundle, endpoints,
-            )));
-            let started = crate::rt::spawn({
-                let (state, docker, name) = (state.clone(), docker.clone(), name.to_string());
-                async move { state.lock().await.start(&docker, &name).await }
-            })
-            .await
-            .and_then(|r| r);
-            if let Err(e) = started {
-                let (docker, name) = (docker.clone(), name.to_string());
-                crate::rt::spawn(async move {
-                    if let Err(cleanup) = remove_container(&docker, &name).await {
-                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
-                    }
-                    if let Err(cleanup) = state.lock().await.stop().await {
-                        tracing::warn!(container = %name, "cleanup failed: {cleanup}");
-                    }
-                })
-                .await?;
-                return Err(e);
-            }
-            SessionNetwork::Isolated { state, dir }
-        }
-        (None, Some(bundle)) => {
-            let started = crate::rt::spawn({
-                let (docker, name) = (docker.clone(), name.to_string());
-                async move { forwarder::start(&docker, &name, &bundle, &endpoints).await }
-            })
-            .await
-            .and_then(|r| r);
-            match started {
-                Ok(running) => SessionNetwork::Shared {
-                    _forwarder: Some(running),
-                },
-                Err(e) => {
-                    let (docker, name) = (docker.clone(), name.to_string());
-                    crate::rt::spawn(async move { remove_container(&docker, &name).await })
-                        .await??;
-                    return Err(e);
-                }
-            }
-        }
-        _ => SessionNetwork::Shared { _forwarder: None },
-    };
-    Ok(network)
-}
-
-/// Stops an isolated session's proxy (its container is already gone).
-async fn stop_network(network: &SessionNetwork) {
-    if let SessionNetwork::Isolated { state, .. } = network {
-        let state = state.clone();
-        let stopped = crate::rt::spawn(async move { state.lock().await.stop().await }).await;
-        if let Err(e) = stopped.and_then(|r| r) {
-            tracing::warn!("cleanup failed: {e}");
-        }
-    }
-}
-
-/// Removes a project whose `main` did not start.
-async fn abandon_stack(engine: Engine, address: &str, stack: Option<Stack>) {
-    let Some(mut stack) = stack else { return };
-    let address = address.to_string();
-    let removed = crate::rt::spawn(async move {
-        let docker = Daemon::connect(engine, &address).await?;
-        stack.down(&docker).await
-    })
-    .await;
-    if let Err(e) = removed.and_then(|r| r) {
-        tracing::warn!("cleanup failed: {e}");
-    }
 }
 
 /// Removes the egress directory of a session that did not open.

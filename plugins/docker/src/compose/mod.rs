@@ -26,6 +26,7 @@ pub(crate) mod stack;
 #[cfg(test)]
 mod tests;
 mod units;
+pub(crate) mod up;
 
 use std::path::Path;
 
