@@ -102,7 +102,9 @@ pub(crate) async fn close(provider: &ContainerProvider, close_params: &Value) ->
 }
 
 /// Removes every container, volume and network an unfinished open labelled (its run, task,
-/// attempt and role, and the managed label), in the engine its parameters name.
+/// attempt and role, and the managed label), in the engine its parameters name. The engine's
+/// label filters narrow the listings; every item's labels are checked here again (rootless
+/// Podman's compatible API has been seen to return volumes its filter does not match).
 async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
     let engine = provider.engine;
     // Parameters redacted when recorded (a socket path is not a secret) fall back to the
@@ -110,53 +112,16 @@ async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
     let config = Config::parse(engine, &opening.params)
         .or_else(|_| Config::parse(engine, &JsonMap::new()))?;
     let address = provider.address(&config).await?;
+    let wanted = vec![
+        (LABEL_MANAGED, "true".to_string()),
+        (LABEL_RUN, opening.run_id.clone()),
+        (LABEL_TASK, opening.task_id.clone()),
+        (LABEL_ATTEMPT, opening.attempt.to_string()),
+        (LABEL_ROLE, role_name(opening.role).to_string()),
+    ];
     crate::rt::spawn(async move {
         let docker = Daemon::connect(engine, &address).await?;
-        let labels = vec![
-            format!("{LABEL_MANAGED}=true"),
-            format!("{LABEL_RUN}={}", opening.run_id),
-            format!("{LABEL_TASK}={}", opening.task_id),
-            format!("{LABEL_ATTEMPT}={}", opening.attempt),
-            format!("{LABEL_ROLE}={}", role_name(opening.role)),
-        ];
-        let filters = std::collections::HashMap::from([("label".to_string(), labels)]);
-        let containers = docker
-            .list_containers(Some(
-                bollard::query_parameters::ListContainersOptionsBuilder::new()
-                    .all(true)
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .map_err(|e| engine.error("listing containers", e))?
-            .into_iter()
-            .filter_map(|c| {
-                c.names?
-                    .first()
-                    .map(|n| n.trim_start_matches('/').to_string())
-            })
-            .collect::<Vec<_>>();
-        let volumes = docker
-            .list_volumes(Some(
-                bollard::query_parameters::ListVolumesOptionsBuilder::new()
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .map_err(|e| engine.error("listing volumes", e))?
-            .volumes
-            .unwrap_or_default()
-            .into_iter()
-            .map(|v| v.name)
-            .collect::<Vec<_>>();
-        let networks = docker
-            .list_networks(Some(
-                bollard::query_parameters::ListNetworksOptionsBuilder::new()
-                    .filters(&filters)
-                    .build(),
-            ))
-            .await
-            .map_err(|e| engine.error("listing networks", e))?;
+        let (containers, volumes, networks) = labelled(&docker, &wanted).await?;
         remove_all(&docker, &containers, &volumes, None).await?;
         // A project's bind copies are named after its main container.
         for container in &containers {
@@ -165,12 +130,69 @@ async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
                 remove_copies(&copies)?;
             }
         }
-        for network in networks.into_iter().filter_map(|n| n.name) {
+        for network in networks {
             remove_all(&docker, &[], &[], Some(&network)).await?;
         }
         Ok(())
     })
     .await?
+}
+
+/// The containers, volumes and networks carrying every label of `wanted`.
+async fn labelled(
+    docker: &Daemon,
+    wanted: &[(&str, String)],
+) -> Result<(Vec<String>, Vec<String>, Vec<String>)> {
+    let engine = docker.engine;
+    let filter: Vec<String> = wanted.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let filters = std::collections::HashMap::from([("label".to_string(), filter)]);
+    let carries = |labels: Option<&std::collections::HashMap<String, String>>| {
+        labels.is_some_and(|l| wanted.iter().all(|(k, v)| l.get(*k) == Some(v)))
+    };
+    let containers = docker
+        .list_containers(Some(
+            bollard::query_parameters::ListContainersOptionsBuilder::new()
+                .all(true)
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(|e| engine.error("listing containers", e))?
+        .into_iter()
+        .filter(|c| carries(c.labels.as_ref()))
+        .filter_map(|c| {
+            c.names?
+                .first()
+                .map(|n| n.trim_start_matches('/').to_string())
+        })
+        .collect();
+    let volumes = docker
+        .list_volumes(Some(
+            bollard::query_parameters::ListVolumesOptionsBuilder::new()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(|e| engine.error("listing volumes", e))?
+        .volumes
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|v| carries(Some(&v.labels)))
+        .map(|v| v.name)
+        .collect();
+    let networks = docker
+        .list_networks(Some(
+            bollard::query_parameters::ListNetworksOptionsBuilder::new()
+                .filters(&filters)
+                .build(),
+        ))
+        .await
+        .map_err(|e| engine.error("listing networks", e))?
+        .into_iter()
+        .filter(|n| carries(n.labels.as_ref()))
+        .filter_map(|n| n.name)
+        .collect();
+    Ok((containers, volumes, networks))
 }
 
 /// Where the recorded session's engine is, checked: its address (a private Podman service
