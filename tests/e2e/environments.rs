@@ -175,9 +175,13 @@ fn the_example_benchmark_runs_under_docker_and_a_crash_leaves_nothing_after_env_
                 .flatten()
                 .flatten()
             {
+                // Opened sessions' records (an `opening-` record is of one still opening).
                 count += fs::read_dir(run.path().join(".env-resources"))
-                    .map(|d| d.count())
-                    .unwrap_or(0);
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|r| !r.file_name().to_string_lossy().starts_with("opening-"))
+                    .count();
             }
         }
         count

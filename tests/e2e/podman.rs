@@ -261,9 +261,13 @@ fn a_killed_run_leaves_containers_that_env_close_removes_through_a_new_service()
                 .flatten()
                 .flatten()
             {
+                // Opened sessions' records (an `opening-` record is of one still opening).
                 count += fs::read_dir(run.path().join(".env-resources"))
-                    .map(|d| d.count())
-                    .unwrap_or(0);
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|r| !r.file_name().to_string_lossy().starts_with("opening-"))
+                    .count();
             }
         }
         count
