@@ -246,69 +246,63 @@ fn compose_failures_are_their_tasks_issues_named_before_the_agent() {
     );
 }
 
-/// A compose task whose agent takes a minute: its environment stays open meanwhile.
-fn slow_task(ws: &Workspace) -> Value {
-    let dir = ws.cwd.join("slow");
-    let write = |path: &str, text: &str| {
-        let file = dir.join("slow-compose").join(path);
+/// Writes the compose task `name` (its own benchmark directory `ws/name/name`): `main` from
+/// `ubuntu:24.04` in `/app`, the Compose file `compose`, the solution `solve`, a verifier
+/// that scores 1. Its benchmark parameters.
+fn compose_task(ws: &Workspace, name: &str, toml: &str, compose: &str, solve: &str) -> Value {
+    let dir = ws.cwd.join(name);
+    let files = [
+        (
+            "task.toml",
+            format!("schema_version = \"1.4\"\n{toml}[environment]\nworkdir = \"/app\"\n"),
+        ),
+        ("instruction.md", "Wait.\n".to_string()),
+        (
+            "environment/Dockerfile",
+            "FROM ubuntu:24.04\nWORKDIR /app\n".to_string(),
+        ),
+        ("environment/docker-compose.yaml", compose.to_string()),
+        ("solution/solve.sh", format!("#!/bin/bash\n{solve}\n")),
+        (
+            "tests/test.sh",
+            "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n".to_string(),
+        ),
+    ];
+    for (path, text) in files {
+        let file = dir.join(name).join(path);
         fs::create_dir_all(file.parent().unwrap()).unwrap();
         fs::write(file, text).unwrap();
-    };
-    write(
-        "task.toml",
-        "schema_version = \"1.4\"\n[agent]\ntimeout_sec = 300.0\n[environment]\nworkdir = \"/app\"\n",
-    );
-    write("instruction.md", "Wait.\n");
-    write(
-        "environment/Dockerfile",
-        "FROM ubuntu:24.04\nWORKDIR /app\n",
-    );
-    write(
-        "environment/docker-compose.yaml",
+    }
+    json!({"path": dir})
+}
+
+/// A compose task whose agent takes a minute: its environment stays open meanwhile.
+fn slow_task(ws: &Workspace) -> Value {
+    compose_task(
+        ws,
+        "slow-compose",
+        "[agent]\ntimeout_sec = 300.0\n",
         "services:\n  main:\n    depends_on:\n      api:\n        condition: service_healthy\n  \
          api:\n    image: busybox:1.36\n    command: [sh, -c, 'echo ok > /data/index.html && \
          httpd -f -p 8000 -h /data']\n    \
          volumes: [data:/data]\n    healthcheck:\n      test: [CMD, wget, -q, -O, /dev/null, \
          'http://localhost:8000/']\n      interval: 500ms\n      retries: 30\n\
          volumes:\n  data: {}\n",
-    );
-    write("solution/solve.sh", "#!/bin/bash\nsleep 120\n");
-    write(
-        "tests/test.sh",
-        "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
-    );
-    json!({"path": dir})
+        "sleep 120",
+    )
 }
 
 /// A compose task whose service never becomes healthy within the test: its open lasts.
 fn slow_open_task(ws: &Workspace) -> Value {
-    let dir = ws.cwd.join("slow-open");
-    let write = |path: &str, text: &str| {
-        let file = dir.join("slow-open").join(path);
-        fs::create_dir_all(file.parent().unwrap()).unwrap();
-        fs::write(file, text).unwrap();
-    };
-    write(
-        "task.toml",
-        "schema_version = \"1.4\"\n[environment]\nworkdir = \"/app\"\n",
-    );
-    write("instruction.md", "Wait.\n");
-    write(
-        "environment/Dockerfile",
-        "FROM ubuntu:24.04\nWORKDIR /app\n",
-    );
-    write(
-        "environment/docker-compose.yaml",
+    compose_task(
+        ws,
+        "slow-open",
+        "",
         "services:\n  db:\n    image: busybox:1.36\n    command: [sleep, infinity]\n    \
          volumes: [data:/data]\n    healthcheck:\n      test: [CMD, test, -f, /never]\n      \
          interval: 500ms\n      retries: 1000\nvolumes:\n  data: {}\n",
-    );
-    write("solution/solve.sh", "#!/bin/bash\ntrue\n");
-    write(
-        "tests/test.sh",
-        "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n",
-    );
-    json!({"path": dir})
+        "true",
+    )
 }
 
 /// Starts the slow task's run.
