@@ -136,6 +136,9 @@ pub struct RunCmd {
     /// How tasks' declared resources are enforced, and values that replace them
     #[command(flatten)]
     pub resources: ResourceFlags,
+    /// What the agent gets besides the instruction (Harbor's flags)
+    #[command(flatten)]
+    pub agent: AgentFlags,
     /// Process-wide runtime options
     #[command(flatten)]
     pub runtime: RuntimeFlags,
@@ -308,4 +311,46 @@ pub struct PlanCmd {
     /// Semantic attempt number
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub attempt: u32,
+}
+
+/// Harbor's agent flags: tools, skills, variables and options for the agent of every task.
+#[derive(Debug, Args, Clone, Default)]
+pub struct AgentFlags {
+    /// MCP servers for the agent, in Harbor's format (`.json` with `mcpServers`, `.yaml`,
+    /// `.toml`; repeatable): they replace the task's servers of the same name
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_configs: Vec<std::path::PathBuf>,
+    /// A skill for the agent: a directory holding SKILL.md, a root of such directories, or a
+    /// git source (`org/name[@ref]`, `https://host/org/name[/tree/REF/DIR]`; repeatable)
+    #[arg(
+        long = "skill",
+        visible_alias = "skills",
+        value_name = "DIR|GIT_SOURCE"
+    )]
+    pub skills: Vec<String>,
+    /// A variable for the agent's processes (`${VAR}` values read from this environment and
+    /// kept secret; repeatable; Harbor's `--ae`)
+    #[arg(long = "agent-env", visible_alias = "ae", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// A harness parameter, its value read as JSON when it parses (repeatable; Harbor's
+    /// `--ak`; over `--harness-params`)
+    #[arg(long = "agent-kwarg", visible_alias = "ak", value_name = "KEY=VALUE")]
+    pub kwargs: Vec<String>,
+    /// A file whose text is appended to every task's instruction after a blank line
+    /// (repeatable)
+    #[arg(long = "extra-instruction-path", value_name = "FILE")]
+    pub extra_instruction_paths: Vec<std::path::PathBuf>,
+}
+
+impl AgentFlags {
+    /// The flags as the request's agent arguments.
+    pub fn to_args(&self) -> agentcompass_host::request::agent_args::AgentArgs {
+        agentcompass_host::request::agent_args::AgentArgs {
+            mcp_configs: self.mcp_configs.clone(),
+            skills: self.skills.clone(),
+            env: self.env.clone(),
+            kwargs: self.kwargs.clone(),
+            extra_instruction_paths: self.extra_instruction_paths.clone(),
+        }
+    }
 }

@@ -65,6 +65,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         environment: cmd.env.clone(),
         benchmark_params: cmd.benchmark_params.clone(),
         harness_params: cmd.harness_params.clone(),
+        agent: cmd.agent.to_args(),
         env_params: with_resource_flags(cmd.env_params.clone(), &cmd.resources),
         model_params: cmd.model_params.clone(),
         execution_params: cmd.execution_params.clone(),

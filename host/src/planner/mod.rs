@@ -2,6 +2,7 @@
 //! I/O: it opens no environment, calls no model and touches no task file (benchmark, harness
 //! and recipe `build_plan`/`matches`/`apply` are synchronous by contract).
 
+pub(crate) mod agent_inputs;
 mod artifacts;
 pub mod bindings;
 mod environment;
@@ -15,8 +16,8 @@ mod timeouts;
 use std::sync::Arc;
 
 use agentcompass_plugin_api::contracts::{
-    ComponentInfo, ComponentKind, EnvironmentSpec, EvaluationEnvironmentMode, ExecutionPlan,
-    HarnessPlan, RunRequest, TaskSpec,
+    AgentInputSupport, ComponentInfo, ComponentKind, EnvironmentSpec, EvaluationEnvironmentMode,
+    ExecutionPlan, HarnessPlan, RunRequest, TaskSpec,
 };
 use agentcompass_plugin_api::sdk::validate::validate_against_capabilities;
 use agentcompass_plugin_api::sdk::{BenchmarkHandle, EnvironmentProvider, Harness, Recipe};
@@ -37,6 +38,8 @@ pub struct Planner {
     harness: Option<Arc<dyn Harness>>,
     /// Whether the harness is a reference harness (handed reference solutions).
     harness_reads_reference: bool,
+    /// What the harness hands its agent besides the instruction.
+    harness_agent_inputs: AgentInputSupport,
     recipes: RecipeSet,
     provider: Arc<dyn EnvironmentProvider>,
 }
@@ -50,12 +53,12 @@ impl Planner {
             .get(ComponentKind::Benchmark, &req.benchmark.id)?
             .info
             .clone();
-        let (harness, harness_reads_reference) = if req.is_harness_free() {
-            (None, false)
+        let (harness, harness_reads_reference, harness_agent_inputs) = if req.is_harness_free() {
+            (None, false, AgentInputSupport::default())
         } else {
             let info = &registry.get(ComponentKind::Harness, &req.harness.id)?.info;
-            let reads = info.reads_reference_solution;
-            (Some(registry.harness(&req.harness.id)?), reads)
+            let (reads, inputs) = (info.reads_reference_solution, info.agent_inputs);
+            (Some(registry.harness(&req.harness.id)?), reads, inputs)
         };
         let recipes = RecipeSet::for_request(registry, &req.execution.enabled_recipes)?;
         let provider = registry.environment(&req.environment.id)?;
@@ -64,6 +67,7 @@ impl Planner {
             benchmark_info,
             harness,
             harness_reads_reference,
+            harness_agent_inputs,
             recipes,
             provider,
         })
@@ -82,6 +86,7 @@ impl Planner {
             benchmark_info,
             harness,
             harness_reads_reference: false,
+            harness_agent_inputs: AgentInputSupport::ALL,
             recipes: RecipeSet::new(recipes),
             provider,
         }
@@ -103,6 +108,12 @@ impl Planner {
         self.harness_reads_reference
     }
 
+    /// What the harness hands its agent besides the instruction
+    /// ([`agentcompass_plugin_api::contracts::ComponentInfo::agent_inputs`]).
+    pub fn harness_agent_inputs(&self) -> AgentInputSupport {
+        self.harness_agent_inputs
+    }
+
     /// The environment provider.
     pub fn provider(&self) -> &Arc<dyn EnvironmentProvider> {
         &self.provider
@@ -122,6 +133,9 @@ impl Planner {
         req: &RunRequest,
         attempt: u32,
     ) -> Result<ExecutionPlan, PlanError> {
+        if self.harness.is_some() {
+            agent_inputs::check(&req.harness.id, self.harness_agent_inputs, task, req)?;
+        }
         let mode = self.evaluation_mode(task, req)?;
         let policies = policies::requested(task, req)?;
         let environment = environment::task_environment(req, task);

@@ -1,6 +1,7 @@
 //! From configuration, flags and orchestration files to complete `RunRequest`s and the
 //! process-wide runtime options.
 
+pub mod agent_args;
 pub mod executor_options;
 pub mod field_types;
 pub mod layers;

@@ -35,6 +35,9 @@ pub struct RunArgs {
     pub benchmark_params: Option<Map<String, Value>>,
     /// `--harness-params`.
     pub harness_params: Option<Map<String, Value>>,
+    /// The agent flags (`--mcp-config`, `--skill`, `--agent-env`, `--agent-kwarg`,
+    /// `--extra-instruction-path`).
+    pub agent: super::agent_args::AgentArgs,
     /// `--env-params`.
     pub env_params: Option<Map<String, Value>>,
     /// `--model-params`.
@@ -147,11 +150,13 @@ fn components(
 
     let mut layers = config_component_layers(config, "harnesses", &args.harness);
     layers.extend(params_layer("--harness-params", &args.harness_params));
+    layers.extend(args.agent.kwargs_layer()?);
     let at = IdSource {
         source: "command line",
         path: "HARNESS",
     };
-    let harness = harness_spec(registry, &args.harness, &args.benchmark, &at, &layers)?;
+    let mut harness = harness_spec(registry, &args.harness, &args.benchmark, &at, &layers)?;
+    args.agent.apply(&mut harness)?;
 
     let mut env_layers = config_environment_layers(config, &args.environment);
     env_layers.extend(params_layer("--env-params", &args.env_params).map(|l| (l, false)));

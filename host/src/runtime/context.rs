@@ -77,6 +77,8 @@ pub struct RequestContext {
     pub copy: Option<super::cluster_copy::ClusterCopy>,
     /// The running tasks, the ones `ctl cancel` dropped, the control actions taken.
     pub live: super::live::LiveTasks,
+    /// The run's own agent inputs (`--agent-env`, `--skill`, extra instructions), resolved.
+    pub agent_inputs: Arc<super::agent_inputs::RunAgentInputs>,
 }
 
 /// The scope of one physical attempt: the request's context plus host services whose model

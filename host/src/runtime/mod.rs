@@ -2,6 +2,7 @@
 //! shared limits, cooperative cancellation (Ctrl-C, SIGTERM, the orchestration deadline) and
 //! the results store as the only writer.
 
+pub mod agent_inputs;
 pub(crate) mod artifacts;
 mod attempt;
 mod blocking;

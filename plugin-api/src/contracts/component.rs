@@ -280,6 +280,11 @@ pub struct ComponentInfo {
     /// at resolution (`sdk::PluginBuilder::with_params`; plugin API 0.1.2).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub validates_params: bool,
+    /// Harness only: what it hands the agent besides the instruction — MCP servers, their
+    /// headers, skills. A run that gives a harness inputs it cannot take (a task's
+    /// `mcp_servers`, a `--skill`) is refused before the first task.
+    #[serde(default, skip_serializing_if = "super::AgentInputSupport::is_none")]
+    pub agent_inputs: super::AgentInputSupport,
 }
 
 /// Whether a harness calls the run's model ([`ComponentInfo::model_use`]).
@@ -330,6 +335,7 @@ impl ComponentInfo {
             model_use: ModelUse::Undeclared,
             reads_reference_solution: false,
             validates_params: false,
+            agent_inputs: super::AgentInputSupport::default(),
         }
     }
 
@@ -337,6 +343,12 @@ impl ComponentInfo {
     /// ([`super::PreparedTask::reference_solution`]) (builder style).
     pub fn reading_reference_solution(mut self) -> Self {
         self.reads_reference_solution = true;
+        self
+    }
+
+    /// Declares what the harness hands its agent besides the instruction (builder style).
+    pub fn with_agent_inputs(mut self, support: super::AgentInputSupport) -> Self {
+        self.agent_inputs = support;
         self
     }
 

@@ -5,6 +5,7 @@
 //! field names are stable snake_case, every non-essential field has a serde default (adding a
 //! field never breaks older JSON) and unknown fields are ignored on deserialisation.
 
+pub mod agent_inputs;
 pub mod analysis;
 pub mod artifacts;
 pub mod component;
@@ -21,6 +22,7 @@ pub mod setup;
 pub mod steps;
 pub mod task;
 
+pub use agent_inputs::*;
 pub use analysis::*;
 pub use artifacts::*;
 pub use component::*;

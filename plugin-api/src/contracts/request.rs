@@ -113,19 +113,43 @@ pub struct HarnessSpec {
     /// Harness-specific params.
     #[serde(default)]
     pub params: JsonMap,
+    /// MCP servers for the agent of every task (Harbor's `--mcp-config`): they replace task
+    /// servers of the same name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<super::McpServer>,
+    /// Skills for the agent (Harbor's `--skill`): host directories (a skill directory holding
+    /// `SKILL.md`, or a root of such directories) or git sources, as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// Variables for the agent's processes (Harbor's `--ae`): values may be `${VAR}`
+    /// references, resolved by the host and treated as secrets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Text appended to every task's instruction, each part after a blank line (Harbor's
+    /// `--extra-instruction-path` files, read when the request is resolved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_instructions: Vec<String>,
 }
 
-macro_rules! impl_component_spec_new {
-    ($($ty:ty),*) => {$(
-        impl $ty {
-            /// A spec with the given id and no params.
-            pub fn new(id: impl Into<String>) -> Self {
-                Self { id: id.into(), params: JsonMap::new() }
-            }
+impl BenchmarkSpec {
+    /// A spec with the given id and no params.
+    pub fn new(id: impl Into<String>) -> Self {
+        BenchmarkSpec {
+            id: id.into(),
+            params: JsonMap::new(),
         }
-    )*};
+    }
 }
-impl_component_spec_new!(BenchmarkSpec, HarnessSpec);
+
+impl HarnessSpec {
+    /// A spec with the given id and no params.
+    pub fn new(id: impl Into<String>) -> Self {
+        HarnessSpec {
+            id: id.into(),
+            ..HarnessSpec::default()
+        }
+    }
+}
 
 /// Compute resources requested for an environment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EvaluationEnvironmentMode, JsonMap,
-    NetworkPolicy, ResourceRequirements, TaskStep,
+    AgentInputs, ArtifactCollectCommand, ArtifactSpec, EnvironmentSetup, EvaluationEnvironmentMode,
+    JsonMap, McpServer, NetworkPolicy, ResourceRequirements, TaskStep,
 };
 
 /// One task as loaded by a benchmark, with optional per-task execution hints.
@@ -96,6 +96,14 @@ pub struct TaskSpec {
     /// The user the evaluation phase's commands run as (Harbor's `[verifier].user`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation_user: Option<String>,
+    /// MCP servers the agent is handed (Harbor's `[[environment.mcp_servers]]`; headers as
+    /// declared, `${VAR}` references unresolved).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp_servers: Vec<McpServer>,
+    /// A directory inside the environment holding skills for the agent (Harbor's
+    /// `[environment].skills_dir`: `<dir>/<name>/SKILL.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills_dir: Option<String>,
 }
 
 impl TaskSpec {
@@ -279,6 +287,11 @@ pub struct PreparedTask {
     /// sees `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_solution: Option<ReferenceSolution>,
+    /// What the agent is handed besides its instruction — MCP servers, skills, variables —,
+    /// set by the host from the task and the run ([`AgentInputs`]); a benchmark leaves it
+    /// empty.
+    #[serde(default, skip_serializing_if = "AgentInputs::is_empty")]
+    pub agent_inputs: AgentInputs,
 }
 
 /// A task's reference solution: a directory on the host that a reference harness uploads

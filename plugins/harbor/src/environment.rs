@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use agentcompass_plugin_api::contracts::{
-    EnvironmentSetup, NetworkMode, NetworkPolicy, ResourceRequirements,
+    EnvironmentSetup, McpServer, NetworkMode, NetworkPolicy, ResourceRequirements,
 };
 use agentcompass_plugin_api::Result;
 use toml::Value;
@@ -30,6 +30,10 @@ pub(crate) struct EnvironmentDecl {
     pub(crate) env: Option<BTreeMap<String, String>>,
     /// `healthcheck` (run for the agent's environment only, as in Harbor).
     pub(crate) healthcheck: Option<Healthcheck>,
+    /// `mcp_servers` (the agent's environment only, as in Harbor).
+    pub(crate) mcp_servers: Vec<McpServer>,
+    /// `skills_dir` (the agent's environment only, as in Harbor).
+    pub(crate) skills_dir: Option<String>,
 }
 
 /// One environment table: setup, resources, baseline policy and bindings.
@@ -64,6 +68,8 @@ pub(crate) fn environment_decl(
         .map(|table| crate::healthcheck::parse(&table))
         .transpose()?;
     unmapped::environment_fields(section, warnings)?;
+    let mcp_servers = crate::agent_inputs::mcp_servers(section)?;
+    let skills_dir = crate::agent_inputs::skills_dir(section)?;
     warnings.unknown(section);
     Ok(EnvironmentDecl {
         setup,
@@ -71,6 +77,8 @@ pub(crate) fn environment_decl(
         baseline,
         env,
         healthcheck,
+        mcp_servers,
+        skills_dir,
     })
 }
 

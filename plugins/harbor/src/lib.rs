@@ -4,6 +4,7 @@
 //! collect commands); `tests/test.sh` is the verifier and `/logs/verifier/reward.{json,txt}`
 //! the reward. Depends only on `agentcompass-plugin-api`.
 
+mod agent_inputs;
 mod artifacts;
 mod benchmark;
 mod commands;

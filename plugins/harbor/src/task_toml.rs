@@ -334,6 +334,8 @@ fn map_environments(task: &mut TaskSpec, decl: &TaskDecl) {
     let verifier = &decl.verifier;
     task.environment_setup = environment.setup.clone();
     task.env_variables = environment.env.clone().unwrap_or_default();
+    task.mcp_servers = environment.mcp_servers.clone();
+    task.skills_dir = environment.skills_dir.clone();
     task.baseline_network_policy = environment.baseline.clone();
     task.run_network_policy = decl
         .agent

@@ -765,9 +765,7 @@ extra = true
         "unknown field `custom_root` is ignored",
         "unknown field `verifier.type` is ignored",
         "field `environment.gpu_types` is not supported and is ignored",
-        "field `environment.skills_dir` is not supported: the task is refused",
         "field `environment.tpu` is not supported: the task is refused",
-        "field `environment.mcp_servers` is not supported: the task is refused",
         "unknown field `solution.extra` is ignored",
         "trajectory.json is not supported",
     ] {
@@ -776,9 +774,12 @@ extra = true
             "missing {needle:?} in\n{warnings}"
         );
     }
-    assert_eq!(task.load_warnings.len(), 9, "{warnings}");
-    // Without its TPUs, skills and MCP servers the task is not what it measures: refused
-    // (the first of them names the task's `unsupported` issue).
+    assert_eq!(task.load_warnings.len(), 7, "{warnings}");
+    // Its skills directory and MCP servers are handed to the agent (the host refuses a
+    // harness that cannot take them).
+    assert_eq!(task.skills_dir.as_deref(), Some("skills"));
+    assert_eq!(task.mcp_servers[0].command.as_deref(), Some("db-mcp"));
+    // Without its TPUs the task is not what it measures: refused.
     let unsupported = task.metadata["harbor"]["unsupported"]
         .as_str()
         .unwrap_or_default();

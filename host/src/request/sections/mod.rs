@@ -112,10 +112,7 @@ pub fn harness_spec(
             let key = layer.map.keys().next().cloned().unwrap_or_default();
             return Err(layer.error(&key, "harness `none` takes no parameters"));
         }
-        return Ok(HarnessSpec {
-            id: id.to_string(),
-            params: Map::new(),
-        });
+        return Ok(HarnessSpec::new(id));
     }
     if harness_free {
         return Err(ConfigError::invalid(
@@ -133,8 +130,8 @@ pub fn harness_spec(
     let params = component_params(&format!("harness {id}"), schema, layers)?;
     validated(registry, ComponentKind::Harness, id, at, &params)?;
     Ok(HarnessSpec {
-        id: id.to_string(),
         params,
+        ..HarnessSpec::new(id)
     })
 }
 

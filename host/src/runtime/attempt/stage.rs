@@ -85,6 +85,15 @@ pub(super) async fn run_stage(
         Ok(prepared) => prepared,
         Err(halt) => return StageOutcome::halted(step.task, None, halt),
     };
+    let agent_view = match step.rc.planner.harness() {
+        Some(_) => match agent_view(step, &prepared, session).await {
+            Ok(view) => Some(view),
+            Err(issue) => {
+                return StageOutcome::halted(step.task, Some(prepared), Halt::Issue(issue));
+            }
+        },
+        None => None,
+    };
     // The agent's commands get the run-phase bindings for the rest of this stage.
     let run_session = match enter_run_phase(step.plan, session).await {
         Ok(scoped) => scoped,
@@ -97,7 +106,8 @@ pub(super) async fn run_stage(
     {
         (None, Some(free)) => run_harness_free(step, free, &prepared, &run_session).await,
         (Some(harness), _) => {
-            let shown = harness_view(&prepared, rc.planner.harness_reads_reference());
+            let view = agent_view.as_ref().unwrap_or(&prepared);
+            let shown = harness_view(view, rc.planner.harness_reads_reference());
             run_harness(step, harness, &shown, &run_session).await
         }
         (None, None) => (
@@ -139,6 +149,28 @@ fn harness_view(
     let mut shown = prepared.clone();
     shown.reference_solution = None;
     std::borrow::Cow::Owned(shown)
+}
+
+/// The prepared task with what the agent is handed besides the instruction (MCP servers,
+/// skills, variables, extra instructions), the run's skills placed in the environment.
+async fn agent_view(
+    step: &Step<'_>,
+    prepared: &PreparedTask,
+    session: &SessionRef,
+) -> Result<PreparedTask, ExecutionIssue> {
+    let rc = step.rc;
+    let fail = |message: String| codes::PREPARE_FAILED.fatal(IssuePhase::Setup, message);
+    let inputs = rc
+        .agent_inputs
+        .for_task(step.task, &rc.resolved)
+        .map_err(fail)?;
+    rc.agent_inputs
+        .place_skills(session, &inputs)
+        .await
+        .map_err(|e| fail(format!("cannot place the run's skills: {e}")))?;
+    let mut view = prepared.clone();
+    rc.agent_inputs.hand_over(&mut view, inputs);
+    Ok(view)
 }
 
 /// The benchmark's `prepare_task` (or `prepare_step`) in the task environment.

@@ -38,6 +38,8 @@ pub struct PreparedRequest {
     ///
     /// [`ModelUse::Required`]: agentcompass_plugin_api::contracts::ModelUse::Required
     pub(super) calls_model: bool,
+    /// The run's own agent inputs (`--agent-env`, `--skill`, extra instructions), resolved.
+    pub(super) agent_inputs: Arc<crate::runtime::agent_inputs::RunAgentInputs>,
 }
 
 /// The model endpoint a request will call, for the check before its first task.
@@ -317,8 +319,15 @@ pub fn preflight(
             .map_err(|e| RunError::Refused(e.to_string()).in_request(&run.name))
         })
         .transpose()?;
+    let cache = datasets.as_ref().map(|d| d.task_cache());
+    let agent_inputs =
+        crate::runtime::agent_inputs::RunAgentInputs::resolve(&resolved, cache.as_ref())
+            .map_err(|e| RunError::Refused(e).in_request(&run.name))?;
     let mut provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
     provenance["resources"] = planner.resource_provenance(&resolved);
+    if !agent_inputs.skills.is_empty() {
+        provenance["skills"] = serde_json::to_value(&agent_inputs.skills).unwrap_or_default();
+    }
     let calls_model = registry
         .get(
             agentcompass_plugin_api::contracts::ComponentKind::Harness,
@@ -338,6 +347,7 @@ pub fn preflight(
         datasets,
         dataset_metrics: Vec::new(),
         calls_model,
+        agent_inputs: Arc::new(agent_inputs),
     })
 }
 
@@ -503,13 +513,29 @@ fn check_harness(planner: &Planner, resolved: &RunRequest) -> Result<(), RunErro
     let supported = harness
         .supports(&resolved.environment, &resolved.model)
         .map_err(|e| RunError::Refused(format!("harness {}: {e}", resolved.harness.id)))?;
-    if supported {
-        return Ok(());
+    if !supported {
+        return Err(RunError::Refused(format!(
+            "harness `{}` does not support environment `{}` with model protocol {:?}",
+            resolved.harness.id,
+            resolved.environment.id,
+            resolved.model.api_protocol.protocols()
+        )));
     }
-    Err(RunError::Refused(format!(
-        "harness `{}` does not support environment `{}` with model protocol {:?}",
-        resolved.harness.id,
-        resolved.environment.id,
-        resolved.model.api_protocol.protocols()
-    )))
+    // What the run itself hands the agent (`--mcp-config`, `--skill`) applies to every task.
+    let run_level = crate::planner::agent_inputs::needs(
+        &agentcompass_plugin_api::contracts::TaskSpec::default(),
+        resolved,
+    );
+    match crate::planner::agent_inputs::lacking(planner.harness_agent_inputs(), run_level) {
+        Some(why) => Err(RunError::Refused(format!(
+            "harness `{}` {why}, but the run gives it {} (--mcp-config/--skill)",
+            resolved.harness.id,
+            if run_level.skills {
+                "skills"
+            } else {
+                "MCP servers"
+            }
+        ))),
+        None => Ok(()),
+    }
 }

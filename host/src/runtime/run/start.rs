@@ -156,6 +156,7 @@ pub(in crate::runtime) fn request_context(
         datasets,
         dataset_metrics,
         calls_model: _,
+        agent_inputs,
     } = prepared;
     let contract = planner
         .benchmark()
@@ -221,6 +222,7 @@ pub(in crate::runtime) fn request_context(
         live: Default::default(),
         datasets: Default::default(),
         dataset_metrics,
+        agent_inputs,
         install_cache: crate::install::InstallCache::configured(
             runtime.install_cache_dir.as_deref(),
         ),

@@ -1,0 +1,153 @@
+//! What the agent of each attempt is handed besides its instruction, from the task and the
+//! run: the merged MCP servers with their headers resolved, the skills placed in the
+//! environment, the `--agent-env` variables and the extra instructions.
+//!
+//! The run's part ([`RunAgentInputs`]) is resolved once, before anything is written (an unset
+//! variable or a missing skill refuses the run); each attempt then gets its [`AgentInputs`]
+//! ([`RunAgentInputs::for_task`]) and the skills are uploaded into its environment
+//! ([`RunAgentInputs::place_skills`]). Every resolved value is registered as a secret, so it
+//! is scrubbed from whatever the host prints or persists.
+
+pub mod skills;
+
+use std::collections::BTreeMap;
+
+use agentcompass_datasets::TaskCache;
+use agentcompass_plugin_api::contracts::{
+    merge_mcp_servers, resolve_template, AgentInputs, ExecRequest, PreparedTask, RunRequest,
+    SkillRef, TaskSpec,
+};
+use agentcompass_plugin_api::sdk::SessionRef;
+
+pub use skills::Skill;
+
+/// Where the run's skills go when the task names no `skills_dir` (Harbor's
+/// `EnvironmentPaths.default_skills_dir`).
+pub const DEFAULT_SKILLS_DIR: &str = "/runtime/skills";
+
+/// The run's own agent inputs, resolved.
+#[derive(Debug, Default)]
+pub struct RunAgentInputs {
+    /// `--agent-env`, resolved.
+    env: BTreeMap<String, String>,
+    /// `--skill`s, resolved.
+    pub skills: Vec<Skill>,
+    /// `--extra-instruction-path` texts.
+    extra_instructions: Vec<String>,
+}
+
+impl RunAgentInputs {
+    /// Resolves the request's agent inputs: `${VAR}` references of `--agent-env` values
+    /// from the host's environment, skills from their sources (git ones through `cache`).
+    pub fn resolve(req: &RunRequest, cache: Option<&TaskCache>) -> Result<Self, String> {
+        let mut env = BTreeMap::new();
+        for (key, value) in &req.harness.env {
+            let resolved = resolve_template(value, |name| std::env::var(name).ok())
+                .map_err(|e| format!("--agent-env {key}: {e}"))?;
+            if resolved != *value {
+                agentcompass_redact::register_secret(&resolved);
+            }
+            env.insert(key.clone(), resolved);
+        }
+        Ok(RunAgentInputs {
+            env,
+            skills: skills::resolve(&req.harness.skills, cache)?,
+            extra_instructions: req.harness.extra_instructions.clone(),
+        })
+    }
+
+    /// What the agent of an attempt of `task` is handed: the task's servers and the run's
+    /// (same-named run servers replacing the task's), headers resolved from `--agent-env`
+    /// then the host's environment; the skills directory; the variables.
+    pub fn for_task(&self, task: &TaskSpec, req: &RunRequest) -> Result<AgentInputs, String> {
+        let mut servers = merge_mcp_servers(&task.mcp_servers, &req.harness.mcp_servers);
+        let lookup = |name: &str| {
+            self.env
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok())
+        };
+        for server in &mut servers {
+            for (header, value) in &mut server.headers {
+                let resolved = resolve_template(value, lookup)
+                    .map_err(|e| format!("MCP server `{}`: header `{header}`: {e}", server.name))?;
+                if resolved != *value {
+                    agentcompass_redact::register_secret(&resolved);
+                }
+                *value = resolved;
+            }
+        }
+        if let Some(dir) = task.skills_dir.as_deref() {
+            if !self.skills.is_empty() && !dir.starts_with('/') {
+                return Err(format!(
+                    "the task's `skills_dir` must be absolute for the run's --skill, found {dir:?}"
+                ));
+            }
+        }
+        let skills_dir = match (&task.skills_dir, self.skills.is_empty()) {
+            (Some(dir), _) => Some(dir.clone()),
+            (None, false) => Some(DEFAULT_SKILLS_DIR.to_string()),
+            (None, true) => None,
+        };
+        let skills = skills_dir
+            .iter()
+            .flat_map(|dir| {
+                self.skills.iter().map(move |s| SkillRef {
+                    name: s.name.clone(),
+                    path: format!("{}/{}/SKILL.md", dir.trim_end_matches('/'), s.name),
+                })
+            })
+            .collect();
+        Ok(AgentInputs {
+            mcp_servers: servers,
+            skills_dir,
+            skills,
+            env: self.env.clone(),
+        })
+    }
+
+    /// `prepared` as the harness sees it: its inputs set and the extra instructions
+    /// appended to its prompt, each after a blank line (Harbor's composition).
+    pub fn hand_over(&self, prepared: &mut PreparedTask, inputs: AgentInputs) {
+        for extra in &self.extra_instructions {
+            prepared.input.prompt.push_str("\n\n");
+            prepared.input.prompt.push_str(extra);
+        }
+        prepared.agent_inputs = inputs;
+    }
+
+    /// Whether there is anything to hand over beyond what the task declares.
+    pub fn is_empty(&self) -> bool {
+        self.env.is_empty() && self.skills.is_empty() && self.extra_instructions.is_empty()
+    }
+
+    /// Uploads the run's skills into `session` under `inputs.skills_dir` (one directory per
+    /// skill, readable by every user), as Harbor's `_upload_injected_skills`.
+    pub async fn place_skills(
+        &self,
+        session: &SessionRef,
+        inputs: &AgentInputs,
+    ) -> agentcompass_plugin_api::Result<()> {
+        let Some(dir) = inputs.skills_dir.as_deref() else {
+            return Ok(());
+        };
+        if self.skills.is_empty() {
+            return Ok(());
+        }
+        for skill in &self.skills {
+            let target = format!("{}/{}", dir.trim_end_matches('/'), skill.name);
+            session.upload_dir(&skill.dir, &target).await?;
+        }
+        let chmod = ExecRequest::argv(["chmod", "-R", "a+rX", dir])
+            .user("0")
+            .timeout(60.0);
+        let done = session.exec(chmod).await?;
+        if done.returncode != 0 {
+            return Err(agentcompass_plugin_api::Error::environment(format!(
+                "cannot make the skills under {dir} readable: chmod exited {}",
+                done.returncode
+            )));
+        }
+        Ok(())
+    }
+}
