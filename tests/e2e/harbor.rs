@@ -341,16 +341,17 @@ fn dry_run_and_plan_print_the_load_warnings_a_run_prints_and_count_image_builds(
     assert!(out.stderr.contains(line.unwrap()), "{out:?}");
     // A field the host does not act on that changes what the task measures refuses it: the
     // same line, and `plan` of it fails naming the field.
-    let text = fs::read_to_string(&toml)
-        .unwrap()
-        .replace("gpu_types = [\"H100\"]", "skills_dir = \"/skills\"");
+    let text = fs::read_to_string(&toml).unwrap().replace(
+        "gpu_types = [\"H100\"]",
+        "tpu = { type = \"v5\", topology = \"2x2\" }",
+    );
     fs::write(&toml, text).unwrap();
     let out = h.ws.run(&plan, &[]);
     assert_eq!(out.code, 2, "{out:?}");
     assert!(
         out.stderr.contains(
-            "field `environment.skills_dir` is not supported (skills are not installed for \
-             the agent yet); the task is not run without it"
+            "field `environment.tpu` is not supported (no environment here has TPUs); the \
+             task is not run without it"
         ),
         "{out:?}"
     );

@@ -133,7 +133,9 @@ impl Planner {
         req: &RunRequest,
         attempt: u32,
     ) -> Result<ExecutionPlan, PlanError> {
-        if self.harness.is_some() {
+        // A reference harness runs the task's solution, not an agent: like Harbor's oracle it
+        // ignores the task's tools (the run's own flags are refused for it up front).
+        if self.harness.is_some() && !self.harness_reads_reference {
             agent_inputs::check(&req.harness.id, self.harness_agent_inputs, task, req)?;
         }
         let mode = self.evaluation_mode(task, req)?;

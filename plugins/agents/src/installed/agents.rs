@@ -4,8 +4,13 @@
 
 use std::collections::BTreeMap;
 
-use agentcompass_plugin_api::contracts::{Installer, ModelEndpoint};
+use agentcompass_plugin_api::contracts::{
+    AgentInputSupport, AgentInputs, Installer, ModelEndpoint,
+};
+use agentcompass_plugin_api::Result;
 use serde_json::json;
+
+use super::tools;
 
 /// Where the agents' own state lives in the environment (homes, configs): a fresh directory
 /// per attempt, not collected.
@@ -52,6 +57,9 @@ pub(crate) struct Launch {
     pub(crate) dirs: Vec<String>,
     /// Files written before it starts (`path`, content).
     pub(crate) files: Vec<(String, String)>,
+    /// Directories whose contents are copied before it starts (`from`, `to`; a failed copy
+    /// is ignored, as Harbor's `cp -r … || true`): the skills.
+    pub(crate) copies: Vec<(String, String)>,
 }
 
 /// What a launch is made from.
@@ -68,6 +76,8 @@ pub(crate) struct LaunchInput<'a> {
     /// mini-swe-agent's `agent.step_limit` (Codex and Qwen Code take no such limit; their
     /// calls are still bounded by the host's `max_model_calls`).
     pub(crate) max_turns: Option<u64>,
+    /// The MCP servers, skills and variables the agent is handed.
+    pub(crate) inputs: &'a AgentInputs,
 }
 
 impl AgentCli {
@@ -78,6 +88,19 @@ impl AgentCli {
         AgentCli::MiniSweAgent,
         AgentCli::QwenCode,
     ];
+
+    /// What the agent can be handed besides its instruction: Claude Code, Codex and Qwen
+    /// Code take MCP servers (with headers) and skills in their own configuration;
+    /// mini-swe-agent is told about MCP servers in its instruction, as Harbor does.
+    pub(crate) fn agent_inputs(self) -> AgentInputSupport {
+        match self {
+            AgentCli::MiniSweAgent => AgentInputSupport {
+                mcp_servers: true,
+                ..AgentInputSupport::default()
+            },
+            _ => AgentInputSupport::ALL,
+        }
+    }
 
     /// The harness id.
     pub(crate) fn id(self) -> &'static str {
@@ -177,22 +200,25 @@ impl AgentCli {
         format!("{}/trajectory.json", self.log_dir())
     }
 
-    /// How to start one unattended run.
-    pub(crate) fn launch(self, input: &LaunchInput<'_>) -> Launch {
+    /// How to start one unattended run. The run's `--agent-env` variables override the
+    /// agent's own, as Harbor's `--ae` does.
+    pub(crate) fn launch(self, input: &LaunchInput<'_>) -> Result<Launch> {
         let mut setup = Setup::new(self, input);
         let argv = match self {
             AgentCli::ClaudeCode => claude_code(&mut setup, input),
-            AgentCli::Codex => codex(&mut setup, input),
+            AgentCli::Codex => codex(&mut setup, input)?,
             AgentCli::MiniSweAgent => mini_swe_agent(&mut setup, input),
             AgentCli::QwenCode => qwen_code(&mut setup, input),
         };
         let argv = self.with_extra_args(argv, input);
-        Launch {
+        setup.env.extend(input.inputs.env.clone());
+        Ok(Launch {
             argv,
             env: setup.env,
             dirs: setup.dirs,
             files: setup.files,
-        }
+            copies: setup.copies,
+        })
     }
 
     /// `argv` with the turn limit (for the agents that take one) and the extra arguments
@@ -232,6 +258,8 @@ struct Setup {
     dirs: Vec<String>,
     /// The files written before it starts, so far.
     files: Vec<(String, String)>,
+    /// The directories copied before it starts, so far.
+    copies: Vec<(String, String)>,
 }
 
 impl Setup {
@@ -245,6 +273,14 @@ impl Setup {
             home,
             retries: input.retries.to_string(),
             files: Vec::new(),
+            copies: Vec::new(),
+        }
+    }
+
+    /// Copies the task's skills (when it has any) into `dest`.
+    fn skills_to(&mut self, input: &LaunchInput<'_>, dest: String) {
+        if let Some(dir) = &input.inputs.skills_dir {
+            self.copies.push((dir.clone(), dest));
         }
     }
 
@@ -271,6 +307,12 @@ fn claude_code(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
     setup.set("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
     setup.set("IS_SANDBOX", "1");
     setup.set("CLAUDE_CODE_MAX_RETRIES", &retries);
+    if let Some(config) = tools::claude_code_config(input.inputs, &mut setup.env) {
+        setup
+            .files
+            .push((format!("{home}/config/.claude.json"), config));
+    }
+    setup.skills_to(input, format!("{home}/config/skills"));
     strings([
         &format!("{}/node_modules/.bin/claude", setup.mount),
         "-p",
@@ -285,7 +327,7 @@ fn claude_code(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
 }
 
 /// Codex's settings and command line (`codex exec --json`, its own model provider).
-fn codex(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
+fn codex(setup: &mut Setup, input: &LaunchInput<'_>) -> Result<Vec<String>> {
     let endpoint = input.endpoint;
     let retries = &setup.retries;
     let codex_home = format!("{}/codex", setup.home);
@@ -298,7 +340,13 @@ fn codex(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
     setup.dirs.push(codex_home.clone());
     setup.set("CODEX_HOME", &codex_home);
     setup.set("AGENTCOMPASS_CODEX_KEY", &endpoint.api_key);
-    strings([
+    if let Some(config) = tools::codex_config(input.inputs, &mut setup.env)? {
+        setup
+            .files
+            .push((format!("{codex_home}/config.toml"), config));
+    }
+    setup.skills_to(input, format!("{codex_home}/skills"));
+    Ok(strings([
         &format!("{}/node_modules/.bin/codex", setup.mount),
         "exec",
         "--json",
@@ -318,7 +366,7 @@ fn codex(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
         "-m",
         &endpoint.model,
         input.prompt,
-    ])
+    ]))
 }
 
 /// mini-swe-agent's settings and command line (`python -m minisweagent.run.mini`).
@@ -336,6 +384,8 @@ fn mini_swe_agent(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
     );
     setup.set("LITELLM_LOCAL_MODEL_COST_MAP", "True");
     let trajectory = AgentCli::MiniSweAgent.trajectory_file();
+    // Told about its MCP servers in the instruction, as Harbor tells it.
+    let task = format!("{}{}", input.prompt, input.inputs.mcp_servers_text());
     strings([
         &format!("{}/bin/python", setup.mount),
         "-m",
@@ -351,7 +401,7 @@ fn mini_swe_agent(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
         "-o",
         &trajectory,
         "-t",
-        input.prompt,
+        &task,
     ])
 }
 
@@ -365,12 +415,18 @@ fn qwen_code(setup: &mut Setup, input: &LaunchInput<'_>) -> Vec<String> {
     setup.set("OPENAI_MODEL", &endpoint.model);
     setup.set("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
     setup.set("QWEN_USAGE_STATISTICS_ENABLED", "false");
-    let settings = json!({
+    let mut settings = json!({
         "general": {"enableAutoUpdate": false},
         "privacy": {"usageStatisticsEnabled": false},
         "telemetry": {"enabled": false},
         "memory": {"enableManagedAutoMemory": false, "enableManagedAutoDream": false},
     });
+    if let Some(servers) = tools::qwen_code_servers(input.inputs, &mut setup.env) {
+        settings["mcpServers"] = servers;
+    }
+    // Qwen Code reads skills from `~/.agents/skills` as well as its own home.
+    let home = setup.home.clone();
+    setup.skills_to(input, format!("{home}/.agents/skills"));
     setup
         .files
         .push((format!("{qwen_home}/settings.json"), settings.to_string()));

@@ -15,6 +15,7 @@ mod run;
 mod settings;
 #[cfg(test)]
 mod tests;
+mod tools;
 
 use agentcompass_plugin_api::contracts::{
     ArtifactSpec, ComponentInfo, EnvironmentSpec, HarnessPlan, ModelSpec, RunRequest, RunResult,
@@ -36,6 +37,7 @@ const DEFAULT_RUN_TIMEOUT_SECONDS: f64 = 3600.0;
 pub(crate) fn info(agent: AgentCli) -> ComponentInfo {
     crate::harness_info(agent.id(), agent.description(), schema(agent))
         .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
+        .with_agent_inputs(agent.agent_inputs())
 }
 
 /// One installed agent's harness.

@@ -35,6 +35,14 @@ while path_var="AGENTCOMPASS_SETUP_FILE_$n" && [ -n "${!path_var:-}" ]; do
   printf '%s' "${!text_var}" > "${!path_var}"
   n=$((n + 1))
 done
+while IFS='	' read -r from to; do
+  if [ -n "$from" ]; then
+    mkdir -p -- "$to"
+    cp -r -- "$from"/. "$to"/ 2>/dev/null || true
+  fi
+done <<AGENTCOMPASS_COPIES
+$AGENTCOMPASS_SETUP_COPIES
+AGENTCOMPASS_COPIES
 logs="$AGENTCOMPASS_SETUP_LOGS"
 unset "${!AGENTCOMPASS_SETUP_@}"
 exec "$@" > "$logs/stdout.log" 2> "$logs/stderr.log" < /dev/null
@@ -70,7 +78,8 @@ pub(super) async fn run(
         retries: settings.agent_retries,
         extra_args: &settings.extra_args,
         max_turns: settings.max_turns,
-    });
+        inputs: &prepared.agent_inputs,
+    })?;
     let mut request = exec_request(agent, &launch, prepared);
     let timeout = agent_timeout(plan, started);
     request.timeout_seconds = timeout;
@@ -127,6 +136,14 @@ fn exec_request(agent: AgentCli, launch: &Launch, prepared: &PreparedTask) -> Ex
     request
         .env
         .insert("AGENTCOMPASS_SETUP_LOGS".into(), agent.log_dir());
+    let copies: Vec<String> = launch
+        .copies
+        .iter()
+        .map(|(from, to)| format!("{from}\t{to}"))
+        .collect();
+    request
+        .env
+        .insert("AGENTCOMPASS_SETUP_COPIES".into(), copies.join("\n"));
     for (i, (path, text)) in launch.files.iter().enumerate() {
         request
             .env

@@ -1,4 +1,4 @@
-use agentcompass_plugin_api::contracts::{Installer, ModelEndpoint, RunRequest};
+use agentcompass_plugin_api::contracts::{AgentInputs, Installer, ModelEndpoint, RunRequest};
 use agentcompass_plugin_api::sdk::Harness;
 use serde_json::json;
 
@@ -103,8 +103,9 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
         retries: 1,
         extra_args: &extra,
         max_turns: None,
+        inputs: &AgentInputs::default(),
     };
-    let claude = AgentCli::ClaudeCode.launch(&input);
+    let claude = AgentCli::ClaudeCode.launch(&input).unwrap();
     assert_eq!(
         claude.argv[0],
         "/opt/agentcompass/agents/claude_code/node_modules/.bin/claude"
@@ -115,7 +116,7 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
     assert_eq!(claude.env["ANTHROPIC_API_KEY"], "placeholder-token-123");
     assert_eq!(claude.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"], "1");
 
-    let codex = AgentCli::Codex.launch(&input);
+    let codex = AgentCli::Codex.launch(&input).unwrap();
     assert_eq!(codex.argv.last().unwrap(), "Do the task.");
     assert!(codex.argv.iter().any(|a| a.contains(
         "base_url=\"http://127.0.0.1:4567/v1\",env_key=\"AGENTCOMPASS_CODEX_KEY\",wire_api=\"responses\""
@@ -130,7 +131,7 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
             .any(|a| a.contains("placeholder-token-123")));
     }
 
-    let mini = AgentCli::MiniSweAgent.launch(&input);
+    let mini = AgentCli::MiniSweAgent.launch(&input).unwrap();
     assert_eq!(
         mini.argv[0],
         "/opt/agentcompass/agents/mini_swe_agent/bin/python"
@@ -142,7 +143,7 @@ fn launches_use_the_documented_unattended_settings_and_the_placeholder() {
     assert_eq!(mini.env["MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT"], "2");
     assert_eq!(mini.env["LITELLM_LOCAL_MODEL_COST_MAP"], "True");
 
-    let qwen = AgentCli::QwenCode.launch(&input);
+    let qwen = AgentCli::QwenCode.launch(&input).unwrap();
     assert_eq!(qwen.files.len(), 1);
     assert!(qwen.files[0].0.ends_with("/qwen/settings.json"));
     let settings: serde_json::Value = serde_json::from_str(&qwen.files[0].1).unwrap();
@@ -160,11 +161,12 @@ fn the_requests_max_turns_reaches_the_agents_that_take_one() {
         retries: 1,
         extra_args: &[],
         max_turns: Some(7),
+        inputs: &AgentInputs::default(),
     };
-    let claude = AgentCli::ClaudeCode.launch(&input).argv;
+    let claude = AgentCli::ClaudeCode.launch(&input).unwrap().argv;
     assert_eq!(claude[claude.len() - 2..], ["--max-turns", "7"]);
-    let mini = AgentCli::MiniSweAgent.launch(&input).argv;
+    let mini = AgentCli::MiniSweAgent.launch(&input).unwrap().argv;
     assert_eq!(mini[mini.len() - 2..], ["-c", "agent.step_limit=7"]);
-    let codex = AgentCli::Codex.launch(&input).argv;
+    let codex = AgentCli::Codex.launch(&input).unwrap().argv;
     assert!(!codex.iter().any(|a| a.contains("turn")), "{codex:?}");
 }
