@@ -2,6 +2,7 @@
 //! plugin `.so` files laid out in temp directories.
 
 mod agent_image;
+mod agent_tools;
 mod analysis;
 mod api_compat;
 mod artifacts;

@@ -331,11 +331,11 @@ pub struct AgentFlags {
     /// A variable for the agent's processes (`${VAR}` values read from this environment and
     /// kept secret; repeatable; Harbor's `--ae`)
     #[arg(long = "agent-env", visible_alias = "ae", value_name = "KEY=VALUE")]
-    pub env: Vec<String>,
+    pub agent_env: Vec<String>,
     /// A harness parameter, its value read as JSON when it parses (repeatable; Harbor's
     /// `--ak`; over `--harness-params`)
     #[arg(long = "agent-kwarg", visible_alias = "ak", value_name = "KEY=VALUE")]
-    pub kwargs: Vec<String>,
+    pub agent_kwargs: Vec<String>,
     /// A file whose text is appended to every task's instruction after a blank line
     /// (repeatable)
     #[arg(long = "extra-instruction-path", value_name = "FILE")]
@@ -348,8 +348,8 @@ impl AgentFlags {
         agentcompass_host::request::agent_args::AgentArgs {
             mcp_configs: self.mcp_configs.clone(),
             skills: self.skills.clone(),
-            env: self.env.clone(),
-            kwargs: self.kwargs.clone(),
+            env: self.agent_env.clone(),
+            kwargs: self.agent_kwargs.clone(),
             extra_instruction_paths: self.extra_instruction_paths.clone(),
         }
     }

@@ -31,11 +31,14 @@ impl Platform {
             "image": spec.setup.image,
             "os": spec.setup.os,
         });
-        // An image built from a task's own definition (only when there is one, so the keys
-        // of named images stay as they were).
-        if let (Some(context), Some(identity)) =
-            (&spec.setup.build_context, identity.as_object_mut())
-        {
+        // An image built from a task's own definition (only when there is one and no named
+        // image replaces it, so the keys of named images stay as they were).
+        let built = spec
+            .setup
+            .build_context
+            .as_ref()
+            .filter(|_| spec.setup.image.is_none());
+        if let (Some(context), Some(identity)) = (built, identity.as_object_mut()) {
             identity.insert("build_context".to_string(), json!(context));
         }
         let digest = Sha256::digest(identity.to_string().as_bytes());
