@@ -120,10 +120,29 @@ fn claude_script() -> Value {
     ]})
 }
 
-#[test]
-fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
+/// Codex's script: call `lookup` in the namespace Codex offers the server's tools in
+/// (`mcp__tools`), then — once its result is in the conversation — write it, then finish.
+fn codex_script() -> Value {
+    let path = "/v1/responses";
+    let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
+    json!({"require_key": KEY, "rules": [
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
+         "response": {"tool_calls": [{"name": "lookup", "namespace": "mcp__tools",
+                                      "arguments": {"key": "alpha"}}], "usage": usage}},
+        {"match": {"path": path, "any_user_contains": ALPHA, "assistant_turns": 1},
+         "response": {"tool_calls": [{"name": "exec_command", "arguments": {
+             "cmd": format!("printf '%s' '{ALPHA}' > /app/answer.txt")}}], "usage": usage}},
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 2},
+         "response": {"text": "Wrote the value of alpha.", "usage": usage}},
+        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    ]})
+}
+
+/// Runs `agent` (speaking `protocol`, driven by `script`) on the `mcp-tools` task in the
+/// tests' docker daemon, on the agents' image, and checks the call end to end.
+fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
     tag_tool_base();
-    let server = ScriptedServer::start(&claude_script(), None).unwrap();
+    let server = ScriptedServer::start(script, None).unwrap();
     let ws = Workspace::new();
     let tasks = mcp_task(&ws, "mcp-lookup");
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
@@ -133,6 +152,10 @@ fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
     })
     .to_string();
     let benchmark = json!({"path": tasks}).to_string();
+    let base_url = match protocol {
+        "anthropic" => server.url(),
+        _ => server.base_url(),
+    };
     let out = ws.run(
         &[
             "--plugin-dir",
@@ -141,7 +164,7 @@ fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
             &required("AGENTCOMPASS_TEST_INSTALL_CACHE"),
             "run",
             "harbor",
-            "claude_code",
+            agent,
             "m-test",
             "--benchmark-params",
             &benchmark,
@@ -150,9 +173,9 @@ fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
             "--env-params",
             &env_params,
             "--model-base-url",
-            &server.url(),
+            &base_url,
             "--model-api-protocol",
-            "anthropic",
+            protocol,
             "--model-api-key",
             "${AGENT_KEY}",
             "--execution-params",
@@ -171,24 +194,30 @@ fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
     let text = result["trajectory"].to_string();
     assert!(text.contains("mcp__tools__lookup"), "{text}");
     assert!(text.contains(ALPHA), "{text}");
-    // The server's own log (collected by the verifier) shows the call and its arguments.
+    // The server's own log (collected as an artifact of the task) shows the call and its
+    // arguments.
     let calls: Vec<PathBuf> = walk(task_dir)
         .into_iter()
         .filter(|p| p.ends_with("calls.jsonl"))
         .collect();
-    assert!(
-        !calls.is_empty(),
-        "no calls.jsonl under {}: {:?}",
-        task_dir.display(),
-        walk(task_dir)
-    );
+    assert!(!calls.is_empty(), "no calls.jsonl: {:?}", walk(task_dir));
     let log = fs::read_to_string(&calls[0]).unwrap();
     let first: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
     assert_eq!(
         first,
         json!({"tool": "lookup", "arguments": {"key": "alpha"}, "result": ALPHA})
     );
-    eprintln!("claude_code: the sidecar's MCP server logged {log}");
+    eprintln!("{agent}: the sidecar's MCP server logged {log}");
+}
+
+#[test]
+fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
+    calls_the_sidecar_mcp_server("claude_code", "anthropic", &claude_script());
+}
+
+#[test]
+fn codex_calls_the_mcp_server_of_a_compose_sidecar() {
+    calls_the_sidecar_mcp_server("codex", "openai-responses", &codex_script());
 }
 
 /// Every file under `dir`.

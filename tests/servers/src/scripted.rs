@@ -20,6 +20,9 @@
 //! (`src/bin/scripted-llm.rs`) for the command line, or use [`spawn_on_thread`] /
 //! [`serve`] in-process.
 //!
+//! A tool call may name the Responses `namespace` its tool belongs to (Codex offers each MCP
+//! server's tools as one `namespace` tool and expects calls naming it).
+//!
 //! Match keys (all given must hold): `path` (exact, no query string), `model` (exact),
 //! `last_user_contains` (a substring of the latest user/tool turn), `any_user_contains` (of any
 //! user/tool message), `any_message_contains` (of any message, system prompts included) and
@@ -209,6 +212,9 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments: a JSON value (serialised for OpenAI), or a string sent verbatim.
     pub arguments: Value,
+    /// The Responses tool namespace the tool belongs to (Codex offers each MCP server's
+    /// tools as a `namespace` tool, `mcp__<server>`, and expects calls naming it).
+    pub namespace: Option<String>,
 }
 
 /// Token usage to report. `prompt_tokens` includes `cached_tokens` (OpenAI semantics); the
@@ -489,12 +495,17 @@ fn parse_response(value: &Value, field: &str) -> Result<Response, ScriptError> {
             for (i, item) in items.iter().enumerate() {
                 let cf = format!("{tf}[{i}]");
                 let cm = as_object(item, &cf)?;
-                check_keys(cm, &["name", "arguments"], &cf)?;
+                check_keys(cm, &["name", "arguments", "namespace"], &cf)?;
                 let Some(name) = opt_string(cm, "name", &cf)? else {
                     return err(&sub(&cf, "name"), "missing");
                 };
                 let arguments = cm.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                tool_calls.push(ToolCall { name, arguments });
+                let namespace = opt_string(cm, "namespace", &cf)?;
+                tool_calls.push(ToolCall {
+                    name,
+                    arguments,
+                    namespace,
+                });
             }
         }
         if text.is_none() && tool_calls.is_empty() {
@@ -1228,14 +1239,18 @@ fn responses_message_item(id: u64, text: &str) -> Value {
 
 /// The Responses function-call item of a call.
 fn responses_call_item(call_id: &str, call: &ToolCall) -> Value {
-    json!({
+    let mut item = json!({
         "type": "function_call",
         "id": function_call_item_id(call_id),
         "call_id": call_id,
         "name": call.name,
         "arguments": arguments_string(&call.arguments),
         "status": "completed",
-    })
+    });
+    if let Some(namespace) = &call.namespace {
+        item["namespace"] = json!(namespace);
+    }
+    item
 }
 
 fn responses_body(a: &Answer<'_>) -> Value {

@@ -207,6 +207,7 @@ impl Builder {
                 self.close();
             }
             Some("command_execution") => self.command(slot),
+            Some("mcp_tool_call") => self.mcp_call(slot),
             Some("function_call") => self.function_call(item),
             Some("error") => {
                 let message = str_at(item, "message").unwrap_or("error item");
@@ -244,6 +245,41 @@ impl Builder {
             .push(observation(id, output, exit_code, is_error));
     }
 
+    /// An `mcp_tool_call` item: a call of an MCP server's tool, named `mcp__<server>__<tool>`
+    /// as Claude Code names it, with the text of its result (or its error) once completed.
+    fn mcp_call(&mut self, slot: &ItemSlot) {
+        let item = &slot.item;
+        let id = str_at(item, "id").unwrap_or("");
+        let name = format!(
+            "mcp__{}__{}",
+            str_at(item, "server").unwrap_or(""),
+            str_at(item, "tool").unwrap_or("")
+        );
+        let arguments = item.get("arguments").cloned().unwrap_or(Value::Null);
+        self.current
+            .tool_calls
+            .push(tool_call(id, &name, arguments));
+        if !slot.completed {
+            return;
+        }
+        let texts: Vec<&str> = item
+            .pointer("/result/content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|block| str_at(block, "text"))
+            .collect();
+        let error = item
+            .get("error")
+            .filter(|e| !e.is_null())
+            .map(|e| str_at(e, "message").map_or_else(|| e.to_string(), str::to_string));
+        let failed = error.is_some() || str_at(item, "status") == Some("failed");
+        let output = error.unwrap_or_else(|| texts.join("\n"));
+        self.current
+            .observations
+            .push(observation(id, &output, None, Some(failed)));
+    }
+
     /// A `function_call` item: a tool call (an `exec_command` one's `cmd` is a command), with
     /// its `output` as the observation when the item has one.
     fn function_call(&mut self, item: &Value) {
@@ -279,5 +315,44 @@ fn unwrap_shell(line: &str) -> String {
             command.clone()
         }
         _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod mcp_tests {
+    use serde_json::json;
+
+    #[test]
+    fn an_mcp_tool_call_is_a_step_with_its_server_tool_arguments_and_result() {
+        let item = |event: &str, status: &str, result: serde_json::Value| {
+            json!({"type": event, "item": {"id": "item_1", "type": "mcp_tool_call",
+                   "server": "tools", "tool": "lookup", "arguments": {"key": "alpha"},
+                   "result": result, "error": null, "status": status}})
+        };
+        let text = [
+            json!({"type": "thread.started", "thread_id": "t"}),
+            json!({"type": "turn.started"}),
+            item("item.started", "in_progress", json!(null)),
+            item(
+                "item.completed",
+                "completed",
+                json!({"content": [{"type": "text", "text": "value-of-alpha"}]}),
+            ),
+            json!({"type": "item.completed", "item": {"id": "m", "type": "agent_message",
+                   "text": "done"}}),
+            json!({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+        let transcript = super::codex_events(&text);
+        let step = &transcript.steps[0];
+        assert_eq!(
+            step.assistant_content.tool_calls,
+            json!([{"id": "item_1", "name": "mcp__tools__lookup", "arguments": {"key": "alpha"}}])
+        );
+        assert_eq!(step.observation[0]["output"], json!("value-of-alpha"));
+        assert_eq!(step.observation[0]["is_error"], json!(false));
     }
 }

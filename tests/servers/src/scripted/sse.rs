@@ -463,10 +463,12 @@ mod tests {
             ToolCall {
                 name: "bash".to_string(),
                 arguments: json!({"command": "ls -la /tmp"}),
+                namespace: None,
             },
             ToolCall {
                 name: "raw".to_string(),
                 arguments: json!("{not json"),
+                namespace: None,
             },
         ]
     }
