@@ -39,7 +39,8 @@ fn tag_tool_base() {
 /// Writes the `mcp-tools` task into `tasks/<name>`: `main` waits for the `tools` sidecar
 /// (built from its own Dockerfile with the `mcp-tool-server` binary, healthy once it serves
 /// `/health`), which logs its calls into a volume `main` mounts at `/logs/tools` (an artifact
-/// of the task).
+/// of the task); `main` also sees the server's binary at `/opt/tools` (a `stdio` server the
+/// agent may start).
 fn mcp_task(ws: &Workspace, name: &str) -> PathBuf {
     let dir = ws.root().join("tasks").join(name);
     let tools = dir.join("environment/tools");
@@ -70,7 +71,7 @@ fn mcp_task(ws: &Workspace, name: &str) -> PathBuf {
     fs::write(
         dir.join("environment/docker-compose.yaml"),
         "services:\n  main:\n    depends_on:\n      tools:\n        condition: service_healthy\n\
-         \x20   volumes:\n      - calls:/logs/tools\n  tools:\n    build:\n      context: ./tools\n\
+         \x20   volumes:\n      - calls:/logs/tools\n      - ./tools:/opt/tools:ro\n  tools:\n    build:\n      context: ./tools\n\
          \x20   expose:\n      - \"8000\"\n    volumes:\n      - calls:/calls\n\
          \x20   healthcheck:\n      test: [\"CMD\", \"mcp-tool-server\", \"--probe\", \
          \"http://127.0.0.1:8000/health\"]\n      interval: 1s\n      retries: 30\n\
@@ -91,9 +92,9 @@ fn mcp_task(ws: &Workspace, name: &str) -> PathBuf {
     fs::write(
         dir.join("tests/test.sh"),
         format!(
-            "#!/bin/bash\ncp /logs/tools/calls.jsonl /logs/verifier/ 2>/dev/null\n\
+            "#!/bin/bash\n\
              if [ \"$(cat /app/answer.txt 2>/dev/null)\" = \"{ALPHA}\" ] && \
-             grep -q '\"key\":\"alpha\"' /logs/tools/calls.jsonl; then\n\
+             cat /logs/tools/*.jsonl | grep -q '\"key\":\"alpha\"'; then\n\
              \x20 echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n"
         ),
     )
@@ -141,6 +142,20 @@ fn codex_script() -> Value {
 /// Runs `agent` (speaking `protocol`, driven by `script`) on the `mcp-tools` task in the
 /// tests' docker daemon, on the agents' image, and checks the call end to end.
 fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
+    let (log, stdio) = calls_an_mcp_server(agent, protocol, script, &[]);
+    assert!(stdio.is_none());
+    eprintln!("{agent}: the sidecar's MCP server logged {}", log.unwrap());
+}
+
+/// Runs `agent` on the `mcp-tools` task with `extra` flags and checks the reward, the
+/// trajectory and that exactly one server logged the call: the logs of the sidecar's server
+/// (`calls.jsonl`) and of a `stdio` one (`stdio-calls.jsonl`).
+fn calls_an_mcp_server(
+    agent: &str,
+    protocol: &str,
+    script: &Value,
+    extra: &[&str],
+) -> (Option<String>, Option<String>) {
     tag_tool_base();
     let server = ScriptedServer::start(script, None).unwrap();
     let ws = Workspace::new();
@@ -180,7 +195,10 @@ fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
             "${AGENT_KEY}",
             "--execution-params",
             r#"{"save_artifacts": true}"#,
-        ],
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect::<Vec<_>>(),
         &[("AGENT_KEY", KEY)],
     );
     assert_eq!(out.code, 0, "{out:?}");
@@ -196,18 +214,23 @@ fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
     assert!(text.contains(ALPHA), "{text}");
     // The server's own log (collected as an artifact of the task) shows the call and its
     // arguments.
-    let calls: Vec<PathBuf> = walk(task_dir)
-        .into_iter()
-        .filter(|p| p.ends_with("calls.jsonl"))
-        .collect();
-    assert!(!calls.is_empty(), "no calls.jsonl: {:?}", walk(task_dir));
-    let log = fs::read_to_string(&calls[0]).unwrap();
+    let files = walk(task_dir);
+    let read = |name: &str| {
+        files
+            .iter()
+            .find(|p| p.ends_with(name))
+            .map(|p| fs::read_to_string(p).unwrap())
+            .filter(|text| !text.is_empty())
+    };
+    let (sidecar, stdio) = (read("calls.jsonl"), read("stdio-calls.jsonl"));
+    let log = sidecar.as_ref().xor(stdio.as_ref());
+    let log = log.unwrap_or_else(|| panic!("one server logged calls: {files:?}"));
     let first: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
     assert_eq!(
         first,
         json!({"tool": "lookup", "arguments": {"key": "alpha"}, "result": ALPHA})
     );
-    eprintln!("{agent}: the sidecar's MCP server logged {log}");
+    (sidecar, stdio)
 }
 
 #[test]
@@ -235,4 +258,33 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A run's `--mcp-config` replaces the task's server of the same name: `tools` becomes a
+/// `stdio` server Claude Code starts inside the environment (its log shows the call; the
+/// sidecar's server, declared by the task, is never called).
+#[test]
+fn mcp_config_replaces_the_tasks_server_with_a_stdio_one() {
+    let ws = Workspace::new();
+    let config = ws.write(
+        "mcp.json",
+        &json!({"mcpServers": {"tools": {"command": "/opt/tools/mcp-tool-server",
+            "args": ["--stdio", "--log", "/logs/tools/stdio-calls.jsonl"]}}})
+        .to_string(),
+    );
+    let config = config.display().to_string();
+    let (sidecar, stdio) = calls_an_mcp_server(
+        "claude_code",
+        "anthropic",
+        &claude_script(),
+        &["--mcp-config", &config],
+    );
+    assert!(
+        sidecar.is_none(),
+        "the task's server was called: {sidecar:?}"
+    );
+    eprintln!(
+        "claude_code: the run's stdio MCP server logged {}",
+        stdio.unwrap()
+    );
 }
