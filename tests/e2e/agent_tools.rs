@@ -288,3 +288,170 @@ fn mcp_config_replaces_the_tasks_server_with_a_stdio_one() {
         stdio.unwrap()
     );
 }
+
+/// Writes a skill `name` (front matter and one line of body) under `dir`.
+fn skill(dir: &Path, name: &str) {
+    let skill = dir.join(name);
+    fs::create_dir_all(&skill).unwrap();
+    fs::write(
+        skill.join("SKILL.md"),
+        format!(
+            "---\nname: {name}\ndescription: The {name} skill of the tests.\n---\n\nSay {name}.\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// A git repository at `dir` holding `skills/<name>/SKILL.md`, one commit; its commit id.
+fn skills_repo(dir: &Path, name: &str) -> String {
+    skill(&dir.join("skills"), name);
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "skills"]);
+    git(&["rev-parse", "HEAD"])
+}
+
+/// Skills reach Claude Code where it reads them: its own `init` event lists the skill the
+/// task's `skills_dir` holds, one from a `--skill` directory and one from a `--skill` git
+/// source (`file://`, pinned to a commit, fetched into the dataset cache and recorded with its
+/// digest in the run's provenance).
+#[test]
+fn claude_code_lists_the_skills_of_the_task_and_the_run() {
+    let ws = Workspace::new();
+    let tasks = mcp_task(&ws, "skills-task");
+    let task = tasks.join("skills-task");
+    // The task's skills directory, bound into `main` (writable: the run's skills join it).
+    skill(&task.join("environment/skills"), "task-skill");
+    let toml = fs::read_to_string(task.join("task.toml")).unwrap();
+    fs::write(
+        task.join("task.toml"),
+        toml.replace(
+            "workdir = \"/app\"\n",
+            "workdir = \"/app\"\nskills_dir = \"/skills\"\n",
+        ),
+    )
+    .unwrap();
+    let compose = fs::read_to_string(task.join("environment/docker-compose.yaml")).unwrap();
+    fs::write(
+        task.join("environment/docker-compose.yaml"),
+        compose.replace(
+            "      - ./tools:/opt/tools:ro\n",
+            "      - ./tools:/opt/tools:ro\n      - ./skills:/skills\n",
+        ),
+    )
+    .unwrap();
+    let local = ws.root().join("my-skills");
+    skill(&local, "run-skill");
+    let repo = ws.root().join("skills-repo");
+    fs::create_dir_all(&repo).unwrap();
+    let commit = skills_repo(&repo, "git-skill");
+    let git_source = format!("file://{}@{commit}", repo.display());
+    let local = local.join("run-skill").display().to_string();
+    let (out, files) = run_claude(&ws, &tasks, &["--skill", &local, "--skill", &git_source]);
+    let skills = init_skills(&files);
+    for name in ["task-skill", "run-skill", "git-skill"] {
+        assert!(skills.iter().any(|s| s == name), "{name} not in {skills:?}");
+    }
+    eprintln!("claude_code: init event skills {skills:?}");
+    // The provenance names each run skill with its digest, the git one with its commit.
+    let info: Value =
+        serde_json::from_str(&fs::read_to_string(run_dir(&out).join("run_info.json")).unwrap())
+            .unwrap();
+    let recorded = &info["provenance"]["skills"];
+    let git = recorded
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "git-skill")
+        .unwrap_or_else(|| panic!("{recorded}"));
+    assert_eq!(git["git_commit"], json!(commit), "{recorded}");
+    assert!(git["digest"].as_str().unwrap().starts_with("sha256:"));
+    // Pinned and cached: with the repository gone, a second run takes the skill from the
+    // cache.
+    fs::remove_dir_all(&repo).unwrap();
+    let (_, files) = run_claude(&ws, &tasks, &["--skill", &git_source]);
+    assert!(init_skills(&files).contains(&"git-skill".to_string()));
+}
+
+/// The skills Claude Code's `init` event lists, from its `stdout.log` among `files`.
+fn init_skills(files: &[PathBuf]) -> Vec<String> {
+    let stdout = files
+        .iter()
+        .find(|p| p.ends_with("claude_code/stdout.log"))
+        .map(|p| fs::read_to_string(p).unwrap())
+        .expect("Claude Code's stdout.log");
+    let init: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["type"] == "system" && e["subtype"] == "init")
+        .expect("Claude Code's init event");
+    init["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Runs Claude Code (one text answer) on `tasks` in the tests' docker daemon with `extra`;
+/// the outcome and the published task's files.
+fn run_claude(
+    ws: &Workspace,
+    tasks: &Path,
+    extra: &[&str],
+) -> (agentcompass_e2e::Outcome, Vec<PathBuf>) {
+    let script = json!({"require_key": KEY, "rules": [
+        {"response": {"text": "Done.", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}}]});
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
+    let env_params = json!({
+        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
+        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
+    })
+    .to_string();
+    let benchmark = json!({"path": tasks}).to_string();
+    let url = server.url();
+    let mut args = vec![
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "--install-cache-dir",
+    ];
+    let cache = required("AGENTCOMPASS_TEST_INSTALL_CACHE");
+    args.push(&cache);
+    args.extend([
+        "run",
+        "harbor",
+        "claude_code",
+        "m-test",
+        "--benchmark-params",
+        &benchmark,
+        "--env",
+        "docker",
+        "--env-params",
+        &env_params,
+        "--model-base-url",
+        &url,
+        "--model-api-protocol",
+        "anthropic",
+        "--model-api-key",
+        "${AGENT_KEY}",
+    ]);
+    args.extend_from_slice(extra);
+    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let results = published_results(&run_dir(&out));
+    let (task_dir, _) = results.values().next().unwrap();
+    let files = walk(task_dir);
+    (out, files)
+}
