@@ -455,3 +455,162 @@ fn run_claude(
     let files = walk(task_dir);
     (out, files)
 }
+
+/// The credential the host's tool server requires (given to the run as `${TOOLS_TOKEN}`).
+const TOOLS_TOKEN: &str = "tok-TOOLS-SECRET-8812";
+
+/// `mcp-tool-server` on the host's loopback, requiring `Authorization: Bearer TOOLS_TOKEN`
+/// and logging to `log`; killed on drop. Its port.
+struct HostToolServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HostToolServer {
+    fn start(log: &Path) -> HostToolServer {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(target_dir().join("mcp-tool-server"))
+            .args(["--listen", "127.0.0.1:0", "--log"])
+            .arg(log)
+            .args([
+                "--require-header",
+                &format!("Authorization=Bearer {TOOLS_TOKEN}"),
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+        HostToolServer { child, port }
+    }
+}
+
+impl Drop for HostToolServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A command counting `TOOLS_TOKEN` (spelled in two pieces) in every process environment and
+/// in files under the agent's home, `/tmp` and `/logs`, into `/logs/agent/claude_code/`.
+fn token_probe() -> String {
+    let (head, tail) = TOOLS_TOKEN.split_at(8);
+    format!(
+        "k={head}; k=\"${{k}}{tail}\"; \
+         {{ for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < \"$f\"; done; env; }} 2>/dev/null \
+         | grep -cF \"$k\" > /logs/agent/claude_code/probe-environ.txt; \
+         grep -rlF \"$k\" \"$HOME\" /tmp /logs 2>/dev/null | wc -l > /logs/agent/claude_code/probe-files.txt; true"
+    )
+}
+
+/// An MCP server on the host (an internal tool service on loopback, requiring a header
+/// credential) used by Claude Code from a `no-network` sandbox: through the attempt's tool
+/// relay, which adds the header on the host. The agent's call reaches the server, the reward
+/// depends on it, and the credential is nowhere in the environment (every process's
+/// environment, files) or the results.
+#[test]
+fn a_host_mcp_server_is_reached_from_a_no_network_sandbox_through_the_relay() {
+    let ws = Workspace::new();
+    let log = ws.root().join("host-calls.jsonl");
+    let tools = HostToolServer::start(&log);
+    let task = ws.root().join("tasks/host-tools");
+    fs::create_dir_all(task.join("tests")).unwrap();
+    fs::write(
+        task.join("task.toml"),
+        format!(
+            "schema_version = \"1.4\"\n\n[task]\nname = \"agentcompass/host-tools\"\n\n\
+             [agent]\ntimeout_sec = 180.0\n\n[verifier]\ntimeout_sec = 60.0\n\n\
+             [environment]\nworkdir = \"/app\"\nnetwork_mode = \"no-network\"\n\n\
+             [[environment.mcp_servers]]\nname = \"tools\"\ntransport = \"streamable-http\"\n\
+             url = \"http://127.0.0.1:{}/mcp\"\n\
+             headers = {{ Authorization = \"Bearer ${{TOOLS_TOKEN}}\" }}\n",
+            tools.port
+        ),
+    )
+    .unwrap();
+    fs::write(
+        task.join("instruction.md"),
+        format!(
+            "{MARKER}: look up `alpha` with the `tools` server; write it to /app/answer.txt.\n"
+        ),
+    )
+    .unwrap();
+    fs::write(
+        task.join("tests/test.sh"),
+        format!(
+            "#!/bin/bash\nif [ \"$(cat /app/answer.txt 2>/dev/null)\" = \"{ALPHA}\" ]; then \
+             echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
+        ),
+    )
+    .unwrap();
+    let path = "/v1/messages";
+    let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
+    let write = format!("printf '%s' '{ALPHA}' > /app/answer.txt; {}", token_probe());
+    let script = json!({"require_key": KEY, "rules": [
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
+         "response": {"tool_calls": [{"name": "mcp__tools__lookup", "arguments": {"key": "alpha"}}],
+                      "usage": usage}},
+        {"match": {"path": path, "any_user_contains": ALPHA, "assistant_turns": 1},
+         "response": {"tool_calls": [{"name": "Bash", "arguments": {
+             "command": write, "description": "write the answer"}}], "usage": usage}},
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 2},
+         "response": {"text": "Done.", "usage": usage}},
+        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    ]});
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let packs = Packs::new(&["harbor-pack", "agents-pack"]);
+    let benchmark = json!({"path": ws.root().join("tasks")}).to_string();
+    let url = server.url();
+    let cache = required("AGENTCOMPASS_TEST_INSTALL_CACHE");
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            packs.to_str().unwrap(),
+            "--install-cache-dir",
+            &cache,
+            "run",
+            "harbor",
+            "claude_code",
+            "m-test",
+            "--benchmark-params",
+            &benchmark,
+            "--env",
+            "sandbox",
+            "--model-base-url",
+            &url,
+            "--model-api-protocol",
+            "anthropic",
+            "--model-api-key",
+            "${AGENT_KEY}",
+        ],
+        &[("AGENT_KEY", KEY), ("TOOLS_TOKEN", TOOLS_TOKEN)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (task_dir, result) = results.values().next().unwrap();
+    assert_eq!(result["issues"], json!([]), "{result:#}");
+    assert_eq!(result["metrics"]["reward"], json!(1.0), "{result:#}");
+    let calls = fs::read_to_string(&log).unwrap();
+    assert!(calls.contains("\"key\":\"alpha\""), "{calls}");
+    let files = walk(task_dir);
+    let probe = |name: &str| {
+        let file = files
+            .iter()
+            .find(|p| p.ends_with(name))
+            .unwrap_or_else(|| panic!("{name}: {files:?}"));
+        fs::read_to_string(file).unwrap().trim().to_string()
+    };
+    assert_eq!(
+        probe("probe-environ.txt"),
+        "0",
+        "the credential is in an environment"
+    );
+    assert_eq!(probe("probe-files.txt"), "0", "the credential is in a file");
+    agentcompass_e2e::assert_secret_nowhere(&ws.cwd.join("results"), &out, TOOLS_TOKEN);
+    eprintln!("claude_code: the host's MCP server, through the relay, logged {calls}");
+}

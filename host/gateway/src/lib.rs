@@ -23,6 +23,7 @@ use serde_json::Value;
 
 pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
 pub use probe::{EndpointCheckError, ENDPOINT_CHECK_USER_AGENT};
+pub use relay::tools::{ToolRelay, ToolRoute, TOOLS_ENDPOINT_NAME};
 pub use relay::{ModelRelay, RelayError, RelayFailure, MODEL_ENDPOINT_NAME};
 pub use settings::{gateway_param_type, GatewaySettings, Pricing};
 

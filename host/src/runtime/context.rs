@@ -95,6 +95,9 @@ pub struct AttemptScope<'a> {
     /// The model endpoint served inside the task environment (for a harness whose agent
     /// runs there); it ends with the scope.
     relay: Option<agentcompass_gateway::ModelRelay>,
+    /// The task's MCP servers on the host's loopback served inside the environment (for a
+    /// harness whose agent runs there), with the names they are relayed for, in route order.
+    tools: Option<(agentcompass_gateway::ToolRelay, Vec<String>)>,
 }
 
 impl std::ops::Deref for AttemptScope<'_> {
@@ -108,10 +111,19 @@ impl std::ops::Deref for AttemptScope<'_> {
 impl AttemptScope<'_> {
     /// What the task environment must make reachable inside it (the model endpoint).
     pub fn host_endpoints(&self) -> Vec<agentcompass_plugin_api::contracts::HostEndpoint> {
-        self.relay
+        let model = self
+            .relay
             .iter()
-            .map(agentcompass_gateway::ModelRelay::host_endpoint)
-            .collect()
+            .map(agentcompass_gateway::ModelRelay::host_endpoint);
+        let tools = self.tools.iter().map(|(relay, _)| relay.host_endpoint());
+        model.chain(tools).collect()
+    }
+
+    /// The tool relay of the attempt and the servers it serves (in route order).
+    pub fn tool_relay(&self) -> Option<(&agentcompass_gateway::ToolRelay, &[String])> {
+        self.tools
+            .as_ref()
+            .map(|(relay, names)| (relay, names.as_slice()))
     }
 
     /// How the agent's last call to the model endpoint inside the environment ended, when it
@@ -150,9 +162,11 @@ impl RequestContext {
     pub async fn attempt_scope(
         &self,
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
+        task: &TaskSpec,
     ) -> Result<AttemptScope<'_>, agentcompass_gateway::RelayError> {
         let usage = Arc::new(self.usage_meter());
-        let relay = if plan.harness_plan.model_endpoint_in_environment {
+        let inside = plan.harness_plan.model_endpoint_in_environment;
+        let relay = if inside {
             let relay = agentcompass_gateway::ModelRelay::start(
                 self.model.clone(),
                 usage.clone(),
@@ -163,7 +177,32 @@ impl RequestContext {
         } else {
             None
         };
-        Ok(self.scope(usage, Default::default(), relay))
+        let mut scope = self.scope(usage, Default::default(), relay);
+        if inside {
+            scope.tools = self.tool_relay_for(task).await?;
+        }
+        Ok(scope)
+    }
+
+    /// The tool relay for `task`'s MCP servers on the host's loopback (none without such
+    /// servers; a header that cannot be resolved shows when the agent's inputs are made).
+    async fn tool_relay_for(
+        &self,
+        task: &TaskSpec,
+    ) -> Result<
+        Option<(agentcompass_gateway::ToolRelay, Vec<String>)>,
+        agentcompass_gateway::RelayError,
+    > {
+        let Ok(inputs) = self.agent_inputs.for_task(task, &self.resolved) else {
+            return Ok(None);
+        };
+        let routes = super::agent_inputs::loopback_routes(&inputs);
+        if routes.is_empty() {
+            return Ok(None);
+        }
+        let (names, routes): (Vec<String>, Vec<_>) = routes.into_iter().unzip();
+        let relay = agentcompass_gateway::ToolRelay::start(routes).await?;
+        Ok(Some((relay, names)))
     }
 
     /// An attempt scope resuming `earlier` (a result an interrupted run recorded): its usage
@@ -213,6 +252,7 @@ impl RequestContext {
             ctx: services.into_ctx(),
             usage,
             usage_base: base,
+            tools: None,
             relay,
         }
     }

@@ -20,6 +20,7 @@
 //! relay closes both listeners and every connection.
 
 mod serve;
+pub mod tools;
 mod upstream;
 
 pub(crate) use upstream::api_root;
@@ -50,6 +51,19 @@ pub struct RelayError {
 
 fn failed(what: &'static str) -> impl FnOnce(std::io::Error) -> RelayError {
     move |source| RelayError { what, source }
+}
+
+/// A new private (0700) temporary directory for a relay's socket.
+fn private_dir(prefix: &str) -> Result<tempfile::TempDir, RelayError> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .and_then(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+            Ok(dir)
+        })
+        .map_err(failed("cannot create its socket directory"))
 }
 
 /// How the last model call through a relay failed.
@@ -90,15 +104,7 @@ impl ModelRelay {
         usage: Arc<UsageMeter>,
         label: &str,
     ) -> Result<ModelRelay, RelayError> {
-        let dir = tempfile::Builder::new()
-            .prefix("agentcompass-model-")
-            .tempdir()
-            .and_then(|dir| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-                Ok(dir)
-            })
-            .map_err(failed("cannot create its socket directory"))?;
+        let dir = private_dir("agentcompass-model-")?;
         let socket = dir.path().join(SOCKET_NAME);
         let unix = tokio::net::UnixListener::bind(&socket)
             .map_err(failed("cannot bind its Unix socket"))?;

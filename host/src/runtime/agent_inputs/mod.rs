@@ -21,6 +21,55 @@ use agentcompass_plugin_api::sdk::SessionRef;
 
 pub use skills::Skill;
 
+/// Whether `server` is an HTTP server on the host's loopback (an internal tool service):
+/// an agent inside an environment reaches it only through the attempt's tool relay, which
+/// adds its headers on the host.
+pub fn on_host_loopback(server: &agentcompass_plugin_api::contracts::McpServer) -> bool {
+    let Some(url) = server.url.as_deref().filter(|_| server.is_http()) else {
+        return false;
+    };
+    let Ok(url) = url::Url::parse(url) else {
+        return false;
+    };
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// The servers of `inputs` on the host's loopback, as the tool relay's routes (name, route).
+pub fn loopback_routes(inputs: &AgentInputs) -> Vec<(String, agentcompass_gateway::ToolRoute)> {
+    inputs
+        .mcp_servers
+        .iter()
+        .filter(|s| on_host_loopback(s))
+        .map(|s| {
+            let route = agentcompass_gateway::ToolRoute {
+                url: s.url.clone().unwrap_or_default(),
+                headers: s.headers.clone().into_iter().collect(),
+            };
+            (s.name.clone(), route)
+        })
+        .collect()
+}
+
+/// Points the servers named in `relayed` (in route order) at the tool relay: its URL inside
+/// the environment, and no headers (the relay adds them on the host).
+pub fn through_relay(
+    inputs: &mut AgentInputs,
+    relayed: &[String],
+    relay: &agentcompass_gateway::ToolRelay,
+) {
+    for server in &mut inputs.mcp_servers {
+        if let Some(index) = relayed.iter().position(|name| *name == server.name) {
+            server.url = Some(relay.url(index));
+            server.headers.clear();
+        }
+    }
+}
+
 /// Where the run's skills go when the task names no `skills_dir` (Harbor's
 /// `EnvironmentPaths.default_skills_dir`).
 pub const DEFAULT_SKILLS_DIR: &str = "/runtime/skills";

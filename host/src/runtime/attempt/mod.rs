@@ -56,7 +56,7 @@ pub async fn physical_attempt(
     attempt: u32,
     writer: &TaskWriter,
 ) -> PhysicalOutcome {
-    let scope = match rc.attempt_scope(plan).await {
+    let scope = match rc.attempt_scope(plan, task).await {
         Ok(scope) => scope,
         Err(e) => {
             let issue = crate::issue_codes::MODEL_ENDPOINT_FAILED.fatal(

@@ -160,10 +160,13 @@ async fn agent_view(
 ) -> Result<PreparedTask, ExecutionIssue> {
     let rc = step.rc;
     let fail = |message: String| codes::PREPARE_FAILED.fatal(IssuePhase::Setup, message);
-    let inputs = rc
+    let mut inputs = rc
         .agent_inputs
         .for_task(step.task, &rc.resolved)
         .map_err(fail)?;
+    if let Some((relay, relayed)) = rc.tool_relay() {
+        crate::runtime::agent_inputs::through_relay(&mut inputs, relayed, relay);
+    }
     rc.agent_inputs
         .place_skills(session, &inputs)
         .await
