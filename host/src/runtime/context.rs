@@ -119,6 +119,16 @@ impl AttemptScope<'_> {
         model.chain(tools).collect()
     }
 
+    /// The model endpoint as served inside the task environment (the relay's address and
+    /// placeholder token), when the attempt serves one.
+    pub fn model_endpoint_inside(
+        &self,
+    ) -> Option<agentcompass_plugin_api::contracts::ModelEndpoint> {
+        self.relay
+            .as_ref()
+            .map(agentcompass_gateway::ModelRelay::endpoint)
+    }
+
     /// The tool relay of the attempt and the servers it serves (in route order).
     pub fn tool_relay(&self) -> Option<(&agentcompass_gateway::ToolRelay, &[String])> {
         self.tools
@@ -157,8 +167,9 @@ impl AttemptScope<'_> {
 
 impl RequestContext {
     /// A new attempt scope: host services for the attempt's calls with a fresh usage meter,
-    /// and, when `plan`'s harness runs its agent inside the environment, the model endpoint
-    /// served there (its failure to start is the attempt's issue).
+    /// and, when `plan`'s harness runs its agent inside the environment or the task has
+    /// services beside it, the model endpoint served there (its failure to start is the
+    /// attempt's issue).
     pub async fn attempt_scope(
         &self,
         plan: &agentcompass_plugin_api::contracts::ExecutionPlan,
@@ -166,7 +177,10 @@ impl RequestContext {
     ) -> Result<AttemptScope<'_>, agentcompass_gateway::RelayError> {
         let usage = Arc::new(self.usage_meter());
         let inside = plan.harness_plan.model_endpoint_in_environment;
-        let relay = if inside {
+        // A task's services may need the model too (a simulated user): they get it through
+        // the relay, metered with the attempt, never with the key.
+        let services = plan.environment.setup.compose.is_some();
+        let relay = if inside || services {
             let relay = agentcompass_gateway::ModelRelay::start(
                 self.model.clone(),
                 usage.clone(),

@@ -149,6 +149,13 @@ pub struct OpenEnvironmentRequest {
     /// the staging directory of an install, writable, in the helper environment that makes it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub host_mounts: Vec<HostMount>,
+    /// The run's model endpoint as served inside the environment (the host's relay, among
+    /// `host_endpoints` as `model`; a placeholder token, never the real key), for services
+    /// beside the environment that need a model: a provider that runs a task's services
+    /// hands it to those whose variables name a model key (`ANTHROPIC_API_KEY`, ...) instead
+    /// of the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_endpoint: Option<super::ModelEndpoint>,
 }
 
 /// A host directory seen inside an environment at `target`.
@@ -206,6 +213,7 @@ impl OpenEnvironmentRequest {
             host_endpoints: Vec::new(),
             egress_hosts: BTreeMap::new(),
             host_mounts: Vec::new(),
+            model_endpoint: None,
         }
     }
 }

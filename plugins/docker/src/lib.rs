@@ -261,7 +261,13 @@ impl EnvironmentProvider for ContainerProvider {
             workdir_of(engine, &environment.setup)?;
             if let Some(compose) = &environment.setup.compose {
                 let context = source.build_context.as_deref();
-                compose::load(engine, compose, context, &|name| std::env::var(name).ok())?;
+                compose::load(
+                    engine,
+                    compose,
+                    context,
+                    &|name| std::env::var(name).ok(),
+                    None,
+                )?;
             }
             // Whether Podman can enforce the limits is the engine's to say (rootless on cgroup
             // v1 cannot): asked once per engine, and only when a plan sets limits.

@@ -81,7 +81,7 @@ pub(crate) async fn open(
         &prepared.network,
         binds,
     );
-    let spec = stack_spec(&prepared, &body, egress.as_ref(), bundle.as_ref())?;
+    let spec = stack_spec(&prepared, &body, egress.as_ref(), bundle.as_ref(), request)?;
     // The project's network, volumes and sidecars, and `main`'s dependencies.
     let stack = match start_project(&prepared, spec.as_ref(), &mut body, request).await {
         Ok(stack) => stack,
@@ -208,8 +208,22 @@ async fn prepare(
     );
     let project = match &setup.compose {
         Some(compose) => {
-            let loaded =
-                compose::load(engine, compose, source.build_context.as_deref(), &host_env)?;
+            let model = request.model_endpoint.as_ref();
+            let context = source.build_context.as_deref();
+            let loaded = compose::load(engine, compose, context, &host_env, model)?;
+            let needing = loaded
+                .project
+                .sidecars
+                .iter()
+                .chain(std::iter::once(&loaded.project.main))
+                .find(|s| s.needs_model);
+            if let (Some(service), None) = (needing, model) {
+                return Err(Error::unsupported(format!(
+                    "{engine}: {}: service `{}` names a model key, but this attempt serves no \
+                     model endpoint to hand it",
+                    compose.file, service.name
+                )));
+            }
             for secret in &loaded.secrets {
                 ctx.register_secret(secret).await;
             }
@@ -296,6 +310,7 @@ fn stack_spec(
     body: &ContainerCreateBody,
     egress: Option<&Egress>,
     bundle: Option<&Arc<Bundle>>,
+    request: &OpenEnvironmentRequest,
 ) -> Result<Option<Arc<StackSpec>>> {
     let Some((file, _)) = &prepared.project else {
         return Ok(None);
@@ -328,7 +343,28 @@ fn stack_spec(
         build_network: prepared.config.network.clone(),
         egress,
         ulimits: body.host_config.as_ref().and_then(|h| h.ulimits.clone()),
+        model: sidecar_model(prepared, bundle, request)?,
     })))
+}
+
+/// What a sidecar that needs a model gets: the run's model endpoint (the host endpoint
+/// `model`) forwarded to its own loopback.
+fn sidecar_model(
+    prepared: &Prepared,
+    bundle: Option<&Arc<Bundle>>,
+    request: &OpenEnvironmentRequest,
+) -> Result<Option<SidecarEgress>> {
+    let endpoint = request.host_endpoints.iter().find(|e| e.name == "model");
+    let (Some(endpoint), Some(bundle)) = (endpoint, bundle) else {
+        return Ok(None);
+    };
+    let (binds, forwards) = endpoint_mounts(prepared.engine, std::slice::from_ref(endpoint))?;
+    Ok(Some(SidecarEgress {
+        binds: bundle.binds().into_iter().chain(binds).collect(),
+        env: Vec::new(),
+        bundle: bundle.clone(),
+        forwards,
+    }))
 }
 
 /// Builds or finds `main`'s image and starts it (module `container`), on the provider

@@ -136,6 +136,7 @@ fn open_request(step: &Step<'_>, role: EnvironmentRole) -> Result<OpenEnvironmen
     request.egress_hosts = rc.egress_hosts.clone();
     if role == EnvironmentRole::Task {
         request.host_endpoints = step.rc.host_endpoints();
+        request.model_endpoint = step.rc.model_endpoint_inside();
     }
     Ok(request)
 }

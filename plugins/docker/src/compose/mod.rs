@@ -22,6 +22,7 @@ mod health;
 mod interpolate;
 mod keys;
 pub(crate) mod model;
+pub(crate) mod model_vars;
 pub(crate) mod stack;
 #[cfg(test)]
 mod tests;
@@ -30,7 +31,7 @@ pub(crate) mod up;
 
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::ComposeSetup;
+use agentcompass_plugin_api::contracts::{ComposeSetup, ModelEndpoint};
 use agentcompass_plugin_api::{Error, Result};
 use serde_norway::Value;
 
@@ -44,13 +45,17 @@ pub(crate) struct Loaded {
 }
 
 /// Reads `setup`'s file: keys checked, variables interpolated from `host_env` (then the
-/// file directory's `.env`), parsed and turned into the project. `main_context` is the
-/// environment's own build context. Errors name the engine and the file, never a value.
+/// file directory's `.env`) — model keys and URLs from `model`, the run's endpoint inside the
+/// environment (module `model_vars`; `None` while a plan is validated, when any value will
+/// do, and where a service that needs one is then refused) —, parsed and turned into the
+/// project. `main_context` is the environment's own build context. Errors name the engine
+/// and the file, never a value.
 pub(crate) fn load(
     engine: crate::engine::Engine,
     setup: &ComposeSetup,
     main_context: Option<&Path>,
     host_env: &dyn Fn(&str) -> Option<String>,
+    model: Option<&ModelEndpoint>,
 ) -> Result<Loaded> {
     let file = Path::new(&setup.file);
     let refuse = |why: String| Error::invalid_input(format!("{engine}: {}: {why}", setup.file));
@@ -59,12 +64,26 @@ pub(crate) fn load(
     let mut tree: Value =
         serde_norway::from_str(&text).map_err(|e| refuse(format!("is not YAML: {e}")))?;
     keys::check(&tree).map_err(refuse)?;
+    let needing_model = model_vars::services_needing_model(&tree);
+    let stand_in = ModelEndpoint {
+        base_url: "http://127.0.0.1:9/v1".into(),
+        api_key: "model-endpoint".into(),
+        ..ModelEndpoint::default()
+    };
+    let endpoint = model.unwrap_or(&stand_in);
+    let lookup = |name: &str| {
+        if model_vars::is_model_variable(name) {
+            model_vars::value(name, endpoint)
+        } else {
+            host_env(name)
+        }
+    };
     let dir = file.parent().unwrap_or(Path::new("/"));
     let dotenv = std::fs::read_to_string(dir.join(".env"))
         .map(|t| interpolate::dotenv(&t))
         .unwrap_or_default();
     let vars = interpolate::Variables {
-        host: host_env,
+        host: &lookup,
         dotenv,
     };
     let mut secrets = Vec::new();
@@ -81,8 +100,23 @@ pub(crate) fn load(
         }
         refuse(format!("is not a Compose file the host reads: {message}"))
     })?;
-    let project =
+    let mut project =
         model::project(parsed, dir, Path::new(&setup.root), main_context).map_err(refuse)?;
+    for service in project
+        .sidecars
+        .iter_mut()
+        .chain(std::iter::once(&mut project.main))
+    {
+        service.needs_model = needing_model.contains(&service.name);
+        if service.needs_model {
+            // Its SDK's base URL, unless the file sets one (from the endpoint too).
+            for (name, value) in model_vars::base_urls(endpoint) {
+                if !service.env.iter().any(|(k, _)| *k == name) {
+                    service.env.push((name, value));
+                }
+            }
+        }
+    }
     Ok(Loaded { project, secrets })
 }
 

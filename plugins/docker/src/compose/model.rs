@@ -118,6 +118,9 @@ pub(crate) struct Service {
     pub(crate) shm_size: Option<i64>,
     /// Whether a named image is pulled when missing (`pull_policy` other than `never`).
     pub(crate) pull: Option<bool>,
+    /// Whether it names a model key (module `model_vars`): it gets the run's model endpoint
+    /// on its loopback.
+    pub(crate) needs_model: bool,
 }
 
 /// The project: the sidecars in start order, what the file adds to `main`, the named volumes.
@@ -178,6 +181,7 @@ impl Service {
     /// A service with nothing set.
     fn bare(name: &str) -> Service {
         Service {
+            needs_model: false,
             name: name.to_string(),
             image: None,
             command: None,
@@ -242,6 +246,7 @@ fn service(
         })
         .transpose()?;
     Ok(Service {
+        needs_model: false,
         name: name.to_string(),
         image,
         command: body.command.map(|c| match c {

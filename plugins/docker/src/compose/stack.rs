@@ -46,6 +46,9 @@ pub(crate) struct StackSpec {
     pub(crate) egress: Option<SidecarEgress>,
     /// The containers' ulimits (a private Podman service's).
     pub(crate) ulimits: Option<Vec<ResourcesUlimits>>,
+    /// For the sidecars that need a model: the forwarder's binds and the model endpoint's
+    /// socket directory, and its forward (`env` unused: the variables are the service's).
+    pub(crate) model: Option<SidecarEgress>,
 }
 
 /// What a sidecar gets under a non-public baseline.
@@ -282,9 +285,16 @@ impl Stack {
             })?;
         let check = check_of(docker, &image, &service.health).await?;
         self.checks.insert(service.name.clone(), check);
-        if let Some(egress) = &spec.egress {
-            let running =
-                forwarder::start(docker, &container, &egress.bundle, &egress.forwards).await?;
+        let model = spec.model.as_ref().filter(|_| service.needs_model);
+        let bundle = spec.egress.as_ref().or(model).map(|e| &e.bundle);
+        let forwards: Vec<Forward> = spec
+            .egress
+            .iter()
+            .chain(model)
+            .flat_map(|e| e.forwards.iter().cloned())
+            .collect();
+        if let (Some(bundle), false) = (bundle, forwards.is_empty()) {
+            let running = forwarder::start(docker, &container, bundle, &forwards).await?;
             self.forwarders.push(running);
         }
         tracing::debug!(provider = docker.engine.id(), service = %service.name, container = %container, "started a service");
@@ -310,6 +320,15 @@ impl Stack {
         if let Some(egress) = &spec.egress {
             binds.extend(egress.binds.iter().cloned());
             env.extend(egress.env.iter().cloned());
+        }
+        if let (true, Some(model)) = (service.needs_model, &spec.model) {
+            let new: Vec<String> = model
+                .binds
+                .iter()
+                .filter(|b| !binds.contains(b))
+                .cloned()
+                .collect();
+            binds.extend(new);
         }
         ContainerCreateBody {
             image: Some(image.to_string()),

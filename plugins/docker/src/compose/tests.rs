@@ -31,7 +31,7 @@ fn host(name: &str) -> Option<String> {
 fn load_yaml(yaml: &str) -> Result<Loaded, String> {
     let (dir, setup) = task(yaml);
     let context = dir.path().join("environment");
-    load(Engine::Docker, &setup, Some(&context), &host)
+    load(Engine::Docker, &setup, Some(&context), &host, None)
         .map_err(|e| e.message.replace(&setup.file, "FILE"))
 }
 

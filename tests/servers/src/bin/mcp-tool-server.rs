@@ -8,7 +8,10 @@
 //!
 //! Serves streamable HTTP at `http://ADDR/mcp` (default `0.0.0.0:8000`, any `Host`) and
 //! `GET /health`, or, with `--stdio`, MCP on its stdin and stdout. The tool `lookup(key)`
-//! answers `value-of-<key>` for the keys of its table and `no value for <key>` otherwise.
+//! answers `value-of-<key>` for the keys of its table and `no value for <key>` otherwise;
+//! `ask_user(question)` is a simulated user, played by a model the way Harbor's cookbook
+//! user server plays it (one Anthropic Messages call to `$ANTHROPIC_BASE_URL` with
+//! `$ANTHROPIC_API_KEY`).
 //! Every call is appended to `--log` as one JSON line `{"tool", "arguments", "result"}`.
 //! With `--require-header` an HTTP request without exactly that header is `401` (its value
 //! is never logged).
@@ -36,6 +39,12 @@ struct LookupArgs {
     key: String,
 }
 
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct AskArgs {
+    /// The question for the user.
+    question: String,
+}
+
 /// The server: where it logs its calls.
 #[derive(Clone)]
 struct Tools {
@@ -58,6 +67,83 @@ impl Tools {
         }
         result
     }
+
+    #[tool(description = "Ask the user a question (a simulated user, played by a model)")]
+    async fn ask_user(&self, Parameters(AskArgs { question }): Parameters<AskArgs>) -> String {
+        let answer = match simulated_user(&question).await {
+            Ok(answer) => answer,
+            Err(e) => format!("the simulated user is unavailable: {e}"),
+        };
+        if let Some(log) = &self.log {
+            let line = json!({"tool": "ask_user", "arguments": {"question": question},
+                              "result": answer});
+            if let Ok(mut file) = log.lock() {
+                let _ = writeln!(file, "{line}");
+            }
+        }
+        answer
+    }
+}
+
+/// The simulated user's answer: one Anthropic Messages call, as the cookbook's user server
+/// makes it with the Anthropic SDK — to `$ANTHROPIC_BASE_URL/v1/messages` with
+/// `x-api-key: $ANTHROPIC_API_KEY`, model `$SIM_USER_MODEL` (default `claude-sonnet-4-6`).
+async fn simulated_user(question: &str) -> Result<String, String> {
+    use http_body_util::BodyExt as _;
+    let base = std::env::var("ANTHROPIC_BASE_URL").map_err(|_| "ANTHROPIC_BASE_URL is unset")?;
+    let key = std::env::var("ANTHROPIC_API_KEY").map_err(|_| "ANTHROPIC_API_KEY is unset")?;
+    let model = std::env::var("SIM_USER_MODEL")
+        .ok()
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| "claude-sonnet-4-6".into());
+    let authority = base
+        .strip_prefix("http://")
+        .ok_or("ANTHROPIC_BASE_URL is not http://")?
+        .trim_end_matches('/');
+    let stream = tokio::net::TcpStream::connect(authority)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+    tokio::spawn(connection);
+    let body = json!({"model": model, "max_tokens": 256,
+                      "messages": [{"role": "user", "content": question}]});
+    let request = hyper::Request::post("/v1/messages")
+        .header("host", authority)
+        .header("content-type", "application/json")
+        .header("x-api-key", key)
+        .header("anthropic-version", "2023-06-01")
+        .body(http_body_util::Full::new(bytes_of(body.to_string())))
+        .map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let answer: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{status}: {e}"))?;
+    let text: Vec<&str> = answer["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|block| block["text"].as_str())
+        .collect();
+    if text.is_empty() {
+        return Err(format!("{status}: no text in the answer"));
+    }
+    Ok(text.join(""))
+}
+
+fn bytes_of(text: String) -> hyper::body::Bytes {
+    hyper::body::Bytes::from(text)
 }
 
 #[tool_handler]
