@@ -20,6 +20,7 @@ mod harbor;
 mod harbor_compose;
 mod harbor_images;
 mod harbor_init;
+mod harbor_metrics;
 mod harness_free;
 mod installed_agents;
 mod judging;

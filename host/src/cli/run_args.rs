@@ -133,6 +133,11 @@ pub struct RunCmd {
     /// Enable only these recipes (repeatable)
     #[arg(long = "recipe", value_name = "ID")]
     pub recipes: Vec<String>,
+    /// A Harbor `uv-script` metric of the run: run as `uv run SCRIPT -i rewards.jsonl -o
+    /// metric.json` over every attempt's rewards when the run ends (repeatable;
+    /// `execution.metric_scripts`)
+    #[arg(long = "metric-script", value_name = "FILE")]
+    pub metric_scripts: Vec<String>,
     /// How tasks' declared resources are enforced, and values that replace them
     #[command(flatten)]
     pub resources: ResourceFlags,

@@ -255,6 +255,7 @@ fn report(
         for line in [&request.stopped, &request.not_scored, &request.skipped]
             .into_iter()
             .flatten()
+            .chain(&request.harbor_metrics)
         {
             eprintln!("{label}{line}");
         }

@@ -83,6 +83,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         max_retries: cmd.max_retries,
         retry_pattern_list: cmd.retry_pattern_list.clone(),
         recipes: cmd.recipes.clone(),
+        metric_scripts: cmd.metric_scripts.clone(),
         keep_environment: cmd.keep_environment,
         enable_analysis: match (cmd.enable_analysis, cmd.no_enable_analysis) {
             (_, true) => Some(false),

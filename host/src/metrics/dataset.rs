@@ -9,6 +9,7 @@
 //! minima and maxima per key: memory flat in the task count).
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::Path;
 
 use agentcompass_results::store::published_tasks;
@@ -106,6 +107,8 @@ struct KeyStats {
 #[derive(Debug, Default)]
 pub struct RewardFold {
     trials: u64,
+    /// Trials with a reward dict.
+    rewarded: u64,
     keys: BTreeMap<String, KeyStats>,
     /// The first value of each single-key dict, Harbor's value when the union has one key.
     first_values: KeyStats0,
@@ -131,6 +134,7 @@ impl RewardFold {
     /// Adds one trial: its reward dict, `None` when it has none.
     pub fn add(&mut self, rewards: Option<&BTreeMap<String, f64>>) {
         self.trials += 1;
+        self.rewarded += u64::from(rewards.is_some());
         let first = rewards
             .and_then(|r| r.values().next().copied())
             .unwrap_or(0.0);
@@ -147,6 +151,11 @@ impl RewardFold {
             stats.max = stats.max.max(*value);
             stats.present += 1;
         }
+    }
+
+    /// How many trials had a reward dict.
+    pub fn rewarded(&self) -> u64 {
+        self.rewarded
     }
 
     /// The metric's values, Harbor's dict (`None` without a trial: Harbor divides by zero).
@@ -197,19 +206,33 @@ fn rewards_of(result: &Value) -> Option<BTreeMap<String, f64>> {
     Some(dict)
 }
 
-/// Every trial of the run at `run_dir` folded (each valid attempt of each published task).
-pub fn fold_run(run_dir: &Path) -> RewardFold {
+/// Every trial of the run at `run_dir` folded (each valid attempt of each published task),
+/// with Harbor's pass@k over them; each trial's reward dict is also written to `jsonl` (one
+/// JSON object a line, `null` without one: a `uv-script` metric's `rewards.jsonl`).
+pub fn fold_run(
+    run_dir: &Path,
+    mut jsonl: Option<&mut dyn std::io::Write>,
+) -> (RewardFold, super::pass_at_k::PassAtK) {
     let mut fold = RewardFold::default();
+    let mut pass = super::pass_at_k::PassAtK::default();
     for task in published_tasks(run_dir) {
+        let mut trials = Vec::new();
         for (_, attempt) in task.record.valid_attempts() {
             let path = task.dir.join(attempt).join("result.json");
             let result: Option<Value> = std::fs::read(&path)
                 .ok()
                 .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-            fold.add(result.as_ref().and_then(rewards_of).as_ref());
+            let rewards = result.as_ref().and_then(rewards_of);
+            fold.add(rewards.as_ref());
+            if let Some(out) = jsonl.as_mut() {
+                let line = rewards.as_ref().map_or(Value::Null, |r| json!(r));
+                let _ = writeln!(out, "{line}");
+            }
+            trials.push(rewards);
         }
+        pass.add_task(trials.iter().map(Option::as_ref));
     }
-    fold
+    (fold, pass)
 }
 
 /// `metrics.json` `extra.dataset_metrics`: `[{"dataset", "type", "value"}]`.

@@ -16,8 +16,11 @@
 //! the remaining tasks).
 
 pub mod dataset;
+pub mod harbor;
 mod outcomes;
+pub mod pass_at_k;
 mod render;
+pub mod uv_script;
 
 use std::collections::BTreeMap;
 
@@ -34,7 +37,9 @@ use crate::issue_codes::FailureClass;
 pub use outcomes::{
     attempt_records, complete_attempt_records, outcomes_from_results, AttemptRecord,
 };
-pub use render::{headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle};
+pub use render::{
+    harbor_metric_lines, headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle,
+};
 
 /// The aggregation written into every report produced here.
 pub const AGGREGATION_MICRO_WEIGHTED: &str = "micro_weighted";

@@ -61,6 +61,9 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     }
     write_series_table(&mut out, report);
     write_dataset_metrics(&mut out, report);
+    if let Some(line) = pass_at_k_line(report) {
+        let _ = writeln!(out, "\n{line}");
+    }
     write_categories(&mut out, report);
     if report.evaluation_failed {
         let _ = writeln!(
@@ -73,6 +76,59 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     write_usage(&mut out, report);
     out.push_str("\nFull report: `metrics.json`.\n");
     out
+}
+
+/// Harbor's metrics of the run for the terminal, one line each: every row of
+/// `extra.dataset_metrics` (`adhoc mean: correctness 1.0000 · performance 0.5000`, a script's
+/// named by its file) and pass@k.
+pub fn harbor_metric_lines(report: &MetricReport) -> Vec<String> {
+    let rows = report
+        .extra
+        .get("dataset_metrics")
+        .and_then(|v| v.as_array());
+    let mut lines: Vec<String> = rows
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let kind = match row["script"].as_str() {
+                Some(script) => format!("uv-script {script}"),
+                None => row["type"].as_str().unwrap_or_default().to_string(),
+            };
+            let values: Vec<String> = row["value"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(key, value)| {
+                    let value = value
+                        .as_f64()
+                        .map_or_else(|| value.to_string(), |v| format!("{v:.4}"));
+                    format!("{key} {value}")
+                })
+                .collect();
+            format!(
+                "{} {kind}: {}",
+                row["dataset"].as_str().unwrap_or_default(),
+                values.join(" · ")
+            )
+        })
+        .collect();
+    lines.extend(pass_at_k_line(report));
+    lines
+}
+
+/// `pass@2 0.5500 · pass@4 0.9000` from `extra.pass_at_k` (Harbor's), when the run has it.
+fn pass_at_k_line(report: &MetricReport) -> Option<String> {
+    let map = report.extra.get("pass_at_k")?.as_object()?;
+    let mut pairs: Vec<(u64, f64)> = map
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_f64()?)))
+        .collect();
+    pairs.sort_by_key(|(k, _)| *k);
+    let parts: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("pass@{k} {v:.4}"))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(" · "))
 }
 
 /// The declared metrics of a registry dataset (`extra.dataset_metrics`), as Harbor computes

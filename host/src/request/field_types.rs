@@ -33,7 +33,8 @@ pub fn execution_field_type(keys: &[&str]) -> ConfigType {
         | ["budget", "max_cost_usd"] => Number,
         ["attempts" | "analysis_params" | "artifact_limits" | "limits" | "budget"]
         | ["artifact_collect", "[]"] => Object,
-        ["enabled_recipes" | "retry_pattern_list" | "artifacts" | "artifact_collect"] => Array,
+        ["enabled_recipes" | "retry_pattern_list" | "artifacts" | "artifact_collect"
+        | "metric_scripts"] => Array,
         _ => String,
     }
 }

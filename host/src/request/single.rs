@@ -35,6 +35,8 @@ pub struct RunArgs {
     pub benchmark_params: Option<Map<String, Value>>,
     /// `--harness-params`.
     pub harness_params: Option<Map<String, Value>>,
+    /// `--metric-script` (Harbor `uv-script` metrics of the run).
+    pub metric_scripts: Vec<String>,
     /// The agent flags (`--mcp-config`, `--skill`, `--agent-env`, `--agent-kwarg`,
     /// `--extra-instruction-path`).
     pub agent: super::agent_args::AgentArgs,
@@ -265,6 +267,11 @@ fn execution(
             (!args.recipes.is_empty()).then(|| json!({"enabled_recipes": args.recipes})),
         ),
         (
+            "--metric-script",
+            (!args.metric_scripts.is_empty())
+                .then(|| json!({"metric_scripts": absolute(&args.metric_scripts)})),
+        ),
+        (
             "--keep-environment",
             args.keep_environment
                 .then(|| json!({"keep_environment": true})),
@@ -330,4 +337,12 @@ fn output(args: &RunArgs) -> Result<OutputSpec, ConfigError> {
         output.insert("run_id".into(), json!(id));
     }
     output_spec(&[Layer::new("command line", "", output)])
+}
+
+/// `paths` made absolute against the working directory (a script is run from a temp dir).
+fn absolute(paths: &[String]) -> Vec<String> {
+    paths
+        .iter()
+        .map(|p| std::path::absolute(p).map_or_else(|_| p.clone(), |a| a.display().to_string()))
+        .collect()
 }

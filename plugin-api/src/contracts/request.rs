@@ -486,6 +486,10 @@ pub struct ExecutionSpec {
     pub limits: AttemptLimits,
     /// The request's budget (`None` = none).
     pub budget: Option<Budget>,
+    /// Harbor `uv-script` metrics of the run: scripts run as `uv run SCRIPT -i rewards.jsonl
+    /// -o metric.json` over every attempt's rewards when the run ends.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metric_scripts: Vec<String>,
 }
 
 /// Limits of one attempt (`execution.limits`); each unset one is no limit. A harness that
@@ -563,6 +567,7 @@ impl Default for ExecutionSpec {
             artifact_collect: None,
             limits: AttemptLimits::default(),
             budget: None,
+            metric_scripts: Vec::new(),
         }
     }
 }
@@ -570,6 +575,7 @@ impl Default for ExecutionSpec {
 /// Every [`ExecutionSpec`] field name.
 pub const EXECUTION_FIELDS: &[&str] = &[
     "task_concurrency",
+    "metric_scripts",
     "attempts",
     "enabled_recipes",
     "keep_environment",

@@ -1152,6 +1152,10 @@ fn reward_parsing() {
             .primary(),
         0.5
     );
+    // The metrics never average keys: several without `reward` have no headline.
+    let multi = reward::from_files(Some(r#"{"correctness": 1, "performance": 0}"#), None).unwrap();
+    assert_eq!(multi.headline(), None);
+    assert!(reward::metrics(&multi).is_empty());
 
     let code = |json: Option<&str>, txt: Option<&str>| reward::from_files(json, txt).unwrap_err();
     assert_eq!(code(None, None).code, "reward_file_missing");

@@ -49,6 +49,16 @@ fn check_execution_keys(layers: &[Layer]) -> Result<(), ConfigError> {
 /// The contract rules of a merged execution spec: the key that breaks one and why.
 fn check_execution(spec: &ExecutionSpec) -> Result<(), (&'static str, String)> {
     let bad = |key: &'static str, message: String| Err((key, message));
+    if let Some(script) = spec
+        .metric_scripts
+        .iter()
+        .find(|s| !std::path::Path::new(s).is_file())
+    {
+        return bad(
+            "metric_scripts",
+            format!("expected an existing script file, found no file at {script}"),
+        );
+    }
     if spec.task_concurrency < 1 {
         return bad("task_concurrency", "must be at least 1".into());
     }

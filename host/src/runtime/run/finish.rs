@@ -87,23 +87,41 @@ pub(super) async fn finish(
         .map(|not_scored| not_scored.classes.into_keys().collect())
         .unwrap_or_default();
     outcome.skipped = skipped_line(&report);
+    outcome.harbor_metrics = crate::metrics::harbor_metric_lines(&report);
     outcome.issues = rc.issues.summary();
     outcome
 }
 
-/// The declared metrics of the run's registry datasets (`extra.dataset_metrics`), read back
-/// from the published tasks.
+/// Harbor's own metrics of the run (`extra.dataset_metrics`, `extra.pass_at_k`: module
+/// `metrics::harbor`), read back from the published tasks; a failed metric script is one
+/// warning naming it.
 async fn add_dataset_metrics(rc: &RequestContext, report: &mut MetricReport) {
-    if rc.dataset_metrics.is_empty() {
+    // Only Harbor's benchmark records Harbor rewards: other runs are not read again.
+    let harbor = rc.resolved.benchmark.id == "harbor";
+    if !harbor && rc.dataset_metrics.is_empty() && rc.resolved.execution.metric_scripts.is_empty() {
         return;
     }
     let run_dir = rc.store.run_dir().to_path_buf();
-    let folded =
-        tokio::task::spawn_blocking(move || crate::metrics::dataset::fold_run(&run_dir)).await;
-    match folded {
-        Ok(fold) => {
-            let value = crate::metrics::dataset::report(&rc.dataset_metrics, &fold);
-            report.extra.insert("dataset_metrics".into(), value);
+    let declared = rc.dataset_metrics.clone();
+    let scripts = rc.resolved.execution.metric_scripts.clone();
+    let k = rc.resolved.execution.attempts.k;
+    let install_root = rc.install_cache.root().to_path_buf();
+    let computed = tokio::task::spawn_blocking(move || {
+        crate::metrics::harbor::compute(&crate::metrics::harbor::MetricInputs {
+            run_dir: &run_dir,
+            declared: &declared,
+            scripts: &scripts,
+            k,
+            install_root: &install_root,
+        })
+    })
+    .await;
+    match computed {
+        Ok(computed) => {
+            for warning in &computed.warnings {
+                tracing::warn!("{warning}");
+            }
+            report.extra.extend(computed.extra);
         }
         Err(e) => tracing::error!("cannot compute the dataset metrics: {e}"),
     }

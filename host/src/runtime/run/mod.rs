@@ -55,6 +55,9 @@ pub struct RequestOutcome {
     pub not_scored: Option<String>,
     /// `150 tasks skipped (not run, not scored): 150 budget_exhausted`, when some were.
     pub skipped: Option<String>,
+    /// Harbor's metrics of the run, one line each (`adhoc mean: correctness 1.0000 ·
+    /// performance 0.5000`, `pass@2 0.5500 · pass@4 0.9000`).
+    pub harbor_metrics: Vec<String>,
     /// How the run was stopped early and what it spent (a budget, the error rate).
     pub stopped: Option<String>,
     /// The failure classes of the tasks not scored (`model`, `environment`, ...), which
@@ -79,6 +82,7 @@ impl RequestOutcome {
             skipped: None,
             stopped: None,
             not_scored_classes: Vec::new(),
+            harbor_metrics: Vec::new(),
         }
     }
 }

@@ -51,21 +51,33 @@ pub struct Rewards {
 }
 
 impl Rewards {
-    /// The primary reward: key `reward`, else the only key, else the mean of all values.
+    /// Key `reward`, else the only key, else the mean of all values (kept for plugins that
+    /// read it; the metrics use [`Rewards::headline`], which never averages keys).
     pub fn primary(&self) -> f64 {
-        if let Some(value) = self.values.get(REWARD_KEY) {
-            return *value;
-        }
-        let count = self.values.len().max(1) as f64;
-        self.values.values().sum::<f64>() / count
+        self.headline().unwrap_or_else(|| {
+            let count = self.values.len().max(1) as f64;
+            self.values.values().sum::<f64>() / count
+        })
     }
 
-    /// The metrics: `reward` (the primary reward) and `correct` (`reward >= 1`).
+    /// The headline reward, Harbor's rule: key `reward`, else the only key; `None` for
+    /// several keys without `reward` — each is reported on its own, never as their mean.
+    pub fn headline(&self) -> Option<f64> {
+        match (self.values.get(REWARD_KEY), self.values.len()) {
+            (Some(value), _) => Some(*value),
+            (None, 1) => self.values.values().next().copied(),
+            _ => None,
+        }
+    }
+
+    /// The metrics: `reward` (the headline reward) and `correct` (`reward >= 1`); none for
+    /// several keys without `reward` (each key is the run's metric then, as Harbor reports it).
     pub fn metrics(&self) -> BTreeMap<String, MetricValue> {
-        let primary = self.primary();
         let mut metrics = BTreeMap::new();
-        metrics.insert(REWARD_KEY.into(), MetricValue::from(primary));
-        metrics.insert("correct".into(), MetricValue::from(primary >= 1.0));
+        if let Some(headline) = self.headline() {
+            metrics.insert(REWARD_KEY.into(), MetricValue::from(headline));
+            metrics.insert("correct".into(), MetricValue::from(headline >= 1.0));
+        }
         metrics
     }
 }

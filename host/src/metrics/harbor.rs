@@ -1,0 +1,129 @@
+//! Harbor's own metrics of a run, computed when it ends from every attempt's rewards (the
+//! Harbor benchmark's `meta.benchmark.harbor.rewards`): each registry dataset's declared
+//! kinds — or Harbor's default `mean` over a local dataset ("adhoc") —, the run's
+//! `uv-script` metrics (`--metric-script`), and pass@k for runs with k > 1.
+//!
+//! The headline rule, Harbor's: a multi-key `reward.json` is reported per key (`{"correctness":
+//! 1.0, "performance": 0.5}`), never as a mean of its keys; a single key is named after the
+//! metric (`{"mean": 0.75}`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::dataset::{fold_run, BuiltinMetric, DeclaredMetrics};
+
+/// What a run's Harbor metrics add to `metrics.json` `extra`, and the warnings of scripts
+/// that failed.
+#[derive(Debug, Default)]
+pub struct HarborMetrics {
+    /// `extra` entries: `dataset_metrics` (rows `{"dataset", "type", "value"}`, a script's
+    /// with `"script"`), `pass_at_k` (`{"2": 0.55, ...}`).
+    pub extra: Map<String, Value>,
+    /// One line per failed script, naming it.
+    pub warnings: Vec<String>,
+}
+
+/// The inputs: the run directory, the declared metrics of its registry datasets, the run's
+/// scripts, its attempts per task and the install cache (where `uv` is installed).
+pub struct MetricInputs<'a> {
+    /// The run directory.
+    pub run_dir: &'a Path,
+    /// The registry datasets' declared metrics.
+    pub declared: &'a [DeclaredMetrics],
+    /// The run's `uv-script` metrics.
+    pub scripts: &'a [String],
+    /// Attempts per task.
+    pub k: u32,
+    /// The install cache's root.
+    pub install_root: &'a Path,
+}
+
+/// Computes the run's Harbor metrics (blocking: reads every attempt, may run scripts).
+pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
+    let mut out = HarborMetrics::default();
+    let mut jsonl = match tempfile::NamedTempFile::new() {
+        _ if inputs.scripts.is_empty() => None,
+        Ok(file) => Some(file),
+        Err(e) => {
+            out.warnings
+                .push(format!("cannot write rewards.jsonl: {e}"));
+            None
+        }
+    };
+    let (fold, pass) = {
+        let writer = jsonl
+            .as_mut()
+            .map(|f| f.as_file_mut() as &mut dyn std::io::Write);
+        fold_run(inputs.run_dir, writer)
+    };
+    let mut rows = Vec::new();
+    let adhoc;
+    let declared = if inputs.declared.is_empty() && fold.rewarded() > 0 {
+        // A local dataset declares nothing: Harbor's default.
+        adhoc = [DeclaredMetrics {
+            dataset: "adhoc".into(),
+            metrics: vec![BuiltinMetric::Mean],
+        }];
+        &adhoc[..]
+    } else {
+        inputs.declared
+    };
+    for dataset in declared {
+        for metric in &dataset.metrics {
+            if let Some(value) = fold.value(*metric) {
+                rows.push(
+                    json!({"dataset": dataset.dataset, "type": metric.name(), "value": value}),
+                );
+            }
+        }
+    }
+    if !inputs.scripts.is_empty() {
+        let rewards = jsonl.as_ref().map(|f| f.path().to_path_buf());
+        rows.extend(scripts(inputs, rewards, &mut out.warnings));
+    }
+    if !rows.is_empty() {
+        out.extra
+            .insert("dataset_metrics".into(), Value::Array(rows));
+    }
+    if inputs.k > 1 {
+        if let Some(value) = pass.value() {
+            let map: Map<String, Value> = value
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            out.extra.insert("pass_at_k".into(), Value::Object(map));
+        }
+    }
+    out
+}
+
+/// Each script's row (a failed one is a warning and no row).
+fn scripts(
+    inputs: &MetricInputs<'_>,
+    rewards: Option<PathBuf>,
+    warnings: &mut Vec<String>,
+) -> Vec<Value> {
+    let Some(rewards) = rewards else {
+        return Vec::new();
+    };
+    let uv = match super::uv_script::ensure_uv(inputs.install_root) {
+        Ok(uv) => uv,
+        Err(e) => {
+            for script in inputs.scripts {
+                warnings.push(format!("metric script {script}: not run: {e}"));
+            }
+            return Vec::new();
+        }
+    };
+    let mut rows = Vec::new();
+    for script in inputs.scripts {
+        match super::uv_script::run(&uv, Path::new(script), &rewards) {
+            Ok(value) => rows.push(
+                json!({"dataset": "run", "type": "uv-script", "script": script, "value": value}),
+            ),
+            Err(e) => warnings.push(format!("metric script {script}: {e}")),
+        }
+    }
+    rows
+}
