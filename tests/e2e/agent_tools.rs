@@ -818,3 +818,53 @@ fn a_sidecar_naming_an_unset_key_is_refused_before_the_first_task() {
     );
     assert!(!ws.cwd.join("results").exists());
 }
+
+/// `terminus`' script (chat completions): call `mcp__tools__lookup`, then — once its result
+/// is in the conversation — write it with `bash`, then `done`.
+fn terminus_script() -> Value {
+    let path = "/v1/chat/completions";
+    let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
+    json!({"require_key": KEY, "rules": [
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
+         "response": {"tool_calls": [{"name": "mcp__tools__lookup", "arguments": {"key": "alpha"}}],
+                      "usage": usage}},
+        {"match": {"path": path, "any_user_contains": ALPHA, "assistant_turns": 1},
+         "response": {"tool_calls": [{"name": "bash", "arguments": {
+             "command": format!("printf '%s' '{ALPHA}' > /app/answer.txt")}}], "usage": usage}},
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 2},
+         "response": {"tool_calls": [{"name": "done", "arguments": {"summary": "wrote it"}}],
+                      "usage": usage}},
+        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    ]})
+}
+
+/// `terminus` is an MCP client itself: it lists the sidecar server's tools, offers them to
+/// the model and calls them (from inside the environment's network), each call a step of its
+/// trajectory.
+#[test]
+fn terminus_calls_the_mcp_server_of_a_compose_sidecar() {
+    calls_the_sidecar_mcp_server("terminus", "openai-chat", &terminus_script());
+}
+
+/// … and starts a run's `stdio` server inside the environment.
+#[test]
+fn terminus_calls_a_stdio_server_of_the_run() {
+    let ws = Workspace::new();
+    let config = ws.write(
+        "mcp.yaml",
+        "mcp_servers:\n  - name: tools\n    transport: stdio\n    command: /opt/tools/mcp-tool-server\n    \
+         args: [--stdio, --log, /logs/tools/stdio-calls.jsonl]\n",
+    );
+    let config = config.display().to_string();
+    let (sidecar, stdio) = calls_an_mcp_server(
+        "terminus",
+        "openai-chat",
+        &terminus_script(),
+        &["--mcp-config", &config],
+    );
+    assert!(sidecar.is_none(), "{sidecar:?}");
+    eprintln!(
+        "terminus: the run's stdio MCP server logged {}",
+        stdio.unwrap()
+    );
+}

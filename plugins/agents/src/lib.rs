@@ -14,6 +14,7 @@
 
 mod cli_agent;
 mod installed;
+mod mcp;
 mod openai_chat;
 mod oracle;
 mod params;

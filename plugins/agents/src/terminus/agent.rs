@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use super::prompt::{system_prompt, NUDGE};
 use super::settings::{Settings, ID};
 use super::tools::{bash_command, done_summary, render_observation, tool_defs};
+use crate::mcp::McpTools;
 use crate::text::scrubbed_outcome;
 use crate::trajectory::{assistant_content, iso_now, model_error_issue, model_metric};
 
@@ -70,6 +71,8 @@ pub(crate) struct Agent<'a> {
     tool_calls: u64,
     bash_calls: u64,
     journal: Option<Journal>,
+    /// The task's and the run's MCP servers and their tools.
+    mcp: McpTools,
 }
 
 impl<'a> Agent<'a> {
@@ -121,6 +124,7 @@ impl<'a> Agent<'a> {
             tool_calls: 0,
             bash_calls: 0,
             journal: None,
+            mcp: McpTools::default(),
         }
     }
 
@@ -149,8 +153,36 @@ impl<'a> Agent<'a> {
             .map(|run| run - self.started.elapsed().as_secs_f64())
     }
 
+    /// Connects the MCP servers (their tools join `bash` and `done`) and lists the skills in
+    /// the first prompt, as Harbor's terminus-2 lists them.
+    async fn agent_inputs(&mut self) {
+        let inputs = &self.prepared.agent_inputs;
+        if let Some(dir) = inputs.skills_dir.clone() {
+            let section = super::skills::section(self.env, &dir).await;
+            if let (false, Some(first)) = (section.is_empty(), self.messages.get_mut(1)) {
+                if let Value::String(text) = &mut first.content {
+                    text.push_str(&section);
+                    self.pending_user = json!(text.clone());
+                }
+            }
+        }
+        if inputs.mcp_servers.is_empty() {
+            return;
+        }
+        let timeout = self.command_timeout();
+        self.mcp = McpTools::connect(self.env, inputs, timeout).await;
+        self.tools.extend(self.mcp.defs().cloned());
+        if !self.mcp.warnings.is_empty() {
+            let warnings = json!(self.mcp.warnings);
+            self.result
+                .telemetry
+                .insert("mcp_warnings".into(), warnings);
+        }
+    }
+
     /// Runs the loop to its end and returns the result.
     pub(crate) async fn run(mut self) -> Result<RunResult> {
+        self.agent_inputs().await;
         let started_at = iso_now();
         let mut finish = Finish::TurnLimit;
         let mut turns = 0;
@@ -311,6 +343,10 @@ impl<'a> Agent<'a> {
             end = match call.name.as_str() {
                 "bash" => self.run_bash(call, step, &mut env_ms).await?,
                 "done" | "submit" => Some(self.done(call, step)),
+                name if self.mcp.owns(name) => {
+                    self.run_mcp(call, step, &mut env_ms).await;
+                    None
+                }
                 other => {
                     let error =
                         format!("error: unknown tool `{other}`; the tools are `bash` and `done`");
@@ -388,6 +424,27 @@ impl<'a> Agent<'a> {
                 Ok(Some(Finish::EnvironmentError))
             }
         }
+    }
+
+    /// Calls one MCP tool and answers it, adding its duration to `env_ms`: a step records the
+    /// server, the tool, the arguments and the result.
+    async fn run_mcp(&mut self, call: &ToolCall, step: &mut TrajectoryStep, env_ms: &mut f64) {
+        let timeout = self.command_timeout();
+        let clock = Instant::now();
+        let called = self
+            .mcp
+            .call(self.env, &call.name, &call.arguments, timeout)
+            .await;
+        let duration_ms = clock.elapsed().as_millis();
+        *env_ms += duration_ms as f64;
+        let Some(called) = called else { return };
+        let text = self.ctx.scrub(&called.text).await;
+        step.observation.push(json!({
+            "tool_call_id": call.id, "tool": call.name, "server": called.server,
+            "mcp_tool": called.tool, "arguments": call.arguments, "output": text,
+            "is_error": called.is_error, "duration_ms": duration_ms,
+        }));
+        self.messages.push(tool_result_message(call, text));
     }
 
     /// Answers a `done` (or `submit`) call, keeping its summary.

@@ -5,6 +5,7 @@
 mod agent;
 mod prompt;
 mod settings;
+mod skills;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -37,6 +38,8 @@ pub fn info() -> ComponentInfo {
         schema(),
     )
     .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
+    // An MCP client itself (module `mcp`), and told about skills as Harbor's terminus-2 is.
+    .with_agent_inputs(agentcompass_plugin_api::contracts::AgentInputSupport::ALL)
 }
 
 /// The harness.
