@@ -868,3 +868,87 @@ fn terminus_calls_a_stdio_server_of_the_run() {
         stdio.unwrap()
     );
 }
+
+/// A model-only run uses the tools too: `openai_chat` on a `qa` question, handed the host's
+/// MCP server by `--mcp-config` (its credential a `${VAR}` header the host resolves), calls
+/// `lookup` and answers with its result — scored correct by the benchmark.
+#[test]
+fn openai_chat_answers_with_a_run_mcp_servers_tool() {
+    let ws = Workspace::new();
+    let log = ws.root().join("host-calls.jsonl");
+    let tools = HostToolServer::start(&log);
+    let config = ws.write(
+        "mcp.toml",
+        &format!(
+            "[[mcp_servers]]\nname = \"tools\"\ntransport = \"streamable-http\"\n\
+             url = \"http://127.0.0.1:{}/mcp\"\n\
+             headers = {{ Authorization = \"Bearer ${{TOOLS_TOKEN}}\" }}\n",
+            tools.port
+        ),
+    );
+    let dataset = ws.write(
+        "data/q.jsonl",
+        &format!(
+            "{{\"id\": \"q-0\", \"question\": \"{MARKER}: what is stored under alpha?\", \"answer\": \"{ALPHA}\"}}\n"
+        ),
+    );
+    let path = "/v1/chat/completions";
+    let usage = json!({"prompt_tokens": 50, "completion_tokens": 5});
+    let script = json!({"require_key": KEY, "rules": [
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
+         "response": {"tool_calls": [{"name": "mcp__tools__lookup", "arguments": {"key": "alpha"}}],
+                      "usage": usage}},
+        {"match": {"path": path, "any_user_contains": ALPHA, "assistant_turns": 1},
+         "response": {"text": ALPHA, "usage": usage}},
+        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    ]});
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let qa = agentcompass_e2e::PluginDirs::new();
+    let plugins = qa.package("p", "qa-pack");
+    let agents = Packs::new(&["agents-pack"]);
+    let params = json!({"path": dataset}).to_string();
+    let url = server.base_url();
+    let config = config.display().to_string();
+    let out = ws.run(
+        &[
+            "--plugin-dir",
+            plugins.to_str().unwrap(),
+            "--plugin-dir",
+            agents.to_str().unwrap(),
+            "run",
+            "qa",
+            "openai_chat",
+            "m-test",
+            "--benchmark-params",
+            &params,
+            "--model-base-url",
+            &url,
+            "--model-api-protocol",
+            "openai-chat",
+            "--model-api-key",
+            "${AGENT_KEY}",
+            "--mcp-config",
+            &config,
+            "--progress",
+            "none",
+        ],
+        &[("AGENT_KEY", KEY), ("TOOLS_TOKEN", TOOLS_TOKEN)],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (_, result) = results.values().next().unwrap();
+    assert_eq!(result["final_answer"], json!(ALPHA), "{result:#}");
+    let text = result["trajectory"].to_string();
+    assert!(
+        text.contains("mcp__tools__lookup") && text.contains("\"server\":\"tools\""),
+        "{text}"
+    );
+    let metrics: Value =
+        serde_json::from_str(&fs::read_to_string(run.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(metrics["series"][0]["value"], json!(1.0), "{metrics:#}");
+    assert!(fs::read_to_string(&log)
+        .unwrap()
+        .contains("\"key\":\"alpha\""));
+    agentcompass_e2e::assert_secret_nowhere(&ws.cwd.join("results"), &out, TOOLS_TOKEN);
+}

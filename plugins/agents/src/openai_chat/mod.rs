@@ -1,11 +1,17 @@
-//! `openai_chat`: one model call with the prepared task; no environment interaction.
+//! `openai_chat`: one model call with the prepared task; no environment interaction — but
+//! when the agent is handed MCP servers, a model-only run uses them too: their tools are
+//! offered with the task's and called until a reply calls none of them (module `mcp_loop`).
+
+mod mcp_loop;
 
 use agentcompass_plugin_api::contracts::{
     ComponentInfo, ConfigField, ConfigSchema, ConfigType, EnvironmentSpec, ExecutionIssue,
     HarnessPlan, IssuePhase, JsonMap, Message, ModelRequest, ModelResponse, PreparedTask,
     RunRequest, RunResult, TaskInput, ToolDef, Trajectory, TrajectoryStep,
 };
-use agentcompass_plugin_api::sdk::{async_trait, Ctx, SessionHarness, StartInput, TaskCall};
+use agentcompass_plugin_api::sdk::{
+    async_trait, Ctx, SessionHarness, SessionRef, StartInput, TaskCall,
+};
 use agentcompass_plugin_api::{Error, ErrorKind, Result};
 use serde_json::{json, Value};
 
@@ -52,6 +58,11 @@ pub fn info() -> ComponentInfo {
         schema(),
     )
     .with_model_use(agentcompass_plugin_api::contracts::ModelUse::Required)
+    .with_agent_inputs(agentcompass_plugin_api::contracts::AgentInputSupport {
+        mcp_servers: true,
+        mcp_headers: true,
+        skills: false,
+    })
 }
 
 /// Validated params (the harness session).
@@ -178,10 +189,15 @@ fn text_of(message: &Message) -> Option<String> {
     }
 }
 
+/// A started session: the settings, and the environment (reached only for MCP servers).
+pub struct ChatSession {
+    settings: Settings,
+    env: SessionRef,
+}
+
 #[async_trait]
 impl SessionHarness for OpenAiChat {
-    /// The settings (the harness never touches the environment).
-    type Session = Settings;
+    type Session = ChatSession;
 
     fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
         Settings::read(req)?;
@@ -193,17 +209,24 @@ impl SessionHarness for OpenAiChat {
         })
     }
 
-    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<Settings> {
-        Settings::read(input.req)
+    async fn start(&self, _ctx: &Ctx, input: StartInput<'_>) -> Result<ChatSession> {
+        Ok(ChatSession {
+            settings: Settings::read(input.req)?,
+            env: input.env.clone(),
+        })
     }
 
     async fn execute(
         &self,
         ctx: &Ctx,
-        settings: &Settings,
+        session: &ChatSession,
         call: TaskCall<'_>,
     ) -> Result<RunResult> {
-        run(ctx, settings, call.prepared).await
+        if call.prepared.agent_inputs.mcp_servers.is_empty() {
+            run(ctx, &session.settings, call.prepared).await
+        } else {
+            mcp_loop::run(ctx, &session.settings, &session.env, call.prepared).await
+        }
     }
 
     fn label(&self) -> &str {
