@@ -144,6 +144,27 @@ fn a_multi_reward_task_is_reported_per_key_with_the_runs_uv_script_metric() {
     );
     // uv was installed into the install cache from its wheel.
     assert!(ws.root().join("installs/host/uv-0.9.7/bin/uv").is_file());
+    // The report (the viewer's own front end, in chromium) shows each key.
+    let report = ws.root().join("report.html");
+    ws.run_ok(
+        &[
+            "report",
+            run.to_str().unwrap(),
+            "--out",
+            report.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let page = crate::viewer_browser::rendered(&crate::viewer_browser::dump_dom(&format!(
+        "file://{}#/",
+        report.display()
+    )));
+    assert!(page.contains("Harbor metrics"), "{page}");
+    assert_eq!(
+        page.matches("data-dataset-metric=\"performance\"").count(),
+        2,
+        "{page}"
+    );
     eprintln!("multi-reward: {rows:?}");
 }
 

@@ -121,7 +121,7 @@ fn chromium_args(profile: &Path) -> Vec<String> {
 }
 
 /// The DOM of `url` after its scripts ran.
-fn dump_dom(url: &str) -> String {
+pub(crate) fn dump_dom(url: &str) -> String {
     dump_dom_logged(url).0
 }
 
@@ -810,7 +810,7 @@ fn compare_page(ws: &Workspace, viewer: &Viewer, root: &Path, a: &Path, b: &Path
 }
 
 /// `dom` without the report's JSON data block (which holds every text of the run as JSON).
-fn rendered(dom: &str) -> String {
+pub(crate) fn rendered(dom: &str) -> String {
     match report_data_block(dom) {
         Some((tag, json)) => format!("{}{}", &dom[..tag], &dom[json.end..]),
         None => dom.to_string(),

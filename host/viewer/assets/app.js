@@ -831,7 +831,23 @@ function metricsSection(m) {
       table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
         h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtMetric(categoryValue((s.categories || {})[c]), s.kind))))))] : null,
     m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, k === 'cost_usd' && isNum(v) ? '$' + rustFixed(v, 4) : v])) : null,
-    m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null);
+    m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null,
+    harborMetrics(m.extra || {}));
+}
+
+// Harbor's own metrics (`extra.dataset_metrics`: a multi-key reward per key, never a mean of
+// its keys; a uv-script's by its file) and pass@k (`extra.pass_at_k`).
+function harborMetrics(extra) {
+  const rows = (extra.dataset_metrics || []).flatMap((row) =>
+    Object.entries(row.value || {}).map(([key, v]) =>
+      h('tr', { 'data-dataset-metric': key }, h('td', {}, row.dataset || ''),
+        h('td', { class: 'mono' }, row.script ? 'uv-script ' + row.script : (row.type || '')),
+        h('td', { class: 'mono' }, key), h('td', { class: 'num' }, isNum(v) ? rustFixed(v, 4) : fmtValue(v)))));
+  const pass = Object.entries(extra.pass_at_k || {}).sort((a, b) => Number(a[0]) - Number(b[0]));
+  if (!rows.length && !pass.length) return null;
+  return [h('h3', {}, 'Harbor metrics'),
+    rows.length ? table(['dataset', 'metric', 'key', ['value', 'num']], rows) : null,
+    pass.length ? kvList(pass.map(([k, v]) => ['pass@' + k, isNum(v) ? rustFixed(v, 4) : v])) : null];
 }
 
 // Tasks not scored, by failure class, and tasks skipped (a budget, the error rate).
@@ -878,6 +894,7 @@ function provenancePairs(p) {
     model.endpoint_host ? ['model endpoint', (model.protocol || '') + ' ' + model.endpoint_host] : null,
     (p.datasets || []).length ? ['datasets', (p.datasets || []).map((d) => (d.path || '') + ' sha256:' + short(d.sha256)).join(', ')] : null,
     Object.keys(p.seeds || {}).length ? ['seeds', Object.entries(p.seeds).map(([k, v]) => k + '=' + JSON.stringify(v)).join(', ')] : null,
+    (p.skills || []).length ? ['skills', (p.skills || []).map((s) => s.name + ' ' + String(s.digest || '').slice(0, 19) + (s.git_commit ? ' @' + short(s.git_commit) : '')).join(', ')] : null,
     machine.os ? ['machine', machine.os + ', kernel ' + (machine.kernel || '?') + ', ' + (machine.cpus || '?') + ' CPUs'] : null,
     tools.length ? ['environment tools', tools.join(', ')] : null,
   ];
