@@ -17,21 +17,21 @@ use serde_json::{json, Value};
 use crate::harbor_images::engine_cli;
 
 /// The real key the host is given (only the relay sends it, to scripted-llm).
-const KEY: &str = "sk-e2e-TOOLS-real-5521";
+pub(crate) const KEY: &str = "sk-e2e-TOOLS-real-5521";
 
 /// What `mcp-tool-server`'s `lookup` answers for `alpha`.
 const ALPHA: &str = "value-of-alpha-7f3a";
 
 /// The marker of the task's instruction the script answers.
-const MARKER: &str = "MCP-LOOKUP";
+pub(crate) const MARKER: &str = "MCP-LOOKUP";
 
-fn required(var: &str) -> String {
+pub(crate) fn required(var: &str) -> String {
     std::env::var(var)
         .unwrap_or_else(|_| panic!("{var} is not set: run the tests with ./dev.sh test"))
 }
 
 /// Tags the agents' image as `debian:bookworm-slim`, the base the task's tool image names.
-fn tag_tool_base() {
+pub(crate) fn tag_tool_base() {
     let image = required("AGENTCOMPASS_TEST_AGENT_IMAGE");
     engine_cli(&["tag", &image, "debian:bookworm-slim"]);
 }
@@ -41,7 +41,7 @@ fn tag_tool_base() {
 /// `/health`), which logs its calls into a volume `main` mounts at `/logs/tools` (an artifact
 /// of the task); `main` also sees the server's binary at `/opt/tools` (a `stdio` server the
 /// agent may start).
-fn mcp_task(ws: &Workspace, name: &str) -> PathBuf {
+pub(crate) fn mcp_task(ws: &Workspace, name: &str) -> PathBuf {
     let dir = ws.root().join("tasks").join(name);
     let tools = dir.join("environment/tools");
     fs::create_dir_all(&tools).unwrap();
@@ -244,7 +244,7 @@ fn codex_calls_the_mcp_server_of_a_compose_sidecar() {
 }
 
 /// Every file under `dir`.
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
         return out;
@@ -613,210 +613,6 @@ fn a_host_mcp_server_is_reached_from_a_no_network_sandbox_through_the_relay() {
     assert_eq!(probe("probe-files.txt"), "0", "the credential is in a file");
     agentcompass_e2e::assert_secret_nowhere(&ws.cwd.join("results"), &out, TOOLS_TOKEN);
     eprintln!("claude_code: the host's MCP server, through the relay, logged {calls}");
-}
-
-/// The simulated user's answer, scripted.
-const USER_ANSWER: &str = "USER-SAYS-JSON-ARRAY";
-
-/// A simulated user in a sidecar, written as Harbor's cookbook `simulated-user` recipe writes
-/// it (`ANTHROPIC_API_KEY: ${ANTHROPIC_API_KEY}` in the service's environment): its model
-/// call goes through the attempt's relay — counted in the attempt's model usage — and its
-/// container holds the relay's placeholder, never the key (`docker inspect` of the kept
-/// container).
-#[test]
-fn a_simulated_users_model_calls_go_through_the_relay_without_the_key() {
-    let ws = Workspace::new();
-    let tasks = mcp_task(&ws, "simulated-user");
-    let task = tasks.join("simulated-user");
-    let toml = fs::read_to_string(task.join("task.toml")).unwrap();
-    fs::write(
-        task.join("task.toml"),
-        toml.replace("name = \"tools\"", "name = \"user-server\"")
-            .replace("http://tools:8000/mcp", "http://user-server:8000/mcp"),
-    )
-    .unwrap();
-    let compose = fs::read_to_string(task.join("environment/docker-compose.yaml")).unwrap();
-    fs::write(
-        task.join("environment/docker-compose.yaml"),
-        compose
-            .replace(
-                "      tools:\n        condition",
-                "      user-server:\n        condition",
-            )
-            .replace("  tools:\n    build:", "  user-server:\n    build:")
-            .replace(
-                "    expose:\n",
-                "    environment:\n      - ANTHROPIC_API_KEY=${ANTHROPIC_API_KEY}\n      \
-                 - SIM_USER_MODEL=${SIM_USER_MODEL:-}\n    expose:\n",
-            ),
-    )
-    .unwrap();
-    fs::write(
-        task.join("tests/test.sh"),
-        format!(
-            "#!/bin/bash\nif [ \"$(cat /app/answer.txt 2>/dev/null)\" = \"{USER_ANSWER}\" ]; then \
-             echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n"
-        ),
-    )
-    .unwrap();
-    let path = "/v1/messages";
-    let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
-    let script = json!({"require_key": KEY, "rules": [
-        // The simulated user's own call (no system prompt of Claude Code's, one message).
-        {"match": {"path": path, "last_user_contains": "Which output format", "assistant_turns": 0},
-         "response": {"text": USER_ANSWER, "usage": {"prompt_tokens": 20, "completion_tokens": 5}}},
-        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
-         "response": {"tool_calls": [{"name": "mcp__user-server__ask_user",
-                                      "arguments": {"question": "Which output format do you want?"}}],
-                      "usage": usage}},
-        {"match": {"path": path, "any_user_contains": USER_ANSWER, "assistant_turns": 1},
-         "response": {"tool_calls": [{"name": "Bash", "arguments": {
-             "command": format!("printf '%s' '{USER_ANSWER}' > /app/answer.txt"),
-             "description": "write the answer"}}], "usage": usage}},
-        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 2},
-         "response": {"text": "Done.", "usage": usage}},
-        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
-    ]});
-    let server = ScriptedServer::start(&script, None).unwrap();
-    let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let env_params = json!({
-        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
-        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    })
-    .to_string();
-    let benchmark = json!({"path": tasks}).to_string();
-    let url = server.url();
-    let cache = required("AGENTCOMPASS_TEST_INSTALL_CACHE");
-    let plugins = packs.to_str().unwrap().to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            &plugins,
-            "--install-cache-dir",
-            &cache,
-            "run",
-            "harbor",
-            "claude_code",
-            "m-test",
-            "--benchmark-params",
-            &benchmark,
-            "--env",
-            "docker",
-            "--env-params",
-            &env_params,
-            "--model-base-url",
-            &url,
-            "--model-api-protocol",
-            "anthropic",
-            "--model-api-key",
-            "${AGENT_KEY}",
-            "--keep-environment",
-        ],
-        // The host has the key under Harbor's name too: it must not reach the sidecar.
-        &[("AGENT_KEY", KEY), ("ANTHROPIC_API_KEY", KEY)],
-    );
-    let kept = engine_cli(&[
-        "ps",
-        "-a",
-        "--filter",
-        "name=user-server",
-        "--format",
-        "{{.Names}}",
-    ]);
-    let inspected = kept
-        .lines()
-        .map(|name| engine_cli(&["inspect", "-f", "{{json .Config.Env}}", name]))
-        .collect::<Vec<_>>();
-    let closed = ws.run(&["--plugin-dir", &plugins, "env", "close", "--all"], &[]);
-    assert_eq!(out.code, 0, "{out:?}");
-    assert_eq!(closed.code, 0, "{closed:?}");
-    assert_eq!(inspected.len(), 1, "{kept}");
-    let env: Vec<String> = serde_json::from_str(&inspected[0]).unwrap();
-    assert!(
-        !inspected[0].contains(KEY),
-        "the key is in the sidecar: {env:?}"
-    );
-    assert!(
-        env.iter()
-            .any(|v| v.starts_with("ANTHROPIC_BASE_URL=http://127.0.0.1:")),
-        "{env:?}"
-    );
-    let results = published_results(&run_dir(&out));
-    let (_, result) = results.values().next().unwrap();
-    assert_eq!(result["metrics"]["reward"], json!(1.0), "{result:#}");
-    // Four model calls through the relay, the simulated user's among them, all with the key
-    // the relay added: in the attempt's usage.
-    let requests = server.requests();
-    let calls: Vec<&Value> = requests.iter().filter(|r| r["path"] == path).collect();
-    assert!(calls.iter().all(|r| r["auth"] == "expected"), "{calls:?}");
-    let user_calls = calls
-        .iter()
-        .filter(|r| r["body"].to_string().contains("Which output format"))
-        .filter(|r| {
-            r["body"]["messages"]
-                .as_array()
-                .is_some_and(|m| m.len() == 1)
-        })
-        .count();
-    assert_eq!(user_calls, 1, "{calls:?}");
-    let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
-    assert_eq!(usage["requests"], json!(4), "{usage}");
-    assert_eq!(usage["prompt_tokens"], json!(320), "{usage}");
-    eprintln!("simulated user: {} model calls, usage {usage}", calls.len());
-}
-
-/// A service naming a key variable the user has not set (one the run's model endpoint does
-/// not answer) is refused before the first task: exit 2, naming the file and the variable,
-/// nothing written.
-#[test]
-fn a_sidecar_naming_an_unset_key_is_refused_before_the_first_task() {
-    let ws = Workspace::new();
-    let tasks = mcp_task(&ws, "unset-key");
-    let compose_file = tasks.join("unset-key/environment/docker-compose.yaml");
-    let compose = fs::read_to_string(&compose_file).unwrap();
-    fs::write(
-        &compose_file,
-        compose.replace(
-            "    expose:\n",
-            "    environment:\n      - SEARCH_API_KEY=${AC_TEST_SEARCH_API_KEY}\n    expose:\n",
-        ),
-    )
-    .unwrap();
-    let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let env_params = json!({
-        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
-        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    })
-    .to_string();
-    let benchmark = json!({"path": tasks}).to_string();
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            packs.to_str().unwrap(),
-            "run",
-            "harbor",
-            "claude_code",
-            "m-test",
-            "--benchmark-params",
-            &benchmark,
-            "--env",
-            "docker",
-            "--env-params",
-            &env_params,
-            "--model-base-url",
-            "http://127.0.0.1:9/v1",
-            "--model-api-key",
-            "k",
-            "--no-endpoint-check",
-        ],
-        &[],
-    );
-    assert_eq!(out.code, 2, "{out:?}");
-    assert!(
-        out.stderr.contains("docker-compose.yaml") && out.stderr.contains("AC_TEST_SEARCH_API_KEY"),
-        "{out:?}"
-    );
-    assert!(!ws.cwd.join("results").exists());
 }
 
 /// `terminus`' script (chat completions): call `mcp__tools__lookup`, then — once its result

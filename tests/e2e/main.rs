@@ -29,6 +29,7 @@ mod listing;
 mod live_control;
 mod model_endpoint;
 mod model_gateway;
+mod model_sidecars;
 mod next_steps;
 mod orchestration;
 mod planning;
