@@ -137,6 +137,13 @@ fn a_multi_reward_task_is_reported_per_key_with_the_runs_uv_script_metric() {
         "{}",
         out.stderr
     );
+    // The headline is not a mean of the keys.
+    assert!(
+        out.stderr
+            .contains("reward (native@1): n/a (0/1 evaluated)"),
+        "{}",
+        out.stderr
+    );
     let summary = fs::read_to_string(run.join("summary.md")).unwrap();
     assert!(
         summary.contains("| run | uv-script | performance | 0.0000 |"),

@@ -200,3 +200,95 @@ impl RunAgentInputs {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentcompass_plugin_api::contracts::{McpServer, McpTransport};
+
+    fn server(name: &str, url: &str, header: Option<&str>) -> McpServer {
+        McpServer {
+            name: name.into(),
+            transport: McpTransport::StreamableHttp,
+            url: Some(url.into()),
+            headers: header
+                .map(|h| [("Authorization".to_string(), h.to_string())].into())
+                .unwrap_or_default(),
+            ..McpServer::default()
+        }
+    }
+
+    #[test]
+    fn the_run_and_the_task_merge_with_variables_resolved_and_registered() {
+        std::env::set_var("AC_TEST_AGENT_INPUTS_HOST_9", "from-host-value");
+        let mut req = RunRequest::default();
+        req.harness.env.insert(
+            "TOKEN_FROM_RUN".into(),
+            "${AC_TEST_AGENT_INPUTS_HOST_9}".into(),
+        );
+        req.harness.mcp_servers.push(server(
+            "tools",
+            "http://127.0.0.1:4000/mcp",
+            Some("Bearer ${TOKEN_FROM_RUN}"),
+        ));
+        req.harness.extra_instructions.push("Use the tools.".into());
+        let run = RunAgentInputs::resolve(&req, None).unwrap();
+        let mut task = TaskSpec::new("t", "q");
+        task.mcp_servers
+            .push(server("tools", "http://tools:8000/mcp", None));
+        task.mcp_servers
+            .push(server("search", "http://search:80/mcp", None));
+        let inputs = run.for_task(&task, &req).unwrap();
+        let names: Vec<&str> = inputs.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["tools", "search"],
+            "the run's replaces the task's in place"
+        );
+        assert_eq!(
+            inputs.mcp_servers[0].headers["Authorization"],
+            "Bearer from-host-value"
+        );
+        assert_eq!(inputs.env["TOKEN_FROM_RUN"], "from-host-value");
+        assert_eq!(
+            agentcompass_redact::scrub_text("x from-host-value y"),
+            format!("x {} y", agentcompass_plugin_api::contracts::REDACTED)
+        );
+        // Only the host's loopback server goes through the relay.
+        let routes = loopback_routes(&inputs);
+        assert_eq!(routes.len(), 1);
+        assert_eq!(routes[0].0, "tools");
+        let mut prepared = agentcompass_plugin_api::contracts::PreparedTask::default();
+        prepared.input.prompt = "Do it.".into();
+        run.hand_over(&mut prepared, inputs);
+        assert_eq!(prepared.input.prompt, "Do it.\n\nUse the tools.");
+    }
+
+    #[test]
+    fn an_unset_variable_of_the_run_refuses_it() {
+        let mut req = RunRequest::default();
+        req.harness
+            .env
+            .insert("K".into(), "${AC_TEST_AGENT_INPUTS_UNSET_4}".into());
+        let err = RunAgentInputs::resolve(&req, None).unwrap_err();
+        assert!(err.starts_with("--agent-env K: "), "{err}");
+        assert!(err.contains("AC_TEST_AGENT_INPUTS_UNSET_4"), "{err}");
+    }
+
+    #[test]
+    fn skills_go_to_the_tasks_dir_or_the_default() {
+        let tmp = tempfile::tempdir().unwrap();
+        let skill = tmp.path().join("greet");
+        std::fs::create_dir(&skill).unwrap();
+        std::fs::write(skill.join("SKILL.md"), "x").unwrap();
+        let mut req = RunRequest::default();
+        req.harness.skills.push(skill.display().to_string());
+        let run = RunAgentInputs::resolve(&req, None).unwrap();
+        let inputs = run.for_task(&TaskSpec::new("t", "q"), &req).unwrap();
+        assert_eq!(inputs.skills_dir.as_deref(), Some(DEFAULT_SKILLS_DIR));
+        assert_eq!(inputs.skills[0].path, "/runtime/skills/greet/SKILL.md");
+        let mut task = TaskSpec::new("t", "q");
+        task.skills_dir = Some("skills".into());
+        assert!(run.for_task(&task, &req).unwrap_err().contains("absolute"));
+    }
+}

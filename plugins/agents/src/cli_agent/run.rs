@@ -243,6 +243,8 @@ pub(super) async fn run(
         &instruction_path,
         &prepared.task_id,
     );
+    // The run's `--agent-env` over the harness's own, as Harbor's `--ae`.
+    request.env.extend(prepared.agent_inputs.env.clone());
     let step_id = steps.len() as u64 + 1;
     let mut recorded = shell
         .step(request, step_id, "command", &settings.command)

@@ -381,6 +381,8 @@ impl<'a> Agent<'a> {
         self.bash_calls += 1;
         let timeout = self.command_timeout();
         let mut request = ExecRequest::argv(["bash", "-c", command.as_str()]);
+        // The run's `--agent-env` in every command, as Harbor's `--ae` in the agent's phase.
+        request.env = self.prepared.agent_inputs.env.clone();
         request.cwd = self.cwd.clone();
         request.timeout_seconds = Some(timeout);
         let clock = Instant::now();
