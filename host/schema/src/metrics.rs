@@ -41,6 +41,34 @@ pub struct HostExtras {
     /// never did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limits: Option<RateLimits>,
+    /// `extra.dataset_metrics`: Harbor's own metrics of the run (absent for runs without
+    /// Harbor rewards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_metrics: Option<Vec<DatasetMetric>>,
+    /// `extra.pass_at_k`: Harbor's pass@k by k (absent unless k > 1 and every reward is a
+    /// single 0 or 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_at_k: Option<BTreeMap<String, f64>>,
+}
+
+/// One row of `extra.dataset_metrics`: one Harbor metric of the run — a dataset's declared
+/// kind (`mean`, `sum`, `min`, `max`), Harbor's default `mean` of a local dataset (`adhoc`),
+/// or a `uv-script` (`script`) — and its value: `{"mean": x}` for single-key rewards, one
+/// entry per key for multi-key ones, a script's own object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DatasetMetric {
+    /// `NAME@VERSION` of a registry dataset, `adhoc`, or `run` (a run's script).
+    #[serde(default)]
+    pub dataset: String,
+    /// The metric's kind.
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    /// A `uv-script`'s file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+    /// The value.
+    #[serde(default)]
+    pub value: Map<String, Value>,
 }
 
 /// `extra.rate_limits`: the model endpoint's rate limits over the run (shared with the other
@@ -98,6 +126,8 @@ impl HostExtras {
             not_scored: serde_json::from_value(entry("not_scored")).unwrap_or_default(),
             skipped: serde_json::from_value(entry("skipped")).unwrap_or_default(),
             rate_limits: serde_json::from_value(entry("rate_limits")).unwrap_or_default(),
+            dataset_metrics: serde_json::from_value(entry("dataset_metrics")).unwrap_or_default(),
+            pass_at_k: serde_json::from_value(entry("pass_at_k")).unwrap_or_default(),
         }
     }
 
@@ -139,6 +169,8 @@ mod tests {
                 limit: 3,
                 max: 32,
             }),
+            dataset_metrics: None,
+            pass_at_k: None,
         };
         let mut report = MetricReport::default();
         report.extra.insert("benchmark_own".into(), json!(1));

@@ -235,19 +235,25 @@ pub fn fold_run(
     (fold, pass)
 }
 
-/// `metrics.json` `extra.dataset_metrics`: `[{"dataset", "type", "value"}]`.
-pub fn report(declared: &[DeclaredMetrics], fold: &RewardFold) -> Value {
+/// The `extra.dataset_metrics` rows of `declared` over `fold`.
+pub fn report(
+    declared: &[DeclaredMetrics],
+    fold: &RewardFold,
+) -> Vec<agentcompass_schema::metrics::DatasetMetric> {
     let mut out = Vec::new();
     for dataset in declared {
         for metric in &dataset.metrics {
             if let Some(value) = fold.value(*metric) {
-                out.push(
-                    json!({"dataset": dataset.dataset, "type": metric.name(), "value": value}),
-                );
+                out.push(agentcompass_schema::metrics::DatasetMetric {
+                    dataset: dataset.dataset.clone(),
+                    kind: metric.name().to_string(),
+                    script: None,
+                    value,
+                });
             }
         }
     }
-    Value::Array(out)
+    out
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use agentcompass_schema::metrics::{DatasetMetric, HostExtras};
 
 use super::dataset::{fold_run, BuiltinMetric, DeclaredMetrics};
 
@@ -17,9 +17,8 @@ use super::dataset::{fold_run, BuiltinMetric, DeclaredMetrics};
 /// that failed.
 #[derive(Debug, Default)]
 pub struct HarborMetrics {
-    /// `extra` entries: `dataset_metrics` (rows `{"dataset", "type", "value"}`, a script's
-    /// with `"script"`), `pass_at_k` (`{"2": 0.55, ...}`).
-    pub extra: Map<String, Value>,
+    /// `extra` entries: `dataset_metrics`, `pass_at_k` (the other entries unset).
+    pub extra: HostExtras,
     /// One line per failed script, naming it.
     pub warnings: Vec<String>,
 }
@@ -57,7 +56,6 @@ pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
             .map(|f| f.as_file_mut() as &mut dyn std::io::Write);
         fold_run(inputs.run_dir, writer)
     };
-    let mut rows = Vec::new();
     let adhoc;
     let declared = if inputs.declared.is_empty() && fold.rewarded() > 0 {
         // A local dataset declares nothing: Harbor's default.
@@ -69,31 +67,16 @@ pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
     } else {
         inputs.declared
     };
-    for dataset in declared {
-        for metric in &dataset.metrics {
-            if let Some(value) = fold.value(*metric) {
-                rows.push(
-                    json!({"dataset": dataset.dataset, "type": metric.name(), "value": value}),
-                );
-            }
-        }
-    }
+    let mut rows = super::dataset::report(declared, &fold);
     if !inputs.scripts.is_empty() {
         let rewards = jsonl.as_ref().map(|f| f.path().to_path_buf());
         rows.extend(scripts(inputs, rewards, &mut out.warnings));
     }
-    if !rows.is_empty() {
-        out.extra
-            .insert("dataset_metrics".into(), Value::Array(rows));
-    }
+    out.extra.dataset_metrics = (!rows.is_empty()).then_some(rows);
     if inputs.k > 1 {
-        if let Some(value) = pass.value() {
-            let map: Map<String, Value> = value
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), json!(v)))
-                .collect();
-            out.extra.insert("pass_at_k".into(), Value::Object(map));
-        }
+        out.extra.pass_at_k = pass
+            .value()
+            .map(|value| value.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
     }
     out
 }
@@ -103,7 +86,7 @@ fn scripts(
     inputs: &MetricInputs<'_>,
     rewards: Option<PathBuf>,
     warnings: &mut Vec<String>,
-) -> Vec<Value> {
+) -> Vec<DatasetMetric> {
     let Some(rewards) = rewards else {
         return Vec::new();
     };
@@ -119,9 +102,12 @@ fn scripts(
     let mut rows = Vec::new();
     for script in inputs.scripts {
         match super::uv_script::run(&uv, Path::new(script), &rewards) {
-            Ok(value) => rows.push(
-                json!({"dataset": "run", "type": "uv-script", "script": script, "value": value}),
-            ),
+            Ok(value) => rows.push(DatasetMetric {
+                dataset: "run".into(),
+                kind: "uv-script".into(),
+                script: Some(script.clone()),
+                value,
+            }),
             Err(e) => warnings.push(format!("metric script {script}: {e}")),
         }
     }

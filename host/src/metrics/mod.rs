@@ -446,6 +446,8 @@ impl MetricAggregator {
             }),
             // The run's, not the tasks': added when the run finishes.
             rate_limits: None,
+            dataset_metrics: None,
+            pass_at_k: None,
         }
         .write_into(&mut extra);
         MetricReport {

@@ -61,7 +61,7 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
     }
     write_series_table(&mut out, report);
     write_dataset_metrics(&mut out, report);
-    if let Some(line) = pass_at_k_line(report) {
+    if let Some(line) = pass_at_k_line(&HostExtras::of(report)) {
         let _ = writeln!(out, "\n{line}");
     }
     write_categories(&mut out, report);
@@ -82,46 +82,42 @@ pub fn render_summary(report: &MetricReport, title: &SummaryTitle) -> String {
 /// `extra.dataset_metrics` (`adhoc mean: correctness 1.0000 · performance 0.5000`, a script's
 /// named by its file) and pass@k.
 pub fn harbor_metric_lines(report: &MetricReport) -> Vec<String> {
-    let rows = report
-        .extra
-        .get("dataset_metrics")
-        .and_then(|v| v.as_array());
-    let mut lines: Vec<String> = rows
-        .into_iter()
+    let extras = HostExtras::of(report);
+    let mut lines: Vec<String> = extras
+        .dataset_metrics
+        .iter()
         .flatten()
         .map(|row| {
-            let kind = match row["script"].as_str() {
+            let kind = match &row.script {
                 Some(script) => format!("uv-script {script}"),
-                None => row["type"].as_str().unwrap_or_default().to_string(),
+                None => row.kind.clone(),
             };
-            let values: Vec<String> = row["value"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(key, value)| {
-                    let value = value
-                        .as_f64()
-                        .map_or_else(|| value.to_string(), |v| format!("{v:.4}"));
-                    format!("{key} {value}")
-                })
+            let values: Vec<String> = row
+                .value
+                .iter()
+                .map(|(key, value)| format!("{key} {}", number(value)))
                 .collect();
-            format!(
-                "{} {kind}: {}",
-                row["dataset"].as_str().unwrap_or_default(),
-                values.join(" · ")
-            )
+            format!("{} {kind}: {}", row.dataset, values.join(" · "))
         })
         .collect();
-    lines.extend(pass_at_k_line(report));
+    lines.extend(pass_at_k_line(&extras));
     lines
 }
 
+/// A metric value: 4 decimals for a number, else its JSON.
+fn number(value: &serde_json::Value) -> String {
+    value
+        .as_f64()
+        .map_or_else(|| value.to_string(), |v| format!("{v:.4}"))
+}
+
 /// `pass@2 0.5500 · pass@4 0.9000` from `extra.pass_at_k` (Harbor's), when the run has it.
-fn pass_at_k_line(report: &MetricReport) -> Option<String> {
-    let map = report.extra.get("pass_at_k")?.as_object()?;
-    let mut pairs: Vec<(u64, f64)> = map
+fn pass_at_k_line(extras: &HostExtras) -> Option<String> {
+    let mut pairs: Vec<(u64, f64)> = extras
+        .pass_at_k
         .iter()
-        .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_f64()?)))
+        .flatten()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, *v)))
         .collect();
     pairs.sort_by_key(|(k, _)| *k);
     let parts: Vec<String> = pairs
@@ -134,25 +130,20 @@ fn pass_at_k_line(report: &MetricReport) -> Option<String> {
 /// The declared metrics of a registry dataset (`extra.dataset_metrics`), as Harbor computes
 /// them: one row per metric and reward key.
 fn write_dataset_metrics(out: &mut String, report: &MetricReport) {
-    let Some(rows) = report
-        .extra
-        .get("dataset_metrics")
-        .and_then(|v| v.as_array())
-    else {
-        return;
-    };
+    let rows = HostExtras::of(report).dataset_metrics.unwrap_or_default();
     if rows.is_empty() {
         return;
     }
     out.push_str("\n| Dataset | Dataset metric | Key | Value |\n|---|---|---|---:|\n");
     for row in rows {
-        let dataset = row["dataset"].as_str().unwrap_or_default();
-        let kind = row["type"].as_str().unwrap_or_default();
-        for (key, value) in row["value"].as_object().into_iter().flatten() {
-            let value = value
-                .as_f64()
-                .map_or_else(|| value.to_string(), |v| format!("{v:.4}"));
-            let _ = writeln!(out, "| {dataset} | {kind} | {key} | {value} |");
+        for (key, value) in &row.value {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {key} | {} |",
+                row.dataset,
+                row.kind,
+                number(value)
+            );
         }
     }
 }

@@ -16,8 +16,41 @@ use serde_json::{Map, Value};
 /// The `uv` release the host installs (PyPI `uv`).
 pub const UV_VERSION: &str = "0.9.7";
 
+/// Why a script metric has no value.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptError {
+    /// `uv` could not be installed.
+    #[error("installing uv=={UV_VERSION} failed: {0}")]
+    Install(String),
+    /// A file or process could not be made or run.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The script failed.
+    #[error("exited with {code}: {last_line}")]
+    Exit {
+        /// Its exit code (or `a signal`).
+        code: String,
+        /// The last line of its error output.
+        last_line: String,
+    },
+    /// The script wrote no JSON object.
+    #[error("metric.json {0}")]
+    Output(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ScriptError {
+    let what = what.into();
+    move |source| ScriptError::Io { what, source }
+}
+
 /// `uv` in the install cache under `root`, installed first when it is not there yet.
-pub fn ensure_uv(root: &Path) -> Result<PathBuf, String> {
+pub fn ensure_uv(root: &Path) -> Result<PathBuf, ScriptError> {
     let dir = root.join("host").join(format!("uv-{UV_VERSION}"));
     let uv = dir.join("bin").join("uv");
     if uv.is_file() {
@@ -27,8 +60,7 @@ pub fn ensure_uv(root: &Path) -> Result<PathBuf, String> {
         .join("host")
         .join(format!(".uv-{UV_VERSION}.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    std::fs::create_dir_all(&staging)
-        .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
+    std::fs::create_dir_all(&staging).map_err(io(format!("creating {}", staging.display())))?;
     let out = Command::new("python3")
         .args([
             "-m",
@@ -41,17 +73,17 @@ pub fn ensure_uv(root: &Path) -> Result<PathBuf, String> {
         .arg(&staging)
         .arg(format!("uv=={UV_VERSION}"))
         .output()
-        .map_err(|e| format!("cannot run python3 -m pip to install uv: {e}"))?;
+        .map_err(io("running python3 -m pip to install uv"))?;
     if !out.status.success() {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "installing uv=={UV_VERSION} with pip failed: {}",
+        return Err(ScriptError::Install(format!(
+            "pip: {}",
             last_line(&out.stderr)
-        ));
+        )));
     }
     if !staging.join("bin/uv").is_file() {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!("the uv=={UV_VERSION} wheel installed no bin/uv"));
+        return Err(ScriptError::Install("the wheel installed no bin/uv".into()));
     }
     match std::fs::rename(&staging, &dir) {
         Ok(()) => Ok(uv),
@@ -60,13 +92,13 @@ pub fn ensure_uv(root: &Path) -> Result<PathBuf, String> {
             let _ = std::fs::remove_dir_all(&staging);
             Ok(uv)
         }
-        Err(e) => Err(format!("cannot move uv into {}: {e}", dir.display())),
+        Err(e) => Err(io(format!("moving uv into {}", dir.display()))(e)),
     }
 }
 
 /// Runs `script` with `uv` on `rewards` (a `rewards.jsonl`): the object it writes.
-pub fn run(uv: &Path, script: &Path, rewards: &Path) -> Result<Map<String, Value>, String> {
-    let work = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
+pub fn run(uv: &Path, script: &Path, rewards: &Path) -> Result<Map<String, Value>, ScriptError> {
+    let work = tempfile::tempdir().map_err(io("making a temp dir"))?;
     let output = work.path().join("metric.json");
     let cache = uv
         .parent()
@@ -87,22 +119,24 @@ pub fn run(uv: &Path, script: &Path, rewards: &Path) -> Result<Map<String, Value
         .env("UV_NO_CONFIG", "1")
         .current_dir(work.path())
         .output()
-        .map_err(|e| format!("cannot run uv: {e}"))?;
+        .map_err(io("running uv"))?;
     if !out.status.success() {
-        return Err(format!(
-            "exited with {}: {}",
-            out.status
+        return Err(ScriptError::Exit {
+            code: out
+                .status
                 .code()
                 .map_or("a signal".to_string(), |c| c.to_string()),
-            last_line(&out.stderr)
-        ));
+            last_line: last_line(&out.stderr),
+        });
     }
-    let text =
-        std::fs::read_to_string(&output).map_err(|e| format!("wrote no metric.json: {e}"))?;
+    let text = std::fs::read_to_string(&output)
+        .map_err(|e| ScriptError::Output(format!("was not written: {e}")))?;
     match serde_json::from_str(&text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(other) => Err(format!("metric.json holds {other}, not a JSON object")),
-        Err(e) => Err(format!("metric.json is not JSON: {e}")),
+        Ok(other) => Err(ScriptError::Output(format!(
+            "holds {other}, not a JSON object"
+        ))),
+        Err(e) => Err(ScriptError::Output(format!("is not JSON: {e}"))),
     }
 }
 

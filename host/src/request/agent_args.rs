@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use agentcompass_plugin_api::contracts::{
-    merge_mcp_servers, HarnessSpec, McpServer, McpTransport, HARNESS_NONE,
+    merge_mcp_servers, HarnessSpec, McpServer, McpServerProblem, McpTransport, HARNESS_NONE,
 };
 use serde_json::{Map, Value};
 
@@ -213,7 +213,14 @@ pub fn load_mcp_config(file: &Path) -> Result<Vec<McpServer>, ConfigError> {
     };
     let mut servers = Vec::new();
     for (at, entry) in entries {
-        let server = server_entry(&entry, key == "mcpServers").map_err(|m| invalid(&at, m))?;
+        let server = server_entry(&entry, key == "mcpServers").map_err(|p| {
+            let field = if p.field.is_empty() {
+                String::new()
+            } else {
+                format!("field `{}`: ", p.field)
+            };
+            invalid(&at, format!("{field}{}", p.message))
+        })?;
         servers = merge_mcp_servers(&servers, &[server]);
     }
     Ok(servers)
@@ -229,9 +236,13 @@ fn is_empty(value: &Value) -> bool {
 }
 
 /// One server entry of an MCP config file.
-fn server_entry(entry: &Value, claude_style: bool) -> Result<McpServer, String> {
+fn server_entry(entry: &Value, claude_style: bool) -> Result<McpServer, McpServerProblem> {
+    let problem = |field: &str, message: String| McpServerProblem {
+        field: field.to_string(),
+        message,
+    };
     let Value::Object(map) = entry else {
-        return Err("expected a mapping".into());
+        return Err(problem("", "expected a mapping".into()));
     };
     const KEYS: [&str; 7] = [
         "name",
@@ -247,17 +258,20 @@ fn server_entry(entry: &Value, claude_style: bool) -> Result<McpServer, String> 
         .iter()
         .find(|(k, v)| !KEYS.contains(&k.as_str()) && !is_empty(v));
     if let Some((key, _)) = dropped {
-        return Err(format!(
-            "field `{key}`: expected only {} (Harbor drops the rest, so the server would not \
-             get it), found `{key}`",
-            KEYS.join(", ")
+        return Err(problem(
+            key,
+            format!(
+                "expected only {} (Harbor drops the rest, so the server would not get it), \
+                 found `{key}`",
+                KEYS.join(", ")
+            ),
         ));
     }
-    let text = |key: &str| -> Result<Option<String>, String> {
+    let text = |key: &str| -> Result<Option<String>, McpServerProblem> {
         match map.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!("field `{key}`: expected a string, found {other}")),
+            Some(other) => Err(problem(key, format!("expected a string, found {other}"))),
         }
     };
     let transport_name = match text("transport")? {
@@ -267,30 +281,30 @@ fn server_entry(entry: &Value, claude_style: bool) -> Result<McpServer, String> 
     let command = text("command")?;
     let transport = match transport_name {
         Some(name) => McpTransport::parse(&name).ok_or_else(|| {
-            format!(
-                "field `transport`: expected stdio, sse, streamable-http or http, found {name:?}"
+            problem(
+                "transport",
+                format!("expected stdio, sse, streamable-http or http, found {name:?}"),
             )
         })?,
         None if claude_style && command.is_some() => McpTransport::Stdio,
         None => McpTransport::default(),
     };
+    let args = map.get("args").cloned().unwrap_or(Value::Array(vec![]));
+    let headers = map
+        .get("headers")
+        .cloned()
+        .unwrap_or(Value::Object(Map::new()));
     let server = McpServer {
         name: text("name")?.unwrap_or_default(),
         transport,
         url: text("url")?,
         command,
-        args: serde_json::from_value(map.get("args").cloned().unwrap_or(Value::Array(vec![])))
-            .map_err(|_| "field `args`: expected a list of strings".to_string())?,
-        headers: serde_json::from_value(
-            map.get("headers")
-                .cloned()
-                .unwrap_or(Value::Object(Map::new())),
-        )
-        .map_err(|_| "field `headers`: expected a mapping of strings".to_string())?,
+        args: serde_json::from_value(args)
+            .map_err(|_| problem("args", "expected a list of strings".into()))?,
+        headers: serde_json::from_value(headers)
+            .map_err(|_| problem("headers", "expected a mapping of strings".into()))?,
     };
-    server
-        .check()
-        .map_err(|p| format!("field `{}`: {}", p.field, p.message))?;
+    server.check()?;
     Ok(server)
 }
 

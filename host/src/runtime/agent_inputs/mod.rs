@@ -21,6 +21,37 @@ use agentcompass_plugin_api::sdk::SessionRef;
 
 pub use skills::Skill;
 
+use agentcompass_plugin_api::contracts::HeaderProblem;
+
+/// Why the agent inputs of a run or a task cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentInputError {
+    /// An `--agent-env` value's reference.
+    #[error("--agent-env {key}: {problem}")]
+    Env {
+        /// The variable.
+        key: String,
+        /// What is wrong (never its value).
+        problem: HeaderProblem,
+    },
+    /// A header of an MCP server.
+    #[error("MCP server `{server}`: header `{header}`: {problem}")]
+    Header {
+        /// The server.
+        server: String,
+        /// The header.
+        header: String,
+        /// What is wrong (never its value).
+        problem: HeaderProblem,
+    },
+    /// A `--skill` source.
+    #[error(transparent)]
+    Skill(#[from] skills::SourceError),
+    /// The task's skills directory is relative while the run adds skills.
+    #[error("the task's `skills_dir` must be absolute for the run's --skill, found {0:?}")]
+    RelativeSkillsDir(String),
+}
+
 /// Whether `server` is an HTTP server on the host's loopback (an internal tool service):
 /// an agent inside an environment reaches it only through the attempt's tool relay, which
 /// adds its headers on the host.
@@ -88,11 +119,16 @@ pub struct RunAgentInputs {
 impl RunAgentInputs {
     /// Resolves the request's agent inputs: `${VAR}` references of `--agent-env` values
     /// from the host's environment, skills from their sources (git ones through `cache`).
-    pub fn resolve(req: &RunRequest, cache: Option<&TaskCache>) -> Result<Self, String> {
+    pub fn resolve(req: &RunRequest, cache: Option<&TaskCache>) -> Result<Self, AgentInputError> {
         let mut env = BTreeMap::new();
         for (key, value) in &req.harness.env {
-            let resolved = resolve_template(value, |name| std::env::var(name).ok())
-                .map_err(|e| format!("--agent-env {key}: {e}"))?;
+            let resolved =
+                resolve_template(value, |name| std::env::var(name).ok()).map_err(|problem| {
+                    AgentInputError::Env {
+                        key: key.clone(),
+                        problem,
+                    }
+                })?;
             if resolved != *value {
                 agentcompass_redact::register_secret(&resolved);
             }
@@ -108,7 +144,11 @@ impl RunAgentInputs {
     /// What the agent of an attempt of `task` is handed: the task's servers and the run's
     /// (same-named run servers replacing the task's), headers resolved from `--agent-env`
     /// then the host's environment; the skills directory; the variables.
-    pub fn for_task(&self, task: &TaskSpec, req: &RunRequest) -> Result<AgentInputs, String> {
+    pub fn for_task(
+        &self,
+        task: &TaskSpec,
+        req: &RunRequest,
+    ) -> Result<AgentInputs, AgentInputError> {
         let mut servers = merge_mcp_servers(&task.mcp_servers, &req.harness.mcp_servers);
         let lookup = |name: &str| {
             self.env
@@ -118,8 +158,12 @@ impl RunAgentInputs {
         };
         for server in &mut servers {
             for (header, value) in &mut server.headers {
-                let resolved = resolve_template(value, lookup)
-                    .map_err(|e| format!("MCP server `{}`: header `{header}`: {e}", server.name))?;
+                let resolved =
+                    resolve_template(value, lookup).map_err(|problem| AgentInputError::Header {
+                        server: server.name.clone(),
+                        header: header.clone(),
+                        problem,
+                    })?;
                 if resolved != *value {
                     agentcompass_redact::register_secret(&resolved);
                 }
@@ -128,9 +172,7 @@ impl RunAgentInputs {
         }
         if let Some(dir) = task.skills_dir.as_deref() {
             if !self.skills.is_empty() && !dir.starts_with('/') {
-                return Err(format!(
-                    "the task's `skills_dir` must be absolute for the run's --skill, found {dir:?}"
-                ));
+                return Err(AgentInputError::RelativeSkillsDir(dir.to_string()));
             }
         }
         let skills_dir = match (&task.skills_dir, self.skills.is_empty()) {
@@ -270,7 +312,7 @@ mod tests {
         req.harness
             .env
             .insert("K".into(), "${AC_TEST_AGENT_INPUTS_UNSET_4}".into());
-        let err = RunAgentInputs::resolve(&req, None).unwrap_err();
+        let err = RunAgentInputs::resolve(&req, None).unwrap_err().to_string();
         assert!(err.starts_with("--agent-env K: "), "{err}");
         assert!(err.contains("AC_TEST_AGENT_INPUTS_UNSET_4"), "{err}");
     }
@@ -289,6 +331,7 @@ mod tests {
         assert_eq!(inputs.skills[0].path, "/runtime/skills/greet/SKILL.md");
         let mut task = TaskSpec::new("t", "q");
         task.skills_dir = Some("skills".into());
-        assert!(run.for_task(&task, &req).unwrap_err().contains("absolute"));
+        let err = run.for_task(&task, &req).unwrap_err().to_string();
+        assert!(err.contains("absolute"), "{err}");
     }
 }

@@ -9,6 +9,48 @@ use agentcompass_datasets::{TaskCache, TaskSource};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+/// Why a `--skill` source gives no skills.
+#[derive(Debug, thiserror::Error)]
+pub enum SkillError {
+    /// A path is neither a skill directory nor a root of them.
+    #[error(
+        "expected a skill directory (holding SKILL.md) or a root of skill directories, found {0}"
+    )]
+    NotSkills(String),
+    /// A file or directory could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// What was read.
+        path: String,
+        /// Why it failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A git source without a cache to fetch it into.
+    #[error("a git source needs the dataset cache")]
+    NoCache,
+    /// The git source could not be fetched.
+    #[error("{0}")]
+    Fetch(String),
+}
+
+/// A `--skill` source and why it failed.
+#[derive(Debug, thiserror::Error)]
+#[error("--skill {source_text}: {error}")]
+pub struct SourceError {
+    /// The source as given.
+    pub source_text: String,
+    /// Why.
+    pub error: SkillError,
+}
+
+fn read_error(path: &Path) -> impl FnOnce(std::io::Error) -> SkillError + '_ {
+    move |source| SkillError::Read {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
 /// One skill of the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skill {
@@ -69,15 +111,18 @@ pub(crate) fn git_source(source: &str) -> GitSkills {
 
 /// Resolves every source in order (a later skill of the same name replaces an earlier one),
 /// sorted by name.
-pub fn resolve(sources: &[String], cache: Option<&TaskCache>) -> Result<Vec<Skill>, String> {
+pub fn resolve(sources: &[String], cache: Option<&TaskCache>) -> Result<Vec<Skill>, SourceError> {
     let mut by_name: BTreeMap<String, Skill> = BTreeMap::new();
     for source in sources {
+        let failed = |error: SkillError| SourceError {
+            source_text: source.clone(),
+            error,
+        };
         let path = Path::new(source);
         let (dir, git) = if path.is_absolute() && path.exists() {
             (path.to_path_buf(), None)
         } else {
-            let cache = cache
-                .ok_or_else(|| format!("--skill {source}: a git source needs the dataset cache"))?;
+            let cache = cache.ok_or_else(|| failed(SkillError::NoCache))?;
             let git = git_source(source);
             let fetched = cache
                 .get(&TaskSource {
@@ -86,15 +131,15 @@ pub fn resolve(sources: &[String], cache: Option<&TaskCache>) -> Result<Vec<Skil
                     commit: git.reference.clone(),
                     path: git.subdir.clone(),
                 })
-                .map_err(|e| format!("--skill {source}: {e}"))?;
+                .map_err(|e| failed(SkillError::Fetch(e.to_string())))?;
             (fetched.dir.clone(), Some((fetched.git_url, fetched.commit)))
         };
-        for skill_dir in skill_dirs(&dir).map_err(|e| format!("--skill {source}: {e}"))? {
+        for skill_dir in skill_dirs(&dir).map_err(failed)? {
             let name = skill_dir
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let digest = digest(&skill_dir).map_err(|e| format!("--skill {source}: {e}"))?;
+            let digest = digest(&skill_dir).map_err(failed)?;
             let skill = Skill {
                 name: name.clone(),
                 dir: skill_dir,
@@ -111,33 +156,30 @@ pub fn resolve(sources: &[String], cache: Option<&TaskCache>) -> Result<Vec<Skil
 
 /// A skill directory (holding `SKILL.md`) as itself, or a root whose every visible child
 /// directory holds one.
-fn skill_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
+fn skill_dirs(dir: &Path) -> Result<Vec<PathBuf>, SkillError> {
     if dir.join("SKILL.md").is_file() {
         return Ok(vec![dir.to_path_buf()]);
     }
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(read_error(dir))?;
     let mut children = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         let hidden = entry.file_name().to_string_lossy().starts_with('.');
         if path.is_dir() && !hidden {
             if !path.join("SKILL.md").is_file() {
-                return Err(format!(
-                    "expected a skill directory (holding SKILL.md) or a root of skill directories, \
-                     found {} without SKILL.md",
+                return Err(SkillError::NotSkills(format!(
+                    "{} without SKILL.md",
                     path.display()
-                ));
+                )));
             }
             children.push(path);
         }
     }
     if children.is_empty() {
-        return Err(format!(
-            "expected a skill directory (holding SKILL.md) or a root of skill directories, found \
-             neither at {}",
+        return Err(SkillError::NotSkills(format!(
+            "neither at {}",
             dir.display()
-        ));
+        )));
     }
     children.sort();
     Ok(children)
@@ -145,14 +187,14 @@ fn skill_dirs(dir: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// Harbor's `compute_skill_digest`: `sha256:` of, for each file sorted by relative path, the
 /// path, a NUL, the hex digest of its bytes, a NUL.
-fn digest(dir: &Path) -> Result<String, String> {
+fn digest(dir: &Path) -> Result<String, SkillError> {
     let mut files = Vec::new();
     collect_files(dir, dir, &mut files)?;
     files.sort();
     let mut outer = Sha256::new();
     for relative in files {
-        let bytes = std::fs::read(dir.join(&relative))
-            .map_err(|e| format!("cannot read {}: {e}", dir.join(&relative).display()))?;
+        let path = dir.join(&relative);
+        let bytes = std::fs::read(&path).map_err(read_error(&path))?;
         outer.update(relative.as_bytes());
         outer.update([0]);
         outer.update(hex::encode(Sha256::digest(&bytes)).as_bytes());
@@ -161,9 +203,8 @@ fn digest(dir: &Path) -> Result<String, String> {
     Ok(format!("sha256:{}", hex::encode(outer.finalize())))
 }
 
-fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), SkillError> {
+    let entries = std::fs::read_dir(dir).map_err(read_error(dir))?;
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
@@ -206,7 +247,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         skill(tmp.path(), "ok", "x");
         std::fs::create_dir(tmp.path().join("not-a-skill")).unwrap();
-        let err = resolve(&[tmp.path().display().to_string()], None).unwrap_err();
+        let err = resolve(&[tmp.path().display().to_string()], None)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not-a-skill without SKILL.md"), "{err}");
     }
 

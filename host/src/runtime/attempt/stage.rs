@@ -163,7 +163,7 @@ async fn agent_view(
     let mut inputs = rc
         .agent_inputs
         .for_task(step.task, &rc.resolved)
-        .map_err(fail)?;
+        .map_err(|e| fail(e.to_string()))?;
     if let Some((relay, relayed)) = rc.tool_relay() {
         crate::runtime::agent_inputs::through_relay(&mut inputs, relayed, relay);
     }

@@ -121,7 +121,7 @@ async fn add_dataset_metrics(rc: &RequestContext, report: &mut MetricReport) {
             for warning in &computed.warnings {
                 tracing::warn!("{warning}");
             }
-            report.extra.extend(computed.extra);
+            computed.extra.write_into(&mut report.extra);
         }
         Err(e) => tracing::error!("cannot compute the dataset metrics: {e}"),
     }

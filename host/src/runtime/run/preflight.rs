@@ -322,7 +322,7 @@ pub fn preflight(
     let cache = datasets.as_ref().map(|d| d.task_cache());
     let agent_inputs =
         crate::runtime::agent_inputs::RunAgentInputs::resolve(&resolved, cache.as_ref())
-            .map_err(|e| RunError::Refused(e).in_request(&run.name))?;
+            .map_err(|e| RunError::Refused(e.to_string()).in_request(&run.name))?;
     let mut provenance = crate::runtime::provenance::before_run(registry, &run.request, &resolved);
     provenance["resources"] = planner.resource_provenance(&resolved);
     if !agent_inputs.skills.is_empty() {
