@@ -23,12 +23,12 @@ const USER_ANSWER: &str = "USER-SAYS-JSON-ARRAY";
 /// The question the agent asks the simulated user.
 const QUESTION: &str = "Which output format do you want?";
 
-/// The `simulated-user` task in `ws` (the `mcp-tools` task with its server renamed
+/// The `simulated-user` task `name` in `ws` (the `mcp-tools` task with its server renamed
 /// `user-server` and the model key in its environment, as the cookbook writes it): the
 /// directory of the tasks.
-fn simulated_user_task(ws: &Workspace) -> PathBuf {
-    let tasks = mcp_task(ws, "simulated-user");
-    let task = tasks.join("simulated-user");
+fn simulated_user_task(ws: &Workspace, name: &str) -> PathBuf {
+    let tasks = mcp_task(ws, name);
+    let task = tasks.join(name);
     let toml = fs::read_to_string(task.join("task.toml")).unwrap();
     fs::write(
         task.join("task.toml"),
@@ -146,20 +146,25 @@ fn user_calls(server: &ScriptedServer) -> usize {
 fn a_simulated_users_model_calls_go_through_the_relay_without_the_key() {
     tag_tool_base();
     let ws = Workspace::new();
-    let tasks = simulated_user_task(&ws);
+    let tasks = simulated_user_task(&ws, "simulated-user-kept");
     let server = ScriptedServer::start(&simulated_user_script(0), None).unwrap();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let args = run_args(&packs, &tasks, &server, &["--keep-environment"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ws.run(&args, &[("AGENT_KEY", KEY), ("ANTHROPIC_API_KEY", KEY)]);
-    let kept = engine_cli(&[
+    // This test's sidecar (another test's run may keep one meanwhile).
+    let kept: String = engine_cli(&[
         "ps",
         "-a",
         "--filter",
-        "name=user-server",
+        "name=simulated-user-kept",
         "--format",
         "{{.Names}}",
-    ]);
+    ])
+    .lines()
+    .filter(|name| name.ends_with("-user-server"))
+    .map(|name| format!("{name}\n"))
+    .collect();
     let inspected = kept
         .lines()
         .map(|name| engine_cli(&["inspect", "-f", "{{json .Config.Env}}", name]))
@@ -239,7 +244,7 @@ fn ctl(run: &Path, arg: &str) {
 fn a_simulated_users_model_call_waits_while_the_run_is_paused() {
     tag_tool_base();
     let ws = Workspace::new();
-    let tasks = simulated_user_task(&ws);
+    let tasks = simulated_user_task(&ws, "simulated-user-paused");
     let server = ScriptedServer::start(&simulated_user_script(1500), None).unwrap();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let args = run_args(&packs, &tasks, &server, &["--progress", "none"]);

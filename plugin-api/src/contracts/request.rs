@@ -575,7 +575,6 @@ impl Default for ExecutionSpec {
 /// Every [`ExecutionSpec`] field name.
 pub const EXECUTION_FIELDS: &[&str] = &[
     "task_concurrency",
-    "metric_scripts",
     "attempts",
     "enabled_recipes",
     "keep_environment",
@@ -599,6 +598,7 @@ pub const EXECUTION_FIELDS: &[&str] = &[
     "artifact_collect",
     "limits",
     "budget",
+    "metric_scripts",
 ];
 
 /// Per-request result-reuse controls.
@@ -709,7 +709,14 @@ mod tests {
         assert_eq!(spec.artifact_limits.timeout_seconds, 600.0);
         assert_eq!(spec.run_timer_compensation_seconds, 120.0);
         let value = serde_json::to_value(&spec).unwrap();
-        assert_eq!(keys(value.clone()), sorted(EXECUTION_FIELDS));
+        // Every field but the ones written only when set (so earlier requests read and
+        // hash as they did).
+        let written: Vec<&str> = EXECUTION_FIELDS
+            .iter()
+            .copied()
+            .filter(|f| *f != "metric_scripts")
+            .collect();
+        assert_eq!(keys(value.clone()), sorted(&written));
         assert_eq!(value["run_timeout_seconds"], serde_json::Value::Null);
         let partial: ExecutionSpec = serde_json::from_value(
             json!({"attempts": {"k": 3}, "artifact_limits": {"max_mb": 1}, "future": 1}),
