@@ -182,7 +182,7 @@ fn a_registry_dataset_runs_then_runs_from_the_cache_with_its_repository_gone() {
         .collect();
     assert_eq!(warnings.len(), 1, "{}", out.stderr);
     assert!(
-        warnings[0].contains("demo@1.0: uv-script is not computed"),
+        warnings[0].contains("demo@1.0: uv-script metric.py is not computed: no such file"),
         "{}",
         warnings[0]
     );

@@ -3,7 +3,9 @@
 //! over every trial (attempt) of the run, its verifier's reward dict (`None` when it was not
 //! evaluated, counted as 0); with at most one reward key the value is named after the metric
 //! (`{"mean": 0.5}`), with more each key is aggregated on its own (`{"reward": 1, "coverage":
-//! 0.5}`). `uv-script` (a user script run by `uv`) is not computed: one warning names it.
+//! 0.5}`). A declared `uv-script` (a user script run by `uv`, module `uv_script`) runs with the
+//! run's own scripts (module `harbor`); one without a `script_path`, or a kind Harbor does
+//! not have, is one warning naming it.
 //!
 //! Read back from the published tasks after the run in one streaming pass (running sums,
 //! minima and maxima per key: memory flat in the task count).
@@ -58,12 +60,16 @@ pub struct DeclaredMetrics {
     pub dataset: String,
     /// The declared kinds this host computes, in order.
     pub metrics: Vec<BuiltinMetric>,
+    /// The declared `uv-script`s (`kwargs.script_path`, as Harbor resolves it: against the
+    /// working directory).
+    pub scripts: Vec<String>,
 }
 
 impl DeclaredMetrics {
     /// The harbor-registry datasets of a run's `provenance.dataset_sources`, each with the
-    /// kinds it declares that are built in (a dataset declaring none gets Harbor's `mean`);
-    /// the names of the other kinds, for a warning.
+    /// built-in kinds and `uv-script`s it declares (a dataset declaring none gets Harbor's
+    /// `mean`); the names of the other kinds (and of scripts without a `script_path`), for a
+    /// warning.
     pub fn from_provenance(provenance: &Value) -> (Vec<DeclaredMetrics>, Vec<String>) {
         let mut declared = Vec::new();
         let mut unsupported = Vec::new();
@@ -73,20 +79,28 @@ impl DeclaredMetrics {
                 continue;
             }
             let dataset = source["dataset"].as_str().unwrap_or_default().to_string();
-            let mut metrics = Vec::new();
+            let (mut metrics, mut scripts) = (Vec::new(), Vec::new());
             let listed = source["metrics"].as_array().cloned().unwrap_or_default();
             for metric in &listed {
                 let kind = metric["type"].as_str().unwrap_or("mean");
-                match BuiltinMetric::parse(kind) {
-                    Some(builtin) => metrics.push(builtin),
-                    None => unsupported.push(format!("{dataset}: {kind}")),
+                let script = metric
+                    .pointer("/kwargs/script_path")
+                    .and_then(Value::as_str);
+                match (BuiltinMetric::parse(kind), kind, script) {
+                    (Some(builtin), _, _) => metrics.push(builtin),
+                    (None, "uv-script", Some(script)) => scripts.push(script.to_string()),
+                    _ => unsupported.push(format!("{dataset}: {kind}")),
                 }
             }
             if listed.is_empty() {
                 metrics.push(BuiltinMetric::Mean);
             }
-            if !metrics.is_empty() {
-                declared.push(DeclaredMetrics { dataset, metrics });
+            if !metrics.is_empty() || !scripts.is_empty() {
+                declared.push(DeclaredMetrics {
+                    dataset,
+                    metrics,
+                    scripts,
+                });
             }
         }
         (declared, unsupported)
@@ -315,7 +329,8 @@ mod tests {
     #[test]
     fn declared_kinds_from_provenance() {
         let provenance = json!({"dataset_sources": [
-            {"kind": "harbor_registry", "dataset": "a@1", "metrics": [{"type": "max"}, {"type": "uv-script"}]},
+            {"kind": "harbor_registry", "dataset": "a@1", "metrics": [{"type": "max"}, {"type": "uv-script"},
+                {"type": "uv-script", "kwargs": {"script_path": "metrics/score.py"}}]},
             {"kind": "harbor_registry", "dataset": "b@2", "metrics": []},
             {"kind": "url", "url": "http://x"},
         ]});
@@ -325,11 +340,13 @@ mod tests {
             vec![
                 DeclaredMetrics {
                     dataset: "a@1".into(),
-                    metrics: vec![BuiltinMetric::Max]
+                    metrics: vec![BuiltinMetric::Max],
+                    scripts: vec!["metrics/score.py".into()],
                 },
                 DeclaredMetrics {
                     dataset: "b@2".into(),
-                    metrics: vec![BuiltinMetric::Mean]
+                    metrics: vec![BuiltinMetric::Mean],
+                    scripts: Vec::new(),
                 },
             ]
         );

@@ -41,8 +41,20 @@ pub struct MetricInputs<'a> {
 /// Computes the run's Harbor metrics (blocking: reads every attempt, may run scripts).
 pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
     let mut out = HarborMetrics::default();
+    // Every script of the run: each dataset's declared ones, then the run's own.
+    let all_scripts: Vec<(String, String)> = inputs
+        .declared
+        .iter()
+        .flat_map(|d| d.scripts.iter().map(|s| (d.dataset.clone(), s.clone())))
+        .chain(
+            inputs
+                .scripts
+                .iter()
+                .map(|s| ("run".to_string(), s.clone())),
+        )
+        .collect();
     let mut jsonl = match tempfile::NamedTempFile::new() {
-        _ if inputs.scripts.is_empty() => None,
+        _ if all_scripts.is_empty() => None,
         Ok(file) => Some(file),
         Err(e) => {
             out.warnings
@@ -62,15 +74,16 @@ pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
         adhoc = [DeclaredMetrics {
             dataset: "adhoc".into(),
             metrics: vec![BuiltinMetric::Mean],
+            scripts: Vec::new(),
         }];
         &adhoc[..]
     } else {
         inputs.declared
     };
     let mut rows = super::dataset::report(declared, &fold);
-    if !inputs.scripts.is_empty() {
+    if !all_scripts.is_empty() {
         let rewards = jsonl.as_ref().map(|f| f.path().to_path_buf());
-        rows.extend(scripts(inputs, rewards, &mut out.warnings));
+        rows.extend(scripts(inputs, &all_scripts, rewards, &mut out.warnings));
     }
     out.extra.dataset_metrics = (!rows.is_empty()).then_some(rows);
     if inputs.k > 1 {
@@ -84,26 +97,41 @@ pub fn compute(inputs: &MetricInputs<'_>) -> HarborMetrics {
 /// Each script's row (a failed one is a warning and no row).
 fn scripts(
     inputs: &MetricInputs<'_>,
+    all: &[(String, String)],
     rewards: Option<PathBuf>,
     warnings: &mut Vec<String>,
 ) -> Vec<DatasetMetric> {
     let Some(rewards) = rewards else {
         return Vec::new();
     };
+    // A script that is not there is one warning (and `uv` is not installed for nothing).
+    let (present, missing): (Vec<_>, Vec<_>) = all
+        .iter()
+        .partition(|(_, script)| Path::new(script).is_file());
+    for (dataset, script) in missing {
+        warnings.push(format!(
+            "dataset metric {dataset}: uv-script {script} is not computed: no such file \
+             (a script_path is read from the working directory, as Harbor reads it)"
+        ));
+    }
+    if present.is_empty() {
+        return Vec::new();
+    }
+    let all = present;
     let uv = match super::uv_script::ensure_uv(inputs.install_root) {
         Ok(uv) => uv,
         Err(e) => {
-            for script in inputs.scripts {
+            for (_, script) in all {
                 warnings.push(format!("metric script {script}: not run: {e}"));
             }
             return Vec::new();
         }
     };
     let mut rows = Vec::new();
-    for script in inputs.scripts {
+    for (dataset, script) in all {
         match super::uv_script::run(&uv, Path::new(script), &rewards) {
             Ok(value) => rows.push(DatasetMetric {
-                dataset: "run".into(),
+                dataset: dataset.clone(),
                 kind: "uv-script".into(),
                 script: Some(script.clone()),
                 value,

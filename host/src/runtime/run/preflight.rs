@@ -193,7 +193,7 @@ impl PreparedRequest {
         self.dataset_metrics = declared;
         for metric in unsupported {
             tracing::warn!(
-                "dataset metric {metric} is not computed: this host computes Harbor's built-in kinds mean, sum, min and max"
+                "dataset metric {metric} is not computed: this host computes Harbor's built-in kinds mean, sum, min and max, and uv-script with a script_path"
             );
         }
         let served = sources["dataset_sources"]
