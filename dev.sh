@@ -281,7 +281,7 @@ ensure_agents() {
     "$host" --install-cache-dir "$cache" agents install claude_code codex mini_swe_agent qwen_code \
         --env sandbox >&2
     params="{\"docker_host\": \"$AGENTCOMPASS_TEST_DOCKER_HOST\", \"setup\": {\"image\": \"$AGENTCOMPASS_TEST_AGENT_IMAGE\"}}"
-    "$host" --install-cache-dir "$cache" agents install claude_code codex mini_swe_agent \
+    "$host" --install-cache-dir "$cache" agents install claude_code codex mini_swe_agent qwen_code \
         --env docker --env-params "$params" >&2
     export AGENTCOMPASS_TEST_INSTALL_CACHE="$cache"
 }

@@ -615,6 +615,31 @@ fn a_host_mcp_server_is_reached_from_a_no_network_sandbox_through_the_relay() {
     eprintln!("claude_code: the host's MCP server, through the relay, logged {calls}");
 }
 
+/// Qwen Code's script (chat completions): call `mcp__tools__lookup`, then write its result
+/// with its shell tool, then finish.
+fn qwen_script() -> Value {
+    let path = "/v1/chat/completions";
+    let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
+    json!({"require_key": KEY, "rules": [
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 0},
+         "response": {"tool_calls": [{"name": "mcp__tools__lookup", "arguments": {"key": "alpha"}}],
+                      "usage": usage}},
+        {"match": {"path": path, "any_user_contains": ALPHA, "assistant_turns": 1},
+         "response": {"tool_calls": [{"name": "run_shell_command", "arguments": {
+             "command": format!("printf '%s' '{ALPHA}' > /app/answer.txt"),
+             "description": "write the answer", "is_background": false}}], "usage": usage}},
+        {"match": {"path": path, "any_user_contains": MARKER, "assistant_turns": 2},
+         "response": {"text": "Wrote the value of alpha.", "usage": usage}},
+        {"response": {"text": "unexpected request", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}}
+    ]})
+}
+
+/// Qwen Code reads the server from its `settings.json` (`httpUrl`) and calls it.
+#[test]
+fn qwen_code_calls_the_mcp_server_of_a_compose_sidecar() {
+    calls_the_sidecar_mcp_server("qwen_code", "openai-chat", &qwen_script());
+}
+
 /// `terminus`' script (chat completions): call `mcp__tools__lookup`, then — once its result
 /// is in the conversation — write it with `bash`, then `done`.
 fn terminus_script() -> Value {
