@@ -411,9 +411,27 @@ fn run_claude(
     tasks: &Path,
     extra: &[&str],
 ) -> (agentcompass_e2e::Outcome, Vec<PathBuf>) {
+    let (out, files, _) = run_agent_once(ws, tasks, "claude_code", extra);
+    (out, files)
+}
+
+/// Runs `agent` (one text answer) on `tasks` in the tests' docker daemon with `extra`; the
+/// outcome, the published task's files and the model requests.
+fn run_agent_once(
+    ws: &Workspace,
+    tasks: &Path,
+    agent: &str,
+    extra: &[&str],
+) -> (agentcompass_e2e::Outcome, Vec<PathBuf>, Vec<Value>) {
     let script = json!({"require_key": KEY, "rules": [
         {"response": {"text": "Done.", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}}]});
     let server = ScriptedServer::start(&script, None).unwrap();
+    let (url, protocol) = match agent {
+        "claude_code" => (server.url(), "anthropic"),
+        "codex" => (server.base_url(), "openai-responses"),
+        _ => (server.base_url(), "openai-chat"),
+    };
+    let url = url.as_str();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
     let env_params = json!({
         "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
@@ -421,7 +439,6 @@ fn run_claude(
     })
     .to_string();
     let benchmark = json!({"path": tasks}).to_string();
-    let url = server.url();
     let mut args = vec![
         "--plugin-dir",
         packs.to_str().unwrap(),
@@ -432,7 +449,7 @@ fn run_claude(
     args.extend([
         "run",
         "harbor",
-        "claude_code",
+        agent,
         "m-test",
         "--benchmark-params",
         &benchmark,
@@ -443,7 +460,7 @@ fn run_claude(
         "--model-base-url",
         &url,
         "--model-api-protocol",
-        "anthropic",
+        protocol,
         "--model-api-key",
         "${AGENT_KEY}",
     ]);
@@ -453,7 +470,29 @@ fn run_claude(
     let results = published_results(&run_dir(&out));
     let (task_dir, _) = results.values().next().unwrap();
     let files = walk(task_dir);
-    (out, files)
+    (out, files, server.requests())
+}
+
+/// Codex and Qwen Code read a `--skill` where they read skills: each lists it (its name and
+/// description) in what it sends the model.
+#[test]
+fn codex_and_qwen_code_tell_their_model_about_a_run_skill() {
+    for agent in ["codex", "qwen_code"] {
+        let ws = Workspace::new();
+        let tasks = mcp_task(&ws, "skills-task");
+        let local = ws.root().join("my-skills");
+        skill(&local, "run-skill");
+        let local = local.join("run-skill").display().to_string();
+        let (_, _, requests) = run_agent_once(&ws, &tasks, agent, &["--skill", &local]);
+        let told = requests.iter().any(|r| {
+            let body = r["body"].to_string();
+            body.contains("run-skill") && body.contains("The run-skill skill of the tests.")
+        });
+        assert!(
+            told,
+            "{agent} never told its model about the skill: {requests:?}"
+        );
+    }
 }
 
 /// The credential the host's tool server requires (given to the run as `${TOOLS_TOKEN}`).
