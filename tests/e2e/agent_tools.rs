@@ -458,7 +458,7 @@ fn run_agent_once(
         "--env-params",
         &env_params,
         "--model-base-url",
-        &url,
+        url,
         "--model-api-protocol",
         protocol,
         "--model-api-key",
