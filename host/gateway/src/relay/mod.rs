@@ -19,6 +19,7 @@
 //! meter — the same `model_usage` telemetry as a call through `model.generate`. Dropping the
 //! relay closes both listeners and every connection.
 
+mod listen;
 mod serve;
 pub mod tools;
 mod upstream;
@@ -51,19 +52,6 @@ pub struct RelayError {
 
 fn failed(what: &'static str) -> impl FnOnce(std::io::Error) -> RelayError {
     move |source| RelayError { what, source }
-}
-
-/// A new private (0700) temporary directory for a relay's socket.
-fn private_dir(prefix: &str) -> Result<tempfile::TempDir, RelayError> {
-    tempfile::Builder::new()
-        .prefix(prefix)
-        .tempdir()
-        .and_then(|dir| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-            Ok(dir)
-        })
-        .map_err(failed("cannot create its socket directory"))
 }
 
 /// How the last model call through a relay failed.
@@ -104,24 +92,19 @@ impl ModelRelay {
         usage: Arc<UsageMeter>,
         label: &str,
     ) -> Result<ModelRelay, RelayError> {
-        let dir = private_dir("agentcompass-model-")?;
-        let socket = dir.path().join(SOCKET_NAME);
-        let unix = tokio::net::UnixListener::bind(&socket)
-            .map_err(failed("cannot bind its Unix socket"))?;
-        let tcp = tokio::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-            .await
-            .map_err(failed("cannot listen on the host's loopback"))?;
-        let port = tcp
-            .local_addr()
-            .map_err(failed("cannot read its loopback port"))?
-            .port();
+        let listen::Listeners {
+            dir,
+            unix,
+            tcp,
+            port,
+        } = listen::bind("agentcompass-model-").await?;
         let token = EgressToken::random().map_err(failed("cannot make its token"))?;
         // The placeholder is not the real key, but it spends on it while the attempt runs:
         // scrubbed like a secret from everything the host prints or persists.
         agentcompass_redact::register_secret(token.expose());
         let (model, protocol) = (gateway.model.clone(), gateway.protocol.name());
         let state = Arc::new(serve::RelayState::new(gateway, usage, token.clone(), label));
-        let server = tokio::spawn(serve::accept(state.clone(), unix, tcp));
+        let server = tokio::spawn(listen::serve(state.clone(), unix, tcp, serve::handle));
         Ok(ModelRelay {
             dir,
             port,

@@ -1,24 +1,19 @@
 //! The relay's listeners and its one request handler: check the token, forward, stream the
 //! answer back while metering it.
 
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use agentcompass_egress::EgressToken;
 use bytes::Bytes;
 use futures_util::Stream;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
 use hyper::http::request::Parts;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, UnixListener};
-use tokio::task::JoinSet;
 
 use super::upstream::{self, Route};
 use super::usage_tap::{Endpoint, UsageTap};
@@ -79,49 +74,10 @@ impl RelayState {
     }
 }
 
-type Body = UnsyncBoxBody<Bytes, std::io::Error>;
-
-/// Serves both listeners until the task is aborted (which drops, and so aborts, every
-/// connection).
-pub(super) async fn accept(state: Arc<RelayState>, unix: UnixListener, tcp: TcpListener) {
-    let mut connections = JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        tokio::select! {
-            accepted = unix.accept() => match accepted {
-                Ok((stream, _)) => {
-                    connections.spawn(connection(state.clone(), stream));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-            accepted = tcp.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(connection(state.clone(), stream));
-                }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-        }
-    }
-}
-
-/// One HTTP/1.1 connection (keep-alive).
-async fn connection<S>(state: Arc<RelayState>, stream: S)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = hyper::service::service_fn(move |request| {
-        let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(state, request).await) }
-    });
-    let _ = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
-}
+use super::listen::Body;
 
 /// Answers one request.
-async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<Body> {
+pub(super) async fn handle(state: Arc<RelayState>, request: Request<Incoming>) -> Response<Body> {
     let Admitted {
         route,
         parts,

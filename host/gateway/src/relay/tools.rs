@@ -12,7 +12,6 @@
 //! streams back as it comes (server-sent events included). Dropping the relay closes both
 //! listeners and every connection.
 
-use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,13 +21,9 @@ use agentcompass_egress::EgressToken;
 use agentcompass_plugin_api::contracts::HostEndpoint;
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::{TcpListener, UnixListener};
-use tokio::task::JoinSet;
 
 use super::{failed, RelayError};
 
@@ -83,16 +78,12 @@ impl std::fmt::Debug for ToolRelay {
 impl ToolRelay {
     /// Starts a relay to `routes`. Must run inside a tokio runtime.
     pub async fn start(routes: Vec<ToolRoute>) -> Result<ToolRelay, RelayError> {
-        let dir = super::private_dir("agentcompass-tools-")?;
-        let unix = UnixListener::bind(dir.path().join(super::SOCKET_NAME))
-            .map_err(failed("cannot bind its Unix socket"))?;
-        let tcp = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-            .await
-            .map_err(failed("cannot listen on the host's loopback"))?;
-        let port = tcp
-            .local_addr()
-            .map_err(failed("cannot read its loopback port"))?
-            .port();
+        let super::listen::Listeners {
+            dir,
+            unix,
+            tcp,
+            port,
+        } = super::listen::bind("agentcompass-tools-").await?;
         let token = EgressToken::random().map_err(failed("cannot make its token"))?;
         // The token opens the servers with the host's credentials: a secret.
         agentcompass_redact::register_secret(token.expose());
@@ -113,7 +104,7 @@ impl ToolRelay {
             token: token.clone(),
             client,
         });
-        let server = tokio::spawn(accept(state, unix, tcp));
+        let server = tokio::spawn(super::listen::serve(state, unix, tcp, handle));
         Ok(ToolRelay {
             dir,
             port,
@@ -152,39 +143,7 @@ impl Drop for ToolRelay {
     }
 }
 
-/// Serves both listeners until the task is aborted.
-async fn accept(state: Arc<ToolState>, unix: UnixListener, tcp: TcpListener) {
-    let mut connections = JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        tokio::select! {
-            accepted = unix.accept() => match accepted {
-                Ok((stream, _)) => { connections.spawn(connection(state.clone(), stream)); }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-            accepted = tcp.accept() => match accepted {
-                Ok((stream, _)) => { connections.spawn(connection(state.clone(), stream)); }
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-            },
-        }
-    }
-}
-
-async fn connection<S>(state: Arc<ToolState>, stream: S)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let service = hyper::service::service_fn(move |request| {
-        let state = state.clone();
-        async move { Ok::<_, Infallible>(handle(&state, request).await) }
-    });
-    let _ = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
-}
-
-type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+use super::listen::Body;
 
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let body = Full::new(Bytes::from(text.to_string()))
@@ -214,8 +173,8 @@ fn target(state: &ToolState, uri: &hyper::Uri) -> Option<(usize, String)> {
     Some((index, url))
 }
 
-async fn handle(state: &ToolState, request: Request<Incoming>) -> Response<Body> {
-    let Some((index, url)) = target(state, request.uri()) else {
+async fn handle(state: Arc<ToolState>, request: Request<Incoming>) -> Response<Body> {
+    let Some((index, url)) = target(&state, request.uri()) else {
         return plain(StatusCode::NOT_FOUND, "no such tool server\n");
     };
     let route = &state.routes[index];

@@ -6,6 +6,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
 use super::*;
+use tokio::net::TcpListener;
 
 /// An upstream on loopback that answers each request with what it got: the method, path,
 /// query, the `authorization` and `x-team` headers and the body.
