@@ -139,10 +139,58 @@ fn codex_script() -> Value {
     ]})
 }
 
-/// Runs `agent` (speaking `protocol`, driven by `script`) on the `mcp-tools` task in the
+/// `run harbor AGENT m-test` on `tasks` in the tests' docker daemon on the agents' image,
+/// against `server` in the protocol the agent speaks (its key as `${AGENT_KEY}`), then `extra`.
+pub(crate) fn docker_run_args(
+    packs: &Packs,
+    tasks: &Path,
+    agent: &str,
+    server: &ScriptedServer,
+    extra: &[&str],
+) -> Vec<String> {
+    let (url, protocol) = match agent {
+        "claude_code" => (server.url(), "anthropic"),
+        "codex" => (server.base_url(), "openai-responses"),
+        _ => (server.base_url(), "openai-chat"),
+    };
+    let env_params = json!({
+        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
+        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
+    })
+    .to_string();
+    let mut args: Vec<String> = [
+        "--plugin-dir",
+        packs.to_str().unwrap(),
+        "--install-cache-dir",
+        &required("AGENTCOMPASS_TEST_INSTALL_CACHE"),
+        "run",
+        "harbor",
+        agent,
+        "m-test",
+        "--benchmark-params",
+        &json!({"path": tasks}).to_string(),
+        "--env",
+        "docker",
+        "--env-params",
+        &env_params,
+        "--model-base-url",
+        &url,
+        "--model-api-protocol",
+        protocol,
+        "--model-api-key",
+        "${AGENT_KEY}",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// Runs `agent` (driven by `script`) on the `mcp-tools` task in the
 /// tests' docker daemon, on the agents' image, and checks the call end to end.
-fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
-    let (log, stdio) = calls_an_mcp_server(agent, protocol, script, &[]);
+fn calls_the_sidecar_mcp_server(agent: &str, script: &Value) {
+    let (log, stdio) = calls_an_mcp_server(agent, script, &[]);
     assert!(stdio.is_none());
     eprintln!("{agent}: the sidecar's MCP server logged {}", log.unwrap());
 }
@@ -152,7 +200,6 @@ fn calls_the_sidecar_mcp_server(agent: &str, protocol: &str, script: &Value) {
 /// (`calls.jsonl`) and of a `stdio` one (`stdio-calls.jsonl`).
 fn calls_an_mcp_server(
     agent: &str,
-    protocol: &str,
     script: &Value,
     extra: &[&str],
 ) -> (Option<String>, Option<String>) {
@@ -161,46 +208,11 @@ fn calls_an_mcp_server(
     let ws = Workspace::new();
     let tasks = mcp_task(&ws, "mcp-lookup");
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let env_params = json!({
-        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
-        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    })
-    .to_string();
-    let benchmark = json!({"path": tasks}).to_string();
-    let base_url = match protocol {
-        "anthropic" => server.url(),
-        _ => server.base_url(),
-    };
-    let out = ws.run(
-        &[
-            "--plugin-dir",
-            packs.to_str().unwrap(),
-            "--install-cache-dir",
-            &required("AGENTCOMPASS_TEST_INSTALL_CACHE"),
-            "run",
-            "harbor",
-            agent,
-            "m-test",
-            "--benchmark-params",
-            &benchmark,
-            "--env",
-            "docker",
-            "--env-params",
-            &env_params,
-            "--model-base-url",
-            &base_url,
-            "--model-api-protocol",
-            protocol,
-            "--model-api-key",
-            "${AGENT_KEY}",
-            "--execution-params",
-            r#"{"save_artifacts": true}"#,
-        ]
-        .into_iter()
-        .chain(extra.iter().copied())
-        .collect::<Vec<_>>(),
-        &[("AGENT_KEY", KEY)],
-    );
+    let mut flags = vec!["--execution-params", r#"{"save_artifacts": true}"#];
+    flags.extend_from_slice(extra);
+    let args = docker_run_args(&packs, &tasks, agent, &server, &flags);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
     assert_eq!(out.code, 0, "{out:?}");
     let run = run_dir(&out);
     let results = published_results(&run);
@@ -235,12 +247,12 @@ fn calls_an_mcp_server(
 
 #[test]
 fn claude_code_calls_the_mcp_server_of_a_compose_sidecar() {
-    calls_the_sidecar_mcp_server("claude_code", "anthropic", &claude_script());
+    calls_the_sidecar_mcp_server("claude_code", &claude_script());
 }
 
 #[test]
 fn codex_calls_the_mcp_server_of_a_compose_sidecar() {
-    calls_the_sidecar_mcp_server("codex", "openai-responses", &codex_script());
+    calls_the_sidecar_mcp_server("codex", &codex_script());
 }
 
 /// Every file under `dir`.
@@ -273,12 +285,8 @@ fn mcp_config_replaces_the_tasks_server_with_a_stdio_one() {
         .to_string(),
     );
     let config = config.display().to_string();
-    let (sidecar, stdio) = calls_an_mcp_server(
-        "claude_code",
-        "anthropic",
-        &claude_script(),
-        &["--mcp-config", &config],
-    );
+    let (sidecar, stdio) =
+        calls_an_mcp_server("claude_code", &claude_script(), &["--mcp-config", &config]);
     assert!(
         sidecar.is_none(),
         "the task's server was called: {sidecar:?}"
@@ -426,45 +434,9 @@ fn run_agent_once(
     let script = json!({"require_key": KEY, "rules": [
         {"response": {"text": "Done.", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}}]});
     let server = ScriptedServer::start(&script, None).unwrap();
-    let (url, protocol) = match agent {
-        "claude_code" => (server.url(), "anthropic"),
-        "codex" => (server.base_url(), "openai-responses"),
-        _ => (server.base_url(), "openai-chat"),
-    };
-    let url = url.as_str();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let env_params = json!({
-        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
-        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    })
-    .to_string();
-    let benchmark = json!({"path": tasks}).to_string();
-    let mut args = vec![
-        "--plugin-dir",
-        packs.to_str().unwrap(),
-        "--install-cache-dir",
-    ];
-    let cache = required("AGENTCOMPASS_TEST_INSTALL_CACHE");
-    args.push(&cache);
-    args.extend([
-        "run",
-        "harbor",
-        agent,
-        "m-test",
-        "--benchmark-params",
-        &benchmark,
-        "--env",
-        "docker",
-        "--env-params",
-        &env_params,
-        "--model-base-url",
-        url,
-        "--model-api-protocol",
-        protocol,
-        "--model-api-key",
-        "${AGENT_KEY}",
-    ]);
-    args.extend_from_slice(extra);
+    let args = docker_run_args(&packs, tasks, agent, &server, extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ws.run(&args, &[("AGENT_KEY", KEY)]);
     assert_eq!(out.code, 0, "{out:?}");
     let results = published_results(&run_dir(&out));
@@ -676,7 +648,7 @@ fn qwen_script() -> Value {
 /// Qwen Code reads the server from its `settings.json` (`httpUrl`) and calls it.
 #[test]
 fn qwen_code_calls_the_mcp_server_of_a_compose_sidecar() {
-    calls_the_sidecar_mcp_server("qwen_code", "openai-chat", &qwen_script());
+    calls_the_sidecar_mcp_server("qwen_code", &qwen_script());
 }
 
 /// `terminus`' script (chat completions): call `mcp__tools__lookup`, then — once its result
@@ -703,7 +675,7 @@ fn terminus_script() -> Value {
 /// trajectory.
 #[test]
 fn terminus_calls_the_mcp_server_of_a_compose_sidecar() {
-    calls_the_sidecar_mcp_server("terminus", "openai-chat", &terminus_script());
+    calls_the_sidecar_mcp_server("terminus", &terminus_script());
 }
 
 /// … and starts a run's `stdio` server inside the environment.
@@ -716,12 +688,8 @@ fn terminus_calls_a_stdio_server_of_the_run() {
          args: [--stdio, --log, /logs/tools/stdio-calls.jsonl]\n",
     );
     let config = config.display().to_string();
-    let (sidecar, stdio) = calls_an_mcp_server(
-        "terminus",
-        "openai-chat",
-        &terminus_script(),
-        &["--mcp-config", &config],
-    );
+    let (sidecar, stdio) =
+        calls_an_mcp_server("terminus", &terminus_script(), &["--mcp-config", &config]);
     assert!(sidecar.is_none(), "{sidecar:?}");
     eprintln!(
         "terminus: the run's stdio MCP server logged {}",

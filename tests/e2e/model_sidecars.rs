@@ -14,7 +14,7 @@ use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{host_bin, published_results, run_dir, Packs, Workspace};
 use serde_json::{json, Value};
 
-use crate::agent_tools::{mcp_task, required, tag_tool_base, KEY, MARKER};
+use crate::agent_tools::{docker_run_args, mcp_task, required, tag_tool_base, KEY, MARKER};
 use crate::harbor_images::engine_cli;
 
 /// The simulated user's answer, scripted.
@@ -86,43 +86,6 @@ fn simulated_user_script(first_delay_ms: u64) -> Value {
     ]})
 }
 
-/// The arguments of `run harbor claude_code` on `tasks` in the tests' docker daemon against
-/// `server`, then `extra`.
-fn run_args(packs: &Packs, tasks: &Path, server: &ScriptedServer, extra: &[&str]) -> Vec<String> {
-    let env_params = json!({
-        "docker_host": required("AGENTCOMPASS_TEST_DOCKER_HOST"),
-        "setup": {"image": required("AGENTCOMPASS_TEST_AGENT_IMAGE")},
-    })
-    .to_string();
-    let mut args: Vec<String> = [
-        "--plugin-dir",
-        packs.to_str().unwrap(),
-        "--install-cache-dir",
-        &required("AGENTCOMPASS_TEST_INSTALL_CACHE"),
-        "run",
-        "harbor",
-        "claude_code",
-        "m-test",
-        "--benchmark-params",
-        &json!({"path": tasks}).to_string(),
-        "--env",
-        "docker",
-        "--env-params",
-        &env_params,
-        "--model-base-url",
-        &server.url(),
-        "--model-api-protocol",
-        "anthropic",
-        "--model-api-key",
-        "${AGENT_KEY}",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(extra.iter().map(|s| s.to_string()));
-    args
-}
-
 /// The simulated user's calls that reached `server`.
 fn user_calls(server: &ScriptedServer) -> usize {
     server
@@ -149,7 +112,13 @@ fn a_simulated_users_model_calls_go_through_the_relay_without_the_key() {
     let tasks = simulated_user_task(&ws, "simulated-user-kept");
     let server = ScriptedServer::start(&simulated_user_script(0), None).unwrap();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let args = run_args(&packs, &tasks, &server, &["--keep-environment"]);
+    let args = docker_run_args(
+        &packs,
+        &tasks,
+        "claude_code",
+        &server,
+        &["--keep-environment"],
+    );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = ws.run(&args, &[("AGENT_KEY", KEY), ("ANTHROPIC_API_KEY", KEY)]);
     // This test's sidecar (another test's run may keep one meanwhile).
@@ -247,7 +216,13 @@ fn a_simulated_users_model_call_waits_while_the_run_is_paused() {
     let tasks = simulated_user_task(&ws, "simulated-user-paused");
     let server = ScriptedServer::start(&simulated_user_script(1500), None).unwrap();
     let packs = Packs::new(&["harbor-pack", "agents-pack", "docker-provider"]);
-    let args = run_args(&packs, &tasks, &server, &["--progress", "none"]);
+    let args = docker_run_args(
+        &packs,
+        &tasks,
+        "claude_code",
+        &server,
+        &["--progress", "none"],
+    );
     let child = ws
         .command()
         .args(&args)
