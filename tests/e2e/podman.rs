@@ -53,12 +53,18 @@ fn managed_containers(prefix: &str) -> Vec<String> {
     containers(&["label=agentcompass.managed=true", &name])
 }
 
-/// The containers of the run in `run` (by its `run_id` label).
+/// The containers of the run in `run` (by its `run_dir` label: concurrent tests' runs may
+/// share a run id, which has seconds' precision).
 fn containers_of_run(run: &Path) -> Vec<String> {
-    let info: Value =
-        serde_json::from_str(&fs::read_to_string(run.join("run_info.json")).unwrap()).unwrap();
-    let run_id = info["run_id"].as_str().expect("run_info.json run_id");
-    containers(&[&format!("label=agentcompass.run_id={run_id}")])
+    let mut dirs = vec![run.to_path_buf()];
+    dirs.extend(fs::canonicalize(run).ok());
+    let mut found: Vec<String> = dirs
+        .iter()
+        .flat_map(|dir| containers(&[&format!("label=agentcompass.run_dir={}", dir.display())]))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// The containers (running or not) matching every `podman ps` filter of `filters`.

@@ -105,7 +105,7 @@ pub enum EnvironmentRole {
 
 /// The key of the close parameters of a session whose open did not finish (the host was
 /// killed, or the run cancelled, while a provider was opening it): `{"opening": {"run_id",
-/// "task_id", "attempt", "role", "params"}}` ([`OpenEnvironmentRequest::opening_close_params`]).
+/// "task_id", "attempt", "role", "run_dir", "params"}}` ([`OpenEnvironmentRequest::opening_close_params`]).
 /// The host records them before it calls `open` and replaces them with the session's own
 /// once it opened; a provider that labels what it creates with the request's run, task,
 /// attempt and role releases all of it on `close`, others release nothing (`Ok`).
@@ -229,6 +229,7 @@ impl OpenEnvironmentRequest {
                 "task_id": self.task_id,
                 "attempt": self.attempt,
                 "role": self.role,
+                "run_dir": self.run_dir,
                 "params": self.environment.params,
             }
         })

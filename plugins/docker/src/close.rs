@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::engine::{self, status_of, Daemon, Engine};
 use crate::{
     egress, role_name, ContainerProvider, LABEL_ATTEMPT, LABEL_MANAGED, LABEL_ROLE, LABEL_RUN,
-    LABEL_TASK, NAME_PREFIX,
+    LABEL_RUN_DIR, LABEL_TASK, NAME_PREFIX,
 };
 
 /// The Compose project a session recorded.
@@ -33,6 +33,9 @@ struct Opening {
     task_id: String,
     attempt: u32,
     role: EnvironmentRole,
+    /// Absent in records of older hosts.
+    #[serde(default)]
+    run_dir: Option<String>,
     #[serde(default)]
     params: JsonMap,
 }
@@ -101,8 +104,8 @@ pub(crate) async fn close(provider: &ContainerProvider, close_params: &Value) ->
     .await?
 }
 
-/// Removes every container, volume and network an unfinished open labelled (its run, task,
-/// attempt and role, and the managed label), in the engine its parameters name. The engine's
+/// Removes every container, volume and network an unfinished open labelled (its run, run
+/// directory, task, attempt and role, and the managed label), in the engine its parameters name. The engine's
 /// label filters narrow the listings; every item's labels are checked here again (rootless
 /// Podman's compatible API has been seen to return volumes its filter does not match).
 async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
@@ -112,13 +115,16 @@ async fn sweep(provider: &ContainerProvider, opening: Opening) -> Result<()> {
     let config = Config::parse(engine, &opening.params)
         .or_else(|_| Config::parse(engine, &JsonMap::new()))?;
     let address = provider.address(&config).await?;
-    let wanted = vec![
+    let mut wanted = vec![
         (LABEL_MANAGED, "true".to_string()),
         (LABEL_RUN, opening.run_id.clone()),
         (LABEL_TASK, opening.task_id.clone()),
         (LABEL_ATTEMPT, opening.attempt.to_string()),
         (LABEL_ROLE, role_name(opening.role).to_string()),
     ];
+    if let Some(dir) = opening.run_dir.clone() {
+        wanted.push((LABEL_RUN_DIR, dir));
+    }
     crate::rt::spawn(async move {
         let docker = Daemon::connect(engine, &address).await?;
         let (containers, volumes, networks) = labelled(&docker, &wanted).await?;

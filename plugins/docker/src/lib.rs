@@ -20,8 +20,8 @@
 //!   build is an error quoting the failing instruction, the builder's error and the
 //!   instruction's last output lines.
 //! - Container: named `agentcompass-<task>-<attempt>-<random>`, labelled
-//!   `agentcompass.run_id`, `agentcompass.task_id`, `agentcompass.attempt` and
-//!   `agentcompass.managed=true`; its command is `keep_alive_command`; its environment the
+//!   `agentcompass.run_id`, `agentcompass.run_dir` (inside a run), `agentcompass.task_id`,
+//!   `agentcompass.attempt` and `agentcompass.managed=true`; its command is `keep_alive_command`; its environment the
 //!   request's resolved bindings; its working directory `setup.workdir` (else the image's
 //!   `WORKDIR` other than `/`, else `/app`).
 //!   `cpu` becomes `NanoCpus`, `memory_mb` becomes `Memory`. Everything is done within
@@ -135,6 +135,9 @@ pub(crate) const NAME_PREFIX: &str = "agentcompass-";
 
 /// Label keys.
 pub(crate) const LABEL_RUN: &str = "agentcompass.run_id";
+/// The run's directory: what tells apart two runs started in the same second (their run ids,
+/// `YYYYMMDD_HHMMSS` as upstream's, are then equal).
+pub(crate) const LABEL_RUN_DIR: &str = "agentcompass.run_dir";
 pub(crate) const LABEL_TASK: &str = "agentcompass.task_id";
 pub(crate) const LABEL_ATTEMPT: &str = "agentcompass.attempt";
 pub(crate) const LABEL_MANAGED: &str = "agentcompass.managed";
@@ -330,13 +333,16 @@ pub(crate) fn container_body(
     network: &str,
     binds: Vec<String>,
 ) -> ContainerCreateBody {
-    let labels = HashMap::from([
+    let mut labels = HashMap::from([
         (LABEL_RUN.to_string(), request.run_id.clone()),
         (LABEL_TASK.to_string(), request.task_id.clone()),
         (LABEL_ATTEMPT.to_string(), request.attempt.to_string()),
         (LABEL_ROLE.to_string(), role_name(request.role).to_string()),
         (LABEL_MANAGED.to_string(), "true".to_string()),
     ]);
+    if let Some(dir) = &request.run_dir {
+        labels.insert(LABEL_RUN_DIR.to_string(), dir.clone());
+    }
     ContainerCreateBody {
         cmd: Some(config.keep_alive_command.clone()),
         env: Some(

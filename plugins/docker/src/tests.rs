@@ -183,6 +183,7 @@ fn labels_resources_and_close() {
         ..Default::default()
     });
     req.environment.setup.workdir = Some("/work/dir".into());
+    req.run_dir = Some(format!("/runs/{run_id}"));
     let limited = !limits_refused();
     if !limited {
         let err = block_on(provider().open(&Ctx::detached(), &req))
@@ -206,6 +207,7 @@ fn labels_resources_and_close() {
     assert_eq!(labels[LABEL_TASK], "task/1 é");
     assert_eq!(labels[LABEL_ATTEMPT], "2");
     assert_eq!(labels[LABEL_MANAGED], "true");
+    assert_eq!(labels[LABEL_RUN_DIR], format!("/runs/{run_id}"));
     assert_eq!(
         found[0].names.clone().unwrap(),
         vec![format!("/{}", session.info().id)]

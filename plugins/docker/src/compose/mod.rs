@@ -19,6 +19,7 @@
 //! compatible API runs no container health checks without systemd).
 
 mod health;
+mod hosts;
 mod interpolate;
 mod keys;
 pub(crate) mod model;

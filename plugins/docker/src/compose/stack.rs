@@ -15,6 +15,7 @@ use bollard::models::{
 use bollard::query_parameters::CreateContainerOptionsBuilder;
 
 use super::health::{check_of, wait_completed, wait_for};
+use super::hosts;
 use super::model::{
     Condition, Dependency, Health, HealthSource, Image, Mount, Project, Service, MAIN,
 };
@@ -74,6 +75,9 @@ pub(crate) struct Stack {
     healthy: BTreeSet<String>,
     /// The sidecars' forwarders (held for their output tasks).
     forwarders: Vec<Running>,
+    /// Started services' addresses that later containers get as hosts entries (module
+    /// `hosts`: Podman only).
+    pub(crate) addresses: Vec<(String, String)>,
 }
 
 impl Stack {
@@ -87,6 +91,7 @@ impl Stack {
             checks: BTreeMap::new(),
             healthy: BTreeSet::new(),
             forwarders: Vec::new(),
+            addresses: Vec::new(),
         }
     }
 
@@ -283,6 +288,9 @@ impl Stack {
                     e,
                 )
             })?;
+        if let Some(ip) = hosts::address_of(docker, &container, &self.network).await {
+            self.addresses.push((service.name.clone(), ip));
+        }
         let check = check_of(docker, &image, &service.health).await?;
         self.checks.insert(service.name.clone(), check);
         let model = spec.model.as_ref().filter(|_| service.needs_model);
@@ -348,6 +356,7 @@ impl Stack {
                 shm_size: service.shm_size,
                 restart_policy: service.restart.as_deref().map(restart_policy),
                 ulimits: spec.ulimits.clone(),
+                extra_hosts: hosts::extra_hosts(&self.addresses),
                 auto_remove: Some(false),
                 ..Default::default()
             }),

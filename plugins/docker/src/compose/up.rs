@@ -105,8 +105,8 @@ async fn within<F: std::future::Future<Output = Result<()>>>(
 }
 
 /// What the file adds to `main`: its name on the project network, its `environment` (the
-/// session's bindings win, as Harbor's environment override does), labels, hostname and
-/// shared memory.
+/// session's bindings win, as Harbor's environment override does), labels, hostname,
+/// shared memory, and the services' hosts entries (module `hosts`).
 pub(crate) fn main_overrides(
     body: &mut ContainerCreateBody,
     stack: &Stack,
@@ -130,6 +130,11 @@ pub(crate) fn main_overrides(
     }
     if let Some(host) = body.host_config.as_mut() {
         host.shm_size = main.shm_size.or(host.shm_size);
+        if let Some(entries) = super::hosts::extra_hosts(&stack.addresses) {
+            host.extra_hosts
+                .get_or_insert_with(Vec::new)
+                .extend(entries);
+        }
     }
 }
 
