@@ -8,6 +8,7 @@
 //! becomes visible only complete, so a crash at any instant leaves a readable directory.
 
 pub mod artifacts;
+pub mod atif;
 pub mod fsutil;
 pub mod naming;
 pub mod records;

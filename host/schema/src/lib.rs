@@ -10,6 +10,7 @@
 //! | `metrics.json`                          | [`metrics::MetricReport`] (plugin API)   |
 //! | `details/<state>/<task>/task.json`      | [`task::TaskRecord`]                     |
 //! | `…/attempt-N/result.json`               | [`attempt::AttemptRecord`] (written), [`attempt::AttemptHead`] (read) |
+//! | `…/attempt-N/agent/trajectory.json`     | [`atif::Trajectory`] (Harbor's ATIF)     |
 //! | `…/attempt-N/artifacts.manifest.json`   | [`artifacts::ArtifactManifest`]          |
 //! | `…/attempt-N/checkpoint.json`, `…/steps/checkpoint.json` | [`checkpoint::EvaluationCheckpoint`], [`checkpoint::StepsCheckpoint`] |
 //! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
@@ -23,6 +24,7 @@
 //! older host (and of upstream) still read.
 
 pub mod artifacts;
+pub mod atif;
 pub mod attempt;
 pub mod checkpoint;
 pub mod cluster;

@@ -66,6 +66,8 @@ pub struct RequestContext {
     /// `runtime.egress.hosts`, passed to every environment opened
     /// (`OpenEnvironmentRequest::egress_hosts`).
     pub egress_hosts: std::collections::BTreeMap<String, String>,
+    /// Who the run's ATIF trajectories name as their agent.
+    pub atif_agent: agentcompass_results::atif::AtifAgent,
     /// Where the tools harnesses run inside environments are installed.
     pub install_cache: crate::install::InstallCache,
     /// The datasets the tasks came from (`run_info.json` `provenance.datasets`).

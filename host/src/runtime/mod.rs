@@ -4,6 +4,7 @@
 
 pub mod agent_inputs;
 pub(crate) mod artifacts;
+mod atif;
 mod attempt;
 mod blocking;
 pub mod breaker;

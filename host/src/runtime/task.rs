@@ -377,6 +377,7 @@ async fn run_attempts(
             );
             return Err(TaskEnd::StoreFailed);
         }
+        super::atif::write(rc, writer, attempt, None, &payload);
         rc.issues.record(&done.result);
         let worst = done.result.highest_severity();
         rc.emit(ProgressEvent::AttemptFinished {

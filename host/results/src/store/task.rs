@@ -165,6 +165,27 @@ impl TaskWriter {
         Ok(path)
     }
 
+    /// Atomically writes the ATIF trajectory of attempt `n` (or of its step `step`) at
+    /// Harbor's path: `attempt-<n>/agent/trajectory.json`, or
+    /// `attempt-<n>/steps/<step>/agent/trajectory.json` (pretty, as Harbor writes it).
+    pub fn write_trajectory(
+        &self,
+        attempt: u32,
+        step: Option<&str>,
+        trajectory: &agentcompass_schema::atif::Trajectory,
+    ) -> Result<PathBuf, StoreError> {
+        let base = match step {
+            Some(step) => self.step_dir(attempt, step),
+            None => self.attempt_dir(attempt),
+        };
+        let path = base.join(agentcompass_schema::atif::ATIF_PATH);
+        if let Some(parent) = path.parent() {
+            create_dir_all(parent)?;
+        }
+        write_json_atomic(&path, trajectory)?;
+        Ok(path)
+    }
+
     /// Atomically writes `attempt-<n>/checkpoint.json` (compact) and returns its path.
     pub fn write_checkpoint(
         &self,

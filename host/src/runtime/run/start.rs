@@ -151,7 +151,7 @@ pub(in crate::runtime) fn request_context(
         planner,
         patterns,
         tasks,
-        provenance: _,
+        provenance,
         analysis,
         datasets,
         dataset_metrics,
@@ -188,8 +188,13 @@ pub(in crate::runtime) fn request_context(
     .ok();
     let runtime = &shared.runtime;
     let (breaker, cancel) = breaker_and_cancel(shared, &resolved);
+    let atif_agent = agentcompass_results::atif::AtifAgent::from_provenance(
+        &provenance,
+        &resolved.harness.params,
+    );
     let rc = RequestContext {
         reuse_key: reuse_key(&resolved),
+        atif_agent,
         analysis,
         request: run.request,
         resolved,

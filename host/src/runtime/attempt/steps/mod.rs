@@ -332,6 +332,13 @@ fn persist(
     if let Err(e) = writer.write_step_result(step.attempt, &task_step.name, &payload) {
         combined.push_issue(codes::CHECKPOINT_FAILED.warning(IssuePhase::Collect, e.to_string()));
     }
+    crate::runtime::atif::write(
+        step.rc,
+        writer,
+        step.attempt,
+        Some(&task_step.name),
+        &payload,
+    );
 }
 
 /// Back to the baseline network policy after a step's evaluation switched away from it (the
