@@ -7,6 +7,7 @@
 pub mod limit;
 mod meter;
 pub mod pause;
+mod prices;
 mod probe;
 mod protocol;
 mod rate_wait;
@@ -17,12 +18,15 @@ mod wire;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agentcompass_plugin_api::contracts::{ModelEndpoint, ModelRequest, ModelResponse, ModelSpec};
+use agentcompass_plugin_api::contracts::{
+    ModelEndpoint, ModelRequest, ModelResponse, ModelSpec, TokenUsage,
+};
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::StatusCode;
 use serde_json::Value;
 
 pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
+pub use prices::{model_price, ModelPrice, PriceTable, TablePrice, PARAMS_SOURCE, TABLE_PATH};
 pub use probe::{EndpointCheckError, ENDPOINT_CHECK_USER_AGENT};
 pub use protocol::Protocol;
 pub use relay::tools::{ToolRelay, ToolRoute, TOOLS_ENDPOINT_NAME};
@@ -110,6 +114,9 @@ pub struct ModelGateway {
     /// How many requests go to the endpoint at once (shared by every gateway of the endpoint),
     /// taken on the first call, once the run sized it.
     limit: std::sync::OnceLock<Arc<limit::EndpointLimit>>,
+    /// The model's price (`model.params.pricing`, else the price table's), looked up on the
+    /// first answer: the table is parsed only once a cost is needed.
+    price: std::sync::OnceLock<Option<ModelPrice>>,
     /// The run's pause: no call starts while it is paused.
     pause: Option<Arc<pause::PauseGate>>,
     runtime: Option<tokio::runtime::Handle>,
@@ -154,6 +161,7 @@ impl ModelGateway {
             max_connections: settings.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS),
             settings,
             limit: std::sync::OnceLock::new(),
+            price: std::sync::OnceLock::new(),
             pause: None,
             runtime: tokio::runtime::Handle::try_current().ok(),
         })
@@ -195,6 +203,28 @@ impl ModelGateway {
             let adaptive = self.settings.adaptive_concurrency;
             limit::EndpointLimit::shared(self.endpoint, self.max_connections, adaptive)
         })
+    }
+
+    /// The model's price and where it came from (`model.params.pricing`, else the pinned
+    /// price table's entry for the model id; `None`: no price). Parses the table on first use.
+    pub fn price(&self) -> Option<&ModelPrice> {
+        self.price
+            .get_or_init(|| {
+                let base_url = match self.base_url.trim() {
+                    "" => self.protocol.default_base_url(),
+                    configured => configured,
+                };
+                prices::model_price(self.settings.pricing, &self.model, base_url)
+            })
+            .as_ref()
+    }
+
+    /// `usage` with its cost, when the model has a price.
+    pub fn priced(&self, mut usage: TokenUsage) -> TokenUsage {
+        if let Some(price) = self.price() {
+            usage.cost_usd = Some(price.pricing.cost(&usage));
+        }
+        usage
     }
 
     /// The endpoint's adaptive limit now.
@@ -253,7 +283,7 @@ impl ModelGateway {
     }
 
     /// Sends `request`, retrying transient failures, and returns the answer with its usage
-    /// (and cost, when a price table is set). Runs on the host's runtime whatever thread polls.
+    /// (and cost, when the model has a price). Runs on the host's runtime whatever thread polls.
     pub async fn generate(
         self: &Arc<Self>,
         request: ModelRequest,
@@ -308,9 +338,7 @@ impl ModelGateway {
                     response.latency_ms = started.elapsed().as_millis() as u64;
                     // Every re-send counts, rate-limited ones included.
                     response.retries = attempt - 1 + limited.answers();
-                    if let Some(pricing) = &self.settings.pricing {
-                        response.usage.cost_usd = Some(pricing.cost(&response.usage));
-                    }
+                    response.usage = self.priced(response.usage);
                     return Ok(response);
                 }
                 Err(Attempt::Fatal(error)) => return Err(error),

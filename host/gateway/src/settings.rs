@@ -2,7 +2,7 @@
 //! generation parameter sent to the endpoint): `max_retries` (default 3), `timeout` (seconds
 //! per request, default 600), `retry_backoff_seconds` (first backoff, doubled each retry,
 //! default 1), `pricing` (US dollars per million tokens: `input`, `output`,
-//! `cached_input`), `max_connections` (the most requests to the endpoint at once; default: the
+//! `cached_input`; over the pinned price table's, module `prices`), `max_connections` (the most requests to the endpoint at once; default: the
 //! run's task concurrency), `adaptive_concurrency` (default `true`: the limit halves when the
 //! endpoint rate-limits and grows back while it answers) and `max_rate_limit_wait_seconds`
 //! (how long one call may wait out rate limits, which do not count against `max_retries`;
@@ -71,7 +71,7 @@ pub struct GatewaySettings {
     pub timeout: Duration,
     /// First backoff.
     pub backoff: Duration,
-    /// Price table, when set.
+    /// `model.params.pricing`, when set (it overrides the price table: `prices`).
     pub pricing: Option<Pricing>,
     /// The most requests to the endpoint at once (`None`: the run's task concurrency).
     pub max_connections: Option<u32>,

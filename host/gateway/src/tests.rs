@@ -212,6 +212,29 @@ async fn a_429_is_retried_then_succeeds_with_priced_usage() {
 }
 
 #[tokio::test]
+async fn a_known_model_is_priced_from_the_table_without_pricing_params() {
+    let (base, _) = responder(vec![(200, ok_body())], "sk-test-key").await;
+    let mut known = spec(&base, json!({}));
+    known.id = "gpt-4o".into();
+    let gateway = Arc::new(ModelGateway::new(&known).unwrap());
+    let answer = gateway.generate(ask()).await.unwrap();
+    let price = gateway.price().unwrap();
+    let table = PriceTable::pinned().unwrap();
+    assert_eq!(price.source, table.source());
+    assert_eq!(price.entry.as_deref(), Some("gpt-4o"));
+    let found = table.lookup("gpt-4o", &base).unwrap().pricing;
+    let expected = (12.0 * found.input + 1.0 * found.output) / 1e6;
+    assert!((answer.usage.cost_usd.unwrap() - expected).abs() < 1e-15);
+    // An unknown model has no price, hence no cost (not $0).
+    let gateway = Arc::new(ModelGateway::new(&spec(&base, json!({}))).unwrap());
+    assert!(gateway.price().is_none());
+    assert_eq!(gateway.priced(answer.usage).cost_usd, answer.usage.cost_usd);
+    let mut unpriced = answer.usage;
+    unpriced.cost_usd = None;
+    assert_eq!(gateway.priced(unpriced).cost_usd, None);
+}
+
+#[tokio::test]
 async fn a_persistent_500_gives_up_after_the_retries_without_the_key() {
     let (base, seen) = responder(vec![(500, "{\"error\": \"boom\"}".into())], "sk-test-key").await;
     let gateway = Arc::new(

@@ -66,11 +66,8 @@ impl RelayState {
     }
 
     /// Adds one call's usage (priced when the gateway has prices) to the attempt's meter.
-    fn record(&self, mut usage: agentcompass_plugin_api::contracts::TokenUsage) {
-        if let Some(pricing) = &self.gateway.settings.pricing {
-            usage.cost_usd = Some(pricing.cost(&usage));
-        }
-        self.usage.add(&usage);
+    fn record(&self, usage: agentcompass_plugin_api::contracts::TokenUsage) {
+        self.usage.add(&self.gateway.priced(usage));
     }
 }
 
