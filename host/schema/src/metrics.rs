@@ -49,6 +49,33 @@ pub struct HostExtras {
     /// single 0 or 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_at_k: Option<BTreeMap<String, f64>>,
+    /// `extra.pricing`: the prices `model_usage.cost_usd` was computed with and where they
+    /// came from (absent when the model had no price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<PriceRecord>,
+}
+
+/// The prices a run's model calls were priced at (`metrics.json` `extra.pricing`, `run_info.json`
+/// `provenance.model.pricing`), in US dollars per million tokens as `model.params.pricing`
+/// takes them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceRecord {
+    /// `model.params.pricing`, or the price table and its LiteLLM release (`litellm@1.110.2`).
+    #[serde(default)]
+    pub source: String,
+    /// The table's entry that priced the model (`claude-sonnet-4-5`; absent for
+    /// `model.params.pricing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Uncached input tokens.
+    #[serde(default)]
+    pub input: f64,
+    /// Output tokens.
+    #[serde(default)]
+    pub output: f64,
+    /// Cached (cache-read) input tokens.
+    #[serde(default)]
+    pub cached_input: f64,
 }
 
 /// One row of `extra.dataset_metrics`: one Harbor metric of the run — a dataset's declared
@@ -128,6 +155,7 @@ impl HostExtras {
             rate_limits: serde_json::from_value(entry("rate_limits")).unwrap_or_default(),
             dataset_metrics: serde_json::from_value(entry("dataset_metrics")).unwrap_or_default(),
             pass_at_k: serde_json::from_value(entry("pass_at_k")).unwrap_or_default(),
+            pricing: serde_json::from_value(entry("pricing")).unwrap_or_default(),
         }
     }
 
@@ -171,6 +199,13 @@ mod tests {
             }),
             dataset_metrics: None,
             pass_at_k: None,
+            pricing: Some(PriceRecord {
+                source: "litellm@1.110.2".into(),
+                entry: Some("gpt-4o".into()),
+                input: 2.5,
+                output: 10.0,
+                cached_input: 1.25,
+            }),
         };
         let mut report = MetricReport::default();
         report.extra.insert("benchmark_own".into(), json!(1));
@@ -183,6 +218,8 @@ mod tests {
                 "skipped": {"tasks": 1, "reasons": {"budget_exhausted": 1}},
                 "rate_limits": {"endpoint": "http://127.0.0.1:9/v1/chat/completions",
                                 "answers": 61, "waited_seconds": 12.5, "limit": 3, "max": 32},
+                "pricing": {"source": "litellm@1.110.2", "entry": "gpt-4o", "input": 2.5,
+                            "output": 10.0, "cached_input": 1.25},
             })
         );
         assert_eq!(HostExtras::of(&report), extras);

@@ -448,6 +448,8 @@ impl MetricAggregator {
             rate_limits: None,
             dataset_metrics: None,
             pass_at_k: None,
+            // The gateway's: added when the run finishes.
+            pricing: None,
         }
         .write_into(&mut extra);
         MetricReport {
