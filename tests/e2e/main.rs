@@ -6,6 +6,7 @@ mod agent_tools;
 mod analysis;
 mod api_compat;
 mod artifacts;
+mod atif;
 mod bad_input;
 mod bad_plugins;
 mod config_resolution;

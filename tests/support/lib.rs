@@ -5,6 +5,7 @@
 //! command does). Everything is located from the test binary's own path, so it follows
 //! `CARGO_TARGET_DIR`.
 
+pub mod atif;
 mod freshness;
 mod runs;
 

@@ -88,9 +88,10 @@ impl RequestOutcome {
 }
 
 /// Runs one prepared request to its terminal state.
-pub async fn run_request(shared: &Shared, mut prepared: PreparedRequest) -> RequestOutcome {
+pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestOutcome {
     let name = prepared.run.name.clone();
-    let mut provenance = std::mem::take(&mut prepared.provenance);
+    // A copy: the request context names the run's ATIF agent from it too.
+    let mut provenance = prepared.provenance.clone();
     provenance["environment_tools"] =
         super::provenance::provider_tools(&prepared.resolved.environment.id).await;
     let started = match start::create_run(shared, &prepared.run, provenance) {
