@@ -354,6 +354,18 @@ fn solves_the_bundled_tasks(agent: &str, extra: &[&str]) {
         "{summary}"
     );
     assert_secret_nowhere(&run, &out, KEY);
+    // Harbor accepts each attempt's ATIF, converted from the CLI's own records (issue 57),
+    // under Harbor's name of the agent.
+    let atif = agentcompass_e2e::atif::assert_harbor_accepts_atif(&run, 4);
+    let harbor_name = match agent {
+        "claude_code" => "claude-code",
+        "mini_swe_agent" => "mini-swe-agent",
+        "qwen_code" => "qwen-coder",
+        other => other,
+    };
+    for file in &atif {
+        assert_eq!(read_json(file)["agent"]["name"], json!(harbor_name));
+    }
 }
 
 #[test]
