@@ -303,9 +303,12 @@ fn a_cost_budget_without_prices_is_refused_before_anything_is_written() {
         &base_url,
     ]);
     let out = setup.ws.run_expect(2, &args, &[]);
-    assert_eq!(
-        out.stderr.trim(),
-        "error: execution.budget.max_cost_usd: a cost limit needs the prices of model `scripted-model` (model.params.pricing, US dollars per million tokens), found none"
+    // Where prices come from: the pinned table (it has no such model), or the flag.
+    let refusal = out.stderr.trim();
+    assert!(
+        refusal.starts_with("error: execution.budget.max_cost_usd: a cost limit needs the prices of model `scripted-model`, found none: it is not in LiteLLM ")
+            && refusal.ends_with("'s price table (host/gateway/prices/litellm.json) and model.params.pricing is not set (US dollars per million tokens: {\"input\": 3.0, \"output\": 15.0})"),
+        "{refusal}"
     );
     assert!(!setup.ws.cwd.join("results").exists());
 }

@@ -26,7 +26,9 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 pub use meter::{BudgetTracker, Limit, LimitBreach, ModelWait, Spent, UsageMeter, LIMIT_REFUSAL};
-pub use prices::{model_price, ModelPrice, PriceTable, TablePrice, PARAMS_SOURCE, TABLE_PATH};
+pub use prices::{
+    model_price, spec_price, ModelPrice, PriceTable, TablePrice, PARAMS_SOURCE, TABLE_PATH,
+};
 pub use probe::{EndpointCheckError, ENDPOINT_CHECK_USER_AGENT};
 pub use protocol::Protocol;
 pub use relay::tools::{ToolRelay, ToolRoute, TOOLS_ENDPOINT_NAME};
@@ -210,10 +212,7 @@ impl ModelGateway {
     pub fn price(&self) -> Option<&ModelPrice> {
         self.price
             .get_or_init(|| {
-                let base_url = match self.base_url.trim() {
-                    "" => self.protocol.default_base_url(),
-                    configured => configured,
-                };
+                let base_url = self.protocol.base_url(&self.base_url);
                 prices::model_price(self.settings.pricing, &self.model, base_url)
             })
             .as_ref()

@@ -62,14 +62,17 @@ impl Protocol {
         }
     }
 
+    /// The base URL calls go to: `configured` (trimmed), else the public default.
+    pub fn base_url(self, configured: &str) -> &str {
+        match configured.trim() {
+            "" => self.default_base_url(),
+            configured => configured,
+        }
+    }
+
     /// The full URL of the generation endpoint under `base_url`.
     pub fn url(self, base_url: &str) -> String {
-        let base = if base_url.trim().is_empty() {
-            self.default_base_url()
-        } else {
-            base_url.trim()
-        }
-        .trim_end_matches('/');
+        let base = self.base_url(base_url).trim_end_matches('/');
         match self {
             Protocol::OpenAiChat => format!("{base}/chat/completions"),
             Protocol::OpenAiResponses => format!("{base}/responses"),

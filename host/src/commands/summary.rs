@@ -99,7 +99,8 @@ pub fn summary(
     each_skipped(&run_dir.join("progress.jsonl"), &mut |reason| {
         aggregator.add_skipped(reason)
     });
-    let report = aggregator.report();
+    let mut report = aggregator.report();
+    keep_pricing(&info, &mut report);
     let title = SummaryTitle {
         benchmark: benchmark_id.to_string(),
         model: request.model.id,
@@ -113,6 +114,27 @@ pub fn summary(
     }
     crate::out!("{rendered}");
     Ok(0)
+}
+
+/// The prices the run recorded (`run_info.json` `provenance.model.pricing`) as the recomputed
+/// report's `extra.pricing`, when its usage has a cost.
+fn keep_pricing(info: &RunInfo, report: &mut agentcompass_plugin_api::contracts::MetricReport) {
+    use agentcompass_schema::metrics::{HostExtras, PriceRecord};
+    let priced = HostExtras::of(report)
+        .model_usage
+        .is_some_and(|usage| usage.cost_usd.is_some());
+    let recorded = info
+        .provenance
+        .as_ref()
+        .and_then(|provenance| provenance.get("model")?.get("pricing").cloned())
+        .and_then(|pricing| serde_json::from_value::<PriceRecord>(pricing).ok());
+    if let (true, Some(pricing)) = (priced, recorded) {
+        HostExtras {
+            pricing: Some(pricing),
+            ..HostExtras::default()
+        }
+        .write_into(&mut report.extra);
+    }
 }
 
 /// Calls `each` with the reason of every `task_skipped` event of a run's `progress.jsonl`

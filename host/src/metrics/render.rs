@@ -257,9 +257,11 @@ fn write_categories(out: &mut String, report: &MetricReport) {
     }
 }
 
-/// The run's model usage, when it made model calls.
+/// The run's model usage, when it made model calls, with its cost and where the prices came
+/// from (`· $0.0097 (litellm@1.110.2)`), or `· no price` when the model had none.
 fn write_usage(out: &mut String, report: &MetricReport) {
-    let Some(usage) = HostExtras::of(report).model_usage else {
+    let extras = HostExtras::of(report);
+    let Some(usage) = extras.model_usage else {
         return;
     };
     let _ = write!(
@@ -267,11 +269,17 @@ fn write_usage(out: &mut String, report: &MetricReport) {
         "\nModel usage: {} calls · {} prompt tokens ({} cached) · {} completion tokens",
         usage.requests, usage.prompt_tokens, usage.cached_tokens, usage.completion_tokens
     );
-    if let Some(cost) = usage.cost_usd {
-        let _ = write!(out, " · ${cost:.4}");
+    match (usage.cost_usd, extras.pricing) {
+        (Some(cost), Some(pricing)) => {
+            let _ = write!(out, " · ${cost:.4} ({})", pricing.source);
+        }
+        (Some(cost), None) => {
+            let _ = write!(out, " · ${cost:.4}");
+        }
+        (None, _) => out.push_str(" · no price"),
     }
     out.push('\n');
-    if let Some(limits) = HostExtras::of(report).rate_limits {
+    if let Some(limits) = extras.rate_limits {
         let _ = writeln!(
             out,
             "Rate limits: {} answers · {:.1} s waited · limit {} of {} at the end ({})",

@@ -423,6 +423,48 @@ fn model_usage_of_every_attempt_is_summed_into_the_report() {
 }
 
 #[test]
+fn the_usage_line_shows_the_cost_and_its_source_or_no_price() {
+    let usage_line =
+        |cost: Option<f64>, pricing: Option<agentcompass_schema::metrics::PriceRecord>| {
+            let mut agg = MetricAggregator::new(MetricContract::correct(), 1, AttemptStrategy::Avg);
+            let used = AttemptOutcome {
+                usage: TokenUsage {
+                    prompt_tokens: 1000,
+                    cached_tokens: 400,
+                    completion_tokens: 200,
+                    requests: 2,
+                    cost_usd: cost,
+                },
+                ..correct(true)
+            };
+            agg.add_task("a", &[used]);
+            let mut report = agg.report();
+            HostExtras {
+                pricing,
+                ..HostExtras::default()
+            }
+            .write_into(&mut report.extra);
+            let summary = render_summary(&report, &title());
+            let line = summary.lines().find(|l| l.starts_with("Model usage: "));
+            line.map(str::to_string).unwrap_or_default()
+        };
+    let table = agentcompass_schema::metrics::PriceRecord {
+        source: "litellm@1.110.2".into(),
+        entry: Some("claude-sonnet-4-5".into()),
+        input: 3.0,
+        output: 15.0,
+        cached_input: 0.3,
+    };
+    assert_eq!(
+        usage_line(Some(0.00492), Some(table)),
+        "Model usage: 2 calls · 1000 prompt tokens (400 cached) · 200 completion tokens · $0.0049 (litellm@1.110.2)"
+    );
+    // A cost recomputed by `summary` without the record: the figure alone.
+    assert!(usage_line(Some(0.00492), None).ends_with("completion tokens · $0.0049"));
+    assert!(usage_line(None, None).ends_with("completion tokens · no price"));
+}
+
+#[test]
 fn only_agent_and_limit_outcomes_are_scored() {
     let with = |metrics: &[(&str, MetricValue)], code: &str, severity: IssueSeverity| {
         AttemptOutcome::from_parts(

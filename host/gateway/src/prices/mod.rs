@@ -39,7 +39,9 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use crate::settings::Pricing;
+use agentcompass_plugin_api::contracts::ModelSpec;
+
+use crate::settings::{GatewaySettings, Pricing};
 
 /// The pinned table, as published (trimmed by `prices/update.py`).
 const TABLE_JSON: &str = include_str!("../../prices/litellm.json");
@@ -288,6 +290,15 @@ pub fn model_price(pricing: Option<Pricing>, model: &str, base_url: &str) -> Opt
         source: table.source(),
         entry: Some(found.entry),
     })
+}
+
+/// The price of the model `spec` configures (its `params.pricing`, else the table's for its
+/// id at its endpoint); `None` also when its settings or protocol are unusable (refused
+/// elsewhere, by name).
+pub fn spec_price(spec: &ModelSpec) -> Option<ModelPrice> {
+    let pricing = GatewaySettings::from_params(&spec.params).ok()?.pricing;
+    let protocol = crate::Protocol::choose(spec).ok()?;
+    model_price(pricing, &spec.id, protocol.base_url(&spec.base_url))
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub(super) async fn finish(
     };
     add_dataset_metrics(rc, &mut report).await;
     add_rate_limits(rc, &mut report);
+    let pricing = add_pricing(rc, &mut report);
     let mut status = status;
     if status == RunStatus::Completed && report.evaluation_failed {
         status = RunStatus::Failed;
@@ -59,6 +60,9 @@ pub(super) async fn finish(
     info.status = status;
     if let Some(provenance) = info.provenance.as_mut() {
         provenance["datasets"] = rc.datasets.to_json();
+        if let (Some(pricing), Some(model)) = (&pricing, provenance.get_mut("model")) {
+            model["pricing"] = serde_json::to_value(pricing).unwrap_or_default();
+        }
         let actions = rc.live.actions();
         if !actions.is_empty() {
             provenance["control"] = Value::Array(actions);
@@ -147,6 +151,31 @@ fn add_rate_limits(rc: &RequestContext, report: &mut MetricReport) {
         ..Default::default()
     };
     extras.write_into(&mut report.extra);
+}
+
+/// The prices the run's cost was computed with (`extra.pricing`: `model.params.pricing` or
+/// the price table's entry), when the model had a price and was called.
+fn add_pricing(
+    rc: &RequestContext,
+    report: &mut MetricReport,
+) -> Option<agentcompass_schema::metrics::PriceRecord> {
+    use agentcompass_schema::metrics::{HostExtras, PriceRecord};
+    // Checked first: an unpriced run, or one without calls, never parses the table.
+    HostExtras::of(report).model_usage?.cost_usd?;
+    let price = rc.model.price()?;
+    let record = PriceRecord {
+        source: price.source.clone(),
+        entry: price.entry.clone(),
+        input: price.pricing.input,
+        output: price.pricing.output,
+        cached_input: price.pricing.cached_input,
+    };
+    let extras = HostExtras {
+        pricing: Some(record.clone()),
+        ..Default::default()
+    };
+    extras.write_into(&mut report.extra);
+    Some(record)
 }
 
 /// `metrics.json` and `summary.md`.

@@ -378,8 +378,10 @@ fn check(
     Ok((resolved, planner, patterns))
 }
 
-/// A cost limit or budget needs the model's prices: without `model.params.pricing` nothing
-/// could be counted against it. `orchestration_budget` is `runtime.budget`.
+/// A cost limit or budget needs the model's prices: `model.params.pricing` (`priced`), else
+/// the pinned price table's entry for the model (the table is parsed only when a cost limit
+/// is set); with neither nothing could be counted against it. `orchestration_budget` is
+/// `runtime.budget`.
 pub(in crate::runtime) fn check_prices(
     resolved: &RunRequest,
     priced: bool,
@@ -402,9 +404,17 @@ pub(in crate::runtime) fn check_prices(
     } else {
         return Ok(());
     };
+    let model = &resolved.model;
+    if agentcompass_gateway::spec_price(model).is_some() {
+        return Ok(());
+    }
+    let table = agentcompass_gateway::PriceTable::pinned()
+        .map(|t| format!("LiteLLM {}'s", t.version()))
+        .unwrap_or_else(|| "the".to_string());
     Err(RunError::Refused(format!(
-        "{field}: a cost limit needs the prices of model `{}` (model.params.pricing, US dollars per million tokens), found none",
-        resolved.model.id
+        "{field}: a cost limit needs the prices of model `{}`, found none: it is not in {table} price table ({}) and model.params.pricing is not set (US dollars per million tokens: {{\"input\": 3.0, \"output\": 15.0}})",
+        model.id,
+        agentcompass_gateway::TABLE_PATH,
     )))
 }
 
