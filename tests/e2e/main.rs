@@ -36,6 +36,7 @@ mod orchestration;
 mod planning;
 mod plugin_new;
 mod podman;
+mod pricing;
 mod progress_tty;
 mod qa;
 mod rate_limits;

@@ -19,10 +19,11 @@
 //!    (`anthropic/claude-sonnet-4-5`: `anthropic`, the rest `claude-sonnet-4-5`); else the one
 //!    of the endpoint's host, from LiteLLM's list of known endpoints (`api.openai.com`:
 //!    `openai`, `api.x.ai`: `xai`, `api.deepseek.com`: `deepseek`, …); else none.
-//! 2. The names tried, first found wins: `PROVIDER/NAME` (the prefix added, so `grok-4` on
-//!    `api.x.ai` finds `xai/grok-4`), the id as typed, `NAME` (the prefix stripped), then both
-//!    again with a dated snapshot suffix `-YYYY-MM-DD` removed (`gpt-4o-2099-01-01` finds
-//!    `gpt-4o`). Each name matches its key exactly, else ignoring case.
+//! 2. The names tried, first found wins: `PROVIDER/NAME` (the prefix added, so `grok-4.20`
+//!    on `api.x.ai` finds `xai/grok-4.20`), the id as typed, `NAME` (the prefix stripped),
+//!    then both again with a dated snapshot suffix `-YYYY-MM-DD` removed
+//!    (`gpt-4o-2099-01-01` finds `gpt-4o`). Each name matches its key exactly, else ignoring
+//!    case.
 //! 3. With a provider, an entry of another provider does not match (`openai/claude-sonnet-4-5`
 //!    has no price), except LiteLLM's families: an entry of `vertex_ai-*`, `bedrock_*` or
 //!    `fireworks_ai-*` for that provider, `azure`/`openai` entries for `azure_ai`, any entry

@@ -166,6 +166,8 @@ fn the_pinned_table_prices_the_usual_ids() {
         ("openai/gpt-4o", "", "gpt-4o"),
         ("gpt-4o-2024-08-06", openai, "gpt-4o-2024-08-06"),
         ("gpt-4o-mini", "http://127.0.0.1:1/v1", "gpt-4o-mini"),
+        ("gpt-4o-2099-01-01", "", "gpt-4o"),
+        ("grok-4.20", "https://api.x.ai/v1", "xai/grok-4.20"),
     ] {
         assert_eq!(entry(t, model, base).as_deref(), Some(key), "{model}");
     }
