@@ -40,12 +40,14 @@ ensure_venv() {
     "$venv/bin/python" -c "$check"
 }
 
-# Harbor 0.25.0: the oracle of plugins/harbor's differential test (tests/harbor_oracle/oracle.py);
-# exports AGENTCOMPASS_HARBOR_PYTHON for the test.
+# Harbor 0.25.0: the oracle of plugins/harbor's differential test (tests/harbor_oracle/oracle.py),
+# of the ATIF files and Harbor job directories (issue 57); exports AGENTCOMPASS_HARBOR_PYTHON for the test.
 ensure_harbor_oracle() {
     local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/harbor-0.25.0"
-    ensure_venv "$venv" 'import sys, harbor; sys.exit(harbor.__version__ != "0.25.0")' \
-        "the Harbor differential test" "harbor==0.25.0"
+    # Beside Harbor: Hugging Face `datasets` (its `traces export`; loading our Parquet) and
+    # podman-compose (Harbor's `--env podman` runs its own job of the bundled tasks).
+    ensure_venv "$venv" 'import sys, harbor, datasets, importlib.metadata as m; sys.exit(harbor.__version__ != "0.25.0" or datasets.__version__ != "5.2.0" or m.version("podman-compose") != "1.6.0")' \
+        "the Harbor differential test" "harbor==0.25.0" "datasets==5.2.0" "podman-compose==1.6.0"
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 

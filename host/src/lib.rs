@@ -9,6 +9,7 @@ pub mod exit_code;
 pub mod gates;
 pub mod host_services;
 pub mod install;
+pub mod interchange;
 pub mod issue_codes;
 pub mod logging;
 pub mod malloc_arenas;

@@ -155,6 +155,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Report(cmd) => commands::report::report(&cmd),
         Command::Compare(cmd) => commands::compare::compare(&cmd),
+        Command::Export { command } => commands::export::export(&command),
         Command::Analysis(cmd) => {
             let setup = load(global)?;
             commands::analysis::analysis(&setup.registry, &cmd)

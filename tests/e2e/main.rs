@@ -21,6 +21,7 @@ mod harbor;
 mod harbor_compose;
 mod harbor_images;
 mod harbor_init;
+mod harbor_jobs;
 mod harbor_metrics;
 mod harness_free;
 mod installed_agents;

@@ -15,6 +15,7 @@
 //! | `…/attempt-N/checkpoint.json`, `…/steps/checkpoint.json` | [`checkpoint::EvaluationCheckpoint`], [`checkpoint::StepsCheckpoint`] |
 //! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
 //! | `progress.jsonl`, a cluster job's events | [`progress::EventLine`]                 |
+//! | a Harbor job directory's records       | [`harbor_job`] (`export harbor`, reading Harbor jobs) |
 //! | a cluster job's unit file               | [`cluster::Unit`]                        |
 //! | a running run's control socket (`ctl`)   | [`control::ControlRequest`], [`control::ControlAnswer`] |
 //!
@@ -30,6 +31,7 @@ pub mod checkpoint;
 pub mod cluster;
 pub mod control;
 pub mod env_record;
+pub mod harbor_job;
 pub mod metrics;
 pub mod progress;
 mod read;

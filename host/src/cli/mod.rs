@@ -114,6 +114,12 @@ pub enum Command {
     /// Compare run B against run A on the tasks both share: paired differences with a
     /// bootstrap interval, McNemar's exact test, per-category deltas, tasks fixed and broken
     Compare(CompareCmd),
+    /// Write a run in the formats other tools read: a Harbor job directory
+    Export {
+        /// What to export
+        #[command(subcommand)]
+        command: ExportCommand,
+    },
     /// List registered components or loaded plugins (with no KIND: the kinds)
     List {
         /// What to list
@@ -197,6 +203,25 @@ pub struct CompareCmd {
     /// The metric to compare (default: the headline metric of RUN_A)
     #[arg(long, value_name = "ID")]
     pub metric: Option<String>,
+}
+
+/// `export ...`: a run in other tools' formats.
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// A Harbor job directory (config.json, result.json, a trial per attempt with its ATIF
+    /// trajectory, rewards and artifacts) that `harbor view` and `harbor traces export` read
+    Harbor(ExportHarborCmd),
+}
+
+/// `export harbor RUN_DIR --out DIR`.
+#[derive(Debug, Args)]
+pub struct ExportHarborCmd {
+    /// The run directory (`<results>/<namespace>/<run_id>`)
+    pub run_dir: PathBuf,
+    /// The job directory to write (new, or empty; its parent is the jobs directory
+    /// `harbor view` opens)
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
 }
 
 /// `report RUN_DIR [--out FILE] [--max-trajectories N]`.

@@ -30,6 +30,7 @@ mod dependencies;
 pub mod docs;
 pub mod env;
 mod execute;
+pub mod export;
 pub mod invocation;
 pub mod launch;
 pub mod list;

@@ -1,0 +1,1 @@
+//! Reading a Harbor job directory as a run (module doc of `interchange`).
