@@ -192,6 +192,14 @@ fn known_models_are_priced_from_the_pinned_table_without_a_flag() {
         lines.push(format!("{model}: {}", versionless(&line)));
         if model == "gpt-4o" {
             assert_report_shows(&setup, &run, &extra);
+            // `summary` recomputes the cost from the attempts and keeps the recorded source.
+            std::fs::remove_file(run.join("metrics.json")).unwrap();
+            let out = setup.ws.run_ok(&["summary", run.to_str().unwrap()], &[]);
+            assert!(out.stdout.contains(&line), "{}", out.stdout);
+            assert_eq!(
+                read_json(&run.join("metrics.json"))["extra"]["pricing"],
+                extra
+            );
         }
     }
     insta::assert_snapshot!(lines.join("\n"));
