@@ -165,6 +165,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             dry_run,
             benchmark_params,
         } => {
+            if agentcompass_host::interchange::harbor_import::is_harbor_job(&run_dir) {
+                return commands::summary::harbor_job(&run_dir);
+            }
             let setup = load(global)?;
             let options = commands::summary::SummaryOptions {
                 dry_run,

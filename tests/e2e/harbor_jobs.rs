@@ -185,4 +185,35 @@ fn an_exported_run_opens_in_harbors_viewer_and_traces_export() {
         "{printed}{}",
         String::from_utf8_lossy(&traces.stderr)
     );
+    // Read back as a run and compared with the original: the same reward on every task.
+    let compared = ws
+        .run(
+            &[
+                "compare",
+                job.to_str().unwrap(),
+                run.to_str().unwrap(),
+                "--json",
+            ],
+            &[],
+        )
+        .expect_code(0);
+    let comparison: Value = serde_json::from_str(&compared.stdout).unwrap();
+    assert_eq!(comparison["shared"], json!(3), "{comparison}");
+    assert_eq!(comparison["only_a"], json!([]));
+    assert_eq!(comparison["only_b"], json!([]));
+    assert_eq!(comparison["mean_a"], json!(1.0));
+    assert_eq!(comparison["difference"], json!(0.0));
+    assert_eq!(comparison["interval"]["low"], json!(0.0), "{comparison}");
+    assert_eq!(comparison["interval"]["high"], json!(0.0), "{comparison}");
+    assert_eq!(comparison["a"]["run_dir"], json!(job.to_str().unwrap()));
+    let summary = ws
+        .run(&["summary", job.to_str().unwrap()], &[])
+        .expect_code(0);
+    assert!(
+        summary
+            .stdout
+            .contains("| reward | native@1 | 1.0000 | 3 |"),
+        "{}",
+        summary.stdout
+    );
 }

@@ -535,3 +535,6 @@ fn slurm_runs_harbor_tasks_in_podman_on_every_node_once_with_a_node_lost() {
         "every container removed"
     );
 }
+
+#[path = "podman_harbor_job.rs"]
+mod harbor_job;

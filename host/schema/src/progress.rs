@@ -260,7 +260,7 @@ pub struct TaskPayload {
 /// What a reader of `progress.json` (the run's live snapshot, rewritten as events arrive)
 /// needs: the run's status and its task counters. The writer is the host's progress recorder;
 /// its round-trip test reads every snapshot it writes back through this record.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SnapshotHead {
     /// The run's status.

@@ -13,7 +13,8 @@ use crate::cli::ReportCmd;
 
 /// Writes the report and prints its path and what it holds (one line).
 pub fn report(cmd: &ReportCmd) -> anyhow::Result<i32> {
-    let run_dir = &cmd.run_dir;
+    let (imported_run, _job) = super::harbor_input::run_dir(&cmd.run_dir)?;
+    let run_dir = &imported_run;
     if !run_dir.join("run_info.json").is_file() {
         bail!(
             "report: {} is not a run directory (expected a directory holding run_info.json)",
@@ -23,7 +24,7 @@ pub fn report(cmd: &ReportCmd) -> anyhow::Result<i32> {
     let out = cmd
         .out
         .clone()
-        .unwrap_or_else(|| run_dir.join("report.html"));
+        .unwrap_or_else(|| cmd.run_dir.join("report.html"));
     let out = std::path::absolute(&out).with_context(|| format!("--out {}", out.display()))?;
     let parent = out
         .parent()

@@ -116,6 +116,17 @@ pub fn summary(
     Ok(0)
 }
 
+/// Prints the summary of a Harbor job read as a run (Harbor's metrics: `reward`, `correct`);
+/// nothing is written in the job's directory.
+pub fn harbor_job(job_dir: &Path) -> anyhow::Result<i32> {
+    let (run_dir, _job) = super::harbor_input::run_dir(job_dir)?;
+    let path = run_dir.join("summary.md");
+    let rendered = std::fs::read_to_string(&path)
+        .map_err(|e| anyhow!("cannot read {}: {e}", path.display()))?;
+    crate::out!("{rendered}");
+    Ok(0)
+}
+
 /// The prices the run recorded (`run_info.json` `provenance.model.pricing`) as the recomputed
 /// report's `extra.pricing`, when its usage has a cost.
 fn keep_pricing(info: &RunInfo, report: &mut agentcompass_plugin_api::contracts::MetricReport) {

@@ -28,8 +28,11 @@ fn cli_paired() -> agentcompass_viewer::paired::PairedStats {
 /// How many ports from `--port` on are tried.
 const PORT_ATTEMPTS: u16 = 100;
 
-/// Serves the viewer over `results_dir`; prints its URL on stdout (one line) first.
+/// Serves the viewer over `results_dir` (or the Harbor jobs it is or holds, read as runs);
+/// prints its URL on stdout (one line) first.
 pub fn view(results_dir: &Path, cmd: &ViewCmd) -> anyhow::Result<i32> {
+    let (imported, _jobs) = super::harbor_input::results_dir(results_dir)?;
+    let results_dir = imported.as_path();
     if !results_dir.is_dir() {
         bail!(
             "results directory {} does not exist or is not a directory",

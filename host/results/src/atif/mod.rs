@@ -19,7 +19,10 @@
 //!
 //! An attempt with no step (the agent never ran) has no ATIF document (ATIF needs one step).
 
+mod actf;
 mod steps;
+
+pub use actf::to_actf;
 
 use agentcompass_schema::atif::{Agent, FinalMetrics, Step, Trajectory, ATIF_SCHEMA_VERSION};
 use serde_json::{Map, Value};

@@ -117,3 +117,24 @@ fn harbor_names_of_the_harnesses() {
     assert_eq!(harbor_agent_name("codex"), "codex");
     assert_eq!(harbor_agent_name("openai_chat"), "openai_chat");
 }
+
+#[test]
+fn atif_reads_back_as_the_steps_it_came_from() {
+    let doc = attempt_trajectory(&terminus_record(), &agent(), "s").unwrap();
+    let back = to_actf(&doc);
+    assert_eq!(back.steps.len(), 2);
+    let first = &back.steps[0];
+    assert_eq!(first.system_prompt.as_deref(), Some("You are an agent."));
+    assert_eq!(first.user_content, json!("Say hi."));
+    assert_eq!(first.assistant_content.content.as_deref(), Some("Looking."));
+    let call = &first.assistant_content.tool_calls[0];
+    assert_eq!(call["id"], json!("call_1"));
+    assert_eq!(call["function"]["arguments"], json!("{\"command\":\"ls\"}"));
+    assert_eq!(first.observation[0]["tool_call_id"], json!("call_1"));
+    assert_eq!(first.observation[0]["output"], json!("a.txt\n"));
+    assert_eq!(first.metric.prompt_tokens_len, Some(100));
+    assert_eq!(
+        back.steps[1].assistant_content.reasoning_content.as_deref(),
+        Some("think")
+    );
+}
