@@ -217,3 +217,152 @@ fn an_exported_run_opens_in_harbors_viewer_and_traces_export() {
         summary.stdout
     );
 }
+
+/// The rows of `export traces` of the run at `run`, as Harbor's `traces export` writes them
+/// for the same run exported as a job (`job`).
+fn harbor_traces_diff(ws: &Workspace, run: &Path, job: &Path) -> Value {
+    let ours = ws.root().join("ours.jsonl");
+    ws.run(
+        &[
+            "export",
+            "traces",
+            run.to_str().unwrap(),
+            "--out",
+            ours.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .expect_code(0);
+    let out = Command::new(harbor_python())
+        .arg(repo_root().join("tests/harbor_oracle/traces.py"))
+        .arg(job)
+        .arg(&ours)
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+/// Loads `file` with Hugging Face `datasets` (`load_dataset("parquet", ...)`): its row count
+/// and columns.
+fn load_parquet(file: &Path) -> Value {
+    let script = "import json, sys\n\
+        from datasets import load_dataset\n\
+        d = load_dataset('parquet', data_files=sys.argv[1], split='train')\n\
+        print(json.dumps({'rows': d.num_rows, 'columns': d.column_names, \
+        'last': d[0]['conversations'][-1]['role'] if d.num_rows else None}))\n";
+    let out = Command::new(harbor_python())
+        .args(["-c", script])
+        .arg(file)
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_CACHE", file.with_extension("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn training_rows_are_harbors_and_load_with_hugging_face_datasets() {
+    let ws = Workspace::new();
+    let run = terminus_run(&ws);
+    let job = ws.root().join("jobs/terminus-job");
+    fs::create_dir_all(job.parent().unwrap()).unwrap();
+    ws.run(
+        &[
+            "export",
+            "harbor",
+            run.to_str().unwrap(),
+            "--out",
+            job.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .expect_code(0);
+    // Every episode's row is the one Harbor's own export writes.
+    let diff = harbor_traces_diff(&ws, &run, &job);
+    assert_eq!(diff["diffs"], json!([]), "{diff}");
+    assert_eq!(diff["rows"][0], diff["rows"][1], "{diff}");
+    assert!(diff["rows"][0].as_u64().unwrap() >= 6, "{diff}");
+    // Parquet, one row per attempt, loaded by `datasets`.
+    let parquet = ws.root().join("last.parquet");
+    let out = ws
+        .run(
+            &[
+                "export",
+                "traces",
+                run.to_str().unwrap(),
+                "--out",
+                parquet.to_str().unwrap(),
+                "--episodes",
+                "last",
+            ],
+            &[],
+        )
+        .expect_code(0);
+    assert!(
+        out.stdout.contains("exported 3 rows from 3 attempts"),
+        "{out:?}"
+    );
+    let loaded = load_parquet(&parquet);
+    assert_eq!(loaded["rows"], json!(3), "{loaded}");
+    assert_eq!(
+        loaded["columns"],
+        json!([
+            "conversations",
+            "agent",
+            "model",
+            "model_provider",
+            "date",
+            "task",
+            "episode",
+            "run_id",
+            "trial_name",
+            "result",
+            "reward",
+            "tool_definitions"
+        ])
+    );
+    assert_eq!(loaded["last"], json!("assistant"));
+    // The filters: no attempt failed, none reached a reward of 2.
+    for filter in [["--filter", "failure"], ["--min-reward", "2"]] {
+        let file = ws.root().join("filtered.jsonl");
+        let mut args = vec![
+            "export",
+            "traces",
+            run.to_str().unwrap(),
+            "--out",
+            file.to_str().unwrap(),
+        ];
+        args.extend(filter);
+        let out = ws.run(&args, &[]).expect_code(0);
+        assert!(
+            out.stdout.contains("exported 0 rows from 0 attempts"),
+            "{out:?}"
+        );
+        assert_eq!(fs::read_to_string(&file).unwrap(), "");
+    }
+    let bad = ws.run(
+        &[
+            "export",
+            "traces",
+            run.to_str().unwrap(),
+            "--out",
+            "rows.csv",
+        ],
+        &[],
+    );
+    let bad = bad.expect_code(2);
+    assert!(
+        bad.stderr
+            .contains("expected a file ending in .jsonl or .parquet"),
+        "{bad:?}"
+    );
+}

@@ -16,6 +16,7 @@
 //! | `.env-resources/<id>.json`              | [`env_record::EnvRecord`]                |
 //! | `progress.jsonl`, a cluster job's events | [`progress::EventLine`]                 |
 //! | a Harbor job directory's records       | [`harbor_job`] (`export harbor`, reading Harbor jobs) |
+//! | a line of `export traces`             | [`traces::TraceRow`]                     |
 //! | a cluster job's unit file               | [`cluster::Unit`]                        |
 //! | a running run's control socket (`ctl`)   | [`control::ControlRequest`], [`control::ControlAnswer`] |
 //!
@@ -38,6 +39,7 @@ mod read;
 pub mod run_info;
 pub mod run_status;
 pub mod task;
+pub mod traces;
 
 pub use read::{read_json, ReadError};
 pub use run_status::RunStatus;

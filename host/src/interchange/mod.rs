@@ -1,12 +1,14 @@
 //! Results the ecosystem reads (issue 57): a run as a Harbor job directory (`export harbor`,
 //! module `harbor_export`), and a Harbor job read as a run (module `harbor_import`: `view`,
-//! `report`, `compare` and `summary` accept one). Both go through the schema crate's records
+//! `report`, `compare` and `summary` accept one), and a run as training data (`export traces`,
+//! module `traces`). Both go through the schema crate's records
 //! (`agentcompass_schema::harbor_job`, `agentcompass_schema::atif`); the attempt's ATIF
 //! trajectory is `agentcompass_results::atif`'s.
 
 pub mod harbor_export;
 pub mod harbor_import;
 mod harbor_stats;
+pub mod traces;
 
 use std::io;
 use std::path::{Path, PathBuf};
