@@ -310,10 +310,31 @@ fn attempt_record(dir: &Path, trial: &TrialResult) -> AttemptRecord {
     let trajectory = trajectory_of(dir)
         .map(|doc| serde_json::to_value(to_actf(&doc)).unwrap_or(Value::Null))
         .unwrap_or(Value::Null);
+    let benchmark = benchmark_meta(dir, trial, &rewards);
+    let telemetry = telemetry_of(trial);
+    AttemptRecord {
+        analysis_result: Value::Object(Map::new()),
+        artifacts: Value::Object(Map::new()),
+        final_answer: None,
+        issues: serde_json::to_value(&issues).unwrap_or_default(),
+        meta: AttemptMeta {
+            benchmark,
+            harness: HarnessMeta { telemetry },
+        },
+        metrics,
+        retry_count: 0,
+        status,
+        trajectory,
+    }
+}
+
+/// `meta.benchmark`: the rewards as the Harbor benchmark records them, the trial's name and
+/// its test output.
+fn benchmark_meta(dir: &Path, trial: &TrialResult, rewards: &BTreeMap<String, f64>) -> Value {
     let mut harbor = Map::new();
     harbor.insert(
         "rewards".to_string(),
-        serde_json::to_value(&rewards).unwrap_or_default(),
+        serde_json::to_value(rewards).unwrap_or_default(),
     );
     harbor.insert(
         "trial_name".to_string(),
@@ -322,6 +343,14 @@ fn attempt_record(dir: &Path, trial: &TrialResult) -> AttemptRecord {
     if let Ok(stdout) = std::fs::read_to_string(dir.join("verifier/test-stdout.txt")) {
         harbor.insert("test_stdout_tail".to_string(), Value::from(stdout));
     }
+    Value::Object(Map::from_iter([(
+        "harbor".to_string(),
+        Value::Object(harbor),
+    )]))
+}
+
+/// `meta.harness.telemetry`: the agent and its model usage.
+fn telemetry_of(trial: &TrialResult) -> Value {
     let mut telemetry = Map::new();
     telemetry.insert(
         "agent".to_string(),
@@ -345,25 +374,7 @@ fn attempt_record(dir: &Path, trial: &TrialResult) -> AttemptRecord {
             telemetry.insert("model_usage".to_string(), Value::Object(usage));
         }
     }
-    AttemptRecord {
-        analysis_result: Value::Object(Map::new()),
-        artifacts: Value::Object(Map::new()),
-        final_answer: None,
-        issues: serde_json::to_value(&issues).unwrap_or_default(),
-        meta: AttemptMeta {
-            benchmark: Value::Object(Map::from_iter([(
-                "harbor".to_string(),
-                Value::Object(harbor),
-            )])),
-            harness: HarnessMeta {
-                telemetry: Value::Object(telemetry),
-            },
-        },
-        metrics,
-        retry_count: 0,
-        status,
-        trajectory,
-    }
+    Value::Object(telemetry)
 }
 
 /// `metrics.json` and `summary.md`, as `summary` computes them with Harbor's metrics.

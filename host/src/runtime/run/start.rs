@@ -138,6 +138,24 @@ fn breaker_and_cancel(
 
 /// The context every task of the run shares: components, store, progress, limits, the model
 /// gateway, streaming metrics and the run's `run.log`.
+/// The run's model gateway. The endpoint's adaptive limit starts at the run's task
+/// concurrency (unless `model.params.max_connections` sets it): every attempt may call the
+/// model at once.
+fn model_gateway(
+    shared: &Shared,
+    resolved: &RunRequest,
+    store: &RunStore,
+) -> Result<agentcompass_gateway::ModelGateway, RunError> {
+    let mut model = agentcompass_gateway::ModelGateway::new(&resolved.model)
+        .map_err(|e| RunError::Refused(e.to_string()))?
+        .with_task_concurrency(shared.limits.task_concurrency())
+        .with_pause_gate(shared.limits.pause_gate().clone());
+    if resolved.model.wrap_api_key {
+        model.wrap_key(store.run_dir());
+    }
+    Ok(model)
+}
+
 pub(in crate::runtime) fn request_context(
     shared: &Shared,
     prepared: PreparedRequest,
@@ -165,15 +183,7 @@ pub(in crate::runtime) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
-    // The endpoint's adaptive limit starts at the run's task concurrency (unless
-    // `model.params.max_connections` sets it): every attempt may call the model at once.
-    let mut model = agentcompass_gateway::ModelGateway::new(&resolved.model)
-        .map_err(|e| RunError::Refused(e.to_string()))?
-        .with_task_concurrency(shared.limits.task_concurrency())
-        .with_pause_gate(shared.limits.pause_gate().clone());
-    if resolved.model.wrap_api_key {
-        model.wrap_key(store.run_dir());
-    }
+    let model = model_gateway(shared, &resolved, &store)?;
     let mut services =
         HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None);
     if let Some(datasets) = datasets {
@@ -188,13 +198,12 @@ pub(in crate::runtime) fn request_context(
     .ok();
     let runtime = &shared.runtime;
     let (breaker, cancel) = breaker_and_cancel(shared, &resolved);
-    let atif_agent = agentcompass_results::atif::AtifAgent::from_provenance(
-        &provenance,
-        &resolved.harness.params,
-    );
     let rc = RequestContext {
         reuse_key: reuse_key(&resolved),
-        atif_agent,
+        atif_agent: agentcompass_results::atif::AtifAgent::from_provenance(
+            &provenance,
+            &resolved.harness.params,
+        ),
         analysis,
         request: run.request,
         resolved,
