@@ -51,6 +51,16 @@ ensure_harbor_oracle() {
     export AGENTCOMPASS_HARBOR_PYTHON="$venv/bin/python"
 }
 
+# Arize Phoenix 20.26.1 from PyPI: the OTLP receiver of the OpenTelemetry e2e tests
+# (tests/e2e/otel.rs, issue 57), which read the spans back through its REST API; exports
+# AGENTCOMPASS_PHOENIX_PYTHON. A fresh install took 118 s and 831 MB (2 cores).
+ensure_phoenix() {
+    local venv="${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/phoenix-20.26.1"
+    ensure_venv "$venv" 'import sys, importlib.metadata as m; sys.exit(m.version("arize-phoenix") != "20.26.1")' \
+        "the OpenTelemetry e2e tests" "arize-phoenix==20.26.1"
+    export AGENTCOMPASS_PHOENIX_PYTHON="$venv/bin/python"
+}
+
 # The wheels `harbor init --steps`'s verifier Dockerfile installs (uv 0.9.7's binary and
 # pytest 8.4.1 with pytest-json-ctrf 0.3.5 and their dependencies, pinned), downloaded once from
 # PyPI into ~/.cache/agentcompass-host/wheels/harbor-init; the e2e test serves them on loopback
@@ -256,6 +266,7 @@ package_args() {
 # service but is not excluded by the `check` profile fails there instead of passing by luck.
 SERVICE_VARIABLES=(AGENTCOMPASS_TEST_DOCKER_HOST AGENTCOMPASS_TEST_SLURM_CONF
     AGENTCOMPASS_TEST_AGENT_IMAGE AGENTCOMPASS_TEST_INSTALL_CACHE AGENTCOMPASS_HARBOR_PYTHON
+    AGENTCOMPASS_PHOENIX_PYTHON
     AGENTCOMPASS_TEST_WHEELS AGENTCOMPASS_TEST_HARBOR_INIT_TASKS
     AGENTCOMPASS_UPSTREAM_PYTHON AGENTCOMPASS_MODEL_SDK_PYTHON SLURM_CONF DOCKER_HOST
     AGENTCOMPASS_TEST_ENGINE CONTAINER_HOST CONTAINERS_CONF CONTAINERS_STORAGE_CONF)
@@ -560,6 +571,7 @@ test)
     prune_incremental
     ensure_tools
     ensure_harbor_oracle
+    ensure_phoenix
     ensure_test_wheels
     ensure_model_sdks
     ensure_upstream

@@ -34,6 +34,7 @@ mod model_gateway;
 mod model_sidecars;
 mod next_steps;
 mod orchestration;
+mod otel;
 mod planning;
 mod plugin_new;
 mod podman;

@@ -58,6 +58,25 @@ pub(crate) fn agent_phase(
         }
         previous = at;
     }
+    let attrs = agent_attrs(trajectory, step, options);
+    let name = match step {
+        Some(step) => format!("agent run ({step})"),
+        None => "agent run".to_string(),
+    };
+    spans.push(NewSpan {
+        key: key.to_string(),
+        parent: Some(parent),
+        name,
+        start,
+        end,
+        attrs,
+        error: None,
+    });
+}
+
+/// The agent phase's attributes: the agent, its session and model, the trajectory's totals,
+/// its first instruction and last answer (contents only).
+fn agent_attrs(trajectory: &Trajectory, step: Option<&str>, options: SpanOptions) -> Attrs {
     let mut attrs = Attrs::default();
     let agent = &trajectory.agent;
     let totals = trajectory.final_metrics.clone().unwrap_or_default();
@@ -95,19 +114,7 @@ pub(crate) fn agent_phase(
                 last_agent.map(|s| message_text(&s.message)).as_deref(),
             );
     }
-    let name = match step {
-        Some(step) => format!("agent run ({step})"),
-        None => "agent run".to_string(),
-    };
-    spans.push(NewSpan {
-        key: key.to_string(),
-        parent: Some(parent),
-        name,
-        start,
-        end,
-        attrs,
-        error: None,
-    });
+    attrs
 }
 
 /// Token counts in both conventions.
