@@ -2,7 +2,8 @@
 //! `steps/<step>/`) that Harbor 0.25's own validator accepts and its pydantic `Trajectory`
 //! loads, with the attempt's recorded token totals. The installed CLIs' attempts are checked
 //! in `installed_agents`; here: terminus (with a tool call that fails), the oracle of a
-//! multi-step task, and `openai_chat`, all in the sandbox.
+//! multi-step task, `openai_chat`, and the real Claude Code starting a subagent, all in the
+//! sandbox.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -159,4 +160,112 @@ fn openai_chat_attempts_write_atif_with_their_usage() {
         assert_eq!(doc["final_metrics"]["total_prompt_tokens"], json!(40));
         assert_eq!(doc["final_metrics"]["total_cached_tokens"], json!(8));
     }
+}
+
+/// The script of a Claude Code run that starts a subagent for `hello-file`: the main agent
+/// calls the `Agent` tool, the subagent (its prompt names SUBAGENT-TASK) writes the file
+/// and answers, the main agent finishes.
+fn claude_subagent_script() -> Value {
+    let messages = |marker: &str, turns: u64| json!({"path": "/v1/messages", "any_user_contains": marker, "assistant_turns": turns});
+    json!({"rules": [
+        {"match": messages("SUBAGENT-TASK", 0), "response": {
+            "tool_calls": [{"name": "Bash", "arguments": {
+                "command": "printf 'Hello, world!\\n' > /app/hello.txt",
+                "description": "write hello.txt"}}],
+            "usage": {"prompt_tokens": 60, "completion_tokens": 9}}},
+        {"match": messages("SUBAGENT-TASK", 1), "response": {
+            "text": "Wrote /app/hello.txt.",
+            "usage": {"prompt_tokens": 80, "completion_tokens": 5}}},
+        {"match": messages("/app/hello.txt", 0), "response": {
+            "tool_calls": [{"name": "Agent", "arguments": {
+                "description": "write the greeting",
+                "prompt": "SUBAGENT-TASK: create /app/hello.txt holding the line Hello, world!",
+                "subagent_type": "general-purpose",
+                "run_in_background": false}}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 20}}},
+        {"match": messages("/app/hello.txt", 1), "response": {
+            "text": "The subagent created /app/hello.txt.",
+            "usage": {"prompt_tokens": 140, "completion_tokens": 8}}}
+    ]})
+}
+
+#[test]
+fn a_claude_code_subagent_is_a_subagent_trajectory_that_harbor_accepts() {
+    let cache = std::env::var("AGENTCOMPASS_TEST_INSTALL_CACHE")
+        .expect("AGENTCOMPASS_TEST_INSTALL_CACHE: run the tests with ./dev.sh test");
+    let server = ScriptedServer::start(&claude_subagent_script(), None).unwrap();
+    let ws = Workspace::new();
+    let plugins = Packs::harbor();
+    let params = json!({
+        "path": repo_root().join("examples/harbor"),
+        "sample_ids": ["hello-file"],
+    })
+    .to_string();
+    let url = server.url();
+    let mut args = pack_run(
+        &plugins,
+        ["harbor", "claude_code", "m-test"],
+        &params,
+        &[
+            "--env",
+            "sandbox",
+            "--progress",
+            "none",
+            "--model-base-url",
+            &url,
+        ],
+    );
+    args.extend([
+        "--model-api-protocol",
+        "anthropic",
+        "--model-api-key",
+        "k-sub",
+    ]);
+    let mut full = vec!["--install-cache-dir", cache.as_str()];
+    full.extend(args);
+    let out = ws.run(&full, &[]);
+    let run = run_dir(&out);
+    let results = published_results(&run);
+    let (attempt, result) = &results["hello-file"];
+    assert_eq!(
+        result["metrics"]["reward"],
+        json!(1.0),
+        "{out:?} {result:#}"
+    );
+    let files = assert_harbor_accepts_atif(&run, 1);
+    assert_eq!(files.len(), 1);
+    let doc = read_json(&attempt.join("agent/trajectory.json"));
+    let subs = doc["subagent_trajectories"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(subs.len(), 1, "{doc:#}");
+    let sub = &subs[0];
+    let commands: Vec<String> = sub["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter_map(|c| c["arguments"]["command"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        commands.iter().any(|c| c.contains("/app/hello.txt")),
+        "{sub:#}"
+    );
+    // The main agent's call that started it names it.
+    let referenced: Vec<&Value> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["observation"]["results"].as_array().into_iter().flatten())
+        .filter_map(|r| {
+            r["subagent_trajectory_ref"][0]["trajectory_id"]
+                .as_str()
+                .map(|_| r)
+        })
+        .collect();
+    assert_eq!(referenced.len(), 1, "{doc:#}");
+    assert_eq!(
+        referenced[0]["subagent_trajectory_ref"][0]["trajectory_id"],
+        sub["trajectory_id"]
+    );
 }

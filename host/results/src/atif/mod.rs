@@ -86,11 +86,17 @@ pub fn attempt_trajectory(
     session_id: &str,
 ) -> Option<Trajectory> {
     let recorded = record.get("trajectory")?.get("steps")?.as_array()?;
-    let mut out: Vec<Step> = Vec::new();
-    let mut system: Option<String> = None;
+    let mut sink = steps::Sink {
+        agent,
+        session: session_id,
+        system: None,
+        steps: Vec::new(),
+        subagents: Vec::new(),
+    };
     for step in recorded {
-        steps::convert(step, agent, &mut system, &mut out);
+        steps::convert(step, &mut sink);
     }
+    let (out, subagents) = (sink.steps, sink.subagents);
     if out.is_empty() {
         return None;
     }
@@ -122,7 +128,7 @@ pub fn attempt_trajectory(
         final_metrics: Some(final_metrics),
         continued_trajectory_ref: None,
         extra: Some(extra),
-        subagent_trajectories: None,
+        subagent_trajectories: (!subagents.is_empty()).then_some(subagents),
     })
 }
 

@@ -1,7 +1,10 @@
 //! One recorded (ACTF) step as ATIF steps: `system`, `user`, then `agent` (module doc of
 //! `atif`).
 
-use agentcompass_schema::atif::{Metrics, Observation, ObservationResult, Source, Step, ToolCall};
+use agentcompass_schema::atif::{
+    Metrics, Observation, ObservationResult, Source, Step, SubagentTrajectoryRef, ToolCall,
+    Trajectory,
+};
 use serde_json::{Map, Value};
 
 use super::AtifAgent;
@@ -17,14 +20,25 @@ const OUTCOME_KEYS: [&str; 7] = [
     "command",
 ];
 
-/// Appends the ATIF steps of one recorded step to `out`; `system` is the system prompt in
-/// effect (a new one becomes a `system` step).
-pub(super) fn convert(
-    step: &Value,
-    agent: &AtifAgent,
-    system: &mut Option<String>,
-    out: &mut Vec<Step>,
-) {
+/// Where a trajectory's steps and subagents are being collected.
+pub(super) struct Sink<'a> {
+    /// The agent.
+    pub(super) agent: &'a AtifAgent,
+    /// The trajectory's session (its subagents' ids derive from it).
+    pub(super) session: &'a str,
+    /// The system prompt in effect (a new one becomes a `system` step).
+    pub(super) system: Option<String>,
+    /// The steps so far.
+    pub(super) steps: Vec<Step>,
+    /// The subagents' trajectories so far.
+    pub(super) subagents: Vec<Trajectory>,
+}
+
+/// Appends the ATIF steps of one recorded step to `sink`.
+pub(super) fn convert(step: &Value, sink: &mut Sink<'_>) {
+    let agent = sink.agent;
+    let system = &mut sink.system;
+    let out = &mut sink.steps;
     let started = text(step.get("started_at"));
     if let Some(prompt) = text(step.get("system_prompt")).filter(|p| !p.is_empty()) {
         if system.as_deref() != Some(prompt.as_str()) {
@@ -51,6 +65,18 @@ pub(super) fn convert(
         .enumerate()
         .map(|(i, obs)| result_of(obs, number, i, &mut calls))
         .collect();
+    let mut results = results;
+    for (result, obs) in results.iter_mut().zip(observations.into_iter().flatten()) {
+        if let Some(sub) = subagent_of(obs, agent, sink.session, sink.subagents.len()) {
+            result.subagent_trajectory_ref = Some(vec![SubagentTrajectoryRef {
+                trajectory_id: sub.trajectory_id.clone(),
+                session_id: sub.session_id.clone(),
+                ..SubagentTrajectoryRef::default()
+            }]);
+            sink.subagents.push(sub);
+        }
+    }
+    let out = &mut sink.steps;
     let metrics = metrics_of(step.get("metric"));
     if content.is_none() && reasoning.is_none() && calls.is_empty() && results.is_empty() {
         return;
@@ -67,6 +93,20 @@ pub(super) fn convert(
     agent_step.observation = (!results.is_empty()).then_some(Observation { results });
     agent_step.metrics = metrics;
     out.push(agent_step);
+}
+
+/// The trajectory of the subagent an observation holds (`subagent.steps`), as the
+/// `index`-th subagent of `session`.
+fn subagent_of(obs: &Value, agent: &AtifAgent, session: &str, index: usize) -> Option<Trajectory> {
+    let steps = obs.get("subagent")?.get("steps")?;
+    let record = Value::Object(Map::from_iter([(
+        "trajectory".to_string(),
+        Value::Object(Map::from_iter([("steps".to_string(), steps.clone())])),
+    )]));
+    let id = format!("{session}__subagent-{}", index + 1);
+    let mut sub = super::attempt_trajectory(&record, agent, &id)?;
+    sub.trajectory_id = Some(id);
+    Some(sub)
 }
 
 fn push(out: &mut Vec<Step>, source: Source, message: Value, timestamp: Option<String>) {

@@ -138,3 +138,36 @@ fn atif_reads_back_as_the_steps_it_came_from() {
         Some("think")
     );
 }
+
+#[test]
+fn a_subagent_becomes_a_trajectory_of_its_own_referenced_by_its_call() {
+    let record = json!({"trajectory": {"steps": [
+        {"step_id": 1, "user_content": "Count the files.",
+         "assistant_content": {"content": null, "tool_calls": [
+            {"id": "t1", "name": "Agent", "arguments": {"prompt": "SUB"}}]},
+         "observation": [{"tool_call_id": "t1", "output": "3 files",
+            "subagent": {"steps": [
+                {"step_id": 1, "user_content": "SUB",
+                 "assistant_content": {"tool_calls": [
+                    {"id": "b1", "name": "Bash", "arguments": {"command": "ls | wc -l"}}]},
+                 "observation": [{"tool_call_id": "b1", "output": "3"}],
+                 "metric": {"prompt_tokens_len": 50, "completion_tokens_len": 5}}]}}]},
+        {"step_id": 2, "assistant_content": {"content": "3 files."}}]}});
+    let doc = attempt_trajectory(&record, &agent(), "run__task__attempt-1").unwrap();
+    assert_eq!(doc.problems(), Vec::<String>::new());
+    let subs = doc.subagent_trajectories.as_ref().unwrap();
+    assert_eq!(subs.len(), 1);
+    let id = subs[0].trajectory_id.clone().unwrap();
+    assert_eq!(id, "run__task__attempt-1__subagent-1");
+    let result = &doc.steps[1].observation.as_ref().unwrap().results[0];
+    let reference = &result.subagent_trajectory_ref.as_ref().unwrap()[0];
+    assert_eq!(reference.trajectory_id.as_deref(), Some(id.as_str()));
+    assert_eq!(
+        subs[0].steps[1].tool_calls.as_ref().unwrap()[0].function_name,
+        "Bash"
+    );
+    assert_eq!(
+        subs[0].final_metrics.as_ref().unwrap().total_prompt_tokens,
+        Some(50)
+    );
+}

@@ -2,6 +2,11 @@
 //! Claude's `api_retry`), `assistant` (a message, possibly split over several lines with the
 //! same `message.id`), `user` (tool results), `result` (the final text, error flag and usage);
 //! Qwen also prints `stream_event` lines, which are ignored.
+//!
+//! A line with a `parent_tool_use_id` belongs to a subagent, started by that tool call (Claude
+//! Code's `Agent`/`Task` tool; a subagent's own subagents name a call of theirs): its lines
+//! make a transcript of their own, kept as `subagent.steps` on the observation answering the
+//! call that started it (one is added when the call has no result yet).
 
 use std::collections::HashMap;
 
@@ -40,11 +45,49 @@ struct Parser {
     result: Option<Value>,
     /// `system/api_retry` lines seen, and the last one.
     retries: (usize, Option<Value>),
+    /// Subagents by the tool call that started them, in the order they first spoke.
+    subagents: Vec<(String, Parser)>,
 }
 
 impl Parser {
-    /// Handles one line.
+    /// Handles one line: a subagent's goes to its transcript.
     fn line(&mut self, line: &Map<String, Value>) {
+        match line.get("parent_tool_use_id").and_then(Value::as_str) {
+            Some(parent) if !parent.is_empty() => self.subagent_line(parent, line),
+            _ => self.own_line(line),
+        }
+    }
+
+    /// A line of the subagent started by call `parent`: of a subagent of this agent's when
+    /// one of them made that call, else of this agent's own.
+    fn subagent_line(&mut self, parent: &str, line: &Map<String, Value>) {
+        if !self.calls.contains_key(parent) {
+            if let Some((_, child)) = self
+                .subagents
+                .iter_mut()
+                .find(|(_, child)| child.owns_call(parent))
+            {
+                child.subagent_line(parent, line);
+                return;
+            }
+        }
+        let index = match self.subagents.iter().position(|(id, _)| id == parent) {
+            Some(index) => index,
+            None => {
+                self.subagents.push((parent.to_string(), Parser::default()));
+                self.subagents.len() - 1
+            }
+        };
+        self.subagents[index].1.own_line(line);
+    }
+
+    /// Whether this agent or one of its subagents made call `id`.
+    fn owns_call(&self, id: &str) -> bool {
+        self.calls.contains_key(id) || self.subagents.iter().any(|(_, child)| child.owns_call(id))
+    }
+
+    /// Handles one line of this agent's own.
+    fn own_line(&mut self, line: &Map<String, Value>) {
         let kind = line.get("type").and_then(Value::as_str).unwrap_or("");
         let message = line.get("message").unwrap_or(&Value::Null);
         match kind {
@@ -194,8 +237,39 @@ impl Parser {
         self.drafts[index].observations.push(obs);
     }
 
+    /// Each subagent's steps on the observation answering the call that started it.
+    fn attach_subagents(&mut self) {
+        for (call, child) in std::mem::take(&mut self.subagents) {
+            let steps = child.finish(0).steps;
+            if steps.is_empty() {
+                continue;
+            }
+            let steps = serde_json::to_value(&steps).unwrap_or(Value::Null);
+            let index = match self.calls.get(&call) {
+                Some((index, _)) => *index,
+                None if !self.drafts.is_empty() => self.drafts.len() - 1,
+                None => continue,
+            };
+            let observations = &mut self.drafts[index].observations;
+            let answer = observations
+                .iter_mut()
+                .find(|obs| str_at(obs, "tool_call_id") == Some(call.as_str()));
+            let subagent = Value::Object(Map::from_iter([("steps".to_string(), steps)]));
+            match answer.and_then(Value::as_object_mut) {
+                Some(obs) => {
+                    obs.insert("subagent".to_string(), subagent);
+                }
+                None => observations.push(Value::Object(Map::from_iter([
+                    ("tool_call_id".to_string(), Value::from(call)),
+                    ("subagent".to_string(), subagent),
+                ]))),
+            }
+        }
+    }
+
     /// The transcript, once every line is read.
-    fn finish(self, skipped: usize) -> Transcript {
+    fn finish(mut self, skipped: usize) -> Transcript {
+        self.attach_subagents();
         let mut warnings = Vec::new();
         if let Some(summary) = retry_summary(self.retries.0, self.retries.1.as_ref()) {
             warnings.push(summary);
@@ -306,4 +380,48 @@ fn retry_summary(count: usize, last: Option<&Value>) -> Option<String> {
     Some(format!(
         "{count} API retry notice{plural} (last: attempt {attempt}/{max}, error status {status})"
     ))
+}
+
+#[cfg(test)]
+mod subagent_tests {
+    use serde_json::json;
+
+    use super::stream_json;
+
+    #[test]
+    fn a_subagents_lines_are_its_own_steps_on_the_call_that_started_it() {
+        let lines = [
+            json!({"type": "user", "message": {"content": "Count the files."}}),
+            json!({"type": "assistant", "message": {"id": "m1", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Agent",
+                 "input": {"description": "count", "prompt": "SUB: count files"}}]}}),
+            json!({"type": "assistant", "parent_tool_use_id": "t1", "message": {"id": "s1",
+                "content": [{"type": "tool_use", "id": "b1", "name": "Bash",
+                             "input": {"command": "ls | wc -l"}}],
+                "usage": {"input_tokens": 50, "output_tokens": 5}}}),
+            json!({"type": "user", "parent_tool_use_id": "t1", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "b1", "content": "3"}]}}),
+            json!({"type": "user", "message": {"content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "There are 3 files."}]}}),
+            json!({"type": "assistant", "message": {"id": "m2", "content": [
+                {"type": "text", "text": "3 files."}]}}),
+            json!({"type": "result", "result": "3 files.", "is_error": false}),
+        ];
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let transcript = stream_json(&text);
+        assert_eq!(transcript.steps.len(), 2, "{:#?}", transcript.steps);
+        // The subagent's command is not the main agent's.
+        assert!(transcript.commands.is_empty(), "{:?}", transcript.commands);
+        let answer = &transcript.steps[0].observation[0];
+        assert_eq!(answer["tool_call_id"], json!("t1"));
+        assert_eq!(answer["output"], json!("There are 3 files."));
+        let sub = answer["subagent"]["steps"].as_array().unwrap();
+        assert_eq!(sub.len(), 1);
+        assert_eq!(
+            sub[0]["assistant_content"]["tool_calls"][0]["name"],
+            json!("Bash")
+        );
+        assert_eq!(sub[0]["observation"][0]["output"], json!("3"));
+        assert_eq!(sub[0]["metric"]["prompt_tokens_len"], json!(50));
+    }
 }
