@@ -498,6 +498,9 @@ fn the_viewer_and_the_report_render_real_runs_and_untrusted_text_as_text_in_chro
     ] {
         assert!(page.contains(shown), "{shown}: {page}");
     }
+    // Its model (`scripted-model`) is in no price list: its cost reads "no price", not $0.
+    assert!(page.contains("no price"), "{page}");
+    assert!(!page.contains("$0.0000"), "{page}");
     // Harbor's headline is a scalar (reward, 3 of 4 tasks solved): four decimals, as the CLI.
     assert!(page.contains("id=\"headline\">0.7500<"), "{page}");
     assert_marks_mean_correct(&page);

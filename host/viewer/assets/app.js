@@ -830,9 +830,23 @@ function metricsSection(m) {
     cats.length ? [h('h3', {}, 'Categories'),
       table(['category'].concat(series.map((s) => [s.series_id, 'num'])), cats.map((c) =>
         h('tr', { 'data-category': c }, h('td', {}, c), series.map((s) => h('td', { class: 'num' }, fmtMetric(categoryValue((s.categories || {})[c]), s.kind))))))] : null,
-    m.extra && m.extra.model_usage ? kvList(Object.entries(m.extra.model_usage).map(([k, v]) => ['usage ' + k, k === 'cost_usd' && isNum(v) ? '$' + rustFixed(v, 4) : v])) : null,
+    m.extra && m.extra.model_usage ? kvList(usagePairs(m.extra)) : null,
     m.extra && (m.extra.not_scored || m.extra.skipped) ? kvList(notScoredPairs(m.extra)) : null,
     harborMetrics(m.extra || {}));
+}
+
+// The run's model usage, its cost and which prices gave it (`extra.pricing`: the pinned
+// LiteLLM table or `model.params.pricing`); a model no price list knows shows "no price".
+function usagePairs(extra) {
+  const usage = extra.model_usage;
+  const pairs = Object.entries(usage).map(([k, v]) => ['usage ' + k, k === 'cost_usd' && isNum(v) ? '$' + rustFixed(v, 4) : v]);
+  if (extra.pricing) {
+    const p = extra.pricing;
+    pairs.push(['priced by', p.source + (p.entry ? ' (' + p.entry + ')' : '')]);
+  } else if (!isNum(usage.cost_usd)) {
+    pairs.push(['usage cost_usd', 'no price']);
+  }
+  return pairs;
 }
 
 // Harbor's own metrics (`extra.dataset_metrics`: a multi-key reward per key, never a mean of
