@@ -115,6 +115,13 @@ fn assert_costs(run: &Path, prices: (f64, f64, f64)) -> (Value, Value) {
             (recorded - expected).abs() < 1e-12,
             "{id}: {recorded} != {expected}"
         );
+        // The attempt's ATIF trajectory carries the same cost.
+        let atif = read_json(&results[id].0.join("agent/trajectory.json"));
+        assert_eq!(
+            atif["final_metrics"]["total_cost_usd"].as_f64(),
+            Some(recorded),
+            "{id}: {atif}"
+        );
         total += expected;
     }
     let metrics = read_json(&run.join("metrics.json"));
@@ -237,6 +244,12 @@ fn an_unknown_model_shows_no_price_not_zero_dollars() {
     for (id, (_, result)) in published_results(&run) {
         let usage = &result["meta"]["harness"]["telemetry"]["model_usage"];
         assert_eq!(usage["cost_usd"], Value::Null, "{id}: {usage}");
+        let atif = read_json(&published_results(&run)[&id].0.join("agent/trajectory.json"));
+        assert_eq!(
+            atif["final_metrics"].get("total_cost_usd"),
+            None,
+            "{id}: {atif}"
+        );
     }
     let info = read_json(&run.join("run_info.json"));
     assert_eq!(info["provenance"]["model"]["pricing"], Value::Null);
