@@ -375,3 +375,85 @@ fn export_otel_without_an_endpoint_or_to_a_closed_port_is_one_line() {
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(out.stderr.contains("no endpoint"), "{out:?}");
 }
+
+#[test]
+fn live_runs_send_their_spans_and_a_collector_that_is_down_is_one_warning() {
+    let script: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("examples/demo/terminus-script.json")).unwrap(),
+    )
+    .unwrap();
+    let key = script["require_key"].as_str().unwrap().to_string();
+    let server = ScriptedServer::start(&script, None).unwrap();
+    let ws = Workspace::new();
+    let phoenix = Phoenix::start();
+    let endpoint = phoenix.endpoint();
+    let run = terminus_run(&ws, &server, &key, &["--otel-endpoint", &endpoint]);
+    let run_id = read_json(&run.join("run_info.json"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The run's end waited for its spans: the run's span is there, then the rest.
+    let results = published_results(&run);
+    let mut expected = 1 + 2 * results.len();
+    for (attempt_dir, _) in results.values() {
+        let atif = read_json(&attempt_dir.join("agent/trajectory.json"));
+        for step in atif["steps"].as_array().unwrap() {
+            expected += usize::from(step.get("metrics").is_some());
+            expected += step["tool_calls"].as_array().map_or(0, Vec::len);
+        }
+        expected += 1;
+    }
+    let live = phoenix.trace_of(&run_id, expected);
+    assert_eq!(live.len(), expected);
+    let attempts: Vec<&Value> = live
+        .iter()
+        .filter(|s| s["name"] == json!("attempt 1"))
+        .collect();
+    assert_eq!(attempts.len(), results.len(), "{live:#?}");
+    for (task_id, (_, record)) in &results {
+        let attempt = attempts
+            .iter()
+            .find(|a| attr(a, "agentcompass.task_id") == &json!(task_id))
+            .unwrap();
+        assert_eq!(
+            attr(attempt, "agentcompass.reward"),
+            &record["metrics"]["reward"]
+        );
+        let usage = &record["meta"]["harness"]["telemetry"]["model_usage"];
+        assert_eq!(
+            attr(attempt, "llm.token_count.prompt"),
+            &usage["prompt_tokens"]
+        );
+    }
+    let llm = live
+        .iter()
+        .filter(|s| s["span_kind"] == json!("LLM"))
+        .count();
+    assert!(llm > 0, "{live:#?}");
+    assert!(!serde_json::to_string(&live).unwrap().contains(&key));
+    // `export otel` of the same run sends the same ids (plus the phases progress.jsonl
+    // times): Phoenix keeps one copy of each.
+    let count = export(&ws, &run, &endpoint, &[]);
+    let both = phoenix.trace_of(&run_id, count);
+    assert_eq!(both.len(), count, "the live spans have the exported ids");
+    eprintln!(
+        "live: {} spans ({llm} model calls); exported: {count}",
+        live.len()
+    );
+    // A collector that is down: the run finishes normally, with one warning.
+    let closed = format!("http://127.0.0.1:{}/v1/traces", closed_loopback_port());
+    let plugins = Packs::harbor();
+    let params = json!({"path": repo_root().join("examples/harbor")}).to_string();
+    let base_url = server.base_url();
+    let mut args = terminus_args(&plugins, &params, &base_url, "${E2E_OTEL_KEY}");
+    args.extend(["--progress", "none", "--otel-endpoint", &closed]);
+    let out = ws.run(&args, &[("E2E_OTEL_KEY", &key)]).expect_code(0);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("OpenTelemetry"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{out:?}");
+    assert!(warnings[0].contains(&closed), "{out:?}");
+    eprintln!("{}", warnings[0]);
+}

@@ -24,7 +24,7 @@ mod spans;
 mod timeline;
 mod tree;
 
-pub use live::{OtelConfig, OtelExporter};
+pub use live::{OtelConfig, OtelExporter, OtelOverlay};
 pub use opentelemetry_sdk::trace::SpanData;
 pub use otlp::{resolve_endpoint, Sender};
 pub use run_dir::run_spans;

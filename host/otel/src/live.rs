@@ -23,6 +23,42 @@ use crate::OtelError;
 /// How long [`OtelExporter::finish`] waits for the spans still queued.
 const FINISH_WAIT: Duration = Duration::from_secs(30);
 
+/// `runtime.otel` as a configuration file or the flags (`--otel-endpoint`,
+/// `--otel-content`) write it: every field optional, later layers win field by field. Set
+/// (even `{}`, which takes the endpoint from the `OTEL_EXPORTER_OTLP_*` variables), it turns
+/// on the export of a run's spans as it runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtelOverlay {
+    /// The traces endpoint (a full URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Export contents too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<bool>,
+}
+
+impl OtelOverlay {
+    /// `over`'s set fields replace these.
+    pub fn apply(&mut self, over: &OtelOverlay) {
+        if over.endpoint.is_some() {
+            self.endpoint.clone_from(&over.endpoint);
+        }
+        if over.content.is_some() {
+            self.content = over.content;
+        }
+    }
+
+    /// The exporter's settings: the endpoint resolved ([`crate::resolve_endpoint`]); `None`
+    /// when none is set anywhere.
+    pub fn config(&self) -> Option<OtelConfig> {
+        Some(OtelConfig {
+            endpoint: crate::resolve_endpoint(self.endpoint.as_deref())?,
+            content: self.content.unwrap_or(false),
+        })
+    }
+}
+
 /// A live run's exporter settings (`--otel-endpoint`, `runtime.otel`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OtelConfig {
@@ -46,18 +82,32 @@ pub struct OtelExporter {
 
 impl OtelExporter {
     /// An exporter to `config.endpoint` (an error only for an endpoint that is no URL).
+    /// The exporter (and its runtime) lives on its own thread, so this may be called from
+    /// async code.
     pub fn new(config: &OtelConfig) -> Result<OtelExporter, OtelError> {
-        let sender = Sender::new(&config.endpoint, Duration::from_secs(10))?;
         let (queue, batches) = channel::<Vec<SpanData>>();
         let (done, finished) = channel();
+        let (ready, started) = channel();
+        let endpoint = config.endpoint.clone();
         let thread = std::thread::Builder::new()
             .name("otel-export".into())
-            .spawn(move || {
-                send_all(&sender, &batches);
-                drop(sender);
-                let _ = done.send(());
-            })
+            .spawn(
+                move || match Sender::new(&endpoint, Duration::from_secs(10)) {
+                    Ok(sender) => {
+                        let _ = ready.send(Ok(()));
+                        send_all(&sender, &batches);
+                        drop(sender);
+                        let _ = done.send(());
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                },
+            )
             .map_err(|e| OtelError::Setup(format!("{}: {e}", config.endpoint)))?;
+        started
+            .recv()
+            .map_err(|e| OtelError::Setup(format!("{}: {e}", config.endpoint)))??;
         Ok(OtelExporter {
             options: SpanOptions {
                 content: config.content,

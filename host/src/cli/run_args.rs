@@ -57,6 +57,14 @@ pub struct RuntimeFlags {
     /// count when 1 or more)
     #[arg(long, value_name = "RATE", allow_negative_numbers = true)]
     pub fail_on_error: Option<f64>,
+    /// Export the run's OpenTelemetry spans as it runs to this OTLP/HTTP traces endpoint
+    /// (`runtime.otel.endpoint`; a collector that is down is one warning, never a failure)
+    #[arg(long, value_name = "URL")]
+    pub otel_endpoint: Option<String>,
+    /// With the spans, export prompts, completions, tool arguments and results
+    /// (`runtime.otel.content`)
+    #[arg(long)]
+    pub otel_content: bool,
 }
 
 /// Executors.

@@ -76,6 +76,12 @@ pub fn runtime_overlay(
         overlay.data_dir = flags.data_dir.clone();
         overlay.auto_install_dependencies = flags.auto_install_dependencies.then_some(true);
         overlay.fail_on_error = flags.fail_on_error;
+        if flags.otel_endpoint.is_some() || flags.otel_content {
+            overlay.otel = Some(agentcompass_otel::OtelOverlay {
+                endpoint: flags.otel_endpoint.clone(),
+                content: flags.otel_content.then_some(true),
+            });
+        }
         if !flags.provider_limits.is_empty() {
             overlay.provider_limits = Some(flags.provider_limits.iter().cloned().collect());
         }

@@ -33,6 +33,7 @@ pub const RUNTIME_KEYS: &[&str] = &[
     "slurm",
     "budget",
     "fail_on_error",
+    "otel",
     "reuse",
     "checkpoint_resume",
 ];

@@ -85,6 +85,8 @@ pub struct RuntimeOptions {
     /// Stop starting tasks once non-agent failures exceed this share of the finished tasks
     /// (below 1) or this many tasks (1 or more).
     pub fail_on_error: Option<f64>,
+    /// OpenTelemetry export of the run's spans (`endpoint`, `content`).
+    pub otel: Option<agentcompass_otel::OtelOverlay>,
 }
 
 /// The resolved process-wide runtime options.
@@ -148,6 +150,9 @@ pub struct ResolvedRuntimeOptions {
     /// among finished tasks past which no new task starts (not printed when unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_on_error: Option<f64>,
+    /// `runtime.otel`: the run's spans are exported as it runs (not printed when unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otel: Option<agentcompass_otel::OtelOverlay>,
 }
 
 /// The default `data_dir`: `$XDG_CACHE_HOME/agentcompass-host/data`, else
@@ -199,6 +204,7 @@ impl Default for ResolvedRuntimeOptions {
             slurm: SlurmOptions::default(),
             budget: None,
             fail_on_error: None,
+            otel: None,
         }
     }
 }
@@ -434,6 +440,9 @@ impl ResolvedRuntimeOptions {
         }
         if let Some(slurm) = &over.slurm {
             self.slurm.apply(&flag("slurm"), slurm)?;
+        }
+        if let Some(otel) = &over.otel {
+            self.otel.get_or_insert_with(Default::default).apply(otel);
         }
         Ok(())
     }

@@ -18,6 +18,9 @@ pub(super) fn write(
     step: Option<&str>,
     payload: &Value,
 ) {
+    if let (Some(otel), None) = (&rc.otel, step) {
+        otel.attempt(rc, writer, attempt, payload);
+    }
     let multi_step = payload
         .pointer("/meta/benchmark/steps")
         .is_some_and(|s| s.as_array().is_some_and(|a| !a.is_empty()));

@@ -68,6 +68,8 @@ pub struct RequestContext {
     pub egress_hosts: std::collections::BTreeMap<String, String>,
     /// Who the run's ATIF trajectories name as their agent.
     pub atif_agent: agentcompass_results::atif::AtifAgent,
+    /// The run's OpenTelemetry exporter (`runtime.otel`, `--otel-endpoint`), when set.
+    pub otel: Option<super::otel::LiveOtel>,
     /// Where the tools harnesses run inside environments are installed.
     pub install_cache: crate::install::InstallCache,
     /// The datasets the tasks came from (`run_info.json` `provenance.datasets`).

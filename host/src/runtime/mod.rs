@@ -19,6 +19,7 @@ mod failpoint;
 pub mod issue_tally;
 pub mod limits;
 mod live;
+mod otel;
 mod phase;
 mod provenance;
 pub mod retry;

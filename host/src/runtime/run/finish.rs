@@ -76,6 +76,9 @@ pub(super) async fn finish(
     if let Err(e) = rc.store.finalize_run_info(info) {
         tracing::error!("cannot write run_info.json: {e}");
     }
+    if let Some(otel) = &rc.otel {
+        otel.finish(info).await;
+    }
     rc.emit(ProgressEvent::RunFinished {
         status,
         error: info.error.as_deref(),

@@ -198,7 +198,9 @@ pub(in crate::runtime) fn request_context(
     .ok();
     let runtime = &shared.runtime;
     let (breaker, cancel) = breaker_and_cancel(shared, &resolved);
+    let otel = crate::runtime::otel::LiveOtel::start(runtime, &store, &resolved);
     let rc = RequestContext {
+        otel,
         reuse_key: reuse_key(&resolved),
         atif_agent: agentcompass_results::atif::AtifAgent::from_provenance(
             &provenance,
