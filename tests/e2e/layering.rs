@@ -53,6 +53,15 @@ fn crate_arrows_follow_the_layers() {
         ],
     );
     expect("host/loader/Cargo.toml", &["agentcompass-plugin-api"]);
+    // A run's records as OpenTelemetry spans: it reads the store, never the runtime.
+    expect(
+        "host/otel/Cargo.toml",
+        &[
+            "agentcompass-plugin-api",
+            "agentcompass-results",
+            "agentcompass-schema",
+        ],
+    );
     // builtins -> egress: the `sandbox` serves an `allowlist` session's egress through the
     // host's proxy; egress itself depends on plugin-api only, so a plugin could use it too.
     expect(
@@ -75,6 +84,8 @@ fn crate_arrows_follow_the_layers() {
             "agentcompass-gateway",
             // `view`: the read-only results viewer.
             "agentcompass-viewer",
+            // `export otel` and `--otel-endpoint`: a run's spans over OTLP.
+            "agentcompass-otel",
             // `runtime.executor = "slurm"`: jobs through the Slurm CLIs.
             "agentcompass-cluster",
             // `compare` and `--baseline`: the paired statistics.

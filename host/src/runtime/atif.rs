@@ -19,7 +19,7 @@ pub(super) fn write(
     payload: &Value,
 ) {
     if let (Some(otel), None) = (&rc.otel, step) {
-        otel.attempt(rc, writer, attempt, payload);
+        otel.attempt(&rc.atif_agent, writer, attempt, payload);
     }
     let multi_step = payload
         .pointer("/meta/benchmark/steps")

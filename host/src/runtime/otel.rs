@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use agentcompass_otel::{OtelExporter, RunMeta};
 use agentcompass_plugin_api::contracts::RunRequest;
-use agentcompass_results::atif::attempt_trajectory;
+use agentcompass_results::atif::{attempt_trajectory, AtifAgent};
 use agentcompass_results::store::{read_run_info, RunInfo, RunStore, TaskWriter};
 use serde_json::Value;
 
-use super::context::RequestContext;
 use crate::request::ResolvedRuntimeOptions;
 
 /// The run's exporter and what its spans say of the run (the same at every call: it makes
@@ -67,17 +66,17 @@ impl LiveOtel {
     /// the record's outcome and usage (`export otel` of the finished run has its steps).
     pub(super) fn attempt(
         &self,
-        rc: &RequestContext,
+        agent: &AtifAgent,
         writer: &TaskWriter,
         attempt: u32,
         payload: &Value,
     ) {
         let session = format!(
             "{}__{}__attempt-{attempt}",
-            rc.store.run_id(),
+            self.run.run_id,
             writer.dir_name()
         );
-        let trajectory = attempt_trajectory(payload, &rc.atif_agent, &session);
+        let trajectory = attempt_trajectory(payload, agent, &session);
         self.exporter.attempt(
             &self.run,
             writer.task_id(),
