@@ -342,6 +342,65 @@ fn exported_runs_read_back_from_phoenix_with_their_tree_tokens_and_reward_and_no
         }
     }
     assert!(!serde_json::to_string(&spans).unwrap().contains(&key));
+    // A multi-step task: an agent phase per step, in the order the steps ran, each with its
+    // tool call, between the phases progress.jsonl timed.
+    let plugins = Packs::harbor();
+    let params = json!({
+        "path": repo_root().join("examples/harbor-features"),
+        "sample_ids": ["step-healthcheck"],
+    })
+    .to_string();
+    let args = agentcompass_e2e::pack_run(
+        &plugins,
+        ["harbor", "oracle", "m"],
+        &params,
+        &[
+            "--env",
+            "sandbox",
+            "--env-params",
+            r#"{"host_root": true}"#,
+            "--progress",
+            "none",
+        ],
+    );
+    let steps = run_dir(&ws.run(&args, &[]).expect_code(0));
+    let count = export(&ws, &steps, &phoenix.endpoint(), &[]);
+    let run_id = read_json(&steps.join("run_info.json"))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let spans = phoenix.trace_of(&run_id, count);
+    let mut agents: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s["span_kind"] == json!("AGENT"))
+        .collect();
+    agents.sort_by_key(|s| s["start_time"].as_str().unwrap().to_string());
+    let names: Vec<&str> = agents.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["agent run (start)", "agent run (use)"],
+        "{spans:#?}"
+    );
+    let attempt = spans
+        .iter()
+        .find(|s| s["name"] == json!("attempt 1"))
+        .unwrap();
+    assert!(agents
+        .iter()
+        .all(|a| a["parent_id"] == attempt["context"]["span_id"]));
+    let verifications = spans
+        .iter()
+        .filter(|s| s["name"] == json!("verification"))
+        .count();
+    assert_eq!(verifications, 2, "a verification per step");
+    for agent in &agents {
+        let id = &agent["context"]["span_id"];
+        let tools = spans
+            .iter()
+            .filter(|s| &s["parent_id"] == id && s["span_kind"] == json!("TOOL"))
+            .count();
+        assert_eq!(tools, 1, "{agent}");
+    }
 }
 
 #[test]

@@ -32,7 +32,8 @@ pub fn run_spans(run_dir: &Path, options: SpanOptions) -> Result<Vec<SpanData>, 
         for (n, dir) in &attempts {
             let dir = task.dir.join(dir);
             let record = read_record(&dir.join(RESULT_FILE))?;
-            let trajectories = read_trajectories(&dir);
+            let mut trajectories = read_trajectories(&dir);
+            step_order(&record, &mut trajectories);
             let key = (task_id.clone(), *n);
             let input = AttemptInput {
                 task_id: &task_id,
@@ -72,6 +73,28 @@ fn read_record(path: &Path) -> Result<AttemptRecord, OtelError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| OtelError::Read(format!("{}: {e}", path.display())))?;
     serde_json::from_str(&text).map_err(|e| OtelError::Read(format!("{}: {e}", path.display())))
+}
+
+/// A multi-step attempt's trajectories in the order its steps ran (`meta.benchmark.steps`
+/// names them in order), which is the order of its agent phases in `progress.jsonl`.
+fn step_order(record: &AttemptRecord, trajectories: &mut [(Option<String>, Trajectory)]) {
+    let names: Vec<&str> = record
+        .meta
+        .benchmark
+        .get(agentcompass_schema::attempt::STEPS_META_KEY)
+        .and_then(|s| s.as_array())
+        .map(|steps| {
+            steps
+                .iter()
+                .filter_map(|s| s.get("name").and_then(|n| n.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    trajectories.sort_by_key(|(step, _)| {
+        step.as_deref()
+            .and_then(|step| names.iter().position(|n| *n == step))
+            .unwrap_or(usize::MAX)
+    });
 }
 
 /// The attempt's trajectory, or its steps' (`steps/<step>/agent/trajectory.json`, by step
