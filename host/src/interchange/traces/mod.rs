@@ -175,7 +175,7 @@ pub fn export(
         .map_err(|e| InterchangeError::io("write in", parent, e))?;
     if parquet {
         parquet_file::write(temp.as_file_mut(), &rows)
-            .map_err(|e| InterchangeError::invalid(out, e))?;
+            .map_err(|e| InterchangeError::invalid(out, e.to_string()))?;
     } else {
         let mut writer = std::io::BufWriter::new(temp.as_file_mut());
         for row in &rows {

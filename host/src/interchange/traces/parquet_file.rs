@@ -7,15 +7,27 @@ use std::sync::Arc;
 use agentcompass_schema::traces::TraceRow;
 use arrow_array::{ArrayRef, Float64Array, ListArray, RecordBatch, StringArray, StructArray};
 use arrow_buffer::OffsetBuffer;
-use arrow_schema::{DataType, Field, Fields, Schema};
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema};
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
+
+/// Why the Parquet file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ParquetFileError {
+    /// Building the columns.
+    #[error("columns: {0}")]
+    Arrow(#[from] ArrowError),
+    /// Writing the file.
+    #[error("parquet: {0}")]
+    Parquet(#[from] ParquetError),
+}
 
 fn strings<'a>(rows: &'a [TraceRow], get: impl Fn(&'a TraceRow) -> Option<&'a str>) -> ArrayRef {
     Arc::new(rows.iter().map(get).collect::<StringArray>())
 }
 
 /// The `conversations` column.
-fn conversations(rows: &[TraceRow]) -> Result<(Field, ArrayRef), String> {
+fn conversations(rows: &[TraceRow]) -> Result<(Field, ArrayRef), ParquetFileError> {
     let message = Fields::from(vec![
         Field::new("role", DataType::Utf8, false),
         Field::new("content", DataType::Utf8, false),
@@ -31,12 +43,10 @@ fn conversations(rows: &[TraceRow]) -> Result<(Field, ArrayRef), String> {
             .map(|m| Some(m.content.as_str()))
             .collect::<StringArray>(),
     );
-    let values = StructArray::try_new(message.clone(), vec![roles, contents], None)
-        .map_err(|e| e.to_string())?;
+    let values = StructArray::try_new(message.clone(), vec![roles, contents], None)?;
     let item = Arc::new(Field::new("item", DataType::Struct(message), false));
     let offsets = OffsetBuffer::from_lengths(rows.iter().map(|r| r.conversations.len()));
-    let list = ListArray::try_new(item.clone(), offsets, Arc::new(values), None)
-        .map_err(|e| e.to_string())?;
+    let list = ListArray::try_new(item.clone(), offsets, Arc::new(values), None)?;
     Ok((
         Field::new("conversations", DataType::List(item), false),
         Arc::new(list),
@@ -47,7 +57,7 @@ fn conversations(rows: &[TraceRow]) -> Result<(Field, ArrayRef), String> {
 type Column = fn(&TraceRow) -> &str;
 
 /// Writes `rows` as Parquet to `out`.
-pub(super) fn write(out: &mut std::fs::File, rows: &[TraceRow]) -> Result<(), String> {
+pub(super) fn write(out: &mut std::fs::File, rows: &[TraceRow]) -> Result<(), ParquetFileError> {
     let (conversations_field, conversations) = conversations(rows)?;
     let text = |name: &str| Field::new(name, DataType::Utf8, false);
     let mut fields = vec![conversations_field];
@@ -74,10 +84,9 @@ pub(super) fn write(out: &mut std::fs::File, rows: &[TraceRow]) -> Result<(), St
     ));
     fields.push(Field::new("tool_definitions", DataType::Utf8, true));
     columns.push(strings(rows, |r| r.tool_definitions.as_deref()));
-    let batch =
-        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| e.to_string())?;
-    let mut writer = ArrowWriter::try_new(out, batch.schema(), None).map_err(|e| e.to_string())?;
-    writer.write(&batch).map_err(|e| e.to_string())?;
-    writer.close().map_err(|e| e.to_string())?;
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?;
+    let mut writer = ArrowWriter::try_new(out, batch.schema(), None)?;
+    writer.write(&batch)?;
+    writer.close()?;
     Ok(())
 }

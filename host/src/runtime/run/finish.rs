@@ -44,19 +44,7 @@ pub(super) async fn finish(
         ));
     }
     write_report(rc, &report);
-    if let Some(analysis) = &rc.analysis {
-        // Reads the published tasks' analysis results back, one task at a time.
-        let run_dir = rc.store.run_dir().to_path_buf();
-        let analysis = analysis.clone();
-        let model = rc.request.model.id.clone();
-        let written =
-            tokio::task::spawn_blocking(move || analysis.write_summary(&run_dir, &model)).await;
-        match written {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => tracing::error!("cannot write the analysis summary: {e}"),
-            Err(e) => tracing::error!("cannot write the analysis summary: {e}"),
-        }
-    }
+    write_analysis_summary(rc).await;
     info.status = status;
     if let Some(provenance) = info.provenance.as_mut() {
         provenance["datasets"] = rc.datasets.to_json();
@@ -97,6 +85,24 @@ pub(super) async fn finish(
     outcome.harbor_metrics = crate::metrics::harbor_metric_lines(&report);
     outcome.issues = rc.issues.summary();
     outcome
+}
+
+/// The analyzers' summary of the run, from the published tasks' analysis results (read back
+/// one task at a time); a failure is logged.
+async fn write_analysis_summary(rc: &RequestContext) {
+    let Some(analysis) = &rc.analysis else {
+        return;
+    };
+    let run_dir = rc.store.run_dir().to_path_buf();
+    let analysis = analysis.clone();
+    let model = rc.request.model.id.clone();
+    let written =
+        tokio::task::spawn_blocking(move || analysis.write_summary(&run_dir, &model)).await;
+    match written {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!("cannot write the analysis summary: {e}"),
+        Err(e) => tracing::error!("cannot write the analysis summary: {e}"),
+    }
 }
 
 /// Harbor's own metrics of the run (`extra.dataset_metrics`, `extra.pass_at_k`: module

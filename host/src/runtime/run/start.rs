@@ -156,6 +156,16 @@ fn model_gateway(
     Ok(model)
 }
 
+/// The run's `run.log` at `path` (a warning when it cannot be opened: the run goes on).
+fn open_run_log(shared: &Shared, path: &std::path::Path) -> Option<crate::logging::RunLogGuard> {
+    crate::logging::open_run_log(
+        path,
+        crate::logging::level_from_name(&shared.runtime.file_log_level),
+    )
+    .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
+    .ok()
+}
+
 pub(in crate::runtime) fn request_context(
     shared: &Shared,
     prepared: PreparedRequest,
@@ -183,6 +193,7 @@ pub(in crate::runtime) fn request_context(
         .unwrap_or_else(|_| MetricContract::correct());
     let primary_metric = contract.primary().map(|m| m.id.clone());
     let attempts = resolved.execution.attempts;
+    let metrics = MetricAggregator::new(contract, attempts.k.max(1), attempts.strategy);
     let model = model_gateway(shared, &resolved, &store)?;
     let mut services =
         HostServices::for_component(&run.request.benchmark.id, shared.cancel.clone(), None);
@@ -190,12 +201,6 @@ pub(in crate::runtime) fn request_context(
         services = services.with_datasets(datasets);
     }
     let ctx = services.into_ctx();
-    let run_log = crate::logging::open_run_log(
-        run_log_path,
-        crate::logging::level_from_name(&shared.runtime.file_log_level),
-    )
-    .map_err(|e| tracing::warn!("cannot open run.log: {e}"))
-    .ok();
     let runtime = &shared.runtime;
     let (breaker, cancel) = breaker_and_cancel(shared, &resolved);
     let otel = crate::runtime::otel::LiveOtel::start(runtime, &store, &resolved);
@@ -224,13 +229,9 @@ pub(in crate::runtime) fn request_context(
         ),
         ctx,
         model: Arc::new(model),
-        metrics: Mutex::new(MetricAggregator::new(
-            contract,
-            attempts.k.max(1),
-            attempts.strategy,
-        )),
+        metrics: Mutex::new(metrics),
         primary_metric,
-        run_log,
+        run_log: open_run_log(shared, run_log_path),
         resumable: HashMap::new(),
         issues: Default::default(),
         egress_hosts: runtime.egress.hosts.clone(),
