@@ -570,11 +570,13 @@ demo)
 test)
     prune_incremental
     ensure_tools
-    ensure_harbor_oracle
-    ensure_phoenix
-    ensure_test_wheels
-    ensure_model_sdks
-    ensure_upstream
+    # The oracles' Python venvs (network and unpacking, minutes on a fresh machine) install
+    # in the background while Docker, Slurm, the agents' image and the build run; the
+    # foreground calls below only find them and export their variables.
+    venv_log="$(mktemp /tmp/agentcompass-venvs.XXXXXX)"
+    ( ensure_harbor_oracle && ensure_phoenix && ensure_test_wheels && ensure_model_sdks &&
+        ensure_upstream ) >"$venv_log" 2>&1 &
+    venvs=$!
     start_docker
     ensure_slurm_packages
     # Both stop at exit (start_docker's trap stops only dockerd).
@@ -583,6 +585,18 @@ test)
     ensure_agent_image
     cargo build --workspace
     bundle_plugins debug "${ALL_PLUGINS[@]}"
+    if ! wait "$venvs"; then
+        cat "$venv_log" >&2
+        echo "dev.sh: installing the oracles' Python venvs failed" >&2
+        exit 1
+    fi
+    cat "$venv_log" >&2
+    rm -f "$venv_log"
+    ensure_harbor_oracle
+    ensure_phoenix
+    ensure_test_wheels
+    ensure_model_sdks
+    ensure_upstream
     ensure_agents debug
     # Snapshots are reviewed, never written, by the test command. Every test in its own
     # process (nextest), a JUnit report with each test's time in target/nextest/ci/junit.xml;
