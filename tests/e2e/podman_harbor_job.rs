@@ -60,12 +60,15 @@ fn get_json(port: u16, target: &str) -> Value {
     serde_json::from_slice(&bytes[split + 4..]).unwrap_or_else(|e| panic!("{target}: {e}"))
 }
 
-/// Our viewer's runs over `dir` (a Harbor job).
-fn viewer_runs(dir: &Path) -> Value {
+/// Our viewer's runs over `dir` (a Harbor job), the viewer's temporary files under `tmp`;
+/// the viewer is stopped as a user stops it (SIGINT), and leaves nothing in `tmp`.
+fn viewer_runs(dir: &Path, tmp: &Path) -> Value {
+    fs::create_dir_all(tmp).unwrap();
     let mut child = Command::new(host_bin())
         .args(["--no-bundled-plugins", "view"])
         .arg(dir)
         .args(["--port", "0"])
+        .env("TMPDIR", tmp)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -82,8 +85,31 @@ fn viewer_runs(dir: &Path) -> Value {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     let runs = get_json(port, "/api/runs");
-    let _ = child.kill();
-    let _ = child.wait();
+    // The job was read into a temporary directory under `tmp`, removed when the viewer stops.
+    assert_eq!(
+        fs::read_dir(tmp).unwrap().count(),
+        1,
+        "the job's temporary run"
+    );
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "view did not stop on SIGINT"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let left: Vec<_> = fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     runs
 }
 
@@ -165,7 +191,7 @@ fn a_harbor_job_opens_in_view_report_and_compare_paired_with_our_run() {
         assert!(html.contains(task), "{task} in the report");
     }
     // view: the job is a run of the harbor benchmark by oracle, three tasks, reward 1.
-    let runs = viewer_runs(&job);
+    let runs = viewer_runs(&job, &ws.root().join("view-tmp"));
     let listed = runs["runs"].as_array().unwrap();
     assert_eq!(listed.len(), 1, "{runs}");
     assert_eq!(listed[0]["benchmark"], json!("harbor"));
