@@ -5,15 +5,13 @@
 //! read back, compares equal to the original, task by task.
 
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agentcompass_e2e::atif::harbor_python;
 use agentcompass_e2e::scripted::ScriptedServer;
-use agentcompass_e2e::{closed_loopback_port, run_dir, terminus_args, Packs, Workspace};
+use agentcompass_e2e::{closed_loopback_port, http_get, run_dir, terminus_args, Packs, Workspace};
 use serde_json::{json, Value};
 
 fn repo_root() -> PathBuf {
@@ -63,18 +61,7 @@ impl HarborViewer {
     }
 
     fn try_get(&self, target: &str) -> Option<(u16, Vec<u8>)> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        write!(
-            stream,
-            "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut bytes = Vec::new();
-        stream.read_to_end(&mut bytes).ok()?;
-        let split = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
-        let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
-        let status = head.split_whitespace().nth(1)?.parse().ok()?;
-        Some((status, bytes[split + 4..].to_vec()))
+        http_get(self.port, target)
     }
 
     fn json(&self, target: &str) -> Value {
@@ -233,18 +220,24 @@ fn harbor_traces_diff(ws: &Workspace, run: &Path, job: &Path) -> Value {
         &[],
     )
     .expect_code(0);
-    let out = Command::new(harbor_python())
+    let mut command = Command::new(harbor_python());
+    command
         .arg(repo_root().join("tests/harbor_oracle/traces.py"))
         .arg(job)
         .arg(&ours)
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True");
+    last_json_line(command)
+}
+
+/// The JSON of the last line `command` (a Harbor-Python script, kept offline) prints.
+fn last_json_line(mut command: Command) -> Value {
+    let out = command
         .env("HF_DATASETS_OFFLINE", "1")
         .env("HF_HUB_OFFLINE", "1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line)
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
         .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)))
 }
 
@@ -256,17 +249,12 @@ fn load_parquet(file: &Path) -> Value {
         d = load_dataset('parquet', data_files=sys.argv[1], split='train')\n\
         print(json.dumps({'rows': d.num_rows, 'columns': d.column_names, \
         'last': d[0]['conversations'][-1]['role'] if d.num_rows else None}))\n";
-    let out = Command::new(harbor_python())
+    let mut command = Command::new(harbor_python());
+    command
         .args(["-c", script])
         .arg(file)
-        .env("HF_DATASETS_OFFLINE", "1")
-        .env("HF_HUB_OFFLINE", "1")
-        .env("HF_DATASETS_CACHE", file.with_extension("cache"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)))
+        .env("HF_DATASETS_CACHE", file.with_extension("cache"));
+    last_json_line(command)
 }
 
 #[test]

@@ -6,13 +6,12 @@
 //! `FROM` the agents' image of the tier's store.)
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 use agentcompass_e2e::atif::harbor_python;
-use agentcompass_e2e::{host_bin, pack_run, run_dir, Packs, Workspace};
+use agentcompass_e2e::{host_bin, http_get, pack_run, run_dir, Packs, Workspace};
 use serde_json::{json, Value};
 
 use super::{podman_env, repo_root};
@@ -48,16 +47,8 @@ fn harbor_tasks(ws: &Workspace) -> std::path::PathBuf {
 
 /// `GET target` of our viewer on `port`, as JSON.
 fn get_json(port: u16, target: &str) -> Value {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        stream,
-        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut bytes = Vec::new();
-    stream.read_to_end(&mut bytes).unwrap();
-    let split = bytes.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    serde_json::from_slice(&bytes[split + 4..]).unwrap_or_else(|e| panic!("{target}: {e}"))
+    let (_, body) = http_get(port, target).expect("an answer");
+    serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{target}: {e}"))
 }
 
 /// Our viewer's runs over `dir` (a Harbor job), the viewer's temporary files under `tmp`;

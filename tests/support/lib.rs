@@ -584,3 +584,21 @@ pub fn container_host() -> String {
          starts a private Docker daemon (and, for the podman tier, a private Podman service)",
     )
 }
+
+/// `GET target` from a server on loopback `port` (HTTP/1.1, `Connection: close`): its status
+/// and body, or `None` when nothing answers.
+pub fn http_get(port: u16, target: &str) -> Option<(u16, Vec<u8>)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut bytes = Vec::new();
+    stream.read_to_end(&mut bytes).ok()?;
+    let split = bytes.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&bytes[..split]).into_owned();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, bytes[split + 4..].to_vec()))
+}

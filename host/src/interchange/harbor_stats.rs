@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use agentcompass_schema::harbor_job::{AgentDatasetStats, JobStats, TrialResult};
 use serde_json::{Map, Value};
 
+use super::python_float;
+
 /// The eval key Harbor files trials under.
 pub(super) fn eval_key(agent: &str, model: Option<&str>, dataset: &str) -> String {
     match model.filter(|m| !m.is_empty()) {
@@ -18,15 +20,6 @@ pub(super) fn eval_key(agent: &str, model: Option<&str>, dataset: &str) -> Strin
             model.rsplit('/').next().unwrap_or(model)
         ),
         None => format!("{agent}__{dataset}"),
-    }
-}
-
-/// A reward as Python prints a float (`1.0`, `0.5`).
-fn python_float(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e16 {
-        format!("{value:.1}")
-    } else {
-        value.to_string()
     }
 }
 

@@ -68,6 +68,16 @@ fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<(), Interch
     Ok(())
 }
 
+/// A float as Python's `str(float)` prints it (`1.0`, `0.5`): how Harbor writes rewards in
+/// its statistics' keys and its training rows' `result`.
+fn python_float(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e16 {
+        format!("{value:.1}")
+    } else {
+        value.to_string()
+    }
+}
+
 /// Reads `path` as a `T`.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, InterchangeError> {
     let bytes = std::fs::read(path).map_err(|e| InterchangeError::io("read", path, e))?;

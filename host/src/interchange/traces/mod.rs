@@ -21,7 +21,7 @@ use agentcompass_schema::attempt::AttemptRecord;
 use agentcompass_schema::traces::TraceRow;
 use serde_json::Value;
 
-use super::{read_json, InterchangeError};
+use super::{python_float, read_json, InterchangeError};
 
 /// Which episodes of an attempt become rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,15 +106,6 @@ impl Attempt {
             && filter
                 .min_reward
                 .is_none_or(|min| reward.is_some_and(|r| r >= min))
-    }
-}
-
-/// A float as Python's `str(float)` prints it (`1.0`, `0.5`).
-fn python_float(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e16 {
-        format!("{value:.1}")
-    } else {
-        value.to_string()
     }
 }
 
