@@ -172,9 +172,9 @@ fn an_unknown_configuration_section_names_the_nearest_valid_one() {
 #[test]
 fn the_readmes_orchestration_example_runs_as_written() {
     let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/configuration.md"),
     )
-    .expect("README.md");
+    .expect("docs/src/configuration.md");
     let after = readme
         .split("An orchestration file (`launch plan.toml`)")
         .nth(1)

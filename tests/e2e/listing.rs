@@ -210,11 +210,11 @@ fn the_readme_networks_table_is_what_the_providers_declare() {
         ));
     }
     let readme = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/networks.md"),
     )
     .unwrap();
     assert!(
         readme.contains(&rows),
-        "README.md's Networks table must be what the providers declare:\n{rows}"
+        "docs/src/networks.md's table must be what the providers declare:\n{rows}"
     );
 }
