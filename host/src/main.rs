@@ -133,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Run(cmd) => commands::run::run(global, &cmd),
         Command::Launch(cmd) => commands::launch::launch(global, &cmd),
         Command::Plan(cmd) => commands::plan::plan(global, &cmd),
+        Command::Harbor(cmd) => commands::harbor_cli::harbor(global, &cmd),
         Command::Env { command } => env(global, command),
         Command::Datasets { command } => commands::datasets::datasets(global, command),
         Command::Cluster { command } => cluster(global, command),

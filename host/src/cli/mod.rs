@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 mod export_otel;
+mod harbor_args;
 mod help;
 mod run_args;
 mod values;
@@ -10,6 +11,9 @@ mod values;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use export_otel::ExportOtelCmd;
+pub use harbor_args::{
+    HarborCli, HarborCmd, HarborCommand, HarborJobCommand, HarborResume, HarborRun,
+};
 pub use help::exit_status_roff;
 pub use run_args::{
     ExecutorArg, LaunchCmd, PlanCmd, ResourceFlags, ResourceModeArg, RunCmd, RuntimeFlags,
@@ -66,6 +70,9 @@ pub enum Command {
     Launch(Box<LaunchCmd>),
     /// Print the resolved plan of one task (audit view) without opening anything
     Plan(Box<PlanCmd>),
+    /// Harbor's command line: `harbor run [Harbor's flags]` (and `harbor job start|resume`)
+    /// runs as one native `run`; `--dry-run` prints that command
+    Harbor(HarborCmd),
     /// Harbor registry datasets: list, download (and export), verify the cache
     Datasets {
         /// What to do

@@ -125,7 +125,7 @@ pub struct RunCmd {
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
     pub task_concurrency: Option<u32>,
     /// Semantic attempts per task [default: 1, or `execution.attempts.k`]
-    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
+    #[arg(short = 'k', long, value_name = "K", allow_negative_numbers = true, value_parser = count)]
     pub k: Option<u32>,
     /// How semantic attempts are scheduled and scored
     #[arg(long, value_enum)]
@@ -146,6 +146,12 @@ pub struct RunCmd {
     /// `execution.metric_scripts`)
     #[arg(long = "metric-script", value_name = "FILE")]
     pub metric_scripts: Vec<String>,
+    /// Which of the benchmark's tasks run (Harbor's `-i`, `-x`, `-l`)
+    #[command(flatten)]
+    pub selection: TaskSelectionFlags,
+    /// Timeout multipliers (Harbor's)
+    #[command(flatten)]
+    pub timeouts: TimeoutFlags,
     /// How tasks' declared resources are enforced, and values that replace them
     #[command(flatten)]
     pub resources: ResourceFlags,
@@ -198,6 +204,88 @@ pub struct RunCmd {
     /// makes before its first task (tasks opened and counted: `selected_tasks`)
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// Which of the benchmark's tasks run: include, then exclude, then the first N (Harbor's
+/// `-i`, `-x`, `-l`; folded into `execution`, over `--execution-params`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TaskSelectionFlags {
+    /// Keep only the tasks whose id matches this shell glob (`*` also matches `/`;
+    /// repeatable: any of them; `execution.include_tasks`)
+    #[arg(long = "include-task", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Then drop the tasks whose id matches this glob (repeatable; `execution.exclude_tasks`)
+    #[arg(long = "exclude-task", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Then keep the first N tasks, in the benchmark's order (`execution.n_tasks`)
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = count)]
+    pub n_tasks: Option<u32>,
+}
+
+/// Timeout multipliers: a phase's replaces the common one (folded into `execution`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct TimeoutFlags {
+    /// Multiplies the run and evaluation timeouts (`execution.timeout_multiplier`)
+    #[arg(long, value_name = "X", value_parser = positive_number)]
+    pub timeout_multiplier: Option<f64>,
+    /// Multiplies the agent's (run phase) timeout instead
+    /// (`execution.run_timeout_multiplier`)
+    #[arg(long, visible_alias = "run-timeout-multiplier", value_name = "X", value_parser = positive_number)]
+    pub agent_timeout_multiplier: Option<f64>,
+    /// Multiplies the verifier's (evaluation phase) timeout instead
+    /// (`execution.evaluation_timeout_multiplier`)
+    #[arg(long, visible_alias = "evaluation-timeout-multiplier", value_name = "X", value_parser = positive_number)]
+    pub verifier_timeout_multiplier: Option<f64>,
+    /// Multiplies the timeouts of the harness's installs
+    /// (`execution.setup_timeout_multiplier`)
+    #[arg(long, value_name = "X", value_parser = positive_number)]
+    pub agent_setup_timeout_multiplier: Option<f64>,
+    /// Multiplies the environment's build timeout (the task's, or 600 s;
+    /// `execution.build_timeout_multiplier`)
+    #[arg(long, value_name = "X", value_parser = positive_number)]
+    pub environment_build_timeout_multiplier: Option<f64>,
+}
+
+impl TaskSelectionFlags {
+    /// The `execution` fields the flags set.
+    pub fn fields(&self) -> Vec<(&'static str, serde_json::Value)> {
+        let mut fields = Vec::new();
+        if !self.include.is_empty() {
+            fields.push(("include_tasks", serde_json::json!(self.include)));
+        }
+        if !self.exclude.is_empty() {
+            fields.push(("exclude_tasks", serde_json::json!(self.exclude)));
+        }
+        if let Some(n) = self.n_tasks {
+            fields.push(("n_tasks", n.into()));
+        }
+        fields
+    }
+}
+
+impl TimeoutFlags {
+    /// The `execution` fields the flags set.
+    pub fn fields(&self) -> Vec<(&'static str, serde_json::Value)> {
+        [
+            ("timeout_multiplier", self.timeout_multiplier),
+            ("run_timeout_multiplier", self.agent_timeout_multiplier),
+            (
+                "evaluation_timeout_multiplier",
+                self.verifier_timeout_multiplier,
+            ),
+            (
+                "setup_timeout_multiplier",
+                self.agent_setup_timeout_multiplier,
+            ),
+            (
+                "build_timeout_multiplier",
+                self.environment_build_timeout_multiplier,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| value.map(|v| (key, v.into())))
+        .collect()
+    }
 }
 
 /// How a declared resource is enforced (Harbor's `--cpus` / `--memory` modes).

@@ -182,6 +182,9 @@ pub(super) struct DryRunTasks {
     /// `selected_tasks`'s companion `images`: the tasks that build their own image and the
     /// distinct images (of the first page of the selection).
     pub(super) images: serde_json::Value,
+    /// The ids of the first page of the selection (every task of a selection of up to 256),
+    /// in the order they would run.
+    pub(super) task_ids: Vec<String>,
 }
 
 /// `--dry-run`'s check of what a run would check before its first task (preflight, gates,
@@ -215,6 +218,7 @@ pub(super) fn dry_run_tasks(
             name,
             count,
             images,
+            task_ids: preview.task_ids,
         });
     }
     ready.discard();

@@ -31,6 +31,7 @@ pub mod docs;
 pub mod env;
 mod execute;
 pub mod export;
+pub mod harbor_cli;
 pub mod harbor_input;
 pub mod invocation;
 pub mod launch;

@@ -48,6 +48,24 @@ fn with_resource_flags(
     Some(params)
 }
 
+/// `--execution-params` with the task-selection and timeout flags folded in (the flags win).
+fn with_execution_flags(
+    params: Option<serde_json::Map<String, Value>>,
+    cmd: &RunCmd,
+) -> Option<serde_json::Map<String, Value>> {
+    let fields: Vec<_> = (cmd.selection.fields().into_iter())
+        .chain(cmd.timeouts.fields())
+        .collect();
+    if fields.is_empty() {
+        return params;
+    }
+    let mut params = params.unwrap_or_default();
+    for (key, value) in fields {
+        params.insert(key.to_string(), value);
+    }
+    Some(params)
+}
+
 /// The explicit inputs of a `run` (also used by `plan`).
 pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
     let protocol = match cmd.model_api_protocol.as_deref().map(str::trim) {
@@ -68,7 +86,7 @@ pub fn run_args(cmd: &RunCmd) -> anyhow::Result<RunArgs> {
         agent: cmd.agent.to_args(),
         env_params: with_resource_flags(cmd.env_params.clone(), &cmd.resources),
         model_params: cmd.model_params.clone(),
-        execution_params: cmd.execution_params.clone(),
+        execution_params: with_execution_flags(cmd.execution_params.clone(), cmd),
         model_base_url: cmd.model_base_url.clone(),
         model_api_key: cmd.model_api_key.clone(),
         model_api_protocol: protocol,
@@ -124,18 +142,20 @@ pub fn run(global: &GlobalArgs, cmd: &RunCmd) -> anyhow::Result<i32> {
     if let Some(mut payload) = payload {
         // What a real run checks before its first task, its tasks opened and counted
         // (`selected_tasks`); not with unresolved references (warned about above: null).
-        let (selected, images) = if resolved {
+        let (selected, images, ids) = if resolved {
             let counts =
                 super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)?;
             let first = counts.into_iter().next();
             (
                 json!(first.as_ref().map(|r| r.count)),
-                first.map(|r| r.images).unwrap_or_default(),
+                first.as_ref().map(|r| r.images.clone()).unwrap_or_default(),
+                json!(first.map(|r| r.task_ids)),
             )
         } else {
-            (Value::Null, Value::Null)
+            (Value::Null, Value::Null, Value::Null)
         };
         payload["selected_tasks"] = selected;
+        payload["task_ids"] = ids;
         payload["image_builds"] = images;
         print_json(&payload)?;
         return Ok(0);

@@ -233,6 +233,7 @@ impl Planner {
         policies::fill_defaults(&mut plan).map_err(PlanError::invalid(task))?;
         // 8. The evaluation environment for the final mode.
         environment::finish_evaluation(&mut plan, task, req).map_err(PlanError::invalid(task))?;
+        timeouts::scale_setup_timeouts(&mut plan, &req.execution);
         // Resources under their enforcement modes (Harbor's `auto` by default): what the
         // provider cannot limit is recorded as not enforced (`provenance.resources`).
         if let Ok(caps) = self.provider.capabilities() {

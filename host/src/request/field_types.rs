@@ -11,7 +11,7 @@ use agentcompass_plugin_api::contracts::ConfigType;
 pub fn execution_field_type(keys: &[&str]) -> ConfigType {
     use ConfigType::{Array, Boolean, Integer, Number, Object, String};
     match keys {
-        ["task_concurrency" | "max_retries"]
+        ["task_concurrency" | "max_retries" | "n_tasks"]
         | ["attempts", "k"]
         | ["artifact_limits", "max_mb" | "max_files"]
         | ["limits", "max_tokens" | "max_model_calls" | "max_turns"]
@@ -25,6 +25,8 @@ pub fn execution_field_type(keys: &[&str]) -> ConfigType {
         | "timeout_multiplier"
         | "run_timeout_multiplier"
         | "evaluation_timeout_multiplier"
+        | "setup_timeout_multiplier"
+        | "build_timeout_multiplier"
         | "runresult_collect_timeout_seconds"
         | "artifact_collect_timeout_seconds"]
         | ["artifact_limits", "timeout_seconds"]
@@ -34,7 +36,7 @@ pub fn execution_field_type(keys: &[&str]) -> ConfigType {
         ["attempts" | "analysis_params" | "artifact_limits" | "limits" | "budget"]
         | ["artifact_collect", "[]"] => Object,
         ["enabled_recipes" | "retry_pattern_list" | "artifacts" | "artifact_collect"
-        | "metric_scripts"] => Array,
+        | "metric_scripts" | "include_tasks" | "exclude_tasks"] => Array,
         _ => String,
     }
 }

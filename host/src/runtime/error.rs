@@ -46,6 +46,19 @@ pub enum RunError {
         /// The repeated id.
         task_id: String,
     },
+    /// No task of the benchmark matches the request's include patterns.
+    #[error(
+        "execution.include_tasks (--include-task): no task of benchmark {benchmark} matches \
+         {patterns}; its first tasks are: {sample}"
+    )]
+    NoTaskMatches {
+        /// Benchmark id.
+        benchmark: String,
+        /// The patterns, space-separated.
+        patterns: String,
+        /// The stream's first task ids, comma-separated.
+        sample: String,
+    },
     /// The request's configuration is refused (a reference, a run id, a retry pattern).
     #[error(transparent)]
     Config(#[from] ConfigError),

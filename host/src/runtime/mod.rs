@@ -29,6 +29,7 @@ mod session;
 mod shared;
 mod task;
 mod task_scope;
+mod task_selection;
 mod task_source;
 #[cfg(test)]
 mod tests;

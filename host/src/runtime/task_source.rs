@@ -7,6 +7,7 @@ use agentcompass_plugin_api::contracts::{RunRequest, TaskSpec};
 use agentcompass_plugin_api::sdk::{Ctx, TaskStream};
 
 use super::error::RunError;
+use super::task_selection::TaskSelection;
 use crate::planner::Planner;
 use agentcompass_results::naming::task_id_hash;
 
@@ -33,15 +34,38 @@ impl TaskSource {
         resolved: &RunRequest,
     ) -> Result<Self, RunError> {
         let benchmark = resolved.benchmark.id.clone();
-        let stream = planner
-            .benchmark()
-            .benchmark
-            .open_tasks(ctx, resolved)
-            .await
-            .map_err(|error| RunError::Tasks {
-                benchmark: benchmark.clone(),
-                error,
-            })?;
+        let open = || async {
+            planner
+                .benchmark()
+                .benchmark
+                .open_tasks(ctx, resolved)
+                .await
+                .map_err(|error| RunError::Tasks {
+                    benchmark: benchmark.clone(),
+                    error,
+                })
+        };
+        let selection = TaskSelection::of(&resolved.execution)
+            .map_err(|error| RunError::Refused(format!("execution: {error}")))?;
+        let stream = match selection {
+            None => open().await?,
+            Some(selection) => {
+                let counted = selection
+                    .count(open().await?)
+                    .map_err(|error| RunError::Tasks {
+                        benchmark: benchmark.clone(),
+                        error,
+                    })?;
+                if !selection.include_patterns().is_empty() && counted.included == 0 {
+                    return Err(RunError::NoTaskMatches {
+                        benchmark,
+                        patterns: selection.include_patterns().join(" "),
+                        sample: counted.sample.join(", "),
+                    });
+                }
+                selection.over(open().await?, counted.kept)
+            }
+        };
         let mut source = TaskSource::over(benchmark, stream);
         source.fill()?;
         Ok(source)

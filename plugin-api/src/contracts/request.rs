@@ -490,6 +490,23 @@ pub struct ExecutionSpec {
     /// -o metric.json` over every attempt's rewards when the run ends.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub metric_scripts: Vec<String>,
+    /// Keep only the tasks whose id matches one of these shell globs (Harbor's `-i`;
+    /// Python's `fnmatch`: `*` also matches `/`; empty: every task).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub include_tasks: Vec<String>,
+    /// Then drop the tasks whose id matches one of these globs (Harbor's `-x`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude_tasks: Vec<String>,
+    /// Then keep the first N tasks (Harbor's `-l`; `None`: all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n_tasks: Option<u32>,
+    /// Replaces `timeout_multiplier` for the harness's installs (Harbor's agent setup).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_timeout_multiplier: Option<f64>,
+    /// Replaces `timeout_multiplier` for building and opening the environment (Harbor's
+    /// environment build; its 600 s default when the task names no build timeout).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_timeout_multiplier: Option<f64>,
 }
 
 /// Limits of one attempt (`execution.limits`); each unset one is no limit. A harness that
@@ -568,6 +585,11 @@ impl Default for ExecutionSpec {
             limits: AttemptLimits::default(),
             budget: None,
             metric_scripts: Vec::new(),
+            include_tasks: Vec::new(),
+            exclude_tasks: Vec::new(),
+            n_tasks: None,
+            setup_timeout_multiplier: None,
+            build_timeout_multiplier: None,
         }
     }
 }
@@ -599,6 +621,22 @@ pub const EXECUTION_FIELDS: &[&str] = &[
     "limits",
     "budget",
     "metric_scripts",
+    "include_tasks",
+    "exclude_tasks",
+    "n_tasks",
+    "setup_timeout_multiplier",
+    "build_timeout_multiplier",
+];
+
+/// The [`ExecutionSpec`] fields written only when set, so that earlier requests read and hash
+/// as they did.
+pub const EXECUTION_FIELDS_WRITTEN_WHEN_SET: &[&str] = &[
+    "metric_scripts",
+    "include_tasks",
+    "exclude_tasks",
+    "n_tasks",
+    "setup_timeout_multiplier",
+    "build_timeout_multiplier",
 ];
 
 /// Per-request result-reuse controls.
@@ -714,7 +752,7 @@ mod tests {
         let written: Vec<&str> = EXECUTION_FIELDS
             .iter()
             .copied()
-            .filter(|f| *f != "metric_scripts")
+            .filter(|f| !EXECUTION_FIELDS_WRITTEN_WHEN_SET.contains(f))
             .collect();
         assert_eq!(keys(value.clone()), sorted(&written));
         assert_eq!(value["run_timeout_seconds"], serde_json::Value::Null);

@@ -62,6 +62,17 @@ fn check_execution(spec: &ExecutionSpec) -> Result<(), (&'static str, String)> {
     if spec.task_concurrency < 1 {
         return bad("task_concurrency", "must be at least 1".into());
     }
+    if spec.n_tasks == Some(0) {
+        return bad("n_tasks", "expected at least 1, found 0".into());
+    }
+    for (key, globs) in [
+        ("include_tasks", &spec.include_tasks),
+        ("exclude_tasks", &spec.exclude_tasks),
+    ] {
+        if let Err(error) = crate::request::task_globs::TaskGlobs::new(globs) {
+            return bad(key, error.to_string());
+        }
+    }
     if spec.attempts.k < 1 {
         return bad("attempts", "attempts.k must be at least 1".into());
     }
@@ -123,6 +134,8 @@ fn check_timeouts(spec: &ExecutionSpec) -> Result<(), (&'static str, String)> {
             "evaluation_timeout_multiplier",
             spec.evaluation_timeout_multiplier,
         ),
+        ("setup_timeout_multiplier", spec.setup_timeout_multiplier),
+        ("build_timeout_multiplier", spec.build_timeout_multiplier),
     ] {
         if let Some(v) = value.filter(|v| !v.is_finite() || *v <= 0.0) {
             return Err((

@@ -87,6 +87,7 @@ impl PreparedRequest {
         };
         for task in tasks.buffered() {
             preview.previewed += 1;
+            preview.task_ids.push(task.task_id.clone());
             for warning in &task.load_warnings {
                 preview
                     .warnings
@@ -278,6 +279,8 @@ impl PreparedRequest {
 pub struct TaskPreview {
     /// The tasks previewed (the first page of the selection).
     pub previewed: usize,
+    /// Their ids, in the order they would run.
+    pub task_ids: Vec<String>,
     /// Their load warnings, `task ID: ...`, as a run prints them.
     pub warnings: Vec<String>,
     /// How many of them build their image from their own definition.
