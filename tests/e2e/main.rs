@@ -42,6 +42,7 @@ mod pricing;
 mod progress_tty;
 mod qa;
 mod rate_limits;
+mod readme;
 mod refuse_early;
 mod rejections;
 mod runtime;
