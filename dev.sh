@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # The tests' Slurm cluster: ensure_slurm_packages, start_slurm, stop_slurm.
 source "ci/slurm.sh"
+# The user guide: start_mdbook_install, check_docs.
+source "docs/book.sh"
 
 profile_dir() { echo "${CARGO_TARGET_DIR:-target}/$1"; }
 
@@ -577,6 +579,8 @@ test)
     ( ensure_harbor_oracle && ensure_phoenix && ensure_test_wheels && ensure_model_sdks &&
         ensure_upstream ) >"$venv_log" 2>&1 &
     venvs=$!
+    # mdBook (the user guide) installs in the background too; check_docs waits for it.
+    start_mdbook_install
     start_docker
     ensure_slurm_packages
     # Both stop at exit (start_docker's trap stops only dockerd).
@@ -585,6 +589,7 @@ test)
     ensure_agent_image
     cargo build --workspace
     bundle_plugins debug "${ALL_PLUGINS[@]}"
+    check_docs
     if ! wait "$venvs"; then
         cat "$venv_log" >&2
         echo "dev.sh: installing the oracles' Python venvs failed" >&2
@@ -633,10 +638,12 @@ check)
     # .config/nextest.toml). Needs only bubblewrap, like the demo.
     ensure_bwrap
     prune_incremental
+    start_mdbook_install
     cargo fmt --all -- --check
     cargo build --workspace
     bundle_plugins debug "${ALL_PLUGINS[@]}"
     cargo clippy --workspace --all-targets -- -D warnings
+    check_docs
     for variable in "${SERVICE_VARIABLES[@]}"; do unset "$variable"; done
     INSTA_UPDATE="${INSTA_UPDATE:-no}" cargo nextest run --workspace --profile check --no-tests fail
     ;;
