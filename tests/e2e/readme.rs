@@ -1,13 +1,13 @@
 //! README.md's quick start runs as written (issue 58): every shell block marked `bash runnable`
-//! is run with `bash -euo pipefail`, in order, in one temporary directory holding a copy of
-//! `examples/`, with the built binaries (`target/debug`: `agentcompass-host`, `scripted-llm`,
-//! the bundled `plugins/`) first on `PATH` and `HOME`, the XDG directories and `TMPDIR` inside
-//! the temporary directory, so nothing outside it is written. Each block must exit 0; a block
-//! that runs a Harbor evaluation of the bundled tasks must score all three. Each block runs in
-//! a process group of its own, killed when the block ends (passed, failed or timed out), so a
+//! in the README, then in the user guide's chapters (`docs/src/`), is run with
+//! `bash -euo pipefail`, in order, in one temporary directory holding a copy of `examples/`,
+//! with the built binaries (`target/debug`: `agentcompass-host`, `scripted-llm`, the bundled
+//! `plugins/`) first on `PATH` and `HOME`, the XDG directories and `TMPDIR` inside the
+//! temporary directory, so nothing outside it is written. Each block must exit 0; a block that
+//! runs a Harbor evaluation of the bundled tasks must score all three. Each block runs in a
+//! process group of its own, killed when the block ends (passed, failed or timed out), so a
 //! server it started in the background never outlives it. Every other shell block of the
 //! README must say what it needs instead (`docs/check.py` checks the guide's too).
-
 use std::fs::{self, File};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -69,8 +69,40 @@ fn is_shell(info: &str) -> bool {
 
 /// The repository's README.
 fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The runnable blocks of the README, then of the user guide's chapters (by file name), each
+/// with the file it is in.
+fn runnable_blocks() -> Vec<(String, Block)> {
+    let guide = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src");
+    let mut chapters: Vec<PathBuf> = fs::read_dir(&guide)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "md"))
+        .collect();
+    chapters.sort();
+    let mut files = vec![("README.md".to_string(), readme())];
+    for chapter in chapters {
+        let name = format!(
+            "docs/src/{}",
+            chapter.file_name().unwrap().to_string_lossy()
+        );
+        files.push((name, read(&chapter)));
+    }
+    let mut runnable = Vec::new();
+    for (name, text) in files {
+        for block in blocks(&text) {
+            if is_shell(&block.info) && block.info.split([' ', ',']).any(|w| w == "runnable") {
+                runnable.push((name.clone(), block));
+            }
+        }
+    }
+    runnable
 }
 
 /// Refuses binaries older than their sources, and bundled plugins that are not the built ones.
@@ -179,18 +211,18 @@ fn run_block(dir: &Path, index: usize, body: &str) -> Ran {
 
 /// A block that evaluates the bundled Harbor tasks scored all three, and wrote its run inside
 /// the temporary directory.
-fn check_scores(dir: &Path, block: &Block, ran: &Ran) {
+fn check_scores(dir: &Path, file: &str, block: &Block, ran: &Ran) {
     assert!(
         ran.stderr
             .contains("reward (native@1): 1.0000 (3/3 evaluated)"),
-        "README line {}: the run did not score 1.0 on the three tasks:\n{}",
+        "{file} line {}: the run did not score 1.0 on the three tasks:\n{}",
         block.line,
         ran.stderr
     );
     let run_dir = PathBuf::from(ran.stdout.lines().last().unwrap_or_default().trim());
     assert!(
         run_dir.starts_with(dir.canonicalize().unwrap()) || run_dir.starts_with(dir),
-        "README line {}: the run directory {} is outside the temporary directory",
+        "{file} line {}: the run directory {} is outside the temporary directory",
         block.line,
         run_dir.display()
     );
@@ -219,13 +251,11 @@ fn every_readme_shell_block_says_what_it_needs() {
 #[test]
 fn the_readme_quick_start_runs_as_written() {
     check_build();
-    let runnable: Vec<Block> = blocks(&readme())
-        .into_iter()
-        .filter(|b| is_shell(&b.info) && b.info.split([' ', ',']).any(|w| w == "runnable"))
-        .collect();
+    let runnable = runnable_blocks();
     let evaluations = |harness: &str| {
         let needle = format!("run harbor {harness} ");
-        runnable.iter().filter(|b| b.body.contains(&needle)).count()
+        let readme = runnable.iter().filter(|(file, _)| file == "README.md");
+        readme.filter(|(_, b)| b.body.contains(&needle)).count()
     };
     assert!(
         evaluations("oracle") >= 1 && evaluations("terminus") >= 1,
@@ -242,12 +272,12 @@ fn the_readme_quick_start_runs_as_written() {
         .status()
         .unwrap();
     assert!(copied.success(), "copying {}", examples.display());
-    for (index, block) in runnable.iter().enumerate() {
+    for (index, (file, block)) in runnable.iter().enumerate() {
         let ran = run_block(dir, index, &block.body);
         assert_eq!(
             ran.code,
             Some(0),
-            "README line {}: the block exited {:?}\n{}\nstdout:\n{}\nstderr:\n{}",
+            "{file} line {}: the block exited {:?}\n{}\nstdout:\n{}\nstderr:\n{}",
             block.line,
             ran.code,
             block.body,
@@ -256,7 +286,7 @@ fn the_readme_quick_start_runs_as_written() {
         );
         if block.body.contains("run harbor oracle ") || block.body.contains("run harbor terminus ")
         {
-            check_scores(dir, block, &ran);
+            check_scores(dir, file, block, &ran);
         }
     }
     assert!(dir.join("report.html").is_file() || !readme().contains("--out report.html"));
