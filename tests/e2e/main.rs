@@ -18,6 +18,7 @@ mod discoverability;
 mod docker_networks;
 mod environments;
 mod harbor;
+mod harbor_cli;
 mod harbor_compose;
 mod harbor_images;
 mod harbor_init;

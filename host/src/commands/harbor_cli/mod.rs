@@ -24,6 +24,14 @@ fn usage(message: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("{message}")
 }
 
+/// clap's refusal of the words, as its one line (without clap's `error: `, which the CLI's
+/// edge adds).
+fn clap_refusal(error: &clap::Error) -> anyhow::Error {
+    let rendered = error.render().to_string();
+    let line = rendered.lines().next().unwrap_or_default();
+    usage(format!("harbor: {}", line.trim_start_matches("error: ")))
+}
+
 /// The program name in printed commands.
 const PROGRAM: &str = "agentcompass-host";
 
@@ -35,10 +43,12 @@ pub fn harbor(global: &GlobalArgs, cmd: &HarborCmd) -> anyhow::Result<i32> {
     let words = std::iter::once(format!("{PROGRAM} harbor")).chain(cmd.args.iter().cloned());
     let cli = match HarborCli::try_parse_from(words) {
         Ok(cli) => cli,
-        Err(error) => {
+        Err(error) if !error.use_stderr() => {
+            // `--help`, `--version`.
             error.print()?;
-            return Ok(if error.use_stderr() { 2 } else { 0 });
+            return Ok(0);
         }
+        Err(error) => return Err(clap_refusal(&error)),
     };
     match cli.command {
         HarborCommand::Run(_)
@@ -85,7 +95,7 @@ fn run(global: &GlobalArgs, args: &[String]) -> anyhow::Result<i32> {
 fn parse_run(args: &[String]) -> anyhow::Result<crate::cli::HarborRun> {
     let words = std::iter::once(format!("{PROGRAM} harbor")).chain(args.iter().cloned());
     match HarborCli::try_parse_from(words)
-        .map_err(|e| usage(e.render().to_string().trim().to_string()))?
+        .map_err(|e| clap_refusal(&e))?
         .command
     {
         HarborCommand::Run(run)

@@ -120,15 +120,11 @@ fn request_words(request: &Value, dir: &Path) -> anyhow::Result<Vec<String>> {
             flag(name, text(&model[key]));
         }
     }
-    match text(&model["api_key"]) {
-        key if key.is_empty() => {}
-        key if key.starts_with("${") => flag("--model-api-key", key),
-        _ => {
-            return Err(usage(
-                "harbor job resume: the run's API key was given literally and is not kept; \
-                 resume it with its own `agentcompass-host run ... --reuse RUN_ID` and the key",
-            ))
-        }
+    // A `${VAR}` reference is on record as written; a key from the configuration (recorded
+    // redacted) comes from the same configuration again.
+    let key = text(&model["api_key"]);
+    if key.starts_with("${") {
+        flag("--model-api-key", key);
     }
     let run_name = text(&request["output"]["run_name"]);
     if !run_name.is_empty() {

@@ -14,7 +14,8 @@ fn native(line: &str) -> Result<String, String> {
 #[test]
 fn harbor_flags_become_the_native_flags() {
     assert_eq!(
-        native("-p tasks -a claude-code -m anthropic/claude-sonnet-4-5 -n 8 -k 3").unwrap(),
+        native("-p tasks -e docker -a claude-code -m anthropic/claude-sonnet-4-5 -n 8 -k 3")
+            .unwrap(),
         "harbor claude_code claude-sonnet-4-5 --benchmark-params '{\"path\":\"tasks\"}' --env \
          docker --model-base-url https://api.anthropic.com --model-api-key '${ANTHROPIC_API_KEY}' \
          --model-api-protocol anthropic -k 3 --task-concurrency 8"

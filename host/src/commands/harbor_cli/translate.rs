@@ -8,7 +8,8 @@ use serde_json::{Map, Value};
 use super::agents::{self, Api};
 use crate::cli::HarborRun;
 
-/// The environment Harbor runs tasks in when `-e` is not given.
+/// The environment Harbor runs tasks in when `-e` is not given (here: when the tasks
+/// define their environment).
 pub const DEFAULT_ENV: &str = "docker";
 
 /// The model id of a run whose agent calls no model (`oracle`).
@@ -79,16 +80,18 @@ pub fn translate(harbor: &HarborRun) -> Result<Native, Refusal> {
     let (benchmark_params, single_task) = source(harbor)?;
     let (harness, api) = agent(harbor)?;
     let model = model(harbor, &harness, api)?;
-    native.words.extend(["harbor".into(), harness, model.id]);
+    native
+        .words
+        .extend(["harbor".into(), harness.clone(), model.id]);
     push(
         &mut native.words,
         "--benchmark-params",
         Value::Object(benchmark_params).to_string(),
     );
-    let env = harbor
-        .env
-        .clone()
-        .unwrap_or_else(|| DEFAULT_ENV.to_string());
+    let env = match &harbor.env {
+        Some(env) => env.clone(),
+        None => default_env(harbor, &mut native.notes),
+    };
     if !ENVIRONMENTS.contains(&env.as_str()) {
         return Err(format!(
             "harbor run: -e {env}: no such environment here; expected one of {}",
@@ -101,9 +104,33 @@ pub fn translate(harbor: &HarborRun) -> Result<Native, Refusal> {
     counts(harbor, &mut native.words)?;
     timeouts(harbor, &mut native.words);
     resources(harbor, &mut native.words)?;
-    agent_inputs(harbor, &mut native.words);
+    agent_inputs(harbor, &harness, &mut native.words)?;
     outputs(harbor, &mut native.words);
     Ok(native)
+}
+
+/// Harbor's `docker` for tasks that define their environment (an `environment/` directory;
+/// a registry dataset's tasks all do); the `sandbox` for a `-p` whose tasks define none,
+/// which Harbor could not run without an image but which run here as they are.
+fn default_env(harbor: &HarborRun, notes: &mut Vec<String>) -> String {
+    let Some(path) = &harbor.path else {
+        return DEFAULT_ENV.into();
+    };
+    let defines = |task: &std::path::Path| task.join("environment").is_dir();
+    let any = defines(path)
+        || std::fs::read_dir(path)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| defines(&entry.path()));
+    if any {
+        return DEFAULT_ENV.into();
+    }
+    notes.push(format!(
+        "no task under {} has an environment/ directory: they run in the sandbox (-e to choose)",
+        path.display()
+    ));
+    "sandbox".into()
 }
 
 /// `--name value`.
@@ -376,13 +403,28 @@ fn resources(harbor: &HarborRun, words: &mut Vec<String>) -> Result<(), Refusal>
     Ok(())
 }
 
+/// `--effort LEVEL` as the agent CLI's own flag, as Harbor passes it (`extra_args`).
+fn effort_kwarg(harness: &str, effort: &str) -> Result<String, Refusal> {
+    let args = match harness {
+        "claude_code" => vec!["--effort".to_string(), effort.to_string()],
+        "codex" => vec!["-c".to_string(), format!("model_reasoning_effort={effort}")],
+        other => {
+            return Err(format!(
+                "harbor run: --effort: agent {other} takes no reasoning effort here (claude-code \
+                 and codex do); give the agent's own option with --ak"
+            ))
+        }
+    };
+    Ok(format!("extra_args={}", serde_json::json!(args)))
+}
+
 /// `--ak`, `--effort`, `--ae`, `--mcp-config`, `--skill`, `--extra-instruction-path`.
-fn agent_inputs(harbor: &HarborRun, words: &mut Vec<String>) {
+fn agent_inputs(harbor: &HarborRun, harness: &str, words: &mut Vec<String>) -> Result<(), Refusal> {
     for kwarg in &harbor.agent_kwargs {
         push(words, "--agent-kwarg", kwarg);
     }
     if let Some(effort) = &harbor.effort {
-        push(words, "--agent-kwarg", format!("reasoning_effort={effort}"));
+        push(words, "--agent-kwarg", effort_kwarg(harness, effort)?);
     }
     for variable in &harbor.agent_env {
         push(words, "--agent-env", variable);
@@ -396,6 +438,7 @@ fn agent_inputs(harbor: &HarborRun, words: &mut Vec<String>) {
     for file in &harbor.extra_instruction_path {
         push(words, "--extra-instruction-path", file.display());
     }
+    Ok(())
 }
 
 /// `-o`, `--job-name`, `--no-delete`, `-q`, `--debug`.
