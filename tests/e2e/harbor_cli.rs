@@ -321,3 +321,68 @@ fn harbor_run_runs_the_bundled_tasks_to_reward_one_and_job_resume_keeps_them() {
         .contains("expected a run directory holding run_info.json"));
     assert!(fs::read_dir(run_dir.parent().unwrap()).unwrap().count() == 2);
 }
+
+#[test]
+fn native_task_selection_timeout_multipliers_and_overrides_run_end_to_end() {
+    let table = Table::new();
+    let params = format!(r#"{{"path": "{}"}}"#, table.tasks.display());
+    let results = table.ws.root().join("native");
+    let out = table.ws.run(
+        &[
+            "--plugin-dir",
+            table.packs.to_str().unwrap(),
+            "run",
+            "harbor",
+            "oracle",
+            "reference",
+            "--benchmark-params",
+            &params,
+            "--env",
+            "sandbox",
+            "--progress",
+            "none",
+            "--include-task",
+            "hello-*",
+            "--include-task",
+            "prime*",
+            "--exclude-task",
+            "primes",
+            "--n-tasks",
+            "2",
+            "-k",
+            "2",
+            "--timeout-multiplier",
+            "2",
+            "--agent-timeout-multiplier",
+            "3",
+            "--override-memory-mb",
+            "512",
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    // Include hello-* and prime*, exclude primes, the first two: hello-file, hello-world.
+    assert!(
+        out.stderr
+            .contains("reward (avg@2): 1.0000 (2/2 evaluated)"),
+        "{out:?}"
+    );
+    let run_dir = PathBuf::from(out.stdout.trim());
+    let plans = fs::read_to_string(run_dir.join("resolved_plans.jsonl")).unwrap();
+    let mut tasks = Vec::new();
+    for line in plans.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        tasks.push(record["task_id"].as_str().unwrap().to_string());
+        for plan in record["attempts"].as_object().unwrap().values() {
+            // hello-*: agent 120 s × 3 (the agent's multiplier), verifier 60 s × 2.
+            assert_eq!(plan["run_timeout_seconds"], 360.0, "{plan}");
+            assert_eq!(plan["evaluation_timeout_seconds"], 120.0, "{plan}");
+            assert_eq!(plan["environment"]["resources"]["memory_mb"], 512, "{plan}");
+        }
+        assert_eq!(record["attempts"].as_object().unwrap().len(), 2, "-k 2");
+    }
+    tasks.sort();
+    assert_eq!(tasks, ["hello-file", "hello-world"]);
+}
