@@ -210,7 +210,7 @@ fn runtime_options_defaults_then_config_then_flags() {
     let ws = Workspace::new();
     let defaults = dry_run(&ws, &[], &[]);
     let rt = &defaults["runtime"];
-    assert_eq!(rt["results_dir"], "results");
+    assert_eq!(rt["results_dir"], in_cwd(&ws, "results"));
     // The user's cache, never the working directory (upstream's `./data`).
     let data = ws.home.join(".cache/agentcompass-host/data");
     assert_eq!(rt["data_dir"], data.to_str().unwrap());
@@ -240,7 +240,7 @@ env_open_qps = { modal = 5.0 }
     let cfg = path(&cfg);
     let config = dry_run(&ws, &["--config", &cfg], &[]);
     let rt = &config["runtime"];
-    assert_eq!(rt["results_dir"], "cfg-results");
+    assert_eq!(rt["results_dir"], in_cwd(&ws, "cfg-results"));
     assert_eq!(rt["timeout_seconds"], 100.0);
     assert_eq!(rt["log_level"], "WARNING");
     assert_eq!(rt["progress"], "plain");
@@ -274,7 +274,7 @@ env_open_qps = { modal = 5.0 }
         &[],
     );
     let rt = &flags["runtime"];
-    assert_eq!(rt["results_dir"], "cli-results");
+    assert_eq!(rt["results_dir"], in_cwd(&ws, "cli-results"));
     assert_eq!(rt["timeout_seconds"], 10.0);
     assert_eq!(rt["cleanup_grace_seconds"], 2.5);
     assert_eq!(rt["progress"], "none");
@@ -573,7 +573,7 @@ runtime:
         );
         assert_eq!(v["request"]["execution"]["max_retries"], 2);
         assert_eq!(v["request"]["execution"]["attempts"]["strategy"], "pass");
-        assert_eq!(v["runtime"]["results_dir"], "out");
+        assert_eq!(v["runtime"]["results_dir"], in_cwd(&ws, "out"));
         seen.push(v);
     }
     assert_eq!(seen[0], seen[1]);
@@ -991,4 +991,10 @@ fn a_referenced_value_that_does_not_convert_is_refused_without_its_value() {
 fn task_ground_truth(attempt: &std::path::Path) -> Value {
     agentcompass_e2e::read_json(&attempt.parent().unwrap().join("task.json"))["ground_truth"]
         .clone()
+}
+
+/// `relative` under the workspace's working directory, as the host resolves a relative
+/// runtime path (issue 58: every runtime path is absolute once resolved).
+fn in_cwd(ws: &Workspace, relative: &str) -> String {
+    ws.cwd.join(relative).display().to_string()
 }

@@ -163,6 +163,31 @@ fn all_pass() -> Vec<(String, f64)> {
     DIGESTS.iter().map(|(t, _)| (t.to_string(), 1.0)).collect()
 }
 
+/// A relative `--data-dir` (issue 58): the cached task directories the host hands the
+/// `oracle` harness are absolute, so every reference solution runs (it refused them as "not an
+/// existing absolute directory" before), and the cache lands under the working directory.
+#[test]
+fn a_relative_data_dir_serves_absolute_task_directories() {
+    let d = Dataset::new();
+    let params = d.params("demo@1.0");
+    let args = pack_run(
+        &d.plugins,
+        ["harbor", "oracle", "scripted-model"],
+        &params,
+        &[
+            "--env",
+            "sandbox",
+            "--progress",
+            "none",
+            "--data-dir",
+            "./rel-data",
+        ],
+    );
+    let out = d.ws.run(&args, &[]).expect_code(0);
+    assert_eq!(rewards(&run_dir(&out)), all_pass(), "{}", out.stderr);
+    assert!(d.ws.cwd.join("rel-data/datasets/tasks").is_dir());
+}
+
 #[test]
 fn a_registry_dataset_runs_then_runs_from_the_cache_with_its_repository_gone() {
     let d = Dataset::new();

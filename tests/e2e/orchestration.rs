@@ -359,18 +359,18 @@ name = "a"
     );
     let bare = orchestration(&ws, "bare.toml", "[[requests]]\nname = \"a\"\n");
     let v = launch(&ws, &bare, &[], &[]);
-    assert_eq!(v["runtime"]["results_dir"], "results");
+    assert_eq!(v["runtime"]["results_dir"], in_cwd(&ws, "results"));
     assert_eq!(v["runtime"]["timeout_seconds"], 360000.0);
     assert_eq!(v["runtime"]["cleanup_grace_seconds"], 30.0);
 
     let v = launch(&ws, &bare, &["--config", &path(&cfg)], &[]);
-    assert_eq!(v["runtime"]["results_dir"], "cfg-results");
+    assert_eq!(v["runtime"]["results_dir"], in_cwd(&ws, "cfg-results"));
     assert_eq!(v["runtime"]["timeout_seconds"], 100.0);
     assert_eq!(v["runtime"]["log_level"], "WARNING");
 
     let v = launch(&ws, &file, &["--config", &path(&cfg)], &[]);
     let rt = &v["runtime"];
-    assert_eq!(rt["results_dir"], "file-results");
+    assert_eq!(rt["results_dir"], in_cwd(&ws, "file-results"));
     assert_eq!(rt["timeout_seconds"], 100.0);
     assert_eq!(rt["cleanup_grace_seconds"], 5.0);
     assert_eq!(
@@ -398,7 +398,7 @@ name = "a"
         &[],
     );
     let rt = &v["runtime"];
-    assert_eq!(rt["results_dir"], "cli-results");
+    assert_eq!(rt["results_dir"], in_cwd(&ws, "cli-results"));
     assert_eq!(rt["timeout_seconds"], 0.0);
     assert_eq!(rt["cleanup_grace_seconds"], 5.0);
     assert_eq!(rt["log_level"], "DEBUG");
@@ -516,4 +516,10 @@ requests:
     assert!(!id.is_empty());
     let stdout = out.stdout.replace(id, "[ID]");
     insta::assert_snapshot!("launch_dry_run", ws.redact(&stdout));
+}
+
+/// `relative` under the workspace's working directory, as the host resolves a relative
+/// runtime path (issue 58: every runtime path is absolute once resolved).
+fn in_cwd(ws: &Workspace, relative: &str) -> String {
+    ws.cwd.join(relative).display().to_string()
 }
