@@ -141,9 +141,11 @@ fn analyzer_text(analyzer: &agentcompass_plugin_api::contracts::AnalyzerInfo) ->
     out
 }
 
-/// The shared `EnvironmentSpec` fields every provider takes (beside its own parameters), as
-/// upstream's `config docs env` lists them: name, type and what it sets.
-const SHARED_FIELDS: [(&str, &str, &str); 22] = [
+/// The shared `EnvironmentSpec` fields every provider takes (beside its own parameters, the
+/// table above them, given at the same level), as upstream's `config docs env` lists them:
+/// name, type and what it sets. Only what `--env-params` takes: the spec's `params` object is
+/// where the provider's own parameters land, never a key a user writes.
+const SHARED_FIELDS: [(&str, &str, &str); 21] = [
     (
         "resources",
         "object",
@@ -233,11 +235,6 @@ const SHARED_FIELDS: [(&str, &str, &str); 22] = [
         "its default working directory",
     ),
     ("evaluation_setup.os", "string", "its operating system"),
-    (
-        "params",
-        "object",
-        "the provider's own parameters (the table above)",
-    ),
 ];
 
 /// The table of [`SHARED_FIELDS`].
@@ -314,6 +311,20 @@ mod tests {
                     .iter()
                     .any(|(name, ..)| name == field || name.starts_with(&format!("{field}."))),
                 "{field} is missing from SHARED_FIELDS"
+            );
+        }
+    }
+
+    /// `config docs env` lists only what `--env-params` takes (issue 58): each shared field
+    /// (or its parent, for `setup.image`) is one of the spec's shared fields.
+    #[test]
+    fn every_documented_environment_field_is_one_env_params_takes() {
+        use agentcompass_plugin_api::contracts::ENVIRONMENT_SHARED_FIELDS;
+        for (name, ..) in SHARED_FIELDS {
+            let top = name.split('.').next().unwrap_or(name);
+            assert!(
+                ENVIRONMENT_SHARED_FIELDS.contains(&top),
+                "{name} is listed but --env-params refuses it"
             );
         }
     }
