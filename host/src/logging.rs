@@ -120,9 +120,18 @@ struct ConsoleLayer {
     every: bool,
 }
 
-/// A console line that was not printed again, and how often.
+/// A console warning printed once, and the lines like it that were only counted.
 struct Repeat {
-    first: String,
+    /// `warning`, `error`.
+    level: &'static str,
+    /// The printed line's text without its task fields (`task_id=`, `attempt=`), cut into
+    /// runs of digits and the rest.
+    runs: Vec<String>,
+    /// Per run: whether a counted line had other digits there (printed as `#`).
+    varies: Vec<bool>,
+    /// The tasks of the counted lines (the `task_id` field), distinct, in order.
+    tasks: Vec<String>,
+    /// Lines counted.
     more: u64,
 }
 
@@ -138,49 +147,110 @@ struct Repeats {
 /// counted, so memory stays flat whatever a run logs.
 const MAX_DISTINCT: usize = 1024;
 
+/// How many tasks of a repeated warning are remembered and named.
+const MAX_NAMED: usize = 5;
+
 static REPEATS: Mutex<Option<Repeats>> = Mutex::new(None);
 
 /// `text` with every run of digits as `#`: the lines of one warning about different tasks,
 /// attempts or counts read the same.
 fn shape_of(text: &str) -> String {
-    let mut shape = String::with_capacity(text.len());
-    let mut in_digits = false;
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            if !in_digits {
-                shape.push('#');
-            }
-            in_digits = true;
-        } else {
-            shape.push(c);
-            in_digits = false;
-        }
-    }
-    shape
+    digit_runs(text)
+        .iter()
+        .map(|run| if is_digits(run) { "#" } else { run })
+        .collect()
 }
 
-/// Whether a line of `key` is printed (the first) or only counted (a repeat).
-fn first_of(key: String, line: &str) -> bool {
+/// `text` cut into runs of ASCII digits and runs of anything else.
+fn digit_runs(text: &str) -> Vec<&str> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    let mut digits = None;
+    for (at, c) in text.char_indices() {
+        let is_digit = c.is_ascii_digit();
+        if digits.is_some_and(|d| d != is_digit) {
+            runs.push(&text[start..at]);
+            start = at;
+        }
+        digits = Some(is_digit);
+    }
+    if start < text.len() {
+        runs.push(&text[start..]);
+    }
+    runs
+}
+
+fn is_digits(run: &str) -> bool {
+    run.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// One console warning: its level, its text without the task fields, and its task.
+struct Seen<'a> {
+    level: &'static str,
+    text: &'a str,
+    task: Option<&'a str>,
+}
+
+/// An event's fields (` key=value ...`) split into its task (`task_id`) and the others, the
+/// attempt number left out: what tells the lines of one warning about several tasks apart.
+fn split_task(fields: &str) -> (Option<&str>, String) {
+    let mut task = None;
+    let mut rest = String::new();
+    for field in fields.split(' ').filter(|f| !f.is_empty()) {
+        if let Some(id) = field.strip_prefix("task_id=") {
+            task = Some(id);
+        } else if !field.starts_with("attempt=") {
+            rest.push(' ');
+            rest.push_str(field);
+        }
+    }
+    (task, rest)
+}
+
+/// Whether a line of `key` is printed (the first) or only counted (a repeat, its task and
+/// digits remembered).
+fn first_of(key: String, seen: &Seen<'_>) -> bool {
     let mut guard = REPEATS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let repeats = guard.get_or_insert_with(Repeats::default);
     if let Some(&at) = repeats.index.get(&key) {
-        repeats.seen[at].more += 1;
+        let repeat = &mut repeats.seen[at];
+        repeat.more += 1;
+        let runs = digit_runs(seen.text);
+        if runs.len() == repeat.runs.len() {
+            for ((first, now), varies) in repeat.runs.iter().zip(runs).zip(&mut repeat.varies) {
+                *varies |= first != now;
+            }
+        }
+        if let Some(task) = seen.task {
+            if repeat.tasks.len() < MAX_NAMED && !repeat.tasks.iter().any(|t| t == task) {
+                repeat.tasks.push(task.to_string());
+            }
+        }
         return false;
     }
     if repeats.seen.len() < MAX_DISTINCT {
+        let runs: Vec<String> = digit_runs(seen.text)
+            .into_iter()
+            .map(String::from)
+            .collect();
         repeats.index.insert(key, repeats.seen.len());
         repeats.seen.push(Repeat {
-            first: line.to_string(),
+            level: seen.level,
+            varies: vec![false; runs.len()],
+            runs,
+            tasks: Vec::new(),
             more: 0,
         });
     }
     true
 }
 
-/// One line per console warning or error that repeated since the last call (`warning: 199
-/// more like this one, not printed: ...`), and the counts start again.
+/// One line per console warning or error that repeated since the last call, naming what was
+/// not printed: `warning: 199 more like this one, not printed (tasks q-2, q-3, q-4, q-5, q-6,
+/// …): model endpoint ...: 429; retry # of 3`, the digits that differed among the lines
+/// shown as `#`; and the counts start again.
 pub fn repeated_warnings() -> Vec<String> {
     let mut guard = REPEATS
         .lock()
@@ -193,13 +263,30 @@ pub fn repeated_warnings() -> Vec<String> {
         .iter()
         .filter(|repeat| repeat.more > 0)
         .map(|repeat| {
-            let (level, text) = repeat
-                .first
-                .split_once(": ")
-                .unwrap_or(("warning", repeat.first.as_str()));
+            let text: String = repeat
+                .runs
+                .iter()
+                .zip(&repeat.varies)
+                .map(|(run, varies)| if *varies { "#" } else { run.as_str() })
+                .collect();
+            let mut tasks = repeat.tasks.clone();
+            tasks.sort();
+            let named = match tasks.len() {
+                0 => String::new(),
+                n => format!(
+                    " ({} {}{})",
+                    if n == 1 { "task" } else { "tasks" },
+                    tasks.join(", "),
+                    if (n as u64) < repeat.more {
+                        ", …"
+                    } else {
+                        ""
+                    }
+                ),
+            };
             format!(
-                "{level}: {} more like this one, not printed: {text}",
-                repeat.more
+                "{}: {} more like this one, not printed{named}: {text}",
+                repeat.level, repeat.more
             )
         })
         .collect()
@@ -219,7 +306,8 @@ impl<S: Subscriber> Layer<S> for ConsoleLayer {
         let mut message = Message::default();
         event.record(&mut message);
         let text = scrub_text(&message.text);
-        let line = format!("{word}: {text}{}\n", scrub_text(&message.fields));
+        let fields = scrub_text(&message.fields);
+        let line = format!("{word}: {text}{fields}\n");
         if !self.every && level <= Level::WARN {
             let key = format!(
                 "{}:{} {}",
@@ -227,7 +315,13 @@ impl<S: Subscriber> Layer<S> for ConsoleLayer {
                 metadata.line().unwrap_or(0),
                 shape_of(&text)
             );
-            if !first_of(key, line.trim_end()) {
+            let (task, others) = split_task(&fields);
+            let seen = Seen {
+                level: word,
+                text: &format!("{text}{others}"),
+                task,
+            };
+            if !first_of(key, &seen) {
                 return;
             }
         }
@@ -311,31 +405,53 @@ pub fn init(verbose: bool) {
 mod tests {
     use tracing::Level;
 
-    use super::{first_of, repeated_warnings, run_log_filter, shape_of};
+    use super::{first_of, repeated_warnings, run_log_filter, shape_of, split_task, Seen};
 
+    /// The count line names what was not printed (issue 58): the other tasks, and the
+    /// numbers that differed as `#`, never the printed line's own task.
     #[test]
     fn a_repeated_warning_is_printed_once_and_counted() {
         let retry = |task: u32, n: u32| {
-            format!("warning: model endpoint http://h:80/v1: 429; retry {n} of 3 (task q-{task})")
+            format!("model endpoint http://h:80/v1: 429; retry {n} of 3 (task q-{task})")
         };
-        let key = |line: &str| format!("gateway.rs:1 {}", shape_of(line));
-        assert!(first_of(key(&retry(1, 1)), &retry(1, 1)));
+        let key = |text: &str| format!("gateway.rs:1 {}", shape_of(text));
+        let warn = |text: &str, task: Option<&str>| {
+            first_of(
+                key(text),
+                &Seen {
+                    level: "warning",
+                    text,
+                    task,
+                },
+            )
+        };
+        assert!(warn(&retry(1, 1), None));
         for task in 2..=200 {
-            assert!(!first_of(key(&retry(task, 2)), &retry(task, 2)));
+            assert!(!warn(&retry(task, 2), None));
         }
-        let other = "warning: dataset metric x is not computed";
-        assert!(first_of(key(other), other));
+        let other = "dataset metric x is not computed";
+        assert!(warn(other, None));
+        let failed = "openai_chat: model call failed code=model_failed";
+        assert!(warn(failed, Some("mul")));
+        assert!(!warn(failed, Some("cap")));
+        assert!(!warn(failed, Some("add")));
         assert_eq!(
             repeated_warnings(),
             [
                 "warning: 199 more like this one, not printed: model endpoint http://h:80/v1: \
-              429; retry 1 of 3 (task q-1)"
+                 429; retry # of 3 (task q-#)",
+                "warning: 2 more like this one, not printed (tasks add, cap): openai_chat: model \
+                 call failed code=model_failed",
             ]
         );
         // The counts start again.
         assert!(repeated_warnings().is_empty());
-        assert!(first_of(key(other), other));
+        assert!(warn(other, None));
         assert_eq!(shape_of("retry 12 of 3 in 0.5 s"), "retry # of # in #.# s");
+        assert_eq!(
+            split_task(" task_id=q-1 attempt=2 code=x"),
+            (Some("q-1"), " code=x".to_string())
+        );
     }
 
     #[test]
