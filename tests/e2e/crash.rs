@@ -217,6 +217,16 @@ fn sigint_cancels_cleanly_with_exit_130() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("Cancellation requested"));
+    // The summary counts the run's 60 selected tasks, not only those that finished.
+    let headline = stderr
+        .lines()
+        .find(|l| l.starts_with("cancelled — "))
+        .unwrap_or_else(|| panic!("no headline: {stderr}"));
+    assert!(
+        headline.contains("/60 evaluated)")
+            && headline.ends_with(&format!("({published} of 60 tasks, 0 reused)")),
+        "{headline}"
+    );
     // The exact command that resumes it, and it does: the published tasks are reused.
     let run_id = run.file_name().unwrap().to_str().unwrap();
     let resume = stderr

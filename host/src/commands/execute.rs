@@ -243,9 +243,17 @@ fn report(
             format!("{}: ", request.name)
         };
         let headline = request.headline.as_deref().unwrap_or("no metrics");
+        // Of the selected tasks, when the run stopped before publishing them all.
+        let tasks = match (request.published, request.selected) {
+            (published, selected) if published < selected => {
+                format!("{published} of {selected} tasks")
+            }
+            (1, _) => "1 task".to_string(),
+            (published, _) => format!("{published} tasks"),
+        };
         eprintln!(
-            "{label}{} — {headline} ({} tasks, {} reused)",
-            request.status, request.published, request.reused
+            "{label}{} — {headline} ({tasks}, {} reused)",
+            request.status, request.reused
         );
         if request.changed > 0 {
             eprintln!(
@@ -298,11 +306,13 @@ fn report(
 }
 
 /// After a run stopped early (Ctrl-C, the deadline) or left tasks unscored, the command that
-/// resumes it or runs those tasks again (this invocation with `--reuse`, `--rerun CLASS`).
+/// resumes it or runs again the tasks a rerun can help (this invocation with `--reuse`,
+/// `--rerun CLASS_OR_CODE`), then what to change for the others (`next_steps::advice`).
 fn print_next_steps(outcome: &agentcompass_host::runtime::OrchestrationOutcome, launch: bool) {
     use agentcompass_results::status::RunStatus;
     let args: Vec<String> = std::env::args().collect();
-    let mut classes: Vec<String> = Vec::new();
+    let mut rerun: Vec<String> = Vec::new();
+    let mut fixes: Vec<String> = Vec::new();
     let mut stopped = false;
     let mut run_id = None;
     for request in &outcome.requests {
@@ -311,11 +321,17 @@ fn print_next_steps(outcome: &agentcompass_host::runtime::OrchestrationOutcome, 
         };
         stopped |= matches!(request.status, RunStatus::Cancelled | RunStatus::TimedOut);
         run_id = dir.file_name().map(|n| n.to_string_lossy().into_owned());
-        for class in &request.not_scored_classes {
-            if !classes.contains(class) && class != "budget" {
-                classes.push(class.clone());
+        let advice = super::next_steps::advice(&request.not_scored_reasons, &request.environment);
+        for entry in advice.rerun {
+            if !rerun.contains(&entry) {
+                rerun.push(entry);
             }
         }
+        let label = match request.name.as_str() {
+            "" => String::new(),
+            name => format!("{name}: "),
+        };
+        fixes.extend(advice.fixes.into_iter().map(|fix| format!("{label}{fix}")));
     }
     let Some(run_id) = run_id else {
         return;
@@ -326,11 +342,14 @@ fn print_next_steps(outcome: &agentcompass_host::runtime::OrchestrationOutcome, 
             "to resume: {}",
             super::next_steps::reuse_command(&args, reuse, &[])
         );
-    } else if !classes.is_empty() {
+    } else if !rerun.is_empty() {
         eprintln!(
             "to run the tasks not scored again: {}",
-            super::next_steps::reuse_command(&args, reuse, &classes)
+            super::next_steps::reuse_command(&args, reuse, &rerun)
         );
+    }
+    for fix in fixes {
+        eprintln!("{fix}");
     }
 }
 

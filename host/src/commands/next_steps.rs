@@ -1,6 +1,18 @@
 //! What to run next after a run stopped early or left tasks unscored: this invocation's own
-//! command line with `--reuse` (and `--rerun CLASS`) in place of the flags that would start a
-//! new run, shell-quoted and scrubbed of secrets.
+//! command line with `--reuse` (and `--rerun CLASS_OR_CODE`) in place of the flags that would
+//! start a new run, shell-quoted and scrubbed of secrets — and, for tasks a rerun cannot help,
+//! what to change instead.
+//!
+//! The rule ([`remedy`]): a rerun is suggested only for failures of the moment, which the
+//! same command can get past — the model endpoint's (rate limits, server errors, timeouts:
+//! class `model`), the infrastructure's (an environment that did not open or timed out, a
+//! transfer, an install, a lost cluster job: class `environment`), a verifier's timeout, a
+//! cancellation. A failure that follows from the input fails the same way every time, so it
+//! gets its fix in words instead: an environment that cannot run the task (`unsupported`,
+//! and on `host_process` a benchmark that cannot prepare it: "run it with `--env
+//! sandbox`"), a task the benchmark cannot prepare, unset bindings, a verifier's error, and
+//! every `host` failure (a plugin refused the task: its issue says what to fix). When a class
+//! holds both kinds, `--rerun` names the transient codes rather than the class.
 
 /// Flags of the invocation that the suggested command replaces; `true` when the flag takes
 /// values (every following argument up to the next flag).
@@ -40,6 +52,101 @@ pub fn reuse_command(args: &[String], reuse: Option<&str>, rerun: &[String]) -> 
         words.push(quote(&rerun.join(",")));
     }
     agentcompass_redact::scrub_text(&words.join(" "))
+}
+
+/// What the tasks not scored for one reason need before they can score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remedy {
+    /// Running them again can succeed: the failure was the moment's.
+    Rerun,
+    /// They fail the same way until this changes (a sentence; `{them}` stands for "it" or
+    /// "them").
+    Fix(&'static str),
+    /// Nothing to say here: budget-skipped tasks have their own line.
+    Nothing,
+}
+
+const ON_HOST_PROCESS: &str = "run {them} with `--env sandbox` (or `docker`): `host_process` \
+     runs commands on this machine, without the isolation, network policies and task paths \
+     {them} need";
+const UNSUPPORTED: &str = "run {them} in an environment that provides what the issue above \
+     names (`agentcompass-host config docs env ID` lists what each one provides)";
+const NOT_PREPARED: &str =
+    "the benchmark could not prepare {them} in the environment; the issue above says why";
+const BINDINGS: &str = "set the variables the issue above names";
+const VERIFIER: &str = "the verifier failed on {them}; the issue above says why";
+const REFUSED: &str = "a plugin or the host refused {them}; the issue above says what to fix";
+
+/// What tasks not scored for `reason` (an issue code, or a model failure's detail) of
+/// `class` need, in `environment` (the module's rule).
+pub fn remedy(class: &str, reason: &str, environment: &str) -> Remedy {
+    match (class, reason) {
+        ("budget", _) => Remedy::Nothing,
+        ("environment", "unsupported" | "prepare_failed") if environment == "host_process" => {
+            Remedy::Fix(ON_HOST_PROCESS)
+        }
+        ("environment", "unsupported") => Remedy::Fix(UNSUPPORTED),
+        ("environment", "prepare_failed") => Remedy::Fix(NOT_PREPARED),
+        ("environment", "env_bindings_failed") => Remedy::Fix(BINDINGS),
+        ("evaluation", "evaluate_timeout" | "verifier_timeout") => Remedy::Rerun,
+        ("evaluation", _) => Remedy::Fix(VERIFIER),
+        ("host", _) => Remedy::Fix(REFUSED),
+        _ => Remedy::Rerun,
+    }
+}
+
+/// The footer's advice on a run's tasks not scored.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Advice {
+    /// What `--rerun` names: a class whose every reason is transient, else its transient
+    /// codes.
+    pub rerun: Vec<String>,
+    /// One line per fix: `2 tasks not scored would fail the same way if run again
+    /// (prepare_failed, unsupported): run them with ...`.
+    pub fixes: Vec<String>,
+}
+
+/// The advice on tasks not scored, given as (class, reason, tasks), in `environment`.
+pub fn advice(reasons: &[(String, String, u64)], environment: &str) -> Advice {
+    let mut out = Advice::default();
+    let mut fixes: Vec<(&'static str, u64, Vec<&str>)> = Vec::new();
+    for (class, reason, tasks) in reasons {
+        match remedy(class, reason, environment) {
+            Remedy::Rerun => {
+                let whole = reasons
+                    .iter()
+                    .filter(|(c, ..)| c == class)
+                    .all(|(c, r, _)| remedy(c, r, environment) == Remedy::Rerun);
+                let entry = if whole { class } else { reason };
+                if !out.rerun.contains(entry) {
+                    out.rerun.push(entry.clone());
+                }
+            }
+            Remedy::Fix(fix) => match fixes.iter_mut().find(|(f, ..)| *f == fix) {
+                Some((_, count, codes)) => {
+                    *count += tasks;
+                    codes.push(reason);
+                }
+                None => fixes.push((fix, *tasks, vec![reason])),
+            },
+            Remedy::Nothing => {}
+        }
+    }
+    for (fix, count, mut codes) in fixes {
+        codes.sort_unstable();
+        codes.dedup();
+        let (noun, them) = if count == 1 {
+            ("task", "it")
+        } else {
+            ("tasks", "them")
+        };
+        out.fixes.push(format!(
+            "{count} {noun} not scored would fail the same way if run again ({}): {}",
+            codes.join(", "),
+            fix.replace("{them}", them)
+        ));
+    }
+    out
 }
 
 /// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else in
@@ -105,5 +212,59 @@ mod tests {
             "agentcompass-host launch o.toml --reuse --rerun model"
         );
         assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    fn reasons(items: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
+        items
+            .iter()
+            .map(|(c, r, n)| (c.to_string(), r.to_string(), *n))
+            .collect()
+    }
+
+    /// A rerun is suggested only where it can succeed (issue 58); the rest get their fix.
+    #[test]
+    fn a_rerun_is_suggested_only_for_failures_of_the_moment() {
+        let mixed = reasons(&[
+            ("environment", "environment_failed", 2),
+            ("environment", "unsupported", 1),
+            ("model", "rate limited", 3),
+            ("host", "harness_failed", 3),
+            ("budget", "budget_exhausted", 4),
+        ]);
+        let advice = advice(&mixed, "sandbox");
+        assert_eq!(advice.rerun, ["environment_failed", "model"]);
+        assert_eq!(
+            advice.fixes,
+            [
+                "1 task not scored would fail the same way if run again (unsupported): run it in \
+                 an environment that provides what the issue above names (`agentcompass-host \
+                 config docs env ID` lists what each one provides)",
+                "3 tasks not scored would fail the same way if run again (harness_failed): a \
+                 plugin or the host refused them; the issue above says what to fix",
+            ]
+        );
+        let host_process = reasons(&[
+            ("environment", "prepare_failed", 1),
+            ("environment", "unsupported", 1),
+        ]);
+        let advice = super::advice(&host_process, "host_process");
+        assert!(advice.rerun.is_empty(), "{advice:?}");
+        assert_eq!(advice.fixes.len(), 1);
+        assert!(
+            advice.fixes[0].starts_with(
+                "2 tasks not scored would fail the same way if run again (prepare_failed, \
+                 unsupported): run them with `--env sandbox`"
+            ),
+            "{}",
+            advice.fixes[0]
+        );
+        let transient = reasons(&[
+            ("environment", "environment_timeout", 1),
+            ("evaluation", "evaluate_timeout", 1),
+            ("cancelled", "cancelled", 1),
+        ]);
+        let advice = super::advice(&transient, "docker");
+        assert_eq!(advice.rerun, ["environment", "evaluation", "cancelled"]);
+        assert!(advice.fixes.is_empty());
     }
 }

@@ -38,7 +38,8 @@ pub use outcomes::{
     attempt_records, complete_attempt_records, outcomes_from_results, AttemptRecord,
 };
 pub use render::{
-    harbor_metric_lines, headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle,
+    harbor_metric_lines, headline_line, headline_line_of, not_scored_line, render_summary,
+    skipped_line, SummaryTitle,
 };
 
 /// The aggregation written into every report produced here.

@@ -294,9 +294,17 @@ fn write_usage(out: &mut String, report: &MetricReport) {
 /// `correct (native@1): n/a — 3 of 200 tasks invalidated (3 model); 84.21% over the 197
 /// evaluated`. `None` without a headline series.
 pub fn headline_line(report: &MetricReport) -> Option<String> {
+    headline_line_of(report, 0)
+}
+
+/// [`headline_line`] counting `selected` tasks (the run's selection) when more were selected
+/// than the report counts: a run stopped early (cancelled, timed out, a budget) says how many
+/// of its selected tasks were evaluated — `(1/6 evaluated)` —, not only of those it finished.
+pub fn headline_line_of(report: &MetricReport, selected: u64) -> Option<String> {
     let series = report.headline()?;
     let name = format!("{} ({}@{})", series.metric_id, series.reducer, report.k);
-    let counts = series.counts;
+    let mut counts = series.counts;
+    counts.total = counts.total.max(selected);
     if !report.evaluation_failed {
         return Some(format!(
             "{name}: {} ({}/{} evaluated)",

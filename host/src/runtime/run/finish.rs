@@ -11,7 +11,9 @@ use serde_json::{json, Value};
 use super::RequestOutcome;
 use agentcompass_plugin_api::contracts::MetricReport;
 
-use crate::metrics::{headline_line, not_scored_line, render_summary, skipped_line, SummaryTitle};
+use crate::metrics::{
+    headline_line_of, not_scored_line, render_summary, skipped_line, SummaryTitle,
+};
 use crate::progress::ProgressEvent;
 use crate::runtime::context::RequestContext;
 
@@ -75,16 +77,27 @@ pub(super) async fn finish(
     sync_results(rc).await;
     outcome.status = status;
     outcome.error = info.error.clone();
-    outcome.headline = headline_line(&report);
+    outcome.headline = headline_line_of(&report, outcome.selected as u64);
     outcome.not_scored = not_scored_line(&report);
-    outcome.not_scored_classes = agentcompass_schema::metrics::HostExtras::of(&report)
-        .not_scored
-        .map(|not_scored| not_scored.classes.into_keys().collect())
-        .unwrap_or_default();
+    outcome.not_scored_reasons = not_scored_reasons(&report);
     outcome.skipped = skipped_line(&report);
     outcome.harbor_metrics = crate::metrics::harbor_metric_lines(&report);
     outcome.issues = rc.issues.summary();
     outcome
+}
+
+/// The tasks not scored by class and reason, from the report's `extra.not_scored`.
+fn not_scored_reasons(report: &MetricReport) -> Vec<(String, String, u64)> {
+    let Some(not_scored) = agentcompass_schema::metrics::HostExtras::of(report).not_scored else {
+        return Vec::new();
+    };
+    let mut reasons = Vec::new();
+    for (class, counts) in not_scored.classes {
+        for (reason, tasks) in counts.reasons {
+            reasons.push((class.clone(), reason, tasks));
+        }
+    }
+    reasons
 }
 
 /// The analyzers' summary of the run, from the published tasks' analysis results (read back

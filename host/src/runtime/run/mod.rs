@@ -44,6 +44,11 @@ pub struct RequestOutcome {
     pub headline: Option<String>,
     /// Tasks published in this run (new and reused).
     pub published: usize,
+    /// Tasks the benchmark selected for the run (0 until they are known): more than
+    /// `published` when the run stopped early.
+    pub selected: usize,
+    /// The request's environment provider (`sandbox`, ...).
+    pub environment: String,
     /// Tasks reused from an earlier run.
     pub reused: usize,
     /// Tasks of the reuse source that ran again because their content changed since (their
@@ -60,9 +65,10 @@ pub struct RequestOutcome {
     pub harbor_metrics: Vec<String>,
     /// How the run was stopped early and what it spent (a budget, the error rate).
     pub stopped: Option<String>,
-    /// The failure classes of the tasks not scored (`model`, `environment`, ...), which
-    /// `--reuse RUN_ID --rerun CLASS` runs again.
-    pub not_scored_classes: Vec<String>,
+    /// The tasks not scored by failure class and reason (`("model", "rate limited", 3)`,
+    /// `("environment", "unsupported", 1)`): what `--reuse RUN_ID --rerun CLASS_OR_CODE`
+    /// could run again, or what must change first.
+    pub not_scored_reasons: Vec<(String, String, u64)>,
 }
 
 impl RequestOutcome {
@@ -75,13 +81,15 @@ impl RequestOutcome {
             error: Some(error),
             headline: None,
             published: 0,
+            selected: 0,
+            environment: String::new(),
             reused: 0,
             changed: 0,
             issues: Vec::new(),
             not_scored: None,
             skipped: None,
             stopped: None,
-            not_scored_classes: Vec::new(),
+            not_scored_reasons: Vec::new(),
             harbor_metrics: Vec::new(),
         }
     }
@@ -100,6 +108,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
     };
     let mut outcome = RequestOutcome::failed(&name, String::new());
     outcome.error = None;
+    outcome.environment = prepared.run.request.environment.id.clone();
     outcome.run_dir = Some(started.store.run_dir().to_path_buf());
     let mut info = started.info;
     started.progress.emit(ProgressEvent::RunStarted {
@@ -135,6 +144,7 @@ pub async fn run_request(shared: &Shared, prepared: PreparedRequest) -> RequestO
             return finish::finish(&rc, &mut info, outcome, RunStatus::Failed, error).await;
         }
     };
+    outcome.selected = tasks.total();
     rc.emit(ProgressEvent::TasksLoaded {
         total: tasks.total() as u64,
     });
