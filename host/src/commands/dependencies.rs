@@ -55,11 +55,12 @@ pub(super) fn install_all(
             let entry = executor
                 .block_on(cache.ensure(&provider, &ctx, &request.environment, &platform, install))
                 .map_err(|e| {
-                    anyhow!(
-                        "--auto-install-dependencies: {}: {}: {e}",
+                    // The installer's error stays in the chain: a failed install exits 1.
+                    anyhow::Error::new(e).context(format!(
+                        "--auto-install-dependencies: {}: {}",
                         request.harness.id,
                         install.requirement()
-                    )
+                    ))
                 })?;
             eprintln!(
                 "installed {} for {} in {:.1} s ({})",

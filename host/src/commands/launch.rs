@@ -69,7 +69,7 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         let (selected, images) = if resolved {
             let counts =
                 super::execute::dry_run_tasks(&orchestration, &setup, &cmd.gates.gates(), checks)
-                    .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))?;
+                    .map_err(|e| in_file(&source, e))?;
             let by_name = |f: &dyn Fn(&super::execute::DryRunTasks) -> serde_json::Value| {
                 serde_json::Value::Object(counts.iter().map(|r| (r.name.clone(), f(r))).collect())
             };
@@ -87,6 +87,31 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         return Ok(0);
     }
     // Preflight and task-loading errors name the request; name the file too.
-    execute(orchestration, &setup, &cmd.gates.gates(), checks)
-        .map_err(|e| anyhow::anyhow!("{source}: {e:#}"))
+    execute(orchestration, &setup, &cmd.gates.gates(), checks).map_err(|e| in_file(&source, e))
+}
+
+/// `err` with the orchestration file named in front of it, its chain kept: the exit code is
+/// the error's own (a failed installer 1, a refusal 2), as `run` exits with it.
+fn in_file(source: &str, err: anyhow::Error) -> anyhow::Error {
+    err.context(source.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use agentcompass_host::exit_code::FAILURE;
+    use agentcompass_host::install::InstallError;
+
+    /// A failure that is not bad input (an installer that failed) exits 1 from `launch` as
+    /// from `run`: naming the file keeps the error's own exit code (it was 2).
+    #[test]
+    fn an_error_named_by_its_file_keeps_its_exit_code() {
+        let failed = anyhow::Error::new(InstallError::Failed("npm: no network".into()))
+            .context("--auto-install-dependencies: claude-code");
+        let named = super::in_file("plan.toml", failed);
+        assert_eq!(crate::exit_code_of(&named), FAILURE);
+        assert_eq!(
+            format!("{named:#}"),
+            "plan.toml: --auto-install-dependencies: claude-code: npm: no network"
+        );
+    }
 }
