@@ -10,7 +10,10 @@
 //!
 //! A [`Script`] is a list of rules; each request goes to the first rule whose `match` holds, and
 //! that rule's responses are served in order (after the last, the last repeats, or with
-//! `"cycle": true` the list starts over). Each response is rendered in the protocol of the
+//! `"cycle": true` the list starts over; with the script's `"after_last": "error"` — the
+//! `scripted-llm` command's default — a request past a rule's last response is answered 410
+//! `scripted-llm: script exhausted after N replies (rule I); restart scripted-llm to replay it`
+//! and the server says so on stderr, so a replayed demo never scores 0 in silence). Each response is rendered in the protocol of the
 //! endpoint that was hit: as one JSON body, or — when the request has `"stream": true` and the
 //! response is an answer — as the server-sent events the real API streams (see
 //! `scripted/sse.rs`; `stream_options.include_usage` adds the chat usage chunk). Scripted error
@@ -92,6 +95,21 @@ pub struct Script {
     /// A limit on model calls in flight at once (`"concurrency"`), as a rate-limited API
     /// enforces one.
     pub concurrency: Option<Concurrency>,
+    /// What a request past a (non-`cycle`) rule's last response gets (`"after_last"`;
+    /// `None`: the server's default — the last response again in-process, an error from the
+    /// `scripted-llm` command).
+    pub after_last: Option<AfterLast>,
+    /// The file the script was loaded from (named by the 401 answer).
+    pub source: Option<String>,
+}
+
+/// `"after_last"`: what a request past a rule's last response gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterLast {
+    /// `"repeat"`: the last response again.
+    Repeat,
+    /// `"error"`: 410 naming the used-up script, and a line on stderr.
+    Error,
 }
 
 /// `"concurrency": {"limit": 4, "status": 429, "retry_after": 1}`: a model call that finds
@@ -320,17 +338,30 @@ impl Script {
     pub fn load(path: &Path) -> Result<Script, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("{}: cannot read script: {e}", path.display()))?;
-        Script::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let mut script = Script::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        script.source = Some(path.display().to_string());
+        Ok(script)
     }
 
     /// Builds a script from a JSON value: `{"require_key"?, "rules": [...]}` or a bare array of
     /// rules.
     pub fn from_json(value: &Value) -> Result<Script, ScriptError> {
         let mut concurrency = None;
+        let mut after_last = None;
         let (require_key, rules_value) = match value {
             Value::Array(_) => (None, value),
             Value::Object(map) => {
-                check_keys(map, &["require_key", "rules", "concurrency"], "")?;
+                check_keys(
+                    map,
+                    &["require_key", "rules", "concurrency", "after_last"],
+                    "",
+                )?;
+                after_last = match map.get("after_last") {
+                    None | Some(Value::Null) => None,
+                    Some(v) if v == "repeat" => Some(AfterLast::Repeat),
+                    Some(v) if v == "error" => Some(AfterLast::Error),
+                    Some(_) => return err("after_last", "expected \"repeat\" or \"error\""),
+                };
                 let require_key = opt_string(map, "require_key", "")?;
                 if require_key.as_deref() == Some("") {
                     return err("require_key", "must not be empty");
@@ -356,6 +387,8 @@ impl Script {
             require_key,
             rules,
             concurrency,
+            after_last,
+            source: None,
         })
     }
 }
@@ -812,8 +845,10 @@ impl State {
         )
     }
 
-    /// The first matching rule's index and its next response (advancing its cursor).
-    fn take(&self, path: &str, body: &Value) -> Option<(usize, usize, Response)> {
+    /// The first matching rule's index and its next response (advancing its cursor); `Err`
+    /// with the rule's index and reply count when it is used up and the script says
+    /// `"after_last": "error"`.
+    fn take(&self, path: &str, body: &Value) -> Option<Taken> {
         let (index, rule) = self
             .script
             .rules
@@ -823,13 +858,17 @@ impl State {
         let mut cursors = lock(&self.cursors);
         let cursor = cursors[index];
         let len = rule.responses.len();
+        let used_up = !rule.cycle && cursor >= len;
+        if used_up && self.script.after_last == Some(AfterLast::Error) {
+            return Some(Err((index, len)));
+        }
         let chosen = if rule.cycle {
             cursor % len
         } else {
             cursor.min(len - 1)
         };
         cursors[index] = cursor.saturating_add(1);
-        Some((index, chosen, rule.responses[chosen].clone()))
+        Some(Ok((index, chosen, rule.responses[chosen].clone())))
     }
 
     fn record(&self, entry: Value) {
@@ -845,6 +884,10 @@ impl State {
         }
     }
 }
+
+/// A rule's next response as (rule, response index, response), or, for a used-up rule of a
+/// script that says `"after_last": "error"`, (rule, its reply count).
+type Taken = Result<(usize, usize, Response), (usize, usize)>;
 
 /// Opens (creating) a request log for appending.
 pub fn open_log(path: &Path) -> std::io::Result<File> {
@@ -952,6 +995,22 @@ fn authorized(state: &State, endpoint: Option<Endpoint>, req: &Request) -> bool 
     }
 }
 
+/// Why a request's key was refused and where the expected one is set (the script's
+/// `require_key`, in its file), never a key itself.
+fn unauthorized_message(state: &State, req: &Request) -> String {
+    let sent = match auth_outcome(state, req) {
+        "none" => "no key",
+        "expected" => "the key where this endpoint does not read it",
+        _ => "another key",
+    };
+    let place = state.script.source.as_deref().unwrap_or("its script");
+    format!(
+        "missing or invalid API key: this request sent {sent}; scripted-llm expects the key set \
+         as `require_key` in {place}, as `Authorization: Bearer KEY` (or `x-api-key: KEY` for \
+         Anthropic)"
+    )
+}
+
 /// Which key the request presented, for the log (never the key itself): `"expected"` when it
 /// presented a key (`x-api-key` or `Authorization: Bearer`) and every key presented is the
 /// script's `require_key`, `"other"` when it presented any other key (or the script requires
@@ -1041,7 +1100,7 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         return finish(&mut entry, 405, r);
     }
     if !is_authorized {
-        let r = error_response(Some(endpoint), 401, "missing or invalid API key");
+        let r = error_response(Some(endpoint), 401, &unauthorized_message(state, req));
         return finish(&mut entry, 401, r);
     }
     if endpoint == Endpoint::Models {
@@ -1092,13 +1151,26 @@ async fn handle(state: &State, req: &Request) -> HttpResponse {
         return finish(&mut entry, status, r);
     };
     entry["in_flight"] = json!(in_flight);
-    let Some((rule, index, response)) = state.take(&req.path, &body) else {
-        let r = error_response(
-            Some(endpoint),
-            400,
-            "scripted-llm: no rule of the script matches this request",
-        );
-        return finish(&mut entry, 400, r);
+    let (rule, index, response) = match state.take(&req.path, &body) {
+        Some(Ok(taken)) => taken,
+        Some(Err((rule, replies))) => {
+            let message = format!(
+                "scripted-llm: script exhausted after {replies} replies (rule {rule}); restart \
+                 scripted-llm to replay it"
+            );
+            eprintln!("{message}: {} {} answered 410", req.method, req.path);
+            entry["rule"] = json!(rule);
+            let r = error_response(Some(endpoint), 410, &message);
+            return finish(&mut entry, 410, r);
+        }
+        None => {
+            let r = error_response(
+                Some(endpoint),
+                400,
+                "scripted-llm: no rule of the script matches this request",
+            );
+            return finish(&mut entry, 400, r);
+        }
     };
     entry["rule"] = json!(rule);
     entry["response"] = json!(index);
@@ -2009,6 +2081,78 @@ mod tests {
         assert_eq!(lines[0]["body"]["messages"][1]["content"], "hi");
         assert_eq!(lines[0]["status"], 401);
         assert_eq!(server.requests().len(), 7);
+    }
+
+    /// With `"after_last": "error"` (the `scripted-llm` command's default), a request past a
+    /// rule's last reply is refused in words, not answered with the last reply again (which an
+    /// agent reads as a normal answer); a `cycle` rule never runs out.
+    #[test]
+    fn a_used_up_script_says_so() {
+        let server = spawn_on_thread(json!({"after_last": "error", "rules": [
+            {"match": {"path": "/v1/responses"}, "responses": [{"text": "again"}], "cycle": true},
+            {"responses": [{"text": "one"}, {"text": "two"}]}
+        ]}));
+        let path = "/v1/chat/completions";
+        for text in ["one", "two"] {
+            let reply = post(server.port, path, &chat("x"));
+            assert_eq!(reply.json()["choices"][0]["message"]["content"], text);
+        }
+        for _ in 0..2 {
+            let used_up = post(server.port, path, &chat("x"));
+            assert_eq!(used_up.status, 410, "{}", used_up.body);
+            let message = used_up.json()["error"]["message"].clone();
+            assert_eq!(
+                message,
+                "scripted-llm: script exhausted after 2 replies (rule 1); restart scripted-llm \
+                 to replay it"
+            );
+        }
+        for _ in 0..3 {
+            let reply = post(server.port, "/v1/responses", &json!({"input": "x"}));
+            assert_eq!(reply.status, 200);
+        }
+        let statuses: Vec<Value> = server
+            .requests()
+            .iter()
+            .map(|r| r["status"].clone())
+            .collect();
+        assert_eq!(statuses, [200, 200, 410, 410, 200, 200, 200]);
+    }
+
+    /// A refused key is answered with where the expected key is set (the script's
+    /// `require_key`, in its file when the script was loaded from one), never the key itself.
+    #[test]
+    fn a_refused_key_names_where_the_expected_one_is_set() {
+        let key = "sk-secret-4242";
+        let server = spawn_on_thread(
+            json!({"require_key": key, "rules": [{"responses": [{"text": "ok"}]}]}),
+        );
+        let body = chat("hi").to_string();
+        let path = "/v1/chat/completions";
+        let none = send(server.port, "POST", path, &[], &body);
+        let wrong = send(
+            server.port,
+            "POST",
+            path,
+            &[("Authorization", "Bearer no")],
+            &body,
+        );
+        for (reply, sent) in [(none, "no key"), (wrong, "another key")] {
+            assert_eq!(reply.status, 401);
+            let message = reply.json()["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            assert_eq!(
+                message,
+                format!(
+                    "missing or invalid API key: this request sent {sent}; scripted-llm expects \
+                     the key set as `require_key` in its script, as `Authorization: Bearer KEY` \
+                     (or `x-api-key: KEY` for Anthropic)"
+                )
+            );
+            assert!(!message.contains(key));
+        }
     }
 
     #[test]

@@ -6,7 +6,11 @@
 //!
 //! Binds 127.0.0.1:N (0, the default, picks a free port), writes the port to `--port-file`
 //! atomically, prints `listening on 127.0.0.1:PORT` and serves until SIGTERM or SIGINT.
-//! The script format and the endpoints are described in the `scripted` module.
+//! The script format and the endpoints are described in the `scripted` module. Unless the
+//! script says `"after_last": "repeat"`, a request past a rule's last reply is answered 410
+//! (`script exhausted after N replies (rule I); restart scripted-llm to replay it`) with the
+//! same line on stderr: a second run against the same server gets that, not the last reply
+//! again (which an agent reads as a normal answer and scores 0 on).
 
 use agentcompass_test_servers::scripted;
 
@@ -73,6 +77,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, ArgsError>
     })
 }
 
+/// The command's defaults on a loaded script: a used-up rule is an error (`"after_last"`
+/// unset means `"error"` here), so a replayed script never answers as if nothing happened.
+fn command_line_defaults(mut script: scripted::Script) -> scripted::Script {
+    script.after_last.get_or_insert(scripted::AfterLast::Error);
+    script
+}
+
 /// Writes `port` to `path` via a temp file in the same directory and a rename.
 fn write_port_file(path: &Path, port: u16) -> std::io::Result<()> {
     let name = path
@@ -125,7 +136,7 @@ fn main() -> ExitCode {
         }
     };
     let script = match scripted::Script::load(&args.script) {
-        Ok(script) => script,
+        Ok(script) => command_line_defaults(script),
         Err(message) => {
             eprintln!("scripted-llm: {message}");
             return ExitCode::from(2);
@@ -219,6 +230,21 @@ mod tests {
         ] {
             assert!(matches!(parse(bad), Err(ArgsError::Bad(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_used_up_rule_is_an_error_unless_the_script_repeats_it() {
+        let parse =
+            |text: &str| command_line_defaults(scripted::Script::parse(text).expect("script"));
+        let rules = r#""rules": [{"responses": [{"text": "a"}]}]"#;
+        assert_eq!(
+            parse(&format!("{{{rules}}}")).after_last,
+            Some(scripted::AfterLast::Error)
+        );
+        assert_eq!(
+            parse(&format!(r#"{{"after_last": "repeat", {rules}}}"#)).after_last,
+            Some(scripted::AfterLast::Repeat)
+        );
     }
 
     #[test]
