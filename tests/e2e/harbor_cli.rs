@@ -36,7 +36,7 @@ const KEYS: [(&str, &str); 5] = [
 /// The rows: a `harbor run` line (placeholders `{tasks}`, `{registry}`, `{dir}`) and what it
 /// must give: a JSON object of pointer → value into the dry run's output, or `refused:` and
 /// the `|`-separated parts of the one-line refusal.
-const ROWS: &[(&str, &str)] = &[
+pub(crate) const ROWS: &[(&str, &str)] = &[
     // Task sources and selection (Harbor's `-p`, `-d`, `-i`, `-x`, `-l`; fnmatch globs,
     // include then exclude then the first N, in the dataset's sorted order).
     ("-p {tasks} -a oracle", r#"{"/request/harness/id": "oracle", "/request/model/id": "reference", "/request/environment/id": "sandbox", "/selected_tasks": 6}"#),
@@ -94,6 +94,7 @@ const ROWS: &[(&str, &str)] = &[
     // Job configs, and the command line over them.
     ("-c {dir}/job.yaml", r#"{"/request/harness/id": "oracle", "/request/execution/attempts/k": 2, "/task_ids": ["hello-file", "hello-world"], "/request/output/run_id": "from-config"}"#),
     ("-c {dir}/job.yaml -k 5 -i prime*", r#"{"/request/execution/attempts/k": 5, "/task_ids": ["hello-file", "hello-world", "prime-sieve", "primes"]}"#),
+    ("-c {dir}/harbor-job.yaml -e sandbox", r#"{"/request/harness/id": "terminus", "/request/harness/params/max_turns": 7, "/request/model/id": "gpt-4.1", "/request/execution/attempts/k": 2, "/request/execution/task_concurrency": 3, "/request/execution/timeout_multiplier": 1.5, "/request/environment/resources/cpu": 1.0, "/request/execution/keep_environment": true, "/task_ids": ["hello-file", "hello-world"]}"#),
     ("-c {dir}/two-agents.yaml", "refused:-c|agents: expected one agent, found 2|launch"),
     // Harbor's flags with no equivalent here: refused by name, with what to use instead.
     ("-p {tasks} --upload", "refused:--upload has no equivalent here|export harbor RUN_DIR"),
@@ -123,14 +124,39 @@ const ROWS: &[(&str, &str)] = &[
 ];
 
 /// The dataset, registry and job configs the rows name.
-struct Table {
-    ws: Workspace,
+pub(crate) struct Table {
+    pub(crate) ws: Workspace,
     packs: Packs,
     dataset: Dataset,
     tasks: PathBuf,
 }
 
 impl Table {
+    /// The table with an `environment/Dockerfile` in every task (Harbor requires one).
+    pub(crate) fn with_environments() -> Self {
+        let table = Self::new();
+        for (name, _) in TASKS {
+            let environment = table.tasks.join(name).join("environment");
+            fs::create_dir_all(&environment).unwrap();
+            fs::write(
+                environment.join("Dockerfile"),
+                "FROM debian:bookworm\nWORKDIR /app\n",
+            )
+            .unwrap();
+        }
+        table
+    }
+
+    /// The dry run of `harbor run LINE`: its JSON, or why it failed.
+    pub(crate) fn dry_run(&self, line: &str) -> Result<Value, String> {
+        let out = self.run(&["run"], line, &["--dry-run"]);
+        if out.code != 0 {
+            return Err(format!("{out:?}"));
+        }
+        let (_, json) = out.stdout.split_once('\n').unwrap_or_default();
+        serde_json::from_str(json).map_err(|e| format!("{e}: {out:?}"))
+    }
+
     fn new() -> Self {
         let ws = Workspace::new();
         let tasks = ws.root().join("tasks");
@@ -147,6 +173,16 @@ impl Table {
             ),
         );
         ws.write(
+            "harbor-job.yaml",
+            &format!(
+                "job_name: nightly\nn_attempts: 2\nn_concurrent_trials: 3\ntimeout_multiplier: \
+                 1.5\nenvironment:\n  override_cpus: 1\n  delete: false\nagents:\n  - name: \
+                 terminus-2\n    model_name: openai/gpt-4.1\n    kwargs:\n      max_turns: 7\n\
+                 datasets:\n  - path: {root}/tasks\n    task_names: [hello-*, prime*]\n    \
+                 exclude_task_names: [primes]\n    n_tasks: 2\n"
+            ),
+        );
+        ws.write(
             "two-agents.yaml",
             "agents:\n  - name: oracle\n  - name: terminus-2\n",
         );
@@ -159,7 +195,7 @@ impl Table {
     }
 
     /// `line` with its placeholders filled.
-    fn fill(&self, text: &str) -> String {
+    pub(crate) fn fill(&self, text: &str) -> String {
         text.replace("{tasks}", &self.tasks.display().to_string())
             .replace("{registry}", &self.dataset.registry.display().to_string())
             .replace("{dir}", &self.ws.root().display().to_string())

@@ -19,6 +19,7 @@ mod docker_networks;
 mod environments;
 mod harbor;
 mod harbor_cli;
+mod harbor_cli_oracle;
 mod harbor_compose;
 mod harbor_images;
 mod harbor_init;

@@ -24,7 +24,7 @@ fn harbor_flags_become_the_native_flags() {
         native("-p tasks --timeout-multiplier 2 --verifier-timeout-multiplier 3 -e sandbox")
             .unwrap(),
         "harbor oracle reference --benchmark-params '{\"path\":\"tasks\"}' --env sandbox \
-         --timeout-multiplier 2 --verifier-timeout-multiplier 3 \
+         --task-concurrency 4 --timeout-multiplier 2 --verifier-timeout-multiplier 3 \
          --agent-setup-timeout-multiplier 2 --environment-build-timeout-multiplier 2"
     );
 }

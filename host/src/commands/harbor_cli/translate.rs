@@ -56,6 +56,9 @@ const OTHER_HARBOR_AGENTS: &[&str] = &[
     "strands",
 ];
 
+/// Harbor's trials at once when `-n` is not given (`n_concurrent_trials`).
+const HARBOR_CONCURRENCY: u32 = 4;
+
 /// Harbor's resource enforcement modes (`--cpus`, `--memory`).
 const RESOURCE_MODES: &[&str] = &["auto", "limit", "request", "guarantee", "ignore"];
 
@@ -303,7 +306,11 @@ fn selection(harbor: &HarborRun, single_task: bool, native: &mut Native) -> Resu
 fn counts(harbor: &HarborRun, words: &mut Vec<String>) -> Result<(), Refusal> {
     for (flag, value, native) in [
         ("-k", harbor.n_attempts, "-k"),
-        ("-n", harbor.n_concurrent, "--task-concurrency"),
+        (
+            "-n",
+            Some(harbor.n_concurrent.unwrap_or(HARBOR_CONCURRENCY)),
+            "--task-concurrency",
+        ),
     ] {
         match value {
             Some(0) => return Err(format!("harbor run: {flag}: expected at least 1, found 0")),
