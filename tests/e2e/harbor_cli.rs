@@ -422,3 +422,79 @@ fn native_task_selection_timeout_multipliers_and_overrides_run_end_to_end() {
     tasks.sort();
     assert_eq!(tasks, ["hello-file", "hello-world"]);
 }
+
+/// The tasks a run directory's plans name, sorted, and their run timeouts.
+fn planned(run_dir: &Path) -> (Vec<String>, Vec<Value>) {
+    let plans = fs::read_to_string(run_dir.join("resolved_plans.jsonl")).unwrap();
+    let (mut tasks, mut timeouts) = (Vec::new(), Vec::new());
+    for line in plans.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        tasks.push(record["task_id"].as_str().unwrap().to_string());
+        for plan in record["attempts"].as_object().unwrap().values() {
+            timeouts.push(plan["run_timeout_seconds"].clone());
+        }
+    }
+    tasks.sort();
+    (tasks, timeouts)
+}
+
+#[test]
+fn launch_applies_the_selection_and_timeout_flags_to_every_request_under_its_own() {
+    let table = Table::new();
+    let tasks = table.tasks.display();
+    let file = table.ws.write(
+        "orchestration.toml",
+        &format!(
+            "[defaults]\nharness = {{ id = \"oracle\" }}\nmodel = {{ id = \"reference\" }}\n\
+             environment = {{ id = \"sandbox\" }}\n\n[[requests]]\nname = \"flags\"\n\
+             benchmark = {{ id = \"harbor\", path = \"{tasks}\" }}\n\n[[requests]]\n\
+             name = \"own\"\nbenchmark = {{ id = \"harbor\", path = \"{tasks}\" }}\n\
+             execution = {{ n_tasks = 3 }}\n"
+        ),
+    );
+    let results = table.ws.root().join("launched");
+    let out = table.ws.run(
+        &[
+            "--plugin-dir",
+            table.packs.to_str().unwrap(),
+            "launch",
+            file.to_str().unwrap(),
+            "--include-task",
+            "hello-*",
+            "--include-task",
+            "prime*",
+            "--n-tasks",
+            "1",
+            "--agent-timeout-multiplier",
+            "2",
+            "--progress",
+            "none",
+            "--results-dir",
+            results.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let runs: Vec<PathBuf> = out
+        .stdout
+        .lines()
+        .map(|l| PathBuf::from(l.split_whitespace().last().unwrap()))
+        .collect();
+    assert_eq!(runs.len(), 2, "{out:?}");
+    let mut seen: Vec<(Vec<String>, Vec<Value>)> = runs.iter().map(|r| planned(r)).collect();
+    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        seen,
+        [
+            (vec!["hello-file".to_string()], vec![Value::from(240.0)]),
+            (
+                vec![
+                    "hello-file".to_string(),
+                    "hello-world".into(),
+                    "prime-sieve".into()
+                ],
+                vec![Value::from(240.0), 240.0.into(), 240.0.into()]
+            ),
+        ]
+    );
+}

@@ -384,6 +384,12 @@ pub struct LaunchCmd {
     /// With --reuse, rerun the invalidated tasks (sets defaults.runtime.rerun_invalid)
     #[arg(long)]
     pub rerun_invalid: bool,
+    /// Which of each request's tasks run (over `defaults.execution`, under a request's own)
+    #[command(flatten)]
+    pub selection: TaskSelectionFlags,
+    /// Timeout multipliers of every request (over `defaults.execution`, under a request's own)
+    #[command(flatten)]
+    pub timeouts: TimeoutFlags,
     /// Process-wide runtime options
     #[command(flatten)]
     pub runtime: RuntimeFlags,

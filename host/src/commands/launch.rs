@@ -40,6 +40,10 @@ pub fn launch(global: &GlobalArgs, cmd: &LaunchCmd) -> anyhow::Result<i32> {
         reuse: cmd.reuse,
         rerun: cmd.rerun.clone(),
         rerun_invalid: cmd.rerun_invalid,
+        execution: (cmd.selection.fields().into_iter())
+            .chain(cmd.timeouts.fields())
+            .map(|(key, value)| (key.to_string(), value))
+            .collect(),
         runtime: runtime_overlay(global, Some(&cmd.runtime))?,
     };
     // The registry depends on the plugin dirs the orchestration's runtime names.

@@ -245,6 +245,9 @@ pub struct LaunchArgs {
     pub rerun: Vec<String>,
     /// `--rerun-invalid`: sets `defaults.runtime.rerun_invalid = true`.
     pub rerun_invalid: bool,
+    /// The execution fields of `--include-task`, `--exclude-task`, `--n-tasks` and the timeout
+    /// multipliers: over `defaults.execution`, under a request's own `execution`.
+    pub execution: serde_json::Map<String, serde_json::Value>,
     /// Runtime overrides (`--results-dir`, `--timeout-seconds`, ...).
     pub runtime: RuntimeOptions,
 }

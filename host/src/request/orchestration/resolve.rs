@@ -373,9 +373,14 @@ impl Resolver<'_> {
         layers.extend(self.section_layers(
             "execution",
             &self.defaults.sections.execution,
-            &own.execution,
+            &None,
             at,
         ));
+        if !self.args.execution.is_empty() {
+            let flags = Value::Object(self.args.execution.clone());
+            layers.push(flag_layer("launch flags", flags));
+        }
+        layers.extend(self.section_layers("execution", &None, &own.execution, at));
         let mut execution = execution_spec(&layers)?;
         execution.task_concurrency = self.task_concurrency;
         check_recipes(
