@@ -67,8 +67,7 @@ pub enum Remedy {
 }
 
 const ON_HOST_PROCESS: &str = "run {them} with `--env sandbox` (or `docker`): `host_process` \
-     runs commands on this machine, without the isolation, network policies and task paths \
-     {them} need";
+     runs commands on this machine, without isolation, network policies or a task's own paths";
 const UNSUPPORTED: &str = "run {them} in an environment that provides what the issue above \
      names (`agentcompass-host config docs env ID` lists what each one provides)";
 const NOT_PREPARED: &str =
