@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use agentcompass_e2e::scripted::ScriptedServer;
 use agentcompass_e2e::{
-    files_containing, pack_run, published_results as results, run_dir, Outcome, Packs, Workspace,
+    files_containing, pack_run, published_results as results, read_json, run_dir, Outcome, Packs,
+    Workspace,
 };
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -363,6 +364,51 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A task's declared `artifacts` are collected by default, as Harbor collects them (issue 58):
+/// no `save_artifacts` execution parameter, a verifier in the task's own environment, and the
+/// attempt still holds `artifacts/` (the declared `/app/out` and the `/logs/artifacts`
+/// convention directory) with its manifest.
+#[test]
+fn declared_artifacts_are_saved_by_default() {
+    let h = harbor();
+    let task = h.ws.root().join("tasks/declares-artifacts");
+    fs::create_dir_all(task.join("solution")).unwrap();
+    fs::create_dir_all(task.join("tests")).unwrap();
+    let toml = "schema_version = \"1.4\"\nartifacts = [\"/app/out\"]\n\n[agent]\n\
+                timeout_sec = 30.0\n\n[verifier]\ntimeout_sec = 30.0\n\n[environment]\n\
+                workdir = \"/app\"\nnetwork_mode = \"no-network\"\n";
+    fs::write(task.join("task.toml"), toml).unwrap();
+    fs::write(
+        task.join("instruction.md"),
+        "Write 42 to /app/out/answer.txt.\n",
+    )
+    .unwrap();
+    let solve = "#!/bin/bash\nmkdir -p /app/out /logs/artifacts\necho 42 > /app/out/answer.txt\n\
+                 echo note > /logs/artifacts/note.txt\n";
+    fs::write(task.join("solution/solve.sh"), solve).unwrap();
+    let test = "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n";
+    fs::write(task.join("tests/test.sh"), test).unwrap();
+    let out = h
+        .run(task.parent().unwrap(), "oracle", &[], &[])
+        .expect_code(0);
+    let (attempt, result) = &results(&run_dir(&out))["declares-artifacts"];
+    assert_eq!(reward(result), 1.0, "{result}");
+    let answer = attempt.join("artifacts/app/out/answer.txt");
+    let bytes = fs::read(&answer).unwrap_or_else(|e| panic!("{}: {e}", answer.display()));
+    assert_eq!(bytes, b"42\n");
+    let note = fs::read(attempt.join("artifacts/logs/artifacts/note.txt")).unwrap();
+    assert_eq!(note, b"note\n");
+    let manifest = read_json(&attempt.join("artifacts.manifest.json"));
+    let sources: Vec<&str> = manifest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["status"] == "collected")
+        .filter_map(|e| e["source"].as_str())
+        .collect();
+    assert_eq!(sources, ["/logs/artifacts", "/app/out"], "{manifest:#}");
 }
 
 #[test]

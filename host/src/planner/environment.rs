@@ -159,10 +159,13 @@ pub(super) fn finish_evaluation(
             });
         }
     }
+    // Unset: saved for a fresh evaluation (it restores them) and whenever the task declares
+    // artifacts (a Harbor task's `artifacts`, its `/logs/artifacts`), as Harbor collects them.
+    let declared = task.artifacts.as_ref().is_some_and(|a| !a.is_empty());
     plan.save_artifacts = match req.execution.save_artifacts {
         Some(false) if fresh => return Err(PlanDefect::FreshWithoutArtifacts),
         Some(value) => value,
-        None => fresh,
+        None => fresh || declared,
     };
     if !fresh {
         plan.evaluation_environment = None;

@@ -489,6 +489,13 @@ fn artifacts_main_dir_overrides_and_resolution_after_recipes() {
         [MAIN_ARTIFACTS_DIR, "/app/result.json", "/work/out"],
         "resolve_artifacts ran after the recipe"
     );
+    assert!(
+        plan.save_artifacts,
+        "the task declares artifacts: saved by default, as Harbor saves them"
+    );
+    let mut bare = crate::planner::tests::task();
+    bare.artifacts = None;
+    let plan = planner.plan(&bare, &request(), 1).unwrap();
     assert!(!plan.save_artifacts, "none mode does not save by default");
     // An explicit request list is authoritative and bypasses resolve_artifacts.
     let mut req = request();

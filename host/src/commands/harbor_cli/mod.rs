@@ -38,7 +38,7 @@ const PROGRAM: &str = "agentcompass-host";
 /// `harbor ARGS...`.
 pub fn harbor(global: &GlobalArgs, cmd: &HarborCmd) -> anyhow::Result<i32> {
     if let Some(refusal) = refusals::first_refused(&cmd.args) {
-        return Err(usage(refusal).into());
+        return Err(usage(refusal));
     }
     let words = std::iter::once(format!("{PROGRAM} harbor")).chain(cmd.args.iter().cloned());
     let cli = match HarborCli::try_parse_from(words) {
@@ -70,7 +70,7 @@ fn run(global: &GlobalArgs, args: &[String]) -> anyhow::Result<i32> {
         expanded.extend(job_config::words(file).map_err(usage)?);
     }
     if let Some(refusal) = refusals::first_refused(&expanded) {
-        return Err(usage(refusal).into());
+        return Err(usage(refusal));
     }
     let subcommand = args.iter().take_while(|w| !w.starts_with('-')).count();
     let mut words = args[..subcommand].to_vec();
@@ -102,7 +102,7 @@ fn parse_run(args: &[String]) -> anyhow::Result<crate::cli::HarborRun> {
         | HarborCommand::Job {
             command: HarborJobCommand::Start(run),
         } => Ok(*run),
-        HarborCommand::Job { .. } => Err(usage("harbor: expected `run` or `job start`").into()),
+        HarborCommand::Job { .. } => Err(usage("harbor: expected `run` or `job start`")),
     }
 }
 
@@ -117,7 +117,7 @@ pub(super) fn native_run(words: &[String]) -> anyhow::Result<RunCmd> {
             command: Command::Run(cmd),
             ..
         }) => Ok(*cmd),
-        Ok(_) => Err(usage("harbor: the translation is not a `run`").into()),
+        Ok(_) => Err(usage("harbor: the translation is not a `run`")),
         Err(error) => Err(usage(format!(
             "harbor: the native command `{}` was refused: {}",
             shell_words(words),
@@ -127,8 +127,7 @@ pub(super) fn native_run(words: &[String]) -> anyhow::Result<RunCmd> {
                 .lines()
                 .next()
                 .unwrap_or_default()
-        ))
-        .into()),
+        ))),
     }
 }
 

@@ -32,9 +32,10 @@ fn harbor_flags_become_the_native_flags() {
 #[test]
 fn every_translation_parses_as_a_native_run() {
     for line in [
-        "-p tasks -a codex -m openai/gpt-5 -i 'a*' -x b -l 2 --override-cpus 2 --cpus limit",
+        "-p tasks -a codex -m openai/gpt-5 -i 'a*' -x b -l 2 --override-cpus 2 --cpus limit \
+         --effort high",
         "-d terminal-bench@2.0 --registry-path r.json -a terminus-2 -m openai/gpt-4.1 \
-         --ak max_turns=5 --ae K=V --skill s --mcp-config m.json --effort high -o out \
+         --ak max_turns=5 --ae K=V --skill s --mcp-config m.json -o out \
          --job-name j --no-delete -q --debug --ek cpus=2",
     ] {
         let words = shlex::split(&native(line).unwrap()).unwrap();
