@@ -1,11 +1,12 @@
 //! `harbor job resume -p RUN_DIR [-f TYPE]...`: the run's own request (its `run_info.json`)
-//! run again into the same directory with `--reuse RUN_ID`: finished tasks are kept, the
-//! unfinished ones run, and those whose failure `-f` names (Harbor exception types, or this
-//! host's failure classes and issue codes) run again (`--rerun`).
+//! run again with `--reuse RUN_ID`, as every reuse does into a new run directory beside it:
+//! finished tasks are imported, the unfinished ones run, and those whose failure `-f` names
+//! (Harbor exception types, or this host's failure classes and issue codes) run again
+//! (`--rerun`).
 
 use std::path::Path;
 
-use agentcompass_plugin_api::contracts::ExecutionSpec;
+use agentcompass_plugin_api::contracts::{EnvironmentSpec, ExecutionSpec, RunRequest};
 use serde_json::Value;
 
 use super::{command_line, native_run, usage};
@@ -37,13 +38,18 @@ pub fn resume(global: &GlobalArgs, args: &HarborResume) -> anyhow::Result<i32> {
             dir.display()
         ))
     })?;
-    let info: Value = serde_json::from_str(&text).map_err(|e| {
+    /// The part of `run_info.json` a resume reads.
+    #[derive(serde::Deserialize)]
+    struct RunInfo {
+        request: RunRequest,
+    }
+    let info: RunInfo = serde_json::from_str(&text).map_err(|e| {
         usage(format!(
-            "harbor job resume: {}: invalid JSON: {e}",
+            "harbor job resume: {}: expected a run's run_info.json: {e}",
             info.display()
         ))
     })?;
-    let mut words = request_words(&info["request"], dir)?;
+    let mut words = request_words(&info.request, dir)?;
     let mut rerun = vec!["cancelled".to_string()];
     for kind in &args.filter_error_types {
         rerun.push(rerun_class(kind)?);
@@ -76,9 +82,8 @@ fn rerun_class(kind: &str) -> anyhow::Result<String> {
     )))
 }
 
-/// The native words that run `request` again into `dir`.
-fn request_words(request: &Value, dir: &Path) -> anyhow::Result<Vec<String>> {
-    let text = |value: &Value| value.as_str().unwrap_or_default().to_string();
+/// The native words that run `request` again beside `dir`, reusing it.
+fn request_words(request: &RunRequest, dir: &Path) -> anyhow::Result<Vec<String>> {
     let (Some(run_id), Some(results)) = (
         dir.file_name().map(|n| n.to_string_lossy().into_owned()),
         dir.parent().and_then(Path::parent),
@@ -88,47 +93,64 @@ fn request_words(request: &Value, dir: &Path) -> anyhow::Result<Vec<String>> {
             dir.display()
         )));
     };
+    let harness = &request.harness;
+    if !harness.mcp_servers.is_empty() || !harness.extra_instructions.is_empty() {
+        return Err(usage(
+            "harbor job resume: the run gave its agent MCP servers or extra instructions, \
+             which its record keeps resolved; resume it with its own `agentcompass-host run \
+             ... --reuse RUN_ID`",
+        ));
+    }
     let mut words = vec![
-        text(&request["benchmark"]["id"]),
-        text(&request["harness"]["id"]),
-        text(&request["model"]["id"]),
+        request.benchmark.id.clone(),
+        harness.id.clone(),
+        request.model.id.clone(),
     ];
     let mut flag = |name: &str, value: String| {
         words.push(name.to_string());
         words.push(value);
     };
-    flag(
-        "--benchmark-params",
-        request["benchmark"]["params"].to_string(),
-    );
-    flag("--harness-params", request["harness"]["params"].to_string());
-    flag("--env", text(&request["environment"]["id"]));
+    let json = |map: &serde_json::Map<String, Value>| Value::Object(map.clone()).to_string();
+    flag("--benchmark-params", json(&request.benchmark.params));
+    flag("--harness-params", json(&harness.params));
+    flag("--env", request.environment.id.clone());
     flag(
         "--env-params",
-        environment_params(&request["environment"]).to_string(),
+        environment_params(&request.environment).to_string(),
     );
     flag(
         "--execution-params",
-        changed_execution(&request["execution"]).to_string(),
+        changed_execution(&request.execution).to_string(),
     );
-    let model = &request["model"];
-    for (name, key) in [
-        ("--model-base-url", "base_url"),
-        ("--model-api-protocol", "api_protocol"),
-    ] {
-        if !text(&model[key]).is_empty() {
-            flag(name, text(&model[key]));
+    for skill in &harness.skills {
+        flag("--skill", skill.clone());
+    }
+    for (name, value) in &harness.env {
+        // Only `${VAR}` references are on record as written (literal values are redacted).
+        if !value.starts_with("${") {
+            return Err(usage(format!(
+                "harbor job resume: the agent variable {name} was given literally and is not \
+                 kept; resume the run with its own `agentcompass-host run ... --reuse RUN_ID`"
+            )));
         }
+        flag("--agent-env", format!("{name}={value}"));
+    }
+    let model = &request.model;
+    if !model.base_url.is_empty() {
+        flag("--model-base-url", model.base_url.clone());
+    }
+    match serde_json::to_value(&model.api_protocol).unwrap_or(Value::Null) {
+        Value::String(protocol) if protocol.is_empty() => {}
+        Value::String(protocol) => flag("--model-api-protocol", protocol),
+        list => flag("--model-api-protocol", list.to_string()),
     }
     // A `${VAR}` reference is on record as written; a key from the configuration (recorded
     // redacted) comes from the same configuration again.
-    let key = text(&model["api_key"]);
-    if key.starts_with("${") {
-        flag("--model-api-key", key);
+    if model.api_key.starts_with("${") {
+        flag("--model-api-key", model.api_key.clone());
     }
-    let run_name = text(&request["output"]["run_name"]);
-    if !run_name.is_empty() {
-        flag("--run-name", run_name);
+    if !request.output.run_name.is_empty() {
+        flag("--run-name", request.output.run_name.clone());
     }
     flag("--results-dir", results.display().to_string());
     flag("--reuse", run_id);
@@ -136,9 +158,10 @@ fn request_words(request: &Value, dir: &Path) -> anyhow::Result<Vec<String>> {
 }
 
 /// The execution fields that differ from the defaults.
-fn changed_execution(execution: &Value) -> Value {
+fn changed_execution(execution: &ExecutionSpec) -> Value {
     let defaults = serde_json::to_value(ExecutionSpec::default()).unwrap_or(Value::Null);
-    let changed = execution
+    let given = serde_json::to_value(execution).unwrap_or(Value::Null);
+    let changed = given
         .as_object()
         .into_iter()
         .flatten()
@@ -149,19 +172,16 @@ fn changed_execution(execution: &Value) -> Value {
 
 /// The environment's fields a request file or `--env-params` sets (its provider parameters
 /// and shared fields), without the ones left at their defaults.
-fn environment_params(environment: &Value) -> Value {
+fn environment_params(environment: &EnvironmentSpec) -> Value {
+    let defaults = serde_json::to_value(EnvironmentSpec::default()).unwrap_or(Value::Null);
+    let given = serde_json::to_value(environment).unwrap_or(Value::Null);
     let mut params = serde_json::Map::new();
-    for (key, value) in environment.as_object().into_iter().flatten() {
-        let default = match value {
-            Value::Null => true,
-            Value::Object(map) => map.is_empty() || map.values().all(Value::is_null),
-            _ => false,
-        };
+    for (key, value) in given.as_object().into_iter().flatten() {
         match (key.as_str(), value) {
             // Provider parameters are given at the top level of `--env-params`.
             ("params", Value::Object(provider)) => params.extend(provider.clone()),
             ("id", _) => {}
-            _ if default => {}
+            _ if defaults.get(key.as_str()) == Some(value) => {}
             _ => {
                 params.insert(key.clone(), value.clone());
             }
