@@ -2,14 +2,18 @@
 # shellcheck shell=bash
 
 # mdBook, the user guide's builder (docs/book.toml, docs/src/): installed from crates.io into
-# ~/.cache/agentcompass-host/tools/mdbook-<version> when missing (about 70 s on 2 cores, no
-# default features: no server, watcher or search index).
+# ~/.cache/agentcompass-host/tools/mdbook-<version> when missing: no default features (no
+# server, watcher or search index) and unoptimized — the book builds in 0.2 s either way, and
+# the install takes 36 s on 2 cores (63 CPU-s) instead of 69 s (113 CPU-s), which matters on a
+# fresh CI machine.
 MDBOOK_VERSION=0.4.52
 mdbook_root() { echo "${XDG_CACHE_HOME:-$HOME/.cache}/agentcompass-host/tools/mdbook-$MDBOOK_VERSION"; }
 ensure_mdbook() {
     [ -x "$(mdbook_root)/bin/mdbook" ] && return
     echo "installing mdbook $MDBOOK_VERSION into $(mdbook_root) (builds the user guide)" >&2
-    cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 \
+        CARGO_PROFILE_RELEASE_DEBUG=false \
+        cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
         --root "$(mdbook_root)" --quiet
 }
 # `start_mdbook_install`: ensure_mdbook in the background (it overlaps the build);
