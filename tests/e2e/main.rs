@@ -9,6 +9,7 @@ mod artifacts;
 mod atif;
 mod bad_input;
 mod bad_plugins;
+mod cli_agent_packages;
 mod config_resolution;
 mod containment;
 mod crash;

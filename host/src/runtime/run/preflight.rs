@@ -534,6 +534,13 @@ fn check_harness(planner: &Planner, resolved: &RunRequest) -> Result<(), RunErro
             resolved.model.api_protocol.protocols()
         )));
     }
+    // Planning does no I/O: a harness that refuses the request's own parameters (its plan
+    // for the request's environment) refuses them for every task, so before the first.
+    if let Err(e) = harness.build_plan(resolved, &resolved.environment) {
+        if e.kind == agentcompass_plugin_api::ErrorKind::InvalidInput {
+            return Err(RunError::Refused(e.message));
+        }
+    }
     // What the run itself hands the agent (`--mcp-config`, `--skill`) applies to every task.
     let run_level = crate::planner::agent_inputs::needs(
         &agentcompass_plugin_api::contracts::TaskSpec::default(),

@@ -7,6 +7,7 @@
 
 mod collect;
 mod instruction;
+mod package;
 mod run;
 mod settings;
 #[cfg(test)]
@@ -61,12 +62,19 @@ impl SessionHarness for CliAgent {
     }
 
     fn build_plan(&self, req: &RunRequest, _environment: &EnvironmentSpec) -> Result<HarnessPlan> {
-        Settings::read(req)?;
+        let settings = Settings::read(req)?;
         Ok(HarnessPlan {
             default_run_timeout_seconds: Some(DEFAULT_RUN_TIMEOUT_SECONDS),
             // The command calls the model from inside the environment: the host serves the
             // endpoint there, and the command gets a placeholder token, never the real key.
             model_endpoint_in_environment: true,
+            // The host installs a `package` into its cache and mounts it (a failure is the
+            // task's fatal `agent_install_failed`, before the environment opens).
+            installs: settings
+                .package
+                .iter()
+                .map(|p| p.install(settings.registry.clone(), settings.install_timeout_seconds))
+                .collect(),
             ..HarnessPlan::default()
         })
     }

@@ -93,16 +93,23 @@ fn step_issue(
     code: &str,
     timeout: Option<f64>,
 ) -> bool {
+    // An agent that could not be installed did not run: a fatal issue (retried, and a run
+    // whose task ends with it fails), never a scored attempt.
+    let issue = if code == "agent_install" {
+        ExecutionIssue::fatal
+    } else {
+        ExecutionIssue::error
+    };
     if outcome.timed_out {
         let limit = timeout.map_or_else(String::new, |t| format!(" ({t}s)"));
-        result.push_issue(ExecutionIssue::error(
+        result.push_issue(issue(
             IssuePhase::Run,
             format!("{code}_timeout"),
             format!("{ID}: the {what} hit its timeout{limit}"),
         ));
         true
     } else if outcome.returncode != 0 {
-        result.push_issue(ExecutionIssue::error(
+        result.push_issue(issue(
             IssuePhase::Run,
             format!("{code}_failed"),
             format!(
@@ -236,7 +243,11 @@ pub(super) async fn run(
     let timeout = plan
         .run_timeout_seconds
         .map(|run| (run - started.elapsed().as_secs_f64()).max(1.0));
-    let mut request = shell.request(&settings.command, timeout);
+    let command = match &settings.package {
+        Some(package) => package.wrap(&settings.command),
+        None => settings.command.clone(),
+    };
+    let mut request = shell.request(&command, timeout);
     request.env = agent_env(
         &endpoint,
         &instruction,

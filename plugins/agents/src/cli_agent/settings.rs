@@ -25,16 +25,33 @@ pub fn schema() -> ConfigSchema {
             .required(),
         )
         .field(ConfigField::new(
+            "package",
+            ConfigType::String,
+            json!(null),
+            "The agent's pinned package, `npm:NAME@VERSION` or `pip:NAME==VERSION`: the host \
+             installs it once per machine into its install cache and mounts it read-only; its \
+             executables are first on the command's PATH (a failed install is the task's \
+             fatal `agent_install_failed`)",
+        ))
+        .field(ConfigField::new(
+            "registry",
+            ConfigType::String,
+            json!(null),
+            "The npm registry or pip index URL of `package` (default: the installer's)",
+        ))
+        .field(ConfigField::new(
             "install_command",
             ConfigType::String,
             json!(null),
-            "Run first with `bash -c` (no model variables); a failure skips `command`",
+            "Run first with `bash -c` inside the task (no model variables; prefer `package`, \
+             which also works in `no-network` tasks); a failure is the task's fatal \
+             `agent_install_failed` and skips `command`",
         ))
         .field(ConfigField::new(
             "install_timeout_seconds",
             ConfigType::Number,
             json!(600),
-            "Timeout of `install_command`",
+            "Timeout of `package`'s install or of `install_command`",
         ))
         .field(ConfigField::new(
             "output_files",
@@ -63,6 +80,10 @@ pub fn schema() -> ConfigSchema {
 pub(crate) struct Settings {
     /// The agent command (`command`).
     pub(crate) command: String,
+    /// The agent's pinned package (`package`).
+    pub(crate) package: Option<super::package::Package>,
+    /// Its registry or index (`registry`).
+    pub(crate) registry: Option<String>,
     /// Run before the agent command (`install_command`).
     pub(crate) install_command: Option<String>,
     /// Timeout of the install command (`install_timeout_seconds`).
@@ -96,8 +117,17 @@ impl Settings {
             ));
         }
         let max_output_chars = params.integer("max_output_chars", 100)?.unwrap_or(10_000);
+        let package = match params.string("package", true)? {
+            Some(text) => Some(
+                super::package::Package::parse(&text)
+                    .map_err(|message| params.error("package", message))?,
+            ),
+            None => None,
+        };
         Ok(Settings {
             command,
+            package,
+            registry: params.string("registry", true)?,
             install_command: params.string("install_command", true)?,
             install_timeout_seconds: params
                 .positive_number("install_timeout_seconds")?
