@@ -293,9 +293,10 @@ fn openai_chat_accepts_upstreams_max_retries() {
         ),
         &[],
     );
-    // Harness parameter values are checked when the harness plans a task (as every harness
-    // parameter is): the task fails its setup with the parameter named.
-    assert_eq!(out.code, 1, "{out:?}");
+    // A harness parameter value the harness refuses is refused before the first task (its
+    // plan for the request's environment is checked in preflight): exit 2, nothing written.
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(
         out.stderr
             .contains("parameter `max_retries` must be an integer from 0 to 20 (found 99)"),
