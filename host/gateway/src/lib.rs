@@ -13,6 +13,7 @@ mod protocol;
 mod rate_wait;
 mod relay;
 mod settings;
+pub mod socket_dirs;
 mod wire;
 
 use std::sync::Arc;

@@ -34,6 +34,8 @@ pub(super) struct Listeners {
 }
 
 /// Binds a relay's listeners, its socket in a new private directory named after `prefix`.
+/// The first bind of a process sweeps the directories of relays whose process was killed
+/// (`socket_dirs`).
 pub(super) async fn bind(prefix: &str) -> Result<Listeners, RelayError> {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
@@ -44,6 +46,15 @@ pub(super) async fn bind(prefix: &str) -> Result<Listeners, RelayError> {
             Ok(dir)
         })
         .map_err(failed("cannot create its socket directory"))?;
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        use std::os::unix::fs::MetadataExt;
+        // This process's own directory says who it is (its fresh directory has no socket yet
+        // and is kept).
+        if let (Ok(meta), Some(temp)) = (std::fs::metadata(dir.path()), dir.path().parent()) {
+            crate::socket_dirs::sweep_stale(temp, prefix, SOCKET_NAME, meta.uid());
+        }
+    });
     let unix = UnixListener::bind(dir.path().join(SOCKET_NAME))
         .map_err(failed("cannot bind its Unix socket"))?;
     let tcp = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))

@@ -20,10 +20,6 @@ const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 /// The prefix of a control socket's directory in the temp dir.
 const DIR_PREFIX: &str = "agentcompass-ctl-";
 
-/// How old a control directory without a socket must be before it counts as abandoned (a
-/// process creates the directory and binds its socket at once).
-const UNBOUND_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
-
 /// A listening control socket; dropping it stops the server and removes the socket.
 pub(super) struct ControlSocket {
     dir: tempfile::TempDir,
@@ -56,42 +52,10 @@ impl Drop for ControlSocket {
     }
 }
 
-/// Removes the control directories under `temp` that `owner` left behind: their socket
-/// refuses connections (its process is gone), or they never got one and are older than
-/// [`UNBOUND_GRACE`]. Best effort: anything unexpected is left alone.
+/// Removes the control directories under `temp` that `owner` left behind (their socket
+/// refuses connections, or they never got one and are older than the grace period).
 fn sweep_stale(temp: &std::path::Path, owner: u32) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(temp) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(DIR_PREFIX) {
-            continue;
-        }
-        let dir = entry.path();
-        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
-            continue;
-        };
-        if !meta.is_dir() || meta.uid() != owner {
-            continue;
-        }
-        let stale = match std::os::unix::net::UnixStream::connect(dir.join(SOCKET_NAME)) {
-            Ok(_) => false,
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => true,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => meta
-                .modified()
-                .ok()
-                .and_then(|at| at.elapsed().ok())
-                .is_some_and(|age| age > UNBOUND_GRACE),
-            Err(_) => false,
-        };
-        if stale {
-            match std::fs::remove_dir_all(&dir) {
-                Ok(()) => tracing::debug!("removed the stale control directory {}", dir.display()),
-                Err(e) => tracing::debug!("cannot remove {}: {e}", dir.display()),
-            }
-        }
-    }
+    agentcompass_gateway::socket_dirs::sweep_stale(temp, DIR_PREFIX, SOCKET_NAME, owner);
 }
 
 async fn serve(listener: UnixListener, control: Weak<RunControl>, owner: u32) {
