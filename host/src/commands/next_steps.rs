@@ -150,7 +150,7 @@ pub fn advice(reasons: &[(String, String, u64)], environment: &str) -> Advice {
 
 /// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else in
 /// single quotes.
-fn quote(word: &str) -> String {
+pub(super) fn quote(word: &str) -> String {
     let safe = !word.is_empty()
         && word
             .chars()

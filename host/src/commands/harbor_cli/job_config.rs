@@ -177,23 +177,43 @@ impl Words {
                 | "override_gpus" => self.flag(&format!("--{}", key.replace('_', "-")), item),
                 "kwargs" => self.pairs("--ek", item),
                 "suppress_override_warnings" => {}
-                _ if is_default(item) => {}
-                other => {
-                    return Err(
-                        self.refuse(&format!("environment.{other}"), "has no equivalent here")
-                    )
-                }
+                other => self.unmapped(&format!("environment.{other}"), item)?,
             }
         }
         Ok(())
     }
 
+    /// The one `noun` of the list at `key` (`None` when empty); more is refused with `why`.
+    fn only<'v>(
+        &self,
+        key: &str,
+        noun: &str,
+        value: &'v Value,
+        why: &str,
+    ) -> Result<Option<&'v Value>, Refusal> {
+        match value.as_array().map(Vec::as_slice).unwrap_or_default() {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            many => Err(self.refuse(
+                key,
+                &format!("expected one {noun}, found {} ({why})", many.len()),
+            )),
+        }
+    }
+
+    /// A key at `path` with no flag: accepted at Harbor's default, else refused.
+    fn unmapped(&self, path: &str, item: &Value) -> Result<(), Refusal> {
+        if is_default(item) {
+            Ok(())
+        } else {
+            Err(self.refuse(path, "has no equivalent here"))
+        }
+    }
+
     fn agents(&mut self, value: &Value) -> Result<(), Refusal> {
-        let agents = value.as_array().map(Vec::as_slice).unwrap_or_default();
-        let agent = match agents {
-            [] => return Ok(()),
-            [one] => one,
-            many => return Err(self.refuse("agents", &format!("expected one agent, found {} (one request per agent: run once per agent, or `agentcompass-host launch`)", many.len()))),
+        let why = "one request per agent: run once per agent, or `agentcompass-host launch`";
+        let Some(agent) = self.only("agents", "agent", value, why)? else {
+            return Ok(());
         };
         for (key, item) in agent.as_object().into_iter().flatten() {
             match key.as_str() {
@@ -206,21 +226,16 @@ impl Words {
                 "kwargs" => self.pairs("--ak", item),
                 "env" => self.pairs("--ae", item),
                 "skills" => self.list("--skill", item),
-                _ if is_default(item) => {}
-                other => {
-                    return Err(self.refuse(&format!("agents[0].{other}"), "has no equivalent here"))
-                }
+                other => self.unmapped(&format!("agents[0].{other}"), item)?,
             }
         }
         Ok(())
     }
 
     fn datasets(&mut self, value: &Value) -> Result<(), Refusal> {
-        let datasets = value.as_array().map(Vec::as_slice).unwrap_or_default();
-        let dataset = match datasets {
-            [] => return Ok(()),
-            [one] => one.as_object().cloned().unwrap_or_default(),
-            many => return Err(self.refuse("datasets", &format!("expected one dataset, found {} (one request per dataset: `agentcompass-host launch`)", many.len()))),
+        let why = "one request per dataset: `agentcompass-host launch`";
+        let Some(dataset) = self.only("datasets", "dataset", value, why)? else {
+            return Ok(());
         };
         let name = dataset.get("name").and_then(Value::as_str);
         let version = dataset.get("version").and_then(Value::as_str);
@@ -228,7 +243,7 @@ impl Words {
             let spec = version.map_or(name.to_string(), |v| format!("{name}@{v}"));
             self.flag("-d", &Value::from(spec));
         }
-        for (key, item) in &dataset {
+        for (key, item) in dataset.as_object().into_iter().flatten() {
             match key.as_str() {
                 "name" | "version" | "overwrite" => {}
                 "path" => self.flag("-p", item),
@@ -237,12 +252,7 @@ impl Words {
                 "task_names" => self.list("-i", item),
                 "exclude_task_names" => self.list("-x", item),
                 "n_tasks" => self.flag("-l", item),
-                _ if is_default(item) => {}
-                other => {
-                    return Err(
-                        self.refuse(&format!("datasets[0].{other}"), "has no equivalent here")
-                    )
-                }
+                other => self.unmapped(&format!("datasets[0].{other}"), item)?,
             }
         }
         Ok(())

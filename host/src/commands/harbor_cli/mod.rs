@@ -155,7 +155,7 @@ fn command_line(global: &GlobalArgs, words: &[String]) -> String {
 fn shell_words(words: &[String]) -> String {
     words
         .iter()
-        .map(|w| shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned()))
+        .map(|w| super::next_steps::quote(w))
         .collect::<Vec<_>>()
         .join(" ")
 }
