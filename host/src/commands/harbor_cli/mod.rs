@@ -147,7 +147,16 @@ fn command_line(global: &GlobalArgs, words: &[String]) -> String {
         all.push("--no-bundled-plugins".into());
     }
     all.push("run".into());
-    all.extend(words.iter().cloned());
+    // A literal agent variable may be a secret (Harbor users pass keys with `--ae`): its value
+    // is never printed; a `${VAR}` reference is.
+    let mut hide = false;
+    for word in words {
+        all.push(match word.split_once('=') {
+            Some((name, value)) if hide && !value.starts_with("${") => format!("{name}=<hidden>"),
+            _ => word.clone(),
+        });
+        hide = word == "--agent-env";
+    }
     shell_words(&all)
 }
 

@@ -42,3 +42,25 @@ fn every_translation_parses_as_a_native_run() {
         native_run(&words).unwrap();
     }
 }
+
+#[test]
+fn a_literal_agent_variable_is_never_printed() {
+    let words: Vec<String> = [
+        "harbor",
+        "terminus",
+        "m",
+        "--agent-env",
+        "KEY=sk-secret",
+        "--agent-env",
+        "REF=${HOST_KEY}",
+    ]
+    .iter()
+    .map(|w| w.to_string())
+    .collect();
+    let line = command_line(&GlobalArgs::default(), &words);
+    assert!(!line.contains("sk-secret"), "{line}");
+    assert!(
+        line.contains("KEY=<hidden>") && line.contains("'REF=${HOST_KEY}'"),
+        "{line}"
+    );
+}
